@@ -1,0 +1,121 @@
+import path from "node:path";
+import { z } from "zod";
+
+/** "", undefined → undefined, so an empty variable counts as unset. */
+const optional = <T extends z.ZodType>(schema: T) =>
+  z.preprocess((v) => (v === "" ? undefined : v), schema.optional());
+
+const intFrom = (min: number, max: number) =>
+  z.coerce
+    .number({ error: "must be a whole number" })
+    .int("must be a whole number")
+    .min(min, `must be at least ${min}`)
+    .max(max, `must be at most ${max}`);
+
+const boolFrom = z
+  .enum(["true", "false", "1", "0", "yes", "no"], { error: "must be true or false" })
+  .transform((v) => v === "true" || v === "1" || v === "yes");
+
+/**
+ * Every environment variable Tether reads, validated once at start.
+ * Probot's own variables keep Probot's names; Tether's are prefixed TETHER_.
+ */
+export const EnvSchema = z.object({
+  /** GitHub App id. Without it (and a private key) Tether serves Probot's app-registration flow. */
+  APP_ID: optional(intFrom(1, Number.MAX_SAFE_INTEGER)),
+  /** The app's private key (PEM). Never passed to the Claude CLI. */
+  PRIVATE_KEY: optional(z.string()),
+  /** Path to the app's private key file, instead of PRIVATE_KEY. */
+  PRIVATE_KEY_PATH: optional(z.string()),
+  /** Secret GitHub signs webhook deliveries with. */
+  WEBHOOK_SECRET: optional(z.string()),
+  /** Smee (or other) proxy URL that forwards webhooks to a development machine. */
+  WEBHOOK_PROXY_URL: optional(z.url("must be a URL")),
+  /** HTTP port for webhooks, the dashboard and health checks. */
+  PORT: intFrom(0, 65535).default(3000),
+  /** Interface to listen on. */
+  HOST: optional(z.string()),
+  /** Log verbosity. */
+  LOG_LEVEL: z.enum(["trace", "debug", "info", "warn", "error", "fatal", "silent"]).default("info"),
+  /** GitHub Enterprise host (also used to point Tether at a local GitHub stand-in). */
+  GHE_HOST: optional(z.string()),
+  /** Protocol for GHE_HOST. */
+  GHE_PROTOCOL: z.enum(["http", "https"]).default("https"),
+  /** Postgres connection string; when unset an embedded PostgreSQL is started. */
+  DATABASE_URL: optional(
+    z.string().regex(/^postgres(ql)?:\/\//, "must be a postgres:// or postgresql:// URL"),
+  ),
+  /** Which parts run in this process: all (default), web, runner or migrate. */
+  TETHER_ROLE: z.enum(["all", "web", "runner", "migrate"]).default("all"),
+  /** Where Tether keeps its own files: the embedded database, workspaces by default. */
+  TETHER_DATA_DIR: z.string().default(".data"),
+  /** Port of the embedded PostgreSQL; 0 picks a free port. */
+  TETHER_PG_PORT: intFrom(0, 65535).default(0),
+  /** Path of the Claude Code executable; default: the bundled @anthropic-ai/claude-code binary, then `claude` on PATH. */
+  TETHER_CLAUDE_PATH: optional(z.string()),
+  /** Root of the per-(repo, issue, agent) working directories. Default: <TETHER_DATA_DIR>/workspaces. */
+  TETHER_WORKSPACE_DIR: optional(z.string()),
+  /** Fixed runtime id; by default derived from host, $HOME/.claude and the CLI binary. */
+  TETHER_RUNTIME_ID: optional(
+    z.string().regex(/^[\w.:@-]{1,128}$/, "must be 1-128 of [A-Za-z0-9_.:@-]"),
+  ),
+  /** Bearer token for /dashboard and /api/stats. Unset: those routes answer loopback requests only. */
+  TETHER_DASHBOARD_TOKEN: optional(z.string().min(16, "must be at least 16 characters")),
+  /** Bearer token for /metrics. Unset: /metrics is open (scrapers usually sit on a private network). */
+  TETHER_METRICS_TOKEN: optional(z.string().min(16, "must be at least 16 characters")),
+  /** How many tasks one runner process runs at once. */
+  TETHER_RUNNER_CONCURRENCY: intFrom(1, 256).default(2),
+  /** How long shutdown may take in all, in milliseconds. */
+  TETHER_SHUTDOWN_TIMEOUT_MS: intFrom(1000, 600_000).default(8000),
+  /** Serve Probot's registration flow without creating a smee.io channel (for offline machines). */
+  NO_SMEE_SETUP: optional(boolFrom),
+});
+export type Env = z.infer<typeof EnvSchema> & {
+  /** Resolved absolute paths. */
+  dataDir: string;
+  workspaceDir: string;
+};
+
+export class EnvError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid environment:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
+    this.name = "EnvError";
+  }
+}
+
+/** Parse the environment; throws EnvError naming each bad variable and what is wrong with it. */
+export function loadEnv(source: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): Env {
+  const result = EnvSchema.safeParse(source);
+  if (!result.success) {
+    throw new EnvError(
+      result.error.issues.map((issue) => {
+        const name = issue.path.join(".") || "(environment)";
+        const value = source[String(issue.path[0])];
+        const shown =
+          value === undefined ? "unset" : isSecretName(name) ? "(hidden)" : JSON.stringify(value);
+        return `${name}: ${issue.message} (got ${shown})`;
+      }),
+    );
+  }
+  const env = result.data;
+  const problems: string[] = [];
+  if (env.APP_ID !== undefined && !env.PRIVATE_KEY && !env.PRIVATE_KEY_PATH) {
+    problems.push("PRIVATE_KEY: APP_ID is set, so PRIVATE_KEY or PRIVATE_KEY_PATH must be set too");
+  }
+  if (env.GHE_HOST !== undefined && /[/\s]/.test(env.GHE_HOST)) {
+    problems.push(
+      `GHE_HOST: must be a host name with an optional port, no scheme or path (got ${JSON.stringify(env.GHE_HOST)})`,
+    );
+  }
+  if (problems.length) throw new EnvError(problems);
+  const dataDir = path.resolve(cwd, env.TETHER_DATA_DIR);
+  return {
+    ...env,
+    dataDir,
+    workspaceDir: path.resolve(cwd, env.TETHER_WORKSPACE_DIR ?? path.join(dataDir, "workspaces")),
+  };
+}
+
+export function isSecretName(name: string): boolean {
+  return /KEY|SECRET|TOKEN|PASSWORD|DATABASE_URL/i.test(name);
+}

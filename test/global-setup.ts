@@ -1,0 +1,76 @@
+import { execFileSync } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import pg from "pg";
+import type { TestProject } from "vitest/node";
+import { clearStaleServer, startEmbeddedPostgres } from "../src/db/embedded.js";
+import { migrate } from "../src/db/migrate.js";
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    /** Superuser URL of the run's embedded server (database "postgres"). */
+    pgAdminUrl: string;
+    /** Name of the migrated template every test database is copied from. */
+    pgTemplate: string;
+  }
+}
+
+const PREFIX = "tether-test-pg-";
+export const TEMPLATE = "tether_template";
+
+/**
+ * One real PostgreSQL for the whole run, in a temp dir of its own (so parallel runs never
+ * share one), with a migrated template database; each test file clones the template.
+ */
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  await sweepOrphans();
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `${PREFIX}${process.pid}-`));
+  fs.chmodSync(dir, 0o755);
+  const server = await startEmbeddedPostgres({
+    dataDir: path.join(dir, "data"),
+    settings: { fsync: "off", synchronous_commit: "off", full_page_writes: "off" },
+  });
+  const admin = new pg.Client({ connectionString: server.url });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${TEMPLATE}`);
+  await admin.end();
+  await migrate(server.url.replace(/\/postgres$/, `/${TEMPLATE}`));
+
+  // End-to-end tests start the built app as a real process.
+  if (process.env.TETHER_TEST_SKIP_BUILD !== "1") {
+    execFileSync("npx", ["tsc", "-p", "tsconfig.build.json"], { stdio: "inherit" });
+  }
+
+  project.provide("pgAdminUrl", server.url);
+  project.provide("pgTemplate", TEMPLATE);
+  return async () => {
+    await server.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  };
+}
+
+/** A run killed before teardown leaves its server behind; stop those whose runner is gone. */
+async function sweepOrphans(): Promise<void> {
+  for (const name of fs.readdirSync(os.tmpdir())) {
+    if (!name.startsWith(PREFIX)) continue;
+    const ownerPid = Number.parseInt(name.slice(PREFIX.length), 10);
+    if (Number.isInteger(ownerPid) && isAlive(ownerPid)) continue;
+    const dir = path.join(os.tmpdir(), name);
+    try {
+      await clearStaleServer(path.join(dir, "data"));
+      fs.rmSync(dir, { recursive: true, force: true });
+    } catch {
+      /* another run's, or still going away: leave it */
+    }
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}

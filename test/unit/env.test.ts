@@ -1,0 +1,56 @@
+import { describe, expect, it } from "vitest";
+import { EnvError, loadEnv } from "../../src/env.js";
+
+describe("loadEnv", () => {
+  it("applies defaults for an empty environment", () => {
+    const env = loadEnv({}, "/srv/tether");
+    expect(env.PORT).toBe(3000);
+    expect(env.TETHER_ROLE).toBe("all");
+    expect(env.TETHER_RUNNER_CONCURRENCY).toBe(2);
+    expect(env.dataDir).toBe("/srv/tether/.data");
+    expect(env.workspaceDir).toBe("/srv/tether/.data/workspaces");
+    expect(env.DATABASE_URL).toBeUndefined();
+  });
+
+  it("treats empty strings as unset", () => {
+    expect(loadEnv({ APP_ID: "", DATABASE_URL: "" }).APP_ID).toBeUndefined();
+  });
+
+  const bad: Array<[Record<string, string>, RegExp]> = [
+    [{ PORT: "eighty" }, /^PORT: must be a whole number/m],
+    [{ PORT: "70000" }, /^PORT: must be at most 65535/m],
+    [{ TETHER_RUNNER_CONCURRENCY: "0" }, /^TETHER_RUNNER_CONCURRENCY: must be at least 1/m],
+    [{ TETHER_ROLE: "worker" }, /^TETHER_ROLE: .*"worker"/m],
+    [{ DATABASE_URL: "mysql://x" }, /^DATABASE_URL: must be a postgres:\/\/ .*\(got \(hidden\)\)/m],
+    [{ APP_ID: "12" }, /^PRIVATE_KEY: APP_ID is set/m],
+    [{ GHE_HOST: "https://ghe.example" }, /^GHE_HOST: must be a host name/m],
+    [
+      { TETHER_DASHBOARD_TOKEN: "short" },
+      /^TETHER_DASHBOARD_TOKEN: must be at least 16 .*\(hidden\)/m,
+    ],
+  ];
+  it.each(bad)("rejects %j naming the variable", (source, message) => {
+    let error: unknown;
+    try {
+      loadEnv(source);
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(EnvError);
+    expect(
+      (error as Error).message
+        .split("\n")
+        .slice(1)
+        .join("\n")
+        .replace(/^ {2}- /gm, ""),
+    ).toMatch(message);
+  });
+
+  it("never echoes a secret's value", () => {
+    try {
+      loadEnv({ TETHER_DASHBOARD_TOKEN: "sekrit" });
+    } catch (e) {
+      expect((e as Error).message).not.toContain("sekrit");
+    }
+  });
+});
