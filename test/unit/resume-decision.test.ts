@@ -1,0 +1,117 @@
+import { describe, expect, it } from "vitest";
+import {
+  decideResume,
+  describeReason,
+  REASON_CODES,
+  type PriorSession,
+  type ResumeInput,
+} from "../../src/runner/resume-decision.js";
+
+const NOW = new Date("2026-11-22T12:00:00Z");
+const HOUR = 3600_000;
+
+const prior = (over: Partial<PriorSession> = {}): PriorSession => ({
+  sessionId: "s-1",
+  runtimeId: "rt-a",
+  workDir: "/ws/octo/widgets/issue-7/tether",
+  state: "active",
+  historyEpoch: 2,
+  lastUsedAt: new Date(NOW.getTime() - HOUR),
+  contextTokens: 50_000,
+  contextWindow: 200_000,
+  ...over,
+});
+
+const input = (over: Partial<ResumeInput> = {}): ResumeInput => ({
+  prior: prior(),
+  forceFresh: false,
+  policy: { enabled: true, ttlMs: 72 * HOUR, contextBudget: 0.8 },
+  runtimeId: "rt-a",
+  workDir: "/ws/octo/widgets/issue-7/tether",
+  workDirExists: true,
+  historyEpoch: 2,
+  cliCanResume: true,
+  now: NOW,
+  ...over,
+});
+
+describe("decideResume", () => {
+  const rows: Array<[string, Partial<ResumeInput>, string]> = [
+    ["all guards hold", {}, "resumed"],
+    ["no prior session", { prior: null }, "no_prior_session"],
+    ["no prior session wins over /fresh", { prior: null, forceFresh: true }, "no_prior_session"],
+    ["/fresh or a rerun", { forceFresh: true }, "forced_fresh"],
+    [
+      "config resume: false",
+      { policy: { enabled: false, ttlMs: 72 * HOUR, contextBudget: 0.8 } },
+      "resume_disabled",
+    ],
+    ["another runtime", { runtimeId: "rt-b" }, "runtime_mismatch"],
+    [
+      "prior ran with no runtime recorded",
+      { prior: prior({ runtimeId: null }) },
+      "runtime_mismatch",
+    ],
+    ["another working directory", { workDir: "/ws/elsewhere" }, "workdir_changed"],
+    ["working directory gone", { workDirExists: false }, "workdir_changed"],
+    ["session poisoned", { prior: prior({ state: "poisoned" }) }, "poisoned"],
+    ["session retired after a rejected resume", { prior: prior({ state: "retired" }) }, "poisoned"],
+    ["history edited since pinning", { historyEpoch: 3 }, "history_edited"],
+    [
+      "idle longer than the TTL",
+      { prior: prior({ lastUsedAt: new Date(NOW.getTime() - 73 * HOUR) }) },
+      "expired",
+    ],
+    [
+      "exactly at the TTL still resumes",
+      { prior: prior({ lastUsedAt: new Date(NOW.getTime() - 72 * HOUR) }) },
+      "resumed",
+    ],
+    ["context at the budget", { prior: prior({ contextTokens: 160_000 }) }, "context_budget"],
+    ["context just under the budget", { prior: prior({ contextTokens: 159_999 }) }, "resumed"],
+    [
+      "unknown window uses 200k",
+      { prior: prior({ contextTokens: 170_000, contextWindow: null }) },
+      "context_budget",
+    ],
+    [
+      "1M window leaves room",
+      { prior: prior({ contextTokens: 170_000, contextWindow: 1_000_000 }) },
+      "resumed",
+    ],
+    ["unknown context use does not block", { prior: prior({ contextTokens: null }) }, "resumed"],
+    ["CLI without --resume", { cliCanResume: false }, "cli_cannot_resume"],
+    // Order matters: the first failing guard names the reason.
+    [
+      "runtime checked before poison",
+      { runtimeId: "rt-b", prior: prior({ state: "poisoned" }) },
+      "runtime_mismatch",
+    ],
+    [
+      "poison checked before expiry",
+      { prior: prior({ state: "poisoned", lastUsedAt: new Date(0) }) },
+      "poisoned",
+    ],
+  ];
+
+  it.each(rows)("%s → %s", (_name, over, reason) => {
+    const d = decideResume(input(over));
+    expect(d.reason).toBe(reason);
+    if (reason === "resumed")
+      expect(d).toEqual({ kind: "resume", sessionId: "s-1", reason: "resumed" });
+    else expect(d.kind).toBe("fresh");
+  });
+
+  it("names the prior session on a fresh decision so the dashboard can link it", () => {
+    expect(decideResume(input({ forceFresh: true }))).toEqual({
+      kind: "fresh",
+      reason: "forced_fresh",
+      priorSessionId: "s-1",
+    });
+    expect(decideResume(input({ prior: null }))).toMatchObject({ priorSessionId: null });
+  });
+
+  it("has plain words for every reason code", () => {
+    for (const code of REASON_CODES) expect(describeReason(code)).toMatch(/\w{4,}/);
+  });
+});
