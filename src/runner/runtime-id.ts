@@ -1,0 +1,34 @@
+import { createHash } from "node:crypto";
+import { realpathSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+
+/**
+ * A session can only be resumed where its file lives: on this host, in this $HOME/.claude, by a
+ * compatible binary. So the derived id hashes exactly those. Containers get a new hostname on
+ * every start: set TETHER_RUNTIME_ID (and keep $HOME/.claude on a volume) to keep sessions.
+ */
+export function deriveRuntimeId(opts: {
+  configured?: string;
+  home: string;
+  claudePath: string;
+  hostname?: string;
+}): string {
+  if (opts.configured) return opts.configured;
+  const host = opts.hostname ?? os.hostname();
+  const store = real(path.join(opts.home, ".claude"));
+  const binary = real(opts.claudePath);
+  const digest = createHash("sha256")
+    .update(`${host}\0${store}\0${binary}`)
+    .digest("hex")
+    .slice(0, 12);
+  return `${host.replace(/[^\w.-]/g, "_").slice(0, 60)}-${digest}`;
+}
+
+function real(p: string): string {
+  try {
+    return realpathSync(p);
+  } catch {
+    return path.resolve(p);
+  }
+}

@@ -1,0 +1,33 @@
+/** The runtimes table: where sessions live, and which runners are alive there. */
+import type { Pool, PoolClient } from "../db/pool.js";
+
+type Db = Pool | PoolClient;
+
+export interface RuntimeInfo {
+  id: string;
+  hostname: string;
+  homeDir: string;
+  claudePath: string;
+  cliVersion: string | null;
+  canResume: boolean | null;
+  concurrency: number;
+}
+
+export async function registerRuntime(db: Db, r: RuntimeInfo): Promise<void> {
+  await db.query(
+    `INSERT INTO runtimes (id, hostname, home_dir, claude_path, cli_version, can_resume, concurrency)
+     VALUES ($1, $2, $3, $4, $5, $6, $7)
+     ON CONFLICT (id) DO UPDATE SET hostname = EXCLUDED.hostname, home_dir = EXCLUDED.home_dir,
+       claude_path = EXCLUDED.claude_path, cli_version = EXCLUDED.cli_version,
+       can_resume = EXCLUDED.can_resume, concurrency = EXCLUDED.concurrency,
+       started_at = now(), heartbeat_at = now()`,
+    [r.id, r.hostname, r.homeDir, r.claudePath, r.cliVersion, r.canResume, r.concurrency],
+  );
+}
+
+export async function heartbeatRuntime(db: Db, id: string, running: number): Promise<void> {
+  await db.query(`UPDATE runtimes SET heartbeat_at = now(), running = $2 WHERE id = $1`, [
+    id,
+    running,
+  ]);
+}

@@ -1,0 +1,96 @@
+/** The sessions table: one row per Claude session, holding its latest state. */
+import type { Pool, PoolClient } from "../db/pool.js";
+import type { PriorSession } from "../runner/resume-decision.js";
+
+type Db = Pool | PoolClient;
+
+export interface TaskKey {
+  repo: string;
+  issueNumber: number;
+  agent: string;
+}
+
+/** Record (or refresh) a session when the CLI reports it. */
+export async function upsertSession(
+  db: Db,
+  s: TaskKey & {
+    sessionId: string;
+    runtimeId: string;
+    workDir: string;
+    model: string | null;
+    historyEpoch: number;
+  },
+): Promise<void> {
+  await db.query(
+    `INSERT INTO sessions (session_id, repo, issue_number, agent, runtime_id, work_dir, model, history_epoch)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+     ON CONFLICT (session_id) DO UPDATE SET last_used_at = now(), model = COALESCE(EXCLUDED.model, sessions.model)`,
+    [s.sessionId, s.repo, s.issueNumber, s.agent, s.runtimeId, s.workDir, s.model, s.historyEpoch],
+  );
+}
+
+/** After a turn: how full the context is now, and that it was used. */
+export async function touchSession(
+  db: Db,
+  sessionId: string,
+  contextTokens: number | null,
+  contextWindow: number | null,
+): Promise<void> {
+  await db.query(
+    `UPDATE sessions SET last_used_at = now(), context_tokens = COALESCE($2, context_tokens),
+            context_window = COALESCE($3, context_window)
+      WHERE session_id = $1`,
+    [sessionId, contextTokens, contextWindow],
+  );
+}
+
+/** Poisoned (it overflowed, or the API rejected its history) or retired (the CLI would not resume it). */
+export async function markSession(
+  db: Db,
+  sessionId: string,
+  state: "poisoned" | "retired",
+  reason: string,
+): Promise<void> {
+  await db.query(
+    `UPDATE sessions SET state = $2, state_reason = $3, state_changed_at = now() WHERE session_id = $1`,
+    [sessionId, state, reason],
+  );
+}
+
+/**
+ * The key's prior session: the one of its latest finished task that has a session, with the
+ * session's latest state (so a newer poisoned turn outweighs older good ones).
+ */
+export async function priorSession(db: Db, key: TaskKey): Promise<PriorSession | null> {
+  const { rows } = await db.query(
+    `SELECT s.session_id, s.runtime_id, s.work_dir, s.state, s.history_epoch, s.last_used_at,
+            s.context_tokens, s.context_window
+       FROM tasks t JOIN sessions s ON s.session_id = t.session_id
+      WHERE t.repo = $1 AND t.issue_number = $2 AND t.agent = $3
+        AND t.status IN ('succeeded', 'failed', 'cancelled') AND t.session_id IS NOT NULL
+      ORDER BY t.finished_at DESC NULLS LAST, t.id DESC
+      LIMIT 1`,
+    [key.repo, key.issueNumber, key.agent],
+  );
+  const r = rows[0] as Record<string, unknown> | undefined;
+  if (!r) return null;
+  return {
+    sessionId: r.session_id as string,
+    runtimeId: (r.runtime_id as string | null) ?? null,
+    workDir: (r.work_dir as string | null) ?? null,
+    state: r.state as PriorSession["state"],
+    historyEpoch: r.history_epoch as number,
+    lastUsedAt: r.last_used_at as Date,
+    contextTokens: (r.context_tokens as number | null) ?? null,
+    contextWindow: (r.context_window as number | null) ?? null,
+  };
+}
+
+/** The key's current history epoch (0 until something in its history was edited). */
+export async function currentEpoch(db: Db, key: TaskKey): Promise<number> {
+  const { rows } = await db.query(
+    `SELECT epoch FROM history_epochs WHERE repo = $1 AND issue_number = $2 AND agent = $3`,
+    [key.repo, key.issueNumber, key.agent],
+  );
+  return (rows[0]?.epoch as number | undefined) ?? 0;
+}

@@ -1,0 +1,403 @@
+/**
+ * The tasks table, runner side: claim, lease, pin, record, finish. Every write after the claim
+ * is scoped to the claiming runner (`locked_by`), so a runner whose task was taken back by the
+ * sweeper cannot overwrite what the new owner does.
+ */
+import type { Pool, PoolClient } from "../db/pool.js";
+
+type Db = Pool | PoolClient;
+
+export type TaskStatus = "queued" | "running" | "succeeded" | "failed" | "cancelled";
+export type Outcome =
+  | "success"
+  | "failed"
+  | "poisoned"
+  | "resume_rejected"
+  | "auth_failed"
+  | "timed_out"
+  | "stalled"
+  | "cancelled";
+
+export interface TaskComment {
+  commentId: number | null;
+  author: string;
+  url: string;
+  body: string;
+  createdAt: Date;
+}
+
+/** A task as the runner sees it. */
+export interface Task {
+  id: number;
+  repo: string;
+  repoId: number | null;
+  installationId: number;
+  issueNumber: number;
+  isPullRequest: boolean;
+  agent: string;
+  status: TaskStatus;
+  triggerCommentId: number | null;
+  triggerAuthor: string;
+  triggerUrl: string;
+  triggerBody: string;
+  forceFresh: boolean;
+  cancelRequested: boolean;
+  runtimeId: string | null;
+  sessionId: string | null;
+  trackingCommentId: number | null;
+  answerCommentId: number | null;
+  attempts: number;
+  maxAttempts: number;
+  createdAt: Date;
+  startedAt: Date | null;
+}
+
+type Row = Record<string, unknown>;
+
+export function toTask(r: Row): Task {
+  return {
+    id: r.id as number,
+    repo: r.repo as string,
+    repoId: (r.repo_id as number | null) ?? null,
+    installationId: r.installation_id as number,
+    issueNumber: r.issue_number as number,
+    isPullRequest: r.is_pull_request as boolean,
+    agent: r.agent as string,
+    status: r.status as TaskStatus,
+    triggerCommentId: (r.trigger_comment_id as number | null) ?? null,
+    triggerAuthor: r.trigger_author as string,
+    triggerUrl: r.trigger_url as string,
+    triggerBody: r.trigger_body as string,
+    forceFresh: r.force_fresh as boolean,
+    cancelRequested: r.cancel_requested as boolean,
+    runtimeId: (r.runtime_id as string | null) ?? null,
+    sessionId: (r.session_id as string | null) ?? null,
+    trackingCommentId: (r.tracking_comment_id as number | null) ?? null,
+    answerCommentId: (r.answer_comment_id as number | null) ?? null,
+    attempts: r.attempts as number,
+    maxAttempts: r.max_attempts as number,
+    createdAt: r.created_at as Date,
+    startedAt: (r.started_at as Date | null) ?? null,
+  };
+}
+
+/**
+ * Claim up to `limit` of the oldest queued tasks whose key has no running task, in one
+ * statement. SKIP LOCKED lets many runners claim at once without waiting on each other; the
+ * partial unique index on running tasks is the last word if two ever raced for one key.
+ */
+export async function claimTasks(
+  db: Db,
+  runnerId: string,
+  runtimeId: string,
+  limit: number,
+): Promise<Task[]> {
+  if (limit <= 0) return [];
+  const { rows } = await db.query(
+    `WITH candidates AS (
+       SELECT t.id FROM tasks t
+        WHERE t.status = 'queued'
+          AND NOT EXISTS (
+            SELECT 1 FROM tasks r
+             WHERE r.repo = t.repo AND r.issue_number = t.issue_number AND r.agent = t.agent
+               AND r.status = 'running')
+        ORDER BY t.created_at, t.id
+        LIMIT $3
+        FOR UPDATE SKIP LOCKED)
+     UPDATE tasks t
+        SET status = 'running', locked_by = $1, runtime_id = $2, locked_at = now(),
+            heartbeat_at = now(), attempts = t.attempts + 1,
+            started_at = COALESCE(t.started_at, now()), updated_at = now()
+       FROM candidates c
+      WHERE t.id = c.id
+     RETURNING t.*`,
+    [runnerId, runtimeId, limit],
+  );
+  return rows
+    .map(toTask)
+    .sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || a.id - b.id);
+}
+
+/** Every comment that fed the task, oldest first (several when comments coalesced while it waited). */
+export async function taskComments(db: Db, taskId: number): Promise<TaskComment[]> {
+  const { rows } = await db.query(
+    `SELECT comment_id, author, url, body, created_at FROM task_comments
+      WHERE task_id = $1 ORDER BY created_at, comment_id NULLS FIRST`,
+    [taskId],
+  );
+  return rows.map((r) => ({
+    commentId: (r.comment_id as number | null) ?? null,
+    author: r.author as string,
+    url: r.url as string,
+    body: r.body as string,
+    createdAt: r.created_at as Date,
+  }));
+}
+
+export interface DecisionRecord {
+  decision: "resume" | "fresh";
+  reason: string;
+  resumeSessionId: string | null;
+  isFollowUp: boolean;
+  historyEpoch: number;
+  workDir: string;
+  retriedFresh?: boolean;
+}
+
+/** Store the resume decision before the CLI starts. Returns false when the lease was lost. */
+export async function recordDecision(
+  db: Db,
+  taskId: number,
+  runnerId: string,
+  d: DecisionRecord,
+): Promise<boolean> {
+  const res = await db.query(
+    `UPDATE tasks SET resume_decision = $3, resume_reason = $4, resume_session_id = $5,
+            is_follow_up = $6, history_epoch = $7, work_dir = $8,
+            retried_fresh = retried_fresh OR $9, updated_at = now()
+      WHERE id = $1 AND locked_by = $2 AND status = 'running'`,
+    [
+      taskId,
+      runnerId,
+      d.decision,
+      d.reason,
+      d.resumeSessionId,
+      d.isFollowUp,
+      d.historyEpoch,
+      d.workDir,
+      d.retriedFresh ?? false,
+    ],
+  );
+  return res.rowCount === 1;
+}
+
+/**
+ * Pin the session id the moment the CLI reports it, long before the run ends. A retry in the
+ * same task (fresh after a rejected resume) pins its new id over the old one; every other write
+ * keeps it (COALESCE), so nothing ever erases it.
+ */
+export async function pinSession(
+  db: Db,
+  taskId: number,
+  runnerId: string,
+  sessionId: string,
+): Promise<boolean> {
+  const res = await db.query(
+    `UPDATE tasks SET session_id = $3, updated_at = now()
+      WHERE id = $1 AND locked_by = $2 AND status = 'running'`,
+    [taskId, runnerId, sessionId],
+  );
+  return res.rowCount === 1;
+}
+
+export async function setTrackingComment(
+  db: Db,
+  taskId: number,
+  runnerId: string,
+  commentId: number,
+): Promise<void> {
+  await db.query(
+    `UPDATE tasks SET tracking_comment_id = $3, updated_at = now()
+      WHERE id = $1 AND locked_by = $2 AND status = 'running'`,
+    [taskId, runnerId, commentId],
+  );
+}
+
+export async function markToolRan(db: Db, taskId: number, runnerId: string): Promise<void> {
+  await db.query(
+    `UPDATE tasks SET tool_ran = true WHERE id = $1 AND locked_by = $2 AND NOT tool_ran`,
+    [taskId, runnerId],
+  );
+}
+
+export interface Usage {
+  model: string | null;
+  inputTokens: number;
+  outputTokens: number;
+  cacheReadTokens: number;
+  cacheCreationTokens: number;
+  contextTokens: number | null;
+  costUsd: number;
+  numTurns: number;
+  durationMs: number;
+}
+
+export interface Finish {
+  status: Extract<TaskStatus, "succeeded" | "failed" | "cancelled">;
+  outcome: Outcome;
+  failureReason: string | null;
+  sessionId: string | null;
+  usage: Usage | null;
+  answerCommentId: number | null;
+}
+
+/** Finish the task. Scoped to its runner; returns false when the lease had been lost. */
+export async function finishTask(
+  db: Db,
+  taskId: number,
+  runnerId: string,
+  f: Finish,
+): Promise<boolean> {
+  const u = f.usage;
+  const res = await db.query(
+    `UPDATE tasks SET status = $3, outcome = $4, failure_reason = $5,
+            session_id = COALESCE(session_id, $6),
+            model = COALESCE($7, model), input_tokens = $8, output_tokens = $9,
+            cache_read_tokens = $10, cache_creation_tokens = $11, context_tokens = $12,
+            cost_usd = $13, num_turns = $14, duration_ms = $15,
+            answer_comment_id = COALESCE(answer_comment_id, $16),
+            finished_at = now(), updated_at = now(), locked_by = NULL, heartbeat_at = NULL
+      WHERE id = $1 AND locked_by = $2 AND status = 'running'`,
+    [
+      taskId,
+      runnerId,
+      f.status,
+      f.outcome,
+      f.failureReason,
+      f.sessionId,
+      u?.model ?? null,
+      u?.inputTokens ?? null,
+      u?.outputTokens ?? null,
+      u?.cacheReadTokens ?? null,
+      u?.cacheCreationTokens ?? null,
+      u?.contextTokens ?? null,
+      u?.costUsd ?? null,
+      u?.numTurns ?? null,
+      u?.durationMs ?? null,
+      f.answerCommentId,
+    ],
+  );
+  return res.rowCount === 1;
+}
+
+/** Touch the lease of every task this runner holds; returns the ids whose cancel was requested. */
+export async function heartbeatTasks(
+  db: Db,
+  runnerId: string,
+): Promise<{ held: number[]; cancel: number[] }> {
+  const { rows } = await db.query(
+    `UPDATE tasks SET heartbeat_at = now() WHERE locked_by = $1 AND status = 'running'
+     RETURNING id, cancel_requested`,
+    [runnerId],
+  );
+  return {
+    held: rows.map((r) => r.id as number),
+    cancel: rows.filter((r) => r.cancel_requested).map((r) => r.id as number),
+  };
+}
+
+export async function isCancelRequested(db: Db, taskId: number): Promise<boolean> {
+  const { rows } = await db.query(`SELECT cancel_requested FROM tasks WHERE id = $1`, [taskId]);
+  return rows[0]?.cancel_requested === true;
+}
+
+/**
+ * A runner starting on a runtime takes over the tasks an earlier process of the same runtime
+ * left running (it crashed or was killed): they are this runtime's sessions, so this runner can
+ * resume them at once instead of waiting for the sweeper. `isGone` says whether the process
+ * that holds a task is dead. Each task is taken with a compare-and-set on its old holder.
+ */
+export async function adoptOrphans(
+  db: Db,
+  runnerId: string,
+  runtimeId: string,
+  isGone: (lockedBy: string) => boolean,
+): Promise<Task[]> {
+  const { rows } = await db.query(
+    `SELECT id, locked_by FROM tasks WHERE status = 'running' AND runtime_id = $1 AND locked_by <> $2`,
+    [runtimeId, runnerId],
+  );
+  const adopted: Task[] = [];
+  for (const r of rows as Array<{ id: number; locked_by: string }>) {
+    if (!isGone(r.locked_by)) continue;
+    const res = await db.query(
+      `UPDATE tasks SET locked_by = $2, locked_at = now(), heartbeat_at = now(),
+              attempts = attempts + 1, updated_at = now()
+        WHERE id = $1 AND status = 'running' AND locked_by = $3
+       RETURNING *`,
+      [r.id, runnerId, r.locked_by],
+    );
+    if (res.rows[0]) adopted.push(toTask(res.rows[0] as Row));
+  }
+  return adopted;
+}
+
+/**
+ * The sweeper: tasks whose runner stopped heartbeating go back to the queue (their key's
+ * newer queued task, if one arrived meanwhile, is folded into them so no comment is lost), or
+ * fail once they used up their attempts. Run by one replica at a time (advisory lock).
+ */
+export async function sweepExpired(
+  pool: Pool,
+  leaseMs: number,
+): Promise<{ requeued: number[]; failed: number[] }> {
+  const client = await pool.connect();
+  const requeued: number[] = [];
+  const failed: number[] = [];
+  try {
+    const lock = await client.query(
+      `SELECT pg_try_advisory_lock(hashtext('tether:sweeper')) AS ok`,
+    );
+    if (!lock.rows[0]?.ok) return { requeued, failed };
+    try {
+      const { rows } = await client.query(
+        `SELECT id FROM tasks WHERE status = 'running' AND heartbeat_at < now() - make_interval(secs => $1::double precision / 1000)`,
+        [leaseMs],
+      );
+      for (const { id } of rows as Array<{ id: number }>) {
+        await client.query("BEGIN");
+        try {
+          const cur = await client.query(
+            `SELECT * FROM tasks WHERE id = $1 AND status = 'running'
+               AND heartbeat_at < now() - make_interval(secs => $2::double precision / 1000) FOR UPDATE SKIP LOCKED`,
+            [id, leaseMs],
+          );
+          const t = cur.rows[0] as Row | undefined;
+          if (!t) {
+            await client.query("ROLLBACK");
+            continue;
+          }
+          if ((t.attempts as number) >= (t.max_attempts as number)) {
+            await client.query(
+              `UPDATE tasks SET status = 'failed', outcome = 'failed', locked_by = NULL, heartbeat_at = NULL,
+                      failure_reason = 'the runner running it stopped responding ' || attempts || ' times',
+                      finished_at = now(), updated_at = now() WHERE id = $1`,
+              [id],
+            );
+            failed.push(id);
+          } else {
+            const newer = await client.query(
+              `SELECT id, force_fresh FROM tasks WHERE repo = $1 AND issue_number = $2 AND agent = $3
+                 AND status = 'queued' FOR UPDATE`,
+              [t.repo, t.issue_number, t.agent],
+            );
+            const q = newer.rows[0] as Row | undefined;
+            if (q) {
+              await client.query(`UPDATE task_comments SET task_id = $1 WHERE task_id = $2`, [
+                id,
+                q.id,
+              ]);
+              await client.query(`DELETE FROM tasks WHERE id = $1`, [q.id]);
+            }
+            await client.query(
+              `UPDATE tasks SET status = 'queued', locked_by = NULL, locked_at = NULL, heartbeat_at = NULL,
+                      force_fresh = force_fresh OR $2, updated_at = now() WHERE id = $1`,
+              [id, q?.force_fresh === true],
+            );
+            requeued.push(id);
+          }
+          await client.query("COMMIT");
+        } catch (err) {
+          await client.query("ROLLBACK").catch(() => {});
+          throw err;
+        }
+      }
+      if (requeued.length) await client.query(`SELECT pg_notify('tether_tasks', 'sweep')`);
+    } finally {
+      await client.query(`SELECT pg_advisory_unlock(hashtext('tether:sweeper'))`);
+    }
+  } finally {
+    client.release();
+  }
+  return { requeued, failed };
+}

@@ -1,0 +1,251 @@
+import { describe, expect, it } from "vitest";
+import {
+  adoptOrphans,
+  claimTasks,
+  finishTask,
+  heartbeatTasks,
+  pinSession,
+  recordDecision,
+  sweepExpired,
+} from "../../src/sql/task-runs.js";
+import { markSession, priorSession, upsertSession } from "../../src/sql/sessions.js";
+import { registerRuntime } from "../../src/sql/runtimes.js";
+import { createTestDatabase } from "../helpers/db.js";
+import { readTask, seedTask } from "../helpers/seed.js";
+
+const db = await createTestDatabase();
+const pool = db.pool;
+await registerRuntime(pool, {
+  id: "rt",
+  hostname: "h",
+  homeDir: "/h",
+  claudePath: "/c",
+  cliVersion: "2.1.197",
+  canResume: true,
+  concurrency: 4,
+});
+await registerRuntime(pool, {
+  id: "rt2",
+  hostname: "h2",
+  homeDir: "/h",
+  claudePath: "/c",
+  cliVersion: "2.1.197",
+  canResume: true,
+  concurrency: 4,
+});
+
+let n = 0;
+const key = () => ({ repo: `octo/r${++n}`, issue_number: 1, agent: "tether" });
+
+describe("claimTasks", () => {
+  it("claims the oldest queued task first and marks it running for the runner", async () => {
+    await pool.query("DELETE FROM tasks");
+    const a = await seedTask(pool, { ...key(), created_at: new Date(Date.now() - 2000) });
+    const b = await seedTask(pool, { ...key(), created_at: new Date(Date.now() - 1000) });
+    const [first] = await claimTasks(pool, "runner-1", "rt", 1);
+    expect(first?.id).toBe(a.id);
+    const row = await readTask(pool, a.id);
+    expect(row).toMatchObject({
+      status: "running",
+      locked_by: "runner-1",
+      runtime_id: "rt",
+      attempts: 1,
+    });
+    const [second] = await claimTasks(pool, "runner-2", "rt", 5);
+    expect(second?.id).toBe(b.id);
+    expect(await claimTasks(pool, "runner-3", "rt", 5)).toEqual([]);
+  });
+
+  it("never claims a task whose key already has a running task", async () => {
+    await pool.query("DELETE FROM tasks");
+    const k = key();
+    await seedTask(pool, { ...k, status: "running", locked_by: "someone" });
+    await seedTask(pool, { ...k, status: "queued" });
+    expect(await claimTasks(pool, "runner-1", "rt", 10)).toEqual([]);
+  });
+
+  it("hands each task to exactly one of many concurrent claimers", async () => {
+    await pool.query("DELETE FROM tasks");
+    for (let i = 0; i < 60; i++) await seedTask(pool, key());
+    const claims = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => claimTasks(pool, `runner-${i}`, "rt", 15)),
+    );
+    const ids = claims.flat().map((t) => t.id);
+    expect(ids.length).toBe(60);
+    expect(new Set(ids).size).toBe(60);
+  });
+});
+
+describe("writes after the claim are scoped to the claiming runner", () => {
+  it("pins the session mid-run, keeps it through finish, and refuses another runner's writes", async () => {
+    await pool.query("DELETE FROM tasks");
+    const t = await seedTask(pool, key());
+    await claimTasks(pool, "r-a", "rt", 1);
+    expect(
+      await recordDecision(pool, t.id as number, "r-a", {
+        decision: "fresh",
+        reason: "no_prior_session",
+        resumeSessionId: null,
+        isFollowUp: false,
+        historyEpoch: 0,
+        workDir: "/w",
+      }),
+    ).toBe(true);
+    expect(await pinSession(pool, t.id as number, "r-a", "sess-1")).toBe(true);
+    expect((await readTask(pool, t.id)).session_id).toBe("sess-1");
+    expect(await pinSession(pool, t.id as number, "r-b", "sess-evil")).toBe(false);
+    expect(
+      await finishTask(pool, t.id as number, "r-b", {
+        status: "failed",
+        outcome: "failed",
+        failureReason: "x",
+        sessionId: null,
+        usage: null,
+        answerCommentId: null,
+      }),
+    ).toBe(false);
+    expect(
+      await finishTask(pool, t.id as number, "r-a", {
+        status: "failed",
+        outcome: "poisoned",
+        failureReason: "too long",
+        sessionId: null,
+        usage: null,
+        answerCommentId: 5,
+      }),
+    ).toBe(true);
+    const row = await readTask(pool, t.id);
+    expect(row).toMatchObject({
+      status: "failed",
+      outcome: "poisoned",
+      session_id: "sess-1",
+      answer_comment_id: 5,
+      locked_by: null,
+    });
+  });
+
+  it("reports cancel requests on heartbeat", async () => {
+    await pool.query("DELETE FROM tasks");
+    const t = await seedTask(pool, key());
+    await claimTasks(pool, "r-c", "rt", 1);
+    await pool.query("UPDATE tasks SET cancel_requested = true WHERE id = $1", [t.id]);
+    expect(await heartbeatTasks(pool, "r-c")).toEqual({ held: [t.id], cancel: [t.id] });
+  });
+});
+
+describe("crash recovery", () => {
+  it("adopts tasks a dead process of the same runtime left running, and no others", async () => {
+    await pool.query("DELETE FROM tasks");
+    const mine = await seedTask(pool, {
+      ...key(),
+      status: "running",
+      locked_by: "dead-proc",
+      runtime_id: "rt",
+      attempts: 1,
+    });
+    await seedTask(pool, { ...key(), status: "running", locked_by: "live-proc", runtime_id: "rt" });
+    await seedTask(pool, {
+      ...key(),
+      status: "running",
+      locked_by: "dead-proc",
+      runtime_id: "rt2",
+    });
+    const adopted = await adoptOrphans(pool, "me", "rt", (holder) => holder === "dead-proc");
+    expect(adopted.map((t) => t.id)).toEqual([mine.id]);
+    expect(await readTask(pool, mine.id)).toMatchObject({
+      locked_by: "me",
+      attempts: 2,
+      status: "running",
+    });
+  });
+
+  it("the sweeper requeues expired tasks, folds a newer queued task of the key into it, and fails tasks out of attempts", async () => {
+    await pool.query("DELETE FROM tasks");
+    const k = key();
+    const old = new Date(Date.now() - 120_000);
+    const stale = await seedTask(pool, {
+      ...k,
+      status: "running",
+      locked_by: "gone",
+      heartbeat_at: old,
+      attempts: 1,
+    });
+    const newer = await seedTask(pool, { ...k, status: "queued", force_fresh: true });
+    await pool.query(
+      `INSERT INTO task_comments (source, agent, task_id, comment_id, author, url, body) VALUES ('comment:77', 'tether', $1, 77, 'bob', 'u', 'more')`,
+      [newer.id],
+    );
+    const spent = await seedTask(pool, {
+      ...key(),
+      status: "running",
+      locked_by: "gone",
+      heartbeat_at: old,
+      attempts: 3,
+      max_attempts: 3,
+    });
+    const fresh = await seedTask(pool, {
+      ...key(),
+      status: "running",
+      locked_by: "alive",
+      heartbeat_at: new Date(),
+    });
+
+    const res = await sweepExpired(pool, 60_000);
+    expect(res).toEqual({ requeued: [stale.id], failed: [spent.id] });
+    expect(await readTask(pool, stale.id)).toMatchObject({
+      status: "queued",
+      locked_by: null,
+      force_fresh: true,
+    });
+    await expect(readTask(pool, newer.id)).rejects.toThrow(/no task/);
+    const moved = await pool.query("SELECT task_id FROM task_comments WHERE comment_id = 77");
+    expect(moved.rows[0].task_id).toBe(stale.id);
+    expect(await readTask(pool, spent.id)).toMatchObject({ status: "failed", outcome: "failed" });
+    expect((await readTask(pool, fresh.id)).status).toBe("running");
+  });
+});
+
+describe("priorSession", () => {
+  it("is the session of the latest finished task, judged by its latest state", async () => {
+    await pool.query("DELETE FROM tasks");
+    const k = key();
+    const tk = { repo: k.repo, issueNumber: 1, agent: "tether" };
+    expect(await priorSession(pool, tk)).toBeNull();
+    await upsertSession(pool, {
+      ...tk,
+      sessionId: "s-old",
+      runtimeId: "rt",
+      workDir: "/w",
+      model: "m",
+      historyEpoch: 0,
+    });
+    await upsertSession(pool, {
+      ...tk,
+      sessionId: "s-new",
+      runtimeId: "rt",
+      workDir: "/w",
+      model: "m",
+      historyEpoch: 0,
+    });
+    await seedTask(pool, {
+      ...k,
+      status: "succeeded",
+      session_id: "s-old",
+      finished_at: new Date(Date.now() - 5000),
+    });
+    await seedTask(pool, {
+      ...k,
+      status: "succeeded",
+      session_id: "s-new",
+      finished_at: new Date(Date.now() - 1000),
+    });
+    await seedTask(pool, { ...k, status: "queued" });
+    expect(await priorSession(pool, tk)).toMatchObject({
+      sessionId: "s-new",
+      state: "active",
+      runtimeId: "rt",
+    });
+    await markSession(pool, "s-new", "poisoned", "prompt too long");
+    expect(await priorSession(pool, tk)).toMatchObject({ sessionId: "s-new", state: "poisoned" });
+  });
+});
