@@ -1,0 +1,107 @@
+/**
+ * The edges the runner talks through. Each is an interface so the runner's logic can be tested
+ * with the real thing (Postgres, the Claude CLI, a local GitHub stand-in) or a narrow fake.
+ */
+import type { Outcome, Usage } from "../sql/task-runs.js";
+
+/** One agent's settings, as the repo config resolves them. */
+export interface AgentSettings {
+  name: string;
+  model?: string;
+  maxTurns?: number;
+  timeoutMinutes: number;
+  stallMinutes: number;
+  allowedTools?: string[];
+  disallowedTools?: string[];
+  permissionMode?: string;
+  appendSystemPrompt?: string;
+}
+
+export interface ResumeSettings {
+  enabled: boolean;
+  ttlHours: number;
+  contextBudget: number;
+}
+
+export interface RepoSettings {
+  agents: Record<string, AgentSettings>;
+  resume: ResumeSettings;
+}
+
+export type ConfigResult = { ok: true; settings: RepoSettings } | { ok: false; message: string };
+
+export interface IssueInfo {
+  title: string;
+  body: string;
+  author: string;
+  url: string;
+  isPullRequest: boolean;
+  pullRequest?: { headRef: string; baseRef: string; headSha: string };
+}
+
+export interface IssueComment {
+  id: number;
+  author: string;
+  url: string;
+  body: string;
+  createdAt: string;
+}
+
+/** GitHub, for one installation and repository (REST only). */
+export interface GitHubThread {
+  getIssue(issueNumber: number): Promise<IssueInfo>;
+  listComments(issueNumber: number): Promise<IssueComment[]>;
+  createComment(issueNumber: number, body: string): Promise<number>;
+  updateComment(commentId: number, body: string): Promise<void>;
+  /** The installation token, for git over HTTPS. Never logged, never given to the agent. */
+  token(): Promise<string>;
+  /** https://github.com/owner/repo.git or the GHE equivalent. */
+  cloneUrl: string;
+  loadConfig(): Promise<ConfigResult>;
+}
+
+export type ProgressEvent = { kind: "text"; text: string } | { kind: "tool"; name: string };
+
+export interface AgentRunRequest {
+  cwd: string;
+  prompt: string;
+  resumeSessionId: string | null;
+  settings: AgentSettings;
+  systemPrompt: string;
+  signal: AbortSignal;
+  /** Called the moment the CLI reports its session id (before the run ends). */
+  onSession(sessionId: string, model: string | null): Promise<void> | void;
+  onProgress(event: ProgressEvent): void;
+}
+
+export interface AgentRunResult {
+  outcome: Outcome;
+  sessionId: string | null;
+  text: string | null;
+  usage: Usage | null;
+  contextWindow: number | null;
+  toolRan: boolean;
+  detail: string | null;
+}
+
+/** A resumable agent CLI (Claude Code today). */
+export interface AgentPort {
+  canResume(): Promise<boolean>;
+  run(req: AgentRunRequest): Promise<AgentRunResult>;
+}
+
+export interface WorkspacePort {
+  /** The stable directory of a task key; sessions are tied to it. */
+  pathFor(repo: string, issueNumber: number, agent: string): string;
+  exists(dir: string): Promise<boolean>;
+  /** Clone on the first turn, fetch on later ones, never destroying the agent's own work. */
+  prepare(req: {
+    repo: string;
+    issueNumber: number;
+    agent: string;
+    cloneUrl: string;
+    token: string;
+    pullRequest?: { number: number; headRef: string; headSha?: string };
+    signal?: AbortSignal;
+  }): Promise<{ dir: string }>;
+}

@@ -1,0 +1,318 @@
+/**
+ * One turn, end to end: decide resume or fresh, tell the thread, prepare the workspace, build
+ * the prompt, run the agent (pinning its session the moment it is known), classify, answer,
+ * finish. Every write is scoped to this runner's lease.
+ */
+import type { Pool } from "../db/pool.js";
+import type { Logger } from "../log.js";
+import { currentEpoch, markSession, priorSession, touchSession, upsertSession } from "../sql/sessions.js";
+import {
+  finishTask,
+  markToolRan,
+  pinSession,
+  recordDecision,
+  setTrackingComment,
+  taskComments,
+  type Finish,
+  type Outcome,
+  type Task,
+  type Usage,
+} from "../sql/task-runs.js";
+import type { AgentPort, AgentRunResult, AgentSettings, GitHubThread, IssueComment, WorkspacePort } from "./ports.js";
+import { buildColdPrompt, buildResumedPrompt, buildSystemPrompt, type PromptComment, type TurnFacts } from "./prompts.js";
+import { redact } from "./redact.js";
+import { decideResume, type ReasonCode, type ResumeDecision } from "./resume-decision.js";
+import {
+  findTaskMarker,
+  renderAnswer,
+  renderFailure,
+  renderTracking,
+  type FooterFacts,
+} from "./thread-comments.js";
+
+/** The abort reason a runner uses when the process stops (as opposed to a user's /cancel). */
+export const SHUTDOWN = "shutdown";
+
+export interface RunTaskDeps {
+  pool: Pool;
+  log: Logger;
+  runnerId: string;
+  runtimeId: string;
+  agent: AgentPort;
+  workspace: WorkspacePort;
+  github: (task: Task) => Promise<GitHubThread>;
+  now?: () => Date;
+  /** Minimum time between progress edits of the tracking comment. */
+  progressIntervalMs?: number;
+  /** Secrets to scrub from anything posted (the API key, for one). */
+  secrets?: () => Iterable<string | undefined>;
+  /** Told about every finished turn (metrics). */
+  onFinished?: (t: FinishedTurn) => void;
+}
+
+export interface FinishedTurn {
+  task: Task;
+  outcome: Outcome;
+  reason: ReasonCode;
+  resumed: boolean;
+  isFollowUp: boolean;
+  usage: Usage | null;
+  durationMs: number;
+  queueWaitMs: number;
+}
+
+export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal): Promise<void> {
+  const now = deps.now ?? (() => new Date());
+  const log = deps.log.child({ task: task.id, repo: task.repo, issue: task.issueNumber, agent: task.agent });
+  const started = now();
+  const secrets = new Set<string | undefined>(deps.secrets?.() ?? []);
+  const key = { repo: task.repo, issueNumber: task.issueNumber, agent: task.agent };
+
+  let gh: GitHubThread;
+  try {
+    gh = await deps.github(task);
+  } catch (err) {
+    log.error({ err }, "no GitHub access for the task's installation");
+    await finish(deps, task, { status: "failed", outcome: "failed", failureReason: `GitHub access failed: ${(err as Error).message}`, sessionId: null, usage: null, answerCommentId: null });
+    return;
+  }
+  const token = await gh.token().catch(() => undefined);
+  secrets.add(token);
+  const scrub = (s: string) => redact(s, secrets);
+
+  // Everything posted from here on goes into one comment per task.
+  let commentId = task.trackingCommentId;
+  const post = async (body: string): Promise<number | null> => {
+    const text = scrub(body);
+    try {
+      if (commentId === null) commentId = await findOwnComment(gh, task);
+      if (commentId === null) {
+        commentId = await gh.createComment(task.issueNumber, text);
+      } else {
+        await gh.updateComment(commentId, text);
+      }
+      await setTrackingComment(deps.pool, task.id, deps.runnerId, commentId);
+      return commentId;
+    } catch (err) {
+      log.warn({ err: scrub(String(err)) }, "could not write the task's comment");
+      return commentId;
+    }
+  };
+
+  const config = await gh.loadConfig().catch((err: Error) => ({ ok: false as const, message: `could not read .github/tether.yml: ${err.message}` }));
+  if (!config.ok) {
+    const id = await post(`⚠️ ${config.message}`);
+    await finish(deps, task, { status: "failed", outcome: "failed", failureReason: config.message, sessionId: null, usage: null, answerCommentId: id });
+    return;
+  }
+  const settings: AgentSettings | undefined = config.settings.agents[task.agent];
+  if (!settings) {
+    const msg = `Agent "${task.agent}" is no longer configured in .github/tether.yml, so this request was not run.`;
+    const id = await post(`⚠️ ${msg}`);
+    await finish(deps, task, { status: "failed", outcome: "failed", failureReason: msg, sessionId: null, usage: null, answerCommentId: id });
+    return;
+  }
+
+  const requests = await requestsOf(deps, task);
+  const workDir = deps.workspace.pathFor(task.repo, task.issueNumber, task.agent);
+  const prior = await priorSession(deps.pool, key);
+  const epoch = await currentEpoch(deps.pool, key);
+  const policy = config.settings.resume;
+  let decision: ResumeDecision = decideResume({
+    prior,
+    forceFresh: task.forceFresh,
+    policy: { enabled: policy.enabled, ttlMs: policy.ttlHours * 3600_000, contextBudget: policy.contextBudget },
+    runtimeId: deps.runtimeId,
+    workDir,
+    workDirExists: await deps.workspace.exists(workDir),
+    historyEpoch: epoch,
+    cliCanResume: await deps.agent.canResume(),
+    now: now(),
+  });
+  const isFollowUp = prior !== null;
+  log.info({ decision: decision.kind, reason: decision.reason, prior: prior?.sessionId }, "resume decision");
+  if (!(await record(deps, task, decision, isFollowUp, epoch, workDir, false))) return;
+
+  // Progress in the thread, throttled.
+  const tracking = { tools: [] as string[], lastText: null as string | null };
+  const trackingBody = () =>
+    renderTracking({ taskId: task.id, agent: task.agent, resumed: decision.kind === "resume", reason: decision.reason, tools: tracking.tools, lastText: tracking.lastText, startedAt: started, now: now() });
+  await post(trackingBody());
+  let lastEdit = Date.now();
+  let pendingEdit: Promise<unknown> = Promise.resolve();
+  const interval = deps.progressIntervalMs ?? 3000;
+  const onProgress = (ev: { kind: "text"; text: string } | { kind: "tool"; name: string }) => {
+    if (ev.kind === "tool") {
+      tracking.tools.push(ev.name);
+      void markToolRan(deps.pool, task.id, deps.runnerId).catch(() => {});
+    } else tracking.lastText = ev.text;
+    if (Date.now() - lastEdit >= interval) {
+      lastEdit = Date.now();
+      pendingEdit = pendingEdit.then(() => post(trackingBody()));
+    }
+  };
+
+  let pr: { number: number; headRef: string; headSha?: string } | undefined;
+  let issue: Awaited<ReturnType<GitHubThread["getIssue"]>> | undefined;
+  try {
+    issue = await gh.getIssue(task.issueNumber);
+    if (issue.pullRequest) pr = { number: task.issueNumber, headRef: issue.pullRequest.headRef, headSha: issue.pullRequest.headSha };
+    await deps.workspace.prepare({ repo: task.repo, issueNumber: task.issueNumber, agent: task.agent, cloneUrl: gh.cloneUrl, token: token ?? "", pullRequest: pr, signal });
+  } catch (err) {
+    const detail = scrub((err as Error).message);
+    log.warn({ err: detail }, "workspace preparation failed");
+    const id = await post(renderFailure({ outcome: "failed", detail, taskId: task.id }, footerOf(decision, null, null)));
+    await finish(deps, task, { status: "failed", outcome: "failed", failureReason: detail, sessionId: null, usage: null, answerCommentId: id });
+    return;
+  }
+
+  const turn: TurnFacts = { repo: task.repo, issueNumber: task.issueNumber, isPullRequest: task.isPullRequest, agent: task.agent, requests };
+  const coldPrompt = async () => {
+    const all = await gh.listComments(task.issueNumber);
+    const asked = new Set(requests.map((r) => r.url));
+    return buildColdPrompt(
+      {
+        title: issue!.title,
+        body: issue!.body,
+        author: issue!.author,
+        url: issue!.url,
+        comments: all.filter((c) => !asked.has(c.url) && !isInProgress(c)).map(toPromptComment),
+        ...(issue!.pullRequest ? { pullRequest: { headRef: issue!.pullRequest.headRef, baseRef: issue!.pullRequest.baseRef } } : {}),
+      },
+      turn,
+    );
+  };
+
+  const systemPrompt = buildSystemPrompt(task.agent, settings.appendSystemPrompt);
+  const attempt = async (d: ResumeDecision): Promise<AgentRunResult> => {
+    const prompt = d.kind === "resume" ? buildResumedPrompt(turn) : await coldPrompt();
+    return deps.agent.run({
+      cwd: workDir,
+      prompt,
+      resumeSessionId: d.kind === "resume" ? d.sessionId : null,
+      settings,
+      systemPrompt,
+      signal,
+      onSession: async (sessionId, model) => {
+        await pinSession(deps.pool, task.id, deps.runnerId, sessionId);
+        await upsertSession(deps.pool, { ...key, sessionId, runtimeId: deps.runtimeId, workDir, model, historyEpoch: epoch });
+        log.info({ sessionId }, "session pinned");
+      },
+      onProgress,
+    });
+  };
+
+  let result: AgentRunResult;
+  try {
+    result = await attempt(decision);
+    if (result.outcome === "resume_rejected" && decision.kind === "resume") {
+      await markSession(deps.pool, decision.sessionId, "retired", "the CLI could not resume it");
+      if (!result.toolRan && !signal.aborted) {
+        log.warn({ session: decision.sessionId, detail: result.detail }, "resume rejected; retrying fresh in the same task");
+        decision = { kind: "fresh", reason: "resume_rejected", priorSessionId: decision.sessionId };
+        if (!(await record(deps, task, decision, isFollowUp, epoch, workDir, true))) return;
+        result = await attempt(decision);
+      }
+    }
+  } catch (err) {
+    result = { outcome: "failed", sessionId: null, text: null, usage: null, contextWindow: null, toolRan: false, detail: (err as Error).message };
+  }
+  await pendingEdit;
+  if (signal.aborted && signal.reason === SHUTDOWN) {
+    // Not the user's cancel: the process is stopping. Leave the task running under our lease;
+    // the next start on this runtime adopts it, or the sweeper hands it to another runner.
+    log.warn({ session: result.sessionId }, "stopped by shutdown; the task will be taken over");
+    return;
+  }
+
+  if (result.sessionId) {
+    if (result.outcome === "poisoned") await markSession(deps.pool, result.sessionId, "poisoned", result.detail ?? "poisoned");
+    else await touchSession(deps.pool, result.sessionId, result.usage?.contextTokens ?? null, result.contextWindow);
+  }
+
+  const footer = footerOf(decision, result.sessionId, result.usage);
+  const body =
+    result.outcome === "success"
+      ? renderAnswer(task.id, result.text ?? "", footer)
+      : renderFailure(
+          { outcome: result.outcome, detail: result.detail, taskId: task.id, timeoutMinutes: settings.timeoutMinutes, stallMinutes: settings.stallMinutes },
+          footer,
+        );
+  const answerId = await post(body);
+  const status: Finish["status"] = result.outcome === "success" ? "succeeded" : result.outcome === "cancelled" ? "cancelled" : "failed";
+  const finished = await finish(deps, task, {
+    status,
+    outcome: result.outcome,
+    failureReason: result.outcome === "success" ? null : scrub(result.detail ?? result.outcome),
+    sessionId: result.sessionId,
+    usage: result.usage,
+    answerCommentId: answerId,
+  });
+  if (finished) {
+    deps.onFinished?.({
+      task,
+      outcome: result.outcome,
+      reason: decision.reason,
+      resumed: decision.kind === "resume",
+      isFollowUp,
+      usage: result.usage,
+      durationMs: now().getTime() - started.getTime(),
+      queueWaitMs: started.getTime() - task.createdAt.getTime(),
+    });
+  }
+  log.info({ outcome: result.outcome, session: result.sessionId }, "task finished");
+}
+
+async function record(
+  deps: RunTaskDeps,
+  task: Task,
+  d: ResumeDecision,
+  isFollowUp: boolean,
+  epoch: number,
+  workDir: string,
+  retriedFresh: boolean,
+): Promise<boolean> {
+  const ok = await recordDecision(deps.pool, task.id, deps.runnerId, {
+    decision: d.kind,
+    reason: d.reason,
+    resumeSessionId: d.kind === "resume" ? d.sessionId : d.priorSessionId,
+    isFollowUp,
+    historyEpoch: epoch,
+    workDir,
+    retriedFresh,
+  });
+  if (!ok) deps.log.warn({ task: task.id }, "lease lost before the run started; leaving the task to its new owner");
+  return ok;
+}
+
+async function finish(deps: RunTaskDeps, task: Task, f: Finish): Promise<boolean> {
+  const ok = await finishTask(deps.pool, task.id, deps.runnerId, f);
+  if (!ok) deps.log.warn({ task: task.id }, "lease lost: the task was finished or taken over elsewhere");
+  return ok;
+}
+
+/** A crash between creating the comment and recording its id must not produce a second one. */
+async function findOwnComment(gh: GitHubThread, task: Task): Promise<number | null> {
+  if (task.attempts <= 1) return null;
+  const comments = await gh.listComments(task.issueNumber);
+  return comments.find((c) => findTaskMarker(c.body) === task.id)?.id ?? null;
+}
+
+async function requestsOf(deps: RunTaskDeps, task: Task): Promise<PromptComment[]> {
+  const rows = await taskComments(deps.pool, task.id);
+  if (rows.length === 0) return [{ author: task.triggerAuthor, url: task.triggerUrl, body: task.triggerBody }];
+  return rows.map((r) => ({ author: r.author, url: r.url, body: r.body, createdAt: r.createdAt.toISOString() }));
+}
+
+/** Tether's own "working on it" comments are noise in a prompt; its finished answers are context. */
+function isInProgress(c: IssueComment): boolean {
+  return findTaskMarker(c.body) !== null && c.body.startsWith("⏳");
+}
+
+function toPromptComment(c: IssueComment): PromptComment {
+  return { author: c.author, url: c.url, body: c.body, createdAt: c.createdAt };
+}
+
+function footerOf(d: ResumeDecision, sessionId: string | null, usage: Usage | null): FooterFacts {
+  return { resumed: d.kind === "resume", reason: d.reason, sessionId, usage };
+}

@@ -1,0 +1,205 @@
+/**
+ * The runner: claims tasks up to its concurrency, runs them, heartbeats their leases, stops
+ * cancelled ones, and (one replica at a time) sweeps tasks whose runner died. LISTEN/NOTIFY
+ * wakes it at once; a poll is the floor, because a NOTIFY is only ever a latency hint.
+ */
+import os from "node:os";
+import pg from "pg";
+import type { Pool } from "../db/pool.js";
+import type { Logger } from "../log.js";
+import { heartbeatRuntime, registerRuntime } from "../sql/runtimes.js";
+import { adoptOrphans, claimTasks, heartbeatTasks, sweepExpired, type Task } from "../sql/task-runs.js";
+import { runTask, SHUTDOWN, type RunTaskDeps } from "./run-task.js";
+
+export interface RunnerOptions extends Omit<RunTaskDeps, "runnerId"> {
+  databaseUrl: string;
+  concurrency: number;
+  runtime: { homeDir: string; claudePath: string; cliVersion: string | null; canResume: boolean | null };
+  pollMs?: number;
+  heartbeatMs?: number;
+  /** A running task whose heartbeat is older than this is handed back to the queue. */
+  leaseMs?: number;
+}
+
+export class Runner {
+  readonly runnerId: string;
+  private readonly running = new Map<number, { task: Task; abort: AbortController; done: Promise<void> }>();
+  private listener: pg.Client | undefined;
+  private timers: NodeJS.Timeout[] = [];
+  private stopping = false;
+  private ticking: Promise<void> | undefined;
+  private again = false;
+
+  constructor(private readonly opts: RunnerOptions) {
+    this.runnerId = `${opts.runtimeId}/${os.hostname()}/${process.pid}/${Math.random().toString(36).slice(2, 8)}`;
+  }
+
+  private get pool(): Pool {
+    return this.opts.pool;
+  }
+
+  private get log(): Logger {
+    return this.opts.log;
+  }
+
+  async start(): Promise<void> {
+    await registerRuntime(this.pool, {
+      id: this.opts.runtimeId,
+      hostname: os.hostname(),
+      homeDir: this.opts.runtime.homeDir,
+      claudePath: this.opts.runtime.claudePath,
+      cliVersion: this.opts.runtime.cliVersion,
+      canResume: this.opts.runtime.canResume,
+      concurrency: this.opts.concurrency,
+    });
+    const adopted = await adoptOrphans(this.pool, this.runnerId, this.opts.runtimeId, (holder) => holderIsGone(holder));
+    for (const t of adopted) {
+      this.log.warn({ task: t.id }, "taking over a task an earlier process of this runtime left running");
+      this.launch(t);
+    }
+    await this.listen();
+    const every = (ms: number, fn: () => Promise<unknown>) => {
+      const t = setInterval(() => void fn().catch((err) => this.log.error({ err }, "runner background step failed")), ms);
+      t.unref();
+      this.timers.push(t);
+    };
+    every(this.opts.pollMs ?? 2000, async () => this.tick());
+    every(this.opts.heartbeatMs ?? 5000, async () => this.heartbeat());
+    every(Math.max(1000, (this.opts.leaseMs ?? 60_000) / 2), async () => {
+      const res = await sweepExpired(this.pool, this.opts.leaseMs ?? 60_000);
+      if (res.requeued.length || res.failed.length) this.log.warn(res, "swept tasks whose runner stopped heartbeating");
+    });
+    this.log.info({ runner: this.runnerId, concurrency: this.opts.concurrency }, "runner started");
+    void this.tick();
+  }
+
+  /** Claim as many tasks as there are free slots; coalesces concurrent wake-ups into one loop. */
+  tick(): Promise<void> {
+    if (this.ticking) {
+      this.again = true;
+      return this.ticking;
+    }
+    this.ticking = (async () => {
+      try {
+        do {
+          this.again = false;
+          if (this.stopping) return;
+          const free = this.opts.concurrency - this.running.size;
+          if (free <= 0) return;
+          const tasks = await claimTasks(this.pool, this.runnerId, this.opts.runtimeId, free);
+          for (const t of tasks) this.launch(t);
+          if (tasks.length === free) this.again = true;
+        } while (this.again && !this.stopping);
+      } catch (err) {
+        this.log.error({ err }, "claim failed; will retry");
+      } finally {
+        this.ticking = undefined;
+      }
+    })();
+    return this.ticking;
+  }
+
+  private launch(task: Task): void {
+    const abort = new AbortController();
+    const done = runTask({ ...this.opts, runnerId: this.runnerId }, task, abort.signal)
+      .catch((err) => this.log.error({ err, task: task.id }, "task crashed the runner step; it will be swept"))
+      .finally(() => {
+        this.running.delete(task.id);
+        void this.tick();
+      });
+    this.running.set(task.id, { task, abort, done });
+  }
+
+  /** Stop a task this runner holds (a /cancel). */
+  cancel(taskId: number): boolean {
+    const r = this.running.get(taskId);
+    if (!r) return false;
+    this.log.info({ task: taskId }, "cancelling on request");
+    r.abort.abort("cancel");
+    return true;
+  }
+
+  private async heartbeat(): Promise<void> {
+    const { cancel } = await heartbeatTasks(this.pool, this.runnerId);
+    for (const id of cancel) this.cancel(id);
+    await heartbeatRuntime(this.pool, this.opts.runtimeId, this.running.size);
+  }
+
+  private async listen(): Promise<void> {
+    if (this.stopping) return;
+    const client = new pg.Client({ connectionString: this.opts.databaseUrl, application_name: "tether-runner-listen" });
+    client.on("notification", (msg) => {
+      if (msg.channel === "tether_tasks") void this.tick();
+      if (msg.channel === "tether_cancel" && msg.payload) this.cancel(Number(msg.payload));
+    });
+    client.on("error", (err) => {
+      this.log.warn({ err: err.message }, "LISTEN connection lost; reconnecting");
+      void client.end().catch(() => {});
+      if (this.listener === client) this.listener = undefined;
+      this.reconnect(1);
+    });
+    try {
+      await client.connect();
+      await client.query("LISTEN tether_tasks");
+      await client.query("LISTEN tether_cancel");
+      this.listener = client;
+      void this.tick(); // whatever was notified while we were away
+    } catch (err) {
+      await client.end().catch(() => {});
+      this.log.warn({ err: (err as Error).message }, "LISTEN connection failed; polling until it is back");
+      this.reconnect(1);
+    }
+  }
+
+  private reconnect(attempt: number): void {
+    if (this.stopping) return;
+    const delay = Math.min(30_000, 250 * 2 ** attempt);
+    const t = setTimeout(() => void this.listen(), delay);
+    t.unref();
+    this.timers.push(t);
+  }
+
+  /**
+   * Stop claiming, give running tasks until the deadline, then stop their CLI processes and
+   * leave the tasks to be adopted by the next start on this runtime (or swept elsewhere).
+   */
+  async stop(deadlineMs: number): Promise<void> {
+    this.stopping = true;
+    for (const t of this.timers) clearInterval(t);
+    this.timers = [];
+    await this.listener?.end().catch(() => {});
+    this.listener = undefined;
+    const all = [...this.running.values()];
+    if (all.length === 0) return;
+    this.log.info({ running: all.length }, "waiting for running tasks before stopping");
+    const waited = await Promise.race([
+      Promise.all(all.map((r) => r.done)).then(() => true),
+      new Promise<boolean>((r) => setTimeout(() => r(false), Math.max(0, deadlineMs - 1500)).unref()),
+    ]);
+    if (!waited) {
+      for (const r of this.running.values()) r.abort.abort(SHUTDOWN);
+      await Promise.race([Promise.all(all.map((r) => r.done)), new Promise((r) => setTimeout(r, 1500).unref())]);
+    }
+  }
+
+  get active(): number {
+    return this.running.size;
+  }
+}
+
+/** Runner ids are runtime/host/pid/nonce: a holder on this host whose pid is dead is gone. */
+export function holderIsGone(holder: string): boolean {
+  const parts = holder.split("/");
+  if (parts.length < 4) return false;
+  const [, host, pidText] = parts;
+  if (host !== os.hostname()) return false;
+  const pid = Number(pidText);
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  if (pid === process.pid) return false;
+  try {
+    process.kill(pid, 0);
+    return false;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === "ESRCH";
+  }
+}

@@ -1,0 +1,123 @@
+/**
+ * What Tether writes in the thread, as pure functions. One comment per task: it is created
+ * when the run starts, edited with progress, and finally replaced by the answer, so a task has
+ * exactly one answer even when it is retried or its runner crashed (the marker finds it again).
+ */
+import { describeReason, type ReasonCode } from "./resume-decision.js";
+import type { Outcome, Usage } from "../sql/task-runs.js";
+
+export function taskMarker(taskId: number): string {
+  return `<!-- tether:task:${taskId} -->`;
+}
+
+export function findTaskMarker(body: string | undefined | null): number | null {
+  const m = /<!-- tether:task:(\d+) -->/.exec(body ?? "");
+  return m ? Number(m[1]) : null;
+}
+
+export interface TrackingState {
+  taskId: number;
+  agent: string;
+  resumed: boolean;
+  reason: ReasonCode;
+  /** Latest activity, shortest first: tool names and the last bit of text. */
+  tools: string[];
+  lastText: string | null;
+  startedAt: Date;
+  now: Date;
+}
+
+export function renderTracking(s: TrackingState): string {
+  const how = s.resumed
+    ? "🔗 Resuming the session this issue already has."
+    : `🆕 Starting a fresh session: ${describeReason(s.reason)}.`;
+  const lines = [`⏳ **${s.agent}** is working on this.`, "", how];
+  const secs = Math.max(0, Math.round((s.now.getTime() - s.startedAt.getTime()) / 1000));
+  const activity: string[] = [];
+  if (s.tools.length) {
+    const recent = s.tools.slice(-5).map((t) => `\`${t}\``).join(", ");
+    activity.push(`${s.tools.length} tool call${s.tools.length === 1 ? "" : "s"} so far (latest: ${recent})`);
+  }
+  if (s.lastText) activity.push(`> ${oneLine(s.lastText, 200)}`);
+  lines.push("", `<sub>${secs}s elapsed · \`/cancel\` to stop</sub>`);
+  if (activity.length) lines.push("", ...activity);
+  lines.push(taskMarker(s.taskId));
+  return lines.join("\n");
+}
+
+export interface FooterFacts {
+  resumed: boolean;
+  reason: ReasonCode;
+  sessionId: string | null;
+  usage: Usage | null;
+}
+
+export function renderFooter(f: FooterFacts): string {
+  const parts: string[] = [];
+  parts.push(f.resumed ? "🔗 resumed session" : `🆕 fresh session (${f.reason})`);
+  if (f.sessionId) parts.push(`\`${f.sessionId.slice(0, 8)}\``);
+  const u = f.usage;
+  if (u) {
+    parts.push(`${u.numTurns} turn${u.numTurns === 1 ? "" : "s"}`);
+    const input = u.inputTokens + u.cacheReadTokens + u.cacheCreationTokens;
+    parts.push(`${compact(input)} in (${compact(u.cacheReadTokens)} cached) / ${compact(u.outputTokens)} out`);
+    parts.push(`$${u.costUsd.toFixed(4)}`);
+    parts.push(`${(u.durationMs / 1000).toFixed(1)}s`);
+  }
+  return `<sub>${parts.join(" · ")}</sub>`;
+}
+
+/** GitHub refuses comment bodies over 65,536 characters. */
+export const MAX_ANSWER = 60_000;
+
+export function renderAnswer(taskId: number, answer: string, footer: FooterFacts): string {
+  let body = answer.trim() || "_(The agent finished without a final message.)_";
+  if (body.length > MAX_ANSWER) {
+    body = `${body.slice(0, MAX_ANSWER)}\n\n_(Answer cut at ${MAX_ANSWER} characters: GitHub limits comment size.)_`;
+  }
+  return `${body}\n\n---\n${renderFooter(footer)}\n${taskMarker(taskId)}`;
+}
+
+export interface FailureFacts {
+  outcome: Exclude<Outcome, "success">;
+  detail: string | null;
+  taskId: number;
+  timeoutMinutes?: number;
+  stallMinutes?: number;
+}
+
+/** Plain words: what happened and what to do. Never a stack trace; callers redact `detail`. */
+export function explainFailure(f: FailureFacts): string {
+  switch (f.outcome) {
+    case "poisoned":
+      return "The conversation no longer fits the model (or the API rejected its history), so this session is retired. Comment again and I will start a fresh session with the whole thread.";
+    case "resume_rejected":
+      return "I could not resume this issue's session, and tools had already run in this turn, so I did not retry on my own. Comment again to start fresh.";
+    case "auth_failed":
+      return "The Claude API refused Tether's credentials (HTTP 401/403), so nothing ran. An operator needs to check the runner's `ANTHROPIC_API_KEY` (or other Claude credentials).";
+    case "timed_out":
+      return `The run hit its time limit${f.timeoutMinutes ? ` of ${f.timeoutMinutes} minutes` : ""} and was stopped. Ask for something narrower, or raise \`timeoutMinutes\` for this agent in \`.github/tether.yml\`.`;
+    case "stalled":
+      return `The run produced no output${f.stallMinutes ? ` for ${f.stallMinutes} minutes` : " for too long"} and was stopped. Comment again to retry; if it keeps happening, an operator should check the runner's connection to the Claude API.`;
+    case "cancelled":
+      return "Cancelled with `/cancel`.";
+    case "failed":
+      return `The run failed${f.detail ? `: ${oneLine(f.detail, 500)}` : ""}. Comment again to retry; if it keeps failing, an operator can look up task ${f.taskId} in the logs and on the dashboard.`;
+  }
+}
+
+export function renderFailure(f: FailureFacts, footer: FooterFacts): string {
+  const icon = f.outcome === "cancelled" ? "🛑" : "⚠️";
+  return `${icon} ${explainFailure(f)}\n\n---\n${renderFooter(footer)}\n${taskMarker(f.taskId)}`;
+}
+
+function compact(n: number): string {
+  if (n >= 1_000_000) return `${(n / 1_000_000).toFixed(1)}M`;
+  if (n >= 1_000) return `${(n / 1_000).toFixed(1)}k`;
+  return String(n);
+}
+
+function oneLine(s: string, max: number): string {
+  const flat = s.replace(/\s+/g, " ").trim();
+  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
+}
