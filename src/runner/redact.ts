@@ -17,7 +17,9 @@ export function redact(text: string, secrets: Iterable<string | undefined> = [])
     if (s && s.length >= 8) out = out.split(s).join("[redacted]");
   }
   for (const re of SHAPES) {
-    out = out.replace(re, (_m, prefix?: string) => (typeof prefix === "string" && prefix.endsWith(":") ? `${prefix}[redacted]` : "[redacted]"));
+    out = out.replace(re, (_m, prefix?: string) =>
+      typeof prefix === "string" && prefix.endsWith(":") ? `${prefix}[redacted]` : "[redacted]",
+    );
   }
   return out;
 }

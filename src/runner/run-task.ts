@@ -5,7 +5,13 @@
  */
 import type { Pool } from "../db/pool.js";
 import type { Logger } from "../log.js";
-import { currentEpoch, markSession, priorSession, touchSession, upsertSession } from "../sql/sessions.js";
+import {
+  currentEpoch,
+  markSession,
+  priorSession,
+  touchSession,
+  upsertSession,
+} from "../sql/sessions.js";
 import {
   finishTask,
   markToolRan,
@@ -18,8 +24,21 @@ import {
   type Task,
   type Usage,
 } from "../sql/task-runs.js";
-import type { AgentPort, AgentRunResult, AgentSettings, GitHubThread, IssueComment, WorkspacePort } from "./ports.js";
-import { buildColdPrompt, buildResumedPrompt, buildSystemPrompt, type PromptComment, type TurnFacts } from "./prompts.js";
+import type {
+  AgentPort,
+  AgentRunResult,
+  AgentSettings,
+  GitHubThread,
+  IssueComment,
+  WorkspacePort,
+} from "./ports.js";
+import {
+  buildColdPrompt,
+  buildResumedPrompt,
+  buildSystemPrompt,
+  type PromptComment,
+  type TurnFacts,
+} from "./prompts.js";
 import { redact } from "./redact.js";
 import { decideResume, type ReasonCode, type ResumeDecision } from "./resume-decision.js";
 import {
@@ -63,7 +82,12 @@ export interface FinishedTurn {
 
 export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal): Promise<void> {
   const now = deps.now ?? (() => new Date());
-  const log = deps.log.child({ task: task.id, repo: task.repo, issue: task.issueNumber, agent: task.agent });
+  const log = deps.log.child({
+    task: task.id,
+    repo: task.repo,
+    issue: task.issueNumber,
+    agent: task.agent,
+  });
   const started = now();
   const secrets = new Set<string | undefined>(deps.secrets?.() ?? []);
   const key = { repo: task.repo, issueNumber: task.issueNumber, agent: task.agent };
@@ -73,7 +97,14 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     gh = await deps.github(task);
   } catch (err) {
     log.error({ err }, "no GitHub access for the task's installation");
-    await finish(deps, task, { status: "failed", outcome: "failed", failureReason: `GitHub access failed: ${(err as Error).message}`, sessionId: null, usage: null, answerCommentId: null });
+    await finish(deps, task, {
+      status: "failed",
+      outcome: "failed",
+      failureReason: `GitHub access failed: ${(err as Error).message}`,
+      sessionId: null,
+      usage: null,
+      answerCommentId: null,
+    });
     return;
   }
   const token = await gh.token().catch(() => undefined);
@@ -99,17 +130,36 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     }
   };
 
-  const config = await gh.loadConfig().catch((err: Error) => ({ ok: false as const, message: `could not read .github/tether.yml: ${err.message}` }));
+  const config = await gh
+    .loadConfig()
+    .catch((err: Error) => ({
+      ok: false as const,
+      message: `could not read .github/tether.yml: ${err.message}`,
+    }));
   if (!config.ok) {
     const id = await post(`⚠️ ${config.message}`);
-    await finish(deps, task, { status: "failed", outcome: "failed", failureReason: config.message, sessionId: null, usage: null, answerCommentId: id });
+    await finish(deps, task, {
+      status: "failed",
+      outcome: "failed",
+      failureReason: config.message,
+      sessionId: null,
+      usage: null,
+      answerCommentId: id,
+    });
     return;
   }
   const settings: AgentSettings | undefined = config.settings.agents[task.agent];
   if (!settings) {
     const msg = `Agent "${task.agent}" is no longer configured in .github/tether.yml, so this request was not run.`;
     const id = await post(`⚠️ ${msg}`);
-    await finish(deps, task, { status: "failed", outcome: "failed", failureReason: msg, sessionId: null, usage: null, answerCommentId: id });
+    await finish(deps, task, {
+      status: "failed",
+      outcome: "failed",
+      failureReason: msg,
+      sessionId: null,
+      usage: null,
+      answerCommentId: id,
+    });
     return;
   }
 
@@ -121,7 +171,11 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
   let decision: ResumeDecision = decideResume({
     prior,
     forceFresh: task.forceFresh,
-    policy: { enabled: policy.enabled, ttlMs: policy.ttlHours * 3600_000, contextBudget: policy.contextBudget },
+    policy: {
+      enabled: policy.enabled,
+      ttlMs: policy.ttlHours * 3600_000,
+      contextBudget: policy.contextBudget,
+    },
     runtimeId: deps.runtimeId,
     workDir,
     workDirExists: await deps.workspace.exists(workDir),
@@ -130,13 +184,25 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     now: now(),
   });
   const isFollowUp = prior !== null;
-  log.info({ decision: decision.kind, reason: decision.reason, prior: prior?.sessionId }, "resume decision");
+  log.info(
+    { decision: decision.kind, reason: decision.reason, prior: prior?.sessionId },
+    "resume decision",
+  );
   if (!(await record(deps, task, decision, isFollowUp, epoch, workDir, false))) return;
 
   // Progress in the thread, throttled.
   const tracking = { tools: [] as string[], lastText: null as string | null };
   const trackingBody = () =>
-    renderTracking({ taskId: task.id, agent: task.agent, resumed: decision.kind === "resume", reason: decision.reason, tools: tracking.tools, lastText: tracking.lastText, startedAt: started, now: now() });
+    renderTracking({
+      taskId: task.id,
+      agent: task.agent,
+      resumed: decision.kind === "resume",
+      reason: decision.reason,
+      tools: tracking.tools,
+      lastText: tracking.lastText,
+      startedAt: started,
+      now: now(),
+    });
   await post(trackingBody());
   let lastEdit = Date.now();
   let pendingEdit: Promise<unknown> = Promise.resolve();
@@ -156,17 +222,45 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
   let issue: Awaited<ReturnType<GitHubThread["getIssue"]>> | undefined;
   try {
     issue = await gh.getIssue(task.issueNumber);
-    if (issue.pullRequest) pr = { number: task.issueNumber, headRef: issue.pullRequest.headRef, headSha: issue.pullRequest.headSha };
-    await deps.workspace.prepare({ repo: task.repo, issueNumber: task.issueNumber, agent: task.agent, cloneUrl: gh.cloneUrl, token: token ?? "", pullRequest: pr, signal });
+    if (issue.pullRequest)
+      pr = {
+        number: task.issueNumber,
+        headRef: issue.pullRequest.headRef,
+        headSha: issue.pullRequest.headSha,
+      };
+    await deps.workspace.prepare({
+      repo: task.repo,
+      issueNumber: task.issueNumber,
+      agent: task.agent,
+      cloneUrl: gh.cloneUrl,
+      token: token ?? "",
+      pullRequest: pr,
+      signal,
+    });
   } catch (err) {
     const detail = scrub((err as Error).message);
     log.warn({ err: detail }, "workspace preparation failed");
-    const id = await post(renderFailure({ outcome: "failed", detail, taskId: task.id }, footerOf(decision, null, null)));
-    await finish(deps, task, { status: "failed", outcome: "failed", failureReason: detail, sessionId: null, usage: null, answerCommentId: id });
+    const id = await post(
+      renderFailure({ outcome: "failed", detail, taskId: task.id }, footerOf(decision, null, null)),
+    );
+    await finish(deps, task, {
+      status: "failed",
+      outcome: "failed",
+      failureReason: detail,
+      sessionId: null,
+      usage: null,
+      answerCommentId: id,
+    });
     return;
   }
 
-  const turn: TurnFacts = { repo: task.repo, issueNumber: task.issueNumber, isPullRequest: task.isPullRequest, agent: task.agent, requests };
+  const turn: TurnFacts = {
+    repo: task.repo,
+    issueNumber: task.issueNumber,
+    isPullRequest: task.isPullRequest,
+    agent: task.agent,
+    requests,
+  };
   const coldPrompt = async () => {
     const all = await gh.listComments(task.issueNumber);
     const asked = new Set(requests.map((r) => r.url));
@@ -177,7 +271,14 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
         author: issue!.author,
         url: issue!.url,
         comments: all.filter((c) => !asked.has(c.url) && !isInProgress(c)).map(toPromptComment),
-        ...(issue!.pullRequest ? { pullRequest: { headRef: issue!.pullRequest.headRef, baseRef: issue!.pullRequest.baseRef } } : {}),
+        ...(issue!.pullRequest
+          ? {
+              pullRequest: {
+                headRef: issue!.pullRequest.headRef,
+                baseRef: issue!.pullRequest.baseRef,
+              },
+            }
+          : {}),
       },
       turn,
     );
@@ -195,7 +296,14 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
       signal,
       onSession: async (sessionId, model) => {
         await pinSession(deps.pool, task.id, deps.runnerId, sessionId);
-        await upsertSession(deps.pool, { ...key, sessionId, runtimeId: deps.runtimeId, workDir, model, historyEpoch: epoch });
+        await upsertSession(deps.pool, {
+          ...key,
+          sessionId,
+          runtimeId: deps.runtimeId,
+          workDir,
+          model,
+          historyEpoch: epoch,
+        });
         log.info({ sessionId }, "session pinned");
       },
       onProgress,
@@ -208,14 +316,25 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     if (result.outcome === "resume_rejected" && decision.kind === "resume") {
       await markSession(deps.pool, decision.sessionId, "retired", "the CLI could not resume it");
       if (!result.toolRan && !signal.aborted) {
-        log.warn({ session: decision.sessionId, detail: result.detail }, "resume rejected; retrying fresh in the same task");
+        log.warn(
+          { session: decision.sessionId, detail: result.detail },
+          "resume rejected; retrying fresh in the same task",
+        );
         decision = { kind: "fresh", reason: "resume_rejected", priorSessionId: decision.sessionId };
         if (!(await record(deps, task, decision, isFollowUp, epoch, workDir, true))) return;
         result = await attempt(decision);
       }
     }
   } catch (err) {
-    result = { outcome: "failed", sessionId: null, text: null, usage: null, contextWindow: null, toolRan: false, detail: (err as Error).message };
+    result = {
+      outcome: "failed",
+      sessionId: null,
+      text: null,
+      usage: null,
+      contextWindow: null,
+      toolRan: false,
+      detail: (err as Error).message,
+    };
   }
   await pendingEdit;
   if (signal.aborted && signal.reason === SHUTDOWN) {
@@ -226,8 +345,15 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
   }
 
   if (result.sessionId) {
-    if (result.outcome === "poisoned") await markSession(deps.pool, result.sessionId, "poisoned", result.detail ?? "poisoned");
-    else await touchSession(deps.pool, result.sessionId, result.usage?.contextTokens ?? null, result.contextWindow);
+    if (result.outcome === "poisoned")
+      await markSession(deps.pool, result.sessionId, "poisoned", result.detail ?? "poisoned");
+    else
+      await touchSession(
+        deps.pool,
+        result.sessionId,
+        result.usage?.contextTokens ?? null,
+        result.contextWindow,
+      );
   }
 
   const footer = footerOf(decision, result.sessionId, result.usage);
@@ -235,11 +361,22 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     result.outcome === "success"
       ? renderAnswer(task.id, result.text ?? "", footer)
       : renderFailure(
-          { outcome: result.outcome, detail: result.detail, taskId: task.id, timeoutMinutes: settings.timeoutMinutes, stallMinutes: settings.stallMinutes },
+          {
+            outcome: result.outcome,
+            detail: result.detail,
+            taskId: task.id,
+            timeoutMinutes: settings.timeoutMinutes,
+            stallMinutes: settings.stallMinutes,
+          },
           footer,
         );
   const answerId = await post(body);
-  const status: Finish["status"] = result.outcome === "success" ? "succeeded" : result.outcome === "cancelled" ? "cancelled" : "failed";
+  const status: Finish["status"] =
+    result.outcome === "success"
+      ? "succeeded"
+      : result.outcome === "cancelled"
+        ? "cancelled"
+        : "failed";
   const finished = await finish(deps, task, {
     status,
     outcome: result.outcome,
@@ -281,13 +418,18 @@ async function record(
     workDir,
     retriedFresh,
   });
-  if (!ok) deps.log.warn({ task: task.id }, "lease lost before the run started; leaving the task to its new owner");
+  if (!ok)
+    deps.log.warn(
+      { task: task.id },
+      "lease lost before the run started; leaving the task to its new owner",
+    );
   return ok;
 }
 
 async function finish(deps: RunTaskDeps, task: Task, f: Finish): Promise<boolean> {
   const ok = await finishTask(deps.pool, task.id, deps.runnerId, f);
-  if (!ok) deps.log.warn({ task: task.id }, "lease lost: the task was finished or taken over elsewhere");
+  if (!ok)
+    deps.log.warn({ task: task.id }, "lease lost: the task was finished or taken over elsewhere");
   return ok;
 }
 
@@ -300,8 +442,14 @@ async function findOwnComment(gh: GitHubThread, task: Task): Promise<number | nu
 
 async function requestsOf(deps: RunTaskDeps, task: Task): Promise<PromptComment[]> {
   const rows = await taskComments(deps.pool, task.id);
-  if (rows.length === 0) return [{ author: task.triggerAuthor, url: task.triggerUrl, body: task.triggerBody }];
-  return rows.map((r) => ({ author: r.author, url: r.url, body: r.body, createdAt: r.createdAt.toISOString() }));
+  if (rows.length === 0)
+    return [{ author: task.triggerAuthor, url: task.triggerUrl, body: task.triggerBody }];
+  return rows.map((r) => ({
+    author: r.author,
+    url: r.url,
+    body: r.body,
+    createdAt: r.createdAt.toISOString(),
+  }));
 }
 
 /** Tether's own "working on it" comments are noise in a prompt; its finished answers are context. */

@@ -8,13 +8,24 @@ import pg from "pg";
 import type { Pool } from "../db/pool.js";
 import type { Logger } from "../log.js";
 import { heartbeatRuntime, registerRuntime } from "../sql/runtimes.js";
-import { adoptOrphans, claimTasks, heartbeatTasks, sweepExpired, type Task } from "../sql/task-runs.js";
+import {
+  adoptOrphans,
+  claimTasks,
+  heartbeatTasks,
+  sweepExpired,
+  type Task,
+} from "../sql/task-runs.js";
 import { runTask, SHUTDOWN, type RunTaskDeps } from "./run-task.js";
 
 export interface RunnerOptions extends Omit<RunTaskDeps, "runnerId"> {
   databaseUrl: string;
   concurrency: number;
-  runtime: { homeDir: string; claudePath: string; cliVersion: string | null; canResume: boolean | null };
+  runtime: {
+    homeDir: string;
+    claudePath: string;
+    cliVersion: string | null;
+    canResume: boolean | null;
+  };
   pollMs?: number;
   heartbeatMs?: number;
   /** A running task whose heartbeat is older than this is handed back to the queue. */
@@ -23,7 +34,10 @@ export interface RunnerOptions extends Omit<RunTaskDeps, "runnerId"> {
 
 export class Runner {
   readonly runnerId: string;
-  private readonly running = new Map<number, { task: Task; abort: AbortController; done: Promise<void> }>();
+  private readonly running = new Map<
+    number,
+    { task: Task; abort: AbortController; done: Promise<void> }
+  >();
   private listener: pg.Client | undefined;
   private timers: NodeJS.Timeout[] = [];
   private stopping = false;
@@ -52,14 +66,22 @@ export class Runner {
       canResume: this.opts.runtime.canResume,
       concurrency: this.opts.concurrency,
     });
-    const adopted = await adoptOrphans(this.pool, this.runnerId, this.opts.runtimeId, (holder) => holderIsGone(holder));
+    const adopted = await adoptOrphans(this.pool, this.runnerId, this.opts.runtimeId, (holder) =>
+      holderIsGone(holder),
+    );
     for (const t of adopted) {
-      this.log.warn({ task: t.id }, "taking over a task an earlier process of this runtime left running");
+      this.log.warn(
+        { task: t.id },
+        "taking over a task an earlier process of this runtime left running",
+      );
       this.launch(t);
     }
     await this.listen();
     const every = (ms: number, fn: () => Promise<unknown>) => {
-      const t = setInterval(() => void fn().catch((err) => this.log.error({ err }, "runner background step failed")), ms);
+      const t = setInterval(
+        () => void fn().catch((err) => this.log.error({ err }, "runner background step failed")),
+        ms,
+      );
       t.unref();
       this.timers.push(t);
     };
@@ -67,7 +89,8 @@ export class Runner {
     every(this.opts.heartbeatMs ?? 5000, async () => this.heartbeat());
     every(Math.max(1000, (this.opts.leaseMs ?? 60_000) / 2), async () => {
       const res = await sweepExpired(this.pool, this.opts.leaseMs ?? 60_000);
-      if (res.requeued.length || res.failed.length) this.log.warn(res, "swept tasks whose runner stopped heartbeating");
+      if (res.requeued.length || res.failed.length)
+        this.log.warn(res, "swept tasks whose runner stopped heartbeating");
     });
     this.log.info({ runner: this.runnerId, concurrency: this.opts.concurrency }, "runner started");
     void this.tick();
@@ -102,7 +125,9 @@ export class Runner {
   private launch(task: Task): void {
     const abort = new AbortController();
     const done = runTask({ ...this.opts, runnerId: this.runnerId }, task, abort.signal)
-      .catch((err) => this.log.error({ err, task: task.id }, "task crashed the runner step; it will be swept"))
+      .catch((err) =>
+        this.log.error({ err, task: task.id }, "task crashed the runner step; it will be swept"),
+      )
       .finally(() => {
         this.running.delete(task.id);
         void this.tick();
@@ -127,7 +152,10 @@ export class Runner {
 
   private async listen(): Promise<void> {
     if (this.stopping) return;
-    const client = new pg.Client({ connectionString: this.opts.databaseUrl, application_name: "tether-runner-listen" });
+    const client = new pg.Client({
+      connectionString: this.opts.databaseUrl,
+      application_name: "tether-runner-listen",
+    });
     client.on("notification", (msg) => {
       if (msg.channel === "tether_tasks") void this.tick();
       if (msg.channel === "tether_cancel" && msg.payload) this.cancel(Number(msg.payload));
@@ -146,7 +174,10 @@ export class Runner {
       void this.tick(); // whatever was notified while we were away
     } catch (err) {
       await client.end().catch(() => {});
-      this.log.warn({ err: (err as Error).message }, "LISTEN connection failed; polling until it is back");
+      this.log.warn(
+        { err: (err as Error).message },
+        "LISTEN connection failed; polling until it is back",
+      );
       this.reconnect(1);
     }
   }
@@ -174,11 +205,16 @@ export class Runner {
     this.log.info({ running: all.length }, "waiting for running tasks before stopping");
     const waited = await Promise.race([
       Promise.all(all.map((r) => r.done)).then(() => true),
-      new Promise<boolean>((r) => setTimeout(() => r(false), Math.max(0, deadlineMs - 1500)).unref()),
+      new Promise<boolean>((r) =>
+        setTimeout(() => r(false), Math.max(0, deadlineMs - 1500)).unref(),
+      ),
     ]);
     if (!waited) {
       for (const r of this.running.values()) r.abort.abort(SHUTDOWN);
-      await Promise.race([Promise.all(all.map((r) => r.done)), new Promise((r) => setTimeout(r, 1500).unref())]);
+      await Promise.race([
+        Promise.all(all.map((r) => r.done)),
+        new Promise((r) => setTimeout(r, 1500).unref()),
+      ]);
     }
   }
 

@@ -35,8 +35,13 @@ export function renderTracking(s: TrackingState): string {
   const secs = Math.max(0, Math.round((s.now.getTime() - s.startedAt.getTime()) / 1000));
   const activity: string[] = [];
   if (s.tools.length) {
-    const recent = s.tools.slice(-5).map((t) => `\`${t}\``).join(", ");
-    activity.push(`${s.tools.length} tool call${s.tools.length === 1 ? "" : "s"} so far (latest: ${recent})`);
+    const recent = s.tools
+      .slice(-5)
+      .map((t) => `\`${t}\``)
+      .join(", ");
+    activity.push(
+      `${s.tools.length} tool call${s.tools.length === 1 ? "" : "s"} so far (latest: ${recent})`,
+    );
   }
   if (s.lastText) activity.push(`> ${oneLine(s.lastText, 200)}`);
   lines.push("", `<sub>${secs}s elapsed · \`/cancel\` to stop</sub>`);
@@ -60,7 +65,9 @@ export function renderFooter(f: FooterFacts): string {
   if (u) {
     parts.push(`${u.numTurns} turn${u.numTurns === 1 ? "" : "s"}`);
     const input = u.inputTokens + u.cacheReadTokens + u.cacheCreationTokens;
-    parts.push(`${compact(input)} in (${compact(u.cacheReadTokens)} cached) / ${compact(u.outputTokens)} out`);
+    parts.push(
+      `${compact(input)} in (${compact(u.cacheReadTokens)} cached) / ${compact(u.outputTokens)} out`,
+    );
     parts.push(`$${u.costUsd.toFixed(4)}`);
     parts.push(`${(u.durationMs / 1000).toFixed(1)}s`);
   }

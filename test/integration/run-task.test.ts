@@ -1,0 +1,344 @@
+/**
+ * The runner's orchestration on real Postgres with narrow fakes for GitHub, the workspace and the
+ * agent. The end-to-end tests (real CLI, GitHub stand-in) prove the same paths for real; these
+ * pin down the branching quickly.
+ */
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { createLogger } from "../../src/log.js";
+import type {
+  AgentPort,
+  AgentRunRequest,
+  AgentRunResult,
+  GitHubThread,
+  IssueComment,
+  WorkspacePort,
+} from "../../src/runner/ports.js";
+import { runTask, type RunTaskDeps } from "../../src/runner/run-task.js";
+import { claimTasks } from "../../src/sql/task-runs.js";
+import { registerRuntime } from "../../src/sql/runtimes.js";
+import { createTestDatabase } from "../helpers/db.js";
+import { readTask, seedTask } from "../helpers/seed.js";
+
+const db = await createTestDatabase();
+const pool = db.pool;
+await registerRuntime(pool, {
+  id: "rt",
+  hostname: "h",
+  homeDir: "/h",
+  claudePath: "/c",
+  cliVersion: "x",
+  canResume: true,
+  concurrency: 1,
+});
+const root = fs.mkdtempSync(path.join(os.tmpdir(), "tether-rt-"));
+
+type Script = (req: AgentRunRequest) => Promise<AgentRunResult> | AgentRunResult;
+
+class FakeAgent implements AgentPort {
+  calls: AgentRunRequest[] = [];
+  constructor(private readonly script: Script[]) {}
+  async canResume() {
+    return true;
+  }
+  async run(req: AgentRunRequest) {
+    this.calls.push(req);
+    const next = this.script.shift();
+    if (!next) throw new Error("no scripted run left");
+    return next(req);
+  }
+}
+
+const usage = {
+  model: "m",
+  inputTokens: 10,
+  outputTokens: 5,
+  cacheReadTokens: 0,
+  cacheCreationTokens: 0,
+  contextTokens: 1000,
+  costUsd: 0.001,
+  numTurns: 1,
+  durationMs: 100,
+};
+const ok =
+  (sessionId: string, text = "done"): Script =>
+  async (req) => {
+    await req.onSession(sessionId, "m");
+    return {
+      outcome: "success",
+      sessionId,
+      text,
+      usage,
+      contextWindow: 200_000,
+      toolRan: false,
+      detail: null,
+    };
+  };
+
+function fakeThread(
+  comments: IssueComment[] = [],
+): GitHubThread & { comments: IssueComment[]; creates: number } {
+  let next = 9000;
+  const t = {
+    comments,
+    creates: 0,
+    cloneUrl: "https://github.com/octo/widgets.git",
+    token: async () => "ghs_faketokenfaketokenfaketoken1234",
+    getIssue: async () => ({
+      title: "Bug",
+      body: "It breaks",
+      author: "alice",
+      url: "https://github.com/octo/widgets/issues/1",
+      isPullRequest: false,
+    }),
+    listComments: async () => t.comments,
+    createComment: async (_n: number, body: string) => {
+      t.creates++;
+      const id = next++;
+      t.comments.push({
+        id,
+        author: "tether[bot]",
+        url: `c${id}`,
+        body,
+        createdAt: new Date().toISOString(),
+      });
+      return id;
+    },
+    updateComment: async (id: number, body: string) => {
+      const c = t.comments.find((x) => x.id === id);
+      if (!c) throw new Error("404");
+      c.body = body;
+    },
+    loadConfig: async () => ({
+      ok: true as const,
+      settings: {
+        agents: {
+          tether: { name: "tether", model: "m", timeoutMinutes: 30, stallMinutes: 5 },
+          reviewer: { name: "reviewer", timeoutMinutes: 30, stallMinutes: 5 },
+        },
+        resume: { enabled: true, ttlHours: 72, contextBudget: 0.8 },
+      },
+    }),
+  };
+  return t;
+}
+
+const workspace: WorkspacePort = {
+  pathFor: (repo, n, agent) => path.join(root, repo, `issue-${n}`, agent),
+  exists: async (dir) => fs.existsSync(dir),
+  prepare: async (req) => {
+    const dir = path.join(root, req.repo, `issue-${req.issueNumber}`, req.agent);
+    fs.mkdirSync(dir, { recursive: true });
+    return { dir };
+  },
+};
+
+let issue = 0;
+async function turn(
+  agent: FakeAgent,
+  thread: ReturnType<typeof fakeThread>,
+  over: Record<string, unknown> = {},
+) {
+  const t = await seedTask(pool, { repo: "octo/widgets", issue_number: issue, ...over });
+  const [task] = await claimTasks(pool, "runner-1", "rt", 1);
+  expect(task?.id).toBe(t.id);
+  const deps: RunTaskDeps = {
+    pool,
+    log: createLogger("silent"),
+    runnerId: "runner-1",
+    runtimeId: "rt",
+    agent,
+    workspace,
+    github: async () => thread,
+    progressIntervalMs: 0,
+  };
+  await runTask(deps, task!, new AbortController().signal);
+  return readTask(pool, t.id);
+}
+
+describe("runTask", () => {
+  it("first turn runs fresh, pins the session before the run ends, and answers once", async () => {
+    issue++;
+    const thread = fakeThread();
+    let pinnedDuringRun: unknown;
+    const agent = new FakeAgent([
+      async (req) => {
+        await req.onSession("s-1", "m");
+        pinnedDuringRun = (
+          await pool.query("SELECT session_id FROM tasks WHERE status = 'running'")
+        ).rows[0]?.session_id;
+        req.onProgress({ kind: "tool", name: "Read" });
+        return {
+          outcome: "success",
+          sessionId: "s-1",
+          text: "Here is the fix.",
+          usage,
+          contextWindow: 200_000,
+          toolRan: true,
+          detail: null,
+        };
+      },
+    ]);
+    const row = await turn(agent, thread);
+    expect(pinnedDuringRun).toBe("s-1");
+    expect(row).toMatchObject({
+      status: "succeeded",
+      outcome: "success",
+      session_id: "s-1",
+      resume_decision: "fresh",
+      resume_reason: "no_prior_session",
+      is_follow_up: false,
+    });
+    expect(agent.calls[0]?.resumeSessionId).toBeNull();
+    expect(agent.calls[0]?.prompt).toContain("# Instruction");
+    expect(thread.creates).toBe(1);
+    expect(thread.comments[0]?.body).toMatch(/^Here is the fix\./);
+    expect(row.answer_comment_id).toBe(thread.comments[0]?.id);
+  });
+
+  it("a follow-up resumes the session with the focus guard and only the new comment", async () => {
+    issue++;
+    const thread = fakeThread();
+    const agent = new FakeAgent([ok("s-2"), ok("s-2", "second")]);
+    await turn(agent, thread);
+    const row = await turn(agent, thread, { trigger_body: "@tether and now the docs" });
+    expect(row).toMatchObject({
+      resume_decision: "resume",
+      resume_reason: "resumed",
+      is_follow_up: true,
+      session_id: "s-2",
+    });
+    expect(agent.calls[0]?.resumeSessionId).toBeNull();
+    expect(agent.calls[1]?.resumeSessionId).toBe("s-2");
+    expect(agent.calls[1]?.prompt).toMatch(/^A NEW comment/);
+    expect(agent.calls[1]?.prompt).toContain("and now the docs");
+    expect(agent.calls[1]?.prompt).not.toContain("It breaks");
+    expect(thread.creates).toBe(2);
+  });
+
+  it("a rejected resume retires the session and retries fresh once in the same task", async () => {
+    issue++;
+    const thread = fakeThread();
+    const agent = new FakeAgent([
+      ok("s-3"),
+      () => ({
+        outcome: "resume_rejected",
+        sessionId: null,
+        text: null,
+        usage: null,
+        contextWindow: null,
+        toolRan: false,
+        detail: "No conversation found",
+      }),
+      ok("s-4", "fresh answer"),
+    ]);
+    await turn(agent, thread);
+    const row = await turn(agent, thread);
+    expect(agent.calls.map((c) => c.resumeSessionId)).toEqual([null, "s-3", null]);
+    expect(agent.calls[2]?.prompt).toContain("# Instruction"); // the full context again
+    expect(row).toMatchObject({
+      status: "succeeded",
+      resume_reason: "resume_rejected",
+      resume_decision: "fresh",
+      retried_fresh: true,
+      session_id: "s-4",
+    });
+    expect(
+      (await pool.query("SELECT state FROM sessions WHERE session_id = 's-3'")).rows[0].state,
+    ).toBe("retired");
+    expect(thread.creates).toBe(2); // one comment per task
+  });
+
+  it("does not retry a rejected resume once a tool ran", async () => {
+    issue++;
+    const thread = fakeThread();
+    const agent = new FakeAgent([
+      ok("s-5"),
+      () => ({
+        outcome: "resume_rejected",
+        sessionId: "s-other",
+        text: null,
+        usage: null,
+        contextWindow: null,
+        toolRan: true,
+        detail: "different session id",
+      }),
+    ]);
+    await turn(agent, thread);
+    const row = await turn(agent, thread);
+    expect(agent.calls).toHaveLength(2);
+    expect(row).toMatchObject({ status: "failed", outcome: "resume_rejected" });
+  });
+
+  it("a poisoned session is marked and the next turn starts fresh", async () => {
+    issue++;
+    const thread = fakeThread();
+    const agent = new FakeAgent([
+      async (req) => {
+        await req.onSession("s-6", "m");
+        return {
+          outcome: "poisoned",
+          sessionId: "s-6",
+          text: null,
+          usage,
+          contextWindow: null,
+          toolRan: false,
+          detail: "prompt is too long",
+        };
+      },
+      ok("s-7"),
+    ]);
+    const first = await turn(agent, thread);
+    expect(first).toMatchObject({ status: "failed", outcome: "poisoned", session_id: "s-6" });
+    expect(thread.comments[0]?.body).toContain("no longer fits the model");
+    const second = await turn(agent, thread);
+    expect(second).toMatchObject({
+      resume_decision: "fresh",
+      resume_reason: "poisoned",
+      session_id: "s-7",
+    });
+  });
+
+  it("a retried task (after a crash) edits its existing comment instead of posting another", async () => {
+    issue++;
+    const thread = fakeThread();
+    const agent = new FakeAgent([ok("s-8", "final")]);
+    // Attempt 1 created the comment but died before recording its id.
+    await thread.createComment(
+      issue,
+      "⏳ **tether** is working on this.\n<!-- tether:task:PLACEHOLDER -->",
+    );
+    const t = await seedTask(pool, { repo: "octo/widgets", issue_number: issue, attempts: 1 });
+    thread.comments[0]!.body = thread.comments[0]!.body.replace("PLACEHOLDER", String(t.id));
+    const [task] = await claimTasks(pool, "runner-1", "rt", 1);
+    await runTask(
+      {
+        pool,
+        log: createLogger("silent"),
+        runnerId: "runner-1",
+        runtimeId: "rt",
+        agent,
+        workspace,
+        github: async () => thread,
+        progressIntervalMs: 0,
+      },
+      task!,
+      new AbortController().signal,
+    );
+    expect(thread.creates).toBe(1);
+    expect(thread.comments).toHaveLength(1);
+    expect(thread.comments[0]?.body).toMatch(/^final/);
+    expect((await readTask(pool, t.id)).answer_comment_id).toBe(thread.comments[0]?.id);
+  });
+
+  it("never posts the installation token", async () => {
+    issue++;
+    const thread = fakeThread();
+    const agent = new FakeAgent([ok("s-9", "my token is ghs_faketokenfaketokenfaketoken1234")]);
+    await turn(agent, thread);
+    expect(thread.comments[0]?.body).not.toContain("ghs_faketoken");
+    expect(thread.comments[0]?.body).toContain("[redacted]");
+  });
+});

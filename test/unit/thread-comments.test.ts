@@ -1,0 +1,139 @@
+import { describe, expect, it } from "vitest";
+import { redact } from "../../src/runner/redact.js";
+import {
+  explainFailure,
+  findTaskMarker,
+  MAX_ANSWER,
+  renderAnswer,
+  renderFooter,
+  renderTracking,
+} from "../../src/runner/thread-comments.js";
+
+const usage = {
+  model: "claude-sonnet-4-5",
+  inputTokens: 120,
+  outputTokens: 450,
+  cacheReadTokens: 10_100,
+  cacheCreationTokens: 2_000,
+  contextTokens: 12_220,
+  costUsd: 0.01234,
+  numTurns: 3,
+  durationMs: 14_230,
+};
+
+describe("thread comments", () => {
+  it("tracking comment says who works, resumed or fresh and why, and carries the task marker", () => {
+    const t0 = new Date("2026-11-22T10:00:00Z");
+    const body = renderTracking({
+      taskId: 42,
+      agent: "tether",
+      resumed: false,
+      reason: "history_edited",
+      tools: ["Read", "Bash"],
+      lastText: "Looking at\nsplit()",
+      startedAt: t0,
+      now: new Date(t0.getTime() + 12_000),
+    });
+    expect(body).toMatch(/^⏳ \*\*tether\*\* is working on this\./);
+    expect(body).toContain(
+      "fresh session: a comment in the session's history (or the issue body) was edited or deleted",
+    );
+    expect(body).toContain("2 tool calls so far (latest: `Read`, `Bash`)");
+    expect(body).toContain("> Looking at split()");
+    expect(body).toContain("12s elapsed");
+    expect(findTaskMarker(body)).toBe(42);
+    expect(
+      renderTracking({
+        taskId: 1,
+        agent: "a",
+        resumed: true,
+        reason: "resumed",
+        tools: [],
+        lastText: null,
+        startedAt: t0,
+        now: t0,
+      }),
+    ).toContain("🔗 Resuming");
+  });
+
+  it("answer = the agent's text, then a footer with session, turns, tokens, cost and duration", () => {
+    const body = renderAnswer(7, "All done.", {
+      resumed: true,
+      reason: "resumed",
+      sessionId: "d3526fa6-dfe2-405c",
+      usage,
+    });
+    expect(
+      body.startsWith(
+        "All done.\n\n---\n<sub>🔗 resumed session · `d3526fa6` · 3 turns · 12.2k in (10.1k cached) / 450 out · $0.0123 · 14.2s</sub>",
+      ),
+    ).toBe(true);
+    expect(findTaskMarker(body)).toBe(7);
+    expect(
+      renderFooter({ resumed: false, reason: "forced_fresh", sessionId: null, usage: null }),
+    ).toBe("<sub>🆕 fresh session (forced_fresh)</sub>");
+  });
+
+  it("clips answers to what GitHub accepts", () => {
+    const body = renderAnswer(1, "x".repeat(100_000), {
+      resumed: false,
+      reason: "no_prior_session",
+      sessionId: null,
+      usage: null,
+    });
+    expect(body.length).toBeLessThan(65_536);
+    expect(body).toContain(`cut at ${MAX_ANSWER}`);
+  });
+
+  it("explains every failure in plain words with what to do", () => {
+    for (const outcome of [
+      "poisoned",
+      "resume_rejected",
+      "auth_failed",
+      "timed_out",
+      "stalled",
+      "cancelled",
+      "failed",
+    ] as const) {
+      const text = explainFailure({
+        outcome,
+        detail: "exit 1",
+        taskId: 9,
+        timeoutMinutes: 30,
+        stallMinutes: 5,
+      });
+      expect(text.length).toBeGreaterThan(15);
+      expect(text).not.toMatch(/\n\s+at /); // no stack traces
+    }
+    expect(
+      explainFailure({ outcome: "timed_out", detail: null, taskId: 1, timeoutMinutes: 30 }),
+    ).toContain("30 minutes");
+    expect(explainFailure({ outcome: "auth_failed", detail: null, taskId: 1 })).toContain(
+      "ANTHROPIC_API_KEY",
+    );
+  });
+});
+
+describe("redact", () => {
+  const rows: Array<[string, string]> = [
+    ["token ghs_abcdefghijklmnopqrstuvwxyz0123456789 here", "token [redacted] here"],
+    ["pat github_pat_11ABCDEFG0123456789_abcdefghijklmnop", "pat [redacted]"],
+    ["key sk-ant-api03-AbCdEf_123-xyz", "key [redacted]"],
+    [
+      "https://x-access-token:ghs_secret123@github.com/o/r.git",
+      "https://x-access-token:[redacted]@github.com/o/r.git",
+    ],
+    [
+      "-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY----- after",
+      "[redacted] after",
+    ],
+    ["nothing secret here", "nothing secret here"],
+  ];
+  it.each(rows)("%s", (input, out) => expect(redact(input)).toBe(out));
+
+  it("removes known secrets by value", () => {
+    expect(redact("the secret is hunter2hunter2!", ["hunter2hunter2"])).toBe(
+      "the secret is [redacted]!",
+    );
+  });
+});
