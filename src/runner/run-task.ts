@@ -130,12 +130,10 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     }
   };
 
-  const config = await gh
-    .loadConfig()
-    .catch((err: Error) => ({
-      ok: false as const,
-      message: `could not read .github/tether.yml: ${err.message}`,
-    }));
+  const config = await gh.loadConfig().catch((err: Error) => ({
+    ok: false as const,
+    message: `could not read .github/tether.yml: ${err.message}`,
+  }));
   if (!config.ok) {
     const id = await post(`⚠️ ${config.message}`);
     await finish(deps, task, {

@@ -91,8 +91,13 @@ export async function claimTasks(
   runnerId: string,
   runtimeId: string,
   limit: number,
+  affinityWaitMs = 30_000,
 ): Promise<Task[]> {
   if (limit <= 0) return [];
+  // Runtime affinity: a key's session can only be resumed where it lives, so a task whose key
+  // last ran on another runtime that is alive is left to that runtime — for affinityWaitMs at
+  // most, after which anyone takes it (and starts fresh with runtime_mismatch) rather than
+  // letting it starve.
   const { rows } = await db.query(
     `WITH candidates AS (
        SELECT t.id FROM tasks t
@@ -101,6 +106,13 @@ export async function claimTasks(
             SELECT 1 FROM tasks r
              WHERE r.repo = t.repo AND r.issue_number = t.issue_number AND r.agent = t.agent
                AND r.status = 'running')
+          AND (t.created_at < now() - make_interval(secs => $4::double precision / 1000)
+               OR COALESCE((
+                 SELECT s.runtime_id = $2 OR rt.heartbeat_at IS NULL
+                        OR rt.heartbeat_at < now() - interval '1 minute'
+                   FROM sessions s LEFT JOIN runtimes rt ON rt.id = s.runtime_id
+                  WHERE s.repo = t.repo AND s.issue_number = t.issue_number AND s.agent = t.agent
+                  ORDER BY s.last_used_at DESC LIMIT 1), true))
         ORDER BY t.created_at, t.id
         LIMIT $3
         FOR UPDATE SKIP LOCKED)
@@ -111,7 +123,7 @@ export async function claimTasks(
        FROM candidates c
       WHERE t.id = c.id
      RETURNING t.*`,
-    [runnerId, runtimeId, limit],
+    [runnerId, runtimeId, limit, affinityWaitMs],
   );
   return rows
     .map(toTask)

@@ -76,6 +76,63 @@ describe("claimTasks", () => {
   });
 });
 
+describe("runtime affinity", () => {
+  it("leaves a key whose session lives on another live runtime to that runtime, until the wait runs out", async () => {
+    await pool.query("DELETE FROM tasks");
+    await pool.query("UPDATE runtimes SET heartbeat_at = now()");
+    const k = key();
+    await upsertSession(pool, {
+      repo: k.repo,
+      issueNumber: 1,
+      agent: "tether",
+      sessionId: `aff-${n}`,
+      runtimeId: "rt2",
+      workDir: "/w",
+      model: null,
+      historyEpoch: 0,
+    });
+    const t = await seedTask(pool, k);
+    expect(await claimTasks(pool, "r-on-rt", "rt", 5)).toEqual([]);
+    const [mine] = await claimTasks(pool, "r-on-rt2", "rt2", 5);
+    expect(mine?.id).toBe(t.id);
+  });
+
+  it("takes the task anyway once it waited past the affinity window, or when the other runtime is dead", async () => {
+    await pool.query("DELETE FROM tasks");
+    const k1 = key();
+    await upsertSession(pool, {
+      repo: k1.repo,
+      issueNumber: 1,
+      agent: "tether",
+      sessionId: `aff-${n}`,
+      runtimeId: "rt2",
+      workDir: "/w",
+      model: null,
+      historyEpoch: 0,
+    });
+    const old = await seedTask(pool, { ...k1, created_at: new Date(Date.now() - 60_000) });
+    expect((await claimTasks(pool, "r-on-rt", "rt", 5, 30_000)).map((t) => t.id)).toEqual([old.id]);
+
+    const k2 = key();
+    await upsertSession(pool, {
+      repo: k2.repo,
+      issueNumber: 1,
+      agent: "tether",
+      sessionId: `aff-${n}`,
+      runtimeId: "rt2",
+      workDir: "/w",
+      model: null,
+      historyEpoch: 0,
+    });
+    await pool.query(
+      "UPDATE runtimes SET heartbeat_at = now() - interval '5 minutes' WHERE id = 'rt2'",
+    );
+    const t2 = await seedTask(pool, k2);
+    expect((await claimTasks(pool, "r-on-rt", "rt", 5)).map((t) => t.id)).toEqual([t2.id]);
+    await pool.query("UPDATE runtimes SET heartbeat_at = now()");
+  });
+});
+
 describe("writes after the claim are scoped to the claiming runner", () => {
   it("pins the session mid-run, keeps it through finish, and refuses another runner's writes", async () => {
     await pool.query("DELETE FROM tasks");
