@@ -90,6 +90,7 @@ export type WorkspaceErrorKind =
   | "not-a-checkout"
   | "timeout"
   | "cancelled"
+  | "filesystem"
   | "git-failed";
 
 /**
@@ -256,23 +257,37 @@ export async function prepareWorkspace(opts: PrepareWorkspaceOptions): Promise<W
       `cannot check out pull request #${pr.number} of ${repo}: its head branch name ${JSON.stringify(pr.headRef)} is not valid in git`,
     );
   }
-  await fs.mkdir(opts.root, { recursive: true });
-  const root = await fs.realpath(opts.root);
-  const dir = workspacePath(root, opts);
+  workspacePath(opts.root, opts); // refuses a bad key before anything touches the disk
   const git = gitRunner(opts);
   const started = Date.now();
-
-  const existing = await checkoutState(dir);
   let ws: Workspace;
-  if (existing === "absent") {
-    ws = await cloneInto(root, dir, git, opts);
-  } else if (existing === "checkout") {
-    ws = await updateCheckout(dir, git, opts);
-  } else {
+  try {
+    await fs.mkdir(opts.root, { recursive: true });
+    // The session is filed under the real path; resolve symlinks so every turn sees one string.
+    const root = await fs.realpath(opts.root);
+    const dir = workspacePath(root, opts);
+    const existing = await checkoutState(dir);
+    if (existing === "absent") {
+      ws = await cloneInto(root, dir, git, opts);
+    } else if (existing === "checkout") {
+      ws = await updateCheckout(dir, git, opts);
+    } else {
+      throw new WorkspaceError(
+        "not-a-checkout",
+        repo,
+        `the workspace for ${repo} #${opts.issueNumber} exists but is not a git checkout; an operator must move it away`,
+      );
+    }
+  } catch (err) {
+    if (err instanceof WorkspaceError) throw err;
+    // A file-system failure (permissions, a full disk, a race on the directory): say so without
+    // the path, which is the runner's business, not the thread's.
+    const code = (err as NodeJS.ErrnoException).code;
     throw new WorkspaceError(
-      "not-a-checkout",
+      "filesystem",
       repo,
-      `the workspace for ${repo} #${opts.issueNumber} exists but is not a git checkout; an operator must move it away`,
+      `could not prepare the workspace for ${repo}: the runner's workspace directory failed${code ? ` (${code})` : ""}`,
+      { detail: redactToken(err instanceof Error ? err.message : String(err), opts.token) },
     );
   }
   log.info(
@@ -540,6 +555,13 @@ async function readCheckoutState(
  * proxy git's HTTP traffic, or rewrite URLs, could send the token elsewhere; refuse to fetch
  * when any is present, or when the effective URL of origin is not the clone URL.
  */
+/**
+ * Keys that, set in the checkout's own config, would redirect or proxy the fetch, rewrite its
+ * URL, pull in other config files, or run a program while the token is in the environment.
+ */
+const UNSAFE_CONFIG =
+  "^(http|url|credential|include|includeif)\\.|^core\\.(askpass|gitproxy|sshcommand)$|^remote\\.origin\\.(proxy|vcs|uploadpack)$";
+
 async function unsafeLocalConfig(
   git: GitRunner,
   dir: string,
@@ -547,13 +569,7 @@ async function unsafeLocalConfig(
 ): Promise<string | undefined> {
   const found = await git.run(
     "fetch",
-    [
-      "config",
-      "--local",
-      "--name-only",
-      "--get-regexp",
-      "^(http|url|credential|remote\\.origin\\.(pushurl|proxy|uploadpack))\\.",
-    ],
+    ["config", "--local", "--name-only", "--get-regexp", UNSAFE_CONFIG],
     { cwd: dir, allowFailure: true },
   );
   const keys = found.stdout.split("\n").filter(Boolean);
@@ -678,6 +694,7 @@ function gitRunner(opts: PrepareWorkspaceOptions): GitRunner {
       "git-failed": `${what}: git failed${exitCode === undefined ? "" : ` (exit ${exitCode})`}; the runner's log has git's message`,
       "invalid-key": `${what}: invalid task key`,
       "not-a-checkout": `${what}: the workspace is not a git checkout`,
+      filesystem: `${what}: the runner's workspace directory failed`,
     };
     return new WorkspaceError(kind, opts.repo, messages[kind], {
       detail: tail(redactToken(stderr, opts.token)),

@@ -225,13 +225,29 @@ describe("later turns", () => {
     await expect(fs.stat(marker)).rejects.toMatchObject({ code: "ENOENT" });
   });
 
-  it("does not fetch (so sends no token) when the checkout's config rewrites URLs", async () => {
+  it("does not fetch (so sends no token) when the checkout's config could steer it", async () => {
     const first = await prepareWorkspace(options());
-    await agentGit(first.dir, "config", `url.http://127.0.0.1:1/.insteadOf`, `${gh.url}/`);
-    const before = gh.requests.length;
-    const second = await prepareWorkspace(options());
-    expect(second.update).toMatchObject({ kind: "left", reason: "unsafe-git-config" });
-    expect(gh.requests.slice(before).filter((r) => r.kind === "git")).toEqual([]);
+    const settings: Array<[string, string]> = [
+      ["url.http://127.0.0.1:1/.insteadOf", `${gh.url}/`],
+      ["http.proxy", "http://127.0.0.1:1"],
+      [`http.${gh.url}/.extraHeader`, "X-Leak: 1"],
+      ["core.askPass", "/tmp/steal-token"],
+      ["remote.origin.proxy", "http://127.0.0.1:1"],
+      ["include.path", "/tmp/other-config"],
+      ["credential.helper", "store"],
+    ];
+    for (const [key, value] of settings) {
+      await agentGit(first.dir, "config", key, value);
+      const before = gh.requests.length;
+      const ws = await prepareWorkspace(options());
+      expect(ws.update, key).toMatchObject({ kind: "left", reason: "unsafe-git-config" });
+      expect(gh.requests.slice(before).filter((r) => r.kind === "git")).toEqual([]);
+      await agentGit(first.dir, "config", "--unset-all", key);
+    }
+    // Harmless settings an agent may well make do not stop the fetch.
+    await agentGit(first.dir, "config", "user.email", "agent@example.invalid");
+    await agentGit(first.dir, "config", "pull.rebase", "false");
+    expect((await prepareWorkspace(options())).update).toEqual({ kind: "up-to-date", ahead: 0 });
   });
 });
 
@@ -372,6 +388,22 @@ describe("failures", () => {
         options({ cloneUrl: `http://x-access-token:${token}@${gh.host}/${repo}.git` }),
       ),
     ).rejects.toMatchObject({ kind: "invalid-key", message: expect.not.stringContaining(token) });
+  });
+});
+
+describe("file-system failures", () => {
+  it("reports an unusable workspace root without its path", async () => {
+    const file = path.join(scratch, "not-a-directory");
+    await fs.writeFile(file, "x");
+    const err = (await prepareWorkspace(options({ root: path.join(file, "ws") })).catch(
+      (e: unknown) => e,
+    )) as WorkspaceError;
+    expect(err).toBeInstanceOf(WorkspaceError);
+    expect(err.kind).toBe("filesystem");
+    expect(err.message).toMatch(
+      /^could not prepare the workspace for octo\/widgets-\d+: .*\(ENOTDIR\)$/,
+    );
+    expect(err.message).not.toContain(scratch);
   });
 });
 
