@@ -5,6 +5,8 @@ import { execa } from "execa";
 import { gitAuthEnv, parseRepoName, redactToken } from "../github/git-auth.js";
 import type { Logger } from "../log.js";
 
+export { cloneUrlFor } from "../github/git-auth.js";
+
 /**
  * One working directory per task key, cloned on the key's first turn and fetched on later ones.
  *

@@ -85,7 +85,10 @@ export interface RecordedRequest {
   at: number;
   kind: "rest" | "git" | "other";
   method: string;
-  /** URL path without the query, e.g. /api/v3/repos/octo/widgets/issues/1/comments. */
+  /**
+   * URL path as sent, without the query, e.g. /api/v3/repos/octo/widgets/issues/1/comments
+   * (Octokit percent-encodes a `/` inside a parameter such as a contents path: `.github%2Ftether.yml`).
+   */
   path: string;
   query: Record<string, string>;
   /** Octokit-style route that answered, e.g. "POST /repos/{owner}/{repo}/issues/{issue_number}/comments". */
@@ -372,6 +375,20 @@ export class FakeGitHub implements PayloadSource {
     this.server.closeAllConnections();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
     await fs.rm(this.tmp, { recursive: true, force: true });
+  }
+
+  /**
+   * The environment that points a Tether (Probot) process at this stand-in: app id, private
+   * key, GHE_HOST/GHE_PROTOCOL (so its REST base is <url>/api/v3) and the webhook secret.
+   */
+  appEnv(webhookSecret: string): Record<string, string> {
+    return {
+      APP_ID: String(this.appId),
+      PRIVATE_KEY: this.privateKeyPem,
+      WEBHOOK_SECRET: webhookSecret,
+      GHE_HOST: this.host,
+      GHE_PROTOCOL: this.protocol,
+    };
   }
 
   // ---------------------------------------------------------------- test control: state

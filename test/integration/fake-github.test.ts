@@ -110,6 +110,17 @@ describe("installation auth through a real Probot", () => {
     });
   });
 
+  it("gives the environment that points a Tether process at it", () => {
+    expect(gh.appEnv("s")).toEqual({
+      APP_ID: String(gh.appId),
+      PRIVATE_KEY: gh.privateKeyPem,
+      WEBHOOK_SECRET: "s",
+      GHE_HOST: gh.host,
+      GHE_PROTOCOL: "http",
+    });
+    expect(gh.privateKeyPem).toContain("BEGIN RSA PRIVATE KEY");
+  });
+
   it("answers the installation lookups Probot may make", async () => {
     const app = await probot().auth();
     const inst = await app.rest.apps.getRepoInstallation({ owner: "octo", repo: "widgets" });

@@ -163,7 +163,7 @@ describe("workspacePath", () => {
         const same = a.repo === b.repo && a.issueNumber === b.issueNumber && a.agent === b.agent;
         expect(pa === pb).toBe(same);
       }),
-      { numRuns: 500 },
+      { numRuns: 200 },
     );
   });
 });
