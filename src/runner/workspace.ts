@@ -747,12 +747,19 @@ function gitRunner(opts: PrepareWorkspaceOptions): GitRunner {
     );
     if (stopped) throw failure(step, stderr, stopped);
     if (result.failed && result.exitCode === undefined) {
-      // Spawning failed (git missing, cwd gone): execa's message names the cause, never the env.
-      throw failure(
-        step,
-        redactToken(result.shortMessage ?? String(result.message), opts.token),
-        "git-failed",
-      );
+      // Spawning failed (git missing) or a signal from elsewhere killed it. execa's message
+      // names the command and the cause, never the environment.
+      const why = redactToken(result.shortMessage ?? String(result.message), opts.token);
+      opts.log.warn({ git: args[0], error: why }, "git did not run");
+      if (/ENOENT/.test(why) && !result.signal) {
+        throw new WorkspaceError(
+          "git-failed",
+          opts.repo,
+          `could not ${step} ${opts.repo}: the runner could not start git; is it installed?`,
+          { detail: why },
+        );
+      }
+      throw failure(step, why, "git-failed");
     }
     if (out.exitCode !== 0 && !o.allowFailure) {
       opts.log.warn(

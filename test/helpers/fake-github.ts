@@ -657,6 +657,11 @@ export class FakeGitHub implements PayloadSource {
     );
   }
 
+  /** REST requests whose body contains `text` (to assert a secret was never posted). */
+  requestsWithBodyContaining(text: string): RecordedRequest[] {
+    return this.requests.filter((r) => r.kind === "rest" && r.rawBody.includes(text));
+  }
+
   // ---------------------------------------------------------------- JSON shapes (PayloadSource)
 
   repoJson(repo: string): Json {

@@ -96,6 +96,8 @@ describe("installation auth through a real Probot", () => {
     expect(gh.comments(REPO, issue.number as number).map((c) => c.body)).toEqual([
       "hello from probot",
     ]);
+    expect(gh.requestsWithBodyContaining("hello from probot")).toEqual(post);
+    expect(gh.requestsWithBodyContaining(gh.privateKeyPem.slice(40, 80))).toEqual([]);
   });
 
   it("refuses a JWT signed with another key", async () => {

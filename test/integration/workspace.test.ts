@@ -392,6 +392,15 @@ describe("failures", () => {
 });
 
 describe("file-system failures", () => {
+  it("says so when git cannot be started", async () => {
+    await expect(
+      prepareWorkspace(options({ gitPath: path.join(scratch, "no-such-git") })),
+    ).rejects.toMatchObject({
+      kind: "git-failed",
+      message: expect.stringMatching(/could not start git; is it installed\?$/),
+    });
+  });
+
   it("reports an unusable workspace root without its path", async () => {
     const file = path.join(scratch, "not-a-directory");
     await fs.writeFile(file, "x");
