@@ -1,0 +1,1566 @@
+import type { ChildProcess } from "node:child_process";
+import {
+  generateKeyPairSync,
+  randomBytes,
+  verify as verifySignature,
+  type KeyObject,
+  createPublicKey,
+} from "node:crypto";
+import fs from "node:fs/promises";
+import http, {
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type ServerResponse,
+} from "node:http";
+import type { AddressInfo } from "node:net";
+import os from "node:os";
+import path from "node:path";
+import {
+  commitFiles,
+  initBareRepo,
+  readPath,
+  refSha,
+  serveGitHttp,
+  standInGitEnv,
+  updateRef,
+  type FileMap,
+} from "./fake-github-git.js";
+import {
+  commentJson,
+  installationJson,
+  issueJson,
+  iso,
+  nodeId,
+  pullJson,
+  REACTION_CONTENTS,
+  reactionJson,
+  repoJson,
+  userJson,
+  type Bases,
+  type IssueFacts,
+  type Json,
+  type ReactionContent,
+  type UserType,
+} from "./fake-github-shapes.js";
+import {
+  issueCommentEvent,
+  issuesEvent,
+  pullRequestEvent,
+  type PayloadSource,
+} from "./fake-github-webhooks.js";
+
+export { signedWebhook, sign } from "./fake-github-webhooks.js";
+export type { Json } from "./fake-github-shapes.js";
+export type { FileMap } from "./fake-github-git.js";
+
+/**
+ * A local stand-in for GitHub: a real HTTP server on 127.0.0.1 that serves the REST calls a
+ * Probot app and Tether's runner make (under /api/v3, as GitHub Enterprise does, so the app
+ * reaches it through GHE_HOST/GHE_PROTOCOL) and git's smart HTTP (clone and fetch) through
+ * `git http-backend`. State lives in memory and in bare repositories in a temp directory.
+ *
+ * It checks credentials the way GitHub does: /app routes want an RS256 JWT signed with the
+ * app's private key (privateKeyPem), everything else an installation token it issued, git a
+ * Basic `x-access-token:<token>`. Every request is recorded (`requests`) so tests can assert
+ * what the app posted and with which token.
+ */
+
+export type Permission = "admin" | "maintain" | "write" | "triage" | "read" | "none";
+
+export interface FakeGitHubOptions {
+  appId?: number;
+  appSlug?: string;
+  /** The default installation's id and account (repos go to it unless told otherwise). */
+  installationId?: number;
+  account?: string;
+  /** Lifetime of issued installation tokens. Default one hour, like GitHub. */
+  tokenTtlMs?: number;
+  /** Clock for timestamps and token expiry. */
+  now?: () => Date;
+}
+
+export interface RecordedRequest {
+  seq: number;
+  /** When it arrived (ms since the epoch, real clock). */
+  at: number;
+  kind: "rest" | "git" | "other";
+  method: string;
+  /**
+   * URL path as sent, without the query, e.g. /api/v3/repos/octo/widgets/issues/1/comments
+   * (Octokit percent-encodes a `/` inside a parameter such as a contents path: `.github%2Ftether.yml`).
+   */
+  path: string;
+  query: Record<string, string>;
+  /** Octokit-style route that answered, e.g. "POST /repos/{owner}/{repo}/issues/{issue_number}/comments". */
+  route: string | undefined;
+  headers: IncomingHttpHeaders;
+  /** Parsed JSON body, or the text; undefined for git requests and empty bodies. */
+  body: unknown;
+  /** The body as text ("" for git requests, whose bodies are binary). */
+  rawBody: string;
+  /** Installation token presented (REST `token`/`Bearer`, or git Basic password), valid or not. */
+  token: string | undefined;
+  /** Response status; 0 until answered. */
+  status: number;
+}
+
+export type RequestMatcher =
+  | {
+      method?: string;
+      /** Exact path, or a pattern tested against it. */
+      path?: string | RegExp;
+      route?: string;
+      kind?: RecordedRequest["kind"];
+    }
+  | ((req: RecordedRequest) => boolean);
+
+export interface FailResponse {
+  status: number;
+  headers?: Record<string, string>;
+  body?: unknown;
+  /** How many matching requests fail. Default 1. */
+  times?: number;
+}
+
+/**
+ * A primary rate limit answer, as the throttling plugin recognises it (x-ratelimit-remaining 0).
+ * The plugin waits until x-ratelimit-reset plus a second; a reset of -1 s means "already
+ * reset", so it retries at once.
+ */
+export function rateLimited(resetInSeconds = 1, status: 403 | 429 = 403): FailResponse {
+  return {
+    status,
+    headers: {
+      "retry-after": String(Math.max(0, resetInSeconds)),
+      "x-ratelimit-limit": "5000",
+      "x-ratelimit-remaining": "0",
+      "x-ratelimit-used": "5000",
+      "x-ratelimit-reset": String(Math.ceil(Date.now() / 1000) + resetInSeconds),
+      "x-ratelimit-resource": "core",
+    },
+    body: {
+      message: "API rate limit exceeded for installation.",
+      documentation_url:
+        "https://docs.github.com/rest/overview/resources-in-the-rest-api#rate-limiting",
+    },
+  };
+}
+
+/** A secondary (abuse) rate limit answer: 403 with retry-after and GitHub's wording. */
+export function secondaryRateLimited(retryAfterSeconds = 1): FailResponse {
+  return {
+    status: 403,
+    headers: { "retry-after": String(retryAfterSeconds) },
+    body: {
+      message:
+        "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.",
+      documentation_url:
+        "https://docs.github.com/rest/overview/resources-in-the-rest-api#secondary-rate-limits",
+    },
+  };
+}
+
+interface RepoState {
+  id: number;
+  owner: string;
+  name: string;
+  defaultBranch: string;
+  private: boolean;
+  installationId: number | null;
+  bare: string;
+  createdAt: Date;
+  pushedAt: Date;
+  nextNumber: number;
+  issues: Map<number, IssueState>;
+  permissions: Map<string, Permission>;
+}
+
+interface IssueState {
+  id: number;
+  number: number;
+  title: string;
+  body: string | null;
+  user: string;
+  state: "open" | "closed";
+  labels: string[];
+  createdAt: Date;
+  updatedAt: Date;
+  closedAt: Date | null;
+  reactions: ReactionState[];
+  pull?: { headRef: string; headSha: string; baseRef: string; draft: boolean };
+}
+
+interface CommentState {
+  id: number;
+  repoKey: string;
+  issueNumber: number;
+  user: string;
+  body: string;
+  createdAt: Date;
+  updatedAt: Date;
+  deleted: boolean;
+  reactions: ReactionState[];
+}
+
+interface ReactionState {
+  id: number;
+  user: string;
+  content: ReactionContent;
+  createdAt: Date;
+}
+
+interface TokenState {
+  token: string;
+  installationId: number;
+  createdAt: Date;
+  expiresAt: Date;
+  revoked: boolean;
+  /** Repository ids the token is limited to; null: all of the installation's. */
+  repoIds: number[] | null;
+}
+
+interface InstallationState {
+  id: number;
+  account: string;
+  createdAt: Date;
+}
+
+interface Reply {
+  status: number;
+  body?: unknown;
+  headers?: Record<string, string>;
+  /** Raw (non-JSON) body with its content type. */
+  raw?: { contentType: string; data: Buffer | string };
+}
+
+interface RouteCtx {
+  params: Record<string, string>;
+  query: Record<string, string>;
+  body: Json;
+  rec: RecordedRequest;
+  token: TokenState | undefined;
+  repo: RepoState | undefined;
+  accept: string;
+}
+
+interface Route {
+  method: string;
+  template: string;
+  pattern: RegExp;
+  names: string[];
+  auth: "jwt" | "token";
+  handle: (ctx: RouteCtx) => Reply | Promise<Reply>;
+}
+
+const PERMISSIONS = {
+  contents: "write",
+  issues: "write",
+  pull_requests: "write",
+  metadata: "read",
+} as const;
+const EVENTS = ["issue_comment", "issues", "pull_request", "pull_request_review_comment"];
+const DOCS = "https://docs.github.com/rest";
+const MAX_BODY = 64 * 1024 * 1024;
+
+let keyPair: { privateKeyPem: string; publicKeyPem: string } | undefined;
+
+/** One RSA key pair per test process: generating one costs ~100 ms. */
+function appKeyPair() {
+  if (!keyPair) {
+    const { privateKey, publicKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
+    keyPair = {
+      // PKCS#1, the format GitHub hands out app keys in.
+      privateKeyPem: privateKey.export({ type: "pkcs1", format: "pem" }).toString(),
+      publicKeyPem: publicKey.export({ type: "spki", format: "pem" }).toString(),
+    };
+  }
+  return keyPair;
+}
+
+export async function startFakeGitHub(opts: FakeGitHubOptions = {}): Promise<FakeGitHub> {
+  const tmp = await fs.mkdtemp(path.join(os.tmpdir(), "tether-fake-github-"));
+  const gh = new FakeGitHub(opts, tmp);
+  await gh.listen();
+  return gh;
+}
+
+export class FakeGitHub implements PayloadSource {
+  readonly appId: number;
+  readonly appSlug: string;
+  /** The default installation. */
+  readonly installationId: number;
+  /** Give this to the app as PRIVATE_KEY. */
+  readonly privateKeyPem: string;
+  readonly publicKeyPem: string;
+  /** http://127.0.0.1:PORT */
+  url = "";
+  /** http://127.0.0.1:PORT/api/v3: Octokit's baseUrl. */
+  apiUrl = "";
+  /** 127.0.0.1:PORT: the app's GHE_HOST (with GHE_PROTOCOL=http). */
+  host = "";
+  readonly protocol = "http" as const;
+  /** Every request received, in order. */
+  readonly requests: RecordedRequest[] = [];
+  /** Where the bare repositories are: <reposDir>/<owner>/<name>.git (lower case). */
+  readonly reposDir: string;
+
+  /** Webhook payload builders over the current state (see fake-github-webhooks.ts). */
+  readonly webhooks = {
+    issueComment: (o: Parameters<typeof issueCommentEvent>[1]) => issueCommentEvent(this, o),
+    issues: (o: Parameters<typeof issuesEvent>[1]) => issuesEvent(this, o),
+    pullRequest: (o: Parameters<typeof pullRequestEvent>[1]) => pullRequestEvent(this, o),
+  };
+
+  private readonly publicKey: KeyObject;
+  private readonly now: () => Date;
+  private readonly tokenTtlMs: number;
+  private readonly home: string;
+  private readonly server: http.Server;
+  private readonly children = new Set<ChildProcess>();
+  private readonly users = new Map<string, { login: string; id: number; type: UserType }>();
+  private readonly installations = new Map<number, InstallationState>();
+  private readonly repos = new Map<string, RepoState>();
+  private readonly commentsById = new Map<number, CommentState>();
+  private readonly tokens = new Map<string, TokenState>();
+  private readonly globalPermissions = new Map<string, Permission>();
+  private readonly failures: Array<{
+    matcher: RequestMatcher;
+    response: FailResponse;
+    left: number;
+  }> = [];
+  private readonly routes: Route[];
+  private ids = { repo: 500, issue: 7000, comment: 900_000, reaction: 30_000, user: 100 };
+  private seq = 0;
+
+  constructor(
+    opts: FakeGitHubOptions,
+    private readonly tmp: string,
+  ) {
+    this.appId = opts.appId ?? 1001;
+    this.appSlug = opts.appSlug ?? "tether";
+    this.installationId = opts.installationId ?? 4242;
+    this.now = opts.now ?? (() => new Date());
+    this.tokenTtlMs = opts.tokenTtlMs ?? 60 * 60_000;
+    const keys = appKeyPair();
+    this.privateKeyPem = keys.privateKeyPem;
+    this.publicKeyPem = keys.publicKeyPem;
+    this.publicKey = createPublicKey(keys.publicKeyPem);
+    this.reposDir = path.join(tmp, "repos");
+    this.home = path.join(tmp, "home");
+    this.installations.set(this.installationId, {
+      id: this.installationId,
+      account: opts.account ?? "octo",
+      createdAt: this.now(),
+    });
+    this.routes = this.buildRoutes();
+    this.server = http.createServer((req, res) => void this.handle(req, res));
+  }
+
+  /** @internal */
+  async listen(): Promise<void> {
+    await fs.mkdir(this.reposDir, { recursive: true });
+    await fs.mkdir(this.home, { recursive: true });
+    await new Promise<void>((resolve, reject) => {
+      this.server.once("error", reject);
+      this.server.listen(0, "127.0.0.1", () => resolve());
+    });
+    const { port } = this.server.address() as AddressInfo;
+    this.host = `127.0.0.1:${port}`;
+    this.url = `http://${this.host}`;
+    this.apiUrl = `${this.url}/api/v3`;
+  }
+
+  async close(): Promise<void> {
+    for (const child of this.children) child.kill("SIGKILL");
+    this.server.closeAllConnections();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+    await fs.rm(this.tmp, { recursive: true, force: true });
+  }
+
+  /**
+   * The environment that points a Tether (Probot) process at this stand-in: app id, private
+   * key, GHE_HOST/GHE_PROTOCOL (so its REST base is <url>/api/v3) and the webhook secret.
+   */
+  appEnv(webhookSecret: string): Record<string, string> {
+    return {
+      APP_ID: String(this.appId),
+      PRIVATE_KEY: this.privateKeyPem,
+      WEBHOOK_SECRET: webhookSecret,
+      GHE_HOST: this.host,
+      GHE_PROTOCOL: this.protocol,
+    };
+  }
+
+  // ---------------------------------------------------------------- test control: state
+
+  /** Create a repository with an initial commit of `files` on `defaultBranch`. */
+  async addRepo(o: {
+    owner: string;
+    name: string;
+    files?: FileMap;
+    defaultBranch?: string;
+    private?: boolean;
+    /** Installation that can see it; null: none (the app has no access). Default: the default installation. */
+    installationId?: number | null;
+    ownerType?: UserType;
+  }): Promise<Json> {
+    const key = repoKey(`${o.owner}/${o.name}`);
+    if (this.repos.has(key)) throw new Error(`repo ${key} exists already`);
+    this.user(o.owner, o.ownerType ?? "User");
+    const installationId = o.installationId === undefined ? this.installationId : o.installationId;
+    if (installationId !== null && !this.installations.has(installationId)) {
+      this.installations.set(installationId, {
+        id: installationId,
+        account: o.owner,
+        createdAt: this.now(),
+      });
+    }
+    const repo: RepoState = {
+      id: ++this.ids.repo,
+      owner: o.owner,
+      name: o.name,
+      defaultBranch: o.defaultBranch ?? "main",
+      private: o.private ?? false,
+      installationId,
+      bare: path.join(this.reposDir, `${key}.git`),
+      createdAt: this.now(),
+      pushedAt: this.now(),
+      nextNumber: 1,
+      issues: new Map(),
+      permissions: new Map(),
+    };
+    await initBareRepo(repo.bare, repo.defaultBranch, this.gitEnv());
+    await commitFiles(
+      repo.bare,
+      {
+        branch: repo.defaultBranch,
+        files: o.files ?? { "README.md": `# ${o.name}\n` },
+        message: "Initial commit",
+        when: this.now(),
+      },
+      this.gitEnv(),
+    );
+    this.repos.set(key, repo);
+    return this.repoJson(key);
+  }
+
+  /** Commit files (null deletes) on a branch (default: the default branch). Returns the sha. */
+  async commit(
+    repo: string,
+    o: { files: FileMap; message?: string; branch?: string; from?: string },
+  ): Promise<string> {
+    const r = this.repo(repo);
+    const sha = await commitFiles(
+      r.bare,
+      {
+        branch: o.branch ?? r.defaultBranch,
+        files: o.files,
+        message: o.message ?? "Update files",
+        from: o.from ?? `refs/heads/${r.defaultBranch}`,
+        when: this.now(),
+      },
+      this.gitEnv(),
+    );
+    r.pushedAt = this.now();
+    return sha;
+  }
+
+  /** The commit a ref (branch name or full ref) points at in the bare repository. */
+  async sha(repo: string, ref: string): Promise<string | undefined> {
+    const r = this.repo(repo);
+    const full = ref.startsWith("refs/") ? ref : `refs/heads/${ref}`;
+    return refSha(r.bare, full, this.gitEnv());
+  }
+
+  /** Path of the bare repository on disk. */
+  barePath(repo: string): string {
+    return this.repo(repo).bare;
+  }
+
+  addIssue(o: {
+    repo: string;
+    title?: string;
+    body?: string | null;
+    user?: string;
+    labels?: string[];
+  }): Json {
+    const r = this.repo(o.repo);
+    const issue = this.newIssue(r, o);
+    return this.issueJson(o.repo, issue.number);
+  }
+
+  /**
+   * Open a pull request: commits `files` on a new head branch started from the base branch and
+   * points refs/pull/<n>/head at it, as GitHub does.
+   */
+  async addPullRequest(o: {
+    repo: string;
+    headRef: string;
+    baseRef?: string;
+    files?: FileMap;
+    title?: string;
+    body?: string | null;
+    user?: string;
+    draft?: boolean;
+  }): Promise<Json> {
+    const r = this.repo(o.repo);
+    const baseRef = o.baseRef ?? r.defaultBranch;
+    const headSha = await commitFiles(
+      r.bare,
+      {
+        branch: o.headRef,
+        files: o.files ?? { [`${o.headRef.replace(/\W+/g, "-")}.txt`]: "change\n" },
+        message: o.title ?? "A change",
+        from: `refs/heads/${baseRef}`,
+        when: this.now(),
+      },
+      this.gitEnv(),
+    );
+    const issue = this.newIssue(r, { ...o, title: o.title ?? "A pull request" });
+    issue.pull = { headRef: o.headRef, headSha, baseRef, draft: o.draft ?? false };
+    await updateRef(r.bare, `refs/pull/${issue.number}/head`, headSha, this.gitEnv());
+    return this.pullJson(o.repo, issue.number);
+  }
+
+  /** Push a new commit to a pull request's head branch (and refs/pull/<n>/head). */
+  async pushToPullRequest(
+    repo: string,
+    number: number,
+    o: { files: FileMap; message?: string },
+  ): Promise<string> {
+    const r = this.repo(repo);
+    const issue = r.issues.get(number);
+    if (!issue?.pull) throw new Error(`${repo} #${number} is not a pull request`);
+    const sha = await commitFiles(
+      r.bare,
+      {
+        branch: issue.pull.headRef,
+        files: o.files,
+        message: o.message ?? "More changes",
+        when: this.now(),
+      },
+      this.gitEnv(),
+    );
+    issue.pull.headSha = sha;
+    issue.updatedAt = this.now();
+    await updateRef(r.bare, `refs/pull/${number}/head`, sha, this.gitEnv());
+    return sha;
+  }
+
+  addComment(o: { repo: string; issueNumber: number; body: string; user?: string }): Json {
+    const r = this.repo(o.repo);
+    const issue = this.issueState(r, o.issueNumber);
+    const c = this.newComment(r, issue, o.user ?? "octocat", o.body);
+    return this.commentJson(c.id);
+  }
+
+  /** A person edits a comment. Returns the edited comment. */
+  editComment(commentId: number, body: string): Json {
+    const c = this.commentState(commentId);
+    c.body = body;
+    c.updatedAt = this.now();
+    return this.commentJson(commentId);
+  }
+
+  deleteComment(commentId: number): void {
+    this.commentState(commentId).deleted = true;
+  }
+
+  editIssue(
+    repo: string,
+    issueNumber: number,
+    o: { title?: string; body?: string | null; state?: "open" | "closed" },
+  ): Json {
+    const issue = this.issueState(this.repo(repo), issueNumber);
+    if (o.title !== undefined) issue.title = o.title;
+    if (o.body !== undefined) issue.body = o.body;
+    if (o.state !== undefined) {
+      issue.state = o.state;
+      issue.closedAt = o.state === "closed" ? this.now() : null;
+    }
+    issue.updatedAt = this.now();
+    return this.issueJson(repo, issueNumber);
+  }
+
+  /** Set a user's permission, on one repository or (without `repo`) on all. */
+  setPermission(user: string, permission: Permission, repo?: string): void {
+    if (repo) this.repo(repo).permissions.set(user.toLowerCase(), permission);
+    else this.globalPermissions.set(user.toLowerCase(), permission);
+  }
+
+  /**
+   * Commit `.github/tether.yml` (or `file`) to the default branch; null removes it. The
+   * contents API and clones then both see it, as on GitHub.
+   */
+  async setConfig(repo: string, yaml: string | null, file = ".github/tether.yml"): Promise<string> {
+    return this.commit(repo, {
+      files: { [file]: yaml },
+      message: yaml === null ? `Remove ${file}` : `Configure ${file}`,
+    });
+  }
+
+  /** The thread's comments now (edits applied, deleted ones gone), as the REST API shows them. */
+  comments(repo: string, issueNumber: number): Json[] {
+    const r = this.repo(repo);
+    this.issueState(r, issueNumber);
+    return this.liveComments(r, issueNumber).map((c) => this.commentJson(c.id));
+  }
+
+  /** Reactions on a comment (`commentId`) or on an issue (`issueNumber`). */
+  reactions(
+    repo: string,
+    target: { commentId: number } | { issueNumber: number },
+  ): Array<{ user: string; content: ReactionContent }> {
+    const list =
+      "commentId" in target
+        ? this.commentState(target.commentId).reactions
+        : this.issueState(this.repo(repo), target.issueNumber).reactions;
+    return list.map((x) => ({ user: x.user, content: x.content }));
+  }
+
+  /** Issue an installation token without the JWT exchange (for tests of git and the runner). */
+  createInstallationToken(o: { installationId?: number; repositories?: string[] } = {}): string {
+    const installationId = o.installationId ?? this.installationId;
+    let repoIds: number[] | null = null;
+    if (o.repositories) repoIds = o.repositories.map((name) => this.repo(name).id);
+    return this.issueToken(installationId, repoIds).token;
+  }
+
+  /** Every installation token issued so far, oldest first. */
+  issuedTokens(): string[] {
+    return [...this.tokens.keys()];
+  }
+
+  revokeToken(token: string): void {
+    const t = this.tokens.get(token);
+    if (t) t.revoked = true;
+  }
+
+  /** Make every issued token expire now (the app must fetch a new one). */
+  expireTokens(): void {
+    for (const t of this.tokens.values()) t.expiresAt = new Date(this.now().getTime() - 1000);
+  }
+
+  /** The next `times` requests matching `matcher` get `response` instead of being served. */
+  failNext(matcher: RequestMatcher, response: FailResponse): void {
+    this.failures.push({ matcher, response, left: response.times ?? 1 });
+  }
+
+  /** Requests that created comments (POST …/issues/{n}/comments), optionally for one thread. */
+  postedComments(repo?: string, issueNumber?: number): RecordedRequest[] {
+    return this.requests.filter(
+      (r) =>
+        r.route === "POST /repos/{owner}/{repo}/issues/{issue_number}/comments" &&
+        r.status === 201 &&
+        (repo === undefined || r.path.toLowerCase().includes(`/repos/${repoKey(repo)}/`)) &&
+        (issueNumber === undefined || r.path.endsWith(`/issues/${issueNumber}/comments`)),
+    );
+  }
+
+  /** REST requests whose body contains `text` (to assert a secret was never posted). */
+  requestsWithBodyContaining(text: string): RecordedRequest[] {
+    return this.requests.filter((r) => r.kind === "rest" && r.rawBody.includes(text));
+  }
+
+  // ---------------------------------------------------------------- JSON shapes (PayloadSource)
+
+  repoJson(repo: string): Json {
+    const r = this.repo(repo);
+    const open = [...r.issues.values()].filter((i) => i.state === "open").length;
+    return repoJson(this.bases(), {
+      id: r.id,
+      owner: this.userJson(r.owner),
+      name: r.name,
+      private: r.private,
+      defaultBranch: r.defaultBranch,
+      createdAt: r.createdAt,
+      pushedAt: r.pushedAt,
+      openIssues: open,
+    });
+  }
+
+  issueJson(repo: string, issueNumber: number): Json {
+    const r = this.repo(repo);
+    return issueJson(
+      this.bases(),
+      this.fullName(r),
+      this.issueFacts(r, this.issueState(r, issueNumber)),
+    );
+  }
+
+  pullJson(repo: string, number: number): Json {
+    const r = this.repo(repo);
+    const issue = this.issueState(r, number);
+    if (!issue.pull) throw new Error(`${repo} #${number} is not a pull request`);
+    return pullJson(this.bases(), this.fullName(r), {
+      issue: this.issueFacts(r, issue),
+      repo: this.repoJson(repo),
+      headRef: issue.pull.headRef,
+      headSha: issue.pull.headSha,
+      baseRef: issue.pull.baseRef,
+      baseSha: "",
+      draft: issue.pull.draft,
+    });
+  }
+
+  commentJson(commentId: number): Json {
+    const c = this.commentState(commentId);
+    const r = this.repo(c.repoKey);
+    const issue = this.issueState(r, c.issueNumber);
+    return commentJson(this.bases(), this.fullName(r), {
+      id: c.id,
+      issueNumber: c.issueNumber,
+      isPullRequest: issue.pull !== undefined,
+      user: this.userJson(c.user),
+      body: c.body,
+      createdAt: c.createdAt,
+      updatedAt: c.updatedAt,
+      authorAssociation: this.association(r, c.user),
+      reactions: c.reactions.map((x) => x.content),
+      performedViaApp: c.user === this.botLogin() ? this.appJson() : null,
+    });
+  }
+
+  userJson(login: string): Json {
+    const u = this.user(login);
+    return userJson(this.bases(), u.login, u.id, u.type);
+  }
+
+  installationRef(repo: string): { id: number; node_id: string } {
+    const id = this.repo(repo).installationId ?? this.installationId;
+    return { id, node_id: nodeId("Installation", id) };
+  }
+
+  /** The app's bot login, the author of everything posted with an installation token. */
+  botLogin(): string {
+    return `${this.appSlug}[bot]`;
+  }
+
+  // ---------------------------------------------------------------- state helpers
+
+  private gitEnv() {
+    return standInGitEnv(this.home);
+  }
+
+  private bases(): Bases {
+    return { apiUrl: this.apiUrl, webUrl: this.url };
+  }
+
+  private repo(name: string): RepoState {
+    const r = this.repos.get(repoKey(name));
+    if (!r) throw new Error(`the stand-in has no repo ${name}; addRepo it first`);
+    return r;
+  }
+
+  private fullName(r: RepoState): string {
+    return `${r.owner}/${r.name}`;
+  }
+
+  private user(login: string, type?: UserType) {
+    const key = login.toLowerCase();
+    let u = this.users.get(key);
+    if (!u) {
+      u = { login, id: ++this.ids.user, type: type ?? (login.endsWith("[bot]") ? "Bot" : "User") };
+      this.users.set(key, u);
+    }
+    return u;
+  }
+
+  private newIssue(
+    r: RepoState,
+    o: { title?: string; body?: string | null; user?: string; labels?: string[] },
+  ): IssueState {
+    const issue: IssueState = {
+      id: ++this.ids.issue,
+      number: r.nextNumber++,
+      title: o.title ?? "An issue",
+      body: o.body === undefined ? "" : o.body,
+      user: this.user(o.user ?? "octocat").login,
+      state: "open",
+      labels: o.labels ?? [],
+      createdAt: this.now(),
+      updatedAt: this.now(),
+      closedAt: null,
+      reactions: [],
+    };
+    r.issues.set(issue.number, issue);
+    return issue;
+  }
+
+  private issueState(r: RepoState, n: number): IssueState {
+    const issue = r.issues.get(n);
+    if (!issue) throw new Error(`${this.fullName(r)} has no issue #${n}`);
+    return issue;
+  }
+
+  private newComment(r: RepoState, issue: IssueState, user: string, body: string): CommentState {
+    const c: CommentState = {
+      id: ++this.ids.comment,
+      repoKey: repoKey(this.fullName(r)),
+      issueNumber: issue.number,
+      user: this.user(user).login,
+      body,
+      createdAt: this.now(),
+      updatedAt: this.now(),
+      deleted: false,
+      reactions: [],
+    };
+    this.commentsById.set(c.id, c);
+    issue.updatedAt = this.now();
+    return c;
+  }
+
+  private commentState(id: number): CommentState {
+    const c = this.commentsById.get(id);
+    if (!c) throw new Error(`the stand-in has no comment ${id}`);
+    return c;
+  }
+
+  private liveComments(r: RepoState, issueNumber: number): CommentState[] {
+    const key = repoKey(this.fullName(r));
+    return [...this.commentsById.values()]
+      .filter((c) => c.repoKey === key && c.issueNumber === issueNumber && !c.deleted)
+      .sort((a, b) => a.id - b.id);
+  }
+
+  private issueFacts(r: RepoState, i: IssueState): IssueFacts {
+    return {
+      id: i.id,
+      number: i.number,
+      title: i.title,
+      body: i.body,
+      user: this.userJson(i.user),
+      state: i.state,
+      labels: i.labels,
+      comments: this.liveComments(r, i.number).length,
+      createdAt: i.createdAt,
+      updatedAt: i.updatedAt,
+      closedAt: i.closedAt,
+      authorAssociation: this.association(r, i.user),
+      isPullRequest: i.pull !== undefined,
+      reactions: i.reactions.map((x) => x.content),
+    };
+  }
+
+  private permissionOf(r: RepoState, login: string): Permission {
+    const key = login.toLowerCase();
+    const set = r.permissions.get(key) ?? this.globalPermissions.get(key);
+    if (set) return set;
+    if (key === r.owner.toLowerCase()) return "admin";
+    return r.private ? "none" : "read";
+  }
+
+  private association(r: RepoState, login: string): string {
+    if (login.toLowerCase() === r.owner.toLowerCase()) return "OWNER";
+    const p = this.permissionOf(r, login);
+    return p === "admin" || p === "maintain" || p === "write" ? "COLLABORATOR" : "NONE";
+  }
+
+  private appJson(): Json {
+    const owner = this.userJson(this.installations.get(this.installationId)?.account ?? "octo");
+    return {
+      id: this.appId,
+      slug: this.appSlug,
+      node_id: nodeId("Integration", this.appId),
+      client_id: `Iv1.${this.appId.toString(16).padStart(16, "0")}`,
+      owner,
+      name: this.appSlug,
+      description: "",
+      external_url: this.url,
+      html_url: `${this.url}/apps/${this.appSlug}`,
+      created_at: iso(new Date(0)),
+      updated_at: iso(new Date(0)),
+      permissions: PERMISSIONS,
+      events: EVENTS,
+      installations_count: this.installations.size,
+    };
+  }
+
+  private installationJson(id: number): Json {
+    const inst = this.installations.get(id);
+    if (!inst) throw new Error(`no installation ${id}`);
+    return installationJson(this.bases(), {
+      id,
+      appId: this.appId,
+      appSlug: this.appSlug,
+      account: this.userJson(inst.account),
+      permissions: { ...PERMISSIONS },
+      events: EVENTS,
+      repositorySelection: "all",
+      createdAt: inst.createdAt,
+    });
+  }
+
+  private issueToken(installationId: number, repoIds: number[] | null): TokenState {
+    if (!this.installations.has(installationId))
+      throw new Error(`no installation ${installationId}`);
+    const t: TokenState = {
+      token: `ghs_${randomBytes(27).toString("base64url").replace(/[-_]/g, "x").slice(0, 36)}`,
+      installationId,
+      createdAt: this.now(),
+      expiresAt: new Date(this.now().getTime() + this.tokenTtlMs),
+      revoked: false,
+      repoIds,
+    };
+    this.tokens.set(t.token, t);
+    return t;
+  }
+
+  private liveToken(token: string | undefined): TokenState | undefined {
+    const t = token ? this.tokens.get(token) : undefined;
+    if (!t || t.revoked || t.expiresAt.getTime() <= this.now().getTime()) return undefined;
+    return t;
+  }
+
+  private tokenSees(t: TokenState, r: RepoState): boolean {
+    return (
+      r.installationId === t.installationId && (t.repoIds === null || t.repoIds.includes(r.id))
+    );
+  }
+
+  /** Why a JWT is refused, in GitHub's words; undefined when it is good. */
+  private jwtProblem(jwt: string): string | undefined {
+    const parts = jwt.split(".");
+    if (parts.length !== 3) return "A JSON web token could not be decoded";
+    const [h = "", p = "", s = ""] = parts;
+    let header: Json;
+    let payload: Json;
+    try {
+      header = JSON.parse(Buffer.from(h, "base64url").toString()) as Json;
+      payload = JSON.parse(Buffer.from(p, "base64url").toString()) as Json;
+    } catch {
+      return "A JSON web token could not be decoded";
+    }
+    if (header.alg !== "RS256") return "A JSON web token could not be decoded";
+    const good = verifySignature(
+      "sha256",
+      Buffer.from(`${h}.${p}`),
+      this.publicKey,
+      Buffer.from(s, "base64url"),
+    );
+    if (!good) return "A JSON web token could not be decoded";
+    if (String(payload.iss) !== String(this.appId)) {
+      return "'Issuer' claim ('iss') must be an Integer";
+    }
+    const now = Math.floor(Date.now() / 1000);
+    if (typeof payload.iat !== "number" || payload.iat > now + 60) {
+      return "'Issued at' claim ('iat') must be an Integer representing the time that the assertion was issued";
+    }
+    if (typeof payload.exp !== "number" || payload.exp <= now) {
+      return "'Expiration time' claim ('exp') must be a numeric value representing the future time at which the assertion expires";
+    }
+    if (payload.exp > now + 600 + 60) {
+      return "'Expiration time' claim ('exp') is too far in the future";
+    }
+    return undefined;
+  }
+
+  // ---------------------------------------------------------------- HTTP
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? "/", "http://stand-in");
+    const rec: RecordedRequest = {
+      seq: ++this.seq,
+      at: Date.now(),
+      kind: "other",
+      method: req.method ?? "GET",
+      path: url.pathname,
+      query: Object.fromEntries(url.searchParams),
+      route: undefined,
+      headers: req.headers,
+      body: undefined,
+      rawBody: "",
+      token: undefined,
+      status: 0,
+    };
+    this.requests.push(rec);
+    try {
+      const body = await readBody(req);
+      const git = GIT_PATH.exec(url.pathname);
+      if (git) {
+        rec.kind = "git";
+        await this.handleGit(req, res, rec, url, body, git);
+      } else if (url.pathname.startsWith("/api/v3/") || url.pathname === "/api/v3") {
+        rec.kind = "rest";
+        rec.rawBody = body.toString("utf8");
+        await this.handleRest(req, res, rec, url);
+      } else {
+        this.sendJson(res, rec, { status: 404, body: { message: "Not Found" } });
+      }
+    } catch (err) {
+      if (!res.headersSent) {
+        this.sendJson(res, rec, {
+          status: 500,
+          body: { message: `stand-in error: ${err instanceof Error ? err.message : String(err)}` },
+        });
+      } else {
+        res.destroy();
+      }
+    }
+  }
+
+  private takeFailure(rec: RecordedRequest): FailResponse | undefined {
+    for (const f of this.failures) {
+      if (f.left <= 0) continue;
+      const m = f.matcher;
+      const hit =
+        typeof m === "function"
+          ? m(rec)
+          : (m.method === undefined || m.method.toUpperCase() === rec.method) &&
+            (m.kind === undefined || m.kind === rec.kind) &&
+            (m.route === undefined || m.route === rec.route) &&
+            (m.path === undefined ||
+              (typeof m.path === "string" ? m.path === rec.path : m.path.test(rec.path)));
+      if (hit) {
+        f.left -= 1;
+        return f.response;
+      }
+    }
+    return undefined;
+  }
+
+  private async handleRest(
+    req: IncomingMessage,
+    res: ServerResponse,
+    rec: RecordedRequest,
+    url: URL,
+  ): Promise<void> {
+    const sub = url.pathname.slice("/api/v3".length) || "/";
+    let match: { route: Route; params: Record<string, string> } | undefined;
+    for (const route of this.routes) {
+      if (route.method !== rec.method) continue;
+      const m = route.pattern.exec(sub);
+      if (m) {
+        const params = Object.fromEntries(
+          route.names.map((n, i) => [n, decodeURIComponent(m[i + 1] ?? "")]),
+        );
+        match = { route, params };
+        break;
+      }
+    }
+    if (match) rec.route = `${match.route.method} ${match.route.template}`;
+
+    const auth = parseAuthorization(req.headers.authorization);
+    rec.token = auth?.scheme === "basic" ? auth.password : auth?.credential;
+
+    const failure = this.takeFailure(rec);
+    if (failure) {
+      this.sendJson(res, rec, {
+        status: failure.status,
+        body: failure.body ?? { message: failure.status >= 500 ? "Server Error" : "Error" },
+        headers: failure.headers ?? {},
+      });
+      return;
+    }
+
+    if (rec.rawBody !== "") {
+      try {
+        rec.body = JSON.parse(rec.rawBody);
+      } catch {
+        rec.body = rec.rawBody;
+        this.sendJson(res, rec, {
+          status: 400,
+          body: { message: "Problems parsing JSON", documentation_url: DOCS },
+        });
+        return;
+      }
+    }
+    if (!auth || auth.scheme === "basic") {
+      this.sendJson(res, rec, {
+        status: 401,
+        body: { message: "Requires authentication", documentation_url: DOCS, status: "401" },
+      });
+      return;
+    }
+    if (!match) {
+      this.sendJson(res, rec, notFound());
+      return;
+    }
+    const { route, params } = match;
+    let token: TokenState | undefined;
+    if (route.auth === "jwt") {
+      const problem = this.jwtProblem(auth.credential);
+      if (problem) {
+        this.sendJson(res, rec, {
+          status: 401,
+          body: { message: problem, documentation_url: DOCS, status: "401" },
+        });
+        return;
+      }
+    } else {
+      token = this.liveToken(auth.credential);
+      if (!token) {
+        this.sendJson(res, rec, {
+          status: 401,
+          body: { message: "Bad credentials", documentation_url: DOCS, status: "401" },
+        });
+        return;
+      }
+    }
+    let repo: RepoState | undefined;
+    if (params.owner !== undefined && params.repo !== undefined) {
+      repo = this.repos.get(repoKey(`${params.owner}/${params.repo}`));
+      if (!repo || (token && !this.tokenSees(token, repo))) {
+        this.sendJson(res, rec, notFound());
+        return;
+      }
+    }
+    const body =
+      rec.body !== null && typeof rec.body === "object" && !Array.isArray(rec.body)
+        ? (rec.body as Json)
+        : {};
+    const reply = await route.handle({
+      params,
+      query: rec.query,
+      body,
+      rec,
+      token,
+      repo,
+      accept: String(req.headers.accept ?? ""),
+    });
+    this.sendJson(res, rec, reply);
+  }
+
+  private sendJson(res: ServerResponse, rec: RecordedRequest, reply: Reply): void {
+    rec.status = reply.status;
+    const headers: Record<string, string> = {
+      "x-github-media-type": "github.v3; format=json",
+      "x-github-request-id": `FAKE:${rec.seq}`,
+      "x-ratelimit-limit": "5000",
+      "x-ratelimit-remaining": "4999",
+      "x-ratelimit-used": "1",
+      "x-ratelimit-reset": String(Math.ceil(Date.now() / 1000) + 3600),
+      "x-ratelimit-resource": "core",
+      ...reply.headers,
+    };
+    if (reply.status === 204) {
+      res.writeHead(204, headers);
+      res.end();
+      return;
+    }
+    if (reply.raw) {
+      res.writeHead(reply.status, { ...headers, "content-type": reply.raw.contentType });
+      res.end(reply.raw.data);
+      return;
+    }
+    res.writeHead(reply.status, { ...headers, "content-type": "application/json; charset=utf-8" });
+    res.end(JSON.stringify(reply.body ?? {}));
+  }
+
+  private async handleGit(
+    req: IncomingMessage,
+    res: ServerResponse,
+    rec: RecordedRequest,
+    url: URL,
+    body: Buffer,
+    m: RegExpExecArray,
+  ): Promise<void> {
+    const [, owner = "", name = "", rest = ""] = m;
+    const auth = parseAuthorization(req.headers.authorization);
+    rec.token = auth?.scheme === "basic" ? auth.password : undefined;
+    const failure = this.takeFailure(rec);
+    if (failure) {
+      rec.status = failure.status;
+      res.writeHead(failure.status, { "content-type": "text/plain", ...failure.headers });
+      res.end(typeof failure.body === "string" ? failure.body : "stand-in failure\n");
+      return;
+    }
+    const token =
+      auth?.scheme === "basic" && auth.user === "x-access-token"
+        ? this.liveToken(auth.password)
+        : undefined;
+    if (!token) {
+      rec.status = 401;
+      res.writeHead(401, {
+        "content-type": "text/plain",
+        "www-authenticate": 'Basic realm="GitHub"',
+      });
+      res.end(
+        "Invalid username or token. Password authentication is not supported for Git operations.\n",
+      );
+      return;
+    }
+    const repo = this.repos.get(repoKey(`${owner}/${name}`));
+    if (!repo || !this.tokenSees(token, repo)) {
+      rec.status = 404;
+      res.writeHead(404, { "content-type": "text/plain" });
+      res.end("Repository not found.\n");
+      return;
+    }
+    rec.status = await serveGitHttp(
+      req,
+      res,
+      {
+        projectRoot: this.reposDir,
+        pathInfo: `/${repoKey(this.fullName(repo))}.git${rest}`,
+        queryString: url.search.replace(/^\?/, ""),
+        remoteUser: "x-access-token",
+        home: this.home,
+        body,
+      },
+      this.children,
+    );
+  }
+
+  // ---------------------------------------------------------------- REST routes
+
+  private buildRoutes(): Route[] {
+    const routes: Route[] = [];
+    const add = (
+      method: string,
+      template: string,
+      auth: Route["auth"],
+      handle: Route["handle"],
+    ) => {
+      const names: string[] = [];
+      const source = template.replace(/\{(\w+)\}/g, (_m, n: string) => {
+        names.push(n);
+        // Contents paths span segments; ids and numbers do not.
+        if (n === "path") return "(.+)";
+        if (/number|_id$|^id$/.test(n)) return "(\\d+)";
+        return "([^/]+)";
+      });
+      routes.push({ method, template, pattern: new RegExp(`^${source}/?$`), names, auth, handle });
+    };
+    const repoOf = (ctx: RouteCtx) => ctx.repo as RepoState;
+
+    add("GET", "/app", "jwt", () => ({ status: 200, body: this.appJson() }));
+    add("GET", "/app/installations", "jwt", () => ({
+      status: 200,
+      body: [...this.installations.keys()].map((id) => this.installationJson(id)),
+    }));
+    add("GET", "/app/installations/{installation_id}", "jwt", (ctx) => {
+      const id = Number(ctx.params.installation_id);
+      return this.installations.has(id)
+        ? { status: 200, body: this.installationJson(id) }
+        : notFound();
+    });
+    add("POST", "/app/installations/{installation_id}/access_tokens", "jwt", (ctx) => {
+      const id = Number(ctx.params.installation_id);
+      if (!this.installations.has(id)) return notFound();
+      let repoIds: number[] | null = null;
+      const names = ctx.body.repositories;
+      const ids = ctx.body.repository_ids;
+      if (Array.isArray(names) || Array.isArray(ids)) {
+        const inst = [...this.repos.values()].filter((r) => r.installationId === id);
+        const chosen = inst.filter(
+          (r) =>
+            (Array.isArray(names) &&
+              names.some((n) => String(n).toLowerCase() === r.name.toLowerCase())) ||
+            (Array.isArray(ids) && ids.includes(r.id)),
+        );
+        if (chosen.length === 0) {
+          return {
+            status: 422,
+            body: {
+              message:
+                "There is at least one repository that does not exist or is not accessible to the parent installation.",
+              documentation_url: DOCS,
+              status: "422",
+            },
+          };
+        }
+        repoIds = chosen.map((r) => r.id);
+      }
+      const t = this.issueToken(id, repoIds);
+      const body: Json = {
+        token: t.token,
+        expires_at: iso(t.expiresAt),
+        permissions: { ...PERMISSIONS },
+        repository_selection: repoIds ? "selected" : "all",
+      };
+      if (repoIds) {
+        body.repositories = repoIds.map((rid) => {
+          const r = [...this.repos.values()].find((x) => x.id === rid) as RepoState;
+          return this.repoJson(this.fullName(r));
+        });
+      }
+      return { status: 201, body };
+    });
+    add("GET", "/repos/{owner}/{repo}/installation", "jwt", (ctx) => {
+      const r = repoOf(ctx);
+      return r.installationId === null
+        ? notFound()
+        : { status: 200, body: this.installationJson(r.installationId) };
+    });
+    add("GET", "/installation/repositories", "token", (ctx) => {
+      const t = ctx.token as TokenState;
+      const visible = [...this.repos.values()].filter((r) => this.tokenSees(t, r));
+      return {
+        status: 200,
+        body: {
+          total_count: visible.length,
+          repository_selection: t.repoIds ? "selected" : "all",
+          repositories: visible.map((r) => this.repoJson(this.fullName(r))),
+        },
+      };
+    });
+    add("GET", "/repos/{owner}/{repo}", "token", (ctx) => ({
+      status: 200,
+      body: this.repoJson(this.fullName(repoOf(ctx))),
+    }));
+    add("GET", "/repos/{owner}/{repo}/issues/{issue_number}", "token", (ctx) => {
+      const r = repoOf(ctx);
+      const n = Number(ctx.params.issue_number);
+      return r.issues.has(n)
+        ? { status: 200, body: this.issueJson(this.fullName(r), n) }
+        : notFound();
+    });
+    add("GET", "/repos/{owner}/{repo}/issues/{issue_number}/comments", "token", (ctx) => {
+      const r = repoOf(ctx);
+      const n = Number(ctx.params.issue_number);
+      if (!r.issues.has(n)) return notFound();
+      const since = ctx.query.since ? Date.parse(ctx.query.since) : Number.NaN;
+      const all = this.liveComments(r, n)
+        .filter((c) => Number.isNaN(since) || c.updatedAt.getTime() >= since)
+        .map((c) => this.commentJson(c.id));
+      return this.paginate(all, ctx);
+    });
+    add("POST", "/repos/{owner}/{repo}/issues/{issue_number}/comments", "token", (ctx) => {
+      const r = repoOf(ctx);
+      const issue = r.issues.get(Number(ctx.params.issue_number));
+      if (!issue) return notFound();
+      if (typeof ctx.body.body !== "string") return invalid('"body" wasn\'t supplied.');
+      if (ctx.body.body.length > 65_536) {
+        return unprocessable("Body is too long (maximum is 65536 characters)");
+      }
+      const c = this.newComment(r, issue, this.botLogin(), ctx.body.body);
+      const json = this.commentJson(c.id);
+      return { status: 201, body: json, headers: { location: String(json.url) } };
+    });
+    const commentIn = (ctx: RouteCtx): CommentState | undefined => {
+      const c = this.commentsById.get(Number(ctx.params.comment_id));
+      return c && !c.deleted && c.repoKey === repoKey(this.fullName(repoOf(ctx))) ? c : undefined;
+    };
+    add("GET", "/repos/{owner}/{repo}/issues/comments/{comment_id}", "token", (ctx) => {
+      const c = commentIn(ctx);
+      return c ? { status: 200, body: this.commentJson(c.id) } : notFound();
+    });
+    add("PATCH", "/repos/{owner}/{repo}/issues/comments/{comment_id}", "token", (ctx) => {
+      const c = commentIn(ctx);
+      if (!c) return notFound();
+      if (typeof ctx.body.body !== "string") return invalid('"body" wasn\'t supplied.');
+      if (ctx.body.body.length > 65_536) {
+        return unprocessable("Body is too long (maximum is 65536 characters)");
+      }
+      c.body = ctx.body.body;
+      c.updatedAt = this.now();
+      return { status: 200, body: this.commentJson(c.id) };
+    });
+    add("DELETE", "/repos/{owner}/{repo}/issues/comments/{comment_id}", "token", (ctx) => {
+      const c = commentIn(ctx);
+      if (!c) return notFound();
+      c.deleted = true;
+      return { status: 204 };
+    });
+    const react = (list: ReactionState[], ctx: RouteCtx): Reply => {
+      const content = ctx.body.content;
+      if (!REACTION_CONTENTS.includes(content as ReactionContent)) {
+        return invalid(`"content" must be one of ${REACTION_CONTENTS.join(", ")}`);
+      }
+      const user = this.botLogin();
+      const existing = list.find((x) => x.user === user && x.content === content);
+      const reaction = existing ?? {
+        id: ++this.ids.reaction,
+        user,
+        content: content as ReactionContent,
+        createdAt: this.now(),
+      };
+      if (!existing) list.push(reaction);
+      return {
+        status: existing ? 200 : 201,
+        body: reactionJson(reaction.id, this.userJson(user), reaction.content, reaction.createdAt),
+      };
+    };
+    add("POST", "/repos/{owner}/{repo}/issues/comments/{comment_id}/reactions", "token", (ctx) => {
+      const c = commentIn(ctx);
+      return c ? react(c.reactions, ctx) : notFound();
+    });
+    add("GET", "/repos/{owner}/{repo}/issues/comments/{comment_id}/reactions", "token", (ctx) => {
+      const c = commentIn(ctx);
+      if (!c) return notFound();
+      return this.paginate(
+        c.reactions.map((x) => reactionJson(x.id, this.userJson(x.user), x.content, x.createdAt)),
+        ctx,
+      );
+    });
+    add("POST", "/repos/{owner}/{repo}/issues/{issue_number}/reactions", "token", (ctx) => {
+      const issue = repoOf(ctx).issues.get(Number(ctx.params.issue_number));
+      return issue ? react(issue.reactions, ctx) : notFound();
+    });
+    add("GET", "/repos/{owner}/{repo}/pulls/{pull_number}", "token", async (ctx) => {
+      const r = repoOf(ctx);
+      const n = Number(ctx.params.pull_number);
+      const issue = r.issues.get(n);
+      if (!issue?.pull) return notFound();
+      const json = this.pullJson(this.fullName(r), n);
+      const baseSha =
+        (await refSha(r.bare, `refs/heads/${issue.pull.baseRef}`, this.gitEnv())) ?? "";
+      (json.base as Json).sha = baseSha;
+      return { status: 200, body: json };
+    });
+    add("GET", "/repos/{owner}/{repo}/collaborators/{username}/permission", "token", (ctx) => {
+      const r = repoOf(ctx);
+      const login = this.user(ctx.params.username ?? "").login;
+      const role = this.permissionOf(r, login);
+      // `permission` is the legacy four-level view; `role_name` the actual role.
+      const legacy = role === "maintain" ? "write" : role === "triage" ? "read" : role;
+      const rank = ["none", "read", "triage", "write", "maintain", "admin"].indexOf(role);
+      return {
+        status: 200,
+        body: {
+          permission: legacy,
+          role_name: role === "none" ? "none" : role,
+          user: {
+            ...this.userJson(login),
+            permissions: {
+              admin: rank >= 5,
+              maintain: rank >= 4,
+              push: rank >= 3,
+              triage: rank >= 2,
+              pull: rank >= 1,
+            },
+            role_name: role,
+          },
+        },
+      };
+    });
+    add("GET", "/repos/{owner}/{repo}/contents/{path}", "token", async (ctx) => {
+      const r = repoOf(ctx);
+      const ref = ctx.query.ref || r.defaultBranch;
+      const filePath = ctx.params.path ?? "";
+      const found = await readPath(r.bare, ref, filePath, this.gitEnv());
+      if (!found) return notFound();
+      const full = this.fullName(r);
+      const entryJson = (e: {
+        type: "file" | "dir";
+        name: string;
+        path: string;
+        sha: string;
+        size: number;
+      }) => {
+        const self = `${this.apiUrl}/repos/${full}/contents/${e.path}?ref=${ref}`;
+        const html = `${this.url}/${full}/${e.type === "dir" ? "tree" : "blob"}/${ref}/${e.path}`;
+        const git = `${this.apiUrl}/repos/${full}/git/${e.type === "dir" ? "trees" : "blobs"}/${e.sha}`;
+        return {
+          type: e.type,
+          name: e.name,
+          path: e.path,
+          sha: e.sha,
+          size: e.size,
+          url: self,
+          html_url: html,
+          git_url: git,
+          download_url: e.type === "file" ? `${this.url}/${full}/raw/${ref}/${e.path}` : null,
+          _links: { self, git, html },
+        };
+      };
+      if (found.type === "dir") {
+        // A directory comes back as a JSON list even when raw was asked for (Probot's config
+        // plugin recognises a directory by exactly that).
+        return { status: 200, body: found.entries.map(entryJson) };
+      }
+      if (/raw/.test(ctx.accept)) {
+        return {
+          status: 200,
+          raw: { contentType: "text/plain; charset=utf-8", data: found.content },
+        };
+      }
+      const name = filePath.split("/").pop() ?? filePath;
+      return {
+        status: 200,
+        body: {
+          ...entryJson({ type: "file", name, path: filePath, sha: found.sha, size: found.size }),
+          encoding: "base64",
+          content: (found.content.toString("base64").match(/.{1,60}/g) ?? []).join("\n") + "\n",
+        },
+      };
+    });
+    return routes;
+  }
+
+  private paginate(items: Json[], ctx: RouteCtx): Reply {
+    const perPage = Math.min(100, Math.max(1, Number.parseInt(ctx.query.per_page ?? "", 10) || 30));
+    const page = Math.max(1, Number.parseInt(ctx.query.page ?? "", 10) || 1);
+    const last = Math.max(1, Math.ceil(items.length / perPage));
+    const link = (p: number) => {
+      const u = new URL(`${this.url}${ctx.rec.path}`);
+      for (const [k, v] of Object.entries(ctx.query)) u.searchParams.set(k, v);
+      u.searchParams.set("per_page", String(perPage));
+      u.searchParams.set("page", String(p));
+      return u.toString();
+    };
+    const rels: string[] = [];
+    if (page > 1) rels.push(`<${link(page - 1)}>; rel="prev"`);
+    if (page < last) rels.push(`<${link(page + 1)}>; rel="next"`, `<${link(last)}>; rel="last"`);
+    if (page > 1) rels.push(`<${link(1)}>; rel="first"`);
+    return {
+      status: 200,
+      body: items.slice((page - 1) * perPage, page * perPage),
+      headers: rels.length ? { link: rels.join(", ") } : {},
+    };
+  }
+}
+
+/** git smart HTTP paths: /<owner>/<repo>(.git)/info/refs, git-upload-pack, git-receive-pack. */
+const GIT_PATH =
+  /^\/([A-Za-z0-9-]+)\/([A-Za-z0-9._-]+?)(?:\.git)?(\/(?:info\/refs|git-upload-pack|git-receive-pack|HEAD))$/;
+
+function repoKey(fullName: string): string {
+  return fullName.toLowerCase();
+}
+
+function notFound(): Reply {
+  return { status: 404, body: { message: "Not Found", documentation_url: DOCS, status: "404" } };
+}
+
+function invalid(message: string): Reply {
+  return {
+    status: 422,
+    body: { message: `Invalid request.\n\n${message}`, documentation_url: DOCS, status: "422" },
+  };
+}
+
+function unprocessable(message: string): Reply {
+  return {
+    status: 422,
+    body: {
+      message: "Validation Failed",
+      errors: [{ resource: "IssueComment", code: "custom", field: "body", message }],
+      documentation_url: DOCS,
+      status: "422",
+    },
+  };
+}
+
+type Authorization =
+  | { scheme: "token" | "bearer"; credential: string }
+  | { scheme: "basic"; user: string; password: string };
+
+function parseAuthorization(header: string | undefined): Authorization | undefined {
+  if (!header) return undefined;
+  const m = /^(\w+)\s+(\S+)\s*$/.exec(header);
+  if (!m) return undefined;
+  const scheme = (m[1] ?? "").toLowerCase();
+  const value = m[2] ?? "";
+  if (scheme === "token" || scheme === "bearer") return { scheme, credential: value };
+  if (scheme === "basic") {
+    const decoded = Buffer.from(value, "base64").toString("utf8");
+    const i = decoded.indexOf(":");
+    if (i < 0) return undefined;
+    return { scheme, user: decoded.slice(0, i), password: decoded.slice(i + 1) };
+  }
+  return undefined;
+}
+
+async function readBody(req: IncomingMessage): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    const buf = chunk as Buffer;
+    size += buf.length;
+    if (size > MAX_BODY) throw new Error(`request body over ${MAX_BODY} bytes`);
+    chunks.push(buf);
+  }
+  return Buffer.concat(chunks);
+}

@@ -1,0 +1,431 @@
+import fs from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { execa } from "execa";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { basicCredentials, cloneUrlFor } from "../../src/github/git-auth.js";
+import { createLogger } from "../../src/log.js";
+import {
+  prepareWorkspace,
+  WorkspaceError,
+  type PrepareWorkspaceOptions,
+  type Workspace,
+} from "../../src/runner/workspace.js";
+import { startFakeGitHub, type FakeGitHub } from "../helpers/fake-github.js";
+
+let gh: FakeGitHub;
+let scratch: string;
+let root: string;
+let token: string;
+let logLines: string[] = [];
+const log = createLogger("debug", { write: (line: string) => void logLines.push(line) });
+/** Per test: a repository of its own, so tests do not see each other's commits. */
+let repo: string;
+let repoCount = 0;
+
+const identity = {
+  GIT_AUTHOR_NAME: "Agent",
+  GIT_AUTHOR_EMAIL: "agent@example.invalid",
+  GIT_COMMITTER_NAME: "Agent",
+  GIT_COMMITTER_EMAIL: "agent@example.invalid",
+};
+
+beforeAll(async () => {
+  gh = await startFakeGitHub();
+  scratch = await fs.mkdtemp(path.join(os.tmpdir(), "tether-ws-test-"));
+  root = path.join(scratch, "workspaces");
+  token = gh.createInstallationToken();
+});
+
+afterAll(async () => {
+  await gh?.close();
+  if (scratch) await fs.rm(scratch, { recursive: true, force: true });
+});
+
+beforeEach(async () => {
+  repoCount += 1;
+  repo = `octo/widgets-${repoCount}`;
+  await gh.addRepo({
+    owner: "octo",
+    name: `widgets-${repoCount}`,
+    files: { "README.md": "# widgets\n", "src/app.ts": "export const v = 1;\n" },
+  });
+  logLines = [];
+});
+
+function options(over: Partial<PrepareWorkspaceOptions> = {}): PrepareWorkspaceOptions {
+  const r = over.repo ?? repo;
+  return {
+    root,
+    repo: r,
+    issueNumber: 1,
+    agent: "tether",
+    cloneUrl: cloneUrlFor({ GHE_HOST: gh.host, GHE_PROTOCOL: "http" }, r),
+    token,
+    log,
+    ...over,
+  };
+}
+
+/** git in the workspace, as the agent would run it (no token anywhere). */
+async function agentGit(dir: string, ...args: string[]): Promise<string> {
+  const r = await execa("git", args, {
+    cwd: dir,
+    env: { PATH: process.env.PATH, HOME: scratch, GIT_CONFIG_NOSYSTEM: "1", ...identity },
+    extendEnv: false,
+  });
+  return r.stdout.trim();
+}
+
+async function read(dir: string, file: string): Promise<string> {
+  return fs.readFile(path.join(dir, file), "utf8");
+}
+
+async function filesUnder(dir: string): Promise<string[]> {
+  const out: string[] = [];
+  for (const entry of await fs.readdir(dir, { withFileTypes: true, recursive: true })) {
+    if (entry.isFile()) out.push(path.join(entry.parentPath, entry.name));
+  }
+  return out;
+}
+
+describe("first turn", () => {
+  it("clones into <root>/<owner>/<repo>/issue-<n>/<agent> on the default branch", async () => {
+    const ws = await prepareWorkspace(options({ issueNumber: 7 }));
+    const realRoot = await fs.realpath(root);
+    expect(ws.dir).toBe(path.join(realRoot, "octo", `widgets-${repoCount}`, "issue-7", "tether"));
+    expect(ws).toMatchObject({ created: true, branch: "main", update: { kind: "cloned" } });
+    expect(ws.headSha).toBe(await gh.sha(repo, "main"));
+    expect(ws.upstream).toEqual({ ref: "refs/remotes/origin/main", sha: ws.headSha });
+    expect(await read(ws.dir, "src/app.ts")).toBe("export const v = 1;\n");
+    expect(await agentGit(ws.dir, "remote", "get-url", "origin")).toBe(`${gh.url}/${repo}.git`);
+    // No temporary clone is left beside the workspaces.
+    expect(await fs.readdir(path.join(realRoot, ".tmp"))).toEqual([]);
+  });
+
+  it("checks out a pull request's head as a local branch named after the head ref", async () => {
+    const pr = await gh.addPullRequest({
+      repo,
+      headRef: "feature/login",
+      files: { "src/login.ts": "export const login = true;\n" },
+    });
+    const n = pr.number as number;
+    const ws = await prepareWorkspace(
+      options({ issueNumber: n, pullRequest: { number: n, headRef: "feature/login" } }),
+    );
+    expect(ws.created).toBe(true);
+    expect(ws.branch).toBe("feature/login");
+    expect(ws.headSha).toBe(await gh.sha(repo, "feature/login"));
+    expect(ws.upstream.ref).toBe(`refs/pull/${n}/head`);
+    expect(await read(ws.dir, "src/login.ts")).toBe("export const login = true;\n");
+
+    // A later push to the PR fast-forwards the local branch.
+    const next = await gh.pushToPullRequest(repo, n, { files: { "src/login.ts": "v2\n" } });
+    const again = await prepareWorkspace(
+      options({
+        issueNumber: n,
+        pullRequest: { number: n, headRef: "feature/login", headSha: next },
+      }),
+    );
+    expect(again.update).toEqual({ kind: "fast-forwarded", from: ws.headSha, to: next });
+    expect(await read(again.dir, "src/login.ts")).toBe("v2\n");
+  });
+
+  it("follows a renamed PR head branch by creating it when the tree is clean", async () => {
+    const pr = await gh.addPullRequest({ repo, headRef: "old-name" });
+    const n = pr.number as number;
+    await prepareWorkspace(
+      options({ issueNumber: n, pullRequest: { number: n, headRef: "old-name" } }),
+    );
+    const ws = await prepareWorkspace(
+      options({ issueNumber: n, pullRequest: { number: n, headRef: "new-name" } }),
+    );
+    expect(ws.update).toEqual({ kind: "switched", branch: "new-name" });
+    expect(ws.branch).toBe("new-name");
+  });
+});
+
+describe("later turns", () => {
+  it("fast-forwards to a new upstream commit when the tree is clean", async () => {
+    const first = await prepareWorkspace(options());
+    const sha = await gh.commit(repo, { files: { "src/app.ts": "export const v = 2;\n" } });
+    const second = await prepareWorkspace(options());
+    expect(second.dir).toBe(first.dir);
+    expect(second.created).toBe(false);
+    expect(second.update).toEqual({ kind: "fast-forwarded", from: first.headSha, to: sha });
+    expect(second.headSha).toBe(sha);
+    expect(await read(second.dir, "src/app.ts")).toBe("export const v = 2;\n");
+
+    const third = await prepareWorkspace(options());
+    expect(third.update).toEqual({ kind: "up-to-date", ahead: 0 });
+  });
+
+  it("keeps an uncommitted change and leaves the checkout when upstream moved", async () => {
+    const first = await prepareWorkspace(options());
+    await fs.writeFile(path.join(first.dir, "src/app.ts"), "agent's edit\n");
+    const sha = await gh.commit(repo, { files: { "README.md": "# upstream edit\n" } });
+    const second = await prepareWorkspace(options());
+    expect(second.update).toMatchObject({ kind: "left", reason: "uncommitted-changes" });
+    expect(await read(second.dir, "src/app.ts")).toBe("agent's edit\n");
+    expect(second.headSha).toBe(first.headSha);
+    // The fetch still happened: the new commit is there for the agent to merge when ready.
+    expect(second.upstream.sha).toBe(sha);
+  });
+
+  it("fast-forwards past untracked files and keeps them", async () => {
+    const first = await prepareWorkspace(options());
+    await fs.writeFile(path.join(first.dir, "notes.md"), "scratch\n");
+    const sha = await gh.commit(repo, { files: { "README.md": "# new\n" } });
+    const second = await prepareWorkspace(options());
+    expect(second.update).toMatchObject({ kind: "fast-forwarded", to: sha });
+    expect(await read(second.dir, "notes.md")).toBe("scratch\n");
+  });
+
+  it("leaves the checkout when an untracked file is in the update's way", async () => {
+    const first = await prepareWorkspace(options());
+    await fs.writeFile(path.join(first.dir, "notes.md"), "mine\n");
+    await gh.commit(repo, { files: { "notes.md": "theirs\n" } });
+    const second = await prepareWorkspace(options());
+    expect(second.update).toMatchObject({ kind: "left", reason: "untracked-files-in-the-way" });
+    expect(await read(second.dir, "notes.md")).toBe("mine\n");
+    expect(second.headSha).toBe(first.headSha);
+  });
+
+  it("keeps local commits: diverged history is left, a branch switch is left", async () => {
+    const first = await prepareWorkspace(options());
+    await fs.writeFile(path.join(first.dir, "local.txt"), "local\n");
+    await agentGit(first.dir, "add", "local.txt");
+    await agentGit(first.dir, "commit", "-qm", "local work");
+    const local = await agentGit(first.dir, "rev-parse", "HEAD");
+
+    const ahead = await prepareWorkspace(options());
+    expect(ahead.update).toEqual({ kind: "up-to-date", ahead: 1 });
+
+    await gh.commit(repo, { files: { "README.md": "# upstream\n" } });
+    const diverged = await prepareWorkspace(options());
+    expect(diverged.update).toMatchObject({ kind: "left", reason: "diverged" });
+    expect(diverged.headSha).toBe(local);
+
+    await agentGit(first.dir, "checkout", "-qb", "agent-branch");
+    const other = await prepareWorkspace(options());
+    expect(other.update).toMatchObject({ kind: "left", reason: "other-branch" });
+    expect(other.branch).toBe("agent-branch");
+  });
+
+  it("does not run hooks the agent planted in .git/hooks", async () => {
+    const first = await prepareWorkspace(options());
+    const marker = path.join(scratch, `hook-ran-${repoCount}`);
+    for (const hook of ["reference-transaction", "post-merge", "post-checkout"]) {
+      const file = path.join(first.dir, ".git", "hooks", hook);
+      await fs.writeFile(file, `#!/bin/sh\nenv >> '${marker}'\n`, { mode: 0o755 });
+    }
+    await gh.commit(repo, { files: { "README.md": "# hooked\n" } });
+    const second = await prepareWorkspace(options());
+    expect(second.update.kind).toBe("fast-forwarded");
+    await expect(fs.stat(marker)).rejects.toMatchObject({ code: "ENOENT" });
+  });
+
+  it("does not fetch (so sends no token) when the checkout's config could steer it", async () => {
+    const first = await prepareWorkspace(options());
+    const settings: Array<[string, string]> = [
+      ["url.http://127.0.0.1:1/.insteadOf", `${gh.url}/`],
+      ["http.proxy", "http://127.0.0.1:1"],
+      [`http.${gh.url}/.extraHeader`, "X-Leak: 1"],
+      ["core.askPass", "/tmp/steal-token"],
+      ["remote.origin.proxy", "http://127.0.0.1:1"],
+      ["include.path", "/tmp/other-config"],
+      ["credential.helper", "store"],
+    ];
+    for (const [key, value] of settings) {
+      await agentGit(first.dir, "config", key, value);
+      const before = gh.requests.length;
+      const ws = await prepareWorkspace(options());
+      expect(ws.update, key).toMatchObject({ kind: "left", reason: "unsafe-git-config" });
+      expect(gh.requests.slice(before).filter((r) => r.kind === "git")).toEqual([]);
+      await agentGit(first.dir, "config", "--unset-all", key);
+    }
+    // Harmless settings an agent may well make do not stop the fetch.
+    await agentGit(first.dir, "config", "user.email", "agent@example.invalid");
+    await agentGit(first.dir, "config", "pull.rebase", "false");
+    expect((await prepareWorkspace(options())).update).toEqual({ kind: "up-to-date", ahead: 0 });
+  });
+});
+
+describe("the token", () => {
+  it("is used for git but lands nowhere under .git, in logs or in the child's argv", async () => {
+    const own = gh.createInstallationToken();
+    const wrapperLog = path.join(scratch, `git-wrapper-${repoCount}.log`);
+    const wrapper = path.join(scratch, `git-wrapper-${repoCount}.sh`);
+    // Records every git invocation's argv and environment, then runs the real git.
+    await fs.writeFile(
+      wrapper,
+      `#!/bin/sh\nprintf 'ARGV %s\\n' "$*" >> '${wrapperLog}'\nenv | sed 's/^/ENV /' >> '${wrapperLog}'\nexec git "$@"\n`,
+      { mode: 0o755 },
+    );
+    process.env.PRIVATE_KEY = "-----BEGIN RSA PRIVATE KEY----- not for git";
+    let ws: Workspace;
+    try {
+      const before = gh.requests.length;
+      await prepareWorkspace(options({ token: own, gitPath: wrapper }));
+      await gh.commit(repo, { files: { "README.md": "# again\n" } });
+      ws = await prepareWorkspace(options({ token: own, gitPath: wrapper }));
+      expect(ws.update.kind).toBe("fast-forwarded");
+      const gitRequests = gh.requests
+        .slice(before)
+        .filter((r) => r.kind === "git" && r.status === 200);
+      expect(gitRequests.length).toBeGreaterThan(0);
+      expect(gitRequests.every((r) => r.token === own)).toBe(true);
+    } finally {
+      delete process.env.PRIVATE_KEY;
+    }
+
+    const forms = [own, basicCredentials(own)];
+    for (const file of await filesUnder(path.join(ws.dir, ".git"))) {
+      const bytes = await fs.readFile(file);
+      for (const form of forms) expect(bytes.includes(form), `${file} holds the token`).toBe(false);
+    }
+    const config = await read(ws.dir, ".git/config");
+    expect(config).not.toMatch(/extraheader|x-access-token/i);
+    const logs = logLines.join("");
+    expect(logs.length).toBeGreaterThan(0);
+    for (const form of forms) expect(logs).not.toContain(form);
+
+    const recorded = await fs.readFile(wrapperLog, "utf8");
+    const argv = recorded.split("\n").filter((l) => l.startsWith("ARGV "));
+    expect(argv.some((l) => / clone /.test(l))).toBe(true);
+    for (const form of forms) expect(argv.join("\n")).not.toContain(form);
+    // Only the environment of commands that talk to GitHub carries the header, and no secret
+    // of the runner's own reaches git.
+    expect(recorded).not.toContain("not for git");
+    const blocks = recorded.split("ARGV ").slice(1);
+    for (const block of blocks) {
+      const talksToGitHub = /^(-c \S+ )*(clone|fetch) /.test(block);
+      expect(block.includes(basicCredentials(own)), block.split("\n")[0]).toBe(talksToGitHub);
+    }
+  });
+});
+
+describe("failures", () => {
+  it("reports a missing repository in plain words, with no token and nothing left behind", async () => {
+    const err = await prepareWorkspace(options({ repo: "octo/missing", issueNumber: 3 })).catch(
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(WorkspaceError);
+    const we = err as WorkspaceError;
+    expect(we.kind).toBe("not-found");
+    expect(we.message).toBe(
+      "could not clone octo/missing: repository not found or the app has no access",
+    );
+    for (const text of [we.message, we.detail ?? "", String(we.stack)]) {
+      expect(text).not.toContain(token);
+      expect(text).not.toContain(basicCredentials(token));
+    }
+    const realRoot = await fs.realpath(root);
+    await expect(fs.stat(path.join(realRoot, "octo", "missing"))).rejects.toMatchObject({
+      code: "ENOENT",
+    });
+    expect(await fs.readdir(path.join(realRoot, ".tmp"))).toEqual([]);
+  });
+
+  it("reports a refused token as an auth failure", async () => {
+    const dead = gh.createInstallationToken();
+    gh.revokeToken(dead);
+    const err = (await prepareWorkspace(options({ token: dead })).catch(
+      (e: unknown) => e,
+    )) as WorkspaceError;
+    expect(err).toBeInstanceOf(WorkspaceError);
+    expect(err.kind).toBe("auth");
+    expect(err.message).toMatch(
+      /^could not clone octo\/widgets-\d+: GitHub refused the app's installation token/,
+    );
+    expect(err.message + (err.detail ?? "")).not.toContain(dead);
+  });
+
+  it("reports a server error on fetch as unavailable, and a missing PR head as missing-ref", async () => {
+    await prepareWorkspace(options());
+    gh.failNext({ kind: "git" }, { status: 502 });
+    const err = (await prepareWorkspace(options()).catch((e: unknown) => e)) as WorkspaceError;
+    expect(err.kind).toBe("unavailable");
+    expect(err.message).toMatch(
+      /^could not fetch octo\/widgets-\d+: the git server answered with an error/,
+    );
+
+    const missing = (await prepareWorkspace(
+      options({ issueNumber: 99, pullRequest: { number: 99, headRef: "ghost" } }),
+    ).catch((e: unknown) => e)) as WorkspaceError;
+    expect(missing.kind).toBe("missing-ref");
+    expect(missing.message).toContain("pull request #99's head is not on the server");
+  });
+
+  it("stops on cancel and on timeout", async () => {
+    const aborted = new AbortController();
+    aborted.abort();
+    const cancelled = (await prepareWorkspace(options({ signal: aborted.signal })).catch(
+      (e: unknown) => e,
+    )) as WorkspaceError;
+    expect(cancelled.kind).toBe("cancelled");
+
+    const slow = (await prepareWorkspace(options({ issueNumber: 2, timeoutMs: 1 })).catch(
+      (e: unknown) => e,
+    )) as WorkspaceError;
+    expect(slow.kind).toBe("timeout");
+    const realRoot = await fs.realpath(root);
+    await expect(
+      fs.stat(path.join(realRoot, "octo", `widgets-${repoCount}`, "issue-2")),
+    ).rejects.toMatchObject({ code: "ENOENT" });
+  });
+
+  it("refuses a directory that is there but is not a checkout, and URLs with credentials", async () => {
+    const realRoot = await fs.realpath(root);
+    const dir = path.join(realRoot, "octo", `widgets-${repoCount}`, "issue-5", "tether");
+    await fs.mkdir(dir, { recursive: true });
+    await fs.writeFile(path.join(dir, "stray.txt"), "x");
+    await expect(prepareWorkspace(options({ issueNumber: 5 }))).rejects.toMatchObject({
+      kind: "not-a-checkout",
+    });
+    await expect(
+      prepareWorkspace(
+        options({ cloneUrl: `http://x-access-token:${token}@${gh.host}/${repo}.git` }),
+      ),
+    ).rejects.toMatchObject({ kind: "invalid-key", message: expect.not.stringContaining(token) });
+  });
+});
+
+describe("file-system failures", () => {
+  it("says so when git cannot be started", async () => {
+    await expect(
+      prepareWorkspace(options({ gitPath: path.join(scratch, "no-such-git") })),
+    ).rejects.toMatchObject({
+      kind: "git-failed",
+      message: expect.stringMatching(/could not start git; is it installed\?$/),
+    });
+  });
+
+  it("reports an unusable workspace root without its path", async () => {
+    const file = path.join(scratch, "not-a-directory");
+    await fs.writeFile(file, "x");
+    const err = (await prepareWorkspace(options({ root: path.join(file, "ws") })).catch(
+      (e: unknown) => e,
+    )) as WorkspaceError;
+    expect(err).toBeInstanceOf(WorkspaceError);
+    expect(err.kind).toBe("filesystem");
+    expect(err.message).toMatch(
+      /^could not prepare the workspace for octo\/widgets-\d+: .*\(ENOTDIR\)$/,
+    );
+    expect(err.message).not.toContain(scratch);
+  });
+});
+
+describe("keys", () => {
+  it("gives two keys of one repository two directories, each its own clone", async () => {
+    const a = await prepareWorkspace(options({ issueNumber: 1, agent: "tether" }));
+    const b = await prepareWorkspace(options({ issueNumber: 1, agent: "reviewer" }));
+    const c = await prepareWorkspace(options({ issueNumber: 2, agent: "tether" }));
+    expect(new Set([a.dir, b.dir, c.dir]).size).toBe(3);
+    await fs.writeFile(path.join(a.dir, "only-in-a.txt"), "a\n");
+    await expect(fs.stat(path.join(b.dir, "only-in-a.txt"))).rejects.toMatchObject({
+      code: "ENOENT",
+    });
+    expect([a.created, b.created, c.created]).toEqual([true, true, true]);
+  });
+});
