@@ -70,12 +70,12 @@ export function clearProbeCache(): void {
 
 /** The first dotted version number in the text, e.g. "2.1.197 (Claude Code)" → "2.1.197". */
 export function parseVersion(text: string): string | null {
-  return /\b(\d+\.\d+\.\d+(?:[-+][\w.]+)?)\b/.exec(text)?.[1] ?? null;
+  return /(?<![\d.])(\d+\.\d+\.\d+(?:-[\w.]+)?)/.exec(text)?.[1] ?? null;
 }
 
 /** `--help` lists a `--resume` option (e.g. "-r, --resume [value]"). */
 export function offersResume(helpText: string): boolean {
-  return /(^|[\s,])--resume\b/m.test(helpText);
+  return /(^|[\s,])--resume(?![\w-])/m.test(helpText);
 }
 
 function cacheKey(file: string): string | undefined {
