@@ -161,6 +161,8 @@ export interface FakeAnthropic {
   setDefault(reply: FakeReply | ((req: FakeRequest) => FakeReply)): void;
   /** Replies still queued. */
   pending(): number;
+  /** Drops queued replies and restores the default answer (between tests). */
+  reset(): void;
   /** Resolves once `predicate` holds for the requests received; rejects after timeoutMs. */
   waitFor(predicate: (reqs: FakeRequest[]) => boolean, timeoutMs?: number): Promise<void>;
   /** Stops listening and destroys every open connection (hanging ones included). */
@@ -173,9 +175,10 @@ export async function startFakeAnthropic(opts: FakeAnthropicOptions = {}): Promi
   const sockets = new Set<Socket>();
   const waiters = new Set<() => void>();
   const cache = new PromptCache();
-  let fallback: (req: FakeRequest) => FakeReply =
+  const initialDefault: (req: FakeRequest) => FakeReply =
     opts.defaultReply ??
     ((req) => replies.text(`reply#${req.n} seen_messages=${req.body?.messages?.length ?? 0}`));
+  let fallback = initialDefault;
   let closed = false;
 
   const usageFor = (req: FakeRequest, reply: FakeReply): FakeUsage => {
@@ -259,6 +262,10 @@ export async function startFakeAnthropic(opts: FakeAnthropicOptions = {}): Promi
       fallback = typeof reply === "function" ? reply : () => reply;
     },
     pending: () => queue.length,
+    reset: () => {
+      queue.length = 0;
+      fallback = initialDefault;
+    },
     waitFor: (predicate, timeoutMs = 10_000) =>
       new Promise<void>((resolve, reject) => {
         if (predicate(requests)) return resolve();

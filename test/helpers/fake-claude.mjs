@@ -120,8 +120,9 @@ switch (scenario) {
     // A command in a session of its own, like the real CLI's Bash tool starts them.
     const child = spawn("sleep", ["300"], { detached: true, stdio: "ignore" });
     child.unref();
+    if (process.env.FAKE_CLAUDE_PIDFILE)
+      fs.writeFileSync(process.env.FAKE_CLAUDE_PIDFILE, String(child.pid));
     init();
-    out({ type: "system", subtype: "fake_grandchild", pid: child.pid });
     await forever();
     break;
   }
