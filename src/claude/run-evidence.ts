@@ -93,7 +93,7 @@ export function observe(evidence: RunEvidence, message: StreamMessage): RunEvent
       if (typeof content === "string") return [];
       const events: RunEvent[] = [];
       for (const block of content) {
-        if (block.type !== "tool_result") continue;
+        if (blockType(block) !== "tool_result") continue;
         const parsed = ToolResultBlock.safeParse(block);
         if (parsed.success) {
           events.push({
@@ -147,12 +147,13 @@ function observeAssistant(
   }
   const events: RunEvent[] = [];
   for (const block of message.content) {
-    if (block.type === "text") {
+    const type = blockType(block);
+    if (type === "text") {
       const parsed = TextBlock.safeParse(block);
       if (!parsed.success) continue;
       if (parent === null) evidence.lastText = parsed.data.text;
       events.push({ type: "text", text: parsed.data.text, parentToolUseId: parent });
-    } else if (block.type === "tool_use") {
+    } else if (type === "tool_use") {
       const parsed = ToolUseBlock.safeParse(block);
       if (!parsed.success) continue;
       evidence.toolUses++;
@@ -166,6 +167,12 @@ function observeAssistant(
     }
   }
   return events;
+}
+
+function blockType(block: unknown): unknown {
+  return typeof block === "object" && block !== null
+    ? (block as { type?: unknown }).type
+    : undefined;
 }
 
 export function tokenUsage(usage: ApiUsage): TokenUsage {

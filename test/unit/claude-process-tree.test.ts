@@ -138,7 +138,8 @@ describe("ProcessTracker on real processes", () => {
     let members: ProcEntry[] = [];
     while (Date.now() < deadline) {
       members = tracker.sample();
-      if (members.length >= 3) break;
+      // Wait for both commands to have exec'd, the first one into its own session.
+      if (members.length === 3 && members.some((e) => e.sid !== root.pid)) break;
       await new Promise((r) => setTimeout(r, 20));
     }
     expect(members.length).toBe(3); // sh, sleep, setsid'd sleep
