@@ -15,6 +15,8 @@ export interface ExitFacts {
   spawnError?: string;
   /** Set when the adapter stopped the run (the first reason wins). */
   stop?: { reason: StopReason; detail: string };
+  /** The result line came only after the stop was asked for (it may be the kill's doing). */
+  resultAfterStop?: boolean;
 }
 
 export interface ClassifyInput {
@@ -83,7 +85,12 @@ export function classifyOutcome({
   if (exit.stop?.reason === "resume_rejected") {
     return { kind: "resume_rejected", detail: exit.stop.detail };
   }
-  if (result) return fromResult(evidence, resumeSessionId, stderr);
+  // A finished answer stands even if a stop raced it; an error result printed while the CLI was
+  // being stopped is the stop's doing.
+  const answered = result !== undefined && !result.is_error && result.subtype === "success";
+  if (result && (!exit.stop || !exit.resultAfterStop || answered)) {
+    return fromResult(evidence, resumeSessionId, stderr);
+  }
   if (exit.stop) return { kind: exit.stop.reason, detail: exit.stop.detail };
 
   // The CLI ended by itself without a result line.

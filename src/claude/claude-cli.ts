@@ -126,6 +126,8 @@ class ClaudeRun implements AgentRun {
   private exitWaiter: Promise<void> = Promise.resolve();
   private lastActivity = Date.now();
   private resultSeen = false;
+  private resultAfterStop = false;
+  private inHandler = false;
   private readonly timers: NodeJS.Timeout[] = [];
   private stderr: Buffer[] = [];
   private stderrBytes = 0;
@@ -238,10 +240,8 @@ class ClaudeRun implements AgentRun {
     this.exited = true;
     // Whatever the CLI left behind (a command still running in its own session) goes too.
     await this.sweep();
-    await Promise.race([child.then(() => undefined), sleep(2000)]);
-    child.stdout?.destroy();
-    child.stderr?.destroy();
-    await reading;
+    await this.drain(reading, child.stdout!, child.stderr);
+    void child.catch(() => undefined); // settled with reject: false; nothing more to learn
     spec.signal?.removeEventListener("abort", onAbort);
     this.clearTimers();
 
@@ -279,6 +279,32 @@ class ClaudeRun implements AgentRun {
 
   private parseCounts = { unreadable: 0, unknown: 0 };
 
+  /**
+   * Reads the rest of the output after the CLI exited. Every line it wrote is read, however
+   * slow the caller's onEvent is; but a pipe some unknown process still holds open, with
+   * nothing flowing, is given up after a while instead of waited on forever.
+   */
+  private async drain(
+    reading: Promise<void>,
+    stdout: Readable,
+    stderr: Readable | null,
+  ): Promise<void> {
+    let done = false;
+    void reading.then(() => (done = true));
+    while (!done) {
+      await Promise.race([reading, sleep(250)]);
+      if (!done && !this.inHandler && Date.now() - this.lastActivity > 2000) {
+        this.log.warn("claude's output pipe stayed open after it exited; closing it");
+        stdout.destroy();
+        await reading;
+      }
+    }
+    if (stderr && !stderr.closed) {
+      await Promise.race([new Promise((r) => stderr.once("close", r)), sleep(500)]);
+      stderr.destroy();
+    }
+  }
+
   private async handle(
     messages: StreamMessage[],
     resumeSessionId: string | undefined,
@@ -298,6 +324,7 @@ class ClaudeRun implements AgentRun {
       for (const event of events) await this.deliver(event);
       if (message.kind === "result" && !this.resultSeen) {
         this.resultSeen = true;
+        this.resultAfterStop = this.stop !== undefined;
         // The turn is over: no limit applies any more, only a bound on lingering.
         this.clearTimers();
         this.timers.push(
@@ -313,11 +340,13 @@ class ClaudeRun implements AgentRun {
   private async deliver(event: RunEvent): Promise<void> {
     this.channel.push(event);
     if (!this.spec.onEvent) return;
+    this.inHandler = true;
     try {
       await this.spec.onEvent(event);
     } catch (err) {
       this.log.error({ err, event: event.type }, "onEvent handler failed; the run goes on");
     } finally {
+      this.inHandler = false;
       // Time spent in the caller's handler is not the CLI being silent.
       this.touch();
     }
@@ -331,7 +360,8 @@ class ClaudeRun implements AgentRun {
       ),
     );
     const checkStall = () => {
-      const quiet = Date.now() - this.lastActivity;
+      // While the caller's handler runs nothing is read, so the CLI's silence cannot be told.
+      const quiet = this.inHandler ? 0 : Date.now() - this.lastActivity;
       if (quiet >= stallMs) {
         this.requestStop("stalled", `stopped after ${stallMs} ms without any output from the CLI`);
       } else {
@@ -420,7 +450,7 @@ class ClaudeRun implements AgentRun {
       exitCode,
       signal,
       stderrTail: this.stderrTail(),
-      ...(this.stop ? { stop: this.stop } : {}),
+      ...(this.stop ? { stop: this.stop, resultAfterStop: this.resultAfterStop } : {}),
     };
   }
 

@@ -103,6 +103,18 @@ switch (scenario) {
     result("done despite garbage");
     break;
   }
+  case "burst": {
+    // More output than a pipe holds, then exit at once.
+    init();
+    for (let i = 0; i < 2000; i++) {
+      out({
+        type: "assistant",
+        message: { id: `m${i}`, content: [{ type: "text", text: `line ${i} ${"x".repeat(400)}` }] },
+      });
+    }
+    result("after the burst");
+    break;
+  }
   case "no-result": {
     init();
     out({ type: "assistant", message: { id: "m1", content: [{ type: "text", text: "partial" }] } });

@@ -291,6 +291,32 @@ describe("Claude adapter with a scripted CLI", () => {
     expect(seen).toEqual(["init", "result"]);
   });
 
+  it("a slow onEvent loses no output, even after the CLI has exited", async () => {
+    // The CLI writes everything and exits while the handler still holds the first event.
+    let texts = 0;
+    const outcome = await cli.start(
+      spec("burst", {
+        onEvent: async (e) => {
+          if (e.type === "init") await new Promise((r) => setTimeout(r, 2600));
+          if (e.type === "text") texts++;
+        },
+      }),
+    ).outcome;
+    expect(outcome).toMatchObject({ kind: "success", resultText: "after the burst" });
+    expect(texts).toBe(2000);
+
+    const small = await cli.start(
+      spec("success", {
+        settings: { timeoutMs: 20_000, stallMs: 1000 },
+        onEvent: async (e) => {
+          if (e.type === "init") await new Promise((r) => setTimeout(r, 2600));
+        },
+      }),
+    ).outcome;
+    // Neither lost (the result line sat in the pipe) nor stalled (the wait was ours).
+    expect(small.kind).toBe("success");
+  });
+
   it("events iterate in order and end with the run, even when iterated late", async () => {
     const run = cli.start(spec("success"));
     await run.outcome;

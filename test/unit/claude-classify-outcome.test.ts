@@ -164,6 +164,25 @@ const rows: Row[] = [
     kind: "success",
   },
   {
+    name: "a successful result that raced a cancel stands",
+    lines: [init(), result()],
+    exit: { stop: { reason: "cancelled", detail: "late" }, resultAfterStop: true },
+    kind: "success",
+  },
+  {
+    name: "an error result printed while being stopped is the stop's doing",
+    lines: [
+      init(),
+      result({ subtype: "error_during_execution", is_error: true, errors: ["aborted"] }),
+    ],
+    exit: {
+      exitCode: 143,
+      stop: { reason: "timed_out", detail: "stopped at the wall-clock limit" },
+      resultAfterStop: true,
+    },
+    kind: "timed_out",
+  },
+  {
     name: "an init for another session stops a resumed run",
     lines: [init("other")],
     resume: "asked",
