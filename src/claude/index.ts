@@ -22,3 +22,4 @@ export { buildChildEnv, withheldNames } from "./child-env.js";
 export { classifyOutcome, earlyStop, type StopReason } from "./classify-outcome.js";
 export { StreamParser, parseStreamLine, type StreamMessage } from "./stream-parser.js";
 export { summarizeUsage } from "./usage.js";
+export { killProcessesIn, processesIn } from "./process-tree.js";

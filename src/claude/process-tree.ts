@@ -147,3 +147,36 @@ function trySignal(pid: number, signal: NodeJS.Signals): boolean {
     return false; // already gone (ESRCH) or not ours (EPERM)
   }
 }
+
+/**
+ * Processes working in `dir` or below it (their cwd), other than this process and its session.
+ * After a crash of Tether the CLI of an unfinished run keeps going (it runs in a session of its
+ * own); before a task is run again in its working directory, whatever still works there must
+ * go, or two CLIs would write one session.
+ */
+export function processesIn(dir: string, procDir = "/proc"): ProcEntry[] {
+  const table = readProcTable(procDir);
+  const self = table.find((p) => p.pid === process.pid);
+  const prefix = dir.endsWith("/") ? dir : `${dir}/`;
+  return table.filter((p) => {
+    if (p.pid === process.pid || p.state === "Z" || (self && p.sid === self.sid)) return false;
+    try {
+      const cwd = fs.readlinkSync(`${procDir}/${p.pid}/cwd`);
+      return cwd === dir || cwd.startsWith(prefix);
+    } catch {
+      return false; // gone, or not ours to look at
+    }
+  });
+}
+
+/** Ends every process working in `dir` (SIGTERM, then SIGKILL after `graceMs`). Returns their pids. */
+export async function killProcessesIn(dir: string, graceMs = 2000): Promise<number[]> {
+  const found = processesIn(dir);
+  for (const p of found) trySignal(p.pid, "SIGTERM");
+  const deadline = Date.now() + graceMs;
+  while (Date.now() < deadline && processesIn(dir).length > 0) {
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  for (const p of processesIn(dir)) trySignal(p.pid, "SIGKILL");
+  return found.map((p) => p.pid);
+}

@@ -1,7 +1,12 @@
 import { spawn } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import {
+  killProcessesIn,
   parseStat,
+  processesIn,
   ProcessTracker,
   readProcTable,
   type ProcEntry,
@@ -157,5 +162,39 @@ describe("ProcessTracker on real processes", () => {
       await new Promise((r) => setTimeout(r, 20));
     expect(tracker.sample()).toEqual([]);
     expect(readProcTable().some((e) => e.pid === escaped.pid && e.state !== "Z")).toBe(false);
+  });
+});
+
+describe("killProcessesIn", () => {
+  it("ends what still works in a directory, in any session, and nothing else", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "tether-strays-"));
+    const other = fs.mkdtempSync(path.join(os.tmpdir(), "tether-other-"));
+    fs.mkdirSync(path.join(dir, "sub"));
+    try {
+      const inDir = spawn("sleep", ["120"], { cwd: dir, detached: true, stdio: "ignore" });
+      const inSub = spawn("sleep", ["120"], {
+        cwd: path.join(dir, "sub"),
+        detached: true, // a session of its own, like a command of the CLI's Bash tool
+        stdio: "ignore",
+      });
+      const elsewhere = spawn("sleep", ["120"], { cwd: other, detached: true, stdio: "ignore" });
+      started.push(inDir.pid!, inSub.pid!, elsewhere.pid!);
+      const deadline = Date.now() + 5000;
+      while (Date.now() < deadline && processesIn(dir).length < 2)
+        await new Promise((r) => setTimeout(r, 20));
+      expect(
+        processesIn(dir)
+          .map((p) => p.pid)
+          .sort(),
+      ).toEqual([inDir.pid, inSub.pid].sort());
+
+      const killed = await killProcessesIn(dir, 1000);
+      expect(killed.sort()).toEqual([inDir.pid, inSub.pid].sort());
+      expect(processesIn(dir)).toEqual([]);
+      expect(processesIn(other).map((p) => p.pid)).toEqual([elsewhere.pid]);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+      fs.rmSync(other, { recursive: true, force: true });
+    }
   });
 });
