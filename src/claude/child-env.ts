@@ -1,0 +1,105 @@
+/**
+ * The environment the Claude CLI runs with. It is built up from nothing: only what the CLI
+ * needs and the user's own Claude settings pass, and a denylist of Tether's secrets wins over
+ * everything (the caller's extra variables included). The agent runs arbitrary shell commands
+ * in this environment, so anything in it is as good as published.
+ */
+
+/** Names passed through as they are. */
+const ALLOWED_NAMES = new Set([
+  "PATH",
+  "HOME",
+  "USER",
+  "LOGNAME",
+  "SHELL",
+  "LANG",
+  "LANGUAGE",
+  "TZ",
+  "TERM",
+  "TMPDIR",
+  "NODE_EXTRA_CA_CERTS",
+  "SSL_CERT_FILE",
+  "SSL_CERT_DIR",
+  "HTTP_PROXY",
+  "HTTPS_PROXY",
+  "NO_PROXY",
+  "http_proxy",
+  "https_proxy",
+  "no_proxy",
+  "DISABLE_TELEMETRY",
+  "DISABLE_AUTOUPDATER",
+  "DISABLE_ERROR_REPORTING",
+  "DISABLE_NON_ESSENTIAL_MODEL_CALLS",
+  // The CLI's own switch for "this machine is a sandbox": the only way it accepts
+  // bypassPermissions when running as root. Only an operator sets it.
+  "IS_SANDBOX",
+]);
+
+/** Prefixes passed through: locale, and the user's Anthropic and Claude Code settings. */
+const ALLOWED_PREFIXES = ["LC_", "ANTHROPIC_", "CLAUDE_CODE_"];
+
+/** Never passed, whatever else says so. Matched without regard to case. */
+const DENIED: RegExp[] = [
+  /GITHUB/i, // GITHUB_TOKEN, GITHUB_APP_*, and any setting that carries a GitHub credential
+  /^GH_/i,
+  /PRIVATE_KEY/i,
+  /WEBHOOK_SECRET/i,
+  /DATABASE_URL/i,
+  /^TETHER_/i,
+  /^APP_ID$/i,
+  /^PG/i, // libpq's PGPASSWORD, PGHOST, …
+];
+
+/** Set unless the operator set them: no self-update mid-run, no traffic beyond the API. */
+const DEFAULTS: Record<string, string> = {
+  DISABLE_AUTOUPDATER: "1",
+  CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
+};
+
+const FALLBACK_PATH = "/usr/local/bin:/usr/bin:/bin";
+
+export function isDeniedName(name: string): boolean {
+  return DENIED.some((re) => re.test(name));
+}
+
+export function isAllowedName(name: string): boolean {
+  return ALLOWED_NAMES.has(name) || ALLOWED_PREFIXES.some((p) => name.startsWith(p));
+}
+
+export interface ChildEnvOptions {
+  /** HOME for the child (where the CLI keeps sessions); default: the source's HOME. */
+  home?: string;
+  /** Added after the allowlist; the denylist still applies. */
+  extra?: Record<string, string | undefined>;
+}
+
+/** The child's environment, from `source` (normally process.env). Pure. */
+export function buildChildEnv(
+  source: Record<string, string | undefined>,
+  opts: ChildEnvOptions = {},
+): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [name, value] of Object.entries(source)) {
+    if (value === undefined || !isAllowedName(name) || isDeniedName(name)) continue;
+    env[name] = value;
+  }
+  for (const [name, value] of Object.entries(DEFAULTS)) env[name] ??= value;
+  for (const [name, value] of Object.entries(opts.extra ?? {})) {
+    if (value === undefined || isDeniedName(name)) continue;
+    env[name] = value;
+  }
+  if (opts.home !== undefined) env.HOME = opts.home;
+  env.PATH ||= FALLBACK_PATH;
+  return env;
+}
+
+/** Names that were in `source` or `extra` and were kept out (for a debug log; never values). */
+export function withheldNames(
+  source: Record<string, string | undefined>,
+  opts: ChildEnvOptions = {},
+): string[] {
+  const kept = buildChildEnv(source, opts);
+  return [...Object.keys(source), ...Object.keys(opts.extra ?? {})]
+    .filter((name) => !(name in kept))
+    .sort();
+}

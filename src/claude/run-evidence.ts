@@ -1,0 +1,190 @@
+import type { RunEvent, TokenUsage } from "./runtime-adapter.js";
+import type { ApiUsage, ResultLine } from "./stream-schema.js";
+import type { StreamMessage } from "./stream-parser.js";
+import { TextBlock, ToolResultBlock, ToolUseBlock } from "./stream-schema.js";
+
+/** What the stream has shown so far: the facts the outcome is judged on. */
+export interface RunEvidence {
+  /** From the first init line only: later ones never change the session a run pinned. */
+  init: Extract<RunEvent, { type: "init" }> | undefined;
+  /** The last `error` an assistant line carried (the CLI marks API errors this way). */
+  assistantError: string | undefined;
+  /** Usage of the last top-level, real (not synthetic) model call: how full the context is. */
+  lastCallUsage: TokenUsage | undefined;
+  /** Model of that call. */
+  lastCallModel: string | undefined;
+  /** Usage per model message id, for totals when the result line never came. */
+  callUsage: Map<string, { usage: TokenUsage; model: string | undefined }>;
+  toolUses: number;
+  apiRetries: number;
+  /** The first retry for a 401 or 403: credentials the API refuses. */
+  authRetry: { status: number; error: string | null } | undefined;
+  compactions: number;
+  result: ResultLine | undefined;
+  /** The last text the model wrote at top level (the answer, if the result line is lost). */
+  lastText: string | undefined;
+}
+
+export function newEvidence(): RunEvidence {
+  return {
+    init: undefined,
+    assistantError: undefined,
+    lastCallUsage: undefined,
+    lastCallModel: undefined,
+    callUsage: new Map(),
+    toolUses: 0,
+    apiRetries: 0,
+    authRetry: undefined,
+    compactions: 0,
+    result: undefined,
+    lastText: undefined,
+  };
+}
+
+/** Messages marked with this model are made by the CLI itself (an API error shown as text). */
+const SYNTHETIC_MODEL = "<synthetic>";
+
+/** Adds one message to the evidence; returns the events it makes, in order. */
+export function observe(evidence: RunEvidence, message: StreamMessage): RunEvent[] {
+  switch (message.kind) {
+    case "init": {
+      if (evidence.init) return [];
+      const { line } = message;
+      evidence.init = {
+        type: "init",
+        sessionId: line.session_id,
+        model: line.model ?? null,
+        cwd: line.cwd ?? null,
+        cliVersion: line.claude_code_version ?? null,
+        permissionMode: line.permissionMode ?? null,
+        tools: line.tools ?? [],
+      };
+      return [evidence.init];
+    }
+    case "api_retry": {
+      const { line } = message;
+      evidence.apiRetries++;
+      const status = line.error_status ?? null;
+      if ((status === 401 || status === 403) && !evidence.authRetry) {
+        evidence.authRetry = { status, error: line.error ?? null };
+      }
+      return [
+        {
+          type: "api_retry",
+          attempt: line.attempt,
+          maxRetries: line.max_retries ?? null,
+          errorStatus: status,
+          error: line.error ?? null,
+          retryDelayMs: line.retry_delay_ms ?? null,
+        },
+      ];
+    }
+    case "compact_boundary": {
+      evidence.compactions++;
+      const meta = message.line.compact_metadata;
+      return [
+        { type: "compacted", trigger: meta?.trigger ?? null, preTokens: meta?.pre_tokens ?? null },
+      ];
+    }
+    case "assistant":
+      return observeAssistant(evidence, message.line);
+    case "user": {
+      const { content } = message.line.message;
+      if (typeof content === "string") return [];
+      const events: RunEvent[] = [];
+      for (const block of content) {
+        if (blockType(block) !== "tool_result") continue;
+        const parsed = ToolResultBlock.safeParse(block);
+        if (parsed.success) {
+          events.push({
+            type: "tool_result",
+            toolUseId: parsed.data.tool_use_id,
+            isError: parsed.data.is_error === true,
+          });
+        }
+      }
+      return events;
+    }
+    case "result": {
+      const { line } = message;
+      evidence.result = line;
+      return [
+        {
+          type: "result",
+          subtype: line.subtype,
+          isError: line.is_error,
+          text: line.result ?? null,
+          sessionId: line.session_id ?? null,
+          terminalReason: line.terminal_reason ?? null,
+          apiErrorStatus: line.api_error_status ?? null,
+          numTurns: line.num_turns ?? null,
+          costUsd: line.total_cost_usd ?? null,
+          errors: resultErrors(line),
+        },
+      ];
+    }
+    case "unknown":
+    case "unreadable":
+      return [];
+  }
+}
+
+function observeAssistant(
+  evidence: RunEvidence,
+  line: Extract<StreamMessage, { kind: "assistant" }>["line"],
+): RunEvent[] {
+  const parent = line.parent_tool_use_id ?? null;
+  const { message } = line;
+  if (line.error) evidence.assistantError = line.error;
+  const model = message.model ?? undefined;
+  if (message.usage && model !== SYNTHETIC_MODEL) {
+    const usage = tokenUsage(message.usage);
+    if (message.id) evidence.callUsage.set(message.id, { usage, model });
+    if (parent === null) {
+      evidence.lastCallUsage = usage;
+      evidence.lastCallModel = model;
+    }
+  }
+  const events: RunEvent[] = [];
+  for (const block of message.content) {
+    const type = blockType(block);
+    if (type === "text") {
+      const parsed = TextBlock.safeParse(block);
+      if (!parsed.success) continue;
+      if (parent === null) evidence.lastText = parsed.data.text;
+      events.push({ type: "text", text: parsed.data.text, parentToolUseId: parent });
+    } else if (type === "tool_use") {
+      const parsed = ToolUseBlock.safeParse(block);
+      if (!parsed.success) continue;
+      evidence.toolUses++;
+      events.push({
+        type: "tool_use",
+        id: parsed.data.id,
+        name: parsed.data.name,
+        input: parsed.data.input,
+        parentToolUseId: parent,
+      });
+    }
+  }
+  return events;
+}
+
+function blockType(block: unknown): unknown {
+  return typeof block === "object" && block !== null
+    ? (block as { type?: unknown }).type
+    : undefined;
+}
+
+export function tokenUsage(usage: ApiUsage): TokenUsage {
+  return {
+    inputTokens: usage.input_tokens ?? 0,
+    outputTokens: usage.output_tokens ?? 0,
+    cacheReadTokens: usage.cache_read_input_tokens ?? 0,
+    cacheCreationTokens: usage.cache_creation_input_tokens ?? 0,
+  };
+}
+
+/** The result line's `errors`, as strings. */
+export function resultErrors(line: ResultLine): string[] {
+  return (line.errors ?? []).map((e) => (typeof e === "string" ? e : JSON.stringify(e)));
+}

@@ -1,0 +1,261 @@
+import { z } from "zod";
+
+/*
+ * The seam between Tether and an agent CLI that keeps resumable sessions. Claude Code is the
+ * only implementation today; another CLI (Codex, Gemini) fits by implementing AgentCli with
+ * the same settings, events and outcome, so the runner never learns which one it drives.
+ */
+
+/** A name on a command line: never empty, never starting with "-" (it would read as a flag). */
+const argWord = (what: string) =>
+  z
+    .string()
+    .min(1, `${what} must not be empty`)
+    .max(1000, `${what} must be at most 1000 characters`)
+    .refine((s) => !s.startsWith("-"), `${what} must not start with "-"`)
+    .refine((s) => !/[\0\r\n]/.test(s), `${what} must be one line`);
+
+/** Permission modes the CLI accepts (`--permission-mode`). */
+export const PermissionMode = z.enum([
+  "default",
+  "acceptEdits",
+  "plan",
+  "dontAsk",
+  "auto",
+  "bypassPermissions",
+]);
+export type PermissionMode = z.infer<typeof PermissionMode>;
+
+/** How one agent runs: taken from the repo's agent config by the runner. */
+export const AgentSettings = z.object({
+  /**
+   * Model for `--model`. Pass it on every run of a session: without it the CLI's first resume
+   * switches model variant and misses the whole prompt cache (claude-cli-facts.md).
+   */
+  model: argWord("model").optional(),
+  /** Most agentic turns in one run (`--max-turns`). */
+  maxTurns: z.number().int().min(1).max(100_000).optional(),
+  /** Tools the agent may use without asking, e.g. `Read`, `Bash(git log:*)`. */
+  allowedTools: z.array(argWord("a tool name")).optional(),
+  /** Tools the agent may never use. */
+  disallowedTools: z.array(argWord("a tool name")).optional(),
+  /** `--permission-mode`. As root the CLI refuses bypassPermissions (see README, "Claude CLI"). */
+  permissionMode: PermissionMode.optional(),
+  /**
+   * Extra instructions appended to the CLI's system prompt. Kept well under Linux's 128 KiB
+   * limit for one argument.
+   */
+  appendSystemPrompt: z
+    .string()
+    .max(100_000, "appendSystemPrompt must be at most 100000 characters")
+    .optional(),
+  /** Wall-clock limit for the whole run, in milliseconds; then the run ends as timed_out. */
+  timeoutMs: z
+    .number()
+    .int()
+    .min(1)
+    .max(7 * 24 * 3_600_000),
+  /**
+   * How long the CLI may stay silent (no stdout or stderr), in milliseconds; then the run ends
+   * as stalled. The CLI prints nothing while a tool runs, so this must exceed the longest
+   * command an agent is expected to run.
+   */
+  stallMs: z
+    .number()
+    .int()
+    .min(1)
+    .max(7 * 24 * 3_600_000),
+});
+export type AgentSettings = z.infer<typeof AgentSettings>;
+
+/** What a binary can do, learned by running it (`--version`, `--help`). */
+export interface CliCapabilities {
+  /** The binary that was probed (after PATH lookup). */
+  path: string;
+  /** e.g. "2.1.197"; null when the binary did not say. */
+  version: string | null;
+  /** `--help` offers `--resume`. */
+  canResume: boolean;
+  /** Why the probe failed, when it did (then version is null and canResume false). */
+  error?: string;
+}
+
+/** One run of the CLI: one turn of a session. */
+export interface RunSpec {
+  /** Working directory. A session can only be resumed from the directory it was made in. */
+  cwd: string;
+  /** The prompt, written to the child's stdin (no argument-length limit, no shell). */
+  prompt: string;
+  /** Resume this session; omit for a fresh one. */
+  resumeSessionId?: string;
+  settings: AgentSettings;
+  /** Aborting it cancels the run: the outcome is `cancelled` and no process of it remains. */
+  signal?: AbortSignal;
+  /** HOME for the child, where the CLI keeps its sessions; default: this process's HOME. */
+  home?: string;
+  /** More environment for the child. The secret denylist still applies to these. */
+  extraEnv?: Record<string, string>;
+  /**
+   * Called for each event as it happens, in order; the run waits for a returned promise before
+   * reading on (so the session id can be pinned before anything else happens). A throw is
+   * logged and does not stop the run.
+   */
+  onEvent?: (event: RunEvent) => void | Promise<void>;
+}
+
+/** Token counts of one API call, as the CLI reports them. */
+export interface TokenUsage {
+  inputTokens: number;
+  outputTokens: number;
+  cacheReadTokens: number;
+  cacheCreationTokens: number;
+}
+
+/** What happens during a run, in the order it happened. */
+export type RunEvent =
+  | {
+      /** The CLI started the session. First event of every run that reached the model. */
+      type: "init";
+      sessionId: string;
+      model: string | null;
+      cwd: string | null;
+      cliVersion: string | null;
+      permissionMode: string | null;
+      tools: string[];
+    }
+  | {
+      /** Text the model wrote. */
+      type: "text";
+      text: string;
+      /** Set when a sub-agent (Task tool) wrote it. */
+      parentToolUseId: string | null;
+    }
+  | {
+      /** The model called a tool. */
+      type: "tool_use";
+      id: string;
+      name: string;
+      input: unknown;
+      parentToolUseId: string | null;
+    }
+  | {
+      /** A tool call came back. */
+      type: "tool_result";
+      toolUseId: string;
+      isError: boolean;
+    }
+  | {
+      /** The CLI is retrying a failed API call. */
+      type: "api_retry";
+      attempt: number;
+      maxRetries: number | null;
+      errorStatus: number | null;
+      error: string | null;
+      retryDelayMs: number | null;
+    }
+  | {
+      /** The CLI compacted the conversation (it shrank the context to go on). */
+      type: "compacted";
+      trigger: string | null;
+      preTokens: number | null;
+    }
+  | {
+      /** The CLI's final report. Last event of every run that reached the API. */
+      type: "result";
+      subtype: string;
+      isError: boolean;
+      text: string | null;
+      sessionId: string | null;
+      terminalReason: string | null;
+      apiErrorStatus: number | null;
+      numTurns: number | null;
+      costUsd: number | null;
+      errors: string[];
+    };
+
+/** The outcome kinds; the tasks table's `outcome` column takes the same words. */
+export type OutcomeKind =
+  /** The run finished and answered. */
+  | "success"
+  /** The session's history is unusable (too long, or the API rejects it): never resume it. */
+  | "poisoned"
+  /** The CLI would not resume the session (unknown there, or it started another one). */
+  | "resume_rejected"
+  /** The API refused the credentials; stopped at the first 401/403 instead of retrying. */
+  | "auth_failed"
+  /** Stopped at the wall-clock limit. */
+  | "timed_out"
+  /** Stopped after no output for the stall limit. */
+  | "stalled"
+  /** Stopped on request. */
+  | "cancelled"
+  /** Anything else. */
+  | "failed";
+
+export interface RunUsage extends TokenUsage {
+  costUsd: number;
+  /** Agentic turns (API round trips) the CLI counted. */
+  numTurns: number;
+  durationMs: number;
+  /** The model that did the work (the one that cost most when several did). */
+  model: string | null;
+  /**
+   * How full the context was at the end: input + cache read + cache creation of the last
+   * top-level model call. null when no call reported usage.
+   */
+  contextTokens: number | null;
+  /** The model's context window, when the CLI reported it. */
+  contextWindow: number | null;
+}
+
+export interface RunOutcome {
+  kind: OutcomeKind;
+  /** The session this run worked in, from THIS run's init line; undefined if it never started. */
+  sessionId: string | undefined;
+  /** The answer (the result line's text); undefined when there is none. */
+  resultText: string | undefined;
+  usage: RunUsage;
+  /**
+   * Whether the model called any tool. A tool may have changed the workspace, so a run that
+   * failed after one must not be silently retried.
+   */
+  toolRan: boolean;
+  /** Why, in plain words (for failures: what happened and what to do). */
+  detail: string;
+  /** The last few KiB of the child's stderr. */
+  stderrTail: string;
+  exitCode: number | null;
+  signal: string | null;
+  /** Output lines that were not valid JSON, failed their schema, or were too long. */
+  unreadableLines: number;
+  /** Well-formed lines of a type or subtype this adapter does not use. */
+  unknownLines: number;
+}
+
+/** A started run. Iterate it (or `events`) for events; await `outcome` for the end. */
+export interface AgentRun extends AsyncIterable<RunEvent> {
+  /** Events in order. Buffered from the start, so iterating late misses nothing. */
+  readonly events: AsyncIterable<RunEvent>;
+  /** Settles once the child and everything it started are gone. Never rejects. */
+  readonly outcome: Promise<RunOutcome>;
+  /** The child's process id (also its process group id); undefined before or without a spawn. */
+  readonly pid: number | undefined;
+  /** Stop the run; the outcome becomes `cancelled` unless it already finished. */
+  cancel(reason?: string): void;
+}
+
+/** A resumable agent CLI. */
+export interface AgentCli {
+  /** Which CLI this is, e.g. "claude-code". */
+  readonly name: string;
+  /** The binary it runs. */
+  readonly path: string;
+  /** Version and features of the binary (cached per binary). */
+  probe(): Promise<CliCapabilities>;
+  /** Start a run. Never throws; problems end up in the outcome. */
+  start(spec: RunSpec): AgentRun;
+  /** Runs still going. */
+  activeRuns(): number;
+  /** Cancel every run and wait until all of them are gone (for shutdown). */
+  cancelAll(reason?: string): Promise<void>;
+}

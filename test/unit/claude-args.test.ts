@@ -1,0 +1,107 @@
+import { describe, expect, it } from "vitest";
+import { buildClaudeArgs, SESSION_ID } from "../../src/claude/claude-args.js";
+import { AgentSettings } from "../../src/claude/runtime-adapter.js";
+
+const BASE = ["-p", "--output-format", "stream-json", "--verbose"];
+const limits = { timeoutMs: 60_000, stallMs: 30_000 };
+
+describe("buildClaudeArgs", () => {
+  const rows: Array<{
+    name: string;
+    settings: Partial<AgentSettings>;
+    resume?: string;
+    args: string[];
+  }> = [
+    { name: "bare", settings: {}, args: BASE },
+    {
+      name: "model always passed when given",
+      settings: { model: "claude-sonnet-4-5" },
+      args: [...BASE, "--model", "claude-sonnet-4-5"],
+    },
+    {
+      name: "resume",
+      settings: { model: "claude-sonnet-4-5" },
+      resume: "d3526fa6-dfe2-405c-ad61-19274b86848a",
+      args: [
+        ...BASE,
+        "--model",
+        "claude-sonnet-4-5",
+        "--resume",
+        "d3526fa6-dfe2-405c-ad61-19274b86848a",
+      ],
+    },
+    {
+      name: "everything",
+      settings: {
+        model: "opus",
+        maxTurns: 30,
+        permissionMode: "acceptEdits",
+        appendSystemPrompt: "Answer in French.\nBe brief.",
+        allowedTools: ["Read", "Bash(git log:*)"],
+        disallowedTools: ["WebFetch"],
+      },
+      args: [
+        ...BASE,
+        "--model",
+        "opus",
+        "--max-turns",
+        "30",
+        "--permission-mode",
+        "acceptEdits",
+        "--append-system-prompt",
+        "Answer in French.\nBe brief.",
+        "--allowedTools",
+        "Read",
+        "Bash(git log:*)",
+        "--disallowedTools",
+        "WebFetch",
+      ],
+    },
+    {
+      name: "empty tool lists are left out",
+      settings: { allowedTools: [], disallowedTools: [] },
+      args: BASE,
+    },
+  ];
+  it.each(rows)("$name", ({ settings, resume, args }) => {
+    expect(buildClaudeArgs({ ...limits, ...settings }, resume)).toEqual(args);
+  });
+
+  it("never puts the prompt on the command line", () => {
+    expect(buildClaudeArgs({ ...limits, model: "m" }).join(" ")).not.toMatch(/prompt/i);
+  });
+});
+
+describe("AgentSettings", () => {
+  const rows: Array<{ input: Record<string, unknown>; valid: boolean }> = [
+    { input: limits, valid: true },
+    {
+      input: { ...limits, model: "claude-sonnet-4-5", maxTurns: 5, permissionMode: "plan" },
+      valid: true,
+    },
+    { input: { ...limits, allowedTools: ["Bash(npm test:*)", "Read"] }, valid: true },
+    { input: {}, valid: false },
+    { input: { ...limits, timeoutMs: 0 }, valid: false },
+    { input: { ...limits, model: "--dangerously-skip-permissions" }, valid: false },
+    { input: { ...limits, allowedTools: ["--resume"] }, valid: false },
+    { input: { ...limits, allowedTools: ["Bash\nRead"] }, valid: false },
+    { input: { ...limits, permissionMode: "yolo" }, valid: false },
+    { input: { ...limits, maxTurns: 1.5 }, valid: false },
+    { input: { ...limits, appendSystemPrompt: "x".repeat(100_001) }, valid: false },
+  ];
+  it.each(rows)("%j valid=$valid", ({ input, valid }) => {
+    expect(AgentSettings.safeParse(input).success).toBe(valid);
+  });
+});
+
+describe("SESSION_ID", () => {
+  it.each([
+    ["d3526fa6-dfe2-405c-ad61-19274b86848a", true],
+    ["--fork-session", false],
+    ["", false],
+    ["a b", false],
+    ["x".repeat(129), false],
+  ])("%s → %s", (id, ok) => {
+    expect(SESSION_ID.test(id)).toBe(ok);
+  });
+});
