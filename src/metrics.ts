@@ -87,11 +87,7 @@ export class Metrics {
     buckets: [0.1, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800],
     registers: [this.registry],
   });
-  private readonly dbUp = new Gauge({
-    name: "tether_stats_db_up",
-    help: "1 when this scrape read the queue gauges from Postgres, 0 when that failed or timed out (they then keep their last values).",
-    registers: [this.registry],
-  });
+  private readonly dbUp: Gauge;
 
   constructor(opts: MetricsOptions = {}) {
     this.gaugeTimeoutMs = opts.gaugeTimeoutMs ?? DEFAULT_GAUGE_TIMEOUT_MS;
@@ -101,7 +97,6 @@ export class Metrics {
       help: string,
       pick: (f: QueueFigures) => number,
     ): Gauge<string> => {
-      const read = () => this.readGauges();
       return new Gauge({
         name,
         help,
@@ -113,6 +108,16 @@ export class Metrics {
         },
       });
     };
+    const read = () => this.readGauges();
+    this.dbUp = new Gauge({
+      name: "tether_stats_db_up",
+      help: "1 when this scrape read the queue gauges from Postgres, 0 when that failed or timed out (they then keep their last values).",
+      registers: [this.registry],
+      async collect() {
+        // readGauges sets this gauge; awaiting it here keeps the value of this scrape.
+        await read();
+      },
+    });
     fromDb("tether_queue_depth", "Tasks waiting in the queue.", (f) => f.depth);
     fromDb(
       "tether_queue_oldest_age_seconds",

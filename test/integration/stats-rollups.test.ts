@@ -295,7 +295,7 @@ describe("turn roll-ups", () => {
     // roll-up rows) and flips their outcomes; writers start in opposite phases, so their
     // statements move turns between the same roll-up rows in opposite directions. Unordered
     // upserts would lock those rows in opposite orders and deadlock.
-    const fields = (hour: number, outcome: string): TurnFields => ({
+    const fields = (hour: number, outcome: "success" | "failed"): TurnFields => ({
       hoursAgo: hour,
       repo: "a/one",
       agent: "tether",
