@@ -22,6 +22,7 @@ function shell(nonce: string, title: string, body: string, script = ""): string 
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="referrer" content="no-referrer">
+<link rel="icon" href="data:,">
 <title>${escapeHtml(title)}</title>
 <style nonce="${nonce}">${STYLE}</style>
 </head>
@@ -112,6 +113,8 @@ export function dashboardPage(nonce: string, opts: { signOut: boolean }): string
     <div class="panel">
       <div class="panel-head"><h2>Runners</h2><span class="muted" id="queue-line"></span></div>
       <div class="scroll"><table id="runners"></table></div>
+      <div class="panel-head sub"><h2>Outcomes</h2><span class="muted">turns in this range</span></div>
+      <div id="outcomes" class="chips"></div>
     </div>
   </section>
   <section class="panel">
@@ -181,7 +184,7 @@ main.loading { opacity: .6; }
 .kpi { background: var(--panel); border: 1px solid var(--border); border-radius: 8px; padding: 12px 14px; min-width: 0; }
 .kpi .label { color: var(--muted); font-size: 12px; text-transform: uppercase; letter-spacing: .04em; }
 .kpi .value { font-size: 26px; font-weight: 650; font-variant-numeric: tabular-nums; margin-top: 2px; white-space: nowrap; }
-.kpi .detail { color: var(--muted); font-size: 12.5px; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
+.kpi .detail { color: var(--muted); font-size: 12.5px; line-height: 1.35; margin-top: 2px; }
 .kpi .value.good { color: var(--resumed); }
 .kpi .value.warn { color: var(--fresh); }
 .kpi .value.bad { color: var(--bad); }
@@ -217,6 +220,7 @@ main.loading { opacity: .6; }
 .reasons .bar { height: 8px; background: var(--chip); border-radius: 4px; overflow: hidden; }
 .reasons .bar span { display: block; height: 100%; background: var(--fresh); border-radius: 4px; }
 .reasons li.resumed .bar span { background: var(--resumed); }
+.reasons li.first .bar span { background: var(--first); }
 .reasons .count, .reasons .share { text-align: right; font-variant-numeric: tabular-nums; }
 .reasons .share { color: var(--muted); }
 .scroll { overflow: auto; }
@@ -240,6 +244,9 @@ td.empty { color: var(--muted); text-align: center; padding: 18px; white-space: 
 .dot.alive { background: var(--resumed); }
 .clip { max-width: 22em; overflow: hidden; text-overflow: ellipsis; }
 .note { margin: 10px 0 0; color: var(--muted); }
+.panel-head.sub { margin: 16px 0 8px; }
+.chips { display: flex; flex-wrap: wrap; gap: 6px; }
+.chips .pill { font-variant-numeric: tabular-nums; }
 .note strong { color: var(--text); }
 `;
 
@@ -276,6 +283,11 @@ const SCRIPT = String.raw`
   function usd(v) {
     if (v === null || v === undefined) return "–";
     if (Math.abs(v) < 1) return "$" + v.toFixed(4);
+    return "$" + v.toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 2 });
+  }
+  // Totals in cents; per-turn figures keep four decimals, where the savings show.
+  function usdTotal(v) {
+    if (v === null || v === undefined) return "–";
     return "$" + v.toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 2 });
   }
   function compact(n) {
@@ -361,7 +373,7 @@ const SCRIPT = String.raw`
     set("resumeDetail", int(t.resumed) + " resumed of " + int(t.followUps) + " follow-ups");
     set("turns", int(t.turns)).setAttribute("data-value", String(t.turns));
     set("turnsDetail", int(t.firstTurns) + " first · " + int(t.freshFollowUps) + " fresh follow-ups");
-    set("cost", usd(t.costUsd));
+    set("cost", usdTotal(t.costUsd));
     var saved = d.savings.costSavedPerResumedTurnUsd;
     set("costDetail", saved === null ? "avg " + usd(t.turns ? t.costUsd / t.turns : null) + " per turn" : usd(saved) + " saved per resumed turn");
     var failed = FAILED.reduce(function (sum, k) { return sum + (d.outcomes[k] || 0); }, 0);
@@ -443,7 +455,7 @@ const SCRIPT = String.raw`
         tip.appendChild(h("div", { text: new Date(p.start).toLocaleString() }));
         tip.appendChild(h("div", { text: "resume rate " + pct(p.resumeRate) }));
         tip.appendChild(h("div", { text: int(p.resumed) + " resumed / " + int(p.followUps) + " follow-ups" }));
-        tip.appendChild(h("div", { text: int(p.turns) + " turns · " + usd(p.costUsd) }));
+        tip.appendChild(h("div", { text: int(p.turns) + " turns · " + usdTotal(p.costUsd) }));
         tip.hidden = false;
         var left = x(i) + 10;
         tip.style.left = Math.min(left, W - 190) + "px";
@@ -471,7 +483,8 @@ const SCRIPT = String.raw`
       var count = d.reasons[code];
       var fill = h("span");
       fill.style.width = (max ? (100 * count) / max : 0) + "%";
-      list.appendChild(h("li", { cls: (code === "resumed" ? "resumed" : "") + (count ? "" : " zero"), "data-reason": code },
+      var kind = code === "resumed" ? "resumed" : code === "no_prior_session" ? "first" : "";
+      list.appendChild(h("li", { cls: kind + (count ? "" : " zero"), "data-reason": code },
         h("span", { cls: "name mono", title: REASONS[code] || "A reason code this dashboard does not know", text: code }),
         h("span", { cls: "bar" }, fill),
         h("span", { cls: "count", text: int(count) }),
@@ -533,6 +546,17 @@ const SCRIPT = String.raw`
     }), "No runner has registered yet.");
   }
 
+  function renderOutcomes(d) {
+    var box = document.getElementById("outcomes");
+    box.textContent = "";
+    var codes = Object.keys(d.outcomes).filter(function (k) { return d.outcomes[k] > 0; })
+      .sort(function (a, b) { return d.outcomes[b] - d.outcomes[a]; });
+    if (!codes.length) box.appendChild(h("span", { cls: "muted", text: "No turns in this range." }));
+    codes.forEach(function (k) {
+      box.appendChild(h("span", { cls: "pill " + (k === "pending" ? "running" : k), "data-outcome": k, text: k + " " + int(d.outcomes[k]) }));
+    });
+  }
+
   // ---- repositories
   function rateCell(r) {
     var fill = h("span");
@@ -547,7 +571,7 @@ const SCRIPT = String.raw`
     ], d.repos.map(function (r) {
       return h("tr", { "data-repo": r.repo + "/" + r.agent },
         td(r.repo, "clip", r.repo), td(r.agent), td(int(r.turns), "n"), td(int(r.followUps), "n"), td(int(r.resumed), "n"),
-        td(rateCell(r.resumeRate), "n"), td(usd(r.costUsd), "n"),
+        td(rateCell(r.resumeRate), "n"), td(usdTotal(r.costUsd), "n", usd(r.costUsd)),
         td(compact(r.inputTokens), "n", int(r.inputTokens)), td(compact(r.cacheReadTokens), "n", int(r.cacheReadTokens)),
         td(compact(r.cacheCreationTokens), "n", int(r.cacheCreationTokens)), td(compact(r.outputTokens), "n", int(r.outputTokens)));
     }), "No turns in this range.");
@@ -588,7 +612,7 @@ const SCRIPT = String.raw`
   }
   function render(d) {
     state.data = d;
-    renderKpis(d); drawChart(d); renderReasons(d); renderSavings(d); renderRunners(d); renderRepos(d); renderLatest(d);
+    renderKpis(d); drawChart(d); renderReasons(d); renderSavings(d); renderRunners(d); renderOutcomes(d); renderRepos(d); renderLatest(d);
     document.getElementById("main").classList.remove("loading");
     document.body.setAttribute("data-loaded", d.range);
   }

@@ -131,3 +131,84 @@ export async function seedDashboardFixture(pool: Pool): Promise<Row[]> {
   await add({ ...w, issue_number: 4, created_at: ago(20 * MIN), status: "cancelled" });
   return rows;
 }
+
+/**
+ * A month of plausible traffic relative to `now` (for the browser test and screenshots):
+ * `n` turns over `days` days across a handful of repositories and agents, 70 % follow-ups of
+ * which most resume, every fallback reason represented, three runners, a short queue.
+ */
+export async function seedRealisticTasks(
+  pool: Pool,
+  opts: { now: Date; n?: number; days?: number },
+): Promise<void> {
+  const n = opts.n ?? 1500;
+  const days = opts.days ?? 30;
+  const now = opts.now;
+  await pool.query(
+    `INSERT INTO runtimes (id, hostname, home_dir, claude_path, cli_version, can_resume, concurrency, running, started_at, heartbeat_at)
+     VALUES ('runner-eu-1', 'ci-eu-1.internal', '/home/tether', '/usr/bin/claude', '2.1.197', true, 4, 2, $1::timestamptz - interval '3 days', $1::timestamptz - interval '8 seconds'),
+            ('runner-eu-2', 'ci-eu-2.internal', '/home/tether', '/usr/bin/claude', '2.1.197', true, 4, 1, $1::timestamptz - interval '3 days', $1::timestamptz - interval '21 seconds'),
+            ('runner-us-1', 'ci-us-1.internal', '/home/tether', '/usr/bin/claude', '2.1.180', true, 2, 0, $1::timestamptz - interval '9 days', $1::timestamptz - interval '47 minutes')`,
+    [now],
+  );
+  await pool.query(
+    `INSERT INTO tasks (repo, installation_id, issue_number, agent, status, trigger_comment_id,
+                        trigger_author, trigger_url, trigger_body, runtime_id, session_id,
+                        resume_decision, resume_reason, is_follow_up, outcome, model,
+                        input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens,
+                        cost_usd, num_turns, duration_ms, answer_comment_id, created_at,
+                        finished_at)
+     SELECT repo, 1, issue, agent, status, 900000 + g, author,
+            'https://github.com/' || repo || '/issues/' || issue || '#issuecomment-' || (900000 + g),
+            '@tether please look', CASE WHEN g % 3 = 0 THEN 'runner-eu-2' ELSE 'runner-eu-1' END,
+            md5(repo || issue || agent)::uuid::text,
+            CASE WHEN resumed THEN 'resume' ELSE 'fresh' END, reason, follow_up,
+            outcome, 'claude-sonnet-4-5',
+            CASE WHEN resumed THEN 1500 + (r4 * 3000)::int ELSE 12000 + (r4 * 9000)::int END,
+            400 + (r4 * 1600)::int,
+            CASE WHEN resumed THEN 35000 + (r4 * 50000)::int ELSE (r4 * 4000)::int END,
+            CASE WHEN resumed THEN 800 + (r4 * 2500)::int ELSE 30000 + (r4 * 30000)::int END,
+            round((CASE WHEN resumed THEN 0.02 + r4 * 0.05 ELSE 0.18 + r4 * 0.22 END)::numeric, 6),
+            1 + (r4 * 6)::int, 8000 + (r4 * 90000)::int, 800000 + g, created, created + interval '90 seconds'
+       FROM (SELECT *, follow_up AND r2 < 0.82 AS resumed,
+                    CASE WHEN NOT follow_up THEN 'no_prior_session'
+                         WHEN r2 < 0.82 THEN 'resumed'
+                         ELSE (ARRAY['forced_fresh', 'runtime_mismatch', 'workdir_changed', 'poisoned',
+                                     'history_edited', 'expired', 'context_budget', 'resume_rejected',
+                                     'cli_cannot_resume', 'resume_disabled'])[1 + floor((r2 - 0.82) / 0.18 * 10)::int]
+                    END AS reason,
+                    CASE WHEN r3 < 0.94 THEN 'success' WHEN r3 < 0.97 THEN 'failed'
+                         WHEN r3 < 0.985 THEN 'timed_out' ELSE 'cancelled' END AS outcome,
+                    CASE WHEN r3 < 0.94 THEN 'succeeded' WHEN r3 < 0.985 THEN 'failed'
+                         ELSE 'cancelled' END AS status
+               FROM (SELECT g,
+                            (ARRAY['acme/api', 'acme/web', 'acme/infra', 'acme/mobile', 'acme/docs',
+                                   'acme/billing', 'acme/search', 'acme/design-system'])[1 + (g * 7) % 8] AS repo,
+                            (ARRAY['tether', 'tether', 'tether', 'reviewer', 'docs'])[1 + g % 5] AS agent,
+                            (ARRAY['mona', 'hubot', 'octocat', 'lisa-ops', 'j-doe'])[1 + (g * 3) % 5] AS author,
+                            1 + (g * 13) % 120 AS issue,
+                            ((g * 37) % 100) < 70 AS follow_up,
+                            ((g * 53) % 1000) / 1000.0 AS r2, ((g * 71) % 1000) / 1000.0 AS r3,
+                            ((g * 29) % 1000) / 1000.0 AS r4,
+                            $1::timestamptz - make_interval(secs => power(($2 - g)::float8 / $2, 1.6) * $3 * 86400 + 30) AS created
+                       FROM generate_series(1, $2::int) g) base) s`,
+    [now, n, days],
+  );
+  // A running turn and a short queue.
+  await pool.query(
+    `INSERT INTO tasks (repo, installation_id, issue_number, agent, status, trigger_author, trigger_url,
+                        trigger_body, runtime_id, session_id, resume_decision, resume_reason,
+                        is_follow_up, locked_by, locked_at, heartbeat_at, created_at, started_at)
+     VALUES ('acme/api', 1, 4242, 'tether', 'running', 'mona',
+             'https://github.com/acme/api/issues/4242#issuecomment-1', '@tether continue',
+             'runner-eu-1', '6f1d9a2e-3c4b-4e8f-9a7d-2b1c0e5f8a93', 'resume', 'resumed', true,
+             'runner-eu-1:0', $1, $1, $1::timestamptz - interval '2 minutes', $1::timestamptz - interval '100 seconds'),
+            ('acme/web', 1, 977, 'reviewer', 'queued', 'hubot',
+             'https://github.com/acme/web/pull/977#issuecomment-2', '@tether review', NULL, NULL, NULL, NULL,
+             NULL, NULL, NULL, NULL, $1::timestamptz - interval '74 seconds', NULL),
+            ('acme/docs', 1, 12, 'docs', 'queued', 'j-doe',
+             'https://github.com/acme/docs/issues/12#issuecomment-3', '@tether docs', NULL, NULL, NULL, NULL,
+             NULL, NULL, NULL, NULL, $1::timestamptz - interval '20 seconds', NULL)`,
+    [now],
+  );
+}
