@@ -49,9 +49,11 @@ export function dashboardRoutes(deps: AppDeps, opts: DashboardOptions = {}): Han
 
   return async (req, res) => {
     const path = pathOf(req);
+    if (path !== "/api/stats" && !path.startsWith("/dashboard")) return false;
+    const offered = takeTokenParam(req);
     if (path === "/api/stats" && req.method === "GET") return apiStats(req, res);
     if (path === "/dashboard" || path === "/dashboard/") {
-      if (req.method === "GET" || req.method === "HEAD") return page(req, res);
+      if (req.method === "GET" || req.method === "HEAD") return page(req, res, offered);
       return sendMethodNotAllowed(res, "GET");
     }
     if (path === "/dashboard/login") {
@@ -100,21 +102,23 @@ export function dashboardRoutes(deps: AppDeps, opts: DashboardOptions = {}): Han
     return sendJson(res, 200, body);
   }
 
-  async function page(req: IncomingMessage, res: ServerResponse): Promise<true> {
-    const url = new URL(req.url ?? "/", "http://x");
-    const offered = url.searchParams.get("token");
-    if (offered !== null && token !== undefined) {
+  async function page(
+    req: IncomingMessage,
+    res: ServerResponse,
+    offered: string | undefined,
+  ): Promise<true> {
+    if (offered !== undefined && token !== undefined) {
       // A link with ?token= signs the browser in, then the redirect takes the token out of the
       // address bar (and so out of its history and of any Referer).
       if (!sameSecret(offered, token)) {
         return sendHtml(res, 401, (n) => loginPage(n, "That token does not match."));
       }
-      url.searchParams.delete("token");
       res.setHeader(
         "set-cookie",
         sessionCookieHeader(sessionCookieValue(token, now()), isHttps(req)),
       );
-      return redirect(res, `/dashboard${url.search}`);
+      // req.url no longer holds the token (takeTokenParam); keep the rest, e.g. ?range=7d.
+      return redirect(res, `/dashboard${new URL(req.url ?? "/", "http://x").search}`);
     }
     const access = dashboardAccess(req, token, now());
     if (!access.ok) {
@@ -152,6 +156,20 @@ export function dashboardRoutes(deps: AppDeps, opts: DashboardOptions = {}): Han
     );
     return redirect(res, "/dashboard");
   }
+}
+
+/**
+ * Takes a `token` query parameter out of the request, rewriting req.url without it, so the
+ * access log line written when the response finishes (Probot's HTTP logger prints req.url)
+ * never carries the token.
+ */
+function takeTokenParam(req: IncomingMessage): string | undefined {
+  const url = new URL(req.url ?? "/", "http://x");
+  const offered = url.searchParams.get("token");
+  if (offered === null) return undefined;
+  url.searchParams.delete("token");
+  req.url = `${url.pathname}${url.search}`;
+  return offered;
 }
 
 /** Renders a page whose inline style and script carry this response's CSP nonce. */
