@@ -1,8 +1,11 @@
+import fs from "node:fs";
 import fc from "fast-check";
 import pg from "pg";
 import { describe, expect, it } from "vitest";
+import { runner } from "node-pg-migrate";
 import type { Pool } from "../../src/db/pool.js";
-import { createTestDatabase } from "../helpers/db.js";
+import { MIGRATIONS_DIR } from "../../src/db/migrate.js";
+import { createEmptyDatabase, createTestDatabase } from "../helpers/db.js";
 
 /**
  * The roll-up tables must always equal the same sums computed from tasks, whatever sequence of
@@ -342,4 +345,59 @@ describe("turn roll-ups", () => {
     await Promise.all(Array.from({ length: writers }, (_, w) => writer(w)));
     await expectRollupsMatch(db.pool);
   }, 60_000);
+
+  it("backfill existing turns when the migration runs, and the migration reverts cleanly", async () => {
+    const empty = await createEmptyDatabase();
+    // Up to and including this migration only, so later migrations never get in the way.
+    const ROLLUPS = "1763800000600_turn-stats-rollups";
+    const upTo =
+      fs
+        .readdirSync(MIGRATIONS_DIR)
+        .filter((f) => f.endsWith(".sql"))
+        .sort()
+        .indexOf(`${ROLLUPS}.sql`) + 1;
+    expect(upTo).toBeGreaterThan(0);
+    const run = (direction: "up" | "down", count: number) =>
+      runner({
+        databaseUrl: empty.url,
+        dir: MIGRATIONS_DIR,
+        direction,
+        count,
+        migrationsTable: "pgmigrations",
+        log: () => {},
+      });
+    await run("up", upTo);
+    await run("down", 1);
+    const gone = await empty.pool.query(
+      "SELECT count(*)::int AS n FROM pg_class WHERE relname IN ('turn_stats_hourly', 'turn_stats_daily_repo')",
+    );
+    expect(gone.rows[0].n).toBe(0);
+    // Turns written before the roll-ups existed are counted once the migration runs.
+    await insert(empty.pool, [
+      {
+        hoursAgo: 2,
+        repo: "a/one",
+        agent: "tether",
+        decision: "resume",
+        reason: "resumed",
+        followUp: true,
+        outcome: "success",
+        usage: { input: 5, output: 5, cacheRead: 5, cacheCreation: 5, costMicros: 5, duration: 5 },
+      },
+      {
+        hoursAgo: 30,
+        repo: "b/three",
+        agent: "reviewer",
+        decision: "fresh",
+        reason: "no_prior_session",
+        followUp: false,
+        outcome: null,
+        usage: null,
+      },
+    ]);
+    expect((await run("up", 1)).map((m) => m.name)).toEqual([ROLLUPS]);
+    const n = await empty.pool.query("SELECT sum(turns)::int AS n FROM turn_stats_hourly");
+    expect(n.rows[0].n).toBe(2);
+    await expectRollupsMatch(empty.pool);
+  });
 });
