@@ -46,9 +46,12 @@ export const OUTCOMES = [
 export const Outcome = z.enum(OUTCOMES);
 export type Outcome = z.infer<typeof Outcome>;
 
-/** A turn that reached the CLI but has no outcome yet (still running, or lost mid-run). */
+/**
+ * The outcome of a turn that reached the CLI but has none yet (still running, or lost
+ * mid-run). The roll-up tables store this name (migration 1763800000600), as they store
+ * UNKNOWN_REASON for a turn with a decision but no reason (should not happen; counted anyway).
+ */
 export const PENDING = "pending";
-/** A turn with a resume decision but no reason recorded (should not happen; counted anyway). */
 export const UNKNOWN_REASON = "unknown";
 
 export const StatsRange = z.enum(["24h", "7d", "30d"]);
