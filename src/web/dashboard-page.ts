@@ -388,12 +388,16 @@ const SCRIPT = String.raw`
   }
 
   // ---- chart
+  // The count axis has four steps; a whole, round step keeps its labels whole and round.
   function niceMax(v) {
     if (v <= 4) return 4;
-    var p = Math.pow(10, Math.floor(Math.log10(v)));
-    var steps = [1, 2, 2.5, 5, 10];
-    for (var i = 0; i < steps.length; i++) if (steps[i] * p >= v) return steps[i] * p;
-    return 10 * p;
+    var raw = v / 4, p = Math.pow(10, Math.floor(Math.log10(raw)));
+    var steps = [1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10];
+    for (var i = 0; i < steps.length; i++) {
+      var step = steps[i] * p;
+      if (step >= raw && Number.isInteger(step)) return step * 4;
+    }
+    return 40 * p;
   }
   function tickLabel(iso, bucket, first) {
     var d = new Date(iso);
