@@ -1,6 +1,9 @@
 import type { ApplicationFunction } from "probot";
 import type { AppDeps } from "./deps.js";
+import { processMetrics } from "./metrics.js";
+import { dashboardRoutes } from "./web/dashboard-routes.js";
 import { healthRoutes } from "./web/health.js";
+import { metricsRoute } from "./web/metrics-route.js";
 
 /**
  * The Probot app: routes webhook events and HTTP paths to their modules. No logic lives here.
@@ -8,5 +11,7 @@ import { healthRoutes } from "./web/health.js";
 export function tetherApp(deps: AppDeps): ApplicationFunction {
   return (_app, { addHandler }) => {
     addHandler(healthRoutes(deps));
+    addHandler(dashboardRoutes(deps));
+    addHandler(metricsRoute(deps, processMetrics().useDatabase(deps.pool)));
   };
 }

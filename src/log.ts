@@ -22,14 +22,25 @@ const REDACT = [
   "err.request.headers.authorization",
   "env",
   "*.env",
+  // Probot's HTTP access log: the dashboard's session cookie is a credential too.
+  "req.headers.cookie",
+  'res.headers["set-cookie"]',
 ];
+
+/** A `?token=` in a logged URL (the dashboard's sign-in link) loses its value, nothing else. */
+function censor(value: unknown, path: string[]): unknown {
+  if (path.at(-1) === "url" && typeof value === "string") {
+    return value.replace(/([?&](?:access_)?token=)[^&#]*/gi, "$1[redacted]");
+  }
+  return "[redacted]";
+}
 
 export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
   return pino(
     {
       name: "tether",
       level,
-      redact: { paths: REDACT, censor: "[redacted]" },
+      redact: { paths: [...REDACT, "req.url"], censor },
       formatters: { level: (label) => ({ level: label }) },
     },
     destination,

@@ -1,0 +1,212 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import type { Pool } from "./db/pool.js";
+import {
+  OUTCOMES,
+  REASON_CODES,
+  readQueueFigures,
+  type Outcome,
+  type QueueFigures,
+  type ReasonCode,
+} from "./sql/stats.js";
+
+/** What the runner reports once per finished turn. */
+export interface TurnRecord {
+  outcome: Outcome;
+  /** The turn's resume reason code; null when the decision never ran. */
+  reason: ReasonCode | null;
+  /** Wall time of the CLI run. */
+  durationMs?: number | null;
+  /** From the task's creation to the claim that started it. */
+  queueWaitMs?: number | null;
+  /** What the CLI's result line reported; absent when the run ended without one. */
+  usage?: {
+    inputTokens?: number | null;
+    outputTokens?: number | null;
+    cacheReadTokens?: number | null;
+    cacheCreationTokens?: number | null;
+    costUsd?: number | null;
+  } | null;
+}
+
+export interface MetricsOptions {
+  /** Node's process_* and nodejs_* metrics (on for the process, off in tests by default). */
+  defaultMetrics?: boolean;
+  /** Statement timeout of the scrape-time gauge query; a scrape never waits much longer. */
+  gaugeTimeoutMs?: number;
+  now?: () => Date;
+}
+
+export const DEFAULT_GAUGE_TIMEOUT_MS = 1_000;
+const OTHER = "other";
+const known = <T extends string>(list: readonly T[], v: unknown): T | typeof OTHER =>
+  list.includes(v as T) ? (v as T) : OTHER;
+const nonNegative = (v: number | null | undefined): v is number =>
+  typeof v === "number" && Number.isFinite(v) && v >= 0;
+
+/**
+ * Tether's Prometheus metrics, on a registry of their own (tests make as many as they like).
+ * Counters and histograms are this process's own; the queue gauges are read from Postgres
+ * when Prometheus scrapes, so every web process reports the same, current figures.
+ * Metric names and labels are listed in the README ("Dashboard, stats API and metrics").
+ */
+export class Metrics {
+  readonly registry = new Registry();
+  private pool: Pool | undefined;
+  private inflight: Promise<QueueFigures | undefined> | undefined;
+  private readonly gaugeTimeoutMs: number;
+  private readonly now: () => Date;
+
+  private readonly turns = new Counter({
+    name: "tether_turns_total",
+    help: "Finished turns by outcome and resume reason code.",
+    labelNames: ["outcome", "reason"] as const,
+    registers: [this.registry],
+  });
+  private readonly tokens = new Counter({
+    name: "tether_turn_tokens_total",
+    help: "Tokens the CLI reported, by kind (input, output, cache_read, cache_creation) and whether the turn resumed.",
+    labelNames: ["kind", "resumed"] as const,
+    registers: [this.registry],
+  });
+  private readonly cost = new Counter({
+    name: "tether_turn_cost_usd_total",
+    help: "Cost the CLI reported, in US dollars, by whether the turn resumed.",
+    labelNames: ["resumed"] as const,
+    registers: [this.registry],
+  });
+  private readonly duration = new Histogram({
+    name: "tether_turn_duration_seconds",
+    help: "Wall time of a turn's CLI run, by outcome.",
+    labelNames: ["outcome"] as const,
+    buckets: [1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600],
+    registers: [this.registry],
+  });
+  private readonly queueWait = new Histogram({
+    name: "tether_queue_wait_seconds",
+    help: "Time a task waited in the queue before a runner claimed it.",
+    buckets: [0.1, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800],
+    registers: [this.registry],
+  });
+  private readonly dbUp: Gauge;
+
+  constructor(opts: MetricsOptions = {}) {
+    this.gaugeTimeoutMs = opts.gaugeTimeoutMs ?? DEFAULT_GAUGE_TIMEOUT_MS;
+    this.now = opts.now ?? (() => new Date());
+    const fromDb = (
+      name: string,
+      help: string,
+      pick: (f: QueueFigures) => number,
+    ): Gauge<string> => {
+      return new Gauge({
+        name,
+        help,
+        registers: [this.registry],
+        // prom-client calls this on every scrape, with the gauge as `this`.
+        async collect() {
+          const figures = await read();
+          if (figures) this.set(pick(figures));
+        },
+      });
+    };
+    const read = () => this.readGauges();
+    this.dbUp = new Gauge({
+      name: "tether_stats_db_up",
+      help: "1 when this scrape read the queue gauges from Postgres, 0 when that failed or timed out (they then keep their last values).",
+      registers: [this.registry],
+      async collect() {
+        // readGauges sets this gauge; awaiting it here keeps the value of this scrape.
+        await read();
+      },
+    });
+    fromDb("tether_queue_depth", "Tasks waiting in the queue.", (f) => f.depth);
+    fromDb(
+      "tether_queue_oldest_age_seconds",
+      "Age of the oldest queued task; 0 when the queue is empty.",
+      (f) => f.oldestAgeSeconds ?? 0,
+    );
+    fromDb("tether_tasks_running", "Tasks running now, on all runners.", (f) => f.running);
+    fromDb(
+      "tether_runners_alive",
+      "Runtimes whose heartbeat is younger than 60 s.",
+      (f) => f.runnersAlive,
+    );
+    if (opts.defaultMetrics) collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** Read the queue gauges from this pool at scrape time. Without it they stay at 0. */
+  useDatabase(pool: Pool): this {
+    this.pool = pool;
+    return this;
+  }
+
+  /**
+   * Count one finished turn. Never throws: an unknown outcome or reason is counted as "other"
+   * (so a bad value cannot explode the label set), a missing or negative time is not observed.
+   */
+  recordTurn(turn: TurnRecord): void {
+    const outcome = known(OUTCOMES, turn.outcome);
+    const reason = turn.reason === null ? "none" : known(REASON_CODES, turn.reason);
+    this.turns.inc({ outcome, reason });
+    if (nonNegative(turn.durationMs)) this.duration.observe({ outcome }, turn.durationMs / 1000);
+    if (nonNegative(turn.queueWaitMs)) this.queueWait.observe(turn.queueWaitMs / 1000);
+    const resumed = reason === "resumed" ? "true" : "false";
+    const u = turn.usage;
+    if (!u) return;
+    const kinds = [
+      ["input", u.inputTokens],
+      ["output", u.outputTokens],
+      ["cache_read", u.cacheReadTokens],
+      ["cache_creation", u.cacheCreationTokens],
+    ] as const;
+    for (const [kind, value] of kinds) {
+      if (nonNegative(value)) this.tokens.inc({ kind, resumed }, value);
+    }
+    if (nonNegative(u.costUsd)) this.cost.inc({ resumed }, u.costUsd);
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  /** The Prometheus text exposition of every metric. */
+  render(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  /**
+   * One database read per scrape, shared by the gauges (prom-client collects them in parallel),
+   * bounded by the statement timeout and, in case the pool itself is exhausted, by a timer.
+   */
+  private readGauges(): Promise<QueueFigures | undefined> {
+    const pool = this.pool;
+    if (!pool) return Promise.resolve(undefined);
+    this.inflight ??= (async () => {
+      let timer: NodeJS.Timeout | undefined;
+      try {
+        const deadline = new Promise<undefined>((resolve) => {
+          timer = setTimeout(() => resolve(undefined), this.gaugeTimeoutMs + 500);
+        });
+        const read = readQueueFigures(pool, { now: this.now(), timeoutMs: this.gaugeTimeoutMs });
+        read.catch(() => {}); // it may settle after the deadline; nobody waits for it then
+        const figures = await Promise.race([read, deadline]).catch(() => undefined);
+        this.dbUp.set(figures ? 1 : 0);
+        return figures;
+      } finally {
+        clearTimeout(timer);
+        this.inflight = undefined;
+      }
+    })();
+    return this.inflight;
+  }
+}
+
+let shared: Metrics | undefined;
+
+/**
+ * The process's metrics: what /metrics serves and what the runner of this process records into.
+ * Made on first use, with Node's default process metrics.
+ */
+export function processMetrics(): Metrics {
+  shared ??= new Metrics({ defaultMetrics: true });
+  return shared;
+}

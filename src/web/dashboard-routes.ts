@@ -1,0 +1,249 @@
+import { randomBytes } from "node:crypto";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { z } from "zod";
+import type { AppDeps } from "../deps.js";
+import {
+  readStats,
+  StatsRange,
+  StatsTimeoutError,
+  type ReadStatsOptions,
+  type Stats,
+} from "../sql/stats.js";
+import {
+  clearSessionCookieHeader,
+  dashboardAccess,
+  isHttps,
+  sameSecret,
+  sessionCookieHeader,
+  sessionCookieValue,
+} from "./access.js";
+import { dashboardPage, forbiddenPage, loginPage } from "./dashboard-page.js";
+import { pathOf, sendJson, type Handler } from "./http.js";
+
+export const StatsQuery = z.object({
+  /**
+   * The window: 24h (the current UTC hour and the 23 before it, hourly points), 7d or 30d
+   * (the current UTC day and the 6 or 29 before it, daily points).
+   */
+  range: StatsRange.default("24h"),
+});
+export type StatsQuery = z.infer<typeof StatsQuery>;
+
+export interface DashboardOptions {
+  /** The stats query's statement timeout. */
+  statsTimeoutMs?: number;
+}
+
+/** Longest login form body we read; a token is at most a few hundred bytes. */
+const MAX_FORM_BYTES = 8 * 1024;
+
+/**
+ * GET /dashboard (the page), POST /dashboard/login and /dashboard/logout (the browser's way in
+ * and out), GET /api/stats (the page's figures as JSON). Access rules are in access.ts.
+ */
+export function dashboardRoutes(deps: AppDeps, opts: DashboardOptions = {}): Handler {
+  const token = deps.env.TETHER_DASHBOARD_TOKEN;
+  const now = deps.now ?? (() => new Date());
+  const stats = singleFlight((o: ReadStatsOptions) => readStats(deps.pool, o));
+  const log = deps.log.child({ component: "dashboard" });
+
+  return async (req, res) => {
+    const path = pathOf(req);
+    if (path !== "/api/stats" && !path.startsWith("/dashboard")) return false;
+    const offered = takeTokenParam(req);
+    if (path === "/api/stats" && req.method === "GET") return apiStats(req, res);
+    if (path === "/dashboard" || path === "/dashboard/") {
+      if (req.method === "GET" || req.method === "HEAD") return page(req, res, offered);
+      return sendMethodNotAllowed(res, "GET");
+    }
+    if (path === "/dashboard/login") {
+      if (req.method === "POST") return login(req, res);
+      return redirect(res, "/dashboard");
+    }
+    if (path === "/dashboard/logout" && req.method === "POST") {
+      res.setHeader("set-cookie", clearSessionCookieHeader());
+      return redirect(res, "/dashboard");
+    }
+    return false;
+  };
+
+  async function apiStats(req: IncomingMessage, res: ServerResponse): Promise<true> {
+    const access = dashboardAccess(req, token, now());
+    if (!access.ok) {
+      if (access.status === 401) res.setHeader("www-authenticate", 'Bearer realm="tether"');
+      return sendJson(res, access.status, { error: access.reason });
+    }
+    const params = Object.fromEntries(new URL(req.url ?? "/", "http://x").searchParams);
+    const query = StatsQuery.safeParse(params);
+    if (!query.success) {
+      return sendJson(res, 400, {
+        error: `Invalid query for /api/stats: ${z.prettifyError(query.error)}`,
+      });
+    }
+    const started = performance.now();
+    let body: Stats;
+    try {
+      body = await stats({
+        range: query.data.range,
+        now: now(),
+        timeoutMs: opts.statsTimeoutMs,
+      });
+    } catch (err) {
+      if (err instanceof StatsTimeoutError) {
+        log.warn({ err, range: query.data.range }, "stats query timed out");
+        return sendJson(res, 503, { error: err.message });
+      }
+      log.error({ err }, "stats query failed");
+      return sendJson(res, 500, {
+        error: `Could not read statistics from Postgres: ${(err as Error).message}`,
+      });
+    }
+    res.setHeader("server-timing", `db;dur=${(performance.now() - started).toFixed(1)}`);
+    return sendJson(res, 200, body);
+  }
+
+  async function page(
+    req: IncomingMessage,
+    res: ServerResponse,
+    offered: string | undefined,
+  ): Promise<true> {
+    if (offered !== undefined && token !== undefined) {
+      // A link with ?token= signs the browser in, then the redirect takes the token out of the
+      // address bar (and so out of its history and of any Referer).
+      if (!sameSecret(offered, token)) {
+        return sendHtml(res, 401, (n) => loginPage(n, "That token does not match."));
+      }
+      res.setHeader(
+        "set-cookie",
+        sessionCookieHeader(sessionCookieValue(token, now()), isHttps(req)),
+      );
+      // req.url no longer holds the token (takeTokenParam); keep the rest, e.g. ?range=7d.
+      return redirect(res, `/dashboard${new URL(req.url ?? "/", "http://x").search}`);
+    }
+    const access = dashboardAccess(req, token, now());
+    if (!access.ok) {
+      return access.status === 401
+        ? sendHtml(res, 401, (n) => loginPage(n))
+        : sendHtml(res, 403, (n) => forbiddenPage(n, access.reason));
+    }
+    return sendHtml(res, 200, (n) => dashboardPage(n, { signOut: access.via === "cookie" }));
+  }
+
+  async function login(req: IncomingMessage, res: ServerResponse): Promise<true> {
+    if (token === undefined) {
+      const access = dashboardAccess(req, token, now());
+      return sendHtml(res, 403, (n) =>
+        forbiddenPage(
+          n,
+          access.ok ? "No token is configured; nothing to sign in to." : access.reason,
+        ),
+      );
+    }
+    let form: URLSearchParams;
+    try {
+      form = new URLSearchParams(await readBody(req, MAX_FORM_BYTES));
+    } catch (err) {
+      return sendHtml(res, 413, (n) => loginPage(n, (err as Error).message));
+    }
+    const offered = form.get("token") ?? "";
+    if (!sameSecret(offered, token)) {
+      log.info({ remote: req.socket.remoteAddress }, "dashboard sign-in with a wrong token");
+      return sendHtml(res, 401, (n) => loginPage(n, "That token does not match."));
+    }
+    res.setHeader(
+      "set-cookie",
+      sessionCookieHeader(sessionCookieValue(token, now()), isHttps(req)),
+    );
+    return redirect(res, "/dashboard");
+  }
+}
+
+/**
+ * Takes a `token` query parameter out of the request, rewriting req.url without it, so the
+ * access log line written when the response finishes (Probot's HTTP logger prints req.url)
+ * never carries the token.
+ */
+function takeTokenParam(req: IncomingMessage): string | undefined {
+  const url = new URL(req.url ?? "/", "http://x");
+  const offered = url.searchParams.get("token");
+  if (offered === null) return undefined;
+  url.searchParams.delete("token");
+  req.url = `${url.pathname}${url.search}`;
+  return offered;
+}
+
+/** Renders a page whose inline style and script carry this response's CSP nonce. */
+type Render = (nonce: string) => string;
+
+function sendHtml(res: ServerResponse, status: number, render: Render): true {
+  const n = randomBytes(16).toString("base64");
+  res.writeHead(status, {
+    "content-type": "text/html; charset=utf-8",
+    "cache-control": "no-store",
+    // Everything the page needs is inline and nonced; it talks only to its own origin.
+    "content-security-policy": [
+      "default-src 'none'",
+      `script-src 'nonce-${n}'`,
+      `style-src 'nonce-${n}'`,
+      "connect-src 'self'",
+      "img-src 'self' data:",
+      "form-action 'self'",
+      "base-uri 'none'",
+      "frame-ancestors 'none'",
+    ].join("; "),
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "no-referrer",
+    "x-frame-options": "DENY",
+  });
+  res.end(render(n));
+  return true;
+}
+
+function redirect(res: ServerResponse, location: string): true {
+  res.writeHead(303, { location, "cache-control": "no-store" });
+  res.end();
+  return true;
+}
+
+function sendMethodNotAllowed(res: ServerResponse, allow: string): true {
+  res.writeHead(405, { allow, "content-type": "text/plain; charset=utf-8" });
+  res.end(`Method not allowed; use ${allow}.\n`);
+  return true;
+}
+
+function readBody(req: IncomingMessage, limit: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let size = 0;
+    const chunks: Buffer[] = [];
+    req.on("data", (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        reject(new Error(`The form is larger than ${limit} bytes.`));
+        req.destroy();
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
+    req.on("error", reject);
+  });
+}
+
+/**
+ * Concurrent requests for the same figures share one query: ten open dashboards refreshing at
+ * once cost the database one aggregate, not ten. Nothing is kept once the query has finished.
+ */
+function singleFlight(
+  fn: (o: ReadStatsOptions) => Promise<Stats>,
+): (o: ReadStatsOptions) => Promise<Stats> {
+  const running = new Map<string, Promise<Stats>>();
+  return (o) => {
+    // Requests within the same second ask the same question.
+    const key = `${o.range}|${Math.floor(o.now.getTime() / 1000)}`;
+    const existing = running.get(key);
+    if (existing) return existing;
+    const p = fn(o).finally(() => running.delete(key));
+    running.set(key, p);
+    return p;
+  };
+}

@@ -1,0 +1,222 @@
+import fs from "node:fs";
+import path from "node:path";
+import { chromium, type Browser, type Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { loadEnv } from "../../src/env.js";
+import { createLogger } from "../../src/log.js";
+import type { Stats } from "../../src/sql/stats.js";
+import { dashboardRoutes } from "../../src/web/dashboard-routes.js";
+import { serveHandlers, type Served } from "../../src/web/http.js";
+import { seedRealisticTasks } from "../helpers/dashboard-seed.js";
+import { createTestDatabase } from "../helpers/db.js";
+
+/**
+ * The dashboard in a real browser: Debian's chromium (installed by .ci/run; never a browser
+ * download), driven by playwright-core, against the real handlers on a seeded database.
+ */
+const CHROMIUM = "/usr/bin/chromium";
+const TOKEN = "browser-test-token-0123456789";
+const RESULTS = path.resolve(import.meta.dirname, "../../test-results");
+// The server's clock is pinned so the windows cannot move between the page and the API call.
+const NOW = new Date(Math.floor(Date.now() / 1000) * 1000);
+
+const db = await createTestDatabase();
+let server: Served;
+let browser: Browser;
+
+beforeAll(async () => {
+  if (!fs.existsSync(CHROMIUM)) {
+    throw new Error(
+      `${CHROMIUM} is missing: the dashboard's browser test needs Debian's chromium. ` +
+        "Install it with `apt-get update && apt-get install -y chromium` (.ci/run does this).",
+    );
+  }
+  await seedRealisticTasks(db.pool, { now: NOW });
+  server = await serveHandlers([
+    dashboardRoutes({
+      env: loadEnv({ TETHER_DASHBOARD_TOKEN: TOKEN, LOG_LEVEL: "silent" }),
+      log: createLogger("silent"),
+      pool: db.pool,
+      now: () => NOW,
+    }),
+  ]);
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
+    timeout: 30_000,
+  });
+  fs.mkdirSync(RESULTS, { recursive: true });
+}, 90_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await server?.close();
+});
+
+async function apiStats(range: string): Promise<Stats> {
+  const res = await fetch(`${server.url}/api/stats?range=${range}`, {
+    headers: { authorization: `Bearer ${TOKEN}` },
+  });
+  expect(res.status).toBe(200);
+  return (await res.json()) as Stats;
+}
+
+const pct = (r: number | null) => (r === null ? "–" : `${(r * 100).toFixed(1)}%`);
+const int = (n: number) => new Intl.NumberFormat("en-US").format(Math.round(n));
+
+/** Opens the page signed in through ?token=, collecting console errors (CSP violations among them). */
+async function open(
+  width: number,
+  height: number,
+): Promise<{ page: Page; errors: string[]; statsRequests: () => number }> {
+  const context = await browser.newContext({ viewport: { width, height } });
+  const page = await context.newPage();
+  const errors: string[] = [];
+  page.on("console", (m) => {
+    if (m.type() === "error") errors.push(m.text());
+  });
+  page.on("pageerror", (e) => errors.push(e.message));
+  let stats = 0;
+  page.on("request", (r) => {
+    if (r.url().includes("/api/stats")) stats++;
+  });
+  await page.clock.install({ time: NOW });
+  const res = await page.goto(`${server.url}/dashboard?token=${encodeURIComponent(TOKEN)}`);
+  expect(res?.status()).toBe(200);
+  expect(page.url()).toBe(`${server.url}/dashboard?range=24h`);
+  await page.waitForSelector('body[data-loaded="24h"]', { timeout: 15_000 });
+  return { page, errors, statsRequests: () => stats };
+}
+
+async function expectPageMatches(page: Page, s: Stats): Promise<void> {
+  const stat = (name: string) => page.locator(`[data-stat="${name}"]`);
+  expect(await stat("resumeRate").textContent()).toBe(pct(s.resumeRate));
+  expect(await stat("resumeRate").getAttribute("data-value")).toBe(String(s.resumeRate));
+  expect(await stat("turns").getAttribute("data-value")).toBe(String(s.totals.turns));
+  expect(await stat("resumeDetail").textContent()).toBe(
+    `${int(s.totals.resumed)} resumed of ${int(s.totals.followUps)} follow-ups`,
+  );
+  expect(await stat("queueDepth").textContent()).toBe(int(s.queue.depth));
+  expect(await stat("running").textContent()).toBe(int(s.queue.running));
+
+  // The chart: one stacked bar per bucket, a line through every bucket that had follow-ups.
+  const chart = page.locator("#rate-chart");
+  expect(await chart.getAttribute("data-buckets")).toBe(String(s.series.length));
+  const withRate = s.series.filter((p) => p.resumeRate !== null).length;
+  expect(withRate).toBeGreaterThan(0);
+  const line = chart.locator("path.rate-line");
+  expect(await line.getAttribute("data-points")).toBe(String(withRate));
+  expect(((await line.getAttribute("d")) ?? "").match(/[ML]/g)?.length).toBe(withRate);
+  expect(await chart.locator("rect.bar-resumed").count()).toBe(s.series.length);
+  const drawn = await chart
+    .locator("rect.bar-resumed")
+    .evaluateAll((rs) => rs.reduce((a, r) => a + Number(r.getAttribute("height")), 0));
+  expect(drawn).toBeGreaterThan(0);
+  const box = await chart.boundingBox();
+  expect(box?.width).toBeGreaterThan(300);
+  expect(box?.height).toBeGreaterThan(150);
+
+  // Every reason code with its count.
+  for (const [code, count] of Object.entries(s.reasons)) {
+    expect(await page.locator(`li[data-reason="${code}"] .count`).textContent()).toBe(int(count));
+  }
+  // One row per repository and agent, busiest first; one per latest task, linked to its comment.
+  expect(await page.locator("#repos tbody tr[data-repo]").count()).toBe(s.repos.length);
+  expect(await page.locator("#repos tbody tr").first().getAttribute("data-repo")).toBe(
+    `${s.repos[0]?.repo}/${s.repos[0]?.agent}`,
+  );
+  expect(await page.locator("#latest tbody tr[data-task]").count()).toBe(s.latest.length);
+  const first = page.locator(`#latest tr[data-task="${s.latest[0]?.id}"]`);
+  expect(await first.locator("a").first().getAttribute("href")).toBe(s.latest[0]?.triggerUrl);
+  expect(await page.locator("#runners tbody tr[data-runner]").count()).toBe(s.runners.length);
+  for (const [outcome, count] of Object.entries(s.outcomes).filter(([, n]) => n > 0)) {
+    expect(await page.locator(`[data-outcome="${outcome}"]`).textContent()).toBe(
+      `${outcome} ${int(count)}`,
+    );
+  }
+}
+
+describe("the dashboard in chromium", () => {
+  it("at 1366×768: signs in with ?token=, draws the chart, and its numbers match /api/stats", async () => {
+    const { page, errors, statsRequests } = await open(1366, 768);
+    try {
+      await expectPageMatches(page, await apiStats("24h"));
+      // No horizontal scrolling on a laptop screen.
+      const overflow = await page.evaluate<number>(
+        "document.documentElement.scrollWidth - window.innerWidth",
+      );
+      expect(overflow).toBeLessThanOrEqual(0);
+      await page.screenshot({ path: path.join(RESULTS, "dashboard-1366x768.png") });
+      await page.screenshot({
+        path: path.join(RESULTS, "dashboard-1366x768-full.png"),
+        fullPage: true,
+      });
+
+      // Another range: the buttons fetch it and redraw; the URL remembers it.
+      await page.click('button[data-range="7d"]');
+      await page.waitForSelector('body[data-loaded="7d"]', { timeout: 15_000 });
+      await expectPageMatches(page, await apiStats("7d"));
+      expect(page.url()).toBe(`${server.url}/dashboard?range=7d`);
+
+      // Auto-refresh: on by default, fetches again after 30 s; off stops it.
+      expect(await page.locator("#auto").isChecked()).toBe(true);
+      const before = statsRequests();
+      await page.clock.fastForward(31_000);
+      await expect.poll(statsRequests, { timeout: 5000 }).toBeGreaterThan(before);
+      await page.locator("#auto").uncheck();
+      const afterOff = statsRequests();
+      await page.clock.fastForward(65_000);
+      await page.waitForTimeout(200);
+      expect(statsRequests()).toBe(afterOff);
+      expect(errors).toEqual([]);
+    } finally {
+      await page.context().close();
+    }
+  }, 60_000);
+
+  it("at 1920×1080: the same page, no overflow, no console errors", async () => {
+    const { page, errors } = await open(1920, 1080);
+    try {
+      await page.click('button[data-range="30d"]');
+      await page.waitForSelector('body[data-loaded="30d"]', { timeout: 15_000 });
+      await expectPageMatches(page, await apiStats("30d"));
+      const overflow = await page.evaluate<number>(
+        "document.documentElement.scrollWidth - window.innerWidth",
+      );
+      expect(overflow).toBeLessThanOrEqual(0);
+      await page.screenshot({ path: path.join(RESULTS, "dashboard-1920x1080.png") });
+      expect(errors).toEqual([]);
+    } finally {
+      await page.context().close();
+    }
+  }, 60_000);
+
+  it("the sign-in form works in the browser", async () => {
+    const context = await browser.newContext({ viewport: { width: 1366, height: 768 } });
+    const page = await context.newPage();
+    try {
+      await page.goto(`${server.url}/dashboard`);
+      await page.screenshot({ path: path.join(RESULTS, "dashboard-sign-in.png") });
+      await page.fill("#token", "not-the-token-at-all");
+      await page.click('button[type="submit"]');
+      expect(await page.locator('[role="alert"]').textContent()).toContain("does not match");
+      await page.fill("#token", TOKEN);
+      await page.click('button[type="submit"]');
+      await page.waitForSelector('body[data-loaded="24h"]', { timeout: 15_000 });
+      const cookies = await context.cookies();
+      expect(cookies.map((c) => c.value).join(" ")).not.toContain(TOKEN);
+      expect(cookies.find((c) => c.name === "tether_dashboard")?.httpOnly).toBe(true);
+    } finally {
+      await context.close();
+    }
+  }, 60_000);
+});

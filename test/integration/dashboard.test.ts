@@ -1,0 +1,206 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Probot, Server } from "probot";
+import { tetherApp } from "../../src/app.js";
+import { freePort } from "../../src/db/embedded.js";
+import { loadEnv } from "../../src/env.js";
+import { createLogger } from "../../src/log.js";
+import { SESSION_COOKIE } from "../../src/web/access.js";
+import { dashboardRoutes } from "../../src/web/dashboard-routes.js";
+import { serveHandlers, type Served } from "../../src/web/http.js";
+import { NOW, seedDashboardFixture } from "../helpers/dashboard-seed.js";
+import { createTestDatabase } from "../helpers/db.js";
+
+const db = await createTestDatabase();
+const TOKEN = "dashboard-test-token-0123456789";
+const log = createLogger("silent");
+const servers: Served[] = [];
+
+async function serve(env: Record<string, string>): Promise<Served> {
+  const s = await serveHandlers([
+    dashboardRoutes({
+      env: loadEnv({ LOG_LEVEL: "silent", ...env }),
+      log,
+      pool: db.pool,
+      now: () => NOW,
+    }),
+  ]);
+  servers.push(s);
+  return s;
+}
+
+let secured: Served;
+let open: Served;
+beforeAll(async () => {
+  await seedDashboardFixture(db.pool);
+  secured = await serve({ TETHER_DASHBOARD_TOKEN: TOKEN });
+  open = await serve({});
+});
+afterAll(async () => {
+  await Promise.all(servers.map((s) => s.close()));
+});
+
+const get = (s: Served, path: string, headers: Record<string, string> = {}) =>
+  fetch(`${s.url}${path}`, { headers, redirect: "manual" });
+const cookieOf = (res: Response): string =>
+  (res.headers.get("set-cookie") ?? "").split(";")[0] ?? "";
+
+describe("with TETHER_DASHBOARD_TOKEN", () => {
+  it("/api/stats: 401 JSON without a token or with a wrong one, 200 with the bearer token", async () => {
+    const none = await get(secured, "/api/stats");
+    expect(none.status).toBe(401);
+    expect(none.headers.get("www-authenticate")).toMatch(/^Bearer/);
+    expect(((await none.json()) as { error: string }).error).toMatch(/Bearer/);
+    expect((await get(secured, "/api/stats", { authorization: "Bearer wrong" })).status).toBe(401);
+    const ok = await get(secured, "/api/stats?range=7d", { authorization: `Bearer ${TOKEN}` });
+    expect(ok.status).toBe(200);
+    expect(ok.headers.get("content-type")).toMatch(/application\/json/);
+    const body = (await ok.json()) as { range: string; resumeRate: number };
+    expect(body.range).toBe("7d");
+    expect(body.resumeRate).toBe(4 / 7);
+  });
+
+  it("/dashboard without credentials shows the sign-in form, not the page", async () => {
+    const res = await get(secured, "/dashboard");
+    expect(res.status).toBe(401);
+    const html = await res.text();
+    expect(html).toContain('action="/dashboard/login"');
+    expect(html).toContain('type="password"');
+    expect(html).not.toContain('id="chart"');
+  });
+
+  it("?token= sets a cookie holding no token and redirects to a URL without it", async () => {
+    const res = await get(secured, `/dashboard?range=7d&token=${encodeURIComponent(TOKEN)}`);
+    expect(res.status).toBe(303);
+    expect(res.headers.get("location")).toBe("/dashboard?range=7d");
+    const setCookie = res.headers.get("set-cookie") ?? "";
+    expect(setCookie).toMatch(new RegExp(`^${SESSION_COOKIE}=`));
+    expect(setCookie).toContain("HttpOnly");
+    expect(setCookie).toContain("SameSite=Strict");
+    expect(setCookie).not.toContain(TOKEN);
+    const cookie = cookieOf(res);
+    const page = await get(secured, "/dashboard?range=7d", { cookie });
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain('id="chart"');
+    expect((await get(secured, "/api/stats", { cookie })).status).toBe(200);
+  });
+
+  it("a wrong ?token= gets the sign-in form and no cookie", async () => {
+    const res = await get(secured, "/dashboard?token=wrong-token-wrong-token");
+    expect(res.status).toBe(401);
+    expect(res.headers.get("set-cookie")).toBeNull();
+    expect(await res.text()).toContain("does not match");
+  });
+
+  it("the sign-in form: a wrong token is refused, the right one signs in; sign-out clears it", async () => {
+    const post = (body: string) =>
+      fetch(`${secured.url}/dashboard/login`, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body,
+        redirect: "manual",
+      });
+    const wrong = await post("token=nope");
+    expect(wrong.status).toBe(401);
+    expect(wrong.headers.get("set-cookie")).toBeNull();
+    const right = await post(`token=${encodeURIComponent(TOKEN)}`);
+    expect(right.status).toBe(303);
+    expect(right.headers.get("location")).toBe("/dashboard");
+    const cookie = cookieOf(right);
+    expect((await get(secured, "/dashboard", { cookie })).status).toBe(200);
+    const out = await fetch(`${secured.url}/dashboard/logout`, {
+      method: "POST",
+      headers: { cookie },
+      redirect: "manual",
+    });
+    expect(out.status).toBe(303);
+    expect(out.headers.get("set-cookie")).toMatch(/Max-Age=0/);
+  });
+
+  it("a huge sign-in body is refused without reading it all", async () => {
+    const res = await fetch(`${secured.url}/dashboard/login`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: `token=${"x".repeat(100_000)}`,
+      redirect: "manual",
+    }).catch(() => undefined);
+    // Either the 413 page arrives or the server cuts the upload short; never a sign-in.
+    if (res) expect(res.status).toBe(413);
+  });
+
+  it("the page carries a strict Content-Security-Policy and its script is nonced", async () => {
+    const res = await get(secured, "/dashboard", { authorization: `Bearer ${TOKEN}` });
+    expect(res.status).toBe(200);
+    const csp = res.headers.get("content-security-policy") ?? "";
+    const nonce = /script-src 'nonce-([^']+)'/.exec(csp)?.[1];
+    expect(nonce).toBeTruthy();
+    expect(csp).toContain("default-src 'none'");
+    expect(csp).toContain("connect-src 'self'");
+    const html = await res.text();
+    expect(html).toContain(`<script nonce="${nonce}">`);
+    expect(html).not.toMatch(/<script[^>]+src=/);
+    expect(html).not.toMatch(/https?:\/\/(?!www\.w3\.org)/);
+    expect(res.headers.get("x-frame-options")).toBe("DENY");
+  });
+});
+
+describe("without TETHER_DASHBOARD_TOKEN", () => {
+  it("answers loopback requests", async () => {
+    expect((await get(open, "/api/stats")).status).toBe(200);
+    expect((await get(open, "/dashboard")).status).toBe(200);
+  });
+
+  it("refuses requests that came through a proxy, with a page that says why", async () => {
+    const headers = { "x-forwarded-for": "203.0.113.7" };
+    const api = await get(open, "/api/stats", headers);
+    expect(api.status).toBe(403);
+    expect(((await api.json()) as { error: string }).error).toMatch(/TETHER_DASHBOARD_TOKEN/);
+    const page = await get(open, "/dashboard", headers);
+    expect(page.status).toBe(403);
+    expect(await page.text()).toContain("TETHER_DASHBOARD_TOKEN");
+  });
+
+  it("has nothing to sign in to", async () => {
+    const res = await fetch(`${open.url}/dashboard/login`, {
+      method: "POST",
+      body: "token=x",
+      headers: { "x-forwarded-for": "203.0.113.7" },
+      redirect: "manual",
+    });
+    expect(res.status).toBe(403);
+    expect(res.headers.get("set-cookie")).toBeNull();
+  });
+});
+
+describe("tetherApp wiring", () => {
+  it("serves /dashboard, /api/stats and /metrics through Probot's server", async () => {
+    const port = await freePort();
+    const deps = {
+      env: loadEnv({ TETHER_DASHBOARD_TOKEN: TOKEN, LOG_LEVEL: "silent" }),
+      log,
+      pool: db.pool,
+      now: () => NOW,
+    };
+    const server = new Server({
+      host: "127.0.0.1",
+      port,
+      log,
+      Probot: Probot.defaults({ appId: 1, privateKey: "unused in this test", log }),
+    });
+    await server.load(tetherApp(deps));
+    await server.start();
+    try {
+      const base = `http://127.0.0.1:${port}`;
+      const auth = { authorization: `Bearer ${TOKEN}` };
+      const stats = await fetch(`${base}/api/stats`, { headers: auth });
+      expect(stats.status).toBe(200);
+      expect(((await stats.json()) as { resumeRate: number }).resumeRate).toBe(0.5);
+      expect((await fetch(`${base}/dashboard`, { headers: auth })).status).toBe(200);
+      const metrics = await fetch(`${base}/metrics`);
+      expect(metrics.status).toBe(200);
+      expect(await metrics.text()).toContain("tether_queue_depth");
+      expect((await fetch(`${base}/healthz`)).status).toBe(200);
+    } finally {
+      await server.stop();
+    }
+  });
+});
