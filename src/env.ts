@@ -67,6 +67,12 @@ export const EnvSchema = z.object({
   TETHER_RUNNER_CONCURRENCY: intFrom(1, 256).default(2),
   /** How long shutdown may take in all, in milliseconds. */
   TETHER_SHUTDOWN_TIMEOUT_MS: intFrom(1000, 600_000).default(8000),
+  /**
+   * Space GitHub writes the way Probot does by default (1 s apart, comments 3 s apart per
+   * installation), which keeps a busy installation clear of GitHub's secondary rate limits.
+   * false turns the spacing off (for a local GitHub stand-in). Retries on 5xx and rate limits stay.
+   */
+  TETHER_GITHUB_THROTTLE: boolFrom.default(true),
   /** Serve Probot's registration flow without creating a smee.io channel (for offline machines). */
   NO_SMEE_SETUP: optional(boolFrom),
 });

@@ -1,0 +1,116 @@
+/**
+ * Builds a runner from the environment: the Claude CLI, the runtime id, GitHub through the
+ * app's installations, the workspaces, and the repo config loader. Used by main.ts.
+ */
+import { readFile } from "node:fs/promises";
+import os from "node:os";
+import { Probot, ProbotOctokit } from "probot";
+import { createClaudeCli } from "../claude/index.js";
+import { lookupClaudePath } from "../claude/claude-path.js";
+import { loadRepoConfig } from "../config/load-repo-config.js";
+import { formatConfigProblems, type RepoConfig } from "../config/repo-config.js";
+import type { Pool } from "../db/pool.js";
+import type { Env } from "../env.js";
+import type { Logger } from "../log.js";
+import type { Metrics } from "../metrics.js";
+import { claudeAgent } from "./claude-agent.js";
+import { githubThread } from "./github-thread.js";
+import type { ConfigResult, RepoSettings } from "./ports.js";
+import { Runner } from "./runner.js";
+import { deriveRuntimeId } from "./runtime-id.js";
+import { createWorkspacePort } from "./workspace-port.js";
+
+export async function readPrivateKey(env: Env): Promise<string | undefined> {
+  if (env.PRIVATE_KEY) return env.PRIVATE_KEY.replace(/\\n/g, "\n");
+  if (env.PRIVATE_KEY_PATH) return readFile(env.PRIVATE_KEY_PATH, "utf8");
+  return undefined;
+}
+
+export function githubBaseUrls(env: Env): { api: string; web: string } {
+  if (!env.GHE_HOST) return { api: "https://api.github.com", web: "https://github.com" };
+  const web = `${env.GHE_PROTOCOL}://${env.GHE_HOST}`;
+  return { api: `${web}/api/v3`, web };
+}
+
+/** Octokit for the app: retries on 5xx and rate limits (Probot's plugins), spacing optional. */
+export function appOctokit(env: Env): typeof ProbotOctokit {
+  return env.TETHER_GITHUB_THROTTLE ? ProbotOctokit : ProbotOctokit.defaults({ throttle: { enabled: false } });
+}
+
+export function toRepoSettings(config: RepoConfig): RepoSettings {
+  const agents: RepoSettings["agents"] = {};
+  for (const [name, a] of Object.entries(config.agents)) {
+    agents[name] = {
+      name,
+      model: a.model,
+      maxTurns: a.maxTurns,
+      timeoutMinutes: a.timeoutMinutes,
+      stallMinutes: a.stallMinutes,
+      allowedTools: a.allowedTools,
+      disallowedTools: a.disallowedTools,
+      permissionMode: a.permissionMode,
+      ...(a.appendSystemPrompt ? { appendSystemPrompt: a.appendSystemPrompt } : {}),
+    };
+  }
+  return { agents, resume: config.resume };
+}
+
+export async function startRunner(opts: {
+  env: Env;
+  log: Logger;
+  pool: Pool;
+  databaseUrl: string;
+  metrics?: Metrics;
+}): Promise<Runner | null> {
+  const { env, log, pool } = opts;
+  const privateKey = await readPrivateKey(env);
+  if (env.APP_ID === undefined || !privateKey) {
+    log.warn("the runner needs APP_ID and PRIVATE_KEY (register the app first); not starting it");
+    return null;
+  }
+  const claude = lookupClaudePath(env);
+  const cli = createClaudeCli({ path: claude.path, log: log.child({ component: "claude" }) });
+  const caps = await cli.probe();
+  if (caps.error) log.error({ claude: claude.path, error: caps.error }, "the Claude CLI did not answer --version/--help; runs will fail until it does");
+  const home = os.homedir();
+  const runtimeId = deriveRuntimeId({ configured: env.TETHER_RUNTIME_ID, home, claudePath: caps.path || claude.path });
+  const urls = githubBaseUrls(env);
+  const probot = new Probot({ appId: env.APP_ID, privateKey, baseUrl: urls.api, log: log.child({ component: "github" }), Octokit: appOctokit(env) });
+  const workspace = await createWorkspacePort(env.workspaceDir, log.child({ component: "workspace" }));
+  const runner = new Runner({
+    pool,
+    log: log.child({ component: "runner" }),
+    databaseUrl: opts.databaseUrl,
+    runtimeId,
+    concurrency: env.TETHER_RUNNER_CONCURRENCY,
+    runtime: { homeDir: home, claudePath: caps.path || claude.path, cliVersion: caps.version, canResume: caps.canResume },
+    agent: claudeAgent(cli, { log }),
+    workspace,
+    github: async (task) => {
+      const octokit = await probot.auth(task.installationId);
+      return githubThread({
+        octokit,
+        repo: task.repo,
+        webBase: urls.web,
+        loadConfig: async (o, owner, repo): Promise<ConfigResult> => {
+          const loaded = await loadRepoConfig(o, { owner, repo });
+          return loaded.ok
+            ? { ok: true, settings: toRepoSettings(loaded.config) }
+            : { ok: false, message: formatConfigProblems(loaded.problems) };
+        },
+      });
+    },
+    secrets: () => [privateKey, env.WEBHOOK_SECRET, env.DATABASE_URL, process.env.ANTHROPIC_API_KEY, process.env.ANTHROPIC_AUTH_TOKEN, env.TETHER_DASHBOARD_TOKEN],
+    onFinished: (t) =>
+      opts.metrics?.recordTurn({
+        outcome: t.outcome,
+        reason: t.reason,
+        durationMs: t.durationMs,
+        queueWaitMs: t.queueWaitMs,
+        usage: t.usage,
+      }),
+  });
+  log.info({ runtimeId, claude: caps.path, version: caps.version, canResume: caps.canResume }, "runtime");
+  await runner.start();
+  return runner;
+}
