@@ -41,7 +41,7 @@ export interface ParsedComment {
 /** A GitHub login-like name after `@`: letters, digits and inner hyphens, at most 39 characters. */
 const MENTION_RE = /@([A-Za-z0-9][A-Za-z0-9-]{0,38})/g;
 /** Characters that, just before `@`, make it part of a word, path or address rather than a mention. */
-const BEFORE_MENTION = /[A-Za-z0-9_.+/\\@`-]/;
+const BEFORE_MENTION = /[A-Za-z0-9_.+/\\@-]/;
 /** Characters that, just after the name, mean the name goes on (a longer login, a team, a path). */
 const AFTER_MENTION = /[A-Za-z0-9_/@-]/;
 const COMMAND_SET: ReadonlySet<string> = new Set(COMMANDS);
@@ -124,19 +124,17 @@ function mentionsIn(body: string, hidden: Uint8Array): Found[] {
   MENTION_RE.lastIndex = 0;
   for (let m = MENTION_RE.exec(body); m; m = MENTION_RE.exec(body)) {
     const start = m.index;
-    let name = m[1]!;
-    // GitHub logins never end in a hyphen: "@tether--" is "@tether" followed by dashes, but a
-    // dash run glued to the name reads as part of a word, so it is not a mention at all.
+    const name = m[1]!;
     const end = start + 1 + name.length;
     if (hidden[start]) continue;
     if (start > 0 && BEFORE_MENTION.test(body[start - 1]!)) continue;
     const after = body[end];
     if (after !== undefined && AFTER_MENTION.test(after)) continue;
-    // "@tether." ends a sentence; "@tether.com" is a domain.
+    // "@tether." ends a sentence; "@tether.dev" is a domain.
     if (after === "." && /[A-Za-z0-9_]/.test(body[end + 1] ?? "")) continue;
+    // GitHub logins never end in a hyphen, so "@tether-" is not a mention of anyone.
     if (name.endsWith("-")) continue;
-    name = name.toLowerCase();
-    found.push({ name, start, end });
+    found.push({ name: name.toLowerCase(), start, end });
   }
   return found;
 }
@@ -346,23 +344,24 @@ function hideInline(
   nextCommentOpen: (p: number) => number,
   nextCommentClose: (p: number) => number,
 ): void {
-  const runs: Array<{ start: number; len: number }> = [];
+  // A backslash before a run escapes its first backtick, but only for opening a span: inside
+  // a span backslashes are literal, so `a\` is a complete span (CommonMark).
+  const runs: Array<{ start: number; len: number; escaped: boolean }> = [];
   for (let p = from; p < to; p++) {
     if (body[p] !== "`") continue;
     let e = p;
     while (e < to && body[e] === "`") e++;
-    let start = p;
-    // A backslash before the run escapes its first backtick.
-    if (p > from && body[p - 1] === "\\" && !(p - 1 > from && body[p - 2] === "\\")) start++;
-    if (e > start) runs.push({ start, len: e - start });
+    const escaped = p > from && body[p - 1] === "\\" && !(p - 1 > from && body[p - 2] === "\\");
+    runs.push({ start: p, len: e - p, escaped });
     p = e - 1;
   }
+  // For each run, the next run of the length it opens with: len, or len - 1 when escaped.
   const nextSame = new Int32Array(runs.length).fill(-1);
   const lastByLen = new Map<number, number>();
   for (let k = runs.length - 1; k >= 0; k--) {
-    const len = runs[k]!.len;
-    nextSame[k] = lastByLen.get(len) ?? -1;
-    lastByLen.set(len, k);
+    const run = runs[k]!;
+    nextSame[k] = lastByLen.get(run.escaped ? run.len - 1 : run.len) ?? -1;
+    lastByLen.set(run.len, k);
   }
 
   let k = 0;
@@ -388,7 +387,7 @@ function hideInline(
       continue;
     }
     const closing = runs[j]!;
-    hidden.fill(1, run.start, closing.start + closing.len);
+    hidden.fill(1, run.start + (run.escaped ? 1 : 0), closing.start + closing.len);
     p = closing.start + closing.len;
     k = j + 1;
   }
