@@ -17,6 +17,14 @@ export const DEFAULT_MODEL = "claude-sonnet-4-5";
 const NAME_RE = /^[a-z0-9](?:[a-z0-9]|-(?=[a-z0-9])){0,38}$/;
 const MENTION_RE = /^@[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}$/;
 
+/** A whole number in [min, max], with messages a config author can act on. */
+const wholeNumber = (min: number, max: number) =>
+  z
+    .number("must be a number")
+    .int("must be a whole number")
+    .min(min, `must be at least ${min}`)
+    .max(max, `must be at most ${max}`);
+
 const ToolRule = z
   .string()
   .min(1, "must not be empty")
@@ -47,11 +55,11 @@ export const AgentConfig = z.strictObject({
     .regex(/^[\w.:[\]-]{1,100}$/, "must be a model id like claude-sonnet-4-5")
     .default(DEFAULT_MODEL),
   /** Most agentic turns in one run (`--max-turns`). Default: 30. */
-  maxTurns: z.int("must be a whole number").min(1).max(500).default(30),
+  maxTurns: wholeNumber(1, 500).default(30),
   /** A run is stopped after this many minutes. Default: 30. */
-  timeoutMinutes: z.int("must be a whole number").min(1).max(1440).default(30),
+  timeoutMinutes: wholeNumber(1, 1440).default(30),
   /** A run that prints nothing for this many minutes is stopped as stalled. Default: 10. */
-  stallMinutes: z.int("must be a whole number").min(1).max(240).default(10),
+  stallMinutes: wholeNumber(1, 240).default(10),
   /** Tools (or rules like `Bash(npm test:*)`) allowed without asking (`--allowedTools`). Default: none beyond the CLI's. */
   allowedTools: z.array(ToolRule).max(100).default([]),
   /** Tools (or rules) never allowed (`--disallowedTools`). Default: none. */
@@ -77,7 +85,11 @@ export const ResumeConfig = z.strictObject({
     .max(24 * 90)
     .default(72),
   /** Share (0–1] of the model's context window a session may fill and still be resumed (reason `context_budget`). Default: 0.8. */
-  contextBudget: z.number().gt(0).max(1).default(0.8),
+  contextBudget: z
+    .number("must be a number")
+    .gt(0, "must be more than 0")
+    .max(1, "must be at most 1 (the whole window)")
+    .default(0.8),
 });
 export type ResumeConfig = z.output<typeof ResumeConfig>;
 

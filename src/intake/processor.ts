@@ -35,6 +35,8 @@ export interface IntakeProcessorOptions {
   deliveryTimeoutMs?: number;
   /** Delay before retry number `attempt` (1-based). Default 2 s doubling, at most 5 min. */
   backoffMs?: (attempt: number) => number;
+  /** Delay before looking again at a delivery waiting for another (an edit for its creation). Default 1 s. */
+  waitMs?: number;
   /** LISTEN for tether_intake. Default true; tests may drive the processor by hand. */
   listen?: boolean;
   workerId?: string;
@@ -55,6 +57,7 @@ export class IntakeProcessor {
   private readonly leaseMs: number;
   private readonly deliveryTimeoutMs: number;
   private readonly backoffMs: (attempt: number) => number;
+  private readonly waitMs: number;
   private readonly inflight = new Set<Promise<void>>();
   /** Deferred work (the 👀): not holding a slot, but waited for by idle() and stop(). */
   private readonly background = new Set<Promise<void>>();
@@ -86,6 +89,7 @@ export class IntakeProcessor {
     this.leaseMs = opts.leaseMs ?? 120_000;
     this.deliveryTimeoutMs = opts.deliveryTimeoutMs ?? 60_000;
     this.backoffMs = opts.backoffMs ?? ((n) => Math.min(300_000, 2000 * 2 ** Math.max(0, n - 1)));
+    this.waitMs = opts.waitMs ?? 1000;
   }
 
   /** Start listening and polling; handles whatever is already pending. */
@@ -204,7 +208,7 @@ export class IntakeProcessor {
       log.debug({ status: handled.status, outcome: handled.outcome }, "delivery handled");
     } catch (err) {
       const waiting = err instanceof RetryLater;
-      const retryInMs = waiting ? 1000 : isRetryable(err) ? this.backoffMs(d.attempts) : null;
+      const retryInMs = waiting ? this.waitMs : isRetryable(err) ? this.backoffMs(d.attempts) : null;
       try {
         const status = await failDeliveryAttempt(this.opts.pool, {
           deliveryId: d.deliveryId,

@@ -7,6 +7,7 @@ import type { AppDeps } from "../../src/deps.js";
 import { loadEnv } from "../../src/env.js";
 import { IntakeProcessor, type IntakeProcessorOptions } from "../../src/intake/processor.js";
 import type { DescribeStatus } from "../../src/intake/status.js";
+import { countDeliveries } from "../../src/sql/deliveries.js";
 import { createLogger } from "../../src/log.js";
 import type { TestDatabase } from "./db.js";
 
@@ -45,6 +46,8 @@ export interface TestApp {
   receive(name: string, payload: object, id?: string): Promise<void>;
   /** Deliver, then let the processor handle everything pending. */
   deliver(name: string, payload: object, id?: string): Promise<void>;
+  /** Process until no delivery is pending, including ones waiting a few ms to retry (≤ 5 s). */
+  settle(): Promise<void>;
 }
 
 let deliveries = 0;
@@ -82,6 +85,7 @@ export async function createTestApp(
     describeStatus: opts.describeStatus,
     listen: false,
     backoffMs: () => 0,
+    waitMs: 5,
     ...opts.processor,
   });
   const receive = async (name: string, payload: object, id?: string) => {
@@ -99,6 +103,15 @@ export async function createTestApp(
     async deliver(name, payload, id) {
       await receive(name, payload, id);
       await processor.processPending();
+    },
+    async settle() {
+      const deadline = Date.now() + 5000;
+      for (;;) {
+        await processor.processPending();
+        if ((await countDeliveries(db.pool)).pending === 0) return;
+        if (Date.now() > deadline) throw new Error("deliveries still pending after 5 s");
+        await new Promise((r) => setTimeout(r, 10));
+      }
     },
   };
 }
