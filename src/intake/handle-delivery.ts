@@ -159,7 +159,7 @@ async function handleTrigger(fx: IntakeEffects, d: Delivery, t: Trigger): Promis
   if (!mentionedNames(t.comment.body).length) return skipped("mentions no one");
   if (fx.appId !== undefined && t.viaAppId === fx.appId) return skipped("Tether's own comment");
 
-  const octokit = await fx.auth(d.installationId);
+  const octokit = await installationOctokit(fx, d.installationId);
   const where = { owner: t.owner, repo: t.name };
   const loaded = await loadRepoConfig(octokit, where);
   const agents = loaded.ok
@@ -247,6 +247,17 @@ async function handleTrigger(fx: IntakeEffects, d: Delivery, t: Trigger): Promis
     notes.push("replied");
   }
   return done(notes.join("; "));
+}
+
+/**
+ * The installation's Octokit, with its token fetched now. Octokit fetches it lazily on the first
+ * request otherwise, and a 404 from token creation (the app was uninstalled) would then look
+ * like "no config file" to the config plugin and "no permission" to the access check.
+ */
+async function installationOctokit(fx: IntakeEffects, installationId: number): Promise<GitHub> {
+  const octokit = await fx.auth(installationId);
+  await octokit.auth({ type: "installation" });
+  return octokit;
 }
 
 /** The 👀 that says "seen". Not worth failing (and redoing) a delivery over: a failure is logged. */

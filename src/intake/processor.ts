@@ -208,7 +208,11 @@ export class IntakeProcessor {
       log.debug({ status: handled.status, outcome: handled.outcome }, "delivery handled");
     } catch (err) {
       const waiting = err instanceof RetryLater;
-      const retryInMs = waiting ? this.waitMs : isRetryable(err) ? this.backoffMs(d.attempts) : null;
+      const retryInMs = waiting
+        ? this.waitMs
+        : isRetryable(err)
+          ? this.backoffMs(d.attempts)
+          : null;
       try {
         const status = await failDeliveryAttempt(this.opts.pool, {
           deliveryId: d.deliveryId,

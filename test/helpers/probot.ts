@@ -122,8 +122,16 @@ export async function createTestApp(
  */
 export function useNock(): void {
   const unmatched: string[] = [];
-  const onNoMatch = (req: { method?: string; path?: string; href?: string }) => {
-    unmatched.push(`${req.method ?? "?"} ${req.href ?? req.path ?? "?"}`);
+  const onNoMatch = (req: {
+    method?: string;
+    url?: string;
+    href?: string;
+    path?: string;
+    options?: { method?: string; href?: string; path?: string };
+  }) => {
+    const method = req.method ?? req.options?.method ?? "?";
+    const where = req.url ?? req.href ?? req.path ?? req.options?.href ?? req.options?.path;
+    unmatched.push(`${method} ${where ?? JSON.stringify(req).slice(0, 200)}`);
   };
   beforeEach(() => {
     nock.disableNetConnect();
