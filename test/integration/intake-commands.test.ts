@@ -4,7 +4,8 @@ import type { DescribeStatus, StatusRequest } from "../../src/intake/status.js";
 import { cancelKey } from "../../src/sql/tasks.js";
 import { createTestDatabase } from "../helpers/db.js";
 import { commentCreated, INSTALLATION_ID, REPO_KEY } from "../helpers/intake-payloads.js";
-import { createTestApp, github, useNock, type TestApp } from "../helpers/probot.js";
+import { createTestApp, type TestApp } from "../helpers/probot.js";
+import { github, useNock } from "../helpers/intake-github.js";
 import { readTask, readTasks, seedTask } from "../helpers/seed.js";
 
 const db = await createTestDatabase();

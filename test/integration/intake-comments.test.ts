@@ -8,7 +8,8 @@ import {
   issueOpened,
   REPO_KEY,
 } from "../helpers/intake-payloads.js";
-import { createTestApp, github, useNock, type TestApp } from "../helpers/probot.js";
+import { createTestApp, type TestApp } from "../helpers/probot.js";
+import { github, useNock } from "../helpers/intake-github.js";
 import { readTasks, seedTask } from "../helpers/seed.js";
 
 const db = await createTestDatabase();

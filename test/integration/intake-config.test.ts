@@ -2,7 +2,8 @@ import { beforeEach, describe, expect, it } from "vitest";
 import { readDelivery } from "../../src/sql/deliveries.js";
 import { createTestDatabase } from "../helpers/db.js";
 import { commentCreated, INSTALLATION_ID } from "../helpers/intake-payloads.js";
-import { createTestApp, github, useNock, type TestApp } from "../helpers/probot.js";
+import { createTestApp, type TestApp } from "../helpers/probot.js";
+import { github, useNock } from "../helpers/intake-github.js";
 import { readTasks } from "../helpers/seed.js";
 
 const db = await createTestDatabase();

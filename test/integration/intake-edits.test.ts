@@ -11,7 +11,8 @@ import {
   issueOpened,
   REPO_KEY,
 } from "../helpers/intake-payloads.js";
-import { APP_ID, createTestApp, github, useNock, type TestApp } from "../helpers/probot.js";
+import { APP_ID, createTestApp, type TestApp } from "../helpers/probot.js";
+import { github, useNock } from "../helpers/intake-github.js";
 import { readTask, seedTask, type Row } from "../helpers/seed.js";
 
 const db = await createTestDatabase();

@@ -4,7 +4,8 @@ import { createLogger } from "../../src/log.js";
 import { claimDeliveries, readDelivery } from "../../src/sql/deliveries.js";
 import { createTestDatabase } from "../helpers/db.js";
 import { commentCreated, INSTALLATION_ID, REPO_KEY } from "../helpers/intake-payloads.js";
-import { createTestApp, github, useNock, type TestApp } from "../helpers/probot.js";
+import { createTestApp, type TestApp } from "../helpers/probot.js";
+import { github, useNock } from "../helpers/intake-github.js";
 import { readTasks, seedTask } from "../helpers/seed.js";
 
 const db = await createTestDatabase();

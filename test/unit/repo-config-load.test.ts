@@ -6,7 +6,8 @@ import {
   type LoadedConfig,
 } from "../../src/config/load-repo-config.js";
 import { isRetryable } from "../../src/github/errors.js";
-import { github, TestOctokit, useNock } from "../helpers/probot.js";
+import { TestOctokit } from "../helpers/probot.js";
+import { github, useNock } from "../helpers/intake-github.js";
 
 useNock();
 
