@@ -1,10 +1,12 @@
 import { createHash } from "node:crypto";
 import type { Logger } from "../log.js";
 import type { Pool } from "../db/pool.js";
-import { insertDelivery, isDeliveryPending, type InsertResult } from "../sql/deliveries.js";
+import { isDeliveryPending, type InsertResult } from "../sql/deliveries.js";
 import { issueHasTasks } from "../sql/tasks.js";
+import { InboxWriter } from "./inbox-writer.js";
 import { mentionedNames } from "./parse-comment.js";
-import { repoKey } from "./payloads.js";
+import type { z } from "zod";
+import { IssueCommentEvent, IssuesEvent, repoKey } from "./payloads.js";
 
 /** The webhook events intake takes in. */
 export const INTAKE_EVENTS = [
@@ -22,6 +24,8 @@ export type Screened =
       action: string;
       installationId: number;
       dedupeKey: string;
+      /** The payload, validated and trimmed to what intake reads. */
+      payload: IssueCommentEvent | IssuesEvent;
       /**
        * Edits and deletions matter only on an issue that has tasks, or whose triggering
        * delivery is still in the inbox. Checked in Postgres after screening.
@@ -31,81 +35,86 @@ export type Screened =
 
 /**
  * The webhook's cheap checks, a pure function of the delivery: is it an event and action intake
- * handles, not written by Tether itself, and could it matter (a body that mentions someone, an
- * edit that changed a body)? Everything needing GitHub or the repo config is the processor's.
+ * handles, in the shape intake reads, not written by Tether itself, and could it matter (a body
+ * that mentions someone, an edit that changed a body)? Anything needing GitHub or the repo
+ * config is the processor's.
  */
 export function screenDelivery(name: string, payload: unknown, appId?: number): Screened {
-  const p = asRecord(payload);
-  const action = typeof p.action === "string" ? p.action : "";
-  const installationId = asRecord(p.installation).id;
-  if (typeof installationId !== "number")
-    return { take: false, reason: "no installation in the payload" };
-  const issue = asRecord(p.issue);
-  const repo = asRecord(p.repository);
-  const issueNumber = issue.number;
-  const fullName = repo.full_name;
-  if (typeof issueNumber !== "number" || typeof fullName !== "string")
-    return { take: false, reason: "no issue or repository in the payload" };
-  const where = { repo: repoKey(fullName), issueNumber };
-  const bodyChanged = asRecord(asRecord(p.changes).body).from !== undefined;
+  const action = (payload as { action?: unknown } | null)?.action;
+  const kind = `${name}.${typeof action === "string" ? action : "?"}`;
+  if (!(INTAKE_EVENTS as readonly string[]).includes(kind))
+    return {
+      take: false,
+      reason: `${name === "issue_comment" || name === "issues" ? kind : name} is not handled`,
+    };
 
   if (name === "issue_comment") {
-    const comment = asRecord(p.comment);
-    const id = comment.id;
-    if (typeof id !== "number") return { take: false, reason: "no comment id in the payload" };
-    if (appId !== undefined && asRecord(comment.performed_via_github_app).id === appId)
+    const parsed = IssueCommentEvent.safeParse(payload);
+    if (!parsed.success) return { take: false, reason: unexpected(kind, parsed.error) };
+    const e = parsed.data;
+    if (appId !== undefined && e.comment.performed_via_github_app?.id === appId)
       return { take: false, reason: "Tether's own comment" };
-    const body = typeof comment.body === "string" ? comment.body : "";
-    const base = `comment:${id}`;
-    switch (action) {
+    const base = `comment:${e.comment.id}`;
+    const taken = {
+      take: true as const,
+      action: e.action,
+      installationId: e.installation.id,
+      payload: e,
+    };
+    const onlyIf = {
+      repo: repoKey(e.repository.full_name),
+      issueNumber: e.issue.number,
+      pendingKey: `${base}:created`,
+    };
+    switch (e.action) {
       case "created":
-        if (!mentionedNames(body).length) return { take: false, reason: "mentions no one" };
-        return { take: true, action, installationId, dedupeKey: `${base}:created` };
+        if (!mentionedNames(e.comment.body ?? "").length)
+          return { take: false, reason: "mentions no one" };
+        return { ...taken, dedupeKey: `${base}:created` };
       case "edited":
-        if (!bodyChanged) return { take: false, reason: "body unchanged" };
+        if (e.changes?.body === undefined) return { take: false, reason: "body unchanged" };
         return {
-          take: true,
-          action,
-          installationId,
-          dedupeKey: `${base}:edited:${String(comment.updated_at)}:${digest(body)}`,
-          onlyIf: { ...where, pendingKey: `${base}:created` },
+          ...taken,
+          dedupeKey: `${base}:edited:${e.comment.updated_at ?? ""}:${digest(e.comment.body ?? "")}`,
+          onlyIf,
         };
       case "deleted":
-        return {
-          take: true,
-          action,
-          installationId,
-          dedupeKey: `${base}:deleted`,
-          onlyIf: { ...where, pendingKey: `${base}:created` },
-        };
+        return { ...taken, dedupeKey: `${base}:deleted`, onlyIf };
     }
-    return { take: false, reason: `issue_comment.${action} is not handled` };
   }
 
-  if (name === "issues") {
-    const id = issue.id;
-    if (typeof id !== "number") return { take: false, reason: "no issue id in the payload" };
-    if (appId !== undefined && asRecord(issue.performed_via_github_app).id === appId)
-      return { take: false, reason: "Tether's own issue" };
-    const body = typeof issue.body === "string" ? issue.body : "";
-    const base = `issue:${id}`;
-    switch (action) {
-      case "opened":
-        if (!mentionedNames(body).length) return { take: false, reason: "mentions no one" };
-        return { take: true, action, installationId, dedupeKey: `${base}:opened` };
-      case "edited":
-        if (!bodyChanged) return { take: false, reason: "body unchanged" };
-        return {
-          take: true,
-          action,
-          installationId,
-          dedupeKey: `${base}:edited:${String(issue.updated_at)}:${digest(body)}`,
-          onlyIf: { ...where, pendingKey: `${base}:opened` },
-        };
-    }
-    return { take: false, reason: `issues.${action} is not handled` };
+  const parsed = IssuesEvent.safeParse(payload);
+  if (!parsed.success) return { take: false, reason: unexpected(kind, parsed.error) };
+  const e = parsed.data;
+  if (appId !== undefined && e.issue.performed_via_github_app?.id === appId)
+    return { take: false, reason: "Tether's own issue" };
+  const base = `issue:${e.issue.id}`;
+  const taken = {
+    take: true as const,
+    action: e.action,
+    installationId: e.installation.id,
+    payload: e,
+  };
+  if (e.action === "opened") {
+    if (!mentionedNames(e.issue.body ?? "").length)
+      return { take: false, reason: "mentions no one" };
+    return { ...taken, dedupeKey: `${base}:opened` };
   }
-  return { take: false, reason: `${name} is not handled` };
+  if (e.changes?.body === undefined) return { take: false, reason: "body unchanged" };
+  return {
+    ...taken,
+    dedupeKey: `${base}:edited:${e.issue.updated_at ?? ""}:${digest(e.issue.body ?? "")}`,
+    onlyIf: {
+      repo: repoKey(e.repository.full_name),
+      issueNumber: e.issue.number,
+      pendingKey: `${base}:opened`,
+    },
+  };
+}
+
+function unexpected(kind: string, err: z.ZodError): string {
+  const first = err.issues[0];
+  return `unexpected ${kind} payload: ${first ? `${first.path.join(".") || "(root)"}: ${first.message}` : "invalid"}`;
 }
 
 export interface WebhookDelivery {
@@ -125,11 +134,13 @@ export interface WebhookDeps {
 export type Taken = { taken: false; reason: string } | { taken: true; result: InsertResult };
 
 /**
- * The webhook handler: screen, then put the delivery in the inbox (which wakes a processor).
- * At most two indexed queries; no GitHub call. A database error propagates, so GitHub sees a
+ * The webhook handler: screen, then put the delivery in the inbox (which wakes a processor),
+ * batched with whatever else is arriving. No GitHub call; edits and deletions add one or two
+ * indexed lookups first. A database error propagates, so GitHub sees a
  * failed delivery it can redeliver, rather than a 200 for a comment we did not keep.
  */
 export function takeDelivery(deps: WebhookDeps): (event: WebhookDelivery) => Promise<Taken> {
+  const inbox = new InboxWriter(deps.pool);
   return async (event) => {
     const s = screenDelivery(event.name, event.payload, deps.appId);
     if (!s.take) {
@@ -152,13 +163,13 @@ export function takeDelivery(deps: WebhookDeps): (event: WebhookDelivery) => Pro
         return { taken: false, reason: "no task on the issue" };
       }
     }
-    const result = await insertDelivery(deps.pool, {
+    const result = await inbox.insert({
       deliveryId: event.id,
       event: event.name,
       action: s.action,
       installationId: s.installationId,
       dedupeKey: s.dedupeKey,
-      payloadJson: JSON.stringify(event.payload),
+      payloadJson: JSON.stringify(s.payload),
     });
     deps.log.debug(
       { delivery: event.id, event: `${event.name}.${s.action}`, result },
@@ -166,10 +177,6 @@ export function takeDelivery(deps: WebhookDeps): (event: WebhookDelivery) => Pro
     );
     return { taken: true, result };
   };
-}
-
-function asRecord(v: unknown): Record<string, unknown> {
-  return typeof v === "object" && v !== null ? (v as Record<string, unknown>) : {};
 }
 
 function digest(text: string): string {

@@ -93,6 +93,72 @@ export async function insertDelivery(db: Queryable, d: NewDelivery): Promise<Ins
     [d.deliveryId, d.event, d.action, d.installationId, d.dedupeKey, d.payloadJson],
   );
   if (inserted.rowCount) return "inserted";
+  return requeueFailed(db, d);
+}
+
+/**
+ * Take many deliveries into the inbox in one statement (one commit), then NOTIFY once. The
+ * payloads are spliced into one JSON array as they are (already serialised), and Postgres
+ * splits it. Returns, per delivery, whether it was inserted, requeued or a duplicate.
+ */
+export async function insertDeliveries(
+  db: Queryable,
+  list: readonly NewDelivery[],
+): Promise<InsertResult[]> {
+  if (!list.length) return [];
+  const json = `[${list
+    .map(
+      (d) =>
+        `{"delivery_id":${JSON.stringify(d.deliveryId)},"event":${JSON.stringify(d.event)},` +
+        `"action":${JSON.stringify(d.action)},"installation_id":${d.installationId},` +
+        `"dedupe_key":${JSON.stringify(d.dedupeKey)},"payload":${d.payloadJson}}`,
+    )
+    .join(",")}]`;
+  const { rows } = await db.query<{ delivery_id: string }>(
+    `WITH ins AS (
+       INSERT INTO webhook_deliveries
+         (delivery_id, event, action, installation_id, dedupe_key, payload, status)
+       SELECT x->>'delivery_id', x->>'event', x->>'action', (x->>'installation_id')::bigint,
+              x->>'dedupe_key', x->'payload', 'pending'
+         FROM jsonb_array_elements($1::jsonb) AS x
+       ON CONFLICT DO NOTHING
+       RETURNING delivery_id
+     )
+     SELECT ins.delivery_id FROM ins,
+            (SELECT pg_notify('${CHANNELS.intake}', '') WHERE EXISTS (SELECT 1 FROM ins)) AS n`,
+    [json],
+  );
+  const inserted = new Set(rows.map((r) => r.delivery_id));
+  const rest = list.filter((d) => !inserted.has(d.deliveryId));
+  const requeued = new Set<string>();
+  if (rest.length) {
+    const { rows: back } = await db.query<{ delivery_id: string; dedupe_key: string | null }>(
+      `WITH upd AS (
+         UPDATE webhook_deliveries
+            SET status = 'pending', attempts = 0, run_after = now(), error = NULL, outcome = NULL,
+                processed_at = NULL, locked_by = NULL, locked_at = NULL
+          WHERE (delivery_id = ANY($1) OR dedupe_key = ANY($2)) AND status = 'failed'
+          RETURNING delivery_id, dedupe_key
+       )
+       SELECT upd.*, pg_notify('${CHANNELS.intake}', upd.delivery_id) FROM upd`,
+      [rest.map((d) => d.deliveryId), rest.map((d) => d.dedupeKey)],
+    );
+    for (const r of back) {
+      requeued.add(r.delivery_id);
+      if (r.dedupe_key) requeued.add(`key:${r.dedupe_key}`);
+    }
+  }
+  return list.map((d) =>
+    inserted.has(d.deliveryId)
+      ? "inserted"
+      : requeued.has(d.deliveryId) || requeued.has(`key:${d.dedupeKey}`)
+        ? "requeued"
+        : "duplicate",
+  );
+}
+
+/** A second delivery of something that failed is an operator retrying it: back to pending. */
+async function requeueFailed(db: Queryable, d: NewDelivery): Promise<InsertResult> {
   const requeued = await db.query(
     `WITH upd AS (
        UPDATE webhook_deliveries
