@@ -1,3 +1,5 @@
+import fs from "node:fs";
+import path from "node:path";
 import { describe, expect, it } from "vitest";
 import {
   loadRepoConfig,
@@ -5,6 +7,7 @@ import {
   mergeConfig,
   type LoadedConfig,
 } from "../../src/config/load-repo-config.js";
+import { DEFAULT_CONFIG } from "../../src/config/repo-config.js";
 import { isRetryable } from "../../src/github/errors.js";
 import { TestOctokit } from "../helpers/probot.js";
 import { github, useNock } from "../helpers/intake-github.js";
@@ -126,6 +129,26 @@ describe("loadRepoConfig", () => {
     );
     expect(err).toMatchObject({ status: 502 });
     expect(isRetryable(err)).toBe(true);
+  });
+});
+
+describe("the README's full example", () => {
+  it("is a valid .github/tether.yml with the defaults it claims", async () => {
+    const readme = fs.readFileSync(path.resolve(import.meta.dirname, "../../README.md"), "utf8");
+    const section = readme.slice(readme.indexOf("### `.github/tether.yml`"));
+    const yaml = /```yaml\n([\s\S]*?)```/.exec(section)?.[1];
+    expect(yaml).toBeDefined();
+    gh().config(yaml!);
+    const r = await load();
+    expect(problemsOf(r)).toEqual([]);
+    if (!r.ok) return;
+    expect(r.config.agents.tether).toEqual(DEFAULT_CONFIG.agents.tether);
+    expect(r.config.resume).toEqual(DEFAULT_CONFIG.resume);
+    expect(r.config.access).toEqual(DEFAULT_CONFIG.access);
+    expect(r.config.agents.reviewer).toMatchObject({
+      mention: "@reviewer",
+      permissionMode: "plan",
+    });
   });
 });
 
