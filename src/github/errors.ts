@@ -20,3 +20,22 @@ export function isRetryable(err: unknown): boolean {
   }
   return false;
 }
+
+/**
+ * One line for logs and `webhook_deliveries.error`: name, message, HTTP status. Anything that
+ * looks like a credential is blanked: some errors echo the request, headers included.
+ */
+export function describeError(err: unknown): string {
+  const text =
+    err instanceof Error
+      ? `${err.name}: ${err.message}${httpStatusOf(err) !== undefined ? ` (HTTP ${httpStatusOf(err)})` : ""}`
+      : String(err);
+  return redactSecrets(text);
+}
+
+export function redactSecrets(text: string): string {
+  return text
+    .replace(/\b(gh[pousr]_|github_pat_)[A-Za-z0-9_]+/g, "$1[redacted]")
+    .replace(/\b(token|bearer|basic)(\s+)[A-Za-z0-9._~+/=-]{8,}/gi, "$1$2[redacted]")
+    .replace(/\beyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+/g, "[redacted jwt]");
+}

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import os from "node:os";
 import type { Pool } from "../db/pool.js";
-import { isRetryable } from "../github/errors.js";
+import { describeError, isRetryable } from "../github/errors.js";
 import type { GitHub } from "../github/types.js";
 import type { Logger } from "../log.js";
 import {
@@ -246,10 +246,4 @@ function withTimeout<T>(work: Promise<T>, ms: number, message: string): Promise<
       timer = setTimeout(() => reject(new Error(message)), ms);
     }),
   ]).finally(() => clearTimeout(timer));
-}
-
-function describeError(err: unknown): string {
-  if (!(err instanceof Error)) return String(err);
-  const status = (err as { status?: unknown }).status;
-  return `${err.name}: ${err.message}${typeof status === "number" ? ` (HTTP ${status})` : ""}`;
 }

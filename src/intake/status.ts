@@ -1,6 +1,6 @@
 import type { RepoConfig } from "../config/repo-config.js";
 import type { Pool } from "../db/pool.js";
-import { readKeyStates, type KeyState, type TaskSummary } from "../sql/tasks.js";
+import { agentsOnIssue, readKeyStates, type KeyState, type TaskSummary } from "../sql/tasks.js";
 
 export interface StatusRequest {
   pool: Pool;
@@ -19,12 +19,16 @@ export interface StatusRequest {
  */
 export type DescribeStatus = (req: StatusRequest) => Promise<string>;
 
-export const describeIssueStatus: DescribeStatus = async (req) =>
-  renderStatus(
-    await readKeyStates(req.pool, req.repo, req.issueNumber, req.agents),
+/** Every agent on the issue: the addressed ones first, then any other with tasks there. */
+export const describeIssueStatus: DescribeStatus = async (req) => {
+  const others = await agentsOnIssue(req.pool, req.repo, req.issueNumber);
+  const agents = [...new Set([...req.agents, ...others])];
+  return renderStatus(
+    await readKeyStates(req.pool, req.repo, req.issueNumber, agents),
     req.config,
     req.now,
   );
+};
 
 export function renderStatus(states: KeyState[], config: RepoConfig, now: Date): string {
   return states

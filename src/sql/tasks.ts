@@ -303,6 +303,20 @@ async function lockQueuedTasksFedBy(tx: Queryable, ref: CommentRef): Promise<num
 // ---------------------------------------------------------------------------------------------
 // Intake: reads
 
+/** Agents with any task on this issue, in order of their first task. */
+export async function agentsOnIssue(
+  db: Queryable,
+  repo: string,
+  issueNumber: number,
+): Promise<string[]> {
+  const { rows } = await db.query<{ agent: string }>(
+    `SELECT agent FROM tasks WHERE repo = $1 AND issue_number = $2
+      GROUP BY agent ORDER BY min(id)`,
+    [repo, issueNumber],
+  );
+  return rows.map((r) => r.agent);
+}
+
 /** Does any task exist on this issue? (The webhook's cheap check for edits and deletions.) */
 export async function issueHasTasks(
   db: Queryable,
@@ -422,15 +436,17 @@ export function keyName(key: TaskKey): string {
 
 async function inTransaction<T>(pool: Pool, fn: (tx: PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
+  let broken: Error | undefined;
   try {
     await client.query("BEGIN");
     const result = await fn(client);
     await client.query("COMMIT");
     return result;
   } catch (err) {
-    await client.query("ROLLBACK").catch(() => {});
+    // A connection that cannot even roll back is gone: destroy it rather than pool it.
+    await client.query("ROLLBACK").catch((e: Error) => (broken = e));
     throw err;
   } finally {
-    client.release();
+    client.release(broken);
   }
 }

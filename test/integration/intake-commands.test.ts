@@ -134,6 +134,17 @@ describe("/status", () => {
     expect(body).toContain("Last session: `sess-1` (active)");
   });
 
+  it("covers every agent with tasks on the issue, the addressed one first", async () => {
+    await seedTask(db.pool, { ...key(), agent: "reviewer", status: "queued" });
+    const reply = accepted().reply(issue);
+    await say("@tether /status");
+    const body = reply.bodies[0]!;
+    const tether = body.indexOf("`@tether` on this issue");
+    const reviewer = body.indexOf("`@reviewer` on this issue");
+    expect(tether).toBeGreaterThanOrEqual(0);
+    expect(reviewer).toBeGreaterThan(tether);
+  });
+
   it("says an idle key with no session starts fresh", async () => {
     const reply = accepted().reply(issue);
     await say("@tether /status");
