@@ -1,11 +1,11 @@
 import { createHash } from "node:crypto";
+import type { z } from "zod";
 import type { Logger } from "../log.js";
 import type { Pool } from "../db/pool.js";
 import { isDeliveryPending, type InsertResult } from "../sql/deliveries.js";
 import { issueHasTasks } from "../sql/tasks.js";
 import { InboxWriter } from "./inbox-writer.js";
 import { mentionedNames } from "./parse-comment.js";
-import type { z } from "zod";
 import { IssueCommentEvent, IssuesEvent, repoKey } from "./payloads.js";
 
 /** The webhook events intake takes in. */
