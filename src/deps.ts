@@ -1,6 +1,7 @@
 import type { Env } from "./env.js";
 import type { Logger } from "./log.js";
 import type { Pool } from "./db/pool.js";
+import type { DescribeStatus } from "./intake/status.js";
 
 /** What the web side needs from the process: its edges, passed in so tests can supply their own. */
 export interface AppDeps {
@@ -9,4 +10,9 @@ export interface AppDeps {
   pool: Pool;
   /** Wall clock, injectable for tests. */
   now?: () => Date;
+  /**
+   * Renders the /status reply. Default (intake): running and queued tasks and the last session
+   * per agent; the runner plugs in what the next turn would do (resume or fresh, and why).
+   */
+  describeStatus?: DescribeStatus;
 }

@@ -65,6 +65,8 @@ export const EnvSchema = z.object({
   TETHER_METRICS_TOKEN: optional(z.string().min(16, "must be at least 16 characters")),
   /** How many tasks one runner process runs at once. */
   TETHER_RUNNER_CONCURRENCY: intFrom(1, 256).default(2),
+  /** How many webhook deliveries one web process hands to GitHub and the task queue at once. */
+  TETHER_INTAKE_CONCURRENCY: intFrom(1, 64).default(4),
   /** How long shutdown may take in all, in milliseconds. */
   TETHER_SHUTDOWN_TIMEOUT_MS: intFrom(1000, 600_000).default(8000),
   /**

@@ -2,8 +2,10 @@
 import { readFile } from "node:fs/promises";
 import { Probot, Server, run as runProbotSetup } from "probot";
 import { tetherApp } from "./app.js";
+import type { AppDeps } from "./deps.js";
 import { openDatabase } from "./db/database.js";
 import { EnvError, loadEnv, type Env } from "./env.js";
+import { IntakeProcessor } from "./intake/processor.js";
 import { createLogger, type Logger } from "./log.js";
 import { Shutdown } from "./shutdown.js";
 
@@ -45,10 +47,23 @@ async function main(): Promise<void> {
     return;
   }
 
-  const deps = { env, log, pool: db.pool };
+  const deps: AppDeps = { env, log, pool: db.pool };
   if (role === "all" || role === "web") {
-    const server = await startWeb(env, log, deps);
+    const { server, probot } = await startWeb(env, log, deps);
     shutdown.add(10, "http", () => server.stop());
+    if (probot) {
+      // Takes deliveries from the inbox the webhook handler fills (src/intake/processor.ts).
+      const intake = new IntakeProcessor({
+        pool: db.pool,
+        log: log.child({ component: "intake" }),
+        auth: (installationId) => probot.auth(installationId),
+        appId: env.APP_ID,
+        describeStatus: deps.describeStatus,
+        concurrency: env.TETHER_INTAKE_CONCURRENCY,
+      });
+      await intake.start();
+      shutdown.add(10, "intake", () => intake.stop());
+    }
   }
   log.info({ role }, "tether started");
 }
@@ -56,8 +71,8 @@ async function main(): Promise<void> {
 async function startWeb(
   env: Env,
   log: Logger,
-  deps: Parameters<typeof tetherApp>[0],
-): Promise<Server> {
+  deps: AppDeps,
+): Promise<{ server: Server; probot?: Probot }> {
   const privateKey = await readPrivateKey(env);
   if (env.APP_ID === undefined || !privateKey) {
     // No app yet: serve Probot's registration flow (http://localhost:PORT/), which creates a
@@ -65,7 +80,7 @@ async function startWeb(
     log.warn(
       "APP_ID is not set: serving the GitHub App setup page; restart after registering the app",
     );
-    return runProbotSetup(tetherApp(deps), { env: process.env });
+    return { server: await runProbotSetup(tetherApp(deps), { env: process.env }) };
   }
   const baseUrl = env.GHE_HOST
     ? `${env.GHE_PROTOCOL}://${env.GHE_HOST}/api/v3`
@@ -84,8 +99,13 @@ async function startWeb(
     }),
   });
   await server.load(tetherApp(deps));
+  // The Server keeps its Probot to itself; the intake processor needs it for app.auth().
+  let probot: Probot | undefined;
+  await server.load((app) => {
+    probot = app;
+  });
   await server.start();
-  return server;
+  return { server, probot };
 }
 
 async function readPrivateKey(env: Env): Promise<string | undefined> {

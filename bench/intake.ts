@@ -1,0 +1,385 @@
+/**
+ * Intake benchmark: N signed `issue_comment.created` deliveries posted concurrently to the real
+ * HTTP server (Probot's Server with the Tether app, an RSA key made here, a webhook secret), on
+ * an embedded PostgreSQL with default durability, GitHub mocked with nock. Prints the time to
+ * response (p50/p99/max) and, once the intake processor has drained the inbox, the tasks
+ * created, which must equal the distinct comments (the duplicates are redeliveries).
+ *
+ * The same deliveries also go, first, to two baselines on the same machine: a bare node:http
+ * server that reads the body and answers 200, and Probot's Server with an empty handler. They
+ * show what the machine and Probot cost before Tether does anything.
+ *
+ *   npx tsx bench/intake.ts [deliveries=200] [concurrency=deliveries] [duplicates=10%] [rounds=3]
+ *
+ * The load generator runs in a child process so that nock (which patches http in this process
+ * to stand in for GitHub) does not sit on the client's side of the measurement.
+ */
+import { spawn } from "node:child_process";
+import { createHmac, generateKeyPairSync, randomUUID } from "node:crypto";
+import fs from "node:fs";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const SECRET = "bench-webhook-secret";
+const APP_ID = 4242;
+const here = fileURLToPath(import.meta.url);
+
+if (process.argv[2] === "--load") await runLoad();
+else await runBench();
+
+interface Delivery {
+  id: string;
+  body: string;
+}
+
+interface LoadPlan {
+  url: string;
+  concurrency: number;
+  warmup: Delivery[];
+  deliveries: Delivery[];
+}
+
+interface LoadResult {
+  ms: number[];
+  statuses: Record<string, number>;
+  wallMs: number;
+}
+
+async function runBench(): Promise<void> {
+  const n = positiveInt(process.argv[2] ?? process.env.BENCH_DELIVERIES, 200);
+  const concurrency = positiveInt(process.argv[3] ?? process.env.BENCH_CONCURRENCY, n);
+  const duplicates = Math.min(
+    n - 1,
+    positiveInt(process.argv[4] ?? process.env.BENCH_DUPLICATES, Math.ceil(n / 10)),
+  );
+  const rounds = positiveInt(process.argv[5] ?? process.env.BENCH_ROUNDS, 3);
+
+  const nock = (await import("nock")).default;
+  const { Probot, ProbotOctokit, Server } = await import("probot");
+  const { tetherApp } = await import("../src/app.js");
+  const { startEmbeddedPostgres, freePort } = await import("../src/db/embedded.js");
+  const { migrate } = await import("../src/db/migrate.js");
+  const { createPool } = await import("../src/db/pool.js");
+  const { loadEnv } = await import("../src/env.js");
+  const { IntakeProcessor } = await import("../src/intake/processor.js");
+  const { createLogger } = await import("../src/log.js");
+  const { countDeliveries } = await import("../src/sql/deliveries.js");
+  const examples = (await import("@octokit/webhooks-examples")).default as unknown as Array<{
+    name: string;
+    examples: Array<Record<string, any>>; // eslint-disable-line @typescript-eslint/no-explicit-any
+  }>;
+
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "tether-bench-intake-"));
+  fs.chmodSync(dir, 0o755);
+  const log = createLogger("silent");
+  const pg = await startEmbeddedPostgres({ dataDir: path.join(dir, "pg") });
+  const pool = createPool(pg.url, { max: 10 }); // as openDatabase: runner concurrency (2) + 8
+  const cleanup: Array<() => Promise<unknown> | unknown> = [];
+  try {
+    await migrate(pg.url);
+    const privateKey = generateKeyPairSync("rsa", {
+      modulusLength: 2048,
+      privateKeyEncoding: { type: "pkcs8", format: "pem" },
+      publicKeyEncoding: { type: "spki", format: "pem" },
+    }).privateKey;
+    const env = loadEnv({
+      APP_ID: String(APP_ID),
+      PRIVATE_KEY: privateKey,
+      WEBHOOK_SECRET: SECRET,
+    });
+
+    // GitHub: every call intake makes, answered by nock for as long as the bench runs.
+    nock.disableNetConnect();
+    nock.enableNetConnect(/^(127\.0\.0\.1|localhost)(:\d+)?$/);
+    cleanup.push(() => nock.restore());
+    const gh = nock("https://api.github.com").persist();
+    gh.post(/\/app\/installations\/\d+\/access_tokens/).reply(201, {
+      token: "ghs_bench",
+      expires_at: "2099-01-01T00:00:00Z",
+      permissions: {},
+    });
+    gh.get(/\/contents\/\.github%2Ftether\.yml/).reply(404, { message: "Not Found" });
+    gh.get(/\/collaborators\/[^/]+\/permission/).reply(200, {
+      permission: "write",
+      role_name: "write",
+    });
+    gh.post(/\/issues\/comments\/\d+\/reactions/).reply(201, { id: 1, content: "eyes" });
+    // GitHub is mocked, so its rate limits are too: throttling (one write a second per
+    // installation in production) would only measure Bottleneck's timer.
+    const Octokit = ProbotOctokit.defaults((o: Record<string, unknown>) => ({
+      ...o,
+      retry: { enabled: false },
+      throttle: { ...(o.throttle as object | undefined), enabled: false },
+    }));
+
+    // Deliveries: GitHub's example payload, one distinct issue per comment so that every
+    // comment is its own task key (coalescing would merge tasks and hide a lost comment).
+    const template = examples
+      .find((d) => d.name === "issue_comment")!
+      .examples.find((e) => e.action === "created" && e.installation)!;
+    let nextComment = 1;
+    const delivery = (): Delivery => {
+      const comment = nextComment++;
+      const p = structuredClone(template);
+      p.issue.number = comment;
+      p.comment.id = comment;
+      p.comment.body = `@tether please look at case ${comment}`;
+      return { id: randomUUID(), body: JSON.stringify(p) };
+    };
+    const makePlan = (url: string): LoadPlan & { distinct: number } => {
+      const warmup = Array.from({ length: 20 }, delivery);
+      const distinct = Array.from({ length: n - duplicates }, delivery);
+      // Half the duplicates repeat a delivery id (GitHub retrying), half send a known comment
+      // under a new id (someone pressing "Redeliver").
+      const dupes = Array.from({ length: duplicates }, (_, i) => {
+        const orig = distinct[i % distinct.length]!;
+        return i % 2 ? orig : { id: randomUUID(), body: orig.body };
+      });
+      return {
+        url,
+        concurrency,
+        warmup,
+        deliveries: shuffle([...distinct, ...dupes]),
+        distinct: warmup.length + distinct.length,
+      };
+    };
+
+    console.log(
+      `${n} deliveries a round (${n - duplicates} distinct comments, ${duplicates} duplicates), ` +
+        `${concurrency} at a time, on fresh connections, after 20 warm-up deliveries; ${rounds} rounds each`,
+    );
+    console.log(`machine: ${os.cpus().length} cores, load average ${os.loadavg()[0]!.toFixed(2)}`);
+    console.log("");
+
+    // 1. bare node:http
+    const bare = http.createServer((req, res) => {
+      req.resume();
+      req.on("end", () => res.end("ok\n"));
+    });
+    await new Promise<void>((r) => bare.listen(0, "127.0.0.1", () => r()));
+    const bareUrl = `http://127.0.0.1:${(bare.address() as AddressInfo).port}/`;
+    const bareRuns = [];
+    for (let i = 0; i < rounds; i++) bareRuns.push(await runLoadChild(makePlan(bareUrl)));
+    bare.close();
+    report("bare node:http, reads the body, answers 200", bareRuns);
+
+    // 2. Probot's Server, an empty handler
+    const startProbot = async (load: (app: InstanceType<typeof Probot>) => void) => {
+      const port = await freePort();
+      const server = new Server({
+        host: "127.0.0.1",
+        port,
+        log,
+        Probot: Probot.defaults({ appId: APP_ID, privateKey, secret: SECRET, Octokit, log }),
+      });
+      await server.load(load);
+      await server.start();
+      return { server, url: `http://127.0.0.1:${port}/api/github/webhooks` };
+    };
+    const noop = await startProbot((app) => app.on("issue_comment.created", async () => {}));
+    const noopRuns = [];
+    for (let i = 0; i < rounds; i++) noopRuns.push(await runLoadChild(makePlan(noop.url)));
+    await noop.server.stop();
+    report("Probot Server, empty handler (verifies, parses, builds a Context)", noopRuns);
+
+    // 3. Tether: the inbox, the intake processor (in the same process, as in the web role)
+    let probot: InstanceType<typeof Probot> | undefined;
+    const tether = await startProbot((app) => {
+      probot = app;
+      return tetherApp({ env, log, pool })(app, { cwd: process.cwd(), addHandler: () => {} });
+    });
+    cleanup.push(() => tether.server.stop());
+    const processor = new IntakeProcessor({
+      pool,
+      log,
+      auth: (id) => probot!.auth(id),
+      appId: APP_ID,
+      concurrency: env.TETHER_INTAKE_CONCURRENCY,
+    });
+    await processor.start();
+    cleanup.push(() => processor.stop());
+    const tetherRuns = [];
+    let expected = 0;
+    const drains: number[] = [];
+    for (let i = 0; i < rounds; i++) {
+      const plan = makePlan(tether.url);
+      expected += plan.distinct;
+      tetherRuns.push(await runLoadChild(plan));
+      const started = Date.now();
+      for (;;) {
+        await processor.processPending();
+        if ((await countDeliveries(pool)).pending === 0) break;
+        if (Date.now() - started > 120_000) throw new Error("the inbox did not drain in 2 minutes");
+        await sleep(20);
+      }
+      drains.push(Date.now() - started);
+    }
+    report("Tether (inbox insert, group commit, processor running alongside)", tetherRuns);
+
+    const tasks = (await pool.query("SELECT count(*)::int AS n FROM tasks")).rows[0].n as number;
+    const fed = (await pool.query("SELECT count(DISTINCT source)::int AS n FROM task_comments"))
+      .rows[0].n as number;
+    const counts = await countDeliveries(pool);
+    console.log("");
+    console.log(
+      `processor drained each round's inbox ${drains.map((d) => `${d} ms`).join(", ")} after its last response`,
+    );
+    console.log(`deliveries: ${JSON.stringify(counts)}`);
+    console.log(
+      `tasks created: ${tasks} for ${expected} distinct comments (warm-up included; comments in task_comments: ${fed})`,
+    );
+    // The first round is cold (JIT, new pool connections, the processor's first GitHub calls);
+    // a webhook server runs warm, so the ratios and the target use the later rounds.
+    const warm = (runs: LoadResult[]) =>
+      (runs.length > 1 ? runs.slice(1) : runs).flatMap((r) => r.ms);
+    const p99 = percentile(warm(tetherRuns), 99);
+    const floor = percentile(warm(bareRuns), 99);
+    const probotFloor = percentile(warm(noopRuns), 99);
+    console.log(
+      `warm p99 ratios: Tether / bare node:http = ${(p99 / floor).toFixed(1)}, Tether / Probot empty handler = ${(p99 / probotFloor).toFixed(2)}`,
+    );
+    console.log(
+      `target p99 <= 50 ms (warm): ${p99 <= 50 ? "met" : "not met"} (p99 ${p99.toFixed(1)} ms; bare node:http ${floor.toFixed(1)} ms); ` +
+        `one task per distinct comment: ${tasks === expected && fed === expected ? "yes" : "NO"}`,
+    );
+    process.exitCode = tasks === expected && fed === expected ? 0 : 1;
+  } finally {
+    for (const step of cleanup.reverse()) await step();
+    await pool.end();
+    await pg.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function report(label: string, runs: LoadResult[]): void {
+  const all = runs.flatMap((r) => r.ms);
+  const statuses: Record<string, number> = {};
+  for (const r of runs)
+    for (const [k, v] of Object.entries(r.statuses)) statuses[k] = (statuses[k] ?? 0) + v;
+  const perRound = runs.map((r) => percentile(r.ms, 99).toFixed(0)).join("/");
+  const warm = runs.slice(1).flatMap((r) => r.ms);
+  console.log(label);
+  if (warm.length)
+    console.log(
+      `  warm rounds (2-${runs.length}): p50 ${percentile(warm, 50).toFixed(1)} ms   p99 ${percentile(warm, 99).toFixed(1)} ms`,
+    );
+  console.log(
+    `  all rounds:      p50 ${percentile(all, 50).toFixed(1)} ms   p99 ${percentile(all, 99).toFixed(1)} ms   max ${Math.max(...all).toFixed(1)} ms` +
+      `   (p99 per round ${perRound}; median round wall time ${median(runs.map((r) => r.wallMs)).toFixed(0)} ms; statuses ${JSON.stringify(statuses)})`,
+  );
+}
+
+function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[
+    Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))
+  ]!;
+}
+
+function median(values: number[]): number {
+  return percentile(values, 50);
+}
+
+function runLoadChild(plan: LoadPlan): Promise<LoadResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [...process.execArgv, here, "--load"], {
+      stdio: ["pipe", "pipe", "inherit"],
+    });
+    let out = "";
+    child.stdout.on("data", (d) => (out += d));
+    child.on("error", reject);
+    child.on("exit", (code) => {
+      if (code !== 0) return reject(new Error(`load generator exited with ${code}`));
+      try {
+        resolve(JSON.parse(out) as LoadResult);
+      } catch (err) {
+        reject(err);
+      }
+    });
+    child.stdin.end(JSON.stringify(plan));
+  });
+}
+
+/** The child: post the plan's deliveries, `concurrency` at a time, and report each one's time. */
+async function runLoad(): Promise<void> {
+  let input = "";
+  for await (const chunk of process.stdin) input += chunk;
+  const plan = JSON.parse(input) as LoadPlan;
+  const url = new URL(plan.url);
+  const signed = (list: Delivery[]) =>
+    list.map((d) => ({
+      ...d,
+      signature: `sha256=${createHmac("sha256", SECRET).update(d.body).digest("hex")}`,
+    }));
+  const post = (agent: http.Agent, d: Delivery & { signature: string }) =>
+    new Promise<{ ms: number; status: number }>((resolve, reject) => {
+      const started = performance.now();
+      const req = http.request(
+        {
+          host: url.hostname,
+          port: url.port,
+          path: url.pathname,
+          method: "POST",
+          agent,
+          headers: {
+            "content-type": "application/json",
+            "content-length": Buffer.byteLength(d.body),
+            "x-github-event": "issue_comment",
+            "x-github-delivery": d.id,
+            "x-hub-signature-256": d.signature,
+          },
+        },
+        (res) => {
+          res.resume();
+          res.on("end", () =>
+            resolve({ ms: performance.now() - started, status: res.statusCode ?? 0 }),
+          );
+        },
+      );
+      req.setTimeout(30_000, () => req.destroy(new Error("timed out")));
+      req.on("error", reject);
+      req.end(d.body);
+    });
+  const runAll = async (list: Array<Delivery & { signature: string }>) => {
+    // A fresh agent: every delivery opens its own connection, as GitHub's do.
+    const agent = new http.Agent({ keepAlive: false, maxSockets: plan.concurrency });
+    const results: Array<{ ms: number; status: number }> = [];
+    let next = 0;
+    const worker = async () => {
+      while (next < list.length) results.push(await post(agent, list[next++]!));
+    };
+    await Promise.all(Array.from({ length: Math.min(plan.concurrency, list.length) }, worker));
+    agent.destroy();
+    return results;
+  };
+  await runAll(signed(plan.warmup));
+  const measured = signed(plan.deliveries);
+  // Let the server finish with the warm-up (Tether's processor handles it) before the burst.
+  await sleep(1000);
+  const t0 = performance.now();
+  const results = await runAll(measured);
+  const wallMs = performance.now() - t0;
+  const statuses: Record<string, number> = {};
+  for (const r of results) statuses[r.status] = (statuses[r.status] ?? 0) + 1;
+  process.stdout.write(JSON.stringify({ ms: results.map((r) => r.ms), statuses, wallMs }));
+}
+
+function shuffle<T>(list: T[]): T[] {
+  for (let i = list.length - 1; i > 0; i--) {
+    const j = Math.floor(Math.random() * (i + 1));
+    [list[i], list[j]] = [list[j]!, list[i]!];
+  }
+  return list;
+}
+
+function positiveInt(value: string | undefined, fallback: number): number {
+  const n = Number.parseInt(value ?? "", 10);
+  return Number.isInteger(n) && n > 0 ? n : fallback;
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}

@@ -1,0 +1,282 @@
+import { z } from "zod";
+
+/** Where a repository configures Tether (Probot's `context.config` path, under `.github/`). */
+export const CONFIG_FILE = ".github/tether.yml";
+
+/** The agent that exists in every repository; `@tether` addresses it unless configured otherwise. */
+export const DEFAULT_AGENT = "tether";
+
+/**
+ * Model for agents that do not name one. Passed explicitly on every run: without `--model` the
+ * CLI picked a different model for the first resumed turn than for the fresh one, which missed
+ * the prompt cache (claude-cli-facts.md). Sonnet 4.5 is the CLI's own choice for coding agents
+ * at a fraction of Opus' price, and a named, dated-family id keeps a session on one model.
+ */
+export const DEFAULT_MODEL = "claude-sonnet-4-5";
+
+const NAME_RE = /^[a-z0-9](?:[a-z0-9]|-(?=[a-z0-9])){0,38}$/;
+const MENTION_RE = /^@[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}$/;
+
+/** A whole number in [min, max], with messages a config author can act on. */
+const wholeNumber = (min: number, max: number) =>
+  z
+    .number("must be a number")
+    .int("must be a whole number")
+    .min(min, `must be at least ${min}`)
+    .max(max, `must be at most ${max}`);
+
+const ToolRule = z
+  .string()
+  .min(1, "must not be empty")
+  .max(200, "must be at most 200 characters")
+  .regex(/^[^\s-][^\n\r]*$/, "must be a tool name or rule like Bash(npm test:*)");
+
+const Login = z
+  .string()
+  .regex(
+    /^[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}(?:\[bot\])?$/,
+    "must be a GitHub login (bots may end in [bot])",
+  );
+
+export const PERMISSION_MODES = ["default", "acceptEdits", "bypassPermissions", "plan"] as const;
+export const REPO_PERMISSIONS = ["read", "triage", "write", "maintain", "admin"] as const;
+export type RepoPermission = (typeof REPO_PERMISSIONS)[number];
+
+/** One named Claude configuration. Every field is optional in the file. */
+export const AgentConfig = z.strictObject({
+  /**
+   * What addresses this agent in a comment: `@` and a GitHub-style name, matched without regard
+   * to case. Default: `@<agent name>` (so the default agent answers to `@tether`).
+   */
+  mention: z.string().regex(MENTION_RE, "must be @ followed by a GitHub-style name").optional(),
+  /** Claude model id passed as `--model` on every turn. Default: `claude-sonnet-4-5`. */
+  model: z
+    .string()
+    .regex(/^[\w.:[\]-]{1,100}$/, "must be a model id like claude-sonnet-4-5")
+    .default(DEFAULT_MODEL),
+  /** Most agentic turns in one run (`--max-turns`). Default: 30. */
+  maxTurns: wholeNumber(1, 500).default(30),
+  /** A run is stopped after this many minutes. Default: 30. */
+  timeoutMinutes: wholeNumber(1, 1440).default(30),
+  /** A run that prints nothing for this many minutes is stopped as stalled. Default: 10. */
+  stallMinutes: wholeNumber(1, 240).default(10),
+  /** Tools (or rules like `Bash(npm test:*)`) allowed without asking (`--allowedTools`). Default: none beyond the CLI's. */
+  allowedTools: z.array(ToolRule).max(100).default([]),
+  /** Tools (or rules) never allowed (`--disallowedTools`). Default: none. */
+  disallowedTools: z.array(ToolRule).max(100).default([]),
+  /**
+   * The CLI's `--permission-mode`. Default: `acceptEdits`: the agent edits files in its own
+   * workspace (that is its job) while shell commands still need `allowedTools`.
+   */
+  permissionMode: z.enum(PERMISSION_MODES).default("acceptEdits"),
+  /** Extra instructions appended to the system prompt (`--append-system-prompt`). Default: none. */
+  appendSystemPrompt: z.string().max(20_000).optional(),
+});
+export type AgentConfig = z.output<typeof AgentConfig> & { mention: string };
+
+/** When a follow-up may resume the key's session instead of starting fresh. */
+export const ResumeConfig = z.strictObject({
+  /** Resume sessions at all. `false` makes every turn fresh (reason `resume_disabled`). Default: true. */
+  enabled: z.boolean().default(true),
+  /** A session older than this many hours is not resumed (reason `expired`). Default: 72. */
+  ttlHours: z
+    .number()
+    .positive()
+    .max(24 * 90)
+    .default(72),
+  /** Share (0–1] of the model's context window a session may fill and still be resumed (reason `context_budget`). Default: 0.8. */
+  contextBudget: z
+    .number("must be a number")
+    .gt(0, "must be more than 0")
+    .max(1, "must be at most 1 (the whole window)")
+    .default(0.8),
+});
+export type ResumeConfig = z.output<typeof ResumeConfig>;
+
+/** Who may trigger agents. */
+export const AccessConfig = z.strictObject({
+  /** Least repository permission a comment author needs. Default: `write`. */
+  minPermission: z.enum(REPO_PERMISSIONS).default("write"),
+  /** Users who may trigger agents whatever their permission. Default: none. */
+  allowUsers: z.array(Login).max(500).default([]),
+  /** Bots (e.g. `renovate[bot]`) whose comments may trigger agents; other bots never do. Default: none. */
+  allowBots: z.array(Login).max(100).default([]),
+});
+export type AccessConfig = z.output<typeof AccessConfig>;
+
+/** YAML `key:` with nothing after it is null; read it as "all defaults", like an absent key. */
+const orEmpty = <T extends z.ZodType>(schema: T) => z.preprocess((v) => v ?? {}, schema);
+
+const RepoConfigInput = z.strictObject({
+  /** Agents by name (lower case, GitHub-name characters). `tether` always exists. */
+  agents: orEmpty(
+    z.record(
+      z.string().regex(NAME_RE, "agent names are lower case letters, digits and hyphens"),
+      orEmpty(AgentConfig),
+    ),
+  ),
+  /** Resume policy, for every agent. */
+  resume: orEmpty(ResumeConfig),
+  /** Who may trigger agents. */
+  access: orEmpty(AccessConfig),
+});
+
+/** The validated `.github/tether.yml`, with defaults filled in and every agent's mention resolved. */
+export const RepoConfig = RepoConfigInput.superRefine((cfg, ctx) => {
+  if (Object.keys(cfg.agents).length > 20)
+    ctx.addIssue({ code: "custom", path: ["agents"], message: "at most 20 agents" });
+  const seen = new Map<string, string>();
+  for (const name of new Set([DEFAULT_AGENT, ...Object.keys(cfg.agents)])) {
+    const mention = (cfg.agents[name]?.mention ?? `@${name}`).toLowerCase();
+    const other = seen.get(mention);
+    if (other !== undefined)
+      ctx.addIssue({
+        code: "custom",
+        path: ["agents", name, "mention"],
+        message: `${mention} already addresses agent "${other}"`,
+      });
+    seen.set(mention, name);
+  }
+}).transform((cfg) => {
+  const agents: Record<string, AgentConfig> = {};
+  for (const [name, agent] of Object.entries({
+    [DEFAULT_AGENT]: AgentConfig.parse({}),
+    ...cfg.agents,
+  }))
+    agents[name] = { ...agent, mention: agent.mention ?? `@${name}` };
+  return { ...cfg, agents };
+});
+export type RepoConfig = z.output<typeof RepoConfig>;
+
+/** The configuration of a repository without `.github/tether.yml`. */
+export const DEFAULT_CONFIG: RepoConfig = RepoConfig.parse({});
+
+export interface ConfigProblem {
+  /** Dotted path to the field, e.g. `agents.reviewer.maxTurns`; `(file)` for the file as a whole. */
+  path: string;
+  message: string;
+}
+
+export type ParsedConfig =
+  { ok: true; config: RepoConfig } | { ok: false; problems: ConfigProblem[] };
+
+/** Validate the merged contents of the config file(s); `null`/`undefined` (no file) gives the defaults. */
+export function parseRepoConfig(raw: unknown): ParsedConfig {
+  if (raw === null || raw === undefined) return { ok: true, config: DEFAULT_CONFIG };
+  if (typeof raw !== "object" || Array.isArray(raw))
+    return {
+      ok: false,
+      problems: [
+        { path: "(file)", message: "must be a mapping of settings (agents, resume, access)" },
+      ],
+    };
+  const result = RepoConfig.safeParse(raw);
+  if (result.success) return { ok: true, config: result.data };
+  return { ok: false, problems: result.error.issues.flatMap(toProblems) };
+}
+
+function toProblems(issue: z.core.$ZodIssue): ConfigProblem[] {
+  const base = issue.path.map(String);
+  if (issue.code === "unrecognized_keys") {
+    const known = knownKeys(base);
+    return issue.keys.map((key) => {
+      const guess = closest(key, known);
+      return {
+        path: formatPath([...base, key]),
+        message: guess
+          ? `unknown setting; did you mean "${guess}"?`
+          : `unknown setting${known.length ? ` (known: ${known.join(", ")})` : ""}`,
+      };
+    });
+  }
+  if (issue.code === "invalid_key") {
+    return [
+      { path: formatPath(base), message: "agent names are lower case letters, digits and hyphens" },
+    ];
+  }
+  return [{ path: formatPath(base), message: issue.message }];
+}
+
+function knownKeys(path: string[]): string[] {
+  if (path.length === 0) return Object.keys(RepoConfigInput.shape);
+  if (path[0] === "agents" && path.length === 2) return Object.keys(AgentConfig.shape);
+  if (path[0] === "resume" && path.length === 1) return Object.keys(ResumeConfig.shape);
+  if (path[0] === "access" && path.length === 1) return Object.keys(AccessConfig.shape);
+  return [];
+}
+
+/** The known key within edit distance 2 of a typo, if any. */
+function closest(key: string, known: string[]): string | undefined {
+  let best: string | undefined;
+  let bestD = 3;
+  for (const k of known) {
+    const d = editDistance(key.toLowerCase(), k.toLowerCase(), bestD);
+    if (d < bestD) {
+      best = k;
+      bestD = d;
+    }
+  }
+  return best;
+}
+
+function editDistance(a: string, b: string, cap: number): number {
+  if (Math.abs(a.length - b.length) >= cap || a.length > 64 || b.length > 64) return cap;
+  let prev = Array.from({ length: b.length + 1 }, (_, i) => i);
+  for (let i = 1; i <= a.length; i++) {
+    const cur = [i];
+    for (let j = 1; j <= b.length; j++)
+      cur[j] = Math.min(
+        prev[j]! + 1,
+        cur[j - 1]! + 1,
+        prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1),
+      );
+    prev = cur;
+  }
+  return prev[b.length]!;
+}
+
+function formatPath(parts: string[]): string {
+  if (!parts.length) return "(file)";
+  return parts.map((p, i) => (/^\d+$/.test(p) ? `[${p}]` : i ? `.${p}` : p)).join("");
+}
+
+/** The reply posted in the thread when the file is invalid. */
+export function formatConfigProblems(problems: ConfigProblem[], file = CONFIG_FILE): string {
+  const shown = problems.slice(0, 20);
+  const lines = shown.map((p) => `- \`${p.path}\`: ${escapeMarkdown(p.message)}`);
+  if (problems.length > shown.length) lines.push(`- … and ${problems.length - shown.length} more`);
+  return [
+    `Invalid config in ${file}:`,
+    "",
+    ...lines,
+    "",
+    "No task was started. Fix the file on the default branch, then comment again.",
+  ].join("\n");
+}
+
+/** Messages may quote user input; keep it from pinging people or breaking the list. */
+function escapeMarkdown(text: string): string {
+  return text.replace(/@/g, "@\u200b").replace(/\r?\n/g, " ").slice(0, 500);
+}
+
+/**
+ * The mentions a config addresses agents by, read leniently from a file that failed validation:
+ * only comments that address one of them get the "invalid config" reply, so a broken file does
+ * not make Tether answer every `@someone` in the repository.
+ */
+export function mentionsOf(raw: unknown): Array<{ agent: string; mention: string }> {
+  const out = new Map<string, string>([[DEFAULT_AGENT, `@${DEFAULT_AGENT}`]]);
+  const agents = isRecord(raw) ? raw.agents : undefined;
+  if (isRecord(agents)) {
+    for (const [name, agent] of Object.entries(agents).slice(0, 50)) {
+      const m = isRecord(agent) ? agent.mention : undefined;
+      if (typeof m === "string" && MENTION_RE.test(m)) out.set(name, m);
+      else if (NAME_RE.test(name)) out.set(name, `@${name}`);
+    }
+  }
+  return [...out].map(([agent, mention]) => ({ agent, mention }));
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}

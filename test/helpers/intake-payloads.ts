@@ -1,0 +1,121 @@
+import examples from "@octokit/webhooks-examples";
+
+/**
+ * Webhook payloads from @octokit/webhooks-examples (GitHub's own samples), with only the fields
+ * a test is about changed: ids, bodies, authors, the installation, pull-request-ness.
+ */
+
+type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+function example(name: string, action: string, pick: (p: Json) => boolean = () => true): Json {
+  const def = (examples as unknown as Array<{ name: string; examples: Json[] }>).find(
+    (d) => d.name === name,
+  );
+  const found = def?.examples.find((e) => e.action === action && pick(e));
+  if (!found) throw new Error(`no ${name}.${action} example in @octokit/webhooks-examples`);
+  return structuredClone(found);
+}
+
+export const OWNER = "Codertocat";
+export const REPO = "Hello-World";
+/** The task key's repo: owner/name lower case. */
+export const REPO_KEY = "codertocat/hello-world";
+export const INSTALLATION_ID = 1;
+
+export interface Author {
+  login: string;
+  type?: "User" | "Bot";
+}
+
+export interface CommentOptions {
+  commentId: number;
+  body: string;
+  issueNumber?: number;
+  author?: Author;
+  pullRequest?: boolean;
+  /** Set to mark the comment as written by a GitHub App (Tether's own: APP_ID). */
+  viaAppId?: number;
+  createdAt?: string;
+  updatedAt?: string;
+  previousBody?: string;
+}
+
+function user(u: Json, a: Author): void {
+  u.login = a.login;
+  u.type = a.type ?? "User";
+}
+
+function adjustComment(p: Json, o: CommentOptions): Json {
+  const issueNumber = o.issueNumber ?? 1;
+  const author = o.author ?? { login: "Codertocat" };
+  p.installation = { id: INSTALLATION_ID, node_id: "MDIzOkludGVncmF0aW9uSW5zdGFsbGF0aW9uMQ==" };
+  p.issue.number = issueNumber;
+  p.issue.html_url = `https://github.com/${OWNER}/${REPO}/issues/${issueNumber}`;
+  if (o.pullRequest)
+    p.issue.pull_request = {
+      url: `https://api.github.com/repos/${OWNER}/${REPO}/pulls/${issueNumber}`,
+      html_url: `https://github.com/${OWNER}/${REPO}/pull/${issueNumber}`,
+    };
+  p.comment.id = o.commentId;
+  p.comment.body = o.body;
+  p.comment.html_url = `${p.issue.html_url}#issuecomment-${o.commentId}`;
+  p.comment.author_association = author.type === "Bot" ? "NONE" : "OWNER";
+  if (o.createdAt) p.comment.created_at = o.createdAt;
+  if (o.updatedAt) p.comment.updated_at = o.updatedAt;
+  p.comment.performed_via_github_app =
+    o.viaAppId === undefined ? null : { id: o.viaAppId, slug: "tether", name: "Tether" };
+  user(p.comment.user, author);
+  user(p.sender, author);
+  return p;
+}
+
+export function commentCreated(o: CommentOptions): Json {
+  return adjustComment(
+    example("issue_comment", "created", (e) => e.installation !== undefined),
+    o,
+  );
+}
+
+export function commentEdited(o: CommentOptions): Json {
+  const p = adjustComment(example("issue_comment", "edited"), o);
+  p.changes = { body: { from: o.previousBody ?? "(earlier text)" } };
+  return p;
+}
+
+export function commentDeleted(o: CommentOptions): Json {
+  return adjustComment(example("issue_comment", "deleted"), o);
+}
+
+export interface IssueOptions {
+  issueNumber: number;
+  issueId?: number;
+  body: string;
+  author?: Author;
+  updatedAt?: string;
+}
+
+function adjustIssue(p: Json, o: IssueOptions): Json {
+  const author = o.author ?? { login: "Codertocat" };
+  p.installation = { id: INSTALLATION_ID, node_id: "MDIzOkludGVncmF0aW9uSW5zdGFsbGF0aW9uMQ==" };
+  p.issue.number = o.issueNumber;
+  p.issue.id = o.issueId ?? 500_000 + o.issueNumber;
+  p.issue.body = o.body;
+  p.issue.html_url = `https://github.com/${OWNER}/${REPO}/issues/${o.issueNumber}`;
+  if (o.updatedAt) p.issue.updated_at = o.updatedAt;
+  user(p.issue.user, author);
+  user(p.sender, author);
+  return p;
+}
+
+export function issueOpened(o: IssueOptions): Json {
+  return adjustIssue(
+    example("issues", "opened", (e) => typeof e.issue.body === "string" && !e.changes),
+    o,
+  );
+}
+
+export function issueEdited(o: IssueOptions & { previousBody?: string }): Json {
+  const p = adjustIssue(example("issues", "edited"), o);
+  p.changes = { body: { from: o.previousBody ?? "(earlier text)" } };
+  return p;
+}

@@ -1,0 +1,187 @@
+import pg from "pg";
+import { beforeEach, describe, expect, it } from "vitest";
+import type { DescribeStatus, StatusRequest } from "../../src/intake/status.js";
+import { cancelKey } from "../../src/sql/tasks.js";
+import { createTestDatabase } from "../helpers/db.js";
+import { commentCreated, INSTALLATION_ID, REPO_KEY } from "../helpers/intake-payloads.js";
+import { createTestApp, type TestApp } from "../helpers/probot.js";
+import { github, useNock } from "../helpers/intake-github.js";
+import { readTask, readTasks, seedTask } from "../helpers/seed.js";
+
+const db = await createTestDatabase();
+useNock();
+
+let app: TestApp;
+let issue = 400;
+let commentId = 40_000;
+beforeEach(async () => {
+  app = await createTestApp(db);
+  issue++;
+  commentId++;
+});
+
+/** token, no config, a writer, 👀: what every accepted comment costs. */
+const accepted = () =>
+  github()
+    .token(INSTALLATION_ID)
+    .noConfig()
+    .permission("Codertocat", "write")
+    .reactToComment(commentId);
+const say = (body: string, id?: string) =>
+  app.deliver("issue_comment", commentCreated({ commentId, issueNumber: issue, body }), id);
+const key = () => ({ repo: REPO_KEY, issue_number: issue });
+
+describe("/cancel", () => {
+  it("cancels the key's queued task and says so", async () => {
+    const queued = await seedTask(db.pool, { ...key(), status: "queued" });
+    const reply = accepted().reply(issue);
+    await say("@tether /cancel");
+    expect(await readTask(db.pool, queued.id)).toMatchObject({
+      status: "cancelled",
+      outcome: "cancelled",
+      failure_reason: expect.stringMatching(
+        /^cancelled by Codertocat \(https:\/\/github\.com\/.*#issuecomment-\d+\)$/,
+      ),
+      finished_at: expect.any(Date),
+    });
+    expect(reply.bodies).toEqual(["`@tether`: cancelled the queued turn."]);
+  });
+
+  it("flags the running task for its runner and NOTIFYs tether_cancel; a new task is not started", async () => {
+    const listener = new pg.Client({ connectionString: db.url });
+    await listener.connect();
+    const notes: string[] = [];
+    listener.on("notification", (n) => notes.push(`${n.channel}:${n.payload}`));
+    await listener.query("LISTEN tether_cancel");
+    try {
+      const running = await seedTask(db.pool, { ...key(), status: "running" });
+      const reply = accepted().reply(issue);
+      await say("@tether /cancel");
+      expect(await readTask(db.pool, running.id)).toMatchObject({
+        status: "running",
+        cancel_requested: true,
+      });
+      expect(await readTasks(db.pool, "issue_number = $1", [issue])).toHaveLength(1);
+      await waitFor(() => notes.length > 0);
+      expect(notes).toEqual([`tether_cancel:${running.id}`]);
+      expect(reply.bodies).toEqual(["`@tether`: asked the running turn to stop."]);
+    } finally {
+      await listener.end();
+    }
+  });
+
+  it("touches only the addressed agent's key", async () => {
+    const mine = await seedTask(db.pool, { ...key(), agent: "tether", status: "queued" });
+    const other = await seedTask(db.pool, { ...key(), agent: "reviewer", status: "queued" });
+    accepted().reply(issue);
+    await say("@tether /cancel");
+    expect((await readTask(db.pool, mine.id)).status).toBe("cancelled");
+    expect((await readTask(db.pool, other.id)).status).toBe("queued");
+  });
+
+  it("says when there is nothing to cancel", async () => {
+    const reply = accepted().reply(issue);
+    await say("@tether /cancel");
+    expect(reply.bodies).toEqual(["`@tether`: nothing to cancel."]);
+  });
+
+  it("never cancels a task queued after the /cancel arrived (safe to process twice)", async () => {
+    const asOf = new Date(Date.now() - 60_000);
+    const later = await seedTask(db.pool, { ...key(), status: "queued" });
+    const r = await cancelKey(
+      db.pool,
+      { repo: REPO_KEY, issueNumber: issue, agent: "tether" },
+      { asOf, reason: "x" },
+    );
+    expect(r).toEqual({ cancelled: [], stopRequested: [] });
+    expect((await readTask(db.pool, later.id)).status).toBe("queued");
+  });
+});
+
+describe("/help", () => {
+  it("replies with the commands, mentions in code so nobody is pinged, and queues nothing", async () => {
+    const reply = accepted().reply(issue);
+    await say("@tether /help");
+    expect(await readTasks(db.pool, "issue_number = $1", [issue])).toEqual([]);
+    const body = reply.bodies[0]!;
+    for (const cmd of ["/fresh", "/cancel", "/status", "/help"])
+      expect(body).toContain(`\`@tether ${cmd}`);
+    expect(body).toContain(".github/tether.yml");
+    expect(body.replace(/`[^`]*`/g, "")).not.toMatch(/@tether/);
+  });
+});
+
+describe("/status", () => {
+  it("replies with the key's running and queued tasks and last session, and queues nothing", async () => {
+    const running = await seedTask(db.pool, {
+      ...key(),
+      status: "running",
+      session_id: "sess-1",
+      started_at: new Date(),
+    });
+    await db.pool.query(
+      "INSERT INTO sessions (session_id, repo, issue_number, agent, state) VALUES ('sess-1', $1, $2, 'tether', 'active')",
+      [REPO_KEY, issue],
+    );
+    const queued = await seedTask(db.pool, { ...key(), status: "queued", force_fresh: true });
+    const reply = accepted().reply(issue);
+    await say("@tether /status");
+    expect(await readTasks(db.pool, "issue_number = $1", [issue])).toHaveLength(2);
+    const body = reply.bodies[0]!;
+    expect(body).toContain("`@tether` on this issue");
+    expect(body).toMatch(new RegExp(`Running: task ${running.id} for \\[octocat's comment\\]`));
+    expect(body).toMatch(new RegExp(`Queued: task ${queued.id} .*\\(fresh session requested\\)`));
+    expect(body).toContain("Last session: `sess-1` (active)");
+  });
+
+  it("covers every agent with tasks on the issue, the addressed one first", async () => {
+    await seedTask(db.pool, { ...key(), agent: "reviewer", status: "queued" });
+    const reply = accepted().reply(issue);
+    await say("@tether /status");
+    const body = reply.bodies[0]!;
+    const tether = body.indexOf("`@tether` on this issue");
+    const reviewer = body.indexOf("`@reviewer` on this issue");
+    expect(tether).toBeGreaterThanOrEqual(0);
+    expect(reviewer).toBeGreaterThan(tether);
+  });
+
+  it("says an idle key with no session starts fresh", async () => {
+    const reply = accepted().reply(issue);
+    await say("@tether /status");
+    expect(reply.bodies[0]).toContain("Idle: nothing running or queued.");
+    expect(reply.bodies[0]).toContain("No session yet: the next turn starts fresh.");
+  });
+
+  it("uses the describeStatus the runner plugs in", async () => {
+    const seen: StatusRequest[] = [];
+    const describeStatus: DescribeStatus = async (req) => {
+      seen.push(req);
+      return "Next turn: resumes `sess-9` (reason: resumed)";
+    };
+    app = await createTestApp(db, { describeStatus });
+    const reply = accepted().reply(issue);
+    await say("@tether /status");
+    expect(reply.bodies).toEqual(["Next turn: resumes `sess-9` (reason: resumed)"]);
+    expect(seen[0]).toMatchObject({ repo: REPO_KEY, issueNumber: issue, agents: ["tether"] });
+  });
+});
+
+describe("commands in one comment", () => {
+  it("cancel one agent and ask another: one task, for the other agent only", async () => {
+    const gh = github()
+      .token(INSTALLATION_ID)
+      .config("agents:\n  reviewer: {}\n")
+      .permission("Codertocat", "write")
+      .reactToComment(commentId);
+    gh.reply(issue);
+    await say("@tether /cancel\n@reviewer take over please");
+    expect((await readTasks(db.pool, "issue_number = $1", [issue])).map((t) => t.agent)).toEqual([
+      "reviewer",
+    ]);
+  });
+});
+
+async function waitFor(cond: () => boolean, ms = 2000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!cond() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+}

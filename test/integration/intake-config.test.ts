@@ -1,0 +1,174 @@
+import { beforeEach, describe, expect, it } from "vitest";
+import { readDelivery } from "../../src/sql/deliveries.js";
+import { createTestDatabase } from "../helpers/db.js";
+import { commentCreated, INSTALLATION_ID } from "../helpers/intake-payloads.js";
+import { createTestApp, type TestApp } from "../helpers/probot.js";
+import { github, useNock } from "../helpers/intake-github.js";
+import { readTasks } from "../helpers/seed.js";
+
+const db = await createTestDatabase();
+useNock();
+
+let app: TestApp;
+let issue = 300;
+let commentId = 30_000;
+beforeEach(async () => {
+  app = await createTestApp(db);
+  issue++;
+  commentId++;
+});
+
+const BROKEN = [
+  "agents:",
+  "  tether:",
+  "    modle: claude-opus-4-1",
+  "    maxTurns: 0",
+  "  reviewer:",
+  "    mention: '@rb'",
+  "resume:",
+  "  contextBudget: 2",
+  "",
+].join("\n");
+
+describe("an invalid .github/tether.yml", () => {
+  it("gets one reply naming the file and each problem, a 👀, and no task", async () => {
+    const gh = github()
+      .token(INSTALLATION_ID)
+      .config(BROKEN)
+      .permission("Codertocat", "write")
+      .reactToComment(commentId);
+    const reply = gh.reply(issue);
+    const id = `cfg-${issue}`;
+    await app.deliver(
+      "issue_comment",
+      commentCreated({ commentId, issueNumber: issue, body: "@tether go" }),
+      id,
+    );
+
+    expect(await readTasks(db.pool, "issue_number = $1", [issue])).toEqual([]);
+    expect(reply.bodies).toHaveLength(1);
+    const lines = reply.bodies[0]!.split("\n");
+    expect(lines[0]).toBe("Invalid config in .github/tether.yml:");
+    expect(lines.filter((l) => l.startsWith("- ")).sort()).toEqual([
+      "- `agents.tether.maxTurns`: must be at least 1",
+      '- `agents.tether.modle`: unknown setting; did you mean "model"?',
+      "- `resume.contextBudget`: must be at most 1 (the whole window)",
+    ]);
+    expect(await readDelivery(db.pool, id)).toMatchObject({
+      status: "done",
+      outcome: expect.stringMatching(/^invalid config \(3 problem/),
+    });
+  });
+
+  it("answers a comment addressed to an agent the broken file defines", async () => {
+    const gh = github()
+      .token(INSTALLATION_ID)
+      .config(BROKEN)
+      .permission("Codertocat", "admin")
+      .reactToComment(commentId);
+    const reply = gh.reply(issue);
+    await app.deliver(
+      "issue_comment",
+      commentCreated({ commentId, issueNumber: issue, body: "@rb look" }),
+    );
+    expect(reply.bodies).toHaveLength(1);
+  });
+
+  it("does not answer comments that address no agent", async () => {
+    github().token(INSTALLATION_ID).config(BROKEN);
+    await app.deliver(
+      "issue_comment",
+      commentCreated({ commentId, issueNumber: issue, body: "@alice look" }),
+    );
+    expect(await readTasks(db.pool, "issue_number = $1", [issue])).toEqual([]);
+  });
+
+  it("does not answer someone who may not use Tether anyway", async () => {
+    github().token(INSTALLATION_ID).config(BROKEN).permission("mallory", "read");
+    await app.deliver(
+      "issue_comment",
+      commentCreated({
+        commentId,
+        issueNumber: issue,
+        body: "@tether go",
+        author: { login: "mallory" },
+      }),
+    );
+    expect(await readTasks(db.pool, "issue_number = $1", [issue])).toEqual([]);
+  });
+
+  it("replies once per comment: the same comment delivered again gets no second reply", async () => {
+    const gh = github()
+      .token(INSTALLATION_ID)
+      .config(BROKEN)
+      .permission("Codertocat", "write")
+      .reactToComment(commentId);
+    const reply = gh.reply(issue);
+    const payload = commentCreated({ commentId, issueNumber: issue, body: "@tether go" });
+    await app.deliver("issue_comment", payload, `cfg-a-${issue}`);
+    await app.deliver("issue_comment", payload, `cfg-b-${issue}`);
+    expect(reply.bodies).toHaveLength(1);
+  });
+
+  it("reports unreadable YAML the same way", async () => {
+    const gh = github()
+      .token(INSTALLATION_ID)
+      .config("agents: [\n")
+      .permission("Codertocat", "write")
+      .reactToComment(commentId);
+    const reply = gh.reply(issue);
+    await app.deliver(
+      "issue_comment",
+      commentCreated({ commentId, issueNumber: issue, body: "@tether go" }),
+    );
+    expect(reply.bodies[0]).toMatch(
+      /^Invalid config in \.github\/tether\.yml:\n\n- `\(file\)`: Configuration could not be parsed/,
+    );
+  });
+});
+
+describe("a valid config", () => {
+  it("addresses agents by their configured mention, and the default agent no longer by @tether when renamed", async () => {
+    const yaml = "agents:\n  tether:\n    mention: '@claude'\n";
+    github()
+      .token(INSTALLATION_ID)
+      .config(yaml)
+      .permission("Codertocat", "write")
+      .reactToComment(commentId);
+    await app.deliver(
+      "issue_comment",
+      commentCreated({ commentId, issueNumber: issue, body: "@claude fix it" }),
+    );
+    expect((await readTasks(db.pool, "issue_number = $1", [issue])).map((t) => t.agent)).toEqual([
+      "tether",
+    ]);
+
+    app = await createTestApp(db);
+    github().token(INSTALLATION_ID).config(yaml);
+    const id = `renamed-${issue}`;
+    await app.deliver(
+      "issue_comment",
+      commentCreated({ commentId: commentId + 500, issueNumber: issue, body: "@tether fix it" }),
+      id,
+    );
+    expect(await readDelivery(db.pool, id)).toMatchObject({
+      status: "skipped",
+      outcome: "addresses no agent",
+    });
+  });
+
+  it("comes from the organisation's .github repository when the repository has none", async () => {
+    const gh = github().token(INSTALLATION_ID);
+    gh.api.get("/repos/Codertocat/Hello-World/contents/.github%2Ftether.yml").reply(404);
+    gh.config("agents:\n  helper: {}\n", "/repos/Codertocat/.github")
+      .permission("Codertocat", "write")
+      .reactToComment(commentId);
+    await app.deliver(
+      "issue_comment",
+      commentCreated({ commentId, issueNumber: issue, body: "@helper hi" }),
+    );
+    expect((await readTasks(db.pool, "issue_number = $1", [issue])).map((t) => t.agent)).toEqual([
+      "helper",
+    ]);
+  });
+});

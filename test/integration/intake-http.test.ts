@@ -1,0 +1,108 @@
+import { createHmac, randomUUID } from "node:crypto";
+import { Probot, Server } from "probot";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { tetherApp } from "../../src/app.js";
+import { freePort } from "../../src/db/embedded.js";
+import { loadEnv } from "../../src/env.js";
+import { createLogger } from "../../src/log.js";
+import { readDelivery } from "../../src/sql/deliveries.js";
+import { createTestDatabase } from "../helpers/db.js";
+import { commentCreated } from "../helpers/intake-payloads.js";
+import { APP_ID, TestOctokit, testPrivateKey, WEBHOOK_SECRET } from "../helpers/probot.js";
+
+const db = await createTestDatabase();
+let server: Server;
+let url: string;
+
+beforeAll(async () => {
+  const log = createLogger("silent");
+  const env = loadEnv({ APP_ID: String(APP_ID), PRIVATE_KEY: testPrivateKey(), WEBHOOK_SECRET });
+  const port = await freePort();
+  server = new Server({
+    host: "127.0.0.1",
+    port,
+    log,
+    Probot: Probot.defaults({
+      appId: APP_ID,
+      privateKey: testPrivateKey(),
+      secret: WEBHOOK_SECRET,
+      Octokit: TestOctokit,
+      log,
+    }),
+  });
+  await server.load(tetherApp({ env, log, pool: db.pool }));
+  await server.start();
+  url = `http://127.0.0.1:${port}/api/github/webhooks`;
+});
+afterAll(() => server.stop());
+
+function post(body: string, opts: { id?: string; secret?: string; event?: string } = {}) {
+  const signature = `sha256=${createHmac("sha256", opts.secret ?? WEBHOOK_SECRET)
+    .update(body)
+    .digest("hex")}`;
+  return fetch(url, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      "x-github-event": opts.event ?? "issue_comment",
+      "x-github-delivery": opts.id ?? randomUUID(),
+      "x-hub-signature-256": signature,
+    },
+    body,
+  });
+}
+
+describe("the webhook endpoint", () => {
+  it("answers a signed delivery with 200 once it is in the inbox", async () => {
+    const id = randomUUID();
+    const res = await post(
+      JSON.stringify(commentCreated({ commentId: 801, issueNumber: 8, body: "@tether hi" })),
+      { id },
+    );
+    expect(res.status).toBe(200);
+    expect(await readDelivery(db.pool, id)).toMatchObject({
+      status: "pending",
+      event: "issue_comment",
+      action: "created",
+    });
+  });
+
+  it("refuses a delivery with a wrong signature and keeps nothing", async () => {
+    const id = randomUUID();
+    const res = await post(
+      JSON.stringify(commentCreated({ commentId: 802, issueNumber: 8, body: "@tether hi" })),
+      { id, secret: "wrong" },
+    );
+    expect(res.status).toBeGreaterThanOrEqual(400);
+    expect(res.status).toBeLessThan(500);
+    expect(await readDelivery(db.pool, id)).toBeUndefined();
+  });
+
+  it("answers 200 to a redelivery without keeping it twice", async () => {
+    const id = randomUUID();
+    const body = JSON.stringify(
+      commentCreated({ commentId: 803, issueNumber: 8, body: "@tether hi" }),
+    );
+    expect((await post(body, { id })).status).toBe(200);
+    expect((await post(body, { id })).status).toBe(200);
+    const { rows } = await db.pool.query(
+      "SELECT count(*)::int AS n FROM webhook_deliveries WHERE dedupe_key = 'comment:803:created'",
+    );
+    expect(rows[0].n).toBe(1);
+  });
+
+  it("answers 500 when the inbox cannot keep the delivery, so GitHub shows it failed and it can be redelivered", async () => {
+    await db.pool.query(
+      "ALTER TABLE webhook_deliveries ADD CONSTRAINT no_more CHECK (delivery_id <> 'refused-by-db')",
+    );
+    try {
+      const res = await post(
+        JSON.stringify(commentCreated({ commentId: 804, issueNumber: 8, body: "@tether hi" })),
+        { id: "refused-by-db" },
+      );
+      expect(res.status).toBe(500);
+    } finally {
+      await db.pool.query("ALTER TABLE webhook_deliveries DROP CONSTRAINT no_more");
+    }
+  });
+});

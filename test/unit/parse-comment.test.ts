@@ -1,0 +1,236 @@
+import { describe, expect, it } from "vitest";
+import {
+  mentionedNames,
+  parseComment,
+  type AgentMention,
+  type Command,
+} from "../../src/intake/parse-comment.js";
+
+const AGENTS: AgentMention[] = [
+  { agent: "tether", mention: "@tether" },
+  { agent: "reviewer", mention: "@Review-Bot" },
+];
+
+type Row = {
+  name: string;
+  body: string;
+  /** agent → commands; omitted agents are not addressed. */
+  addressed: Record<string, Command[]>;
+  request?: string;
+};
+
+const ROWS: Row[] = [
+  // who is addressed
+  {
+    name: "a leading mention",
+    body: "@tether fix the build",
+    addressed: { tether: [] },
+    request: "fix the build",
+  },
+  {
+    name: "a mention mid-sentence keeps its words",
+    body: "Could @tether look at this?",
+    addressed: { tether: [] },
+    request: "Could @tether look at this?",
+  },
+  {
+    name: "mentions match without case",
+    body: "@TETHER hi",
+    addressed: { tether: [] },
+    request: "hi",
+  },
+  {
+    name: "a configured mention",
+    body: "@review-bot please review",
+    addressed: { reviewer: [] },
+    request: "please review",
+  },
+  { name: "the agent's name is not its mention", body: "@reviewer please", addressed: {} },
+  {
+    name: "two agents in one comment",
+    body: "@tether @review-bot compare notes",
+    addressed: { tether: [], reviewer: [] },
+    request: "compare notes",
+  },
+  {
+    name: "an agent mentioned twice counts once",
+    body: "@tether one\n\n@tether two",
+    addressed: { tether: [] },
+    request: "one\n\ntwo",
+  },
+  { name: "a bare mention", body: "@tether", addressed: { tether: [] }, request: "" },
+  {
+    name: "a mention followed by a colon",
+    body: "@tether: go",
+    addressed: { tether: [] },
+    request: "go",
+  },
+  {
+    name: "sentence punctuation after a mention",
+    body: "Thanks @tether.",
+    addressed: { tether: [] },
+  },
+  { name: "nobody", body: "LGTM", addressed: {}, request: "LGTM" },
+  { name: "someone else", body: "@alice what do you think?", addressed: {} },
+
+  // what is not a mention
+  { name: "a longer login", body: "@tether-bot hi", addressed: {} },
+  { name: "a team", body: "@tether/maintainers hi", addressed: {} },
+  { name: "an email address", body: "mail me at me@tether.dev", addressed: {} },
+  { name: "a domain after the name", body: "see @tether.dev", addressed: {} },
+  { name: "a path", body: "npm i some/@tether", addressed: {} },
+
+  // code and quotes do not trigger
+  { name: "inline code", body: "use `@tether fix` to ask", addressed: {} },
+  { name: "inline code with double backticks", body: "``@tether ` x``", addressed: {} },
+  {
+    name: "an unmatched backtick does not hide the rest",
+    body: "a ` b @tether go",
+    addressed: { tether: [] },
+  },
+  { name: "an escaped backtick opens no span", body: "\\`@tether go`", addressed: { tether: [] } },
+  {
+    name: "a backslash inside a span does not escape its end",
+    body: "`a\\` @tether go",
+    addressed: { tether: [] },
+  },
+  { name: "fenced code", body: "```\n@tether do it\n```", addressed: {} },
+  { name: "tilde fence", body: "~~~ts\n@tether\n~~~\n", addressed: {} },
+  { name: "an unclosed fence hides the rest", body: "```\n@tether\n", addressed: {} },
+  {
+    name: "a shorter fence does not close a longer one",
+    body: "````\n```\n@tether\n````",
+    addressed: {},
+  },
+  {
+    name: "after a closed fence, prose again",
+    body: "```\ncode\n```\n@tether go",
+    addressed: { tether: [] },
+    request: "```\ncode\n```\ngo",
+  },
+  { name: "indented code", body: "text\n\n    @tether in code", addressed: {} },
+  {
+    name: "indented text inside a list is prose",
+    body: "- item\n\n    @tether go",
+    addressed: { tether: [] },
+  },
+  { name: "a quote", body: "> @tether did this\n\nthanks", addressed: {} },
+  {
+    name: "a quote's lazy continuation line",
+    body: "> quoted\n@tether lazily quoted",
+    addressed: {},
+  },
+  {
+    name: "a reply after a quote",
+    body: "> @tether said X\n\n@tether do Y",
+    addressed: { tether: [] },
+    request: "> @tether said X\n\ndo Y",
+  },
+  { name: "an HTML comment", body: "<!-- @tether -->done", addressed: {} },
+  {
+    name: "an HTML comment block across paragraphs",
+    body: "<!--\n@tether\n\n@tether\n-->\nok",
+    addressed: {},
+  },
+
+  // commands
+  {
+    name: "/fresh with a request",
+    body: "@tether /fresh start over",
+    addressed: { tether: ["fresh"] },
+    request: "start over",
+  },
+  { name: "/fresh alone", body: "@tether /fresh", addressed: { tether: ["fresh"] }, request: "" },
+  { name: "/cancel", body: "@tether /cancel", addressed: { tether: ["cancel"] }, request: "" },
+  { name: "/status", body: "@tether /status", addressed: { tether: ["status"] } },
+  { name: "/help", body: "@tether /help", addressed: { tether: ["help"] } },
+  { name: "commands without case", body: "@tether /STATUS", addressed: { tether: ["status"] } },
+  {
+    name: "several commands",
+    body: "@tether /fresh /status",
+    addressed: { tether: ["fresh", "status"] },
+  },
+  {
+    name: "a command for a group of agents",
+    body: "@tether @review-bot /cancel",
+    addressed: { tether: ["cancel"], reviewer: ["cancel"] },
+  },
+  {
+    name: "commands per group",
+    body: "@tether /cancel\n@review-bot take over",
+    addressed: { tether: ["cancel"], reviewer: [] },
+    request: "take over",
+  },
+  {
+    name: "a command with trailing punctuation",
+    body: "@tether /fresh.",
+    addressed: { tether: ["fresh"] },
+    request: "",
+  },
+  {
+    name: "a mid-sentence command is cut from the request",
+    body: "Hey @tether /fresh please redo it",
+    addressed: { tether: ["fresh"] },
+    request: "Hey @tether please redo it",
+  },
+  {
+    name: "a path is not a command",
+    body: "@tether /fresh.txt is stale",
+    addressed: { tether: [] },
+    request: "/fresh.txt is stale",
+  },
+  {
+    name: "an unknown command is request text",
+    body: "@tether /deploy now",
+    addressed: { tether: [] },
+    request: "/deploy now",
+  },
+  { name: "a command without a mention does nothing", body: "/cancel", addressed: {} },
+  {
+    name: "a command in code does nothing",
+    body: "@tether `/cancel`",
+    addressed: { tether: [] },
+    request: "`/cancel`",
+  },
+  {
+    name: "a command on the next line is request text",
+    body: "@tether\n/status",
+    addressed: { tether: [] },
+    request: "/status",
+  },
+];
+
+describe("parseComment", () => {
+  it.each(ROWS)("$name", ({ body, addressed, request }) => {
+    const parsed = parseComment(body, AGENTS);
+    expect(Object.fromEntries(parsed.addressed.map((a) => [a.agent, a.commands]))).toEqual(
+      addressed,
+    );
+    if (request !== undefined) expect(parsed.request).toBe(request);
+  });
+
+  it("keeps code in the request as written", () => {
+    const body = "@tether why does this fail?\n\n```ts\nconst x = 1;\n```";
+    expect(parseComment(body, AGENTS).request).toBe(
+      "why does this fail?\n\n```ts\nconst x = 1;\n```",
+    );
+  });
+
+  it("handles CRLF line endings", () => {
+    expect(parseComment("```\r\n@tether\r\n```\r\n@review-bot go\r\n", AGENTS).addressed).toEqual([
+      { agent: "reviewer", commands: [] },
+    ]);
+  });
+});
+
+describe("mentionedNames", () => {
+  it.each([
+    ["@Alice and @bob-2 and @tether", ["alice", "bob-2", "tether"]],
+    ["`@alice`\n> @bob", []],
+    ["> @alice\n\nhey @bob", ["bob"]],
+    ["me@example.com", []],
+    ["", []],
+  ])("%j → %j", (body, names) => {
+    expect(mentionedNames(body)).toEqual(names);
+  });
+});

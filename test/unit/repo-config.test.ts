@@ -1,0 +1,268 @@
+import { describe, expect, it } from "vitest";
+import {
+  DEFAULT_CONFIG,
+  DEFAULT_MODEL,
+  formatConfigProblems,
+  mentionsOf,
+  parseRepoConfig,
+} from "../../src/config/repo-config.js";
+
+type Row = { name: string; input: unknown; valid: boolean; problem?: RegExp };
+
+const ROWS: Row[] = [
+  { name: "no file", input: undefined, valid: true },
+  { name: "an empty file", input: null, valid: true },
+  { name: "an empty mapping", input: {}, valid: true },
+  { name: "empty sections", input: { agents: null, resume: null, access: null }, valid: true },
+  { name: "an agent with all defaults", input: { agents: { reviewer: null } }, valid: true },
+  {
+    name: "every agent field",
+    input: {
+      agents: {
+        reviewer: {
+          mention: "@review-bot",
+          model: "claude-opus-4-1",
+          maxTurns: 12,
+          timeoutMinutes: 20,
+          stallMinutes: 5,
+          allowedTools: ["Read", "Bash(npm test:*)"],
+          disallowedTools: ["WebFetch"],
+          permissionMode: "plan",
+          appendSystemPrompt: "Be terse.",
+        },
+      },
+    },
+    valid: true,
+  },
+  {
+    name: "resume settings",
+    input: { resume: { enabled: false, ttlHours: 1.5, contextBudget: 0.5 } },
+    valid: true,
+  },
+  {
+    name: "access settings",
+    input: {
+      access: { minPermission: "triage", allowUsers: ["octocat"], allowBots: ["renovate[bot]"] },
+    },
+    valid: true,
+  },
+
+  {
+    name: "a list instead of a mapping",
+    input: ["agents"],
+    valid: false,
+    problem: /^\(file\): must be a mapping/,
+  },
+  { name: "a string", input: "agents: yes", valid: false, problem: /^\(file\)/ },
+  {
+    name: "an unknown top-level key",
+    input: { agent: {} },
+    valid: false,
+    problem: /^agent: unknown setting; did you mean "agents"\?/,
+  },
+  {
+    name: "a typo in an agent field",
+    input: { agents: { tether: { modle: "x" } } },
+    valid: false,
+    problem: /^agents\.tether\.modle: unknown setting; did you mean "model"\?/,
+  },
+  {
+    name: "an unknown agent field",
+    input: { agents: { tether: { colour: "red" } } },
+    valid: false,
+    problem: /^agents\.tether\.colour: unknown setting \(known: mention, model/,
+  },
+  {
+    name: "an upper-case agent name",
+    input: { agents: { Reviewer: {} } },
+    valid: false,
+    problem: /^agents\.Reviewer: agent names are lower case/,
+  },
+  {
+    name: "a mention without @",
+    input: { agents: { tether: { mention: "tether" } } },
+    valid: false,
+    problem: /^agents\.tether\.mention: must be @/,
+  },
+  {
+    name: "two agents with one mention",
+    input: { agents: { a: { mention: "@x" }, b: { mention: "@X" } } },
+    valid: false,
+    problem: /^agents\.b\.mention: @x already addresses agent "a"/,
+  },
+  {
+    name: "an agent taking the default agent's mention",
+    input: { agents: { helper: { mention: "@tether" } } },
+    valid: false,
+    problem: /^agents\.helper\.mention: @tether already addresses agent "tether"/,
+  },
+  {
+    name: "maxTurns out of range",
+    input: { agents: { tether: { maxTurns: 0 } } },
+    valid: false,
+    problem: /^agents\.tether\.maxTurns: /,
+  },
+  {
+    name: "a fractional timeout",
+    input: { agents: { tether: { timeoutMinutes: 1.5 } } },
+    valid: false,
+    problem: /^agents\.tether\.timeoutMinutes: must be a whole number/,
+  },
+  {
+    name: "an unknown permission mode",
+    input: { agents: { tether: { permissionMode: "yolo" } } },
+    valid: false,
+    problem: /^agents\.tether\.permissionMode: /,
+  },
+  {
+    name: "a tool rule that looks like a flag",
+    input: { agents: { tether: { allowedTools: ["--dangerously"] } } },
+    valid: false,
+    problem: /^agents\.tether\.allowedTools\[0\]: must be a tool name/,
+  },
+  {
+    name: "a model id with spaces",
+    input: { agents: { tether: { model: "claude sonnet" } } },
+    valid: false,
+    problem: /^agents\.tether\.model: must be a model id/,
+  },
+  {
+    name: "a context budget over 1",
+    input: { resume: { contextBudget: 1.2 } },
+    valid: false,
+    problem: /^resume\.contextBudget: /,
+  },
+  {
+    name: "a context budget of 0",
+    input: { resume: { contextBudget: 0 } },
+    valid: false,
+    problem: /^resume\.contextBudget: /,
+  },
+  {
+    name: "a negative time to live",
+    input: { resume: { ttlHours: -1 } },
+    valid: false,
+    problem: /^resume\.ttlHours: /,
+  },
+  {
+    name: "resume enabled as a string",
+    input: { resume: { enabled: "yes" } },
+    valid: false,
+    problem: /^resume\.enabled: /,
+  },
+  {
+    name: "an unknown permission",
+    input: { access: { minPermission: "owner" } },
+    valid: false,
+    problem: /^access\.minPermission: /,
+  },
+  {
+    name: "a login with spaces",
+    input: { access: { allowUsers: ["john doe"] } },
+    valid: false,
+    problem: /^access\.allowUsers\[0\]: must be a GitHub login/,
+  },
+  {
+    name: "too many agents",
+    input: { agents: Object.fromEntries(Array.from({ length: 21 }, (_, i) => [`a${i}`, {}])) },
+    valid: false,
+    problem: /^agents: at most 20 agents/,
+  },
+];
+
+describe("parseRepoConfig", () => {
+  it.each(ROWS)("$name → valid: $valid", ({ input, valid, problem }) => {
+    const result = parseRepoConfig(input);
+    expect(result.ok).toBe(valid);
+    if (!result.ok && problem) {
+      const lines = result.problems.map((p) => `${p.path}: ${p.message}`);
+      expect(
+        lines.some((l) => problem.test(l)),
+        lines.join("\n"),
+      ).toBe(true);
+    }
+  });
+
+  it("fills every default when the file is absent", () => {
+    expect(DEFAULT_CONFIG).toEqual({
+      agents: {
+        tether: {
+          mention: "@tether",
+          model: DEFAULT_MODEL,
+          maxTurns: 30,
+          timeoutMinutes: 30,
+          stallMinutes: 10,
+          allowedTools: [],
+          disallowedTools: [],
+          permissionMode: "acceptEdits",
+        },
+      },
+      resume: { enabled: true, ttlHours: 72, contextBudget: 0.8 },
+      access: { minPermission: "write", allowUsers: [], allowBots: [] },
+    });
+  });
+
+  it("keeps the default agent beside configured ones, and lets it be renamed", () => {
+    const r = parseRepoConfig({
+      agents: { tether: { mention: "@claude" }, reviewer: { maxTurns: 5 } },
+    });
+    expect(r.ok).toBe(true);
+    if (!r.ok) return;
+    expect(Object.keys(r.config.agents).sort()).toEqual(["reviewer", "tether"]);
+    expect(r.config.agents.tether).toMatchObject({ mention: "@claude", model: DEFAULT_MODEL });
+    expect(r.config.agents.reviewer).toMatchObject({
+      mention: "@reviewer",
+      maxTurns: 5,
+      timeoutMinutes: 30,
+    });
+  });
+
+  it("reports every problem, not just the first", () => {
+    const r = parseRepoConfig({
+      agents: { tether: { maxTurns: 0, modle: "x" } },
+      access: { minPermission: "x" },
+    });
+    expect(r.ok).toBe(false);
+    if (r.ok) return;
+    expect(r.problems.map((p) => p.path).sort()).toEqual([
+      "access.minPermission",
+      "agents.tether.maxTurns",
+      "agents.tether.modle",
+    ]);
+  });
+});
+
+describe("formatConfigProblems", () => {
+  it("names the file and lists each problem with its path", () => {
+    const text = formatConfigProblems([
+      { path: "agents.tether.modle", message: 'unknown setting; did you mean "model"?' },
+      { path: "resume.ttlHours", message: "Too small: expected number to be >0" },
+    ]);
+    expect(text.split("\n").slice(0, 4)).toEqual([
+      "Invalid config in .github/tether.yml:",
+      "",
+      '- `agents.tether.modle`: unknown setting; did you mean "model"?',
+      "- `resume.ttlHours`: Too small: expected number to be >0",
+    ]);
+  });
+
+  it("does not let a message ping anyone or run past one line", () => {
+    const text = formatConfigProblems([
+      { path: "agents.b.mention", message: "@x already\naddresses" },
+    ]);
+    expect(text).not.toMatch(/(^|\s)@x\b/);
+    expect(text).toContain("already addresses");
+  });
+});
+
+describe("mentionsOf (a file that failed validation)", () => {
+  it.each([
+    [undefined, ["@tether"]],
+    ["nonsense", ["@tether"]],
+    [{ agents: { reviewer: { mention: "@rb", maxTurns: -1 } } }, ["@tether", "@rb"]],
+    [{ agents: { helper: { maxTurns: "x" } } }, ["@tether", "@helper"]],
+    [{ agents: { tether: { mention: "@claude" } } }, ["@claude"]],
+  ])("%j → %j", (raw, mentions) => {
+    expect(mentionsOf(raw).map((m) => m.mention)).toEqual(mentions);
+  });
+});
