@@ -15,4 +15,6 @@ export interface AppDeps {
    * per agent; the runner plugs in what the next turn would do (resume or fresh, and why).
    */
   describeStatus?: DescribeStatus;
+  /** Present when this process runs a runner: whether its loop is heartbeating. */
+  runnerAlive?: () => boolean;
 }

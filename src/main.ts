@@ -1,13 +1,19 @@
 #!/usr/bin/env node
-import { readFile } from "node:fs/promises";
 import { Probot, Server, run as runProbotSetup } from "probot";
 import { tetherApp } from "./app.js";
 import type { AppDeps } from "./deps.js";
 import { openDatabase } from "./db/database.js";
 import { EnvError, loadEnv, type Env } from "./env.js";
+import { appOctokit, githubBaseUrls, readPrivateKey } from "./github/app-auth.js";
 import { IntakeProcessor } from "./intake/processor.js";
 import { createLogger, type Logger } from "./log.js";
+import { processMetrics } from "./metrics.js";
+import { describeNextTurn } from "./runner/describe-next-turn.js";
+import { startRunner } from "./runner/start-runner.js";
 import { Shutdown } from "./shutdown.js";
+import { healthRoutes } from "./web/health.js";
+import { serveHandlers } from "./web/http.js";
+import { metricsRoute } from "./web/metrics-route.js";
 
 type Role = Env["TETHER_ROLE"];
 /** Set once start-up has something to undo (the embedded database above all). */
@@ -47,7 +53,19 @@ async function main(): Promise<void> {
     return;
   }
 
-  const deps: AppDeps = { env, log, pool: db.pool };
+  const metrics = processMetrics().useDatabase(db.pool);
+  const deps: AppDeps = { env, log, pool: db.pool, describeStatus: describeNextTurn };
+
+  if (role === "all" || role === "runner") {
+    const runner = await startRunner({ env, log, pool: db.pool, databaseUrl: db.url, metrics });
+    if (runner) {
+      deps.runnerAlive = () => runner.alive;
+      // Phase 20: after intake and HTTP stop, before connections close. Most of the budget
+      // goes to letting running turns finish.
+      shutdown.add(20, "runner", () => runner.stop(env.TETHER_SHUTDOWN_TIMEOUT_MS * 0.6));
+    }
+  }
+
   if (role === "all" || role === "web") {
     const { server, probot } = await startWeb(env, log, deps);
     shutdown.add(10, "http", () => server.stop());
@@ -64,6 +82,14 @@ async function main(): Promise<void> {
       await intake.start();
       shutdown.add(10, "intake", () => intake.stop());
     }
+  } else if (role === "runner") {
+    // A runner-only process still answers health checks and scrapes.
+    const http = await serveHandlers([healthRoutes(deps), metricsRoute(deps, metrics)], {
+      host: env.HOST,
+      port: env.PORT,
+    });
+    shutdown.add(10, "http", () => http.close());
+    log.info({ url: http.url }, "runner health and metrics");
   }
   log.info({ role }, "tether started");
 }
@@ -82,9 +108,6 @@ async function startWeb(
     );
     return { server: await runProbotSetup(tetherApp(deps), { env: process.env }) };
   }
-  const baseUrl = env.GHE_HOST
-    ? `${env.GHE_PROTOCOL}://${env.GHE_HOST}/api/v3`
-    : "https://api.github.com";
   const server = new Server({
     host: env.HOST,
     port: env.PORT,
@@ -94,8 +117,9 @@ async function startWeb(
       appId: env.APP_ID,
       privateKey,
       secret: env.WEBHOOK_SECRET,
-      baseUrl,
+      baseUrl: githubBaseUrls(env).api,
       log: log.child({ component: "probot" }),
+      Octokit: appOctokit(env),
     }),
   });
   await server.load(tetherApp(deps));
@@ -106,12 +130,6 @@ async function startWeb(
   });
   await server.start();
   return { server, probot };
-}
-
-async function readPrivateKey(env: Env): Promise<string | undefined> {
-  if (env.PRIVATE_KEY) return env.PRIVATE_KEY.replace(/\\n/g, "\n");
-  if (env.PRIVATE_KEY_PATH) return readFile(env.PRIVATE_KEY_PATH, "utf8");
-  return undefined;
 }
 
 main().catch(async (err: unknown) => {

@@ -7,7 +7,7 @@ import os from "node:os";
 import pg from "pg";
 import type { Pool } from "../db/pool.js";
 import type { Logger } from "../log.js";
-import { heartbeatRuntime, registerRuntime } from "../sql/runtimes.js";
+import { heartbeatRuntime, markRuntimeStopped, registerRuntime } from "../sql/runtimes.js";
 import {
   adoptOrphans,
   claimTasks,
@@ -43,6 +43,7 @@ export class Runner {
   private stopping = false;
   private ticking: Promise<void> | undefined;
   private again = false;
+  private lastHeartbeat = Date.now();
 
   constructor(private readonly opts: RunnerOptions) {
     this.runnerId = `${opts.runtimeId}/${os.hostname()}/${process.pid}/${Math.random().toString(36).slice(2, 8)}`;
@@ -148,6 +149,12 @@ export class Runner {
     const { cancel } = await heartbeatTasks(this.pool, this.runnerId);
     for (const id of cancel) this.cancel(id);
     await heartbeatRuntime(this.pool, this.opts.runtimeId, this.running.size);
+    this.lastHeartbeat = Date.now();
+  }
+
+  /** Started, not stopping, and its last heartbeat went through within three intervals. */
+  get alive(): boolean {
+    return !this.stopping && Date.now() - this.lastHeartbeat < 3 * (this.opts.heartbeatMs ?? 5000);
   }
 
   private async listen(): Promise<void> {
@@ -201,7 +208,10 @@ export class Runner {
     await this.listener?.end().catch(() => {});
     this.listener = undefined;
     const all = [...this.running.values()];
-    if (all.length === 0) return;
+    if (all.length === 0) {
+      await markRuntimeStopped(this.pool, this.opts.runtimeId).catch(() => {});
+      return;
+    }
     this.log.info({ running: all.length }, "waiting for running tasks before stopping");
     const waited = await Promise.race([
       Promise.all(all.map((r) => r.done)).then(() => true),

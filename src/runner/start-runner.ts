@@ -2,15 +2,15 @@
  * Builds a runner from the environment: the Claude CLI, the runtime id, GitHub through the
  * app's installations, the workspaces, and the repo config loader. Used by main.ts.
  */
-import { readFile } from "node:fs/promises";
 import os from "node:os";
-import { Probot, ProbotOctokit } from "probot";
+import { Probot } from "probot";
 import { createClaudeCli } from "../claude/index.js";
 import { lookupClaudePath } from "../claude/claude-path.js";
 import { loadRepoConfig } from "../config/load-repo-config.js";
 import { formatConfigProblems, type RepoConfig } from "../config/repo-config.js";
 import type { Pool } from "../db/pool.js";
 import type { Env } from "../env.js";
+import { appOctokit, githubBaseUrls, readPrivateKey } from "../github/app-auth.js";
 import type { Logger } from "../log.js";
 import type { Metrics } from "../metrics.js";
 import { claudeAgent } from "./claude-agent.js";
@@ -19,23 +19,6 @@ import type { ConfigResult, RepoSettings } from "./ports.js";
 import { Runner } from "./runner.js";
 import { deriveRuntimeId } from "./runtime-id.js";
 import { createWorkspacePort } from "./workspace-port.js";
-
-export async function readPrivateKey(env: Env): Promise<string | undefined> {
-  if (env.PRIVATE_KEY) return env.PRIVATE_KEY.replace(/\\n/g, "\n");
-  if (env.PRIVATE_KEY_PATH) return readFile(env.PRIVATE_KEY_PATH, "utf8");
-  return undefined;
-}
-
-export function githubBaseUrls(env: Env): { api: string; web: string } {
-  if (!env.GHE_HOST) return { api: "https://api.github.com", web: "https://github.com" };
-  const web = `${env.GHE_PROTOCOL}://${env.GHE_HOST}`;
-  return { api: `${web}/api/v3`, web };
-}
-
-/** Octokit for the app: retries on 5xx and rate limits (Probot's plugins), spacing optional. */
-export function appOctokit(env: Env): typeof ProbotOctokit {
-  return env.TETHER_GITHUB_THROTTLE ? ProbotOctokit : ProbotOctokit.defaults({ throttle: { enabled: false } });
-}
 
 export function toRepoSettings(config: RepoConfig): RepoSettings {
   const agents: RepoSettings["agents"] = {};

@@ -20,14 +20,19 @@ export async function registerRuntime(db: Db, r: RuntimeInfo): Promise<void> {
      ON CONFLICT (id) DO UPDATE SET hostname = EXCLUDED.hostname, home_dir = EXCLUDED.home_dir,
        claude_path = EXCLUDED.claude_path, cli_version = EXCLUDED.cli_version,
        can_resume = EXCLUDED.can_resume, concurrency = EXCLUDED.concurrency,
-       started_at = now(), heartbeat_at = now()`,
+       started_at = now(), heartbeat_at = now(), stopped_at = NULL`,
     [r.id, r.hostname, r.homeDir, r.claudePath, r.cliVersion, r.canResume, r.concurrency],
   );
 }
 
 export async function heartbeatRuntime(db: Db, id: string, running: number): Promise<void> {
-  await db.query(`UPDATE runtimes SET heartbeat_at = now(), running = $2 WHERE id = $1`, [
-    id,
-    running,
-  ]);
+  await db.query(
+    `UPDATE runtimes SET heartbeat_at = now(), running = $2, stopped_at = NULL WHERE id = $1`,
+    [id, running],
+  );
+}
+
+/** A clean stop: other runtimes need not wait for this one to take its keys' tasks. */
+export async function markRuntimeStopped(db: Db, id: string): Promise<void> {
+  await db.query(`UPDATE runtimes SET stopped_at = now(), running = 0 WHERE id = $1`, [id]);
 }

@@ -108,7 +108,7 @@ export async function claimTasks(
                AND r.status = 'running')
           AND (t.created_at < now() - make_interval(secs => $4::double precision / 1000)
                OR COALESCE((
-                 SELECT s.runtime_id = $2 OR rt.heartbeat_at IS NULL
+                 SELECT s.runtime_id = $2 OR rt.heartbeat_at IS NULL OR rt.stopped_at IS NOT NULL
                         OR rt.heartbeat_at < now() - interval '1 minute'
                    FROM sessions s LEFT JOIN runtimes rt ON rt.id = s.runtime_id
                   WHERE s.repo = t.repo AND s.issue_number = t.issue_number AND s.agent = t.agent

@@ -1,0 +1,42 @@
+/**
+ * /status with the runner's view: for each agent on the issue, what intake knows (running,
+ * queued, last session) and what the next turn would do — resume or fresh, and why.
+ */
+import fs from "node:fs";
+import type { DescribeStatus } from "../intake/status.js";
+import { renderStatus } from "../intake/status.js";
+import { agentsOnIssue, readKeyStates } from "../sql/tasks.js";
+import { currentEpoch, priorSession } from "../sql/sessions.js";
+import { decideResume, describeReason } from "./resume-decision.js";
+
+export const describeNextTurn: DescribeStatus = async (req) => {
+  const others = await agentsOnIssue(req.pool, req.repo, req.issueNumber);
+  const agents = [...new Set([...req.agents, ...others])];
+  const states = await readKeyStates(req.pool, req.repo, req.issueNumber, agents);
+  const blocks: string[] = [];
+  for (const state of states) {
+    const key = { repo: req.repo, issueNumber: req.issueNumber, agent: state.agent };
+    const prior = await priorSession(req.pool, key);
+    const policy = req.config.resume;
+    // The web process may sit on another machine than the runner that holds the session, so
+    // the runtime and directory checks assume the task lands where its session lives (runtime
+    // affinity sees to that while that runtime is alive).
+    const decision = decideResume({
+      prior,
+      forceFresh: state.queued?.forceFresh ?? false,
+      policy: { enabled: policy.enabled, ttlMs: policy.ttlHours * 3600_000, contextBudget: policy.contextBudget },
+      runtimeId: prior?.runtimeId ?? "",
+      workDir: prior?.workDir ?? "",
+      workDirExists: prior?.workDir ? fs.existsSync(prior.workDir) || true : false,
+      historyEpoch: await currentEpoch(req.pool, key),
+      cliCanResume: true,
+      now: req.now,
+    });
+    const next =
+      decision.kind === "resume"
+        ? `- Next turn: **resumes** session \`${decision.sessionId}\`${prior?.runtimeId ? ` on runtime \`${prior.runtimeId}\`` : ""} (\`resumed\`).`
+        : `- Next turn: **fresh session** (\`${decision.reason}\`: ${describeReason(decision.reason)}).`;
+    blocks.push(`${renderStatus([state], req.config, req.now)}\n${next}`);
+  }
+  return blocks.join("\n\n");
+};
