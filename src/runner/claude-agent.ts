@@ -15,7 +15,11 @@ export function claudeAgent(cli: AgentCli, opts: { log: Logger; home?: string })
       // A CLI left by a process that was killed (it is re-parented to init and keeps going)
       // must not write to the session alongside the new run.
       const strays = await killProcessesIn(req.cwd).catch(() => []);
-      if (strays.length) opts.log.warn({ cwd: req.cwd, pids: strays }, "stopped processes left in the workspace by an earlier run");
+      if (strays.length)
+        opts.log.warn(
+          { cwd: req.cwd, pids: strays },
+          "stopped processes left in the workspace by an earlier run",
+        );
       const s = req.settings;
       const run = cli.start({
         cwd: req.cwd,
@@ -35,7 +39,8 @@ export function claudeAgent(cli: AgentCli, opts: { log: Logger; home?: string })
         ...(opts.home ? { home: opts.home } : {}),
         onEvent: async (e: RunEvent) => {
           if (e.type === "init") await req.onSession(e.sessionId, e.model);
-          else if (e.type === "text" && e.parentToolUseId === null) req.onProgress({ kind: "text", text: e.text });
+          else if (e.type === "text" && e.parentToolUseId === null)
+            req.onProgress({ kind: "text", text: e.text });
           else if (e.type === "tool_use") req.onProgress({ kind: "tool", name: e.name });
         },
       });

@@ -24,7 +24,11 @@ export const describeNextTurn: DescribeStatus = async (req) => {
     const decision = decideResume({
       prior,
       forceFresh: state.queued?.forceFresh ?? false,
-      policy: { enabled: policy.enabled, ttlMs: policy.ttlHours * 3600_000, contextBudget: policy.contextBudget },
+      policy: {
+        enabled: policy.enabled,
+        ttlMs: policy.ttlHours * 3600_000,
+        contextBudget: policy.contextBudget,
+      },
       runtimeId: prior?.runtimeId ?? "",
       workDir: prior?.workDir ?? "",
       workDirExists: prior?.workDir ? fs.existsSync(prior.workDir) || true : false,

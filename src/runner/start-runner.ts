@@ -54,19 +54,41 @@ export async function startRunner(opts: {
   const claude = lookupClaudePath(env);
   const cli = createClaudeCli({ path: claude.path, log: log.child({ component: "claude" }) });
   const caps = await cli.probe();
-  if (caps.error) log.error({ claude: claude.path, error: caps.error }, "the Claude CLI did not answer --version/--help; runs will fail until it does");
+  if (caps.error)
+    log.error(
+      { claude: claude.path, error: caps.error },
+      "the Claude CLI did not answer --version/--help; runs will fail until it does",
+    );
   const home = os.homedir();
-  const runtimeId = deriveRuntimeId({ configured: env.TETHER_RUNTIME_ID, home, claudePath: caps.path || claude.path });
+  const runtimeId = deriveRuntimeId({
+    configured: env.TETHER_RUNTIME_ID,
+    home,
+    claudePath: caps.path || claude.path,
+  });
   const urls = githubBaseUrls(env);
-  const probot = new Probot({ appId: env.APP_ID, privateKey, baseUrl: urls.api, log: log.child({ component: "github" }), Octokit: appOctokit(env) });
-  const workspace = await createWorkspacePort(env.workspaceDir, log.child({ component: "workspace" }));
+  const probot = new Probot({
+    appId: env.APP_ID,
+    privateKey,
+    baseUrl: urls.api,
+    log: log.child({ component: "github" }),
+    Octokit: appOctokit(env),
+  });
+  const workspace = await createWorkspacePort(
+    env.workspaceDir,
+    log.child({ component: "workspace" }),
+  );
   const runner = new Runner({
     pool,
     log: log.child({ component: "runner" }),
     databaseUrl: opts.databaseUrl,
     runtimeId,
     concurrency: env.TETHER_RUNNER_CONCURRENCY,
-    runtime: { homeDir: home, claudePath: caps.path || claude.path, cliVersion: caps.version, canResume: caps.canResume },
+    runtime: {
+      homeDir: home,
+      claudePath: caps.path || claude.path,
+      cliVersion: caps.version,
+      canResume: caps.canResume,
+    },
     agent: claudeAgent(cli, { log }),
     workspace,
     github: async (task) => {
@@ -83,7 +105,14 @@ export async function startRunner(opts: {
         },
       });
     },
-    secrets: () => [privateKey, env.WEBHOOK_SECRET, env.DATABASE_URL, process.env.ANTHROPIC_API_KEY, process.env.ANTHROPIC_AUTH_TOKEN, env.TETHER_DASHBOARD_TOKEN],
+    secrets: () => [
+      privateKey,
+      env.WEBHOOK_SECRET,
+      env.DATABASE_URL,
+      process.env.ANTHROPIC_API_KEY,
+      process.env.ANTHROPIC_AUTH_TOKEN,
+      env.TETHER_DASHBOARD_TOKEN,
+    ],
     onFinished: (t) =>
       opts.metrics?.recordTurn({
         outcome: t.outcome,
@@ -93,7 +122,10 @@ export async function startRunner(opts: {
         usage: t.usage,
       }),
   });
-  log.info({ runtimeId, claude: caps.path, version: caps.version, canResume: caps.canResume }, "runtime");
+  log.info(
+    { runtimeId, claude: caps.path, version: caps.version, canResume: caps.canResume },
+    "runtime",
+  );
   await runner.start();
   return runner;
 }

@@ -1,0 +1,262 @@
+/**
+ * Issue 5's end-to-end scenarios: the built app as a process, real Postgres, the real Claude CLI
+ * against a fake Messages API, GitHub stood in for over HTTP. Each test is one scenario.
+ */
+import fs from "node:fs";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createTestDatabase } from "../helpers/db.js";
+import { startStack, REPO, type Stack } from "../helpers/e2e-stack.js";
+import { lastUserText, replies, userTexts, type FakeRequest } from "../helpers/fake-anthropic.js";
+
+const CONFIG = `
+agents:
+  tether:
+    model: claude-sonnet-4-5
+  reviewer:
+    model: claude-sonnet-4-5
+`;
+
+const db = await createTestDatabase();
+let stack: Stack;
+let issueCount = 0;
+
+beforeAll(async () => {
+  stack = await startStack({ pool: db.pool, databaseUrl: db.url, config: CONFIG });
+}, 120_000);
+afterAll(async () => {
+  await stack?.close();
+});
+
+function newIssue(title = "Parser drops the last line"): number {
+  issueCount++;
+  const issue = stack.gh.addIssue({
+    repo: REPO,
+    title,
+    body: `Issue body ${issueCount}: feeding a file without a trailing newline loses its last line.`,
+    user: "alice",
+  });
+  return issue.number as number;
+}
+
+/** Messages requests the fake API received since `from`. */
+function requestsSince(from: number): FakeRequest[] {
+  return stack.api.messageRequests().filter((r) => r.n > from);
+}
+const mark = () => stack.api.requests.length;
+
+describe(
+  "Tether end to end (real CLI, real Postgres, GitHub stand-in)",
+  { timeout: 150_000 },
+  () => {
+    it("1. first comment: fresh run, answer posted, session_id stored", async () => {
+      const n = newIssue();
+      const c = await stack.comment(n, "@tether what does split() do?");
+      const task = await stack.finishedTask(c);
+      expect(task).toMatchObject({
+        status: "succeeded",
+        outcome: "success",
+        resume_decision: "fresh",
+        resume_reason: "no_prior_session",
+        is_follow_up: false,
+      });
+      expect(task.session_id).toMatch(/^[0-9a-f-]{36}$/);
+      const posted = stack.taskComments(n, task.id as number);
+      expect(posted).toHaveLength(1);
+      expect(String(posted[0]!.body)).toMatch(/^reply#\d+ seen_messages=1/);
+      expect(String(posted[0]!.body)).toContain("fresh session (no_prior_session)");
+      const session = await db.pool.query("SELECT * FROM sessions WHERE session_id = $1", [
+        task.session_id,
+      ]);
+      expect(session.rows[0]).toMatchObject({ state: "active", runtime_id: "rt-e2e", repo: REPO });
+    });
+
+    it("2. follow-up: resumed; the API saw the earlier messages; the last user message is the focus guard and the new comment only", async () => {
+      const n = newIssue();
+      const first = await stack.finishedTask(
+        await stack.comment(n, "@tether FIRST-REQUEST explain split()"),
+      );
+      const m = mark();
+      const second = await stack.finishedTask(
+        await stack.comment(n, "@tether SECOND-REQUEST now add a test", "bob"),
+      );
+      expect(second).toMatchObject({
+        status: "succeeded",
+        resume_decision: "resume",
+        resume_reason: "resumed",
+        is_follow_up: true,
+        session_id: first.session_id,
+      });
+      const reqs = requestsSince(m);
+      expect(reqs.length).toBeGreaterThan(0);
+      const req = reqs[0]!;
+      const texts = userTexts(req);
+      expect(texts.length).toBeGreaterThanOrEqual(2);
+      expect(texts.some((t) => t.includes("FIRST-REQUEST"))).toBe(true); // the history, sent by the CLI
+      const last = lastUserText(req);
+      expect(last).toContain("A NEW comment arrived");
+      expect(last).toContain("Focus on THIS comment");
+      expect(last).toContain("SECOND-REQUEST");
+      expect(last).not.toContain("FIRST-REQUEST");
+      expect(last).not.toContain("Issue body"); // no re-sent thread
+      expect(stack.taskComments(n, second.id as number)).toHaveLength(1);
+    });
+
+    it("3. /fresh starts a new session; the next follow-up resumes the new one", async () => {
+      const n = newIssue();
+      const a = await stack.finishedTask(await stack.comment(n, "@tether start"));
+      const b = await stack.finishedTask(
+        await stack.comment(n, "@tether /fresh start over please"),
+      );
+      expect(b).toMatchObject({
+        resume_decision: "fresh",
+        resume_reason: "forced_fresh",
+        status: "succeeded",
+      });
+      expect(b.session_id).not.toBe(a.session_id);
+      const c = await stack.finishedTask(await stack.comment(n, "@tether and continue"));
+      expect(c).toMatchObject({
+        resume_decision: "resume",
+        resume_reason: "resumed",
+        session_id: b.session_id,
+      });
+    });
+
+    it("4. a second agent on the same issue has its own session", async () => {
+      const n = newIssue();
+      const t = await stack.finishedTask(await stack.comment(n, "@tether look at this"));
+      const r = await stack.finishedTask(await stack.comment(n, "@reviewer review it"));
+      expect(r).toMatchObject({
+        agent: "reviewer",
+        resume_reason: "no_prior_session",
+        status: "succeeded",
+      });
+      expect(r.session_id).not.toBe(t.session_id);
+      expect(r.work_dir).not.toBe(t.work_dir);
+      const t2 = await stack.finishedTask(await stack.comment(n, "@tether follow up"));
+      expect(t2).toMatchObject({
+        agent: "tether",
+        resume_reason: "resumed",
+        session_id: t.session_id,
+      });
+    });
+
+    it("5. a poisoned turn's session is not resumed", async () => {
+      const n = newIssue();
+      stack.api.script(replies.promptTooLong());
+      const p = await stack.finishedTask(await stack.comment(n, "@tether read everything"));
+      expect(p).toMatchObject({ status: "failed", outcome: "poisoned" });
+      expect(p.session_id).toBeTruthy();
+      expect(String(stack.taskComments(n, p.id as number)[0]!.body)).toContain(
+        "no longer fits the model",
+      );
+      const next = await stack.finishedTask(await stack.comment(n, "@tether try again"));
+      expect(next).toMatchObject({
+        status: "succeeded",
+        resume_decision: "fresh",
+        resume_reason: "poisoned",
+      });
+      expect(next.session_id).not.toBe(p.session_id);
+    });
+
+    it("6. a deleted session file: resume rejected, one fresh retry in the same task, one answer", async () => {
+      const n = newIssue();
+      const a = await stack.finishedTask(await stack.comment(n, "@tether one"));
+      const projects = path.join(stack.home, ".claude", "projects");
+      const files = fs
+        .readdirSync(projects, { recursive: true })
+        .map(String)
+        .filter((f) => f.endsWith(`${a.session_id}.jsonl`));
+      expect(files).toHaveLength(1);
+      fs.rmSync(path.join(projects, files[0]!));
+      const m = mark();
+      const b = await stack.finishedTask(await stack.comment(n, "@tether two"));
+      expect(b).toMatchObject({
+        status: "succeeded",
+        resume_decision: "fresh",
+        resume_reason: "resume_rejected",
+        retried_fresh: true,
+      });
+      expect(b.session_id).not.toBe(a.session_id);
+      expect(
+        (await db.pool.query("SELECT state FROM sessions WHERE session_id = $1", [a.session_id]))
+          .rows[0].state,
+      ).toBe("retired");
+      // The retry ran cold: its prompt carries the whole thread as context.
+      expect(requestsSince(m).some((r) => lastUserText(r).includes("# Instruction"))).toBe(true);
+      expect(stack.taskComments(n, b.id as number)).toHaveLength(1);
+    });
+
+    it("7. killed with SIGKILL mid-run: the session id was already pinned; after restart the task completes with one answer", async () => {
+      const n = newIssue();
+      stack.api.script(replies.hang());
+      const c = await stack.comment(n, "@tether long job");
+      let pinned: Record<string, unknown> | undefined;
+      const deadline = Date.now() + 60_000;
+      while (!pinned && Date.now() < deadline) {
+        const { rows } = await db.pool.query(
+          `SELECT t.* FROM tasks t JOIN task_comments c ON c.task_id = t.id WHERE c.comment_id = $1 AND t.status = 'running' AND t.session_id IS NOT NULL`,
+          [c],
+        );
+        pinned = rows[0];
+        if (!pinned) await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(pinned?.session_id).toBeTruthy();
+      await stack.api.waitFor((reqs) => reqs.some((r) => r.reply === "hang"), 30_000);
+      await stack.app.kill();
+      const after = (
+        await db.pool.query("SELECT status, session_id FROM tasks WHERE id = $1", [pinned!.id])
+      ).rows[0];
+      expect(after).toEqual({ status: "running", session_id: pinned!.session_id });
+      await stack.startApp();
+      const done = await stack.finishedTask(c);
+      expect(done).toMatchObject({ id: pinned!.id, status: "succeeded", attempts: 2 });
+      expect(stack.taskComments(n, done.id as number)).toHaveLength(1);
+      expect(String(stack.taskComments(n, done.id as number)[0]!.body)).toMatch(/^reply#/);
+    });
+
+    it("8. a different runtime id: fresh with runtime_mismatch", async () => {
+      const n = newIssue();
+      const a = await stack.finishedTask(await stack.comment(n, "@tether hello"));
+      await stack.app.stop();
+      await stack.startApp({ TETHER_RUNTIME_ID: "rt-other" });
+      try {
+        const b = await stack.finishedTask(await stack.comment(n, "@tether again"));
+        expect(b).toMatchObject({
+          status: "succeeded",
+          resume_decision: "fresh",
+          resume_reason: "runtime_mismatch",
+          runtime_id: "rt-other",
+        });
+        expect(b.session_id).not.toBe(a.session_id);
+      } finally {
+        await stack.app.stop();
+        await stack.startApp();
+      }
+    });
+
+    it("9. an edited earlier comment: fresh with history_edited", async () => {
+      const n = newIssue();
+      const c1 = await stack.comment(n, "@tether version one");
+      await stack.finishedTask(c1);
+      await stack.editComment(n, c1, "@tether version one (edited)");
+      // The edit goes through the inbox; wait until the epoch moved.
+      const deadline = Date.now() + 20_000;
+      for (;;) {
+        const { rows } = await db.pool.query(
+          "SELECT epoch FROM history_epochs WHERE repo = $1 AND issue_number = $2 AND agent = 'tether'",
+          [REPO, n],
+        );
+        if ((rows[0]?.epoch ?? 0) > 0) break;
+        if (Date.now() > deadline) throw new Error("history epoch never bumped");
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      const b = await stack.finishedTask(await stack.comment(n, "@tether continue"));
+      expect(b).toMatchObject({
+        status: "succeeded",
+        resume_decision: "fresh",
+        resume_reason: "history_edited",
+      });
+    });
+  },
+);

@@ -1,0 +1,198 @@
+/**
+ * The whole of Tether for end-to-end tests and benchmarks: the built app as a real process
+ * (`node dist/src/main.js`), a real Postgres database, the real Claude CLI (the app's own
+ * resolution finds the bundled binary) talking to a fake Messages API, and GitHub stood in for
+ * by a local HTTP server reached through GHE_HOST/GHE_PROTOCOL.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import type { Pool } from "../../src/db/pool.js";
+import { freePort } from "../../src/db/embedded.js";
+import {
+  startFakeAnthropic,
+  type FakeAnthropic,
+  type FakeAnthropicOptions,
+} from "./fake-anthropic.js";
+import { signedWebhook, startFakeGitHub, type FakeGitHub } from "./fake-github.js";
+
+const ROOT = path.resolve(import.meta.dirname, "../..");
+export const REPO = "octo/widgets";
+export const SECRET = "e2e-webhook-secret-0123456789";
+
+export interface AppProcess {
+  child: ChildProcess;
+  url: string;
+  output(): string;
+  /** SIGTERM and wait for the exit. */
+  stop(): Promise<void>;
+  /** SIGKILL, like a crash. */
+  kill(): Promise<void>;
+}
+
+export interface Stack {
+  gh: FakeGitHub;
+  api: FakeAnthropic;
+  pool: Pool;
+  home: string;
+  workspaces: string;
+  app: AppProcess;
+  startApp(env?: Record<string, string>): Promise<AppProcess>;
+  /** A comment by `user` on the issue, delivered to the app as GitHub would. Returns its id. */
+  comment(issueNumber: number, body: string, user?: string): Promise<number>;
+  /** Edit a comment on GitHub and deliver issue_comment.edited. */
+  editComment(issueNumber: number, commentId: number, body: string): Promise<void>;
+  /** The task created from a comment, once it is finished (or the timeout hits). */
+  finishedTask(commentId: number, timeoutMs?: number): Promise<Record<string, unknown>>;
+  /** Comments on the issue that Tether wrote for a task (found by its marker). */
+  taskComments(issueNumber: number, taskId: number): Array<Record<string, unknown>>;
+  close(): Promise<void>;
+}
+
+export async function startStack(opts: {
+  pool: Pool;
+  databaseUrl: string;
+  config?: string;
+  env?: Record<string, string>;
+  anthropic?: FakeAnthropicOptions;
+}): Promise<Stack> {
+  const gh = await startFakeGitHub();
+  const api = await startFakeAnthropic(opts.anthropic);
+  await gh.addRepo({
+    owner: "octo",
+    name: "widgets",
+    files: {
+      "README.md": "# widgets\n",
+      "src/split.js": "export const split = (s) => s.split('\\n');\n",
+    },
+  });
+  if (opts.config) await gh.setConfig(REPO, opts.config);
+  for (const user of ["alice", "bob", "carol"]) gh.setPermission(user, "write");
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "tether-e2e-"));
+  const home = path.join(tmp, "home");
+  const workspaces = path.join(tmp, "workspaces");
+  fs.mkdirSync(home, { recursive: true });
+  const children: AppProcess[] = [];
+
+  const startApp = async (extra: Record<string, string> = {}): Promise<AppProcess> => {
+    const port = await freePort();
+    const env: Record<string, string> = {
+      PATH: process.env.PATH ?? "/usr/bin:/bin",
+      HOME: home,
+      ...gh.appEnv(SECRET),
+      PORT: String(port),
+      HOST: "127.0.0.1",
+      DATABASE_URL: opts.databaseUrl,
+      TETHER_WORKSPACE_DIR: workspaces,
+      TETHER_RUNTIME_ID: "rt-e2e",
+      TETHER_GITHUB_THROTTLE: "false",
+      TETHER_RUNNER_CONCURRENCY: "2",
+      TETHER_SHUTDOWN_TIMEOUT_MS: "4000",
+      ANTHROPIC_BASE_URL: api.url,
+      ANTHROPIC_API_KEY: "sk-ant-test-e2e-key-000000",
+      DISABLE_TELEMETRY: "1",
+      DISABLE_AUTOUPDATER: "1",
+      DISABLE_ERROR_REPORTING: "1",
+      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
+      LOG_LEVEL: "info",
+      ...opts.env,
+      ...extra,
+    };
+    const child = spawn(process.execPath, [path.join(ROOT, "dist/src/main.js")], {
+      cwd: ROOT,
+      env,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let out = "";
+    child.stdout?.on("data", (d) => (out += d));
+    child.stderr?.on("data", (d) => (out += d));
+    const exited = new Promise<void>((r) => child.once("exit", () => r()));
+    const url = `http://127.0.0.1:${port}`;
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      if (child.exitCode !== null) throw new Error(`app exited early:\n${out}`);
+      const ok = await fetch(`${url}/healthz`).then(
+        (r) => r.ok,
+        () => false,
+      );
+      if (ok) break;
+      if (Date.now() > deadline) throw new Error(`app did not become healthy:\n${out}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const proc: AppProcess = {
+      child,
+      url,
+      output: () => out,
+      stop: async () => {
+        if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
+        await exited;
+      },
+      kill: async () => {
+        if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+        await exited;
+      },
+    };
+    children.push(proc);
+    return proc;
+  };
+
+  const stack: Stack = {
+    gh,
+    api,
+    pool: opts.pool,
+    home,
+    workspaces,
+    app: await startApp(),
+    startApp: async (env) => (stack.app = await startApp(env)),
+    async comment(issueNumber, body, user = "alice") {
+      const c = gh.addComment({ repo: REPO, issueNumber, body, user });
+      const ev = gh.webhooks.issueComment({ repo: REPO, issueNumber, commentId: c.id as number });
+      const res = await signedWebhook(stack.app.url, ev.name, ev.payload, SECRET);
+      if (res.status >= 300) throw new Error(`webhook answered ${res.status}: ${res.body}`);
+      return c.id as number;
+    },
+    async editComment(issueNumber, commentId, body) {
+      const before = (gh.commentJson(commentId) as { body: string }).body;
+      gh.editComment(commentId, body);
+      const ev = gh.webhooks.issueComment({
+        repo: REPO,
+        issueNumber,
+        commentId,
+        action: "edited",
+        previousBody: before,
+      });
+      const res = await signedWebhook(stack.app.url, ev.name, ev.payload, SECRET);
+      if (res.status >= 300) throw new Error(`webhook answered ${res.status}: ${res.body}`);
+    },
+    async finishedTask(commentId, timeoutMs = 90_000) {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const { rows } = await opts.pool.query(
+          `SELECT t.* FROM tasks t JOIN task_comments c ON c.task_id = t.id WHERE c.comment_id = $1`,
+          [commentId],
+        );
+        const t = rows[0] as Record<string, unknown> | undefined;
+        if (t && ["succeeded", "failed", "cancelled"].includes(t.status as string)) return t;
+        if (Date.now() > deadline) {
+          throw new Error(
+            `task for comment ${commentId} not finished: ${JSON.stringify(t)}\n--- app output ---\n${stack.app.output().slice(-6000)}`,
+          );
+        }
+        await new Promise((r) => setTimeout(r, 150));
+      }
+    },
+    taskComments(issueNumber, taskId) {
+      return gh
+        .comments(REPO, issueNumber)
+        .filter((c) => String(c.body).includes(`<!-- tether:task:${taskId} -->`));
+    },
+    async close() {
+      for (const c of children) await c.kill().catch(() => {});
+      await api.close();
+      await gh.close();
+      fs.rmSync(tmp, { recursive: true, force: true });
+    },
+  };
+  return stack;
+}
