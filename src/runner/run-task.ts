@@ -130,10 +130,17 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     }
   };
 
-  const config = await gh.loadConfig().catch((err: Error) => ({
-    ok: false as const,
-    message: `could not read .github/tether.yml: ${err.message}`,
-  }));
+  // Everything the decision needs, at once: the config (GitHub) and the key's history (Postgres).
+  const [config, requests, prior, epoch, cliCanResume] = await Promise.all([
+    gh.loadConfig().catch((err: Error) => ({
+      ok: false as const,
+      message: `could not read .github/tether.yml: ${err.message}`,
+    })),
+    requestsOf(deps, task),
+    priorSession(deps.pool, key),
+    currentEpoch(deps.pool, key),
+    deps.agent.canResume(),
+  ]);
   if (!config.ok) {
     const id = await post(`⚠️ ${config.message}`);
     await finish(deps, task, {
@@ -161,10 +168,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     return;
   }
 
-  const requests = await requestsOf(deps, task);
   const workDir = deps.workspace.pathFor(task.repo, task.issueNumber, task.agent);
-  const prior = await priorSession(deps.pool, key);
-  const epoch = await currentEpoch(deps.pool, key);
   const policy = config.settings.resume;
   let decision: ResumeDecision = decideResume({
     prior,
@@ -178,7 +182,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     workDir,
     workDirExists: await deps.workspace.exists(workDir),
     historyEpoch: epoch,
-    cliCanResume: await deps.agent.canResume(),
+    cliCanResume,
     now: now(),
   });
   const isFollowUp = prior !== null;
@@ -201,6 +205,27 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
       startedAt: started,
       now: now(),
     });
+  // The workspace update (git) is the slowest step before the spawn: start it now, alongside
+  // the tracking comment. An issue needs nothing from GitHub first; a pull request needs its head.
+  const issueP = gh.getIssue(task.issueNumber);
+  const workspaceP = issueP.then((issue) =>
+    deps.workspace.prepare({
+      repo: task.repo,
+      issueNumber: task.issueNumber,
+      agent: task.agent,
+      cloneUrl: gh.cloneUrl,
+      token: token ?? "",
+      pullRequest: issue.pullRequest
+        ? {
+            number: task.issueNumber,
+            headRef: issue.pullRequest.headRef,
+            headSha: issue.pullRequest.headSha,
+          }
+        : undefined,
+      signal,
+    }),
+  );
+  workspaceP.catch(() => {}); // awaited below; this only keeps an early failure from going unhandled
   await post(trackingBody());
   let lastEdit = Date.now();
   let pendingEdit: Promise<unknown> = Promise.resolve();
@@ -216,25 +241,10 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     }
   };
 
-  let pr: { number: number; headRef: string; headSha?: string } | undefined;
-  let issue: Awaited<ReturnType<GitHubThread["getIssue"]>> | undefined;
+  let issue: Awaited<ReturnType<GitHubThread["getIssue"]>>;
   try {
-    issue = await gh.getIssue(task.issueNumber);
-    if (issue.pullRequest)
-      pr = {
-        number: task.issueNumber,
-        headRef: issue.pullRequest.headRef,
-        headSha: issue.pullRequest.headSha,
-      };
-    await deps.workspace.prepare({
-      repo: task.repo,
-      issueNumber: task.issueNumber,
-      agent: task.agent,
-      cloneUrl: gh.cloneUrl,
-      token: token ?? "",
-      pullRequest: pr,
-      signal,
-    });
+    issue = await issueP;
+    await workspaceP;
   } catch (err) {
     const detail = scrub((err as Error).message);
     log.warn({ err: detail }, "workspace preparation failed");

@@ -409,9 +409,12 @@ async function updateCheckout(
   }
   const refspecs = ["+refs/heads/*:refs/remotes/origin/*"];
   if (pr) refspecs.push(`+${pullRef(pr.number)}:${pullRef(pr.number)}`);
-  await git.run("fetch", ["fetch", "--prune", "origin", ...refspecs], { cwd: dir, auth: true });
-
-  const target = pr ? pr.headRef : await defaultBranch(git, dir);
+  // The default branch comes from refs/remotes/origin/HEAD, which fetch does not touch: read it
+  // while the fetch runs (each git process costs milliseconds, and this is the turn's hot path).
+  const [, target] = await Promise.all([
+    git.run("fetch", ["fetch", "--prune", "origin", ...refspecs], { cwd: dir, auth: true }),
+    pr ? Promise.resolve(pr.headRef) : defaultBranch(git, dir),
+  ]);
   const upstreamRef = pr ? pullRef(pr.number) : `refs/remotes/origin/${target}`;
   const state = await readCheckoutState(git, dir, target, upstreamRef);
   const plan = planUpdate(state);
@@ -485,15 +488,12 @@ async function finish(
     (opts.pullRequest
       ? pullRef(opts.pullRequest.number)
       : `refs/remotes/origin/${await defaultBranch(git, dir)}`);
-  const upstreamSha = await git.revParse(dir, ref, true);
-  return {
-    dir,
-    created,
-    headSha: await git.revParse(dir, "HEAD"),
-    branch: await currentBranch(git, dir),
-    upstream: { ref, sha: upstreamSha },
-    update,
-  };
+  const [upstreamSha, headSha, branch] = await Promise.all([
+    git.revParse(dir, ref, true),
+    git.revParse(dir, "HEAD"),
+    currentBranch(git, dir),
+  ]);
+  return { dir, created, headSha, branch, upstream: { ref, sha: upstreamSha }, update };
 }
 
 async function readCheckoutState(
@@ -502,19 +502,18 @@ async function readCheckoutState(
   targetBranch: string,
   upstreamRef: string,
 ): Promise<CheckoutState> {
-  const status = await git.run(
-    "fetch",
-    ["status", "--porcelain=v2", "--branch", "--untracked-files=no", "-z"],
-    { cwd: dir },
-  );
+  const [status, exists] = await Promise.all([
+    git.run("fetch", ["status", "--porcelain=v2", "--branch", "--untracked-files=no", "-z"], {
+      cwd: dir,
+    }),
+    git.run("fetch", ["show-ref", "--verify", "--quiet", `refs/heads/${targetBranch}`], {
+      cwd: dir,
+      allowFailure: true,
+    }),
+  ]);
   const fields = status.stdout.split("\0");
   const head = fields.find((f) => f.startsWith("# branch.head "))?.slice("# branch.head ".length);
   const trackedChanges = fields.some((f) => /^[12u] /.test(f));
-  const exists = await git.run(
-    "fetch",
-    ["show-ref", "--verify", "--quiet", `refs/heads/${targetBranch}`],
-    { cwd: dir, allowFailure: true },
-  );
   let ahead = 0;
   let behind = 0;
   if (exists.exitCode === 0) {
@@ -569,16 +568,17 @@ async function unsafeLocalConfig(
   dir: string,
   cloneUrl: string,
 ): Promise<string | undefined> {
-  const found = await git.run(
-    "fetch",
-    ["config", "--local", "--name-only", "--get-regexp", UNSAFE_CONFIG],
-    { cwd: dir, allowFailure: true },
-  );
+  const [found, effective] = await Promise.all([
+    git.run("fetch", ["config", "--local", "--name-only", "--get-regexp", UNSAFE_CONFIG], {
+      cwd: dir,
+      allowFailure: true,
+    }),
+    git.run("fetch", ["ls-remote", "--get-url", "origin"], { cwd: dir }),
+  ]);
   const keys = found.stdout.split("\n").filter(Boolean);
   if (keys.length > 0) {
     return `the checkout's git config sets ${keys.join(", ")}; remove it so Tether can fetch`;
   }
-  const effective = await git.run("fetch", ["ls-remote", "--get-url", "origin"], { cwd: dir });
   if (effective.stdout.trim() !== cloneUrl) {
     return "the checkout's git config rewrites the clone URL; remove the url.* setting so Tether can fetch";
   }

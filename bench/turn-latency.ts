@@ -1,0 +1,97 @@
+/**
+ * Comment webhook → CLI spawn latency, end to end: the built app as a process, real Postgres,
+ * the GitHub stand-in over HTTP (REST and git), and a stand-in CLI that notes when it was
+ * spawned. One comment at a time (no queueing), so each figure is the path itself: the webhook
+ * into the inbox, the intake processor (token, config, permission, 👀), the task and its
+ * NOTIFY, the runner's claim, the decision, the tracking comment, the workspace (clone on a
+ * first turn, fetch on a follow-up), the prompt, and the spawn.
+ *
+ *   npx tsx bench/turn-latency.ts [turns=20]
+ */
+import { execFileSync } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { createPool } from "../src/db/pool.js";
+import { startStack, REPO } from "../test/helpers/e2e-stack.js";
+import { benchDatabase, percentile } from "./support.js";
+
+const turns = Number(process.argv[2] ?? 20);
+const ROOT = path.resolve(import.meta.dirname, "..");
+if (!fs.existsSync(path.join(ROOT, "dist/src/main.js")) || process.env.BENCH_BUILD !== "0") {
+  console.log("building dist (npm run build) …");
+  execFileSync("npx", ["tsc", "-p", "tsconfig.build.json"], { cwd: ROOT, stdio: "inherit" });
+}
+
+const db = await benchDatabase();
+const pool = createPool(db.url);
+const spawnLog = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "tether-lat-")), "spawns.log");
+fs.writeFileSync(spawnLog, "");
+const stack = await startStack({
+  pool,
+  databaseUrl: db.url,
+  env: {
+    TETHER_CLAUDE_PATH: path.join(ROOT, "bench/fake-claude-spawn.sh"),
+    CLAUDE_CODE_BENCH_SPAWN_LOG: spawnLog,
+    LOG_LEVEL: "warn",
+  },
+});
+
+function spawnsSoFar(): number[] {
+  return fs
+    .readFileSync(spawnLog, "utf8")
+    .split("\n")
+    .filter(Boolean)
+    .map((l) => Number(l.split(" ")[0]));
+}
+
+async function oneTurn(issueNumber: number, body: string): Promise<number> {
+  const before = spawnsSoFar().length;
+  const t0 = Date.now();
+  const commentId = await stack.comment(issueNumber, body);
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const spawns = spawnsSoFar();
+    if (spawns.length > before) {
+      await stack.finishedTask(commentId);
+      return spawns[before]! - t0;
+    }
+    if (Date.now() > deadline)
+      throw new Error(`no spawn for comment ${commentId}:\n${stack.app.output().slice(-4000)}`);
+    await new Promise((r) => setTimeout(r, 2));
+  }
+}
+
+try {
+  // Warm-up: the first turn after start pays for JIT and connection set-up.
+  const warm = stack.gh.addIssue({ repo: REPO, title: "warm-up", body: "warm-up", user: "alice" });
+  await oneTurn(warm.number as number, "@tether warm up");
+
+  const first: number[] = [];
+  const follow: number[] = [];
+  for (let i = 0; i < turns; i++) {
+    const issue = stack.gh.addIssue({
+      repo: REPO,
+      title: `latency ${i}`,
+      body: "Measure me.",
+      user: "alice",
+    });
+    first.push(await oneTurn(issue.number as number, `@tether first turn ${i}`));
+    follow.push(await oneTurn(issue.number as number, `@tether follow-up ${i}`));
+  }
+  const show = (name: string, xs: number[]) => {
+    const s = [...xs].sort((a, b) => a - b);
+    console.log(
+      `${name.padEnd(34)} n=${s.length}  p50 ${percentile(s, 50)} ms  p99 ${percentile(s, 99)} ms  min ${s[0]} ms  max ${s[s.length - 1]} ms`,
+    );
+  };
+  console.log("\ncomment webhook → CLI spawn (one comment at a time)");
+  show("first turn (clone)", first);
+  show("follow-up (fetch, resume)", follow);
+  show("all", [...first, ...follow]);
+  console.log("targets: p50 ≤ 100 ms, p99 ≤ 300 ms");
+} finally {
+  await stack.close();
+  await pool.end();
+  await db.cleanup();
+}
