@@ -57,7 +57,7 @@ async function main(): Promise<void> {
   const deps: AppDeps = { env, log, pool: db.pool, describeStatus: describeNextTurn };
 
   if (role === "all" || role === "runner") {
-    const runner = await startRunner({ env, log, pool: db.pool, databaseUrl: db.url, metrics });
+    const runner = await startRunner({ env, log, pool: db.pool, metrics });
     if (runner) {
       deps.runnerAlive = () => runner.alive;
       // Phase 20: after intake and HTTP stop, before connections close. Most of the budget

@@ -17,8 +17,9 @@ export const FRESH_REASONS = [
   "resume_rejected",
 ] as const;
 export type FreshReason = (typeof FRESH_REASONS)[number];
-export type ReasonCode = "resumed" | FreshReason;
-export const REASON_CODES: readonly ReasonCode[] = ["resumed", ...FRESH_REASONS];
+/** Every reason code a turn's decision can carry: what the dashboard and metrics count. */
+export const REASON_CODES = ["resumed", ...FRESH_REASONS] as const;
+export type ReasonCode = (typeof REASON_CODES)[number];
 
 /** The session of the key's latest terminal task that has one, joined with the session's latest state. */
 export interface PriorSession {

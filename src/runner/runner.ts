@@ -4,9 +4,9 @@
  * wakes it at once; a poll is the floor, because a NOTIFY is only ever a latency hint.
  */
 import os from "node:os";
-import pg from "pg";
 import type { Pool } from "../db/pool.js";
 import type { Logger } from "../log.js";
+import { CHANNELS, listen, type Listener } from "../sql/notify.js";
 import { heartbeatRuntime, markRuntimeStopped, registerRuntime } from "../sql/runtimes.js";
 import {
   adoptOrphans,
@@ -18,7 +18,6 @@ import {
 import { runTask, SHUTDOWN, type RunTaskDeps } from "./run-task.js";
 
 export interface RunnerOptions extends Omit<RunTaskDeps, "runnerId"> {
-  databaseUrl: string;
   concurrency: number;
   runtime: {
     homeDir: string;
@@ -38,7 +37,7 @@ export class Runner {
     number,
     { task: Task; abort: AbortController; done: Promise<void> }
   >();
-  private listener: pg.Client | undefined;
+  private listener: Listener | undefined;
   private timers: NodeJS.Timeout[] = [];
   private stopping = false;
   private ticking: Promise<void> | undefined;
@@ -157,44 +156,17 @@ export class Runner {
     return !this.stopping && Date.now() - this.lastHeartbeat < 3 * (this.opts.heartbeatMs ?? 5000);
   }
 
-  private async listen(): Promise<void> {
-    if (this.stopping) return;
-    const client = new pg.Client({
-      connectionString: this.opts.databaseUrl,
-      application_name: "tether-runner-listen",
-    });
-    client.on("notification", (msg) => {
-      if (msg.channel === "tether_tasks") void this.tick();
-      if (msg.channel === "tether_cancel" && msg.payload) this.cancel(Number(msg.payload));
-    });
-    client.on("error", (err) => {
-      this.log.warn({ err: err.message }, "LISTEN connection lost; reconnecting");
-      void client.end().catch(() => {});
-      if (this.listener === client) this.listener = undefined;
-      this.reconnect(1);
-    });
-    try {
-      await client.connect();
-      await client.query("LISTEN tether_tasks");
-      await client.query("LISTEN tether_cancel");
-      this.listener = client;
-      void this.tick(); // whatever was notified while we were away
-    } catch (err) {
-      await client.end().catch(() => {});
-      this.log.warn(
-        { err: (err as Error).message },
-        "LISTEN connection failed; polling until it is back",
-      );
-      this.reconnect(1);
-    }
-  }
-
-  private reconnect(attempt: number): void {
-    if (this.stopping) return;
-    const delay = Math.min(30_000, 250 * 2 ** attempt);
-    const t = setTimeout(() => void this.listen(), delay);
-    t.unref();
-    this.timers.push(t);
+  private listen(): Promise<void> {
+    this.listener = listen(
+      this.pool,
+      [CHANNELS.tasks, CHANNELS.cancel],
+      (channel, payload) => {
+        if (channel === CHANNELS.tasks) void this.tick();
+        else if (channel === CHANNELS.cancel && payload) this.cancel(Number(payload));
+      },
+      { log: this.log, onReconnect: () => void this.tick() }, // whatever was notified meanwhile
+    );
+    return this.listener.ready;
   }
 
   /**
@@ -205,7 +177,7 @@ export class Runner {
     this.stopping = true;
     for (const t of this.timers) clearInterval(t);
     this.timers = [];
-    await this.listener?.end().catch(() => {});
+    await this.listener?.close().catch(() => {});
     this.listener = undefined;
     const all = [...this.running.values()];
     if (all.length === 0) {

@@ -42,7 +42,6 @@ export async function startRunner(opts: {
   env: Env;
   log: Logger;
   pool: Pool;
-  databaseUrl: string;
   metrics?: Metrics;
 }): Promise<Runner | null> {
   const { env, log, pool } = opts;
@@ -80,7 +79,6 @@ export async function startRunner(opts: {
   const runner = new Runner({
     pool,
     log: log.child({ component: "runner" }),
-    databaseUrl: opts.databaseUrl,
     runtimeId,
     concurrency: env.TETHER_RUNNER_CONCURRENCY,
     runtime: {

@@ -1,5 +1,7 @@
 import { z } from "zod";
 import type { Pool, PoolClient } from "../db/pool.js";
+import { REASON_CODES } from "../runner/resume-decision.js";
+import { OUTCOMES } from "./task-runs.js";
 
 /**
  * Read-only queries behind /dashboard, /api/stats and the /metrics gauges.
@@ -14,35 +16,10 @@ import type { Pool, PoolClient } from "../db/pool.js";
  * cancels the query instead of holding a connection (and an HTTP request) forever.
  */
 
-/** Every reason code a turn's resume decision can carry (design.md, "The resume rules"). */
-export const REASON_CODES = [
-  "resumed",
-  "no_prior_session",
-  "forced_fresh",
-  "resume_disabled",
-  "runtime_mismatch",
-  "workdir_changed",
-  "poisoned",
-  "history_edited",
-  "expired",
-  "context_budget",
-  "cli_cannot_resume",
-  "resume_rejected",
-] as const;
+export { REASON_CODES, OUTCOMES };
 export const ReasonCode = z.enum(REASON_CODES);
 export type ReasonCode = z.infer<typeof ReasonCode>;
 
-/** How a turn ended (the tasks.outcome check constraint). */
-export const OUTCOMES = [
-  "success",
-  "failed",
-  "poisoned",
-  "resume_rejected",
-  "auth_failed",
-  "timed_out",
-  "stalled",
-  "cancelled",
-] as const;
 export const Outcome = z.enum(OUTCOMES);
 export type Outcome = z.infer<typeof Outcome>;
 

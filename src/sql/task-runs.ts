@@ -8,15 +8,18 @@ import type { Pool, PoolClient } from "../db/pool.js";
 type Db = Pool | PoolClient;
 
 export type TaskStatus = "queued" | "running" | "succeeded" | "failed" | "cancelled";
-export type Outcome =
-  | "success"
-  | "failed"
-  | "poisoned"
-  | "resume_rejected"
-  | "auth_failed"
-  | "timed_out"
-  | "stalled"
-  | "cancelled";
+/** How a turn ended (the tasks.outcome check constraint; the adapter's outcome kinds). */
+export const OUTCOMES = [
+  "success",
+  "failed",
+  "poisoned",
+  "resume_rejected",
+  "auth_failed",
+  "timed_out",
+  "stalled",
+  "cancelled",
+] as const;
+export type Outcome = (typeof OUTCOMES)[number];
 
 export interface TaskComment {
   commentId: number | null;
