@@ -2,7 +2,6 @@
  * /status with the runner's view: for each agent on the issue, what intake knows (running,
  * queued, last session) and what the next turn would do — resume or fresh, and why.
  */
-import fs from "node:fs";
 import type { DescribeStatus } from "../intake/status.js";
 import { renderStatus } from "../intake/status.js";
 import { agentsOnIssue, readKeyStates } from "../sql/tasks.js";
@@ -31,7 +30,7 @@ export const describeNextTurn: DescribeStatus = async (req) => {
       },
       runtimeId: prior?.runtimeId ?? "",
       workDir: prior?.workDir ?? "",
-      workDirExists: prior?.workDir ? fs.existsSync(prior.workDir) || true : false,
+      workDirExists: prior?.workDir != null,
       historyEpoch: await currentEpoch(req.pool, key),
       cliCanResume: true,
       now: req.now,
