@@ -5,6 +5,8 @@
 import fs from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { execFileSync } from "node:child_process";
+import { processesIn } from "../../src/claude/process-tree.js";
 import { createTestDatabase } from "../helpers/db.js";
 import { startStack, REPO, type Stack } from "../helpers/e2e-stack.js";
 import { lastUserText, replies, userTexts, type FakeRequest } from "../helpers/fake-anthropic.js";
@@ -257,6 +259,56 @@ describe(
         resume_decision: "fresh",
         resume_reason: "history_edited",
       });
+    });
+
+    it("10. /cancel stops the running turn: the CLI is gone, the task is cancelled and the thread says so", async () => {
+      const n = newIssue();
+      stack.api.script(replies.hang());
+      const c = await stack.comment(n, "@tether something slow");
+      await stack.api.waitFor((reqs) => reqs.some((r) => r.reply === "hang"), 30_000);
+      const running = (
+        await db.pool.query(
+          `SELECT t.* FROM tasks t JOIN task_comments c ON c.task_id = t.id WHERE c.comment_id = $1`,
+          [c],
+        )
+      ).rows[0];
+      expect(running.status).toBe("running");
+      expect(processesIn(running.work_dir).length).toBeGreaterThan(0);
+      await stack.comment(n, "@tether /cancel");
+      const done = await stack.finishedTask(c, 30_000);
+      expect(done).toMatchObject({
+        status: "cancelled",
+        outcome: "cancelled",
+        cancel_requested: true,
+      });
+      expect(String(stack.taskComments(n, done.id as number)[0]!.body)).toContain(
+        "Cancelled with `/cancel`",
+      );
+      expect(processesIn(done.work_dir as string)).toEqual([]);
+    });
+
+    it("11. a comment on a pull request works on the PR's head branch", async () => {
+      const pr = await stack.gh.addPullRequest({
+        repo: REPO,
+        headRef: "fix-split",
+        files: { "src/split.js": "export const split = (s) => s.split(/\\r?\\n/);\n" },
+        title: "Fix split",
+        user: "alice",
+      });
+      const n = pr.number as number;
+      const m = mark();
+      const t = await stack.finishedTask(await stack.comment(n, "@tether review this change"));
+      expect(t).toMatchObject({ status: "succeeded", is_pull_request: true });
+      const branch = execFileSync(
+        "git",
+        ["-C", t.work_dir as string, "rev-parse", "--abbrev-ref", "HEAD"],
+        { encoding: "utf8" },
+      ).trim();
+      expect(branch).toBe("fix-split");
+      expect(fs.readFileSync(path.join(t.work_dir as string, "src/split.js"), "utf8")).toContain(
+        "\\r?\\n",
+      );
+      expect(lastUserText(requestsSince(m)[0]!)).toContain("pull request octo/widgets#");
     });
   },
 );
