@@ -59,7 +59,7 @@ async function runBench(): Promise<void> {
 
   const nock = (await import("nock")).default;
   const { Probot, ProbotOctokit, Server } = await import("probot");
-  const { tetherApp } = await import("../src/app.js");
+  const { PROBOT_WEBHOOK_PATH, tetherApp } = await import("../src/app.js");
   const { startEmbeddedPostgres, freePort } = await import("../src/db/embedded.js");
   const { migrate } = await import("../src/db/migrate.js");
   const { createPool } = await import("../src/db/pool.js");
@@ -167,12 +167,16 @@ async function runBench(): Promise<void> {
     report("bare node:http, reads the body, answers 200", bareRuns);
 
     // 2. Probot's Server, an empty handler
-    const startProbot = async (load: (app: InstanceType<typeof Probot>) => void) => {
+    const startProbot = async (
+      load: Parameters<InstanceType<typeof Server>["load"]>[0],
+      webhookPath?: string,
+    ) => {
       const port = await freePort();
       const server = new Server({
         host: "127.0.0.1",
         port,
         log,
+        ...(webhookPath ? { webhookPath } : {}),
         Probot: Probot.defaults({ appId: APP_ID, privateKey, secret: SECRET, Octokit, log }),
       });
       await server.load(load);
@@ -187,10 +191,11 @@ async function runBench(): Promise<void> {
 
     // 3. Tether: the inbox, the intake processor (in the same process, as in the web role)
     let probot: InstanceType<typeof Probot> | undefined;
-    const tether = await startProbot((app) => {
+    // As main.ts runs it: Tether's own webhook route, Probot's middleware moved aside.
+    const tether = await startProbot((app, options) => {
       probot = app;
-      return tetherApp({ env, log, pool })(app, { cwd: process.cwd(), addHandler: () => {} });
-    });
+      return tetherApp({ env, log, pool })(app, options);
+    }, PROBOT_WEBHOOK_PATH);
     cleanup.push(() => tether.server.stop());
     const processor = new IntakeProcessor({
       pool,

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 import { Probot, Server, run as runProbotSetup } from "probot";
-import { tetherApp } from "./app.js";
+import { PROBOT_WEBHOOK_PATH, tetherApp } from "./app.js";
 import type { AppDeps } from "./deps.js";
 import { openDatabase } from "./db/database.js";
 import { EnvError, loadEnv, type Env } from "./env.js";
@@ -112,6 +112,9 @@ async function startWeb(
     host: env.HOST,
     port: env.PORT,
     webhookProxy: env.WEBHOOK_PROXY_URL,
+    // Tether answers /api/github/webhooks itself (src/web/webhook-route.ts); Probot's
+    // middleware moves aside, still taking what a development webhook proxy forwards.
+    webhookPath: PROBOT_WEBHOOK_PATH,
     log: log.child({ component: "probot" }),
     Probot: Probot.defaults({
       appId: env.APP_ID,
