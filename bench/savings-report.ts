@@ -316,6 +316,13 @@ export function renderReport(s: Summary): string {
     const r = s.ratios.find((x) => x.turn === n);
     return r ? [`turn ${n}: **${r.ratio.toFixed(2)}**`] : [];
   });
+  const medianWall = (a: Arm) => {
+    const w = s.figures
+      .filter((f) => f.arm === a)
+      .map((f) => f.wallMs)
+      .sort((x, y) => x - y);
+    return w.length % 2 ? w[(w.length - 1) / 2]! : (w[w.length / 2 - 1]! + w[w.length / 2]!) / 2;
+  };
   const stable = (a: Arm) => (s.systemStable[a] ? "byte-identical" : "NOT identical");
 
   return `# Savings: resumed session vs cold start
@@ -375,7 +382,7 @@ blocks, which sit before its prompt with no breakpoint after them.
 
 ${totalsTable}
 
-Wall time over the thread: resume arm ${secs(t.resume.wallMs)} s, cold arm ${secs(t.cold.wallMs)} s (the fake answers at once, so this is mostly the CLI's start-up).
+Wall time, comment to answer: resume arm ${secs(t.resume.wallMs)} s over the thread (median ${secs(medianWall("resume"))} s a turn), cold arm ${secs(t.cold.wallMs)} s (median ${secs(medianWall("cold"))} s). The fake answers at once, so this is mostly the CLI's start-up.
 
 ## Checks
 

@@ -65,6 +65,15 @@ const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "tether-bench-savings-"));
 const cleanup: Array<() => Promise<unknown>> = [
   async () => fs.rmSync(tmp, { recursive: true, force: true }),
 ];
+let cleaning: Promise<void> | undefined;
+const runCleanup = () =>
+  (cleaning ??= (async () => {
+    for (const step of cleanup) await step().catch((err: unknown) => console.error(err));
+  })());
+// Ctrl-C mid-run still stops the app, the database and the fakes, and removes the temp dir; so
+// does a closed stdout (piped into head), which must not kill the process before that.
+process.once("SIGINT", () => void runCleanup().then(() => process.exit(130)));
+process.stdout.on("error", () => {});
 let exitCode = 0;
 try {
   const pg = await benchDatabase();
@@ -190,10 +199,10 @@ try {
   console.log(`written: ${path.relative(ROOT, opts.out)}.md and .json`);
   if (summary.checks.some((c) => !c.pass)) exitCode = 1;
 } catch (err) {
-  console.error(err);
+  if (!cleaning) console.error(err); // else interrupted: the run failed because it was stopped
   exitCode = 1;
 } finally {
-  for (const step of cleanup) await step().catch((err: unknown) => console.error(err));
+  await runCleanup();
 }
 process.exit(exitCode);
 

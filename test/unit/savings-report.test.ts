@@ -113,6 +113,7 @@ describe("savings report", () => {
     expect(report).toContain("turn 2: **");
     expect(report).toContain("turn 10: **");
     expect(report).not.toContain("FAIL");
+    expect(report).toContain("median 0.80 s a turn");
   });
 
   const cases: Array<{ name: string; breakIt: (rs: TurnRecord[]) => void; fails: RegExp }> = [
