@@ -12,10 +12,7 @@ export const HEALTH_DB_TIMEOUT_MS = 2000;
  * one) the runner is heartbeating; 503 with the failing check otherwise. The Dockerfile's
  * HEALTHCHECK and the e2e stack poll it.
  */
-export function healthRoutes(
-  deps: AppDeps,
-  opts: { dbTimeoutMs?: number } = {},
-): Handler {
+export function healthRoutes(deps: AppDeps, opts: { dbTimeoutMs?: number } = {}): Handler {
   const dbTimeoutMs = opts.dbTimeoutMs ?? HEALTH_DB_TIMEOUT_MS;
   return async (req, res) => {
     if (req.method !== "GET" || pathOf(req) !== "/healthz") return false;

@@ -52,7 +52,11 @@ async function healthcheck(port: number): Promise<number> {
   }
 }
 
-async function until<T>(what: string, probe: () => Promise<T | undefined>, ms = 60_000): Promise<T> {
+async function until<T>(
+  what: string,
+  probe: () => Promise<T | undefined>,
+  ms = 60_000,
+): Promise<T> {
   const deadline = Date.now() + ms;
   for (;;) {
     const v = await probe().catch(() => undefined);
@@ -111,10 +115,16 @@ describe("a runner container's health", () => {
     await admin.connect();
     await admin.query(`DROP DATABASE ${db.name} WITH (FORCE)`);
     await admin.end();
-    const down = await until("/healthz to report the database", async () => {
-      const res = await fetch(`${base}/healthz`);
-      return res.status === 503 ? ((await res.json()) as { checks: Record<string, string> }) : undefined;
-    }, 15_000);
+    const down = await until(
+      "/healthz to report the database",
+      async () => {
+        const res = await fetch(`${base}/healthz`);
+        return res.status === 503
+          ? ((await res.json()) as { checks: Record<string, string> })
+          : undefined;
+      },
+      15_000,
+    );
     expect(down.checks.database).toMatch(/^unreachable: .*does not exist/);
     expect(await healthcheck(port)).toBe(1);
 

@@ -48,7 +48,7 @@ function parseDockerfile(text: string): Instruction[] {
     }
     const whole = (pending + line).trim();
     pending = "";
-    const [op = "", ...rest] = whole.split(/\s+/);
+    const op = whole.split(/\s+/)[0] ?? "";
     const upper = op.toUpperCase();
     if (upper === "FROM") stage++;
     out.push({ op: upper, args: whole.slice(op.length).trim(), stage });
@@ -108,7 +108,10 @@ function dockerIgnored(file: string): boolean {
   const parts = file.split("/");
   return ignorePatterns.some((pattern) => {
     const re = new RegExp(
-      `^${pattern.replace(/[.+^${}()|[\]\\]/g, "\\$&").replace(/\*/g, "[^/]*").replace(/\?/g, "[^/]")}$`,
+      `^${pattern
+        .replace(/[.+^${}()|[\]\\]/g, "\\$&")
+        .replace(/\*/g, "[^/]*")
+        .replace(/\?/g, "[^/]")}$`,
     );
     return parts.some((_, i) => re.test(parts.slice(0, i + 1).join("/")));
   });
@@ -158,7 +161,11 @@ describe("Dockerfile", () => {
   });
 
   it("gives the build stage everything the TypeScript build reads", () => {
-    const copied = new Set(copies().filter((c) => c.stage === 0 && !c.from).flatMap((c) => c.sources));
+    const copied = new Set(
+      copies()
+        .filter((c) => c.stage === 0 && !c.from)
+        .flatMap((c) => c.sources),
+    );
     const build = JSON.parse(read("tsconfig.build.json")) as { extends: string; include: string[] };
     for (const needed of [
       "package.json",
@@ -217,7 +224,8 @@ describe("Dockerfile", () => {
   it("installs git and ca-certificates (and tini) in the runtime image", () => {
     const runs = inFinal("RUN").map((s) => s.args);
     const apt = runs.find((r) => r.includes("apt-get install"));
-    for (const p of ["git", "ca-certificates", "tini"]) expect(apt).toMatch(new RegExp(`\\s${p}(\\s|$)`));
+    for (const p of ["git", "ca-certificates", "tini"])
+      expect(apt).toMatch(new RegExp(`\\s${p}(\\s|$)`));
     expect(apt).toContain("--no-install-recommends");
   });
 
@@ -378,7 +386,8 @@ describe("docker-compose.yml", () => {
       expect(name, `a volume on ${v}`).toBeDefined();
       expect(Object.keys(compose.volumes)).toContain(name);
     }
-    for (const v of postgres.volumes ?? []) expect(Object.keys(compose.volumes)).toContain(v.split(":")[0]);
+    for (const v of postgres.volumes ?? [])
+      expect(Object.keys(compose.volumes)).toContain(v.split(":")[0]);
   });
 
   it("sets a fixed runtime id, listens on all interfaces, and reads the app's .env", () => {

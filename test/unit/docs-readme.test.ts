@@ -167,8 +167,12 @@ describe("README: .github/tether.yml", () => {
       ...Object.fromEntries(
         Object.entries(DEFAULT_CONFIG.agents.tether!).map(([k, v]) => [`agents.<name>.${k}`, v]),
       ),
-      ...Object.fromEntries(Object.entries(DEFAULT_CONFIG.resume).map(([k, v]) => [`resume.${k}`, v])),
-      ...Object.fromEntries(Object.entries(DEFAULT_CONFIG.access).map(([k, v]) => [`access.${k}`, v])),
+      ...Object.fromEntries(
+        Object.entries(DEFAULT_CONFIG.resume).map(([k, v]) => [`resume.${k}`, v]),
+      ),
+      ...Object.fromEntries(
+        Object.entries(DEFAULT_CONFIG.access).map(([k, v]) => [`access.${k}`, v]),
+      ),
     };
     let compared = 0;
     for (const row of fields) {
@@ -227,7 +231,9 @@ describe("README: metrics, roles, commands", () => {
   it("shows every comment command", () => {
     const rows = tableRows(section("### Comment commands"));
     const shown = new Set(
-      rows.flatMap((r) => codeSpans(r[0]!).flatMap((c) => [...c.matchAll(/\/(\w+)/g)].map((m) => m[1]))),
+      rows.flatMap((r) =>
+        codeSpans(r[0]!).flatMap((c) => [...c.matchAll(/\/(\w+)/g)].map((m) => m[1])),
+      ),
     );
     expect([...shown].sort()).toEqual([...COMMANDS].sort());
   });

@@ -73,7 +73,8 @@ const GIT_NEEDS: Record<string, Needs> = {
 const ALWAYS: Needs = { metadata: "read" };
 
 function sourceFiles(dir: string): string[] {
-  return fs.readdirSync(dir, { recursive: true, encoding: "utf8" })
+  return fs
+    .readdirSync(dir, { recursive: true, encoding: "utf8" })
     .filter((f) => f.endsWith(".ts"))
     .map((f) => path.join(dir, f));
 }
