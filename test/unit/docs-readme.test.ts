@@ -292,3 +292,50 @@ describe("README: commands and files it names", () => {
     expect(missing).toEqual([]);
   });
 });
+
+describe("README: CI", () => {
+  interface Workflow {
+    permissions: Record<string, string>;
+    jobs: Record<
+      string,
+      {
+        container?: string;
+        services?: Record<string, { image: string; env: Record<string, string> }>;
+        steps: Array<{ run?: string; env?: Record<string, string> }>;
+      }
+    >;
+  }
+  const workflow = parseYaml(
+    fs.readFileSync(path.join(ROOT, ".github/workflows/ci.yml"), "utf8"),
+  ) as Workflow;
+  const ciRun = fs.readFileSync(path.join(ROOT, ".ci/run"), "utf8");
+  const job = Object.values(workflow.jobs)[0]!;
+
+  it("runs .ci/run with read-only access to the repository", () => {
+    expect(workflow.permissions).toEqual({ contents: "read" });
+    expect(job.steps.filter((s) => s.run).map((s) => s.run)).toEqual(["bash .ci/run"]);
+    for (const step of ["npm ci", "npm run typecheck", "npm run lint", "npm test"])
+      expect(ciRun).toContain(step);
+  });
+
+  it("on the lowest Node major package.json allows", () => {
+    const engines = (
+      JSON.parse(fs.readFileSync(path.join(ROOT, "package.json"), "utf8")) as {
+        engines: { node: string };
+      }
+    ).engines.node;
+    expect(job.container).toMatch(new RegExp(`^node:${/>=\s*(\d+)/.exec(engines)![1]}-`));
+  });
+
+  it("gives .ci/run's deploy check the postgres:17 service's database", () => {
+    const pg = job.services!.postgres!;
+    expect(pg.image).toBe("postgres:17");
+    const step = job.steps.find((s) => s.run === "bash .ci/run")!;
+    const url = new URL(step.env!.TETHER_CI_DATABASE_URL!);
+    expect(url.hostname).toBe("postgres");
+    expect(url.username).toBe(pg.env.POSTGRES_USER);
+    expect(url.password).toBe(pg.env.POSTGRES_PASSWORD);
+    expect(url.pathname).toBe(`/${pg.env.POSTGRES_DB}`);
+    expect(ciRun).toContain("TETHER_CI_DATABASE_URL");
+  });
+});
