@@ -19,6 +19,8 @@ const boolFrom = z
 /**
  * Every environment variable Tether reads, validated once at start.
  * Probot's own variables keep Probot's names; Tether's are prefixed TETHER_.
+ * Only the process environment counts: `.env` is not read (start with `node --env-file=.env`).
+ * README.md's environment table lists each of them (test/unit/docs-readme.test.ts checks).
  */
 export const EnvSchema = z.object({
   /** GitHub App id. Without it (and a private key) Tether serves Probot's app-registration flow. */
@@ -27,13 +29,16 @@ export const EnvSchema = z.object({
   PRIVATE_KEY: optional(z.string()),
   /** Path to the app's private key file, instead of PRIVATE_KEY. */
   PRIVATE_KEY_PATH: optional(z.string()),
-  /** Secret GitHub signs webhook deliveries with. */
+  /** Secret GitHub signs webhook deliveries with. Unset, Probot checks against "development". */
   WEBHOOK_SECRET: optional(z.string()),
   /** Smee (or other) proxy URL that forwards webhooks to a development machine. */
   WEBHOOK_PROXY_URL: optional(z.url("must be a URL")),
-  /** HTTP port for webhooks, the dashboard and health checks. */
+  /** HTTP port for webhooks, the dashboard and health checks (a runner-only process: /healthz and /metrics). */
   PORT: intFrom(0, 65535).default(3000),
-  /** Interface to listen on. */
+  /**
+   * Interface to listen on. Unset: `localhost` (Probot's default) for a web process, 127.0.0.1
+   * for a runner-only one; `0.0.0.0` for all interfaces (the Docker image sets it).
+   */
   HOST: optional(z.string()),
   /** Log verbosity. */
   LOG_LEVEL: z.enum(["trace", "debug", "info", "warn", "error", "fatal", "silent"]).default("info"),
