@@ -6,7 +6,8 @@
 #     -v tether-data:/data -v tether-claude:/home/node/.claude tether [all|web|runner|migrate]
 # docker-compose.yml runs it with Postgres. test/unit/dockerfile.test.ts checks this file.
 #
-# Builds for linux/amd64: the pinned Claude CLI platform package in package.json is the x64 one.
+# Builds for linux/amd64 or linux/arm64: @anthropic-ai/claude-code (pinned in package.json) brings
+# the Claude CLI's native binary for the build platform as an optional dependency.
 
 ARG NODE_IMAGE=node:22-bookworm-slim
 
@@ -17,8 +18,8 @@ RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 COPY migrations ./migrations
-# The Claude CLI is the native binary of the platform package package-lock.json pins (a
-# devDependency, so it is copied out before the prune): the same binary the tests ran.
+# The Claude CLI is the native binary of the platform package package-lock.json pins (it comes
+# with a devDependency, so it is copied out before the prune): the same binary the tests ran.
 RUN npm run build \
   && cp "node_modules/@anthropic-ai/claude-code-linux-$(node -p process.arch)/claude" /app/claude \
   && /app/claude --version \

@@ -1,4 +1,6 @@
+import { readFileSync } from "node:fs";
 import path from "node:path";
+import { parseEnv } from "node:util";
 import { z } from "zod";
 
 /** "", undefined → undefined, so an empty variable counts as unset. */
@@ -80,6 +82,11 @@ export const EnvSchema = z.object({
    * false turns the spacing off (for a local GitHub stand-in). Retries on 5xx and rate limits stay.
    */
   TETHER_GITHUB_THROTTLE: boolFrom.default(true),
+  /**
+   * File of KEY=value lines read at start (Probot's setup flow writes the app's credentials to
+   * .env). Variables already in the environment win. Empty: read no file.
+   */
+  TETHER_ENV_FILE: z.string().default(".env"),
   /** Serve Probot's registration flow without creating a smee.io channel (for offline machines). */
   NO_SMEE_SETUP: optional(boolFrom),
 });
@@ -115,6 +122,11 @@ export function loadEnv(source: NodeJS.ProcessEnv = process.env, cwd = process.c
   if (env.APP_ID !== undefined && !env.PRIVATE_KEY && !env.PRIVATE_KEY_PATH) {
     problems.push("PRIVATE_KEY: APP_ID is set, so PRIVATE_KEY or PRIVATE_KEY_PATH must be set too");
   }
+  if (env.APP_ID !== undefined && !env.WEBHOOK_SECRET) {
+    problems.push(
+      "WEBHOOK_SECRET: APP_ID is set, so WEBHOOK_SECRET must be set too (without it any delivery signed with Probot's default secret would be accepted)",
+    );
+  }
   if (env.GHE_HOST !== undefined && /[/\s]/.test(env.GHE_HOST)) {
     problems.push(
       `GHE_HOST: must be a host name with an optional port, no scheme or path (got ${JSON.stringify(env.GHE_HOST)})`,
@@ -131,4 +143,27 @@ export function loadEnv(source: NodeJS.ProcessEnv = process.env, cwd = process.c
 
 export function isSecretName(name: string): boolean {
   return /KEY|SECRET|TOKEN|PASSWORD|DATABASE_URL/i.test(name);
+}
+
+/**
+ * KEY=value lines from TETHER_ENV_FILE (default .env, where Probot's setup flow writes the new
+ * app's credentials) fill in what `target` does not already set. A missing file is no error.
+ * Returns the names it set.
+ */
+export function applyEnvFile(target: NodeJS.ProcessEnv, cwd = process.cwd()): string[] {
+  const file = target.TETHER_ENV_FILE ?? ".env";
+  if (!file) return [];
+  let text: string;
+  try {
+    text = readFileSync(path.resolve(cwd, file), "utf8");
+  } catch {
+    return [];
+  }
+  const set: string[] = [];
+  for (const [key, value] of Object.entries(parseEnv(text))) {
+    if (target[key] !== undefined) continue;
+    target[key] = value;
+    set.push(key);
+  }
+  return set;
 }

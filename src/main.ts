@@ -3,7 +3,7 @@ import { Probot, Server, run as runProbotSetup } from "probot";
 import { PROBOT_WEBHOOK_PATH, tetherApp } from "./app.js";
 import type { AppDeps } from "./deps.js";
 import { openDatabase } from "./db/database.js";
-import { EnvError, loadEnv, type Env } from "./env.js";
+import { applyEnvFile, EnvError, loadEnv, type Env } from "./env.js";
 import { appOctokit, githubBaseUrls, readPrivateKey } from "./github/app-auth.js";
 import { IntakeProcessor } from "./intake/processor.js";
 import { createLogger, type Logger } from "./log.js";
@@ -21,6 +21,7 @@ let activeShutdown: Shutdown | undefined;
 const ROLES: readonly Role[] = ["all", "web", "runner", "migrate"];
 
 async function main(): Promise<void> {
+  applyEnvFile(process.env);
   let env: Env;
   try {
     env = loadEnv();

@@ -78,7 +78,7 @@ export type AgentConfig = z.output<typeof AgentConfig> & { mention: string };
 export const ResumeConfig = z.strictObject({
   /** Resume sessions at all. `false` makes every turn fresh (reason `resume_disabled`). Default: true. */
   enabled: z.boolean().default(true),
-  /** A session older than this many hours is not resumed (reason `expired`). Default: 72. */
+  /** A session idle (no turn) for longer than this many hours is not resumed (reason `expired`). Default: 72. */
   ttlHours: z
     .number()
     .positive()

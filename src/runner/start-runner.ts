@@ -110,6 +110,7 @@ export async function startRunner(opts: {
       process.env.ANTHROPIC_API_KEY,
       process.env.ANTHROPIC_AUTH_TOKEN,
       env.TETHER_DASHBOARD_TOKEN,
+      env.TETHER_METRICS_TOKEN,
     ],
     onFinished: (t) =>
       opts.metrics?.recordTurn({

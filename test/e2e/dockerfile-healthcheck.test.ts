@@ -82,6 +82,7 @@ describe("a runner container's health", () => {
         PORT: String(port),
         TETHER_DATA_DIR: path.join(tmp, "data"),
         TETHER_RUNTIME_ID: "rt-health",
+        TETHER_ENV_FILE: "",
         TETHER_SHUTDOWN_TIMEOUT_MS: "2000",
         LOG_LEVEL: "info",
       },

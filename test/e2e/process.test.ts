@@ -40,6 +40,7 @@ async function startApp(port: number): Promise<{ child: ChildProcess; output: ()
       PORT: String(port),
       TETHER_DATA_DIR: dataDir,
       NO_SMEE_SETUP: "true",
+      TETHER_ENV_FILE: "",
       LOG_LEVEL: "info",
     },
     stdio: ["ignore", "pipe", "pipe"],

@@ -86,6 +86,7 @@ export async function startStack(opts: {
       DATABASE_URL: opts.databaseUrl,
       TETHER_WORKSPACE_DIR: workspaces,
       TETHER_RUNTIME_ID: "rt-e2e",
+      TETHER_ENV_FILE: "", // never a developer's .env
       TETHER_GITHUB_THROTTLE: "false",
       TETHER_RUNNER_CONCURRENCY: "2",
       TETHER_SHUTDOWN_TIMEOUT_MS: "4000",

@@ -237,7 +237,13 @@ describe("Dockerfile", () => {
     const cp = steps.find((s) => s.op === "RUN" && s.args.includes("/app/claude"))!.args;
     const x64 = platformPackage({ platform: "linux", arch: "x64", musl: false })!;
     expect(cp).toContain(`node_modules/${x64.replace(/x64$/, "$(node -p process.arch)")}/claude`);
-    expect(pkg.devDependencies[x64]).toBe(pkg.devDependencies["@anthropic-ai/claude-code"]);
+    // The launcher, pinned, brings that platform package as an optional dependency of the same
+    // version (the lockfile records every platform's, so an arm64 build gets arm64's).
+    const lock = JSON.parse(fs.readFileSync(path.join(ROOT, "package-lock.json"), "utf8"));
+    const launcher = lock.packages["node_modules/@anthropic-ai/claude-code"];
+    expect(launcher.version).toBe(pkg.devDependencies["@anthropic-ai/claude-code"]);
+    expect(launcher.optionalDependencies[x64]).toBe(launcher.version);
+    expect(lock.packages[`node_modules/${x64}`].version).toBe(launcher.version);
   });
 
   it("runs as the non-root node user, with the workspaces and $HOME/.claude on volumes it owns", () => {

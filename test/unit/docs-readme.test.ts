@@ -256,7 +256,9 @@ describe("README: commands and files it names", () => {
     const quick = section("## Quick start");
     expect(quick).toContain("npm ci && npm test");
     expect(quick).toContain("npm ci && npm start");
-    expect(quick).toContain("node --env-file=.env --enable-source-maps dist/src/main.js");
+    // After registering, a plain restart: Tether reads the .env the setup flow wrote.
+    expect(quick).toMatch(/Tether reads `\.env` at start/);
+    expect(quick).not.toContain("--env-file");
     expect(pkg.scripts.start).toBe("node --enable-source-maps dist/src/main.js");
     expect(pkg.scripts.prestart).toBe("npm run build");
   });

@@ -1,5 +1,8 @@
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { EnvError, loadEnv } from "../../src/env.js";
+import { applyEnvFile, EnvError, loadEnv } from "../../src/env.js";
 
 describe("loadEnv", () => {
   it("applies defaults for an empty environment", () => {
@@ -23,6 +26,7 @@ describe("loadEnv", () => {
     [{ TETHER_ROLE: "worker" }, /^TETHER_ROLE: .*"worker"/m],
     [{ DATABASE_URL: "mysql://x" }, /^DATABASE_URL: must be a postgres:\/\/ .*\(got \(hidden\)\)/m],
     [{ APP_ID: "12" }, /^PRIVATE_KEY: APP_ID is set/m],
+    [{ APP_ID: "12", PRIVATE_KEY: "k" }, /^WEBHOOK_SECRET: APP_ID is set/m],
     [{ GHE_HOST: "https://ghe.example" }, /^GHE_HOST: must be a host name/m],
     [
       { TETHER_DASHBOARD_TOKEN: "short" },
@@ -52,5 +56,29 @@ describe("loadEnv", () => {
     } catch (e) {
       expect((e as Error).message).not.toContain("sekrit");
     }
+  });
+});
+
+describe("applyEnvFile", () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "tether-envfile-"));
+  fs.writeFileSync(
+    path.join(dir, ".env"),
+    'APP_ID=123\nWEBHOOK_SECRET=from-file\n# comment\nPRIVATE_KEY="-----BEGIN\\nX"\n',
+  );
+
+  it("fills in what the environment does not set, from .env by default", () => {
+    const target: NodeJS.ProcessEnv = { WEBHOOK_SECRET: "from-env" };
+    expect(applyEnvFile(target, dir).sort()).toEqual(["APP_ID", "PRIVATE_KEY"]);
+    expect(target).toMatchObject({ APP_ID: "123", WEBHOOK_SECRET: "from-env" });
+  });
+
+  it("reads the file TETHER_ENV_FILE names, and none when it is empty or missing", () => {
+    fs.writeFileSync(path.join(dir, "other.env"), "PORT=4000\n");
+    const named: NodeJS.ProcessEnv = { TETHER_ENV_FILE: "other.env" };
+    applyEnvFile(named, dir);
+    expect(named.PORT).toBe("4000");
+    const none: NodeJS.ProcessEnv = { TETHER_ENV_FILE: "" };
+    expect(applyEnvFile(none, dir)).toEqual([]);
+    expect(applyEnvFile({ TETHER_ENV_FILE: "missing.env" }, dir)).toEqual([]);
   });
 });
