@@ -103,24 +103,32 @@ export class Runner {
       this.again = true;
       return this.ticking;
     }
-    this.ticking = (async () => {
-      try {
-        do {
-          this.again = false;
-          if (this.stopping) return;
-          const free = this.opts.concurrency - this.running.size;
-          if (free <= 0) return;
-          const tasks = await claimTasks(this.pool, this.runnerId, this.opts.runtimeId, free);
-          for (const t of tasks) this.launch(t);
-          if (tasks.length === free) this.again = true;
-        } while (this.again && !this.stopping);
-      } catch (err) {
-        this.log.error({ err }, "claim failed; will retry");
-      } finally {
-        this.ticking = undefined;
-      }
-    })();
+    // `.finally` runs its callback asynchronously, after `this.ticking` is assigned. (Clearing it
+    // inside the loop instead lost the race when the loop ended without awaiting anything, i.e.
+    // a wake-up while every slot was busy: the settled promise stayed in `this.ticking` and every
+    // later tick returned early, so the runner never claimed again.) A wake-up that arrived after
+    // the loop's last look is not lost: it set `again`, and the loop runs once more.
+    this.ticking = this.claimLoop().finally(() => {
+      this.ticking = undefined;
+      if (this.again && !this.stopping) void this.tick();
+    });
     return this.ticking;
+  }
+
+  private async claimLoop(): Promise<void> {
+    try {
+      do {
+        this.again = false;
+        if (this.stopping) return;
+        const free = this.opts.concurrency - this.running.size;
+        if (free <= 0) return;
+        const tasks = await claimTasks(this.pool, this.runnerId, this.opts.runtimeId, free);
+        for (const t of tasks) this.launch(t);
+        if (tasks.length === free) this.again = true;
+      } while (this.again && !this.stopping);
+    } catch (err) {
+      this.log.error({ err }, "claim failed; will retry");
+    }
   }
 
   private launch(task: Task): void {

@@ -1,0 +1,139 @@
+/**
+ * The runner's loop on real Postgres with narrow fakes for the agent, GitHub and the workspace:
+ * the failure modes the Postgres-restart drill found, pinned down quickly.
+ */
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, afterEach, describe, it } from "vitest";
+import { createLogger } from "../../src/log.js";
+import type {
+  AgentPort,
+  AgentRunRequest,
+  AgentRunResult,
+  GitHubThread,
+  WorkspacePort,
+} from "../../src/runner/ports.js";
+import { Runner, type RunnerOptions } from "../../src/runner/runner.js";
+import { createTestDatabase } from "../helpers/db.js";
+import { readTask, seedTask } from "../helpers/seed.js";
+import { waitFor } from "./helpers/drill.js";
+
+const db = await createTestDatabase();
+const root = fs.mkdtempSync(path.join(os.tmpdir(), "tether-runner-loop-"));
+afterAll(() => fs.rmSync(root, { recursive: true, force: true }));
+
+/** An agent whose runs end only when the test lets them. */
+class GatedAgent implements AgentPort {
+  readonly started: string[] = [];
+  private readonly gates = new Map<string, () => void>();
+  async canResume() {
+    return true;
+  }
+  async run(req: AgentRunRequest): Promise<AgentRunResult> {
+    this.started.push(req.cwd);
+    await new Promise<void>((resolve) => this.gates.set(req.cwd, resolve));
+    return {
+      outcome: "success",
+      sessionId: null,
+      text: "done",
+      usage: null,
+      contextWindow: null,
+      toolRan: false,
+      detail: null,
+    };
+  }
+  release(cwd: string) {
+    this.gates.get(cwd)?.();
+  }
+}
+
+const thread = (): GitHubThread => {
+  let next = 1;
+  return {
+    cloneUrl: "https://github.com/octo/widgets.git",
+    token: async () => "ghs_faketokenfaketokenfaketoken1234",
+    getIssue: async () => ({
+      title: "Bug",
+      body: "It breaks",
+      author: "alice",
+      url: "https://github.com/octo/widgets/issues/1",
+      isPullRequest: false,
+    }),
+    listComments: async () => [],
+    createComment: async () => next++,
+    updateComment: async () => {},
+    loadConfig: async () => ({
+      ok: true as const,
+      settings: {
+        agents: { tether: { name: "tether", timeoutMinutes: 30, stallMinutes: 5 } },
+        resume: { enabled: true, ttlHours: 72, contextBudget: 0.8 },
+      },
+    }),
+  };
+};
+
+const workspace = (over: Partial<WorkspacePort> = {}): WorkspacePort => ({
+  pathFor: (repo, n, agent) => path.join(root, repo, `issue-${n}`, agent),
+  exists: async (dir) => fs.existsSync(dir),
+  prepare: async (req) => {
+    const dir = path.join(root, req.repo, `issue-${req.issueNumber}`, req.agent);
+    fs.mkdirSync(dir, { recursive: true });
+    return { dir };
+  },
+  ...over,
+});
+
+const runners: Runner[] = [];
+afterEach(async () => {
+  for (const r of runners.splice(0)) await r.stop(2000);
+  await db.pool.query("DELETE FROM tasks");
+});
+
+function runner(over: Partial<RunnerOptions>): Runner {
+  const r = new Runner({
+    pool: db.pool,
+    log: createLogger("silent"),
+    databaseUrl: db.url,
+    runtimeId: "rt-loop",
+    concurrency: 1,
+    runtime: { homeDir: root, claudePath: "/nowhere/claude", cliVersion: null, canResume: true },
+    agent: new GatedAgent(),
+    workspace: workspace(),
+    github: async () => thread(),
+    // Only wake-ups claim in these tests: the poll floor is out of the picture.
+    pollMs: 600_000,
+    ...over,
+  });
+  runners.push(r);
+  return r;
+}
+
+describe("the runner's loop", { timeout: 30_000 }, () => {
+  it("claims again after a wake-up that came while every slot was busy", async () => {
+    const agent = new GatedAgent();
+    const r = runner({ agent, concurrency: 1 });
+    const first = await seedTask(db.pool, { issue_number: 101 });
+    await r.start();
+    await waitFor("the first task to run", () => agent.started.length === 1, 10_000);
+
+    // A second task arrives while the only slot is taken: its NOTIFY wakes the runner, which
+    // has nothing free. Then the first finishes, which must free the slot and claim the second.
+    const second = await seedTask(db.pool, { issue_number: 102 });
+    await db.pool.query("SELECT pg_notify('tether_tasks', $1)", [String(second.id)]);
+    await r.tick();
+    agent.release(agent.started[0]!);
+    await waitFor(
+      "the first task to finish",
+      async () => (await readTask(db.pool, first.id)).status === "succeeded",
+      10_000,
+    );
+    await waitFor("the second task to be claimed", () => agent.started.length === 2, 10_000);
+    agent.release(agent.started[1]!);
+    await waitFor(
+      "the second task to finish",
+      async () => (await readTask(db.pool, second.id)).status === "succeeded",
+      10_000,
+    );
+  });
+});
