@@ -154,7 +154,7 @@ export class Runner {
   }
 
   private async heartbeat(): Promise<void> {
-    const { cancel } = await heartbeatTasks(this.pool, this.runnerId);
+    const { cancel } = await heartbeatTasks(this.pool, this.runnerId, [...this.running.keys()]);
     for (const id of cancel) this.cancel(id);
     await heartbeatRuntime(this.pool, this.opts.runtimeId, this.running.size);
     this.lastHeartbeat = Date.now();

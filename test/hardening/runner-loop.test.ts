@@ -5,7 +5,7 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { afterAll, afterEach, describe, it } from "vitest";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { createLogger } from "../../src/log.js";
 import type {
   AgentPort,
@@ -135,5 +135,33 @@ describe("the runner's loop", { timeout: 30_000 }, () => {
       async () => (await readTask(db.pool, second.id)).status === "succeeded",
       10_000,
     );
+  });
+
+  it("stops heartbeating a task whose run crashed, so the sweeper hands it on", async () => {
+    // The run step throws outside everything runTask catches (here: the workspace cannot even
+    // name the directory); a database write failing for good does the same.
+    const r = runner({
+      concurrency: 1,
+      heartbeatMs: 100,
+      leaseMs: 1200,
+      workspace: workspace({
+        pathFor: () => {
+          throw new Error("workspace root is gone");
+        },
+      }),
+    });
+    const t = await seedTask(db.pool, { issue_number: 201 });
+    await r.start();
+    // Each crash leaves the task to the sweeper, which requeues it until it is out of attempts.
+    const done = await waitFor(
+      "the crashed task to be swept to the end",
+      async () => {
+        const row = await readTask(db.pool, t.id);
+        return row.status === "failed" ? row : undefined;
+      },
+      20_000,
+    );
+    expect(done).toMatchObject({ status: "failed", attempts: 3, locked_by: null });
+    expect(String(done.failure_reason)).toContain("stopped responding");
   });
 });
