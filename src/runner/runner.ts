@@ -6,6 +6,7 @@
 import os from "node:os";
 import pg from "pg";
 import type { Pool } from "../db/pool.js";
+import { retryingPool } from "../db/retry-on-disconnect.js";
 import type { Logger } from "../log.js";
 import { heartbeatRuntime, markRuntimeStopped, registerRuntime } from "../sql/runtimes.js";
 import {
@@ -44,9 +45,23 @@ export class Runner {
   private ticking: Promise<void> | undefined;
   private again = false;
   private lastHeartbeat = Date.now();
+  /** The pool turns write through: a Postgres restart mid-turn waits for the server instead of failing the turn. */
+  private readonly taskPool: Pool;
 
   constructor(private readonly opts: RunnerOptions) {
     this.runnerId = `${opts.runtimeId}/${os.hostname()}/${process.pid}/${Math.random().toString(36).slice(2, 8)}`;
+    // Half the lease: past that, the sweeper may hand the task on, so the turn gives up and the
+    // task is left to it (see heartbeat()).
+    this.taskPool = retryingPool(opts.pool, {
+      maxWaitMs: (opts.leaseMs ?? 60_000) / 2,
+      onRetry: (err, attempt) => {
+        if (attempt === 1)
+          this.log.warn(
+            { err: (err as Error).message },
+            "database unreachable during a turn; retrying until it is back",
+          );
+      },
+    });
   }
 
   private get pool(): Pool {
@@ -133,7 +148,11 @@ export class Runner {
 
   private launch(task: Task): void {
     const abort = new AbortController();
-    const done = runTask({ ...this.opts, runnerId: this.runnerId }, task, abort.signal)
+    const done = runTask(
+      { ...this.opts, pool: this.taskPool, runnerId: this.runnerId },
+      task,
+      abort.signal,
+    )
       .catch((err) =>
         this.log.error({ err, task: task.id }, "task crashed the runner step; it will be swept"),
       )

@@ -96,6 +96,13 @@ export async function allTasks(pool: Pool): Promise<TaskRow[]> {
   return (await pool.query("SELECT * FROM tasks ORDER BY id")).rows as TaskRow[];
 }
 
+export async function deliveriesByStatus(pool: Pool): Promise<Record<string, number>> {
+  const { rows } = await pool.query(
+    "SELECT status, count(*)::int AS n FROM webhook_deliveries GROUP BY status ORDER BY status",
+  );
+  return Object.fromEntries(rows.map((r) => [r.status as string, r.n as number]));
+}
+
 export async function tasksByStatus(pool: Pool): Promise<Record<string, number>> {
   const { rows } = await pool.query(
     "SELECT status, count(*)::int AS n FROM tasks GROUP BY status ORDER BY status",
@@ -105,14 +112,18 @@ export async function tasksByStatus(pool: Pool): Promise<Record<string, number>>
 
 export const TERMINAL = ["succeeded", "failed", "cancelled"];
 
-/** Waits until no task is queued or running; on timeout says which are not and what the app said. */
+/**
+ * Waits until the inbox holds no pending delivery and no task is queued or running; on timeout
+ * says which are not and what the app said.
+ */
 export async function waitAllTerminal(pool: Pool, timeoutMs: number, stack?: Stack): Promise<void> {
   try {
     await waitFor(
-      "every task to be terminal",
+      "every delivery handled and every task terminal",
       async () => {
         const { rows } = await pool.query(
-          "SELECT count(*)::int AS n FROM tasks WHERE status IN ('queued', 'running')",
+          `SELECT (SELECT count(*)::int FROM tasks WHERE status IN ('queued', 'running'))
+                + (SELECT count(*)::int FROM webhook_deliveries WHERE status = 'pending') AS n`,
         );
         return rows[0].n === 0;
       },
@@ -126,8 +137,13 @@ export async function waitAllTerminal(pool: Pool, timeoutMs: number, stack?: Sta
       `SELECT id, issue_number, status, attempts, locked_by, heartbeat_at, created_at, started_at
          FROM tasks WHERE status IN ('queued', 'running') ORDER BY id`,
     );
+    const pending = await pool.query(
+      `SELECT delivery_id, dedupe_key, attempts, error, run_after FROM webhook_deliveries
+        WHERE status = 'pending'`,
+    );
     throw new Error(
       `${(err as Error).message}\nunfinished: ${JSON.stringify(rows)}` +
+        `\npending deliveries: ${JSON.stringify(pending.rows)}` +
         (stack
           ? `\n--- app log ---\n${compactLog(stack.app.output(), { minLevel: "info", max: 150 })}`
           : ""),
