@@ -7,82 +7,15 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { createLogger } from "../../src/log.js";
-import type {
-  AgentPort,
-  AgentRunRequest,
-  AgentRunResult,
-  GitHubThread,
-  WorkspacePort,
-} from "../../src/runner/ports.js";
 import { Runner, type RunnerOptions } from "../../src/runner/runner.js";
 import { createTestDatabase } from "../helpers/db.js";
 import { readTask, seedTask } from "../helpers/seed.js";
 import { waitFor } from "./helpers/drill.js";
+import { GatedAgent, fakeThread, fakeWorkspace } from "./helpers/fake-ports.js";
 
 const db = await createTestDatabase();
 const root = fs.mkdtempSync(path.join(os.tmpdir(), "tether-runner-loop-"));
 afterAll(() => fs.rmSync(root, { recursive: true, force: true }));
-
-/** An agent whose runs end only when the test lets them. */
-class GatedAgent implements AgentPort {
-  readonly started: string[] = [];
-  private readonly gates = new Map<string, () => void>();
-  async canResume() {
-    return true;
-  }
-  async run(req: AgentRunRequest): Promise<AgentRunResult> {
-    this.started.push(req.cwd);
-    await new Promise<void>((resolve) => this.gates.set(req.cwd, resolve));
-    return {
-      outcome: "success",
-      sessionId: null,
-      text: "done",
-      usage: null,
-      contextWindow: null,
-      toolRan: false,
-      detail: null,
-    };
-  }
-  release(cwd: string) {
-    this.gates.get(cwd)?.();
-  }
-}
-
-const thread = (): GitHubThread => {
-  let next = 1;
-  return {
-    cloneUrl: "https://github.com/octo/widgets.git",
-    token: async () => "ghs_faketokenfaketokenfaketoken1234",
-    getIssue: async () => ({
-      title: "Bug",
-      body: "It breaks",
-      author: "alice",
-      url: "https://github.com/octo/widgets/issues/1",
-      isPullRequest: false,
-    }),
-    listComments: async () => [],
-    createComment: async () => next++,
-    updateComment: async () => {},
-    loadConfig: async () => ({
-      ok: true as const,
-      settings: {
-        agents: { tether: { name: "tether", timeoutMinutes: 30, stallMinutes: 5 } },
-        resume: { enabled: true, ttlHours: 72, contextBudget: 0.8 },
-      },
-    }),
-  };
-};
-
-const workspace = (over: Partial<WorkspacePort> = {}): WorkspacePort => ({
-  pathFor: (repo, n, agent) => path.join(root, repo, `issue-${n}`, agent),
-  exists: async (dir) => fs.existsSync(dir),
-  prepare: async (req) => {
-    const dir = path.join(root, req.repo, `issue-${req.issueNumber}`, req.agent);
-    fs.mkdirSync(dir, { recursive: true });
-    return { dir };
-  },
-  ...over,
-});
 
 const runners: Runner[] = [];
 afterEach(async () => {
@@ -99,8 +32,8 @@ function runner(over: Partial<RunnerOptions>): Runner {
     concurrency: 1,
     runtime: { homeDir: root, claudePath: "/nowhere/claude", cliVersion: null, canResume: true },
     agent: new GatedAgent(),
-    workspace: workspace(),
-    github: async () => thread(),
+    workspace: fakeWorkspace(root),
+    github: async () => fakeThread(),
     // Only wake-ups claim in these tests: the poll floor is out of the picture.
     pollMs: 600_000,
     ...over,
@@ -144,7 +77,7 @@ describe("the runner's loop", { timeout: 30_000 }, () => {
       concurrency: 1,
       heartbeatMs: 100,
       leaseMs: 1200,
-      workspace: workspace({
+      workspace: fakeWorkspace(root, {
         pathFor: () => {
           throw new Error("workspace root is gone");
         },
