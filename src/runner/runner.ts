@@ -45,6 +45,7 @@ export class Runner {
   private ticking: Promise<void> | undefined;
   private again = false;
   private lastHeartbeat = Date.now();
+  private listenFailures = 0;
   /** The pool turns write through: a Postgres restart mid-turn waits for the server instead of failing the turn. */
   private readonly taskPool: Pool;
 
@@ -194,34 +195,53 @@ export class Runner {
       if (msg.channel === "tether_tasks") void this.tick();
       if (msg.channel === "tether_cancel" && msg.payload) this.cancel(Number(msg.payload));
     });
-    client.on("error", (err) => {
-      this.log.warn({ err: err.message }, "LISTEN connection lost; reconnecting");
+    // One way out per client: an error event and a failed connect for the same connection must
+    // not start two reconnect loops (two listeners, twice the wake-ups).
+    let gone = false;
+    const lost = (message: string, why: string) => {
+      if (gone) return;
+      gone = true;
       void client.end().catch(() => {});
       if (this.listener === client) this.listener = undefined;
-      this.reconnect(1);
-    });
+      const retryInMs = this.reconnect();
+      this.log.warn({ err: message, retryInMs }, why);
+    };
+    client.on("error", (err) => lost(err.message, "LISTEN connection lost; reconnecting"));
     try {
       await client.connect();
       await client.query("LISTEN tether_tasks");
       await client.query("LISTEN tether_cancel");
+      if (gone) return;
+      if (this.stopping) {
+        // stop() ran while this connection was being made: it has nobody to close it but us.
+        gone = true;
+        await client.end().catch(() => {});
+        return;
+      }
       this.listener = client;
+      this.listenFailures = 0;
       void this.tick(); // whatever was notified while we were away
     } catch (err) {
-      await client.end().catch(() => {});
-      this.log.warn(
-        { err: (err as Error).message },
-        "LISTEN connection failed; polling until it is back",
-      );
-      this.reconnect(1);
+      lost((err as Error).message, "LISTEN connection failed; polling until it is back");
     }
   }
 
-  private reconnect(attempt: number): void {
-    if (this.stopping) return;
-    const delay = Math.min(30_000, 250 * 2 ** attempt);
-    const t = setTimeout(() => void this.listen(), delay);
+  /**
+   * Schedule the next LISTEN attempt: 500 ms after the first failure, doubling up to 30 s while
+   * the database stays away (it used to retry every 500 ms for as long as an outage lasted,
+   * logging each time and keeping every spent timer). Returns the delay.
+   */
+  private reconnect(): number {
+    if (this.stopping) return 0;
+    this.listenFailures++;
+    const delay = Math.min(30_000, 250 * 2 ** this.listenFailures);
+    const t = setTimeout(() => {
+      this.timers = this.timers.filter((x) => x !== t);
+      void this.listen();
+    }, delay);
     t.unref();
     this.timers.push(t);
+    return delay;
   }
 
   /**

@@ -140,6 +140,9 @@ describe("PostgreSQL restarted under load", { timeout: 150_000 }, () => {
       },
       20_000,
     );
+    // One of each: a reconnect that raced another would leave a second connection listening.
+    await sleep(1000);
+    expect(await listeners()).toEqual(LISTENERS);
 
     const tasks = await allTasks(pg.pool);
     const byComment = await tasksOfComments(pg.pool);

@@ -97,4 +97,22 @@ describe("the runner's loop", { timeout: 30_000 }, () => {
     expect(done).toMatchObject({ status: "failed", attempts: 3, locked_by: null });
     expect(String(done.failure_reason)).toContain("stopped responding");
   });
+
+  it("backs off its LISTEN reconnects while the database cannot be reached", async () => {
+    const lines: string[] = [];
+    const r = runner({
+      log: createLogger("warn", { write: (l: string) => void lines.push(l) }),
+      // The pool still works; only the LISTEN connection's server is gone.
+      databaseUrl: "postgres://tether:tether@127.0.0.1:1/nowhere",
+    });
+    await r.start();
+    await new Promise((resolve) => setTimeout(resolve, 3200));
+    const failures = lines
+      .map((l) => JSON.parse(l) as { msg: string; retryInMs?: number })
+      .filter((l) => l.msg === "LISTEN connection failed; polling until it is back");
+    // Tries at 0, 0.5 and 1.5 s (then 3.5 s), not every 500 ms (that was seven tries by now).
+    expect(failures.length).toBeGreaterThanOrEqual(2);
+    expect(failures.length).toBeLessThanOrEqual(3);
+    expect(failures.map((f) => f.retryInMs)).toEqual([500, 1000, 2000].slice(0, failures.length));
+  });
 });
