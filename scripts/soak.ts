@@ -15,8 +15,8 @@
  *   npx tsx scripts/soak.ts --turns 500 --issues 50               # the full soak
  *   npx tsx scripts/soak.ts --turns 60 --issues 6 --real-cli      # with the real Claude CLI
  *
- * Options: --turns N (requests; most become a turn of their own, since the drill keeps the
- * queue short, and some coalesce), --issues N, --cancel-rate R (share of requests followed by
+ * Options: --turns N (requests, each on an issue with nothing queued, so each is a turn of its
+ * own unless a /cancel stops it first), --issues N, --cancel-rate R (share of requests followed by
  * a /cancel, default 0.08), --interval-ms N (least time between requests, default 60),
  * --real-cli. Exit code 1 when a check fails.
  */
@@ -133,16 +133,20 @@ async function soak(
   const killAt = Math.floor(o.turns * 0.4);
   const killed = { at: killAt, runningTasks: 0 };
   for (let i = 0; i < o.turns; i++) {
-    // Keep a short queue, so most requests become turns of their own rather than coalescing
-    // into a waiting task (some still do, as they would in life).
+    // Keep a short queue and write on an issue with nothing queued, so each request becomes a
+    // turn of its own rather than coalescing into a waiting task (coalescing has its own tests).
+    let waiting: Set<number> = new Set();
     for (let waited = 0; waited < 60_000; waited += 50) {
-      const { rows } = await pool.query(
-        "SELECT count(*)::int AS n FROM tasks WHERE status = 'queued'",
+      const { rows } = await pool.query<{ issue_number: number }>(
+        "SELECT issue_number FROM tasks WHERE status = 'queued'",
       );
-      if ((rows[0].n as number) < 4) break;
+      waiting = new Set(rows.map((r) => r.issue_number));
+      if (waiting.size < 4) break;
       await sleep(50);
     }
-    const issue = issues[Math.floor(Math.random() * issues.length)]!;
+    const free = issues.filter((n) => !waiting.has(n));
+    const from = free.length ? free : issues;
+    const issue = from[Math.floor(Math.random() * from.length)]!;
     requests.push(deliverComment(stack, issue, `@tether soak request ${i} on #${issue}`));
     if (Math.random() < k.cancelRate) {
       const wait = Math.floor(Math.random() * 1500);
