@@ -1,4 +1,5 @@
 import { pino, type Logger } from "pino";
+import { redact } from "./runner/redact.js";
 
 export type { Logger };
 
@@ -35,13 +36,29 @@ function censor(value: unknown, path: string[]): unknown {
   return "[redacted]";
 }
 
-export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
+export interface LoggerOptions {
+  /**
+   * Values blanked wherever they appear in a line, read at every write (so a key read after
+   * the logger was made still counts). Token-shaped strings are blanked regardless. The paths
+   * above only cover fields known to hold credentials; this covers the rest, e.g. a run's
+   * failure detail quoting what the CLI or the API said.
+   */
+  secrets?: Iterable<string | undefined>;
+}
+
+export function createLogger(
+  level: string,
+  destination?: pino.DestinationStream,
+  opts: LoggerOptions = {},
+): Logger {
+  const secrets = opts.secrets ?? [];
   return pino(
     {
       name: "tether",
       level,
       redact: { paths: [...REDACT, "req.url"], censor },
       formatters: { level: (label) => ({ level: label }) },
+      hooks: { streamWrite: (line) => redact(line, secrets) },
     },
     destination,
   );

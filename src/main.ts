@@ -38,7 +38,20 @@ async function main(): Promise<void> {
     process.exit(2);
   }
   const role: Role = (arg as Role | undefined) ?? env.TETHER_ROLE;
-  const log = createLogger(env.LOG_LEVEL);
+  // Every log line is scrubbed of these (and of token-shaped strings), whatever logged it.
+  const secrets = new Set<string>();
+  for (const value of [
+    env.WEBHOOK_SECRET,
+    env.PRIVATE_KEY,
+    await readPrivateKey(env).catch(() => undefined),
+    env.DATABASE_URL,
+    env.TETHER_DASHBOARD_TOKEN,
+    env.TETHER_METRICS_TOKEN,
+    process.env.ANTHROPIC_API_KEY,
+    process.env.ANTHROPIC_AUTH_TOKEN,
+  ])
+    if (value) secrets.add(value);
+  const log = createLogger(env.LOG_LEVEL, undefined, { secrets });
   const shutdown = new Shutdown(log, env.TETHER_SHUTDOWN_TIMEOUT_MS);
   activeShutdown = shutdown;
   for (const signal of ["SIGTERM", "SIGINT"] as const) {

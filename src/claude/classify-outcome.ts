@@ -3,8 +3,12 @@ import { resultErrors } from "./run-evidence.js";
 import type { OutcomeKind } from "./runtime-adapter.js";
 import type { StreamMessage } from "./stream-parser.js";
 
-/** Why the adapter stopped a run itself. */
-export type StopReason = "cancelled" | "timed_out" | "stalled" | "auth_failed" | "resume_rejected";
+/**
+ * Why the adapter stopped a run itself. `no_start`: the CLI printed nothing at all within the
+ * start-up limit (a wedged binary); the outcome is `failed`, since the turn never began.
+ */
+export type StopReason =
+  "cancelled" | "timed_out" | "stalled" | "auth_failed" | "resume_rejected" | "no_start";
 
 /** How the child ended, and whether the adapter ended it. */
 export interface ExitFacts {
@@ -81,6 +85,7 @@ export function classifyOutcome({
   const result = evidence.result;
 
   if (exit.spawnError) return { kind: "failed", detail: exit.spawnError };
+  if (exit.stop?.reason === "no_start") return { kind: "failed", detail: exit.stop.detail };
   if (exit.stop?.reason === "auth_failed") return { kind: "auth_failed", detail: exit.stop.detail };
   if (exit.stop?.reason === "resume_rejected") {
     return { kind: "resume_rejected", detail: exit.stop.detail };

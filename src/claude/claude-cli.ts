@@ -36,6 +36,13 @@ export interface ClaudeCliOptions {
   killGraceMs?: number;
   /** How long the CLI may linger after its result line before it is stopped. Default 10 s. */
   afterResultGraceMs?: number;
+  /**
+   * How long the CLI may take to print its first line. The real one prints its init line
+   * within a second or two; a binary that has printed nothing by then is wedged (stuck on a
+   * lock, a prompt, a broken install) and is stopped, so the thread hears about it within
+   * half a minute rather than after the stall limit (minutes). Default 20 s.
+   */
+  startTimeoutMs?: number;
   /** Longest stdout line kept; longer ones are skipped and counted. Default 32 MiB. */
   maxLineBytes?: number;
   /** How much of stderr the outcome keeps. Default 8 KiB. */
@@ -57,6 +64,7 @@ export function createClaudeCli(opts: ClaudeCliOptions = {}): AgentCli {
     baseEnv: opts.baseEnv ?? process.env,
     killGraceMs: opts.killGraceMs ?? 5000,
     afterResultGraceMs: opts.afterResultGraceMs ?? 10_000,
+    startTimeoutMs: opts.startTimeoutMs ?? 20_000,
     maxLineBytes: opts.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES,
     stderrTailBytes: opts.stderrTailBytes ?? 8 * 1024,
     sampleIntervalMs: opts.sampleIntervalMs ?? 1000,
@@ -91,6 +99,7 @@ interface RunConfig {
   baseEnv: Record<string, string | undefined>;
   killGraceMs: number;
   afterResultGraceMs: number;
+  startTimeoutMs: number;
   maxLineBytes: number;
   stderrTailBytes: number;
   sampleIntervalMs: number;
@@ -125,6 +134,7 @@ class ClaudeRun implements AgentRun {
   private exited = false;
   private exitWaiter: Promise<void> = Promise.resolve();
   private lastActivity = Date.now();
+  private stdoutSeen = false;
   private resultSeen = false;
   private resultAfterStop = false;
   private inHandler = false;
@@ -261,6 +271,7 @@ class ClaudeRun implements AgentRun {
     try {
       for await (const chunk of stdout) {
         this.touch();
+        this.stdoutSeen = true;
         await this.handle(parser.push(toBuffer(chunk)), resumeSessionId);
       }
     } catch (err) {
@@ -353,6 +364,16 @@ class ClaudeRun implements AgentRun {
   }
 
   private armTimers(timeoutMs: number, stallMs: number): void {
+    const startMs = this.config.startTimeoutMs;
+    this.timers.push(
+      setTimeout(() => {
+        if (this.stdoutSeen) return;
+        this.requestStop(
+          "no_start",
+          `the Claude CLI printed nothing in the ${Math.round(startMs / 1000)} s after it started, so it was stopped; an operator should check that ${this.config.path} --version runs on the runner`,
+        );
+      }, startMs),
+    );
     this.timers.push(
       setTimeout(
         () => this.requestStop("timed_out", `stopped at the wall-clock limit of ${timeoutMs} ms`),

@@ -22,5 +22,11 @@ export function createPool(
   // An idle client that loses its server (Postgres restart) emits 'error' on the pool; without a
   // listener that would crash the process. The next query simply gets a fresh connection.
   pool.on("error", () => {});
+  // A checked-out client has no pool listener, and node-postgres emits 'error' on it when the
+  // server cuts the connection between two statements (a transaction rolling back just as the
+  // server goes away), which crashed the process during a Postgres restart. The failure still
+  // reaches the code through its next query, and a client that is no longer queryable is
+  // dropped when released.
+  pool.on("connect", (client) => client.on("error", () => {}));
   return pool;
 }

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import os from "node:os";
 import type { Pool } from "../db/pool.js";
+import { retryingPool } from "../db/retry-on-disconnect.js";
 import { describeError, isRetryable } from "../github/errors.js";
 import type { GitHub } from "../github/types.js";
 import type { Logger } from "../log.js";
@@ -66,8 +67,14 @@ export class IntakeProcessor {
   private stopping = false;
   private timer: NodeJS.Timeout | undefined;
   private listener: Listener | undefined;
+  /**
+   * For recording a delivery's result: a write lost to a Postgres restart would leave the
+   * delivery locked until its lease ran out (minutes), so it waits for the server instead.
+   */
+  private readonly bookkeeping: Pool;
 
   constructor(private readonly opts: IntakeProcessorOptions) {
+    this.bookkeeping = retryingPool(opts.pool, { maxWaitMs: 30_000 });
     this.workerId =
       opts.workerId ?? `intake:${os.hostname()}:${process.pid}:${randomBytes(3).toString("hex")}`;
     this.fx = {
@@ -198,7 +205,7 @@ export class IntakeProcessor {
         this.deliveryTimeoutMs,
         `handling took longer than ${this.deliveryTimeoutMs} ms`,
       );
-      const finished = await completeDelivery(this.opts.pool, {
+      const finished = await completeDelivery(this.bookkeeping, {
         deliveryId: d.deliveryId,
         worker: this.workerId,
         status: handled.status,
@@ -214,7 +221,7 @@ export class IntakeProcessor {
           ? this.backoffMs(d.attempts)
           : null;
       try {
-        const status = await failDeliveryAttempt(this.opts.pool, {
+        const status = await failDeliveryAttempt(this.bookkeeping, {
           deliveryId: d.deliveryId,
           worker: this.workerId,
           error: describeError(err),

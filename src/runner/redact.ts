@@ -13,13 +13,31 @@ const SHAPES: RegExp[] = [
 
 export function redact(text: string, secrets: Iterable<string | undefined> = []): string {
   let out = text;
-  for (const s of secrets) {
-    if (s && s.length >= 8) out = out.split(s).join("[redacted]");
-  }
+  for (const s of expand(secrets)) out = out.split(s).join("[redacted]");
   for (const re of SHAPES) {
     out = out.replace(re, (_m, prefix?: string) =>
       typeof prefix === "string" && prefix.endsWith(":") ? `${prefix}[redacted]` : "[redacted]",
     );
   }
   return out;
+}
+
+/**
+ * The values to look for: each secret, and each line of a multi-line one (a private key), so
+ * that a key printed piecewise, re-wrapped, or JSON-escaped (its newlines as `\n`) is still
+ * blanked. Short lines (a PEM's last one can be a few characters) are left to the whole value.
+ */
+function expand(secrets: Iterable<string | undefined>): string[] {
+  const out = new Set<string>();
+  for (const s of secrets) {
+    if (!s || s.length < 8) continue;
+    out.add(s);
+    if (!s.includes("\n")) continue;
+    for (const line of s.split(/\r?\n/)) {
+      const t = line.trim();
+      if (t.length >= 16 && !/^-----(BEGIN|END) /.test(t)) out.add(t);
+    }
+  }
+  // Longest first, so a whole secret is replaced before one of its lines splits it up.
+  return [...out].sort((a, b) => b.length - a.length);
 }

@@ -246,6 +246,29 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     issue = await issueP;
     await workspaceP;
   } catch (err) {
+    if (signal.aborted) {
+      // Stopped mid-clone: a shutdown leaves the task to the next start, like a stopped run; a
+      // /cancel ends it as cancelled. Neither is the workspace failing.
+      if (signal.reason === SHUTDOWN) {
+        log.warn("stopped by shutdown while preparing the workspace; the task will be taken over");
+        return;
+      }
+      const id = await post(
+        renderFailure(
+          { outcome: "cancelled", detail: null, taskId: task.id },
+          footerOf(decision, null, null),
+        ),
+      );
+      await finish(deps, task, {
+        status: "cancelled",
+        outcome: "cancelled",
+        failureReason: "cancelled while the workspace was being prepared",
+        sessionId: null,
+        usage: null,
+        answerCommentId: id,
+      });
+      return;
+    }
     const detail = scrub((err as Error).message);
     log.warn({ err: detail }, "workspace preparation failed");
     const id = await post(

@@ -5,6 +5,7 @@
  */
 import os from "node:os";
 import type { Pool } from "../db/pool.js";
+import { retryingPool } from "../db/retry-on-disconnect.js";
 import type { Logger } from "../log.js";
 import { CHANNELS, listen, type Listener } from "../sql/notify.js";
 import { heartbeatRuntime, markRuntimeStopped, registerRuntime } from "../sql/runtimes.js";
@@ -43,9 +44,23 @@ export class Runner {
   private ticking: Promise<void> | undefined;
   private again = false;
   private lastHeartbeat = Date.now();
+  /** The pool turns write through: a Postgres restart mid-turn waits for the server instead of failing the turn. */
+  private readonly taskPool: Pool;
 
   constructor(private readonly opts: RunnerOptions) {
     this.runnerId = `${opts.runtimeId}/${os.hostname()}/${process.pid}/${Math.random().toString(36).slice(2, 8)}`;
+    // Half the lease: past that, the sweeper may hand the task on, so the turn gives up and the
+    // task is left to it (see heartbeat()).
+    this.taskPool = retryingPool(opts.pool, {
+      maxWaitMs: (opts.leaseMs ?? 60_000) / 2,
+      onRetry: (err, attempt) => {
+        if (attempt === 1)
+          this.log.warn(
+            { err: (err as Error).message },
+            "database unreachable during a turn; retrying until it is back",
+          );
+      },
+    });
   }
 
   private get pool(): Pool {
@@ -102,29 +117,41 @@ export class Runner {
       this.again = true;
       return this.ticking;
     }
-    this.ticking = (async () => {
-      try {
-        do {
-          this.again = false;
-          if (this.stopping) return;
-          const free = this.opts.concurrency - this.running.size;
-          if (free <= 0) return;
-          const tasks = await claimTasks(this.pool, this.runnerId, this.opts.runtimeId, free);
-          for (const t of tasks) this.launch(t);
-          if (tasks.length === free) this.again = true;
-        } while (this.again && !this.stopping);
-      } catch (err) {
-        this.log.error({ err }, "claim failed; will retry");
-      } finally {
-        this.ticking = undefined;
-      }
-    })();
+    // `.finally` runs its callback asynchronously, after `this.ticking` is assigned. (Clearing it
+    // inside the loop instead lost the race when the loop ended without awaiting anything, i.e.
+    // a wake-up while every slot was busy: the settled promise stayed in `this.ticking` and every
+    // later tick returned early, so the runner never claimed again.) A wake-up that arrived after
+    // the loop's last look is not lost: it set `again`, and the loop runs once more.
+    this.ticking = this.claimLoop().finally(() => {
+      this.ticking = undefined;
+      if (this.again && !this.stopping) void this.tick();
+    });
     return this.ticking;
+  }
+
+  private async claimLoop(): Promise<void> {
+    try {
+      do {
+        this.again = false;
+        if (this.stopping) return;
+        const free = this.opts.concurrency - this.running.size;
+        if (free <= 0) return;
+        const tasks = await claimTasks(this.pool, this.runnerId, this.opts.runtimeId, free);
+        for (const t of tasks) this.launch(t);
+        if (tasks.length === free) this.again = true;
+      } while (this.again && !this.stopping);
+    } catch (err) {
+      this.log.error({ err }, "claim failed; will retry");
+    }
   }
 
   private launch(task: Task): void {
     const abort = new AbortController();
-    const done = runTask({ ...this.opts, runnerId: this.runnerId }, task, abort.signal)
+    const done = runTask(
+      { ...this.opts, pool: this.taskPool, runnerId: this.runnerId },
+      task,
+      abort.signal,
+    )
       .catch((err) =>
         this.log.error({ err, task: task.id }, "task crashed the runner step; it will be swept"),
       )
@@ -145,7 +172,7 @@ export class Runner {
   }
 
   private async heartbeat(): Promise<void> {
-    const { cancel } = await heartbeatTasks(this.pool, this.runnerId);
+    const { cancel } = await heartbeatTasks(this.pool, this.runnerId, [...this.running.keys()]);
     for (const id of cancel) this.cancel(id);
     await heartbeatRuntime(this.pool, this.opts.runtimeId, this.running.size);
     this.lastHeartbeat = Date.now();

@@ -285,15 +285,22 @@ export async function finishTask(
   return res.rowCount === 1;
 }
 
-/** Touch the lease of every task this runner holds; returns the ids whose cancel was requested. */
+/**
+ * Touch the lease of the tasks this runner holds and is still working on (`taskIds`; all it
+ * holds when omitted); returns the ids whose cancel was requested. A task whose run crashed is
+ * left out, so its lease runs out and the sweeper hands it on instead of it staying "running"
+ * for as long as this process lives.
+ */
 export async function heartbeatTasks(
   db: Db,
   runnerId: string,
+  taskIds?: readonly number[],
 ): Promise<{ held: number[]; cancel: number[] }> {
   const { rows } = await db.query(
-    `UPDATE tasks SET heartbeat_at = now() WHERE locked_by = $1 AND status = 'running'
+    `UPDATE tasks SET heartbeat_at = now()
+      WHERE locked_by = $1 AND status = 'running' AND ($2::bigint[] IS NULL OR id = ANY($2))
      RETURNING id, cancel_requested`,
-    [runnerId],
+    [runnerId, taskIds ?? null],
   );
   return {
     held: rows.map((r) => r.id as number),
