@@ -191,7 +191,8 @@ export class Runner {
         if (channel === CHANNELS.tasks) void this.tick();
         else if (channel === CHANNELS.cancel && payload) this.cancel(Number(payload));
       },
-      { log: this.log, onReconnect: () => void this.tick() }, // whatever was notified meanwhile
+      // onReconnect: whatever was notified while the connection was away.
+      { log: this.log, name: "tether-runner-listen", onReconnect: () => void this.tick() },
     );
     return this.listener.ready;
   }

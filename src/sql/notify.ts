@@ -35,6 +35,8 @@ export interface ListenOptions {
   /** First reconnect delay; doubles up to maxBackoffMs. */
   minBackoffMs?: number;
   maxBackoffMs?: number;
+  /** application_name for the listening connection, so operators can tell it apart. */
+  name?: string;
 }
 
 /**
@@ -68,6 +70,7 @@ export function listen(
       const lost = (err?: Error) => drop(c!, err);
       c.once("error", lost);
       c.once("end", () => lost());
+      if (opts.name) await c.query("SELECT set_config('application_name', $1, false)", [opts.name]);
       for (const ch of channels) await c.query(`LISTEN ${quoteIdent(ch)}`);
       if (closed) {
         c.release();
@@ -113,6 +116,7 @@ export function listen(
       c.removeListener("notification", onNotification);
       try {
         await c.query("UNLISTEN *");
+        if (opts.name) await c.query("RESET application_name");
         c.release();
       } catch (err) {
         c.release(err as Error);
