@@ -4,7 +4,7 @@ import { PROBOT_WEBHOOK_PATH, tetherApp } from "./app.js";
 import type { AppDeps } from "./deps.js";
 import { openDatabase } from "./db/database.js";
 import { applyEnvFile, EnvError, loadEnv, type Env } from "./env.js";
-import { appOctokit, githubBaseUrls, readPrivateKey } from "./github/app-auth.js";
+import { appOctokit, githubApiUrl, readPrivateKey } from "./github/app-auth.js";
 import { IntakeProcessor } from "./intake/processor.js";
 import { createLogger, type Logger } from "./log.js";
 import { processMetrics } from "./metrics.js";
@@ -134,7 +134,7 @@ async function startWeb(
       appId: env.APP_ID,
       privateKey,
       secret: env.WEBHOOK_SECRET,
-      baseUrl: githubBaseUrls(env).api,
+      baseUrl: githubApiUrl(env),
       log: log.child({ component: "probot" }),
       Octokit: appOctokit(env),
     }),

@@ -11,14 +11,9 @@ export async function readPrivateKey(
   return undefined;
 }
 
-/** REST base (`…/api/v3` on GitHub Enterprise or a local stand-in) and the web/git base. */
-export function githubBaseUrls(env: Pick<Env, "GHE_HOST" | "GHE_PROTOCOL">): {
-  api: string;
-  web: string;
-} {
-  if (!env.GHE_HOST) return { api: "https://api.github.com", web: "https://github.com" };
-  const web = `${env.GHE_PROTOCOL}://${env.GHE_HOST}`;
-  return { api: `${web}/api/v3`, web };
+/** The REST base: `GHE_PROTOCOL://GHE_HOST/api/v3` on GitHub Enterprise (or a local stand-in). */
+export function githubApiUrl(env: Pick<Env, "GHE_HOST" | "GHE_PROTOCOL">): string {
+  return env.GHE_HOST ? `${env.GHE_PROTOCOL}://${env.GHE_HOST}/api/v3` : "https://api.github.com";
 }
 
 type RequestFn = { defaults(options: { baseUrl: string }): RequestFn };

@@ -5,7 +5,8 @@
 import type { DescribeStatus } from "../intake/status.js";
 import { renderStatus } from "../intake/status.js";
 import { agentsOnIssue, readKeyStates } from "../sql/tasks.js";
-import { currentEpoch, priorSession } from "../sql/sessions.js";
+import { readEpoch } from "../sql/history.js";
+import { priorSession } from "../sql/sessions.js";
 import { decideResume, describeReason } from "./resume-decision.js";
 
 export const describeNextTurn: DescribeStatus = async (req) => {
@@ -31,7 +32,7 @@ export const describeNextTurn: DescribeStatus = async (req) => {
       runtimeId: prior?.runtimeId ?? "",
       workDir: prior?.workDir ?? "",
       workDirExists: prior?.workDir != null,
-      historyEpoch: await currentEpoch(req.pool, key),
+      historyEpoch: await readEpoch(req.pool, key),
       cliCanResume: true,
       now: req.now,
     });

@@ -7,20 +7,16 @@ type Octokit = InstanceType<typeof ProbotOctokit>;
 export interface GitHubThreadOptions {
   octokit: Octokit;
   repo: string;
-  /** `GHE_PROTOCOL://GHE_HOST` or https://github.com */
-  webBase: string;
+  /** HTTPS clone URL without credentials (src/github/git-auth.ts cloneUrlFor). */
+  cloneUrl: string;
   loadConfig: (octokit: Octokit, owner: string, repo: string) => Promise<ConfigResult>;
-}
-
-export function cloneUrlFor(webBase: string, repo: string): string {
-  return `${webBase.replace(/\/$/, "")}/${repo}.git`;
 }
 
 export function githubThread(o: GitHubThreadOptions): GitHubThread {
   const [owner = "", repo = ""] = o.repo.split("/");
   const { octokit } = o;
   return {
-    cloneUrl: cloneUrlFor(o.webBase, o.repo),
+    cloneUrl: o.cloneUrl,
     async token() {
       const auth = (await octokit.auth({ type: "installation" })) as { token: string };
       return auth.token;

@@ -4,14 +4,9 @@
  * finish. Every write is scoped to this runner's lease.
  */
 import type { Pool } from "../db/pool.js";
+import { readEpoch } from "../sql/history.js";
 import type { Logger } from "../log.js";
-import {
-  currentEpoch,
-  markSession,
-  priorSession,
-  touchSession,
-  upsertSession,
-} from "../sql/sessions.js";
+import { markSession, priorSession, touchSession, upsertSession } from "../sql/sessions.js";
 import {
   finishTask,
   markToolRan,
@@ -138,7 +133,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     })),
     requestsOf(deps, task),
     priorSession(deps.pool, key),
-    currentEpoch(deps.pool, key),
+    readEpoch(deps.pool, key),
     deps.agent.canResume(),
   ]);
   if (!config.ok) {

@@ -10,7 +10,8 @@ import { loadRepoConfig } from "../config/load-repo-config.js";
 import { formatConfigProblems, type RepoConfig } from "../config/repo-config.js";
 import type { Pool } from "../db/pool.js";
 import type { Env } from "../env.js";
-import { appOctokit, githubBaseUrls, readPrivateKey } from "../github/app-auth.js";
+import { appOctokit, githubApiUrl, readPrivateKey } from "../github/app-auth.js";
+import { cloneUrlFor } from "../github/git-auth.js";
 import type { Logger } from "../log.js";
 import type { Metrics } from "../metrics.js";
 import { claudeAgent } from "./claude-agent.js";
@@ -64,11 +65,10 @@ export async function startRunner(opts: {
     home,
     claudePath: caps.path || claude.path,
   });
-  const urls = githubBaseUrls(env);
   const probot = new Probot({
     appId: env.APP_ID,
     privateKey,
-    baseUrl: urls.api,
+    baseUrl: githubApiUrl(env),
     log: log.child({ component: "github" }),
     Octokit: appOctokit(env),
   });
@@ -94,7 +94,7 @@ export async function startRunner(opts: {
       return githubThread({
         octokit,
         repo: task.repo,
-        webBase: urls.web,
+        cloneUrl: cloneUrlFor(env, task.repo),
         loadConfig: async (o, owner, repo): Promise<ConfigResult> => {
           const loaded = await loadRepoConfig(o, { owner, repo });
           return loaded.ok

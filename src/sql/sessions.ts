@@ -1,14 +1,9 @@
 /** The sessions table: one row per Claude session, holding its latest state. */
 import type { Pool, PoolClient } from "../db/pool.js";
 import type { PriorSession } from "../runner/resume-decision.js";
+import type { TaskKey } from "./tasks.js";
 
 type Db = Pool | PoolClient;
-
-export interface TaskKey {
-  repo: string;
-  issueNumber: number;
-  agent: string;
-}
 
 /** Record (or refresh) a session when the CLI reports it. */
 export async function upsertSession(
@@ -84,13 +79,4 @@ export async function priorSession(db: Db, key: TaskKey): Promise<PriorSession |
     contextTokens: (r.context_tokens as number | null) ?? null,
     contextWindow: (r.context_window as number | null) ?? null,
   };
-}
-
-/** The key's current history epoch (0 until something in its history was edited). */
-export async function currentEpoch(db: Db, key: TaskKey): Promise<number> {
-  const { rows } = await db.query(
-    `SELECT epoch FROM history_epochs WHERE repo = $1 AND issue_number = $2 AND agent = $3`,
-    [key.repo, key.issueNumber, key.agent],
-  );
-  return (rows[0]?.epoch as number | undefined) ?? 0;
 }

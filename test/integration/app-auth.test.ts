@@ -1,6 +1,6 @@
 import { Probot, ProbotOctokit } from "probot";
 import { afterAll, describe, expect, it } from "vitest";
-import { appOctokit, githubBaseUrls } from "../../src/github/app-auth.js";
+import { appOctokit, githubApiUrl } from "../../src/github/app-auth.js";
 import { startFakeGitHub } from "../helpers/fake-github.js";
 
 const gh = await startFakeGitHub();
@@ -28,14 +28,12 @@ describe("the app's Octokit on GitHub Enterprise (or a local stand-in)", () => {
     );
   });
 
-  it("derives REST and web bases from GHE_HOST", () => {
-    expect(githubBaseUrls({ GHE_HOST: "ghe.example:8443", GHE_PROTOCOL: "https" })).toEqual({
-      api: "https://ghe.example:8443/api/v3",
-      web: "https://ghe.example:8443",
-    });
-    expect(githubBaseUrls({ GHE_HOST: undefined, GHE_PROTOCOL: "https" })).toEqual({
-      api: "https://api.github.com",
-      web: "https://github.com",
-    });
+  it("derives the REST base from GHE_HOST", () => {
+    expect(githubApiUrl({ GHE_HOST: "ghe.example:8443", GHE_PROTOCOL: "https" })).toBe(
+      "https://ghe.example:8443/api/v3",
+    );
+    expect(githubApiUrl({ GHE_HOST: undefined, GHE_PROTOCOL: "https" })).toBe(
+      "https://api.github.com",
+    );
   });
 });
