@@ -35,8 +35,8 @@ export interface IntakeEffects {
   appId?: number;
   /**
    * Run `work` after the delivery is recorded, without holding its slot. For the 👀 only:
-   * Probot's throttling lets one write a second through per installation, and a burst of
-   * comments should become queued tasks without waiting for their reactions.
+   * write spacing lets one write a second through per installation, and a burst of comments
+   * should become queued tasks without waiting for their reactions.
    */
   defer: (what: string, work: () => Promise<void>) => void;
 }

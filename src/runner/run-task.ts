@@ -106,9 +106,11 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
   secrets.add(token);
   const scrub = (s: string) => redact(s, secrets);
 
-  // Everything posted from here on goes into one comment per task.
+  // Everything posted from here on goes into one comment per task. Posts run one after another
+  // (the tracking comment is not awaited before the run starts, so the answer may queue behind
+  // it), and the first one creates the comment.
   let commentId = task.trackingCommentId;
-  const post = async (body: string): Promise<number | null> => {
+  const postNow = async (body: string): Promise<number | null> => {
     const text = scrub(body);
     try {
       if (commentId === null) commentId = await findOwnComment(gh, task);
@@ -124,6 +126,48 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
       return commentId;
     }
   };
+  let posts: Promise<unknown> = Promise.resolve();
+  const post = (body: string): Promise<number | null> => {
+    const p = posts.then(() => postNow(body));
+    posts = p;
+    return p;
+  };
+
+  // The workspace update (git) is the slowest step before the spawn, and needs nothing the
+  // decision does: start it now. An issue needs nothing from GitHub first; a pull request needs
+  // its head branch. Whether the directory existed is read first, for the decision.
+  const workDir = deps.workspace.pathFor(task.repo, task.issueNumber, task.agent);
+  const workDirExists = await deps.workspace.exists(workDir);
+  const issueP = gh.getIssue(task.issueNumber);
+  issueP.catch(() => {}); // awaited below; this only keeps an early failure from going unhandled
+  const preparing = new AbortController();
+  const stopPreparing = () => preparing.abort(signal.reason);
+  signal.addEventListener("abort", stopPreparing, { once: true });
+  const workspaceP = (task.isPullRequest ? issueP : Promise.resolve(null))
+    .then((issue) =>
+      deps.workspace.prepare({
+        repo: task.repo,
+        issueNumber: task.issueNumber,
+        agent: task.agent,
+        cloneUrl: gh.cloneUrl,
+        token: token ?? "",
+        pullRequest: issue?.pullRequest
+          ? {
+              number: task.issueNumber,
+              headRef: issue.pullRequest.headRef,
+              headSha: issue.pullRequest.headSha,
+            }
+          : undefined,
+        signal: preparing.signal,
+      }),
+    )
+    .finally(() => signal.removeEventListener("abort", stopPreparing));
+  workspaceP.catch(() => {});
+  /** The turn ends before the run: stop the workspace update and let it settle. */
+  const abandonWorkspace = async () => {
+    preparing.abort("not needed");
+    await workspaceP.catch(() => {});
+  };
 
   // Everything the decision needs, at once: the config (GitHub) and the key's history (Postgres).
   const [config, requests, prior, epoch, cliCanResume] = await Promise.all([
@@ -137,6 +181,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     deps.agent.canResume(),
   ]);
   if (!config.ok) {
+    await abandonWorkspace();
     const id = await post(`⚠️ ${config.message}`);
     await finish(deps, task, {
       status: "failed",
@@ -151,6 +196,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
   const settings: AgentSettings | undefined = config.settings.agents[task.agent];
   if (!settings) {
     const msg = `Agent "${task.agent}" is no longer configured in .github/tether.yml, so this request was not run.`;
+    await abandonWorkspace();
     const id = await post(`⚠️ ${msg}`);
     await finish(deps, task, {
       status: "failed",
@@ -163,7 +209,6 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     return;
   }
 
-  const workDir = deps.workspace.pathFor(task.repo, task.issueNumber, task.agent);
   const policy = config.settings.resume;
   let decision: ResumeDecision = decideResume({
     prior,
@@ -175,7 +220,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     },
     runtimeId: deps.runtimeId,
     workDir,
-    workDirExists: await deps.workspace.exists(workDir),
+    workDirExists,
     historyEpoch: epoch,
     cliCanResume,
     now: now(),
@@ -185,7 +230,14 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     { decision: decision.kind, reason: decision.reason, prior: prior?.sessionId },
     "resume decision",
   );
-  if (!(await record(deps, task, decision, isFollowUp, epoch, workDir, false))) return;
+  if (!(await record(deps, task, decision, isFollowUp, epoch, workDir, false))) {
+    await abandonWorkspace();
+    return;
+  }
+  // A fresh run needs the thread: fetch it while git works.
+  let threadP: Promise<IssueComment[]> | null =
+    decision.kind === "fresh" ? gh.listComments(task.issueNumber) : null;
+  threadP?.catch(() => {});
 
   // Progress in the thread, throttled.
   const tracking = { tools: [] as string[], lastText: null as string | null };
@@ -200,30 +252,8 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
       startedAt: started,
       now: now(),
     });
-  // The workspace update (git) is the slowest step before the spawn: start it now, alongside
-  // the tracking comment. An issue needs nothing from GitHub first; a pull request needs its head.
-  const issueP = gh.getIssue(task.issueNumber);
-  const workspaceP = issueP.then((issue) =>
-    deps.workspace.prepare({
-      repo: task.repo,
-      issueNumber: task.issueNumber,
-      agent: task.agent,
-      cloneUrl: gh.cloneUrl,
-      token: token ?? "",
-      pullRequest: issue.pullRequest
-        ? {
-            number: task.issueNumber,
-            headRef: issue.pullRequest.headRef,
-            headSha: issue.pullRequest.headSha,
-          }
-        : undefined,
-      signal,
-    }),
-  );
-  workspaceP.catch(() => {}); // awaited below; this only keeps an early failure from going unhandled
-  await post(trackingBody());
+  void post(trackingBody()); // not awaited: the run need not wait for GitHub to store it
   let lastEdit = Date.now();
-  let pendingEdit: Promise<unknown> = Promise.resolve();
   const interval = deps.progressIntervalMs ?? 3000;
   const onProgress = (ev: { kind: "text"; text: string } | { kind: "tool"; name: string }) => {
     if (ev.kind === "tool") {
@@ -232,7 +262,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     } else tracking.lastText = ev.text;
     if (Date.now() - lastEdit >= interval) {
       lastEdit = Date.now();
-      pendingEdit = pendingEdit.then(() => post(trackingBody()));
+      void post(trackingBody());
     }
   };
 
@@ -288,7 +318,8 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     requests,
   };
   const coldPrompt = async () => {
-    const all = await gh.listComments(task.issueNumber);
+    const all = await (threadP ?? gh.listComments(task.issueNumber));
+    threadP = null; // a retry reads the thread again
     const asked = new Set(requests.map((r) => r.url));
     return buildColdPrompt(
       {
@@ -362,7 +393,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
       detail: (err as Error).message,
     };
   }
-  await pendingEdit;
+  await posts;
   if (signal.aborted && signal.reason === SHUTDOWN) {
     // Not the user's cancel: the process is stopping. Leave the task running under our lease;
     // the next start on this runtime adopts it, or the sweeper hands it to another runner.

@@ -141,6 +141,15 @@ async function turn(
   thread: ReturnType<typeof fakeThread>,
   over: Record<string, unknown> = {},
 ) {
+  return turnWith(agent, thread, workspace, over);
+}
+
+async function turnWith(
+  agent: FakeAgent,
+  thread: ReturnType<typeof fakeThread>,
+  ws: WorkspacePort,
+  over: Record<string, unknown> = {},
+) {
   const t = await seedTask(pool, { repo: "octo/widgets", issue_number: issue, ...over });
   const [task] = await claimTasks(pool, "runner-1", "rt", 1);
   expect(task?.id).toBe(t.id);
@@ -150,7 +159,7 @@ async function turn(
     runnerId: "runner-1",
     runtimeId: "rt",
     agent,
-    workspace,
+    workspace: ws,
     github: async () => thread,
     progressIntervalMs: 0,
   };
@@ -340,5 +349,113 @@ describe("runTask", () => {
     await turn(agent, thread);
     expect(thread.comments[0]?.body).not.toContain("ghs_faketoken");
     expect(thread.comments[0]?.body).toContain("[redacted]");
+  });
+
+  // The hot path to the spawn (issue 5: webhook → CLI spawn p50 ≤ 100 ms): git runs while the
+  // decision's inputs are read and the thread is fetched, and the run does not wait for GitHub to
+  // store the tracking comment. Each test makes one step wait for another that a serial order
+  // would only start later; a regression deadlocks and the bounded wait fails it.
+  const within = <T>(p: Promise<T>, what: string) =>
+    Promise.race([
+      p,
+      new Promise<never>((_r, reject) =>
+        setTimeout(
+          () => reject(new Error(`${what} never happened: steps ran one after another`)),
+          5000,
+        ),
+      ),
+    ]);
+
+  it("starts the workspace update before the config is read", async () => {
+    issue++;
+    const thread = fakeThread();
+    let prepareStarted!: () => void;
+    const started = new Promise<void>((r) => (prepareStarted = r));
+    const config = thread.loadConfig;
+    thread.loadConfig = async () => {
+      await within(started, "the workspace update starting before the config was read");
+      return config();
+    };
+    const ws: WorkspacePort = {
+      ...workspace,
+      prepare: async (req) => {
+        prepareStarted();
+        return workspace.prepare(req);
+      },
+    };
+    const agent = new FakeAgent([ok("s-par-1")]);
+    const row = await turnWith(agent, thread, ws);
+    expect(row).toMatchObject({ status: "succeeded" });
+  });
+
+  it("fetches a fresh run's thread while the workspace is prepared", async () => {
+    issue++;
+    const thread = fakeThread();
+    let listed!: () => void;
+    const threadRead = new Promise<void>((r) => (listed = r));
+    const list = thread.listComments;
+    thread.listComments = async (n: number) => {
+      listed();
+      return list(n);
+    };
+    const ws: WorkspacePort = {
+      ...workspace,
+      prepare: async (req) => {
+        await within(threadRead, "the thread being fetched while git worked");
+        return workspace.prepare(req);
+      },
+    };
+    const row = await turnWith(new FakeAgent([ok("s-par-2")]), thread, ws);
+    expect(row).toMatchObject({ status: "succeeded", resume_decision: "fresh" });
+  });
+
+  it("starts the run without waiting for the tracking comment to be stored, then answers in it", async () => {
+    issue++;
+    const thread = fakeThread();
+    let runStarted!: () => void;
+    const running = new Promise<void>((r) => (runStarted = r));
+    const create = thread.createComment;
+    let creates = 0;
+    thread.createComment = async (n: number, body: string) => {
+      if (creates++ === 0)
+        await within(running, "the run starting before the tracking comment was stored");
+      return create(n, body);
+    };
+    const agent = new FakeAgent([
+      async (req) => {
+        runStarted();
+        return ok("s-par-3", "the answer")(req);
+      },
+    ]);
+    const row = await turnWith(agent, thread, workspace);
+    expect(row).toMatchObject({ status: "succeeded" });
+    // One comment: the tracking comment, edited into the answer after it was stored.
+    expect(creates).toBe(1);
+    expect(thread.comments).toHaveLength(1);
+    expect(thread.comments[0]?.body).toMatch(/^the answer/);
+    expect(row.answer_comment_id).toBe(thread.comments[0]?.id);
+  });
+
+  it("an invalid config stops the workspace update it started, and posts the problem", async () => {
+    issue++;
+    const thread = fakeThread();
+    thread.loadConfig = async () => ({ ok: false as const, message: "bad yaml at line 3" });
+    let aborted = false;
+    const ws: WorkspacePort = {
+      ...workspace,
+      prepare: (req) =>
+        new Promise((_resolve, reject) => {
+          req.signal?.addEventListener("abort", () => {
+            aborted = true;
+            reject(new Error("aborted"));
+          });
+        }),
+    };
+    const agent = new FakeAgent([]);
+    const row = await turnWith(agent, thread, ws);
+    expect(aborted).toBe(true);
+    expect(row).toMatchObject({ status: "failed" });
+    expect(agent.calls).toHaveLength(0);
+    expect(thread.comments[0]?.body).toContain("bad yaml at line 3");
   });
 });
