@@ -25,8 +25,7 @@ export function decideAccess(
   permission?: Permission,
 ): AccessDecision {
   const login = normalise(author.login);
-  const isBot = author.type === "Bot" || /\[bot\]$/i.test(author.login);
-  if (isBot) {
+  if (isBot(author)) {
     if (access.allowBots.some((b) => normalise(b) === login))
       return { allowed: true, via: "allowBots" };
     return { allowed: false, reason: `${author.login} is a bot and not in access.allowBots` };
@@ -40,6 +39,11 @@ export function decideAccess(
     allowed: false,
     reason: `${author.login} has ${permission} permission; access.minPermission is ${access.minPermission}`,
   };
+}
+
+/** GitHub's account type says so, or the login ends in `[bot]`. */
+export function isBot(author: Author): boolean {
+  return author.type === "Bot" || /\[bot\]$/i.test(author.login);
 }
 
 /** Logins compare without case and without a `[bot]` suffix (`renovate` = `renovate[bot]`). */

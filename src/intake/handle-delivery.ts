@@ -17,7 +17,8 @@ import {
   type TaskKey,
   type TriggerComment,
 } from "../sql/tasks.js";
-import { decideAccess, type Author } from "./access.js";
+import { decideAccess, isBot, type Author } from "./access.js";
+import type { RepoHints } from "./repo-hints.js";
 import { renderHelp } from "./help.js";
 import { mentionedNames, parseComment, type Command } from "./parse-comment.js";
 import { IssueCommentEvent, IssuesEvent, repoKey } from "./payloads.js";
@@ -39,6 +40,8 @@ export interface IntakeEffects {
    * should become queued tasks without waiting for their reactions.
    */
   defer: (what: string, work: () => Promise<void>) => void;
+  /** What each repository's config said when last read: lets the permission lookup start early. */
+  repoHints?: RepoHints;
 }
 
 export interface Handled {
@@ -156,15 +159,29 @@ function startsTurn(commands: readonly Command[]): boolean {
 
 async function handleTrigger(fx: IntakeEffects, d: Delivery, t: Trigger): Promise<Handled> {
   const log = fx.log.child({ delivery: d.deliveryId, repo: t.repo, issue: t.issueNumber });
-  if (!mentionedNames(t.comment.body).length) return skipped("mentions no one");
+  const names = mentionedNames(t.comment.body);
+  if (!names.length) return skipped("mentions no one");
   if (fx.appId !== undefined && t.viaAppId === fx.appId) return skipped("Tether's own comment");
 
   const octokit = await installationOctokit(fx, d.installationId);
   const where = { owner: t.owner, repo: t.name };
+  const lookUpPermission = () => getPermission(octokit, { ...where, username: t.author.login });
+  // A human addressing what is likely an agent will need the permission lookup: ask for it
+  // alongside the config, instead of after it.
+  const early =
+    !isBot(t.author) && fx.repoHints?.permissionLikelyNeeded(t.repo, names, t.author.login)
+      ? lookUpPermission()
+      : undefined;
+  early?.catch(() => {}); // awaited only if the access rule needs it
   const loaded = await loadRepoConfig(octokit, where);
   const agents = loaded.ok
     ? Object.entries(loaded.config.agents).map(([agent, a]) => ({ agent, mention: a.mention }))
     : loaded.agents;
+  if (loaded.ok)
+    fx.repoHints?.remember(t.repo, {
+      mentions: agents.map((a) => a.mention),
+      allowUsers: loaded.config.access.allowUsers,
+    });
   const parsed = parseComment(t.comment.body, agents);
   if (!parsed.addressed.length) return skipped("addresses no agent");
 
@@ -172,11 +189,7 @@ async function handleTrigger(fx: IntakeEffects, d: Delivery, t: Trigger): Promis
   const access = loaded.ok ? loaded.config.access : DEFAULT_CONFIG.access;
   let decision = decideAccess(t.author, access);
   if ("lookup" in decision)
-    decision = decideAccess(
-      t.author,
-      access,
-      await getPermission(octokit, { ...where, username: t.author.login }),
-    );
+    decision = decideAccess(t.author, access, await (early ?? lookUpPermission()));
   if ("lookup" in decision || !decision.allowed) {
     const reason = "reason" in decision ? decision.reason : "no permission";
     log.info({ author: t.author.login, reason }, "comment refused");

@@ -13,6 +13,7 @@ import {
   type Delivery,
 } from "../sql/deliveries.js";
 import { CHANNELS, listen, type Listener } from "../sql/notify.js";
+import { RepoHints } from "./repo-hints.js";
 import { handleDelivery, RetryLater, type IntakeEffects } from "./handle-delivery.js";
 import { describeIssueStatus, type DescribeStatus } from "./status.js";
 
@@ -84,6 +85,7 @@ export class IntakeProcessor {
       appId: opts.appId,
       describeStatus: opts.describeStatus ?? describeIssueStatus,
       now: opts.now ?? (() => new Date()),
+      repoHints: new RepoHints(),
       defer: (what, work) => {
         const p: Promise<void> = work()
           .catch((err: unknown) => opts.log.warn({ err, what }, "deferred intake work failed"))

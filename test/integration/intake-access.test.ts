@@ -92,6 +92,55 @@ describe("who may trigger an agent", () => {
     expect(tasks).toHaveLength(1);
   });
 
+  it("on a repository it has read before, asks for the permission alongside the config", async () => {
+    github()
+      .token(INSTALLATION_ID)
+      .noConfig()
+      .permission("alice", "write")
+      .reactToComment(commentId);
+    expect((await deliver({ login: "alice" })).tasks).toHaveLength(1);
+
+    // The second comment: the config answer is held until the permission request has arrived.
+    // Asked one after the other, the permission request would only come after the config, and
+    // the held answer would give up after 3 s with the order recorded.
+    issue++;
+    commentId++;
+    const order: string[] = [];
+    let permissionAsked!: () => void;
+    const asked = new Promise<void>((r) => (permissionAsked = r));
+    const gh = github();
+    const configPath = "/repos/Codertocat/Hello-World/contents/.github%2Ftether.yml";
+    gh.api.get(configPath).reply(async () => {
+      order.push("config asked");
+      await Promise.race([asked, new Promise((r) => setTimeout(r, 3000))]);
+      order.push("config answered");
+      return [404, { message: "Not Found" }];
+    });
+    gh.api
+      .get("/repos/Codertocat/.github/contents/.github%2Ftether.yml")
+      .reply(404, { message: "Not Found" });
+    gh.api.get("/repos/Codertocat/Hello-World/collaborators/alice/permission").reply(() => {
+      order.push("permission asked");
+      permissionAsked();
+      return [200, { permission: "write", role_name: "write", user: { login: "alice" } }];
+    });
+    gh.reactToComment(commentId);
+    expect((await deliver({ login: "alice" })).tasks).toHaveLength(1);
+    expect(order.indexOf("permission asked")).toBeLessThan(order.indexOf("config answered"));
+  });
+
+  it("still never asks for an allow-listed user's permission on a repository it knows", async () => {
+    github()
+      .token(INSTALLATION_ID)
+      .config("access:\n  allowUsers: [Guest]\n")
+      .reactToComment(commentId);
+    expect((await deliver({ login: "guest" })).tasks).toHaveLength(1);
+    issue++;
+    commentId++;
+    github().config("access:\n  allowUsers: [Guest]\n").reactToComment(commentId);
+    expect((await deliver({ login: "Guest" })).tasks).toHaveLength(1);
+  });
+
   it("never lets a bot in unless allow-listed, whatever its permission", async () => {
     github().token(INSTALLATION_ID).noConfig();
     const { tasks, delivery } = await deliver({ login: "dependabot[bot]", type: "Bot" });
