@@ -6,7 +6,10 @@
  * NOTIFY, the runner's claim, the decision, the tracking comment, the workspace (clone on a
  * first turn, fetch on a follow-up), the prompt, and the spawn.
  *
- *   npx tsx bench/turn-latency.ts [turns=20]
+ *   npx tsx bench/turn-latency.ts [turns=20] [--phases]
+ *
+ * --phases runs the app at LOG_LEVEL=debug (a little slower) and also prints, per kind of turn,
+ * the median time from the webhook to each step the app logs: where the time goes.
  */
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
@@ -16,7 +19,9 @@ import { createPool } from "../src/db/pool.js";
 import { startStack, REPO } from "../test/helpers/e2e-stack.js";
 import { benchDatabase, percentile } from "./support.js";
 
-const turns = Number(process.argv[2] ?? 20);
+const args = process.argv.slice(2);
+const phases = args.includes("--phases");
+const turns = Number(args.find((a) => /^\d+$/.test(a)) ?? 20);
 const ROOT = path.resolve(import.meta.dirname, "..");
 if (!fs.existsSync(path.join(ROOT, "dist/src/main.js")) || process.env.BENCH_BUILD !== "0") {
   console.log("building dist (npm run build) …");
@@ -33,7 +38,7 @@ const stack = await startStack({
   env: {
     TETHER_CLAUDE_PATH: path.join(ROOT, "bench/fake-claude-spawn.sh"),
     CLAUDE_CODE_BENCH_SPAWN_LOG: spawnLog,
-    LOG_LEVEL: "warn",
+    LOG_LEVEL: phases ? "debug" : "warn",
   },
 });
 
@@ -45,8 +50,23 @@ function spawnsSoFar(): number[] {
     .map((l) => Number(l.split(" ")[0]));
 }
 
-async function oneTurn(issueNumber: number, body: string): Promise<number> {
+/** Log lines that mark a step on the way to the spawn, in order. */
+const STEPS: Array<[string, RegExp]> = [
+  ["webhook stored", /^webhook taken$/],
+  ["task queued", /^comment queued$/],
+  ["decision taken", /^resume decision$/],
+  ["workspace ready", /^workspace /],
+  ["CLI spawned", /^claude started$/],
+];
+const stepTimes = { first: new Map<string, number[]>(), follow: new Map<string, number[]>() };
+
+async function oneTurn(
+  issueNumber: number,
+  body: string,
+  kind?: "first" | "follow",
+): Promise<number> {
   const before = spawnsSoFar().length;
+  const outBefore = stack.app.output().length;
   const t0 = Date.now();
   const commentId = await stack.comment(issueNumber, body);
   const deadline = Date.now() + 30_000;
@@ -54,12 +74,31 @@ async function oneTurn(issueNumber: number, body: string): Promise<number> {
     const spawns = spawnsSoFar();
     if (spawns.length > before) {
       await stack.finishedTask(commentId);
+      if (phases && kind) noteSteps(stack.app.output().slice(outBefore), t0, stepTimes[kind]);
       return spawns[before]! - t0;
     }
     if (Date.now() > deadline)
       throw new Error(`no spawn for comment ${commentId}:\n${stack.app.output().slice(-4000)}`);
     await new Promise((r) => setTimeout(r, 2));
   }
+}
+
+/** The first time each step was logged in this turn's output, relative to the webhook. */
+function noteSteps(output: string, t0: number, into: Map<string, number[]>): void {
+  const seen = new Map<string, number>();
+  for (const line of output.split("\n")) {
+    let entry: { msg?: unknown; time?: unknown };
+    try {
+      entry = JSON.parse(line) as typeof entry;
+    } catch {
+      continue; // not a log line
+    }
+    const msg = entry.msg;
+    const step = STEPS.find(([, re]) => typeof msg === "string" && re.test(msg));
+    if (step && typeof entry.time === "number" && !seen.has(step[0]))
+      seen.set(step[0], entry.time - t0);
+  }
+  for (const [name, ms] of seen) into.set(name, [...(into.get(name) ?? []), ms]);
 }
 
 try {
@@ -76,8 +115,8 @@ try {
       body: "Measure me.",
       user: "alice",
     });
-    first.push(await oneTurn(issue.number as number, `@tether first turn ${i}`));
-    follow.push(await oneTurn(issue.number as number, `@tether follow-up ${i}`));
+    first.push(await oneTurn(issue.number as number, `@tether first turn ${i}`, "first"));
+    follow.push(await oneTurn(issue.number as number, `@tether follow-up ${i}`, "follow"));
   }
   const show = (name: string, xs: number[]) => {
     const s = [...xs].sort((a, b) => a - b);
@@ -90,6 +129,24 @@ try {
   show("follow-up (fetch, resume)", follow);
   show("all", [...first, ...follow]);
   console.log("targets: p50 ≤ 100 ms, p99 ≤ 300 ms");
+  if (phases) {
+    console.log("\nmedian ms from the webhook to each step (LOG_LEVEL=debug)");
+    console.log(`${"step".padEnd(18)} ${"first turn".padStart(11)} ${"follow-up".padStart(10)}`);
+    for (const [name] of STEPS) {
+      const med = (xs: number[] | undefined) =>
+        xs?.length
+          ? String(
+              percentile(
+                [...xs].sort((a, b) => a - b),
+                50,
+              ),
+            )
+          : "-";
+      console.log(
+        `${name.padEnd(18)} ${med(stepTimes.first.get(name)).padStart(11)} ${med(stepTimes.follow.get(name)).padStart(10)}`,
+      );
+    }
+  }
 } finally {
   await stack.close();
   await pool.end();
