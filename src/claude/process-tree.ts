@@ -155,23 +155,47 @@ function trySignal(pid: number, signal: NodeJS.Signals): boolean {
  * go, or two CLIs would write one session.
  */
 export function processesIn(dir: string, procDir = "/proc"): ProcEntry[] {
-  const table = readProcTable(procDir);
-  const self = table.find((p) => p.pid === process.pid);
   const prefix = dir.endsWith("/") ? dir : `${dir}/`;
-  return table.filter((p) => {
-    if (p.pid === process.pid || p.state === "Z" || (self && p.sid === self.sid)) return false;
+  let names: string[];
+  try {
+    names = fs.readdirSync(procDir);
+  } catch {
+    return [];
+  }
+  // The cwd link first: it rules out nearly every process, so only the few working in `dir`
+  // have their stat read (this runs before every turn's spawn).
+  const inDir: ProcEntry[] = [];
+  for (const name of names) {
+    const c = name.charCodeAt(0);
+    if (c < 48 || c > 57 || Number(name) === process.pid) continue;
+    let cwd: string;
     try {
-      const cwd = fs.readlinkSync(`${procDir}/${p.pid}/cwd`);
-      return cwd === dir || cwd.startsWith(prefix);
+      cwd = fs.readlinkSync(`${procDir}/${name}/cwd`);
     } catch {
-      return false; // gone, or not ours to look at
+      continue; // gone, or not ours to look at
     }
-  });
+    if (cwd !== dir && !cwd.startsWith(prefix)) continue;
+    try {
+      const entry = parseStat(fs.readFileSync(`${procDir}/${name}/stat`, "utf8"));
+      if (entry && entry.state !== "Z") inDir.push(entry);
+    } catch {
+      /* gone since */
+    }
+  }
+  if (inDir.length === 0) return inDir;
+  let selfSid: number | undefined;
+  try {
+    selfSid = parseStat(fs.readFileSync(`${procDir}/${process.pid}/stat`, "utf8"))?.sid;
+  } catch {
+    selfSid = undefined;
+  }
+  return inDir.filter((p) => selfSid === undefined || p.sid !== selfSid);
 }
 
 /** Ends every process working in `dir` (SIGTERM, then SIGKILL after `graceMs`). Returns their pids. */
 export async function killProcessesIn(dir: string, graceMs = 2000): Promise<number[]> {
   const found = processesIn(dir);
+  if (found.length === 0) return [];
   for (const p of found) trySignal(p.pid, "SIGTERM");
   const deadline = Date.now() + graceMs;
   while (Date.now() < deadline && processesIn(dir).length > 0) {
