@@ -4,7 +4,7 @@
  *
  * The request policy already retried each GitHub request for about 15 s (1, 4, 9 s) before an
  * answer became pending, so what is left is an outage: the waits start at half a minute and
- * double to half an hour, which with the default 20 attempts keeps trying for about 8 hours,
+ * double to half an hour, which with the default 20 attempts keeps trying for about 7.5 hours,
  * longer than GitHub's longest incidents, without hammering it while it recovers.
  */
 import { httpStatusOf } from "../github/errors.js";
@@ -44,8 +44,7 @@ export function answerBackoffMs(failed: number, p: AnswerRetryPolicy): number {
 const PERMANENT = new Set([404, 410, 422]);
 
 export type AfterFailure =
-  | { kind: "retry"; waitMs: number }
-  | { kind: "give_up"; why: "permanent" | "attempts" };
+  { kind: "retry"; waitMs: number } | { kind: "give_up"; why: "permanent" | "attempts" };
 
 /** What to do after delivery number `attempts` (1-based, this one included) failed with `err`. */
 export function afterFailedDelivery(

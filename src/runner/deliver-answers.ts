@@ -20,11 +20,7 @@ import {
   type PendingAnswer,
 } from "../sql/answer-outbox.js";
 import type { Outcome, Task } from "../sql/task-runs.js";
-import {
-  afterFailedDelivery,
-  answerRetryPolicy,
-  type AnswerRetryPolicy,
-} from "./answer-retry.js";
+import { afterFailedDelivery, answerRetryPolicy, type AnswerRetryPolicy } from "./answer-retry.js";
 import type { GitHubThread } from "./ports.js";
 import { redact } from "./redact.js";
 import { REASON_CODES, type ReasonCode } from "./resume-decision.js";
@@ -64,11 +60,7 @@ export async function deliverAnswers(deps: DeliverAnswersDeps): Promise<Delivery
   const policy = answerRetryPolicy(deps.answerRetry);
   const limit = deps.limit ?? 20;
   for (let i = 0; i < limit; i++) {
-    const [claimed] = await claimAnswers(
-      deps.pool,
-      1,
-      deps.leaseMs ?? DEFAULT_DELIVERY_LEASE_MS,
-    );
+    const [claimed] = await claimAnswers(deps.pool, 1, deps.leaseMs ?? DEFAULT_DELIVERY_LEASE_MS);
     if (!claimed) break;
     const result = await deliverOne(deps, policy, claimed);
     report[result].push(claimed.task.id);

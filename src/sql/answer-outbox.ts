@@ -81,9 +81,7 @@ export async function claimAnswers(
      RETURNING t.*`,
     [limit, leaseMs],
   );
-  return rows
-    .map((r) => toPendingAnswer(r as Row))
-    .sort((a, b) => a.task.id - b.task.id);
+  return rows.map((r) => toPendingAnswer(r as Row)).sort((a, b) => a.task.id - b.task.id);
 }
 
 /** The answer is in the thread: record its comment and clear the outbox. False: lease lost. */
