@@ -57,7 +57,7 @@ for (let round = 1; round <= rounds; round++) {
               failureReason: null,
               sessionId: null,
               usage: null,
-              answerCommentId: null,
+              answer: { kind: "posted", commentId: t.id },
             }),
           ),
         );

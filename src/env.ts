@@ -83,6 +83,12 @@ export const EnvSchema = z.object({
    */
   TETHER_GITHUB_THROTTLE: boolFrom.default(true),
   /**
+   * Wait before a final answer GitHub refused (past the request retries) is posted again, in
+   * milliseconds; it doubles per failed try, up to 30 minutes, 20 tries in all. The task keeps
+   * the status its run earned meanwhile; the answer waits in the tasks row (answer_pending).
+   */
+  TETHER_ANSWER_RETRY_MS: intFrom(100, 3_600_000).default(30_000),
+  /**
    * File of KEY=value lines read at start (Probot's setup flow writes the app's credentials to
    * .env). Variables already in the environment win. Empty: read no file.
    */

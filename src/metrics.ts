@@ -130,6 +130,11 @@ export class Metrics {
       "Runtimes whose heartbeat is younger than 60 s.",
       (f) => f.runnersAlive,
     );
+    fromDb(
+      "tether_answers_pending",
+      "Finished tasks whose final answer GitHub has not taken yet; the runners keep retrying it.",
+      (f) => f.answersPending,
+    );
     if (opts.defaultMetrics) collectDefaultMetrics({ register: this.registry });
   }
 

@@ -14,6 +14,7 @@ import {
   recordDecision,
   setTrackingComment,
   taskComments,
+  type FinalAnswer,
   type Finish,
   type Outcome,
   type Task,
@@ -34,6 +35,7 @@ import {
   type PromptComment,
   type TurnFacts,
 } from "./prompts.js";
+import { answerRetryPolicy, type AnswerRetryPolicy } from "./answer-retry.js";
 import { redact } from "./redact.js";
 import { decideResume, type ReasonCode, type ResumeDecision } from "./resume-decision.js";
 import {
@@ -41,6 +43,7 @@ import {
   renderAnswer,
   renderFailure,
   renderTracking,
+  taskMarker,
   type FooterFacts,
 } from "./thread-comments.js";
 
@@ -62,6 +65,8 @@ export interface RunTaskDeps {
   secrets?: () => Iterable<string | undefined>;
   /** Told about every finished turn (metrics). */
   onFinished?: (t: FinishedTurn) => void;
+  /** How an answer GitHub refused is retried (its baseMs: the wait before the first delivery). */
+  answerRetry?: Partial<AnswerRetryPolicy>;
 }
 
 export interface FinishedTurn {
@@ -86,19 +91,21 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
   const started = now();
   const secrets = new Set<string | undefined>(deps.secrets?.() ?? []);
   const key = { repo: task.repo, issueNumber: task.issueNumber, agent: task.agent };
+  const retryInMs = answerRetryPolicy(deps.answerRetry).baseMs;
 
   let gh: GitHubThread;
   try {
     gh = await deps.github(task);
   } catch (err) {
     log.error({ err }, "no GitHub access for the task's installation");
+    // The thread still hears of it, once GitHub lets the deliverer in.
     await finish(deps, task, {
       status: "failed",
       outcome: "failed",
-      failureReason: `GitHub access failed: ${(err as Error).message}`,
+      failureReason: redact(`GitHub access failed: ${(err as Error).message}`, secrets),
       sessionId: null,
       usage: null,
-      answerCommentId: null,
+      answer: { kind: "pending", body: null, retryInMs },
     });
     return;
   }
@@ -110,8 +117,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
   // (the tracking comment is not awaited before the run starts, so the answer may queue behind
   // it), and the first one creates the comment.
   let commentId = task.trackingCommentId;
-  const postNow = async (body: string): Promise<number | null> => {
-    const text = scrub(body);
+  const postNow = async (text: string): Promise<PostResult> => {
     try {
       if (commentId === null) commentId = await findOwnComment(gh, task);
       if (commentId === null) {
@@ -120,17 +126,30 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
         await gh.updateComment(commentId, text);
       }
       await setTrackingComment(deps.pool, task.id, deps.runnerId, commentId);
-      return commentId;
+      return { ok: true, commentId };
     } catch (err) {
-      log.warn({ err: scrub(String(err)) }, "could not write the task's comment");
-      return commentId;
+      const error = scrub(String(err));
+      log.warn({ err: error }, "could not write the task's comment");
+      return { ok: false, error };
     }
   };
   let posts: Promise<unknown> = Promise.resolve();
-  const post = (body: string): Promise<number | null> => {
-    const p = posts.then(() => postNow(body));
+  const enqueue = (text: string): Promise<PostResult> => {
+    const p = posts.then(() => postNow(text));
     posts = p;
     return p;
+  };
+  const post = (body: string): Promise<PostResult> => enqueue(scrub(body));
+  /**
+   * The task's last word. GitHub refusing it past the request policy's retries does not lose
+   * it: the task finishes with the body pending, and the deliverer posts it once GitHub is back.
+   */
+  const answer = async (body: string): Promise<FinalAnswer> => {
+    const text = scrub(body);
+    const res = await enqueue(text);
+    if (res.ok) return { kind: "posted", commentId: res.commentId };
+    log.warn({ retryInMs }, "the answer could not be posted; it is pending for the deliverer");
+    return { kind: "pending", body: text, retryInMs };
   };
 
   // The workspace update (git) is the slowest step before the spawn, and needs nothing the
@@ -182,14 +201,14 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
   ]);
   if (!config.ok) {
     await abandonWorkspace();
-    const id = await post(`⚠️ ${config.message}`);
+    const posted = await answer(`⚠️ ${config.message}\n${taskMarker(task.id)}`);
     await finish(deps, task, {
       status: "failed",
       outcome: "failed",
       failureReason: config.message,
       sessionId: null,
       usage: null,
-      answerCommentId: id,
+      answer: posted,
     });
     return;
   }
@@ -197,14 +216,14 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
   if (!settings) {
     const msg = `Agent "${task.agent}" is no longer configured in .github/tether.yml, so this request was not run.`;
     await abandonWorkspace();
-    const id = await post(`⚠️ ${msg}`);
+    const posted = await answer(`⚠️ ${msg}\n${taskMarker(task.id)}`);
     await finish(deps, task, {
       status: "failed",
       outcome: "failed",
       failureReason: msg,
       sessionId: null,
       usage: null,
-      answerCommentId: id,
+      answer: posted,
     });
     return;
   }
@@ -278,7 +297,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
         log.warn("stopped by shutdown while preparing the workspace; the task will be taken over");
         return;
       }
-      const id = await post(
+      const posted = await answer(
         renderFailure(
           { outcome: "cancelled", detail: null, taskId: task.id },
           footerOf(decision, null, null),
@@ -290,13 +309,13 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
         failureReason: "cancelled while the workspace was being prepared",
         sessionId: null,
         usage: null,
-        answerCommentId: id,
+        answer: posted,
       });
       return;
     }
     const detail = scrub((err as Error).message);
     log.warn({ err: detail }, "workspace preparation failed");
-    const id = await post(
+    const posted = await answer(
       renderFailure({ outcome: "failed", detail, taskId: task.id }, footerOf(decision, null, null)),
     );
     await finish(deps, task, {
@@ -305,7 +324,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
       failureReason: detail,
       sessionId: null,
       usage: null,
-      answerCommentId: id,
+      answer: posted,
     });
     return;
   }
@@ -427,7 +446,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
           },
           footer,
         );
-  const answerId = await post(body);
+  const posted = await answer(body);
   const status: Finish["status"] =
     result.outcome === "success"
       ? "succeeded"
@@ -440,7 +459,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     failureReason: result.outcome === "success" ? null : scrub(result.detail ?? result.outcome),
     sessionId: result.sessionId,
     usage: result.usage,
-    answerCommentId: answerId,
+    answer: posted,
   });
   if (finished) {
     deps.onFinished?.({
@@ -517,6 +536,8 @@ function isInProgress(c: IssueComment): boolean {
 function toPromptComment(c: IssueComment): PromptComment {
   return { author: c.author, url: c.url, body: c.body, createdAt: c.createdAt };
 }
+
+type PostResult = { ok: true; commentId: number } | { ok: false; error: string };
 
 function footerOf(d: ResumeDecision, sessionId: string | null, usage: Usage | null): FooterFacts {
   return { resumed: d.kind === "resume", reason: d.reason, sessionId, usage };

@@ -1,7 +1,8 @@
 /**
  * The runner: claims tasks up to its concurrency, runs them, heartbeats their leases, stops
- * cancelled ones, and (one replica at a time) sweeps tasks whose runner died. LISTEN/NOTIFY
- * wakes it at once; a poll is the floor, because a NOTIFY is only ever a latency hint.
+ * cancelled ones, (one replica at a time) sweeps tasks whose runner died, and delivers the
+ * final answers GitHub refused earlier. LISTEN/NOTIFY wakes it at once; a poll is the floor,
+ * because a NOTIFY is only ever a latency hint.
  */
 import os from "node:os";
 import type { Pool } from "../db/pool.js";
@@ -16,6 +17,7 @@ import {
   sweepExpired,
   type Task,
 } from "../sql/task-runs.js";
+import { deliverAnswers } from "./deliver-answers.js";
 import { runTask, SHUTDOWN, type RunTaskDeps } from "./run-task.js";
 
 export interface RunnerOptions extends Omit<RunTaskDeps, "runnerId"> {
@@ -30,6 +32,8 @@ export interface RunnerOptions extends Omit<RunTaskDeps, "runnerId"> {
   heartbeatMs?: number;
   /** A running task whose heartbeat is older than this is handed back to the queue. */
   leaseMs?: number;
+  /** How often pending answers (the answer outbox) are looked for. */
+  answerPollMs?: number;
 }
 
 export class Runner {
@@ -43,6 +47,7 @@ export class Runner {
   private stopping = false;
   private ticking: Promise<void> | undefined;
   private again = false;
+  private delivering: Promise<void> | undefined;
   private lastHeartbeat = Date.now();
   /** The pool turns write through: a Postgres restart mid-turn waits for the server instead of failing the turn. */
   private readonly taskPool: Pool;
@@ -106,7 +111,10 @@ export class Runner {
       const res = await sweepExpired(this.pool, this.opts.leaseMs ?? 60_000);
       if (res.requeued.length || res.failed.length)
         this.log.warn(res, "swept tasks whose runner stopped heartbeating");
+      // A swept failure is told to its thread at once, not a poll later.
+      if (res.failed.length) await this.deliverAnswers();
     });
+    every(this.opts.answerPollMs ?? 5000, async () => this.deliverAnswers());
     this.log.info({ runner: this.runnerId, concurrency: this.opts.concurrency }, "runner started");
     void this.tick();
   }
@@ -162,6 +170,32 @@ export class Runner {
     this.running.set(task.id, { task, abort, done });
   }
 
+  /**
+   * Post due pending answers. One delivery round at a time per runner: a round waiting on a
+   * slow GitHub is not joined by another from the next interval.
+   */
+  deliverAnswers(): Promise<void> {
+    if (this.stopping) return Promise.resolve();
+    this.delivering ??= deliverAnswers({
+      pool: this.pool,
+      log: this.log,
+      github: this.opts.github,
+      ...(this.opts.secrets ? { secrets: this.opts.secrets } : {}),
+      ...(this.opts.answerRetry ? { answerRetry: this.opts.answerRetry } : {}),
+    })
+      .then(
+        (r) => {
+          if (r.delivered.length || r.retrying.length || r.gaveUp.length)
+            this.log.info(r, "pending answers delivered");
+        },
+        (err) => this.log.error({ err }, "delivering pending answers failed; will retry"),
+      )
+      .finally(() => {
+        this.delivering = undefined;
+      });
+    return this.delivering;
+  }
+
   /** Stop a task this runner holds (a /cancel). */
   cancel(taskId: number): boolean {
     const r = this.running.get(taskId);
@@ -207,17 +241,22 @@ export class Runner {
     this.timers = [];
     await this.listener?.close().catch(() => {});
     this.listener = undefined;
+    // A delivery in flight gets the same deadline as the turns; one cut short stays pending and
+    // is delivered again once its lease runs out, into the same comment.
+    const delivering = this.delivering ?? Promise.resolve();
     const all = [...this.running.values()];
+    const deadline = new Promise<boolean>((r) =>
+      setTimeout(() => r(false), Math.max(0, deadlineMs - 1500)).unref(),
+    );
     if (all.length === 0) {
+      await Promise.race([delivering, deadline]);
       await markRuntimeStopped(this.pool, this.opts.runtimeId).catch(() => {});
       return;
     }
     this.log.info({ running: all.length }, "waiting for running tasks before stopping");
     const waited = await Promise.race([
-      Promise.all(all.map((r) => r.done)).then(() => true),
-      new Promise<boolean>((r) =>
-        setTimeout(() => r(false), Math.max(0, deadlineMs - 1500)).unref(),
-      ),
+      Promise.all([...all.map((r) => r.done), delivering]).then(() => true),
+      deadline,
     ]);
     if (!waited) {
       for (const r of this.running.values()) r.abort.abort(SHUTDOWN);

@@ -112,6 +112,9 @@ export async function startRunner(opts: {
       env.TETHER_DASHBOARD_TOKEN,
       env.TETHER_METRICS_TOKEN,
     ],
+    answerRetry: { baseMs: env.TETHER_ANSWER_RETRY_MS },
+    // Pending answers are looked for every 5 s, or at their first retry if that comes sooner.
+    answerPollMs: Math.min(5000, env.TETHER_ANSWER_RETRY_MS),
     onFinished: (t) =>
       opts.metrics?.recordTurn({
         outcome: t.outcome,

@@ -52,14 +52,17 @@ export function renderTracking(s: TrackingState): string {
 
 export interface FooterFacts {
   resumed: boolean;
-  reason: ReasonCode;
+  /** Null when the turn ended before its resume decision (a task swept before it got that far). */
+  reason: ReasonCode | null;
   sessionId: string | null;
   usage: Usage | null;
 }
 
 export function renderFooter(f: FooterFacts): string {
   const parts: string[] = [];
-  parts.push(f.resumed ? "🔗 resumed session" : `🆕 fresh session (${f.reason})`);
+  if (f.resumed) parts.push("🔗 resumed session");
+  else if (f.reason !== null) parts.push(`🆕 fresh session (${f.reason})`);
+  else parts.push("no session started");
   if (f.sessionId) parts.push(`\`${f.sessionId.slice(0, 8)}\``);
   const u = f.usage;
   if (u) {

@@ -134,6 +134,8 @@ export interface QueueFigures {
   running: number;
   /** Runtimes whose heartbeat is younger than RUNNER_ALIVE_MS. */
   runnersAlive: number;
+  /** Finished tasks whose final answer GitHub has not taken yet (the answer outbox). */
+  answersPending: number;
 }
 
 export interface RunnerRow {
@@ -387,18 +389,20 @@ async function repoRows(c: PoolClient, w: StatsWindow): Promise<RepoAggRow[]> {
 }
 
 async function queueFigures(c: PoolClient, now: Date): Promise<QueueFigures> {
-  // Three scalar subqueries so each one uses its own partial index (tasks_queue,
-  // tasks_running_lease); the runtimes table is small.
+  // Scalar subqueries so each one uses its own partial index (tasks_queue,
+  // tasks_running_lease, tasks_answer_due); the runtimes table is small.
   const { rows } = await c.query<{
     depth: number;
     oldest: Date | null;
     running: number;
     runners_alive: number;
+    answers_pending: number;
   }>(
     `SELECT (SELECT count(*) FROM tasks WHERE status = 'queued') AS depth,
             (SELECT min(created_at) FROM tasks WHERE status = 'queued') AS oldest,
             (SELECT count(*) FROM tasks WHERE status = 'running') AS running,
-            (SELECT count(*) FROM runtimes WHERE heartbeat_at > $1) AS runners_alive`,
+            (SELECT count(*) FROM runtimes WHERE heartbeat_at > $1) AS runners_alive,
+            (SELECT count(*) FROM tasks WHERE answer_pending) AS answers_pending`,
     [new Date(now.getTime() - RUNNER_ALIVE_MS)],
   );
   const r = rows[0];
@@ -411,6 +415,7 @@ async function queueFigures(c: PoolClient, now: Date): Promise<QueueFigures> {
       : null,
     running: r.running,
     runnersAlive: r.runners_alive,
+    answersPending: r.answers_pending,
   };
 }
 

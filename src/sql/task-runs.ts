@@ -237,16 +237,33 @@ export interface Usage {
   durationMs: number;
 }
 
+/**
+ * Where the task's final answer stands as it finishes: in the thread, or pending in the answer
+ * outbox (GitHub refused it past the retries) for the deliverer to post after `retryInMs`.
+ */
+export type FinalAnswer =
+  | { kind: "posted"; commentId: number }
+  | {
+      kind: "pending";
+      /** The rendered, scrubbed body; null: render the failure from outcome and failureReason. */
+      body: string | null;
+      retryInMs: number;
+    };
+
 export interface Finish {
   status: Extract<TaskStatus, "succeeded" | "failed" | "cancelled">;
   outcome: Outcome;
   failureReason: string | null;
   sessionId: string | null;
   usage: Usage | null;
-  answerCommentId: number | null;
+  answer: FinalAnswer;
 }
 
-/** Finish the task. Scoped to its runner; returns false when the lease had been lost. */
+/**
+ * Finish the task with the status its run earned, whether or not the thread has heard yet (a
+ * pending answer goes to the outbox in the same statement). Scoped to its runner; returns false
+ * when the lease had been lost.
+ */
 export async function finishTask(
   db: Db,
   taskId: number,
@@ -254,6 +271,7 @@ export async function finishTask(
   f: Finish,
 ): Promise<boolean> {
   const u = f.usage;
+  const a = f.answer;
   const res = await db.query(
     `UPDATE tasks SET status = $3, outcome = $4, failure_reason = $5,
             session_id = COALESCE(session_id, $6),
@@ -261,6 +279,8 @@ export async function finishTask(
             cache_read_tokens = $10, cache_creation_tokens = $11, context_tokens = $12,
             cost_usd = $13, num_turns = $14, duration_ms = $15,
             answer_comment_id = COALESCE(answer_comment_id, $16),
+            answer_pending = $17, answer_body = $18,
+            answer_next_at = CASE WHEN $17 THEN now() + make_interval(secs => $19::double precision / 1000) END,
             finished_at = now(), updated_at = now(), locked_by = NULL, heartbeat_at = NULL
       WHERE id = $1 AND locked_by = $2 AND status = 'running'`,
     [
@@ -279,7 +299,10 @@ export async function finishTask(
       u?.costUsd ?? null,
       u?.numTurns ?? null,
       u?.durationMs ?? null,
-      f.answerCommentId,
+      a.kind === "posted" ? a.commentId : null,
+      a.kind === "pending",
+      a.kind === "pending" ? a.body : null,
+      a.kind === "pending" ? a.retryInMs : null,
     ],
   );
   return res.rowCount === 1;
@@ -347,7 +370,8 @@ export async function adoptOrphans(
 /**
  * The sweeper: tasks whose runner stopped heartbeating go back to the queue (their key's
  * newer queued task, if one arrived meanwhile, is folded into them so no comment is lost), or
- * fail once they used up their attempts. Run by one replica at a time (advisory lock).
+ * fail once they used up their attempts, with the failure pending in the answer outbox so the
+ * thread hears of it. Run by one replica at a time (advisory lock).
  */
 export async function sweepExpired(
   pool: Pool,
@@ -380,9 +404,13 @@ export async function sweepExpired(
             continue;
           }
           if ((t.attempts as number) >= (t.max_attempts as number)) {
+            // Nobody else will tell the thread: its runner is gone. The deliverer renders the
+            // failure from failure_reason and posts it into the task's comment.
             await client.query(
               `UPDATE tasks SET status = 'failed', outcome = 'failed', locked_by = NULL, heartbeat_at = NULL,
                       failure_reason = 'the runner running it stopped responding ' || attempts || ' times',
+                      answer_pending = answer_comment_id IS NULL, answer_body = NULL,
+                      answer_next_at = CASE WHEN answer_comment_id IS NULL THEN now() END,
                       finished_at = now(), updated_at = now() WHERE id = $1`,
               [id],
             );

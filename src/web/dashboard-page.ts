@@ -538,7 +538,8 @@ const SCRIPT = String.raw`
   function renderRunners(d) {
     var q = d.queue;
     document.getElementById("queue-line").textContent = int(q.depth) + " queued" +
-      (q.depth ? " (oldest " + age(q.oldestAgeSeconds) + ")" : "") + " · " + int(q.running) + " running";
+      (q.depth ? " (oldest " + age(q.oldestAgeSeconds) + ")" : "") + " · " + int(q.running) + " running" +
+      (q.answersPending ? " · " + int(q.answersPending) + " answer" + (q.answersPending === 1 ? "" : "s") + " waiting for GitHub" : "");
     table(document.getElementById("runners"), [
       { t: "Runner" }, { t: "CLI" }, { t: "Heartbeat" }, { t: "Running", n: true, title: "running tasks / concurrency" }
     ], d.runners.map(function (r) {

@@ -76,6 +76,10 @@ export async function seedDashboardFixture(pool: Pool): Promise<Row[]> {
     ...w,
     ...turn(t, "resume", "resumed", true, usage(2000, 800, 60000, 3000, 0.05, 30000)),
     ...done(t, "success"),
+    // GitHub refused its answer: waiting in the answer outbox
+    answer_pending: true,
+    answer_body: "the answer",
+    answer_next_at: t,
   });
   t = ago(3 * HOUR);
   await add({

@@ -91,13 +91,14 @@ describe("Metrics.recordTurn", () => {
 });
 
 describe("queue gauges read from Postgres at scrape time", () => {
-  it("report queue depth, oldest age, running tasks and live runners", async () => {
+  it("report queue depth, oldest age, running tasks, live runners and pending answers", async () => {
     const m = new Metrics({ now: () => NOW }).useDatabase(db.pool);
     const text = await m.render();
     expect(sample(text, "tether_queue_depth")).toBe(2);
     expect(sample(text, "tether_queue_oldest_age_seconds")).toBe(900);
     expect(sample(text, "tether_tasks_running")).toBe(1);
     expect(sample(text, "tether_runners_alive")).toBe(1);
+    expect(sample(text, "tether_answers_pending")).toBe(1);
     expect(sample(text, "tether_stats_db_up")).toBe(1);
   });
 

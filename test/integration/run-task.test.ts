@@ -16,7 +16,9 @@ import type {
   IssueComment,
   WorkspacePort,
 } from "../../src/runner/ports.js";
+import { deliverAnswers } from "../../src/runner/deliver-answers.js";
 import { runTask, type RunTaskDeps } from "../../src/runner/run-task.js";
+import { findTaskMarker } from "../../src/runner/thread-comments.js";
 import { claimTasks } from "../../src/sql/task-runs.js";
 import { registerRuntime } from "../../src/sql/runtimes.js";
 import { createTestDatabase } from "../helpers/db.js";
@@ -149,6 +151,7 @@ async function turnWith(
   thread: ReturnType<typeof fakeThread>,
   ws: WorkspacePort,
   over: Record<string, unknown> = {},
+  deps0: Partial<RunTaskDeps> = {},
 ) {
   const t = await seedTask(pool, { repo: "octo/widgets", issue_number: issue, ...over });
   const [task] = await claimTasks(pool, "runner-1", "rt", 1);
@@ -162,6 +165,7 @@ async function turnWith(
     workspace: ws,
     github: async () => thread,
     progressIntervalMs: 0,
+    ...deps0,
   };
   await runTask(deps, task!, new AbortController().signal);
   return readTask(pool, t.id);
@@ -457,5 +461,162 @@ describe("runTask", () => {
     expect(row).toMatchObject({ status: "failed" });
     expect(agent.calls).toHaveLength(0);
     expect(thread.comments[0]?.body).toContain("bad yaml at line 3");
+  });
+});
+
+describe("runTask when GitHub refuses the thread's writes past the retries", () => {
+  /**
+   * The thread's comment writes fail (as Octokit reports a 503 after the request policy's
+   * retries) from the `from`-th write on, until `up()`.
+   */
+  function outage(thread: ReturnType<typeof fakeThread>, from = 0) {
+    const create = thread.createComment;
+    const update = thread.updateComment;
+    let writes = 0;
+    const state = { down: true, refused: 0 };
+    const refuse = () => {
+      state.refused++;
+      throw Object.assign(new Error("Service Unavailable"), { status: 503 });
+    };
+    thread.createComment = async (n, body) => {
+      if (state.down && writes++ >= from) refuse();
+      return create(n, body);
+    };
+    thread.updateComment = async (id, body) => {
+      if (state.down && writes++ >= from) refuse();
+      return update(id, body);
+    };
+    return state;
+  }
+  const deliver = (thread: GitHubThread) =>
+    deliverAnswers({ pool, log: createLogger("silent"), github: async () => thread });
+  const overdue = (id: unknown) =>
+    pool.query(`UPDATE tasks SET answer_next_at = now() WHERE id = $1`, [id]);
+
+  it("finishes with the status the run earned and the answer pending; the deliverer posts it once GitHub is back, and never again", async () => {
+    issue++;
+    const thread = fakeThread();
+    const gh = outage(thread);
+    const agent = new FakeAgent([ok("s-out-1", "The fix is in split().")]);
+    const row = await turnWith(agent, thread, workspace, {}, { answerRetry: { baseMs: 45_000 } });
+    expect(row).toMatchObject({
+      status: "succeeded",
+      outcome: "success",
+      session_id: "s-out-1",
+      answer_pending: true,
+      answer_comment_id: null,
+      tracking_comment_id: null,
+    });
+    expect(String(row.answer_body)).toMatch(/^The fix is in split\(\)\./);
+    expect(findTaskMarker(String(row.answer_body))).toBe(row.id);
+    expect(thread.comments).toHaveLength(0);
+    expect(gh.refused).toBe(2); // the tracking comment and the answer
+    // Not before the first wait: GitHub has just failed.
+    const { rows } = await pool.query(
+      `SELECT answer_next_at > now() + interval '40 seconds' AS later FROM tasks WHERE id = $1`,
+      [row.id],
+    );
+    expect(rows[0].later).toBe(true);
+    expect(await deliver(thread)).toEqual({ delivered: [], retrying: [], gaveUp: [] });
+
+    // Still down at the first delivery: backs off.
+    await overdue(row.id);
+    expect((await deliver(thread)).retrying).toEqual([row.id]);
+    expect(thread.comments).toHaveLength(0);
+
+    gh.down = false;
+    await overdue(row.id);
+    expect((await deliver(thread)).delivered).toEqual([row.id]);
+    expect(thread.comments).toHaveLength(1);
+    expect(thread.comments[0]!.body).toBe(row.answer_body);
+    expect(await readTask(pool, row.id)).toMatchObject({
+      status: "succeeded",
+      answer_pending: false,
+      answer_comment_id: thread.comments[0]!.id,
+    });
+    const before = thread.comments[0]!.body;
+    await overdue(row.id);
+    expect(await deliver(thread)).toEqual({ delivered: [], retrying: [], gaveUp: [] });
+    expect(thread.creates).toBe(1);
+    expect(thread.comments[0]!.body).toBe(before);
+  });
+
+  it("when only the answer's edit failed, the deliverer edits the tracking comment instead of adding one", async () => {
+    issue++;
+    const thread = fakeThread();
+    const gh = outage(thread, 1); // the tracking comment goes through
+    const agent = new FakeAgent([
+      async (req) => {
+        // The run ends with a failure, which is an answer too.
+        await req.onSession("s-out-2", "m");
+        return {
+          outcome: "stalled",
+          sessionId: "s-out-2",
+          text: null,
+          usage: null,
+          contextWindow: null,
+          toolRan: false,
+          detail: "no output",
+        };
+      },
+    ]);
+    const row = await turnWith(agent, thread, workspace, {}, { answerRetry: { baseMs: 100 } });
+    expect(row).toMatchObject({ status: "failed", outcome: "stalled", answer_pending: true });
+    expect(thread.comments).toHaveLength(1);
+    expect(thread.comments[0]!.body).toMatch(/^⏳/);
+    expect(row.tracking_comment_id).toBe(thread.comments[0]!.id);
+    expect(String(row.answer_body)).toContain("produced no output for 5 minutes");
+
+    gh.down = false;
+    await overdue(row.id);
+    expect((await deliver(thread)).delivered).toEqual([row.id]);
+    expect(thread.creates).toBe(1);
+    expect(thread.comments).toHaveLength(1);
+    expect(thread.comments[0]!.body).toBe(row.answer_body);
+    expect((await readTask(pool, row.id)).answer_comment_id).toBe(thread.comments[0]!.id);
+  });
+
+  it("an invalid config's reply is kept the same way, with the task's marker", async () => {
+    issue++;
+    const thread = fakeThread();
+    thread.loadConfig = async () => ({ ok: false as const, message: "bad yaml at line 9" });
+    const gh = outage(thread);
+    const row = await turnWith(new FakeAgent([]), thread, workspace);
+    expect(row).toMatchObject({ status: "failed", answer_pending: true });
+    expect(String(row.answer_body)).toContain("bad yaml at line 9");
+    gh.down = false;
+    await overdue(row.id);
+    expect((await deliver(thread)).delivered).toEqual([row.id]);
+    expect(findTaskMarker(thread.comments[0]!.body)).toBe(row.id);
+  });
+
+  it("no GitHub access at all: failed, and the failure pending for the deliverer to render", async () => {
+    issue++;
+    const thread = fakeThread();
+    let reachable = false;
+    const row = await turnWith(
+      new FakeAgent([]),
+      thread,
+      workspace,
+      {},
+      {
+        github: async () => {
+          if (!reachable) throw new Error("could not get an installation token: HTTP 502");
+          return thread;
+        },
+      },
+    );
+    expect(row).toMatchObject({
+      status: "failed",
+      answer_pending: true,
+      answer_body: null,
+      failure_reason: "GitHub access failed: could not get an installation token: HTTP 502",
+    });
+    reachable = true;
+    await overdue(row.id);
+    expect((await deliver(thread)).delivered).toEqual([row.id]);
+    expect(thread.comments[0]!.body).toMatch(
+      /^⚠️ The run failed: GitHub access failed: could not get an installation token: HTTP 502\. Comment again to retry/,
+    );
   });
 });

@@ -211,6 +211,7 @@ describe("/api/stats on seeded tasks", () => {
       oldestAgeSeconds: 900,
       running: 1,
       runnersAlive: 1,
+      answersPending: 1,
     });
     expect(s.runners.map((r) => [r.id, r.alive, r.heartbeatAgeSeconds, r.runningTasks])).toEqual([
       ["runner-a", true, 10, 1],

@@ -158,7 +158,7 @@ describe("writes after the claim are scoped to the claiming runner", () => {
         failureReason: "x",
         sessionId: null,
         usage: null,
-        answerCommentId: null,
+        answer: { kind: "posted", commentId: 4 },
       }),
     ).toBe(false);
     expect(
@@ -168,7 +168,7 @@ describe("writes after the claim are scoped to the claiming runner", () => {
         failureReason: "too long",
         sessionId: null,
         usage: null,
-        answerCommentId: 5,
+        answer: { kind: "posted", commentId: 5 },
       }),
     ).toBe(true);
     const row = await readTask(pool, t.id);

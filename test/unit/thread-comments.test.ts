@@ -72,6 +72,10 @@ describe("thread comments", () => {
     expect(
       renderFooter({ resumed: false, reason: "forced_fresh", sessionId: null, usage: null }),
     ).toBe("<sub>🆕 fresh session (forced_fresh)</sub>");
+    // A task swept before its decision (the answer outbox renders its failure).
+    expect(renderFooter({ resumed: false, reason: null, sessionId: null, usage: null })).toBe(
+      "<sub>no session started</sub>",
+    );
   });
 
   it("clips answers to what GitHub accepts", () => {
