@@ -42,8 +42,8 @@ export type Screened =
       /** The payload, validated and trimmed to what intake reads. */
       payload: IntakePayload;
       /**
-       * Edits and deletions matter only on an issue that has tasks, or whose triggering
-       * delivery is still in the inbox. Checked in Postgres after screening.
+       * Deletions, and edits that mention no one new, matter only on an issue that has tasks,
+       * or whose triggering delivery is still in the inbox. Checked in Postgres after screening.
        */
       onlyIf?: { repo: string; issueNumber: number; pendingKey: string };
     };
@@ -53,7 +53,7 @@ export type Screened =
  * review comment, a review's body or an issue's body.
  */
 interface Text {
-  /** "comment" or "issue": for the reasons operators read. */
+  /** "comment", "review" or "issue": for the reasons operators read. */
   what: string;
   /** `comment:<id>`, `review_comment:<id>`, `review:<id>` or `issue:<id>`. */
   base: string;
