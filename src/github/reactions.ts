@@ -1,29 +1,43 @@
 import type { GitHub, RepoRef } from "./types.js";
 
 export type ReactionTarget =
-  { kind: "comment"; commentId: number } | { kind: "issue"; issueNumber: number };
+  | { kind: "comment"; commentId: number }
+  /** A comment on a pull request's diff: another REST route than a conversation comment. */
+  | { kind: "review_comment"; commentId: number }
+  | { kind: "issue"; issueNumber: number };
 
 /**
- * React to a comment, or to an issue's body. GitHub answers an existing identical reaction
- * with 200 instead of adding a second, so this is safe to repeat.
+ * React to a comment, a review comment, or an issue's body. GitHub answers an existing
+ * identical reaction with 200 instead of adding a second, so this is safe to repeat.
  */
 export async function addReaction(
   octokit: GitHub,
   where: RepoRef & { target: ReactionTarget; content: "eyes" | "confused" },
 ): Promise<void> {
   const { owner, repo, target, content } = where;
-  if (target.kind === "comment")
-    await octokit.rest.reactions.createForIssueComment({
-      owner,
-      repo,
-      comment_id: target.commentId,
-      content,
-    });
-  else
-    await octokit.rest.reactions.createForIssue({
-      owner,
-      repo,
-      issue_number: target.issueNumber,
-      content,
-    });
+  switch (target.kind) {
+    case "comment":
+      await octokit.rest.reactions.createForIssueComment({
+        owner,
+        repo,
+        comment_id: target.commentId,
+        content,
+      });
+      return;
+    case "review_comment":
+      await octokit.rest.reactions.createForPullRequestReviewComment({
+        owner,
+        repo,
+        comment_id: target.commentId,
+        content,
+      });
+      return;
+    case "issue":
+      await octokit.rest.reactions.createForIssue({
+        owner,
+        repo,
+        issue_number: target.issueNumber,
+        content,
+      });
+  }
 }

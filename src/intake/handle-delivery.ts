@@ -20,8 +20,22 @@ import {
 import { decideAccess, isBot, type Author } from "./access.js";
 import type { RepoHints } from "./repo-hints.js";
 import { renderHelp } from "./help.js";
-import { mentionedNames, parseComment, type Command } from "./parse-comment.js";
-import { IssueCommentEvent, IssuesEvent, repoKey } from "./payloads.js";
+import {
+  addedMentionNames,
+  mentionedNames,
+  newlyAddressed,
+  parseComment,
+  type Command,
+} from "./parse-comment.js";
+import {
+  IssueCommentEvent,
+  IssuesEvent,
+  PullRequestReviewCommentEvent,
+  PullRequestReviewEvent,
+  repoKey,
+} from "./payloads.js";
+import { reviewCommentRequest, reviewRequest } from "./review-request.js";
+import { INTAKE_EVENTS } from "./webhook.js";
 import type { DescribeStatus } from "./status.js";
 
 /** What handling a delivery needs from the outside world. */
@@ -66,30 +80,23 @@ const done = (outcome: string): Handled => ({ status: "done", outcome });
  */
 export async function handleDelivery(fx: IntakeEffects, d: Delivery): Promise<Handled> {
   const kind = `${d.event}.${d.action}`;
-  switch (kind) {
-    case "issue_comment.created":
-    case "issue_comment.edited":
-    case "issue_comment.deleted": {
-      const parsed = IssueCommentEvent.safeParse(d.payload);
-      if (!parsed.success) return skipped(`unexpected ${kind} payload: ${parsed.error.message}`);
-      const e = parsed.data;
-      if (e.action === "created") return handleTrigger(fx, d, triggerFromComment(e));
-      return handleCommentChange(fx, e);
-    }
-    case "issues.opened":
-    case "issues.edited": {
-      const parsed = IssuesEvent.safeParse(d.payload);
-      if (!parsed.success) return skipped(`unexpected ${kind} payload: ${parsed.error.message}`);
-      const e = parsed.data;
-      if (e.action === "opened") return handleTrigger(fx, d, triggerFromIssue(e));
-      return handleIssueEdit(fx, e);
-    }
+  const read = (INTAKE_EVENTS as readonly string[]).includes(kind) ? readPayload(d) : undefined;
+  if (read === undefined) return skipped(`${kind} is not handled`);
+  if ("problem" in read) return skipped(`unexpected ${kind} payload: ${read.problem}`);
+  const { trigger: t, change } = read;
+  switch (change.action) {
+    case "created":
+      return handleTrigger(fx, d, t);
+    case "edited":
+      if (change.previousText === undefined) return skipped("body unchanged");
+      return handleChange(fx, d, t, change);
+    case "deleted":
+      return handleChange(fx, d, t, change);
   }
-  return skipped(`${kind} is not handled`);
 }
 
 // ---------------------------------------------------------------------------------------------
-// A comment (or a new issue's body) that may address agents
+// A comment (or a new issue's body, or a review) that may address agents
 
 interface Trigger {
   owner: string;
@@ -99,51 +106,189 @@ interface Trigger {
   repoId: number;
   issueNumber: number;
   isPullRequest: boolean;
+  /** What its author wrote: the text mentions and commands are parsed from. */
+  text: string;
+  /** What the agent reads as the request, and its identity in the queue. */
   comment: TriggerComment;
   author: Author;
   viaAppId: number | undefined;
-  reactTo: ReactionTarget;
+  /** Where the 👀 goes; null for a review's body (GitHub has no reactions on reviews). */
+  reactTo: ReactionTarget | null;
+  /** Dedupe key of the delivery that created it: an edit waits while that one is pending. */
+  createdKey: string;
+  /**
+   * Which sessions can have read it, for the history epochs: a conversation comment is in the
+   * thread every cold turn reads; a review comment only reached the turns it fed; the issue's
+   * body is read by every turn.
+   */
+  seenBy: "thread" | "fed-turns" | "every-turn";
+  /** How operators and epoch reasons name it, e.g. "review comment 12". */
+  label: string;
+}
+
+/** A creation (comment created, issue opened, review submitted), an edit or a deletion. */
+type Change =
+  | { action: "created" }
+  | {
+      action: "edited";
+      /** What the author had written before; undefined when the edit left the body alone. */
+      previousText: string | undefined;
+      by: string;
+    }
+  | { action: "deleted"; by: string };
+
+type Read = { trigger: Trigger; change: Change } | { problem: string } | undefined;
+
+function readPayload(d: Delivery): Read {
+  switch (d.event) {
+    case "issue_comment": {
+      const parsed = IssueCommentEvent.safeParse(d.payload);
+      if (!parsed.success) return { problem: parsed.error.message };
+      const e = parsed.data;
+      return { trigger: triggerFromComment(e), change: changeOf(e) };
+    }
+    case "pull_request_review_comment": {
+      const parsed = PullRequestReviewCommentEvent.safeParse(d.payload);
+      if (!parsed.success) return { problem: parsed.error.message };
+      const e = parsed.data;
+      return { trigger: triggerFromReviewComment(e), change: changeOf(e) };
+    }
+    case "pull_request_review": {
+      const parsed = PullRequestReviewEvent.safeParse(d.payload);
+      if (!parsed.success) return { problem: parsed.error.message };
+      return { trigger: triggerFromReview(parsed.data), change: { action: "created" } };
+    }
+    case "issues": {
+      const parsed = IssuesEvent.safeParse(d.payload);
+      if (!parsed.success) return { problem: parsed.error.message };
+      const e = parsed.data;
+      return {
+        trigger: triggerFromIssue(e),
+        change: changeOf({ ...e, action: e.action === "opened" ? "created" : e.action }),
+      };
+    }
+  }
+  return undefined;
+}
+
+function changeOf(e: {
+  action: "created" | "edited" | "deleted";
+  sender: { login: string };
+  changes?: { body?: { from?: string | null | undefined } | undefined } | undefined;
+}): Change {
+  switch (e.action) {
+    case "created":
+      return { action: "created" };
+    case "edited":
+      return {
+        action: "edited",
+        previousText: e.changes?.body === undefined ? undefined : (e.changes.body.from ?? ""),
+        by: e.sender.login,
+      };
+    case "deleted":
+      return { action: "deleted", by: e.sender.login };
+  }
 }
 
 function triggerFromComment(e: IssueCommentEvent): Trigger {
+  const text = e.comment.body ?? "";
   return {
     ...repoOf(e),
     issueNumber: e.issue.number,
     isPullRequest: e.issue.pull_request !== undefined && e.issue.pull_request !== null,
+    text,
     comment: {
       source: `comment:${e.comment.id}`,
       commentId: e.comment.id,
       author: e.comment.user.login,
       url: e.comment.html_url,
-      body: e.comment.body ?? "",
+      body: text,
       createdAt: new Date(e.comment.created_at),
     },
     author: e.comment.user,
     viaAppId: e.comment.performed_via_github_app?.id,
     reactTo: { kind: "comment", commentId: e.comment.id },
+    createdKey: `comment:${e.comment.id}:created`,
+    seenBy: "thread",
+    label: `comment ${e.comment.id}`,
+  };
+}
+
+/**
+ * A comment on the diff asks like a comment in the pull request's conversation: same task key
+ * (the pull request's number), answered in the conversation. Its request carries where it sits.
+ */
+function triggerFromReviewComment(e: PullRequestReviewCommentEvent): Trigger {
+  return {
+    ...repoOf(e),
+    issueNumber: e.pull_request.number,
+    isPullRequest: true,
+    text: e.comment.body ?? "",
+    comment: {
+      source: `review_comment:${e.comment.id}`,
+      commentId: e.comment.id,
+      author: e.comment.user.login,
+      url: e.comment.html_url,
+      body: reviewCommentRequest(e.comment),
+      createdAt: new Date(e.comment.created_at),
+    },
+    author: e.comment.user,
+    viaAppId: e.comment.performed_via_github_app?.id,
+    reactTo: { kind: "review_comment", commentId: e.comment.id },
+    createdKey: `review_comment:${e.comment.id}:created`,
+    seenBy: "fed-turns",
+    label: `review comment ${e.comment.id}`,
+  };
+}
+
+function triggerFromReview(e: PullRequestReviewEvent): Trigger {
+  return {
+    ...repoOf(e),
+    issueNumber: e.pull_request.number,
+    isPullRequest: true,
+    text: e.review.body ?? "",
+    comment: {
+      source: `review:${e.review.id}`,
+      commentId: e.review.id,
+      author: e.review.user.login,
+      url: e.review.html_url,
+      body: reviewRequest(e.review),
+      createdAt: e.review.submitted_at ? new Date(e.review.submitted_at) : new Date(),
+    },
+    author: e.review.user,
+    viaAppId: undefined,
+    reactTo: null,
+    createdKey: `review:${e.review.id}:submitted`,
+    seenBy: "fed-turns",
+    label: `review ${e.review.id}`,
   };
 }
 
 function triggerFromIssue(e: IssuesEvent): Trigger {
+  const text = e.issue.body ?? "";
   return {
     ...repoOf(e),
     issueNumber: e.issue.number,
     isPullRequest: e.issue.pull_request !== undefined && e.issue.pull_request !== null,
+    text,
     comment: {
       source: `issue:${e.issue.id}`,
       commentId: null,
       author: e.issue.user.login,
       url: e.issue.html_url,
-      body: e.issue.body ?? "",
+      body: text,
       createdAt: new Date(e.issue.created_at),
     },
     author: e.issue.user,
     viaAppId: e.issue.performed_via_github_app?.id,
     reactTo: { kind: "issue", issueNumber: e.issue.number },
+    createdKey: `issue:${e.issue.id}:opened`,
+    seenBy: "every-turn",
+    label: "issue body",
   };
 }
 
-function repoOf(e: IssueCommentEvent | IssuesEvent) {
+function repoOf(e: { repository: IssuesEvent["repository"] }) {
   return {
     owner: e.repository.owner.login,
     name: e.repository.name,
@@ -157,10 +302,21 @@ function startsTurn(commands: readonly Command[]): boolean {
   return !commands.some((c) => c === "cancel" || c === "status" || c === "help");
 }
 
-async function handleTrigger(fx: IntakeEffects, d: Delivery, t: Trigger): Promise<Handled> {
+/**
+ * A text that may address agents, from its creation or (with `previousText`) from an edit: then
+ * only agents the edit addresses for the first time are asked, as a new comment would ask them.
+ */
+async function handleTrigger(
+  fx: IntakeEffects,
+  d: Delivery,
+  t: Trigger,
+  previousText?: string,
+): Promise<Handled> {
   const log = fx.log.child({ delivery: d.deliveryId, repo: t.repo, issue: t.issueNumber });
-  const names = mentionedNames(t.comment.body);
-  if (!names.length) return skipped("mentions no one");
+  const names =
+    previousText === undefined ? mentionedNames(t.text) : addedMentionNames(previousText, t.text);
+  if (!names.length)
+    return skipped(previousText === undefined ? "mentions no one" : "mentions no one new");
   if (fx.appId !== undefined && t.viaAppId === fx.appId) return skipped("Tether's own comment");
 
   const octokit = await installationOctokit(fx, d.installationId);
@@ -182,8 +338,12 @@ async function handleTrigger(fx: IntakeEffects, d: Delivery, t: Trigger): Promis
       mentions: agents.map((a) => a.mention),
       allowUsers: loaded.config.access.allowUsers,
     });
-  const parsed = parseComment(t.comment.body, agents);
-  if (!parsed.addressed.length) return skipped("addresses no agent");
+  const addressed =
+    previousText === undefined
+      ? parseComment(t.text, agents).addressed
+      : newlyAddressed(previousText, t.text, agents);
+  if (!addressed.length)
+    return skipped(previousText === undefined ? "addresses no agent" : "addresses no new agent");
 
   // A broken file cannot say who may use Tether; the defaults decide who sees the complaint.
   const access = loaded.ok ? loaded.config.access : DEFAULT_CONFIG.access;
@@ -210,7 +370,7 @@ async function handleTrigger(fx: IntakeEffects, d: Delivery, t: Trigger): Promis
   const cancelLines: string[] = [];
   const statusFor: string[] = [];
   let help = false;
-  for (const { agent, commands } of parsed.addressed) {
+  for (const { agent, commands } of addressed) {
     const key: TaskKey = { repo: t.repo, issueNumber: t.issueNumber, agent };
     if (commands.includes("cancel")) {
       const r = await cancelKey(fx.pool, key, {
@@ -242,7 +402,7 @@ async function handleTrigger(fx: IntakeEffects, d: Delivery, t: Trigger): Promis
   ack();
 
   const parts: string[] = [];
-  if (help) parts.push(renderHelp(config, mentionOf(config, parsed.addressed[0]!.agent)));
+  if (help) parts.push(renderHelp(config, mentionOf(config, addressed[0]!.agent)));
   if (cancelLines.length) parts.push(cancelLines.join("\n"));
   if (statusFor.length)
     parts.push(
@@ -275,6 +435,7 @@ async function installationOctokit(fx: IntakeEffects, installationId: number): P
 
 /** The 👀 that says "seen". Not worth failing (and redoing) a delivery over: a failure is logged. */
 async function acknowledge(octokit: GitHub, t: Trigger, log: Logger): Promise<void> {
+  if (!t.reactTo) return;
   try {
     await addReaction(octokit, {
       owner: t.owner,
@@ -303,22 +464,31 @@ function describeCancel(mention: string, r: CancelResult): string {
 // ---------------------------------------------------------------------------------------------
 // Edits and deletions
 
-async function handleCommentChange(fx: IntakeEffects, e: IssueCommentEvent): Promise<Handled> {
-  if (e.action === "edited" && e.changes?.body === undefined) return skipped("body unchanged");
-  const id = e.comment.id;
-  // The comment's own creation is still in the inbox: let it become a task first, or this
-  // edit would find nothing to update and the task would later read the old text.
-  if (await isDeliveryPending(fx.pool, `comment:${id}:created`))
-    throw new RetryLater(`comment ${id} is still being taken in`);
+/**
+ * A comment (or review comment, or the issue body) was edited or deleted. What it already asked
+ * follows the change: a queued task fed by it reads the new text or loses it, and the sessions
+ * that read it are marked (history epoch). An edit that addresses an agent for the first time is
+ * also a new request for that agent, handled like a new comment.
+ */
+async function handleChange(
+  fx: IntakeEffects,
+  d: Delivery,
+  t: Trigger,
+  change: Exclude<Change, { action: "created" }>,
+): Promise<Handled> {
+  // Its creation is still in the inbox: let it become a task first, or this change would find
+  // nothing to update and the task would later read the old text.
+  if (await isDeliveryPending(fx.pool, t.createdKey))
+    throw new RetryLater(`${t.label} on ${t.repo}#${t.issueNumber} is still being taken in`);
   const ref = {
-    repo: repoKey(e.repository.full_name),
-    issueNumber: e.issue.number,
-    source: `comment:${id}`,
-    commentId: id,
+    repo: t.repo,
+    issueNumber: t.issueNumber,
+    source: t.comment.source,
+    commentId: t.comment.commentId,
   };
   const notes: string[] = [];
-  if (e.action === "edited") {
-    const updated = await updateQueuedComment(fx.pool, { ...ref, body: e.comment.body ?? "" });
+  if (change.action === "edited") {
+    const updated = await updateQueuedComment(fx.pool, { ...ref, body: t.comment.body });
     if (updated.length) notes.push(`updated queued task(s) ${updated.join(",")}`);
   } else {
     const removed = await removeQueuedComment(fx.pool, ref);
@@ -327,38 +497,26 @@ async function handleCommentChange(fx: IntakeEffects, e: IssueCommentEvent): Pro
         r.cancelled ? `cancelled queued task ${r.taskId}` : `removed from task ${r.taskId}`,
       );
   }
-  const bumped = await bumpEpochsForComment(fx.pool, {
-    repo: ref.repo,
-    issueNumber: ref.issueNumber,
-    commentId: id,
-    commentCreatedAt: new Date(e.comment.created_at),
-    reason: `comment ${id} ${e.action} by ${e.sender.login}`,
-  });
+  const reason = `${t.label} ${change.action} by ${change.by}`;
+  const bumped =
+    t.seenBy === "every-turn"
+      ? await bumpEpochsForIssueBody(fx.pool, { repo: t.repo, issueNumber: t.issueNumber, reason })
+      : await bumpEpochsForComment(fx.pool, {
+          repo: t.repo,
+          issueNumber: t.issueNumber,
+          source: t.comment.source,
+          commentCreatedAt: t.comment.createdAt,
+          inThread: t.seenBy === "thread",
+          reason,
+        });
   if (bumped.length) notes.push(`history epoch bumped for ${bumped.join(",")}`);
+
+  const previous = change.action === "edited" ? change.previousText : undefined;
+  if (previous !== undefined && addedMentionNames(previous, t.text).length) {
+    const asked = await handleTrigger(fx, d, t, previous);
+    return notes.length ? done([...notes, asked.outcome].join("; ")) : asked;
+  }
   return notes.length
     ? done(notes.join("; "))
     : skipped("not in a queued task or a session's history");
-}
-
-async function handleIssueEdit(fx: IntakeEffects, e: IssuesEvent): Promise<Handled> {
-  if (e.changes?.body === undefined) return skipped("body unchanged");
-  if (await isDeliveryPending(fx.pool, `issue:${e.issue.id}:opened`))
-    throw new RetryLater(`issue ${e.issue.id} is still being taken in`);
-  const repo = repoKey(e.repository.full_name);
-  const notes: string[] = [];
-  const updated = await updateQueuedComment(fx.pool, {
-    repo,
-    issueNumber: e.issue.number,
-    source: `issue:${e.issue.id}`,
-    commentId: null,
-    body: e.issue.body ?? "",
-  });
-  if (updated.length) notes.push(`updated queued task(s) ${updated.join(",")}`);
-  const bumped = await bumpEpochsForIssueBody(fx.pool, {
-    repo,
-    issueNumber: e.issue.number,
-    reason: `issue body edited by ${e.sender.login}`,
-  });
-  if (bumped.length) notes.push(`history epoch bumped for ${bumped.join(",")}`);
-  return notes.length ? done(notes.join("; ")) : skipped("no queued task or session on the issue");
 }

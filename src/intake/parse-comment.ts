@@ -57,6 +57,15 @@ export function mentionedNames(body: string): string[] {
   return [...names];
 }
 
+/**
+ * Names mentioned in `after` that `before` did not mention: an edit that returns some may
+ * address an agent for the first time (a mistyped mention, fixed), and then starts a turn.
+ */
+export function addedMentionNames(before: string, after: string): string[] {
+  const had = new Set(mentionedNames(before));
+  return mentionedNames(after).filter((n) => !had.has(n));
+}
+
 export function parseComment(body: string, agents: readonly AgentMention[]): ParsedComment {
   const byName = new Map<string, string>();
   for (const a of agents) byName.set(a.mention.replace(/^@/, "").toLowerCase(), a.agent);
@@ -111,6 +120,20 @@ export function parseComment(body: string, agents: readonly AgentMention[]): Par
     addressed: [...addressed].map(([agent, commands]) => ({ agent, commands })),
     request: trimBlankLines(addressed.size ? cutSpans(body, cut) : body),
   };
+}
+
+/**
+ * What an edit asks of agents: the agents `after` addresses that `before` did not, with their
+ * commands. An agent the comment already addressed was asked before: its edit changes that
+ * request (or the session's history), it does not make a new one.
+ */
+export function newlyAddressed(
+  before: string,
+  after: string,
+  agents: readonly AgentMention[],
+): Addressed[] {
+  const had = new Set(parseComment(before, agents).addressed.map((a) => a.agent));
+  return parseComment(after, agents).addressed.filter((a) => !had.has(a.agent));
 }
 
 interface Found {

@@ -66,6 +66,64 @@ export const IssueCommentEvent = z.object({
 });
 export type IssueCommentEvent = z.infer<typeof IssueCommentEvent>;
 
+/** The pull request a review or review comment belongs to: its number is the task key's. */
+const PullRequest = z.object({
+  number: z.number().int().positive(),
+  html_url: z.string(),
+});
+
+/** A comment on a line (or a range, or the whole file) of a pull request's diff. */
+const ReviewComment = Comment.extend({
+  path: z.string(),
+  /** The line in the diff's current version; null once the diff has moved on (outdated). */
+  line: z.number().int().nullish(),
+  /** First line of a multi-line comment. */
+  start_line: z.number().int().nullish(),
+  original_line: z.number().int().nullish(),
+  original_start_line: z.number().int().nullish(),
+  /** `RIGHT`: the pull request's version; `LEFT`: the base's. */
+  side: z.string().nullish(),
+  /** `line` or `file` (a comment on the file as a whole). */
+  subject_type: z.string().nullish(),
+  commit_id: z.string().nullish(),
+  original_commit_id: z.string().nullish(),
+});
+export type ReviewComment = z.infer<typeof ReviewComment>;
+
+export const PullRequestReviewCommentEvent = z.object({
+  action: z.enum(["created", "edited", "deleted"]),
+  pull_request: PullRequest,
+  comment: ReviewComment,
+  repository: Repository,
+  installation: Installation,
+  sender: User,
+  changes: BodyChange.optional(),
+});
+export type PullRequestReviewCommentEvent = z.infer<typeof PullRequestReviewCommentEvent>;
+
+/** A submitted review: its body (often empty) is what may address agents. */
+const Review = z.object({
+  id: z.number(),
+  html_url: z.string(),
+  body: z.string().nullish(),
+  user: User,
+  /** `approved`, `changes_requested`, `commented` (lower case in webhooks). */
+  state: z.string(),
+  submitted_at: z.string().nullish(),
+  commit_id: z.string().nullish(),
+});
+export type Review = z.infer<typeof Review>;
+
+export const PullRequestReviewEvent = z.object({
+  action: z.literal("submitted"),
+  pull_request: PullRequest,
+  review: Review,
+  repository: Repository,
+  installation: Installation,
+  sender: User,
+});
+export type PullRequestReviewEvent = z.infer<typeof PullRequestReviewEvent>;
+
 export const IssuesEvent = z.object({
   action: z.enum(["opened", "edited"]),
   issue: Issue,

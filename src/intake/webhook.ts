@@ -5,8 +5,14 @@ import type { Pool } from "../db/pool.js";
 import { isDeliveryPending, type InsertResult } from "../sql/deliveries.js";
 import { issueHasTasks } from "../sql/tasks.js";
 import { InboxWriter } from "./inbox-writer.js";
-import { mentionedNames } from "./parse-comment.js";
-import { IssueCommentEvent, IssuesEvent, repoKey } from "./payloads.js";
+import { addedMentionNames, mentionedNames } from "./parse-comment.js";
+import {
+  IssueCommentEvent,
+  IssuesEvent,
+  PullRequestReviewCommentEvent,
+  PullRequestReviewEvent,
+  repoKey,
+} from "./payloads.js";
 
 /** The webhook events intake takes in. */
 export const INTAKE_EVENTS = [
@@ -15,7 +21,16 @@ export const INTAKE_EVENTS = [
   "issue_comment.deleted",
   "issues.opened",
   "issues.edited",
+  "pull_request_review_comment.created",
+  "pull_request_review_comment.edited",
+  "pull_request_review_comment.deleted",
+  "pull_request_review.submitted",
 ] as const;
+
+const EVENT_NAMES: ReadonlySet<string> = new Set(INTAKE_EVENTS.map((e) => e.split(".")[0]!));
+
+export type IntakePayload =
+  IssueCommentEvent | IssuesEvent | PullRequestReviewCommentEvent | PullRequestReviewEvent;
 
 export type Screened =
   | { take: false; reason: string }
@@ -25,13 +40,33 @@ export type Screened =
       installationId: number;
       dedupeKey: string;
       /** The payload, validated and trimmed to what intake reads. */
-      payload: IssueCommentEvent | IssuesEvent;
+      payload: IntakePayload;
       /**
-       * Edits and deletions matter only on an issue that has tasks, or whose triggering
-       * delivery is still in the inbox. Checked in Postgres after screening.
+       * Deletions, and edits that mention no one new, matter only on an issue that has tasks,
+       * or whose triggering delivery is still in the inbox. Checked in Postgres after screening.
        */
       onlyIf?: { repo: string; issueNumber: number; pendingKey: string };
     };
+
+/**
+ * What screening reads of any event carrying a text that may address agents: a comment, a
+ * review comment, a review's body or an issue's body.
+ */
+interface Text {
+  /** "comment", "review" or "issue": for the reasons operators read. */
+  what: string;
+  /** `comment:<id>`, `review_comment:<id>`, `review:<id>` or `issue:<id>`. */
+  base: string;
+  /** The action that creates it: its delivery's dedupe key is `<base>:<creation>`. */
+  creation: string;
+  body: string;
+  /** The body before an edit; undefined when the edit left the body alone. */
+  previousBody: string | undefined;
+  updatedAt: string;
+  viaAppId: number | undefined;
+  repo: string;
+  issueNumber: number;
+}
 
 /**
  * The webhook's cheap checks, a pure function of the delivery: is it an event and action intake
@@ -43,72 +78,128 @@ export function screenDelivery(name: string, payload: unknown, appId?: number): 
   const action = (payload as { action?: unknown } | null)?.action;
   const kind = `${name}.${typeof action === "string" ? action : "?"}`;
   if (!(INTAKE_EVENTS as readonly string[]).includes(kind))
-    return {
-      take: false,
-      reason: `${name === "issue_comment" || name === "issues" ? kind : name} is not handled`,
-    };
+    return { take: false, reason: `${EVENT_NAMES.has(name) ? kind : name} is not handled` };
 
-  if (name === "issue_comment") {
-    const parsed = IssueCommentEvent.safeParse(payload);
-    if (!parsed.success) return { take: false, reason: unexpected(kind, parsed.error) };
-    const e = parsed.data;
-    if (appId !== undefined && e.comment.performed_via_github_app?.id === appId)
-      return { take: false, reason: "Tether's own comment" };
-    const base = `comment:${e.comment.id}`;
-    const taken = {
-      take: true as const,
-      action: e.action,
-      installationId: e.installation.id,
-      payload: e,
-    };
-    const onlyIf = {
-      repo: repoKey(e.repository.full_name),
-      issueNumber: e.issue.number,
-      pendingKey: `${base}:created`,
-    };
-    switch (e.action) {
-      case "created":
-        if (!mentionedNames(e.comment.body ?? "").length)
-          return { take: false, reason: "mentions no one" };
-        return { ...taken, dedupeKey: `${base}:created` };
-      case "edited":
-        if (e.changes?.body === undefined) return { take: false, reason: "body unchanged" };
-        return {
-          ...taken,
-          dedupeKey: `${base}:edited:${e.comment.updated_at ?? ""}:${digest(e.comment.body ?? "")}`,
-          onlyIf,
-        };
-      case "deleted":
-        return { ...taken, dedupeKey: `${base}:deleted`, onlyIf };
-    }
-  }
-
-  const parsed = IssuesEvent.safeParse(payload);
-  if (!parsed.success) return { take: false, reason: unexpected(kind, parsed.error) };
-  const e = parsed.data;
-  if (appId !== undefined && e.issue.performed_via_github_app?.id === appId)
-    return { take: false, reason: "Tether's own issue" };
-  const base = `issue:${e.issue.id}`;
+  const read = readText(name, payload);
+  if ("problem" in read) return { take: false, reason: unexpected(kind, read.problem) };
+  const { text: t, event: e } = read;
+  if (appId !== undefined && t.viaAppId === appId)
+    return { take: false, reason: `Tether's own ${t.what}` };
   const taken = {
     take: true as const,
     action: e.action,
     installationId: e.installation.id,
     payload: e,
   };
-  if (e.action === "opened") {
-    if (!mentionedNames(e.issue.body ?? "").length)
-      return { take: false, reason: "mentions no one" };
-    return { ...taken, dedupeKey: `${base}:opened` };
+  const onlyIf = {
+    repo: t.repo,
+    issueNumber: t.issueNumber,
+    pendingKey: `${t.base}:${t.creation}`,
+  };
+  switch (e.action) {
+    case "edited": {
+      if (t.previousBody === undefined) return { take: false, reason: "body unchanged" };
+      const dedupeKey = `${t.base}:edited:${t.updatedAt}:${digest(t.body)}`;
+      // An edit that mentions someone new may address an agent for the first time: a request,
+      // taken like a new comment. Other edits only touch what already exists.
+      if (addedMentionNames(t.previousBody, t.body).length) return { ...taken, dedupeKey };
+      return { ...taken, dedupeKey, onlyIf };
+    }
+    case "deleted":
+      return { ...taken, dedupeKey: `${t.base}:deleted`, onlyIf };
+    default:
+      if (!mentionedNames(t.body).length) return { take: false, reason: "mentions no one" };
+      return { ...taken, dedupeKey: `${t.base}:${t.creation}` };
   }
-  if (e.changes?.body === undefined) return { take: false, reason: "body unchanged" };
+}
+
+type Read = { text: Text; event: IntakePayload } | { problem: z.ZodError };
+
+function readText(name: string, payload: unknown): Read {
+  switch (name) {
+    case "issue_comment": {
+      const parsed = IssueCommentEvent.safeParse(payload);
+      if (!parsed.success) return { problem: parsed.error };
+      const e = parsed.data;
+      return {
+        event: e,
+        text: {
+          what: "comment",
+          base: `comment:${e.comment.id}`,
+          creation: "created",
+          ...bodies(e.comment.body, e.changes),
+          updatedAt: e.comment.updated_at ?? "",
+          viaAppId: e.comment.performed_via_github_app?.id,
+          repo: repoKey(e.repository.full_name),
+          issueNumber: e.issue.number,
+        },
+      };
+    }
+    case "pull_request_review_comment": {
+      const parsed = PullRequestReviewCommentEvent.safeParse(payload);
+      if (!parsed.success) return { problem: parsed.error };
+      const e = parsed.data;
+      return {
+        event: e,
+        text: {
+          what: "comment",
+          base: `review_comment:${e.comment.id}`,
+          creation: "created",
+          ...bodies(e.comment.body, e.changes),
+          updatedAt: e.comment.updated_at ?? "",
+          viaAppId: e.comment.performed_via_github_app?.id,
+          repo: repoKey(e.repository.full_name),
+          issueNumber: e.pull_request.number,
+        },
+      };
+    }
+    case "pull_request_review": {
+      const parsed = PullRequestReviewEvent.safeParse(payload);
+      if (!parsed.success) return { problem: parsed.error };
+      const e = parsed.data;
+      return {
+        event: e,
+        text: {
+          what: "review",
+          base: `review:${e.review.id}`,
+          creation: "submitted",
+          body: e.review.body ?? "",
+          previousBody: undefined,
+          updatedAt: e.review.submitted_at ?? "",
+          viaAppId: undefined,
+          repo: repoKey(e.repository.full_name),
+          issueNumber: e.pull_request.number,
+        },
+      };
+    }
+    default: {
+      const parsed = IssuesEvent.safeParse(payload);
+      if (!parsed.success) return { problem: parsed.error };
+      const e = parsed.data;
+      return {
+        event: e,
+        text: {
+          what: "issue",
+          base: `issue:${e.issue.id}`,
+          creation: "opened",
+          ...bodies(e.issue.body, e.changes),
+          updatedAt: e.issue.updated_at ?? "",
+          viaAppId: e.issue.performed_via_github_app?.id,
+          repo: repoKey(e.repository.full_name),
+          issueNumber: e.issue.number,
+        },
+      };
+    }
+  }
+}
+
+function bodies(
+  body: string | null | undefined,
+  changes: { body?: { from?: string | null | undefined } | undefined } | undefined,
+): { body: string; previousBody: string | undefined } {
   return {
-    ...taken,
-    dedupeKey: `${base}:edited:${e.issue.updated_at ?? ""}:${digest(e.issue.body ?? "")}`,
-    onlyIf: {
-      repo: repoKey(e.repository.full_name),
-      issueNumber: e.issue.number,
-      pendingKey: `${base}:opened`,
-    },
+    body: body ?? "",
+    previousBody: changes?.body === undefined ? undefined : (changes.body.from ?? ""),
   };
 }
 

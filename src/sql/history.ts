@@ -17,17 +17,22 @@ const HAS_SESSION = "(t.session_id IS NOT NULL OR t.status = 'running')";
 
 /**
  * A comment was edited or deleted: bump the keys on its issue whose session history contains it.
- * It is in a key's history when a cold turn of that key (one that read the whole thread) started
- * after the comment was written, or when the comment itself fed one of the key's turns.
- * Returns the agents whose epoch moved.
+ * A comment is in a key's history when it fed one of the key's turns (the turn's request), or,
+ * for a comment in the conversation thread (`inThread`), when a cold turn of that key (one that
+ * read the whole thread) started after the comment was written. Review comments on the diff
+ * and review bodies are not in the thread a cold turn reads: only the turns they fed saw them.
+ * Matched by `source` (`comment:<id>`, `review_comment:<id>`…), since GitHub numbers
+ * conversation comments and review comments separately. Returns the agents whose epoch moved.
  */
 export async function bumpEpochsForComment(
   db: Queryable,
   opts: {
     repo: string;
     issueNumber: number;
-    commentId: number;
+    /** The comment's `task_comments.source`. */
+    source: string;
     commentCreatedAt: Date;
+    inThread: boolean;
     reason: string;
   },
 ): Promise<string[]> {
@@ -35,9 +40,10 @@ export async function bumpEpochsForComment(
     db,
     `SELECT DISTINCT t.agent FROM tasks t
       WHERE t.repo = $1 AND t.issue_number = $2 AND ${HAS_SESSION}
-        AND ((t.started_at >= $3 AND (coalesce(t.resume_decision, 'fresh') = 'fresh' OR t.retried_fresh))
-             OR EXISTS (SELECT 1 FROM task_comments tc WHERE tc.task_id = t.id AND tc.comment_id = $4))`,
-    [opts.repo, opts.issueNumber, opts.commentCreatedAt, opts.commentId],
+        AND (($5 AND t.started_at >= $3
+                 AND (coalesce(t.resume_decision, 'fresh') = 'fresh' OR t.retried_fresh))
+             OR EXISTS (SELECT 1 FROM task_comments tc WHERE tc.task_id = t.id AND tc.source = $4))`,
+    [opts.repo, opts.issueNumber, opts.commentCreatedAt, opts.source, opts.inThread],
     opts.reason,
   );
 }

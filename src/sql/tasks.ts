@@ -19,14 +19,19 @@ export interface TaskKey {
 
 export type TaskStatus = "queued" | "running" | "succeeded" | "failed" | "cancelled";
 
-/** A comment (or an issue body) that asks an agent for something. */
+/** A comment (or an issue body, or a pull request review) that asks an agent for something. */
 export interface TriggerComment {
-  /** `comment:<id>` or `issue:<id>`: with the agent, the idempotency key of intake. */
+  /**
+   * With the agent, the idempotency key of intake: `comment:<id>` (a conversation comment),
+   * `review_comment:<id>` (a comment on a pull request's diff), `review:<id>` (a review's
+   * body) or `issue:<id>` (an issue's body).
+   */
   source: string;
-  /** The comment id; null when the issue body itself asked. */
+  /** The comment's (or review's) id; null when the issue body itself asked. */
   commentId: number | null;
   author: string;
   url: string;
+  /** What the agent reads as the request (a review comment's starts with where it sits). */
   body: string;
   /** When GitHub says it was written: orders coalesced comments, decides history membership. */
   createdAt: Date;

@@ -71,6 +71,13 @@ export function github(owner = "Codertocat", repo = "Hello-World") {
         .reply(201, { id: 1, content: "eyes" });
       return this;
     },
+    /** The 👀 on a comment on a pull request's diff (its own REST route). */
+    reactToReviewComment(commentId: number) {
+      api
+        .post(`${base}/pulls/comments/${commentId}/reactions`, { content: "eyes" })
+        .reply(201, { id: 1, content: "eyes" });
+      return this;
+    },
     reactToIssue(issueNumber: number) {
       api
         .post(`${base}/issues/${issueNumber}/reactions`, { content: "eyes" })

@@ -119,3 +119,93 @@ export function issueEdited(o: IssueOptions & { previousBody?: string }): Json {
   p.changes = { body: { from: o.previousBody ?? "(earlier text)" } };
   return p;
 }
+
+export interface ReviewCommentOptions {
+  commentId: number;
+  body: string;
+  /** The pull request's number. */
+  pullNumber?: number;
+  author?: Author;
+  path?: string;
+  /** GitHub's location fields, as they should be; omitted ones keep the example's values. */
+  place?: {
+    line?: number | null;
+    start_line?: number | null;
+    original_line?: number | null;
+    original_start_line?: number | null;
+    side?: "LEFT" | "RIGHT";
+    subject_type?: "line" | "file";
+    commit_id?: string;
+    original_commit_id?: string;
+  };
+  createdAt?: string;
+  updatedAt?: string;
+  previousBody?: string;
+}
+
+function adjustReviewComment(p: Json, o: ReviewCommentOptions): Json {
+  const number = o.pullNumber ?? 2;
+  const author = o.author ?? { login: "Codertocat" };
+  p.installation = { id: INSTALLATION_ID, node_id: "MDIzOkludGVncmF0aW9uSW5zdGFsbGF0aW9uMQ==" };
+  p.pull_request.number = number;
+  p.pull_request.html_url = `https://github.com/${OWNER}/${REPO}/pull/${number}`;
+  p.comment.id = o.commentId;
+  p.comment.body = o.body;
+  p.comment.html_url = `${p.pull_request.html_url}#discussion_r${o.commentId}`;
+  if (o.path !== undefined) p.comment.path = o.path;
+  Object.assign(p.comment, o.place ?? {});
+  if (o.createdAt) p.comment.created_at = o.createdAt;
+  if (o.updatedAt) p.comment.updated_at = o.updatedAt;
+  user(p.comment.user, author);
+  user(p.sender, author);
+  return p;
+}
+
+/** pull_request_review_comment.created: a comment on a line of a pull request's diff. */
+export function reviewCommentCreated(o: ReviewCommentOptions): Json {
+  return adjustReviewComment(
+    example(
+      "pull_request_review_comment",
+      "created",
+      (e) => e.installation !== undefined && e.comment.line !== undefined,
+    ),
+    o,
+  );
+}
+
+export function reviewCommentEdited(o: ReviewCommentOptions): Json {
+  const p = adjustReviewComment(example("pull_request_review_comment", "edited"), o);
+  p.changes = { body: { from: o.previousBody ?? "(earlier text)" } };
+  return p;
+}
+
+export function reviewCommentDeleted(o: ReviewCommentOptions): Json {
+  return adjustReviewComment(example("pull_request_review_comment", "deleted"), o);
+}
+
+export interface ReviewOptions {
+  reviewId: number;
+  body: string | null;
+  pullNumber?: number;
+  author?: Author;
+  state?: "approved" | "changes_requested" | "commented";
+  submittedAt?: string;
+}
+
+/** pull_request_review.submitted: a review, whose body may address agents. */
+export function reviewSubmitted(o: ReviewOptions): Json {
+  const p = example("pull_request_review", "submitted", (e) => e.installation !== undefined);
+  const number = o.pullNumber ?? 2;
+  const author = o.author ?? { login: "Codertocat" };
+  p.installation = { id: INSTALLATION_ID, node_id: "MDIzOkludGVncmF0aW9uSW5zdGFsbGF0aW9uMQ==" };
+  p.pull_request.number = number;
+  p.pull_request.html_url = `https://github.com/${OWNER}/${REPO}/pull/${number}`;
+  p.review.id = o.reviewId;
+  p.review.body = o.body;
+  p.review.html_url = `${p.pull_request.html_url}#pullrequestreview-${o.reviewId}`;
+  if (o.state) p.review.state = o.state;
+  if (o.submittedAt) p.review.submitted_at = o.submittedAt;
+  user(p.review.user, author);
+  user(p.sender, author);
+  return p;
+}

@@ -71,6 +71,10 @@ const finishedTurn = (
     ...extra,
   });
 
+/**
+ * An edit of a comment that already addressed @tether: these tests are about what such edits
+ * change (intake-edit-mentions.test.ts is about edits that add a mention, which start turns).
+ */
 const edit = (id: number, body: string, createdAt = at(-10)) =>
   app.deliver(
     "issue_comment",
@@ -78,6 +82,7 @@ const edit = (id: number, body: string, createdAt = at(-10)) =>
       commentId: id,
       issueNumber: issue,
       body,
+      previousBody: "@tether (the text before the edit)",
       createdAt: createdAt.toISOString(),
       updatedAt: new Date().toISOString(),
     }),
@@ -228,7 +233,12 @@ describe("history epochs (guard history_edited)", () => {
     );
     await app.deliver(
       "issues",
-      issueEdited({ issueNumber: issue, body: "@tether B", updatedAt: new Date().toISOString() }),
+      issueEdited({
+        issueNumber: issue,
+        body: "@tether B",
+        previousBody: "@tether A",
+        updatedAt: new Date().toISOString(),
+      }),
     );
     expect((await readTask(db.pool, task.id)).trigger_body).toBe("@tether B");
   });
@@ -291,6 +301,7 @@ describe("which edits the webhook takes in", () => {
         commentId,
         issueNumber: issue,
         body: "@tether new text",
+        previousBody: "@tether old text",
         updatedAt: new Date().toISOString(),
       }),
       `e-${issue}`,
@@ -314,7 +325,12 @@ describe("which edits the webhook takes in", () => {
     await app.receive("issues", issueOpened({ issueNumber: issue, body: "@tether old" }));
     await app.receive(
       "issues",
-      issueEdited({ issueNumber: issue, body: "@tether new", updatedAt: new Date().toISOString() }),
+      issueEdited({
+        issueNumber: issue,
+        body: "@tether new",
+        previousBody: "@tether old",
+        updatedAt: new Date().toISOString(),
+      }),
     );
     await app.settle();
     const { rows } = await db.pool.query("SELECT trigger_body FROM tasks WHERE issue_number = $1", [

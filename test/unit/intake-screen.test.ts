@@ -6,6 +6,10 @@ import {
   commentEdited,
   issueEdited,
   issueOpened,
+  reviewCommentCreated,
+  reviewCommentDeleted,
+  reviewCommentEdited,
+  reviewSubmitted,
 } from "../helpers/intake-payloads.js";
 
 const APP = 77;
@@ -106,8 +110,122 @@ describe("screenDelivery: the webhook's cheap checks", () => {
         onlyIf: { ...where, pendingKey: "issue:99:opened" },
       },
     },
-  ])("$name", ({ event, payload, expected }) => {
-    expect(screenDelivery(event, payload, APP)).toMatchObject(expected);
+    {
+      name: "an edit that adds a mention: taken like a new comment, whether or not the issue has tasks",
+      event: "issue_comment",
+      payload: commentEdited({
+        commentId: 11,
+        issueNumber: 3,
+        body: "@tether fix it",
+        previousBody: "@tethr fix it",
+        updatedAt: "2030-01-01T00:00:00Z",
+      }),
+      expected: {
+        take: true,
+        action: "edited",
+        dedupeKey: expect.stringMatching(/^comment:11:edited:2030-01-01T00:00:00Z:[0-9a-f]{12}$/),
+      },
+      unconditional: true,
+    },
+    {
+      name: "an edit of a comment that already mentioned the same names",
+      event: "issue_comment",
+      payload: commentEdited({
+        commentId: 11,
+        issueNumber: 3,
+        body: "@tether fix the build",
+        previousBody: "@tether fix teh build",
+      }),
+      expected: { take: true, onlyIf: { ...where, pendingKey: "comment:11:created" } },
+    },
+    {
+      name: "an issue body edit that adds a mention",
+      event: "issues",
+      payload: issueEdited({ issueNumber: 3, issueId: 99, body: "@tether look", previousBody: "" }),
+      expected: { take: true, action: "edited" },
+      unconditional: true,
+    },
+    {
+      name: "a review comment that mentions someone",
+      event: "pull_request_review_comment",
+      payload: reviewCommentCreated({ commentId: 21, pullNumber: 3, body: "@tether rename" }),
+      expected: {
+        take: true,
+        action: "created",
+        installationId: 1,
+        dedupeKey: "review_comment:21:created",
+      },
+    },
+    {
+      name: "a review comment that mentions no one",
+      event: "pull_request_review_comment",
+      payload: reviewCommentCreated({ commentId: 21, pullNumber: 3, body: "nit: spacing" }),
+      expected: { take: false, reason: "mentions no one" },
+    },
+    {
+      name: "an edited review comment",
+      event: "pull_request_review_comment",
+      payload: reviewCommentEdited({
+        commentId: 21,
+        pullNumber: 3,
+        body: "@tether v2",
+        previousBody: "@tether v1",
+        updatedAt: "2030-01-01T00:00:00Z",
+      }),
+      expected: {
+        take: true,
+        action: "edited",
+        dedupeKey: expect.stringMatching(
+          /^review_comment:21:edited:2030-01-01T00:00:00Z:[0-9a-f]{12}$/,
+        ),
+        onlyIf: { ...where, pendingKey: "review_comment:21:created" },
+      },
+    },
+    {
+      name: "a review comment edit that adds a mention",
+      event: "pull_request_review_comment",
+      payload: reviewCommentEdited({
+        commentId: 21,
+        pullNumber: 3,
+        body: "@tether v2",
+        previousBody: "v1",
+      }),
+      expected: { take: true, action: "edited" },
+      unconditional: true,
+    },
+    {
+      name: "a deleted review comment",
+      event: "pull_request_review_comment",
+      payload: reviewCommentDeleted({ commentId: 21, pullNumber: 3, body: "x" }),
+      expected: {
+        take: true,
+        dedupeKey: "review_comment:21:deleted",
+        onlyIf: { ...where, pendingKey: "review_comment:21:created" },
+      },
+    },
+    {
+      name: "a review whose body mentions someone",
+      event: "pull_request_review",
+      payload: reviewSubmitted({ reviewId: 31, pullNumber: 3, body: "@tether address these" }),
+      expected: { take: true, action: "submitted", dedupeKey: "review:31:submitted" },
+    },
+    {
+      name: "a review without a body",
+      event: "pull_request_review",
+      payload: reviewSubmitted({ reviewId: 31, pullNumber: 3, body: null }),
+      expected: { take: false, reason: "mentions no one" },
+    },
+  ] as Array<{
+    name: string;
+    event: string;
+    payload: unknown;
+    expected: object;
+    /** Taken whatever the issue holds: no `onlyIf` check in Postgres. */
+    unconditional?: boolean;
+  }>)("$name", ({ event, payload, expected, unconditional }) => {
+    const s = screenDelivery(event, payload, APP);
+    expect(s).toMatchObject(expected);
+    if (unconditional) expect(s).not.toHaveProperty("onlyIf");
   });
 
   it.each([
@@ -152,6 +270,34 @@ describe("screenDelivery: the webhook's cheap checks", () => {
       /^unexpected issue_comment\.created payload: comment\.id: /,
     ],
     ["no payload at all", "issue_comment", null, /^issue_comment\.\? is not handled$/],
+    [
+      "a dismissed review",
+      "pull_request_review",
+      { ...reviewSubmitted({ reviewId: 1, body: "@tether" }), action: "dismissed" },
+      /^pull_request_review\.dismissed is not handled$/,
+    ],
+    [
+      "a review comment edit that changed nothing in the body",
+      "pull_request_review_comment",
+      { ...reviewCommentEdited({ commentId: 1, body: "@tether" }), changes: {} },
+      /^body unchanged$/,
+    ],
+    [
+      "a review comment without its pull request",
+      "pull_request_review_comment",
+      { ...reviewCommentCreated({ commentId: 1, body: "@tether" }), pull_request: undefined },
+      /^unexpected pull_request_review_comment\.created payload: pull_request: /,
+    ],
+    [
+      "a review comment made by Tether itself",
+      "pull_request_review_comment",
+      (() => {
+        const p = reviewCommentCreated({ commentId: 1, body: "@tether" });
+        p.comment.performed_via_github_app = { id: APP };
+        return p;
+      })(),
+      /^Tether's own comment$/,
+    ],
   ])("skips %s", (_name, event, payload, reason) => {
     const s = screenDelivery(event, payload, APP);
     expect(s.take).toBe(false);

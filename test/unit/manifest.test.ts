@@ -59,6 +59,7 @@ const REST_NEEDS: Record<string, Needs> = {
   "issues.updateComment": { issues: "write", pull_requests: "write" },
   "reactions.createForIssueComment": { issues: "write", pull_requests: "write" },
   "reactions.createForIssue": { issues: "write", pull_requests: "write" },
+  "reactions.createForPullRequestReviewComment": { pull_requests: "write" },
   "pulls.get": { pull_requests: "read" },
   "repos.getCollaboratorPermissionLevel": { metadata: "read" },
   // Probot's config plugin: GET /repos/{owner}/{repo}/contents/.github/tether.yml.

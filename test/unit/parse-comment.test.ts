@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
 import {
+  addedMentionNames,
   mentionedNames,
+  newlyAddressed,
   parseComment,
   type AgentMention,
   type Command,
@@ -232,5 +234,78 @@ describe("mentionedNames", () => {
     ["", []],
   ])("%j → %j", (body, names) => {
     expect(mentionedNames(body)).toEqual(names);
+  });
+});
+
+describe("edits: what an edit newly asks of agents", () => {
+  it.each([
+    {
+      name: "a mistyped mention, fixed",
+      before: "@tethr fix the build",
+      after: "@tether fix the build",
+      added: ["tether"],
+      addressed: { tether: [] },
+    },
+    {
+      name: "a mention added to a comment that had none",
+      before: "The build is broken",
+      after: "The build is broken. @tether /fresh can you look?",
+      added: ["tether"],
+      addressed: { tether: ["fresh"] },
+    },
+    {
+      name: "a typo fixed in a request that already addressed the agent",
+      before: "@tether fix teh build",
+      after: "@tether fix the build",
+      added: [],
+      addressed: {},
+    },
+    {
+      name: "a second agent added: only it is new",
+      before: "@tether fix it",
+      after: "@tether @review-bot fix it",
+      added: ["review-bot"],
+      addressed: { reviewer: [] },
+    },
+    {
+      name: "the same agent mentioned again, differently cased",
+      before: "@tether go",
+      after: "@tether go\n\n@TETHER really",
+      added: [],
+      addressed: {},
+    },
+    {
+      name: "a mention taken out of a code span",
+      before: "`@tether` fix it",
+      after: "@tether fix it",
+      added: ["tether"],
+      addressed: { tether: [] },
+    },
+    {
+      name: "a mention moved into a quote: nothing new",
+      before: "thanks",
+      after: "> @tether said so",
+      added: [],
+      addressed: {},
+    },
+    {
+      name: "someone who is not an agent: a new name, but no agent",
+      before: "hi",
+      after: "hi @alice",
+      added: ["alice"],
+      addressed: {},
+    },
+    {
+      name: "an agent mentioned before and now with a command: not a new request",
+      before: "@tether fix it",
+      after: "@tether /cancel",
+      added: [],
+      addressed: {},
+    },
+  ])("$name", ({ before, after, added, addressed }) => {
+    expect(addedMentionNames(before, after)).toEqual(added);
+    expect(
+      Object.fromEntries(newlyAddressed(before, after, AGENTS).map((a) => [a.agent, a.commands])),
+    ).toEqual(addressed);
   });
 });
