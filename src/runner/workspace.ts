@@ -463,7 +463,14 @@ async function updateCheckout(
   }
   const refspecs = ["+refs/heads/*:refs/remotes/origin/*"];
   if (pr) refspecs.push(`+${pullRef(pr.number)}:${pullRef(pr.number)}`);
-  await git.run("fetch", ["fetch", "--prune", "origin", ...refspecs], { cwd: dir, auth: true });
+  // Never into submodules: a populated submodule's git dir (.git/modules/*) has a config of its
+  // own that the agent can write and the check above never reads, and the fetch there would
+  // inherit the token. By default git recurses "on demand", whenever fetched commits move a
+  // populated submodule.
+  await git.run("fetch", ["fetch", "--prune", "--no-recurse-submodules", "origin", ...refspecs], {
+    cwd: dir,
+    auth: true,
+  });
 
   const refs = refFiles(gitDir);
   const [local, targetSha, upstreamSha] = await Promise.all([
