@@ -526,11 +526,11 @@ async function updateCheckout(
       if (merged.exitCode !== 0) {
         return result(dir, git, local, upstreamRef, upstream, inTheWay(merged.stderr, git));
       }
-      // A fast-forward to a ref leaves HEAD at exactly that ref's commit.
-      const from = targetSha as string;
+      // The plan fast-forwards only from the checked-out target branch, so HEAD was at
+      // targetSha; a fast-forward to a ref leaves HEAD at exactly that ref's commit.
       return result(dir, git, { ...local, headSha: upstream }, upstreamRef, upstream, {
         kind: "fast-forwarded",
-        from,
+        from: targetSha as string,
         to: upstream,
       });
     }
@@ -858,11 +858,6 @@ const PASS_ENV = [
   "SSL_CERT_DIR",
 ];
 
-/**
- * The one place git runs: argument arrays, no shell, an explicit environment, bounded output,
- * the whole process group killed on cancel or timeout, hooks and fsmonitor disabled (the agent
- * can write .git/hooks), and the token only in the environment of commands that talk to GitHub.
- */
 interface GitRunnerOptions {
   repo: string;
   log: Logger;
@@ -880,6 +875,11 @@ const NO_AUTO_MAINTENANCE = ["-c", "maintenance.auto=false", "-c", "gc.auto=0"];
 /** Housekeeping in the foreground, so the timeout and the signal reach all of it. */
 const FOREGROUND_MAINTENANCE = ["-c", "gc.autoDetach=false"];
 
+/**
+ * The one place git runs: argument arrays, no shell, an explicit environment, bounded output,
+ * the whole process group killed on cancel or timeout, hooks and fsmonitor disabled (the agent
+ * can write .git/hooks), and the token only in the environment of commands that talk to GitHub.
+ */
 function gitRunner(opts: GitRunnerOptions): GitRunner {
   const gitPath = opts.gitPath ?? "git";
   const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
