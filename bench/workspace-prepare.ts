@@ -1,6 +1,7 @@
 /**
  * What preparing a workspace costs a turn, against the local GitHub stand-in (loopback HTTP,
  * real git): a first clone, a later turn with nothing new, a later turn that fast-forwards.
+ * Also counts the git processes each path starts (from the workspace's "git" debug lines).
  *
  *   npx tsx bench/workspace-prepare.ts [files=200] [rounds=20]
  */
@@ -19,10 +20,11 @@ function pct(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
 }
 
-function report(name: string, ms: number[]): void {
+function report(name: string, ms: number[], processes: number[]): void {
   const s = [...ms].sort((a, b) => a - b);
+  const p = [...new Set(processes)].sort((a, b) => a - b).join("/");
   console.log(
-    `${name.padEnd(24)} n=${String(s.length).padStart(3)}  p50=${pct(s, 50).toFixed(1)} ms  p99=${pct(s, 99).toFixed(1)} ms  max=${(s.at(-1) ?? 0).toFixed(1)} ms`,
+    `${name.padEnd(24)} n=${String(s.length).padStart(3)}  p50=${pct(s, 50).toFixed(1)} ms  p99=${pct(s, 99).toFixed(1)} ms  max=${(s.at(-1) ?? 0).toFixed(1)} ms  git processes=${p}`,
   );
 }
 
@@ -35,7 +37,12 @@ async function main(): Promise<void> {
       content[`src/dir${i % 20}/file${i}.ts`] = `export const x${i} = ${i};\n`.repeat(20);
     await gh.addRepo({ owner: "octo", name: "bench", files: content });
     const token = gh.createInstallationToken();
-    const log = createLogger("silent");
+    let gitLines = 0;
+    const log = createLogger("debug", {
+      write: (line: string) => {
+        if (line.includes('"msg":"git"')) gitLines += 1;
+      },
+    });
     const base = {
       root: path.join(scratch, "ws"),
       repo: "octo/bench",
@@ -44,27 +51,29 @@ async function main(): Promise<void> {
       token,
       log,
     };
-    const time = async (fn: () => Promise<unknown>) => {
+    const paths = { clone: [] as number[], noop: [] as number[], ff: [] as number[] };
+    const processes = { clone: [] as number[], noop: [] as number[], ff: [] as number[] };
+    const time = async (path: keyof typeof paths, fn: () => Promise<unknown>) => {
+      gitLines = 0;
       const t = performance.now();
       await fn();
-      return performance.now() - t;
+      paths[path].push(performance.now() - t);
+      processes[path].push(gitLines);
     };
-    const clone: number[] = [];
-    const noop: number[] = [];
-    const ff: number[] = [];
     for (let r = 0; r < rounds; r++) {
       const key = { ...base, issueNumber: r + 1 };
-      clone.push(await time(() => prepareWorkspace(key)));
-      noop.push(await time(() => prepareWorkspace(key)));
+      await time("clone", () => prepareWorkspace(key));
+      await time("noop", () => prepareWorkspace(key));
       await gh.commit("octo/bench", {
         files: { [`src/dir0/file0.ts`]: `export const round = ${r};\n` },
       });
-      ff.push(await time(() => prepareWorkspace(key)));
+      await time("ff", () => prepareWorkspace(key));
     }
+    const { clone, noop } = paths;
     console.log(`repository: ${files} files; ${rounds} keys, 3 turns each`);
-    report("first turn (clone)", clone);
-    report("later turn, up to date", noop);
-    report("later turn, fast-forward", ff);
+    report("first turn (clone)", clone, processes.clone);
+    report("later turn, up to date", noop, processes.noop);
+    report("later turn, fast-forward", paths.ff, processes.ff);
     console.log(
       `ratio later/first (p50): ${(
         pct(

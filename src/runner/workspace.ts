@@ -4,8 +4,23 @@ import path from "node:path";
 import { execa } from "execa";
 import { gitAuthEnv, parseRepoName, redactToken } from "../github/git-auth.js";
 import type { Logger } from "../log.js";
+import {
+  isObjectId,
+  isValidBranchName,
+  refFiles,
+  type RefFiles,
+  type RefValue,
+} from "./git-refs.js";
+import {
+  checkOriginConfig,
+  ORIGIN_CONFIG_PATTERN,
+  parseConfigListing,
+  refusal,
+  type ConfigEntry,
+} from "./origin-config.js";
 
 export { cloneUrlFor } from "../github/git-auth.js";
+export { isValidBranchName } from "./git-refs.js";
 
 /**
  * One working directory per task key, cloned on the key's first turn and fetched on later ones.
@@ -180,16 +195,6 @@ function encodeSegment(value: string): string {
   );
 }
 
-/** Git's rules for a branch name (git-check-ref-format), so a PR head ref is safe to check out. */
-export function isValidBranchName(name: string): boolean {
-  if (name === "" || name === "@" || name.startsWith("-") || name.startsWith("/")) return false;
-  if (name.endsWith("/") || name.endsWith(".") || name.includes("//") || name.includes(".."))
-    return false;
-  if (name.includes("@{") || /[~^:?*[\\]/u.test(name)) return false;
-  if ([...name].some((ch) => ch <= " " || ch === "\x7f")) return false;
-  return name.split("/").every((c) => !c.startsWith(".") && !c.endsWith(".lock"));
-}
-
 /** What a later turn sees in the checkout, gathered before deciding how to update it. */
 export interface CheckoutState {
   /** Branch HEAD points at; null when detached. */
@@ -345,6 +350,13 @@ async function checkoutState(dir: string): Promise<"absent" | "checkout" | "fore
   return dotGit?.isDirectory() ? "checkout" : "foreign";
 }
 
+/*
+ * Both paths below are on a turn's hot path (comment webhook → CLI spawn), where each git
+ * process costs 5–10 ms of start-up on a busy machine. So: one git process per question that
+ * only git can answer, questions that do not depend on each other asked at once, and refs git
+ * has just written read from their files (git-refs.ts), with git asked whenever a file is odd.
+ */
+
 async function cloneInto(
   root: string,
   dir: string,
@@ -358,32 +370,49 @@ async function cloneInto(
   const tmp = path.join(tmpRoot, `clone-${Date.now()}-${randomBytes(4).toString("hex")}`);
   await fs.mkdir(tmp);
   try {
-    await git.run("clone", ["clone", ...(pr ? ["--no-checkout"] : []), "--", opts.cloneUrl, tmp], {
+    // A pull request's head comes in the clone's own fetch (one negotiation, not two): clone
+    // honours extra fetch refspecs configured with --config, and fails like `git fetch` would
+    // ("couldn't find remote ref") when the pull ref is not on the server. The refspec stays in
+    // .git/config, so the agent's own `git fetch` updates the pull ref too.
+    const prArgs = pr
+      ? [
+          "--no-checkout",
+          `--config=remote.origin.fetch=+${pullRef(pr.number)}:${pullRef(pr.number)}`,
+        ]
+      : [];
+    await git.run("clone", ["clone", ...prArgs, "--", opts.cloneUrl, tmp], {
       cwd: tmpRoot,
       auth: true,
     });
-    let upstream: { ref: string; sha: string };
     if (pr) {
-      const ref = pullRef(pr.number);
-      await git.run("clone", ["fetch", "--no-tags", "origin", `+${ref}:${ref}`], {
-        cwd: tmp,
-        auth: true,
-      });
-      await git.run("clone", ["checkout", "--quiet", "--no-track", "-B", pr.headRef, ref], {
-        cwd: tmp,
-      });
-      upstream = { ref, sha: await git.revParse(tmp, ref) };
-    } else {
-      const branch = await defaultBranch(git, tmp);
-      const ref = `refs/remotes/origin/${branch}`;
-      upstream = { ref, sha: await git.revParse(tmp, ref) };
+      await git.run(
+        "clone",
+        ["checkout", "--quiet", "--no-track", "-B", pr.headRef, pullRef(pr.number)],
+        { cwd: tmp },
+      );
     }
-    const headSha = await git.revParse(tmp, "HEAD");
-    const branch = await currentBranch(git, tmp);
+    const refs = refFiles(path.join(tmp, ".git"));
+    const [head, upstreamRef] = await Promise.all([
+      readHead(git, refs, tmp),
+      pr
+        ? pullRef(pr.number)
+        : refs
+            .read("refs/remotes/origin/HEAD")
+            .then((value) => defaultBranch(git, tmp, value))
+            .then((branch) => `refs/remotes/origin/${branch}`),
+    ]);
+    const upstreamSha = await refSha(git, refs, tmp, upstreamRef, false);
     await fs.mkdir(path.dirname(dir), { recursive: true });
     await fs.rmdir(dir).catch(() => undefined); // an empty leftover; a full one makes rename fail
     await fs.rename(tmp, dir);
-    return { dir, created: true, headSha, branch, upstream, update: { kind: "cloned" } };
+    return {
+      dir,
+      created: true,
+      headSha: head.sha,
+      branch: head.branch,
+      upstream: { ref: upstreamRef, sha: upstreamSha },
+      update: { kind: "cloned" },
+    };
   } catch (err) {
     await fs.rm(tmp, { recursive: true, force: true });
     throw err;
@@ -396,12 +425,37 @@ async function updateCheckout(
   opts: PrepareWorkspaceOptions,
 ): Promise<Workspace> {
   const pr = opts.pullRequest;
-  // Keep origin pointing at the clone URL (a changed GHE_HOST, or an agent that repointed it).
-  await git.run("fetch", ["remote", "set-url", "origin", opts.cloneUrl], { cwd: dir });
-  const unsafe = await unsafeLocalConfig(git, dir, opts.cloneUrl);
+  const gitDir = path.join(dir, ".git");
+  // The fetch moves neither HEAD, the index nor refs/heads/*, so status may run alongside the
+  // config check and the fetch itself (on a large tree it is the slow one): what it sees still
+  // holds afterwards. It carries no token. Its failure is awaited below, not left unhandled.
+  const localState = readLocalState(git, dir);
+  localState.catch(() => undefined);
+  // Everything before the fetch is read at once; origin/HEAD is not touched by a fetch either.
+  const [origin, originHead] = await Promise.all([
+    readOriginConfig(git, dir),
+    pr ? undefined : refFiles(gitDir).read("refs/remotes/origin/HEAD"),
+  ]);
+  const target = pr ? pr.headRef : await defaultBranch(git, dir, originHead);
+  const upstreamRef = pr ? pullRef(pr.number) : `refs/remotes/origin/${target}`;
+  const check = checkOriginConfig(origin, opts.cloneUrl);
+  if (check.repoint) {
+    // Keep origin pointing at the clone URL (a changed GHE_HOST, or an agent that repointed it).
+    await git.run("fetch", ["remote", "set-url", "origin", opts.cloneUrl], { cwd: dir });
+  }
+  // With unsafe keys present git is not asked anything more: the fetch is refused either way.
+  const effective =
+    check.unsafeKeys.length === 0 && check.askGit
+      ? await effectiveOriginUrl(git, dir)
+      : opts.cloneUrl;
+  const unsafe = refusal(check, effective, opts.cloneUrl);
   if (unsafe) {
-    // Settings in the checkout's own config would steer where the token goes: do not fetch.
-    return finish(dir, git, opts, false, {
+    // Settings would steer where the token goes: do not fetch.
+    const [local, upstreamSha] = await Promise.all([
+      localState,
+      refSha(git, refFiles(gitDir), dir, upstreamRef, true),
+    ]);
+    return result(dir, git, local, upstreamRef, upstreamSha ?? "", {
       kind: "left",
       reason: "unsafe-git-config",
       detail: unsafe,
@@ -409,34 +463,76 @@ async function updateCheckout(
   }
   const refspecs = ["+refs/heads/*:refs/remotes/origin/*"];
   if (pr) refspecs.push(`+${pullRef(pr.number)}:${pullRef(pr.number)}`);
-  // The default branch comes from refs/remotes/origin/HEAD, which fetch does not touch: read it
-  // while the fetch runs (each git process costs milliseconds, and this is the turn's hot path).
-  const [, target] = await Promise.all([
-    git.run("fetch", ["fetch", "--prune", "origin", ...refspecs], { cwd: dir, auth: true }),
-    pr ? Promise.resolve(pr.headRef) : defaultBranch(git, dir),
+  // Never into submodules: a populated submodule's git dir (.git/modules/*) has a config of its
+  // own that the agent can write and the check above never reads, and the fetch there would
+  // inherit the token. By default git recurses "on demand", whenever fetched commits move a
+  // populated submodule.
+  await git.run("fetch", ["fetch", "--prune", "--no-recurse-submodules", "origin", ...refspecs], {
+    cwd: dir,
+    auth: true,
+  });
+
+  const refs = refFiles(gitDir);
+  const [local, targetSha, upstreamSha] = await Promise.all([
+    localState,
+    refSha(git, refs, dir, `refs/heads/${target}`, true),
+    refSha(git, refs, dir, upstreamRef, true),
   ]);
-  const upstreamRef = pr ? pullRef(pr.number) : `refs/remotes/origin/${target}`;
-  const state = await readCheckoutState(git, dir, target, upstreamRef);
-  const plan = planUpdate(state);
-  let update: WorkspaceUpdate;
+  let ahead = 0;
+  let behind = 0;
+  // Equal commits: nothing to count (the common turn, when nothing new arrived). A missing
+  // upstream makes rev-list fail as it always did.
+  if (targetSha !== null && targetSha !== upstreamSha) {
+    const counts = await git.run(
+      "fetch",
+      ["rev-list", "--left-right", "--count", `refs/heads/${target}...${upstreamRef}`],
+      { cwd: dir },
+    );
+    [ahead, behind] = counts.stdout.trim().split(/\s+/).map(Number) as [number, number];
+  }
+  const plan = planUpdate({
+    currentBranch: local.branch,
+    targetBranch: target,
+    targetExists: targetSha !== null,
+    trackedChanges: local.trackedChanges,
+    operationInProgress: local.operationInProgress,
+    ahead,
+    behind,
+  });
+  if (pr?.headSha && upstreamSha !== pr.headSha) {
+    opts.log.debug(
+      { repo: opts.repo, pr: pr.number, expected: pr.headSha, got: upstreamSha },
+      "pull request head moved since the webhook",
+    );
+  }
+  const upstream = upstreamSha ?? "";
   switch (plan.action) {
     case "up-to-date":
-      update = { kind: "up-to-date", ahead: plan.ahead };
-      break;
+      return result(dir, git, local, upstreamRef, upstream, {
+        kind: "up-to-date",
+        ahead: plan.ahead,
+      });
     case "leave":
-      update = { kind: "left", reason: plan.reason, detail: plan.detail };
-      break;
+      return result(dir, git, local, upstreamRef, upstream, {
+        kind: "left",
+        reason: plan.reason,
+        detail: plan.detail,
+      });
     case "fast-forward": {
-      const from = await git.revParse(dir, "HEAD");
       const merged = await git.run("fetch", ["merge", "--ff-only", "--quiet", upstreamRef], {
         cwd: dir,
         allowFailure: true,
       });
-      update =
-        merged.exitCode === 0
-          ? { kind: "fast-forwarded", from, to: await git.revParse(dir, "HEAD") }
-          : inTheWay(merged.stderr, git);
-      break;
+      if (merged.exitCode !== 0) {
+        return result(dir, git, local, upstreamRef, upstream, inTheWay(merged.stderr, git));
+      }
+      // The plan fast-forwards only from the checked-out target branch, so HEAD was at
+      // targetSha; a fast-forward to a ref leaves HEAD at exactly that ref's commit.
+      return result(dir, git, { ...local, headSha: upstream }, upstreamRef, upstream, {
+        kind: "fast-forwarded",
+        from: targetSha as string,
+        to: upstream,
+      });
     }
     case "create-branch": {
       const created = await git.run(
@@ -444,23 +540,19 @@ async function updateCheckout(
         ["checkout", "--quiet", "--no-track", "-b", target, upstreamRef],
         { cwd: dir, allowFailure: true },
       );
-      update =
-        created.exitCode === 0
-          ? { kind: "switched", branch: target }
-          : inTheWay(created.stderr, git);
-      break;
-    }
-  }
-  if (pr?.headSha) {
-    const sha = await git.revParse(dir, upstreamRef);
-    if (sha !== pr.headSha) {
-      opts.log.debug(
-        { repo: opts.repo, pr: pr.number, expected: pr.headSha, got: sha },
-        "pull request head moved since the webhook",
+      if (created.exitCode !== 0) {
+        return result(dir, git, local, upstreamRef, upstream, inTheWay(created.stderr, git));
+      }
+      return result(
+        dir,
+        git,
+        { ...local, headSha: upstream, branch: target },
+        upstreamRef,
+        upstream,
+        { kind: "switched", branch: target },
       );
     }
   }
-  return finish(dir, git, opts, false, update, upstreamRef);
 }
 
 /** A merge or checkout git refused because untracked files would be overwritten. */
@@ -475,130 +567,172 @@ function inTheWay(stderr: string, git: GitRunner): WorkspaceUpdate {
   throw git.failure("fetch", stderr);
 }
 
-async function finish(
+async function result(
   dir: string,
   git: GitRunner,
-  opts: PrepareWorkspaceOptions,
-  created: boolean,
-  update: WorkspaceUpdate,
-  upstreamRef?: string,
-): Promise<Workspace> {
-  const ref =
-    upstreamRef ??
-    (opts.pullRequest
-      ? pullRef(opts.pullRequest.number)
-      : `refs/remotes/origin/${await defaultBranch(git, dir)}`);
-  const [upstreamSha, headSha, branch] = await Promise.all([
-    git.revParse(dir, ref, true),
-    git.revParse(dir, "HEAD"),
-    currentBranch(git, dir),
-  ]);
-  return { dir, created, headSha, branch, upstream: { ref, sha: upstreamSha }, update };
-}
-
-async function readCheckoutState(
-  git: GitRunner,
-  dir: string,
-  targetBranch: string,
+  local: LocalState,
   upstreamRef: string,
-): Promise<CheckoutState> {
-  const [status, exists] = await Promise.all([
-    git.run("fetch", ["status", "--porcelain=v2", "--branch", "--untracked-files=no", "-z"], {
-      cwd: dir,
-    }),
-    git.run("fetch", ["show-ref", "--verify", "--quiet", `refs/heads/${targetBranch}`], {
-      cwd: dir,
-      allowFailure: true,
-    }),
-  ]);
-  const fields = status.stdout.split("\0");
-  const head = fields.find((f) => f.startsWith("# branch.head "))?.slice("# branch.head ".length);
-  const trackedChanges = fields.some((f) => /^[12u] /.test(f));
-  let ahead = 0;
-  let behind = 0;
-  if (exists.exitCode === 0) {
-    const counts = await git.run(
-      "fetch",
-      ["rev-list", "--left-right", "--count", `refs/heads/${targetBranch}...${upstreamRef}`],
-      { cwd: dir },
-    );
-    [ahead, behind] = counts.stdout.trim().split(/\s+/).map(Number) as [number, number];
-  }
-  const markers = [
-    "MERGE_HEAD",
-    "rebase-merge",
-    "rebase-apply",
-    "CHERRY_PICK_HEAD",
-    "REVERT_HEAD",
-    "BISECT_LOG",
-  ];
-  const present = await Promise.all(
-    markers.map((m) =>
-      fs.stat(path.join(dir, ".git", m)).then(
-        () => true,
-        () => false,
-      ),
-    ),
-  );
+  upstreamSha: string,
+  update: WorkspaceUpdate,
+): Promise<Workspace> {
+  // status reports an unborn HEAD as "(initial)": let git say what is wrong with it.
+  const headSha =
+    local.headSha !== null && isObjectId(local.headSha)
+      ? local.headSha
+      : await git.revParse(dir, "HEAD");
   return {
-    currentBranch: head === undefined || head === "(detached)" ? null : head,
-    targetBranch,
-    targetExists: exists.exitCode === 0,
-    trackedChanges,
-    operationInProgress: present.some(Boolean),
-    ahead,
-    behind,
+    dir,
+    created: false,
+    headSha,
+    branch: local.branch,
+    upstream: { ref: upstreamRef, sha: upstreamSha },
+    update,
   };
 }
 
-/**
- * The checkout's own .git/config is writable by the agent. Settings there that redirect or
- * proxy git's HTTP traffic, or rewrite URLs, could send the token elsewhere; refuse to fetch
- * when any is present, or when the effective URL of origin is not the clone URL.
- */
-/**
- * Keys that, set in the checkout's own config, would redirect or proxy the fetch, rewrite its
- * URL, pull in other config files, or run a program while the token is in the environment.
- */
-const UNSAFE_CONFIG =
-  "^(http|url|credential|include|includeif)\\.|^core\\.(askpass|gitproxy|sshcommand)$|^remote\\.origin\\.(proxy|vcs|uploadpack)$";
-
-async function unsafeLocalConfig(
-  git: GitRunner,
-  dir: string,
-  cloneUrl: string,
-): Promise<string | undefined> {
-  const [found, effective] = await Promise.all([
-    git.run("fetch", ["config", "--local", "--name-only", "--get-regexp", UNSAFE_CONFIG], {
-      cwd: dir,
-      allowFailure: true,
-    }),
-    git.run("fetch", ["ls-remote", "--get-url", "origin"], { cwd: dir }),
-  ]);
-  const keys = found.stdout.split("\n").filter(Boolean);
-  if (keys.length > 0) {
-    return `the checkout's git config sets ${keys.join(", ")}; remove it so Tether can fetch`;
-  }
-  if (effective.stdout.trim() !== cloneUrl) {
-    return "the checkout's git config rewrites the clone URL; remove the url.* setting so Tether can fetch";
-  }
-  return undefined;
+/** The checkout as the agent left it: what HEAD is, and whether anything is under way. */
+interface LocalState {
+  /** From status's "# branch.oid"; "(initial)" on an unborn branch. */
+  headSha: string | null;
+  /** Checked-out branch; null when detached. */
+  branch: string | null;
+  trackedChanges: boolean;
+  operationInProgress: boolean;
 }
 
-async function defaultBranch(git: GitRunner, dir: string): Promise<string> {
+const OPERATION_MARKERS = [
+  "MERGE_HEAD",
+  "rebase-merge",
+  "rebase-apply",
+  "CHERRY_PICK_HEAD",
+  "REVERT_HEAD",
+  "BISECT_LOG",
+];
+
+async function readLocalState(git: GitRunner, dir: string): Promise<LocalState> {
+  const [status, present] = await Promise.all([
+    // --no-ahead-behind: the counts against the branch's upstream are not used, and cost a walk.
+    git.run(
+      "fetch",
+      ["status", "--porcelain=v2", "--branch", "--no-ahead-behind", "--untracked-files=no", "-z"],
+      { cwd: dir },
+    ),
+    Promise.all(
+      OPERATION_MARKERS.map((m) =>
+        fs.stat(path.join(dir, ".git", m)).then(
+          () => true,
+          () => false,
+        ),
+      ),
+    ),
+  ]);
+  const fields = status.stdout.split("\0");
+  const header = (name: string) =>
+    fields.find((f) => f.startsWith(`# ${name} `))?.slice(`# ${name} `.length);
+  const head = header("branch.head");
+  return {
+    headSha: header("branch.oid") ?? null,
+    branch: head === undefined || head === "(detached)" ? null : head,
+    trackedChanges: fields.some((f) => /^[12u] /.test(f)),
+    operationInProgress: present.some(Boolean),
+  };
+}
+
+/** The checkout's config entries that bear on where a fetch goes (see origin-config.ts). */
+async function readOriginConfig(git: GitRunner, dir: string): Promise<ConfigEntry[]> {
+  const listed = await git.run(
+    "fetch",
+    ["config", "-z", "--show-scope", "--get-regexp", ORIGIN_CONFIG_PATTERN],
+    { cwd: dir, allowFailure: true },
+  );
+  // Exit 1 means nothing matched; anything else is a config git cannot read, and a fetch
+  // would fail on it as well.
+  if (listed.exitCode !== 0 && listed.exitCode !== 1) {
+    throw git.failure("fetch", listed.stderr, "git-failed", listed.exitCode);
+  }
+  return parseConfigListing(listed.stdout);
+}
+
+/** origin's URL after git's url.*.insteadOf rewriting, from every config scope. */
+async function effectiveOriginUrl(git: GitRunner, dir: string): Promise<string> {
+  const r = await git.run("fetch", ["ls-remote", "--get-url", "origin"], { cwd: dir });
+  return r.stdout.trim();
+}
+
+async function defaultBranch(
+  git: GitRunner,
+  dir: string,
+  originHead: RefValue | undefined,
+): Promise<string> {
+  const prefix = "refs/remotes/origin/";
+  if (originHead?.kind === "symref" && originHead.target.startsWith(prefix)) {
+    return originHead.target.slice(prefix.length);
+  }
+  // Absent or odd: git's own reading decides (and fails the same way it always did).
   const head = await git.run("fetch", ["symbolic-ref", "--quiet", "refs/remotes/origin/HEAD"], {
     cwd: dir,
     allowFailure: true,
   });
   const ref = head.stdout.trim();
-  if (head.exitCode === 0 && ref.startsWith("refs/remotes/origin/")) {
-    return ref.slice("refs/remotes/origin/".length);
+  if (head.exitCode === 0 && ref.startsWith(prefix)) {
+    return ref.slice(prefix.length);
   }
   throw git.failure(
     "fetch",
     "the clone has no origin/HEAD, so its default branch is unknown",
     "git-failed",
   );
+}
+
+/** HEAD's commit and branch (null when detached), from the files when they are plain. */
+async function readHead(
+  git: GitRunner,
+  refs: RefFiles,
+  dir: string,
+): Promise<{ sha: string; branch: string | null }> {
+  const head = await refs.resolve("HEAD");
+  const branch =
+    head === undefined
+      ? undefined
+      : head.ref === "HEAD"
+        ? null
+        : head.ref.startsWith("refs/heads/")
+          ? head.ref.slice("refs/heads/".length)
+          : undefined;
+  const [sha, name] = await Promise.all([
+    head?.sha ?? git.revParse(dir, "HEAD"),
+    branch === undefined ? currentBranch(git, dir) : branch,
+  ]);
+  return { sha, branch: name };
+}
+
+/** A ref's commit; null when it does not exist (only asked for with allowMissing). */
+async function refSha(
+  git: GitRunner,
+  refs: RefFiles,
+  dir: string,
+  name: string,
+  allowMissing: true,
+): Promise<string | null>;
+async function refSha(
+  git: GitRunner,
+  refs: RefFiles,
+  dir: string,
+  name: string,
+  allowMissing: false,
+): Promise<string>;
+async function refSha(
+  git: GitRunner,
+  refs: RefFiles,
+  dir: string,
+  name: string,
+  allowMissing: boolean,
+): Promise<string | null> {
+  const resolved = await refs.resolve(name);
+  if (resolved?.sha) return resolved.sha;
+  if (resolved && allowMissing) return null;
+  const sha = await git.revParse(dir, name, allowMissing);
+  return sha === "" ? null : sha;
 }
 
 async function currentBranch(git: GitRunner, dir: string): Promise<string | null> {
@@ -625,8 +759,59 @@ async function sweepStaleClones(tmpRoot: string, log: Logger): Promise<void> {
   }
 }
 
+export interface MaintainWorkspaceOptions extends TaskKey {
+  /** TETHER_WORKSPACE_DIR. */
+  root: string;
+  log: Logger;
+  /** Aborting kills git's housekeeping; the outcome is then "cancelled". */
+  signal?: AbortSignal;
+  /** Limit for the housekeeping. Default 10 minutes. */
+  timeoutMs?: number;
+  /** git executable. Default "git" on PATH. */
+  gitPath?: string;
+}
+
+export type MaintenanceOutcome = "done" | "no-checkout" | "cancelled" | "failed";
+
+/**
+ * git's automatic housekeeping (`gc --auto`: pack loose objects, prune, pack refs) for a key's
+ * workspace. prepareWorkspace switches it off (`maintenance.auto=false`), because git would
+ * otherwise start it after every fetch and merge on the turn's hot path. Call this when the
+ * turn is over and the agent no longer works in the directory (housekeeping takes locks the
+ * agent's own git commands would trip over). It runs in the foreground (gc.autoDetach=false),
+ * so the timeout and the signal bound it; it needs no token. Never throws: failures are
+ * logged and returned.
+ */
+export async function maintainWorkspace(
+  opts: MaintainWorkspaceOptions,
+): Promise<MaintenanceOutcome> {
+  const git = gitRunner(opts);
+  try {
+    const dir = workspacePath(await fs.realpath(opts.root), opts);
+    if ((await checkoutState(dir)) !== "checkout") return "no-checkout";
+    await git.run("maintain", ["gc", "--auto", "--quiet"], {
+      cwd: dir,
+      autoMaintenance: true,
+    });
+    return "done";
+  } catch (err) {
+    if (err instanceof WorkspaceError && err.kind === "cancelled") return "cancelled";
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return "no-checkout";
+    opts.log.warn(
+      {
+        repo: opts.repo,
+        issue: opts.issueNumber,
+        agent: opts.agent,
+        err: err instanceof WorkspaceError ? { kind: err.kind, detail: err.detail } : String(err),
+      },
+      "workspace housekeeping failed",
+    );
+    return "failed";
+  }
+}
+
 /** Words for the failed step, used in error messages: "could not clone …" / "could not fetch …". */
-type Step = "clone" | "fetch";
+type Step = "clone" | "fetch" | "maintain";
 
 interface GitResult {
   exitCode: number;
@@ -638,7 +823,17 @@ interface GitRunner {
   run(
     step: Step,
     args: string[],
-    o: { cwd: string; auth?: boolean; allowFailure?: boolean },
+    o: {
+      cwd: string;
+      /** Give git the token: only for commands that talk to GitHub. */
+      auth?: boolean;
+      allowFailure?: boolean;
+      /**
+       * Let git run its automatic housekeeping, in the foreground. Off by default: fetch and
+       * merge would otherwise start `git maintenance run --auto` on the turn's hot path.
+       */
+      autoMaintenance?: boolean;
+    },
   ): Promise<GitResult>;
   revParse(cwd: string, rev: string, allowMissing?: boolean): Promise<string>;
   failure(step: Step, stderr: string, kind?: WorkspaceErrorKind, exitCode?: number): WorkspaceError;
@@ -663,12 +858,29 @@ const PASS_ENV = [
   "SSL_CERT_DIR",
 ];
 
+interface GitRunnerOptions {
+  repo: string;
+  log: Logger;
+  signal?: AbortSignal | undefined;
+  timeoutMs?: number | undefined;
+  gitPath?: string | undefined;
+  /** Needed for commands run with `auth`. */
+  cloneUrl?: string;
+  token?: string;
+  pullRequest?: PullRequestRef | undefined;
+}
+
+/** Hot-path commands never start git's housekeeping; maintainWorkspace runs it later. */
+const NO_AUTO_MAINTENANCE = ["-c", "maintenance.auto=false", "-c", "gc.auto=0"];
+/** Housekeeping in the foreground, so the timeout and the signal reach all of it. */
+const FOREGROUND_MAINTENANCE = ["-c", "gc.autoDetach=false"];
+
 /**
  * The one place git runs: argument arrays, no shell, an explicit environment, bounded output,
  * the whole process group killed on cancel or timeout, hooks and fsmonitor disabled (the agent
  * can write .git/hooks), and the token only in the environment of commands that talk to GitHub.
  */
-function gitRunner(opts: PrepareWorkspaceOptions): GitRunner {
+function gitRunner(opts: GitRunnerOptions): GitRunner {
   const gitPath = opts.gitPath ?? "git";
   const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const base: Record<string, string> = { LC_ALL: "C", GIT_TERMINAL_PROMPT: "0" };
@@ -676,7 +888,7 @@ function gitRunner(opts: PrepareWorkspaceOptions): GitRunner {
     const v = process.env[name];
     if (v !== undefined) base[name] = v;
   }
-  const host = new URL(opts.cloneUrl).host;
+  const host = opts.cloneUrl ? new URL(opts.cloneUrl).host : "GitHub";
 
   const failure = (
     step: Step,
@@ -706,8 +918,21 @@ function gitRunner(opts: PrepareWorkspaceOptions): GitRunner {
 
   const run: GitRunner["run"] = async (step, args, o) => {
     if (opts.signal?.aborted) throw failure(step, "", "cancelled");
-    const env = o.auth ? { ...base, ...gitAuthEnv(opts.cloneUrl, opts.token) } : base;
-    const argv = ["-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", ...args];
+    let env = base;
+    if (o.auth) {
+      if (opts.cloneUrl === undefined || opts.token === undefined) {
+        throw new Error("git with auth needs the clone URL and the token");
+      }
+      env = { ...base, ...gitAuthEnv(opts.cloneUrl, opts.token) };
+    }
+    const argv = [
+      "-c",
+      "core.hooksPath=/dev/null",
+      "-c",
+      "core.fsmonitor=false",
+      ...(o.autoMaintenance ? FOREGROUND_MAINTENANCE : NO_AUTO_MAINTENANCE),
+      ...args,
+    ];
     const started = Date.now();
     const child = execa(gitPath, argv, {
       cwd: o.cwd,

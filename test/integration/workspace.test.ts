@@ -3,9 +3,10 @@ import os from "node:os";
 import path from "node:path";
 import { execa } from "execa";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { basicCredentials, cloneUrlFor } from "../../src/github/git-auth.js";
+import { basicCredentials, cloneUrlFor, gitAuthEnv } from "../../src/github/git-auth.js";
 import { createLogger } from "../../src/log.js";
 import {
+  maintainWorkspace,
   prepareWorkspace,
   WorkspaceError,
   type PrepareWorkspaceOptions,
@@ -75,6 +76,14 @@ async function agentGit(dir: string, ...args: string[]): Promise<string> {
     extendEnv: false,
   });
   return r.stdout.trim();
+}
+
+/** The git commands prepareWorkspace started since the log was last cleared ("clone", "fetch" …). */
+function gitCommands(): string[] {
+  return logLines
+    .map((line) => JSON.parse(line) as { msg?: string; git?: string[] })
+    .filter((l) => l.msg === "git")
+    .map((l) => (l.git ?? []).join(" "));
 }
 
 async function read(dir: string, file: string): Promise<string> {
@@ -427,5 +436,230 @@ describe("keys", () => {
       code: "ENOENT",
     });
     expect([a.created, b.created, c.created]).toEqual([true, true, true]);
+  });
+});
+
+describe("git processes on the hot path", () => {
+  // A regression guard that is not timing-based: each git process costs a turn 5-10 ms.
+  it("clone: one process; nothing new: three; a fast-forward: five", async () => {
+    logLines = [];
+    await prepareWorkspace(options());
+    expect(gitCommands()).toEqual(["clone --"]);
+
+    logLines = [];
+    expect((await prepareWorkspace(options())).update).toEqual({ kind: "up-to-date", ahead: 0 });
+    expect(gitCommands().sort()).toEqual(["config -z", "fetch --prune", "status --porcelain=v2"]);
+
+    await gh.commit(repo, { files: { "src/app.ts": "export const v = 3;\n" } });
+    logLines = [];
+    expect((await prepareWorkspace(options())).update.kind).toBe("fast-forwarded");
+    expect(gitCommands().length).toBeLessThanOrEqual(5);
+  });
+
+  it("a pull request's first turn: the clone brings its head, then one checkout", async () => {
+    const pr = await gh.addPullRequest({ repo, headRef: "feat", files: { "f.txt": "f\n" } });
+    const n = pr.number as number;
+    const opts = options({ issueNumber: n, pullRequest: { number: n, headRef: "feat" } });
+    logLines = [];
+    const ws = await prepareWorkspace(opts);
+    expect(gitCommands()).toEqual(["clone --no-checkout", "checkout --quiet"]);
+    expect(ws.headSha).toBe(await gh.sha(repo, `refs/pull/${n}/head`));
+    expect(ws.upstream).toEqual({ ref: `refs/pull/${n}/head`, sha: ws.headSha });
+    logLines = [];
+    expect((await prepareWorkspace(opts)).update).toEqual({ kind: "up-to-date", ahead: 0 });
+    expect(gitCommands().length).toBeLessThanOrEqual(3);
+  });
+
+  it("reads refs the agent packed (git pack-refs) the same as loose ones", async () => {
+    const first = await prepareWorkspace(options());
+    await agentGit(first.dir, "pack-refs", "--all");
+    await expect(fs.stat(path.join(first.dir, ".git/refs/heads/main"))).rejects.toThrow();
+    const same = await prepareWorkspace(options());
+    expect(same).toMatchObject({
+      headSha: first.headSha,
+      branch: "main",
+      upstream: first.upstream,
+      update: { kind: "up-to-date", ahead: 0 },
+    });
+    const sha = await gh.commit(repo, { files: { "README.md": "# packed\n" } });
+    await agentGit(first.dir, "pack-refs", "--all");
+    const moved = await prepareWorkspace(options());
+    expect(moved.update).toEqual({ kind: "fast-forwarded", from: first.headSha, to: sha });
+    expect(moved.headSha).toBe(sha);
+    expect(await agentGit(first.dir, "rev-parse", "HEAD")).toBe(sha);
+  });
+
+  it("asks git when a ref file is odd, and fails as before without origin/HEAD", async () => {
+    const first = await prepareWorkspace(options());
+    const originHead = path.join(first.dir, ".git/refs/remotes/origin/HEAD");
+    // Not a form the file reader accepts: git resolves it (to the same branch).
+    await fs.writeFile(originHead, "ref:  refs/remotes/origin/main\n");
+    logLines = [];
+    const ws = await prepareWorkspace(options());
+    expect(ws.update).toEqual({ kind: "up-to-date", ahead: 0 });
+    expect(gitCommands()).toContain("symbolic-ref --quiet");
+
+    await fs.rm(originHead);
+    await expect(prepareWorkspace(options())).rejects.toMatchObject({
+      kind: "git-failed",
+      detail: expect.stringContaining("no origin/HEAD"),
+    });
+  });
+
+  it("puts origin back when the agent repointed it, and only then", async () => {
+    const first = await prepareWorkspace(options());
+    await agentGit(first.dir, "remote", "set-url", "origin", "http://127.0.0.1:1/elsewhere.git");
+    logLines = [];
+    expect((await prepareWorkspace(options())).update).toEqual({ kind: "up-to-date", ahead: 0 });
+    expect(gitCommands()).toContain("remote set-url");
+    expect(await agentGit(first.dir, "remote", "get-url", "origin")).toBe(`${gh.url}/${repo}.git`);
+    logLines = [];
+    await prepareWorkspace(options());
+    expect(gitCommands()).not.toContain("remote set-url");
+  });
+});
+
+describe("url.*.insteadOf outside the checkout", () => {
+  // The runner's own global config (its HOME) is read by every git command Tether starts.
+  async function withGlobalConfig<T>(config: string, fn: () => Promise<T>): Promise<T> {
+    const home = path.join(scratch, `home-${repoCount}-${Math.random().toString(36).slice(2)}`);
+    await fs.mkdir(home);
+    await fs.writeFile(path.join(home, ".gitconfig"), config);
+    const saved = process.env.HOME;
+    process.env.HOME = home;
+    try {
+      return await fn();
+    } finally {
+      process.env.HOME = saved;
+    }
+  }
+
+  it("refuses to fetch when one rewrites the clone URL elsewhere", async () => {
+    await prepareWorkspace(options());
+    const before = gh.requests.length;
+    const ws = await withGlobalConfig(
+      `[url "http://127.0.0.1:1/"]\n\tinsteadOf = ${gh.url}/\n`,
+      () => prepareWorkspace(options()),
+    );
+    expect(ws.update).toMatchObject({
+      kind: "left",
+      reason: "unsafe-git-config",
+      detail: expect.stringContaining("rewrites the clone URL"),
+    });
+    expect(gh.requests.slice(before).filter((r) => r.kind === "git")).toEqual([]);
+  });
+
+  it("fetches when the only rewrites leave the clone URL as it is", async () => {
+    await prepareWorkspace(options());
+    // Matches, but rewrites to the same URL: git is asked, and says so.
+    logLines = [];
+    const same = await withGlobalConfig(`[url "${gh.url}/"]\n\tinsteadOf = ${gh.url}/\n`, () =>
+      prepareWorkspace(options()),
+    );
+    expect(same.update).toEqual({ kind: "up-to-date", ahead: 0 });
+    expect(gitCommands()).toContain("ls-remote --get-url");
+    // Does not match: nothing to ask.
+    logLines = [];
+    const other = await withGlobalConfig(
+      `[url "http://127.0.0.1:1/"]\n\tinsteadOf = https://gitlab.example/\n`,
+      () => prepareWorkspace(options()),
+    );
+    expect(other.update).toEqual({ kind: "up-to-date", ahead: 0 });
+    expect(gitCommands()).not.toContain("ls-remote --get-url");
+  });
+});
+
+describe("housekeeping", () => {
+  async function packs(dir: string): Promise<number> {
+    const names = await fs.readdir(path.join(dir, ".git/objects/pack"));
+    return names.filter((n) => n.endsWith(".pack")).length;
+  }
+
+  it("is not run on the hot path; maintainWorkspace runs it afterwards", async () => {
+    const first = await prepareWorkspace(options());
+    // Keep every fetched pack, and let two packs be enough for git's automatic gc.
+    await agentGit(first.dir, "config", "fetch.unpackLimit", "1");
+    await agentGit(first.dir, "config", "gc.autoPackLimit", "1");
+    await gh.commit(repo, { files: { "README.md": "# more\n" } });
+    logLines = [];
+    expect((await prepareWorkspace(options())).update.kind).toBe("fast-forwarded");
+    expect(await packs(first.dir)).toBe(2);
+
+    expect(await maintainWorkspace({ root, repo, issueNumber: 1, agent: "tether", log })).toBe(
+      "done",
+    );
+    expect(await packs(first.dir)).toBe(1);
+    expect(await agentGit(first.dir, "rev-parse", "HEAD")).toBe(await gh.sha(repo, "main"));
+  });
+
+  it("says when there is nothing to maintain or it was cancelled", async () => {
+    const key = { root, repo, issueNumber: 404, agent: "tether", log };
+    expect(await maintainWorkspace(key)).toBe("no-checkout");
+    await prepareWorkspace(options({ issueNumber: 404 }));
+    const aborted = new AbortController();
+    aborted.abort();
+    expect(await maintainWorkspace({ ...key, signal: aborted.signal })).toBe("cancelled");
+  });
+});
+
+describe("submodules", () => {
+  /** Commits a gitlink `lib` (and its .gitmodules) straight into the stand-in's bare repository. */
+  async function commitGitlink(bareRepo: string, libUrl: string, libSha: string): Promise<void> {
+    const bare = gh.barePath(bareRepo);
+    const index = path.join(scratch, `index-${repoCount}-${Math.random().toString(36).slice(2)}`);
+    const env = {
+      PATH: process.env.PATH,
+      HOME: scratch,
+      GIT_CONFIG_NOSYSTEM: "1",
+      GIT_INDEX_FILE: index,
+      ...identity,
+    };
+    const git = async (args: string[], input?: string) =>
+      (
+        await execa("git", ["--git-dir", bare, ...args], {
+          env,
+          extendEnv: false,
+          ...(input === undefined ? {} : { input }),
+        })
+      ).stdout.trim();
+    const modules = await git(
+      ["hash-object", "-w", "--stdin"],
+      `[submodule "lib"]\n\tpath = lib\n\turl = ${libUrl}\n`,
+    );
+    await git(["read-tree", "refs/heads/main"]);
+    await git(["update-index", "--add", "--cacheinfo", `100644,${modules},.gitmodules`]);
+    await git(["update-index", "--add", "--cacheinfo", `160000,${libSha},lib`]);
+    const tree = await git(["write-tree"]);
+    const commit = await git(["commit-tree", tree, "-p", "refs/heads/main", "-m", "bump lib"]);
+    await git(["update-ref", "refs/heads/main", commit]);
+    await fs.rm(index, { force: true });
+  }
+
+  it("are never fetched with the token, even when populated and bumped upstream", async () => {
+    const libName = `lib-${repoCount}`;
+    await gh.addRepo({ owner: "octo", name: libName, files: { "lib.txt": "1\n" } });
+    const lib = `octo/${libName}`;
+    const libUrl = `${gh.url}/${lib}.git`;
+    await commitGitlink(repo, libUrl, (await gh.sha(lib, "main")) as string);
+    const first = await prepareWorkspace(options());
+
+    // The agent populates the submodule. (The test clones lib with a token only because the
+    // stand-in wants one for every clone; an agent would use a public URL or a copy.)
+    await execa("git", ["clone", "-q", libUrl, path.join(first.dir, "lib")], {
+      env: { PATH: process.env.PATH, HOME: scratch, ...gitAuthEnv(libUrl, token) },
+      extendEnv: false,
+    });
+    await agentGit(first.dir, "submodule", "init");
+    await agentGit(first.dir, "submodule", "absorbgitdirs");
+
+    const next = await gh.commit(lib, { files: { "lib.txt": "2\n" } });
+    await commitGitlink(repo, libUrl, next);
+    const before = gh.requests.length;
+    const ws = await prepareWorkspace(options());
+    expect(ws.update.kind).toBe("fast-forwarded");
+    const libRequests = gh.requests
+      .slice(before)
+      .filter((r) => r.kind === "git" && r.path.includes(`/${libName}`));
+    expect(libRequests).toEqual([]);
   });
 });
