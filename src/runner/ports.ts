@@ -104,4 +104,11 @@ export interface WorkspacePort {
     pullRequest?: { number: number; headRef: string; headSha?: string };
     signal?: AbortSignal;
   }): Promise<{ dir: string }>;
+  /** Housekeeping (git gc --auto) after a turn; never throws. */
+  maintain?(req: {
+    repo: string;
+    issueNumber: number;
+    agent: string;
+    signal?: AbortSignal;
+  }): Promise<void>;
 }

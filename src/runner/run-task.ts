@@ -447,6 +447,16 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
           footer,
         );
   const posted = await answer(body);
+  // git's housekeeping, kept off the hot path before the spawn (fetch runs with gc.auto off):
+  // here, after the answer and while the task still holds its key, so it never meets the next
+  // turn's fetch. One cheap process when there is nothing to do.
+  if (!signal.aborted)
+    await deps.workspace.maintain?.({
+      repo: task.repo,
+      issueNumber: task.issueNumber,
+      agent: task.agent,
+      signal,
+    });
   const status: Finish["status"] =
     result.outcome === "success"
       ? "succeeded"

@@ -2,7 +2,7 @@
 import fs from "node:fs/promises";
 import type { Logger } from "../log.js";
 import type { WorkspacePort } from "./ports.js";
-import { prepareWorkspace, workspacePath } from "./workspace.js";
+import { maintainWorkspace, prepareWorkspace, workspacePath } from "./workspace.js";
 
 /**
  * The root is resolved to its real path once, so the directory the resume decision compares
@@ -17,6 +17,9 @@ export async function createWorkspacePort(rootDir: string, log: Logger): Promise
     prepare: async (req) => {
       const ws = await prepareWorkspace({ root, log, ...req });
       return { dir: ws.dir };
+    },
+    maintain: async (req) => {
+      await maintainWorkspace({ root, log, ...req, timeoutMs: 120_000 });
     },
   };
 }

@@ -619,4 +619,26 @@ describe("runTask when GitHub refuses the thread's writes past the retries", () 
       /^⚠️ The run failed: GitHub access failed: could not get an installation token: HTTP 502\. Comment again to retry/,
     );
   });
+
+  it("runs git housekeeping after the answer is posted, while the task still holds its key", async () => {
+    issue++;
+    const thread = fakeThread();
+    const seen: Array<{ status: unknown; answered: boolean }> = [];
+    const ws: WorkspacePort = {
+      ...workspace,
+      maintain: async (req) => {
+        const { rows } = await pool.query(
+          "SELECT status FROM tasks WHERE repo = $1 AND issue_number = $2 AND agent = $3",
+          [req.repo, req.issueNumber, req.agent],
+        );
+        seen.push({
+          status: rows[0]?.status,
+          answered: thread.comments.some((c) => c.body.startsWith("housekept")),
+        });
+      },
+    };
+    const row = await turnWith(new FakeAgent([ok("s-gc", "housekept")]), thread, ws);
+    expect(seen).toEqual([{ status: "running", answered: true }]);
+    expect(row).toMatchObject({ status: "succeeded" });
+  });
 });
