@@ -1,5 +1,6 @@
 import { loadRepoConfig } from "../config/load-repo-config.js";
 import { DEFAULT_CONFIG, formatConfigProblems, type RepoConfig } from "../config/repo-config.js";
+import { snapshotSettings } from "../config/repo-settings.js";
 import type { Pool } from "../db/pool.js";
 import { postComment } from "../github/comments.js";
 import { getPermission } from "../github/permission.js";
@@ -393,6 +394,7 @@ async function handleTrigger(
         comment: t.comment,
         forceFresh: commands.includes("fresh"),
         deliveryId: d.deliveryId,
+        settings: snapshotSettings(config),
       });
       notes.push(`${agent}: ${r.kind} task ${r.taskId}`);
       log.info({ agent, task: r.taskId, result: r.kind }, "comment queued");

@@ -3,6 +3,7 @@
  * the prompt, run the agent (pinning its session the moment it is known), classify, answer,
  * finish. Every write is scoped to this runner's lease.
  */
+import { readSettingsSnapshot } from "../config/repo-settings.js";
 import type { Pool } from "../db/pool.js";
 import { readEpoch } from "../sql/history.js";
 import type { Logger } from "../log.js";
@@ -24,6 +25,7 @@ import type {
   AgentPort,
   AgentRunResult,
   AgentSettings,
+  ConfigResult,
   GitHubThread,
   IssueComment,
   WorkspacePort,
@@ -190,7 +192,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
 
   // Everything the decision needs, at once: the config (GitHub) and the key's history (Postgres).
   const [config, requests, prior, epoch, cliCanResume] = await Promise.all([
-    gh.loadConfig().catch((err: Error) => ({
+    configFor(task, gh).catch((err: Error) => ({
       ok: false as const,
       message: `could not read .github/tether.yml: ${err.message}`,
     })),
@@ -484,6 +486,12 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     });
   }
   log.info({ outcome: result.outcome, session: result.sessionId }, "task finished");
+}
+
+/** The settings intake accepted the comment under, else (an older task) a fresh read. */
+async function configFor(task: Task, gh: GitHubThread): Promise<ConfigResult> {
+  const settings = readSettingsSnapshot(task.repoSettings);
+  return settings ? { ok: true, settings } : gh.loadConfig();
 }
 
 async function record(

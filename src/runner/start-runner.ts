@@ -14,30 +14,13 @@ import { appOctokit, githubApiUrl, readPrivateKey } from "../github/app-auth.js"
 import { cloneUrlFor } from "../github/git-auth.js";
 import type { Logger } from "../log.js";
 import type { Metrics } from "../metrics.js";
+import { toRepoSettings } from "../config/repo-settings.js";
 import { claudeAgent } from "./claude-agent.js";
 import { githubThread } from "./github-thread.js";
-import type { ConfigResult, RepoSettings } from "./ports.js";
+import type { ConfigResult } from "./ports.js";
 import { Runner } from "./runner.js";
 import { deriveRuntimeId } from "./runtime-id.js";
 import { createWorkspacePort } from "./workspace-port.js";
-
-export function toRepoSettings(config: RepoConfig): RepoSettings {
-  const agents: RepoSettings["agents"] = {};
-  for (const [name, a] of Object.entries(config.agents)) {
-    agents[name] = {
-      name,
-      model: a.model,
-      maxTurns: a.maxTurns,
-      timeoutMinutes: a.timeoutMinutes,
-      stallMinutes: a.stallMinutes,
-      allowedTools: a.allowedTools,
-      disallowedTools: a.disallowedTools,
-      permissionMode: a.permissionMode,
-      ...(a.appendSystemPrompt ? { appendSystemPrompt: a.appendSystemPrompt } : {}),
-    };
-  }
-  return { agents, resume: config.resume };
-}
 
 export async function startRunner(opts: {
   env: Env;

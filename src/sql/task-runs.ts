@@ -53,6 +53,8 @@ export interface Task {
   maxAttempts: number;
   createdAt: Date;
   startedAt: Date | null;
+  /** The settings snapshot intake stored (src/config/repo-settings.ts), unread. */
+  repoSettings: unknown;
 }
 
 type Row = Record<string, unknown>;
@@ -81,6 +83,7 @@ export function toTask(r: Row): Task {
     maxAttempts: r.max_attempts as number,
     createdAt: r.created_at as Date,
     startedAt: (r.started_at as Date | null) ?? null,
+    repoSettings: r.repo_settings ?? null,
   };
 }
 

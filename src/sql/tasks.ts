@@ -48,6 +48,8 @@ export interface EnqueueInput {
   comment: TriggerComment;
   forceFresh: boolean;
   deliveryId: string;
+  /** The repository settings the comment was accepted under (a newer comment's replace them). */
+  settings?: unknown;
 }
 
 export type EnqueueResult =
@@ -68,6 +70,7 @@ export type EnqueueResult =
  */
 export async function enqueueComment(pool: Pool, input: EnqueueInput): Promise<EnqueueResult> {
   const { key, comment } = input;
+  const settingsJson = input.settings === undefined ? null : JSON.stringify(input.settings);
   return inTransaction(pool, async (tx): Promise<EnqueueResult> => {
     const seen = await findCommentTask(tx, comment.source, key.agent);
     if (seen !== undefined) return { kind: "duplicate", taskId: seen };
@@ -84,15 +87,17 @@ export async function enqueueComment(pool: Pool, input: EnqueueInput): Promise<E
       let kind: "created" | "coalesced" = "coalesced";
       if (taskId !== undefined) {
         await tx.query(
-          `UPDATE tasks SET force_fresh = force_fresh OR $2, updated_at = now() WHERE id = $1`,
-          [taskId, input.forceFresh],
+          `UPDATE tasks SET force_fresh = force_fresh OR $2,
+                  repo_settings = COALESCE($3::jsonb, repo_settings), updated_at = now()
+            WHERE id = $1`,
+          [taskId, input.forceFresh, settingsJson],
         );
       } else {
         const created = await tx.query<{ id: number }>(
           `INSERT INTO tasks (repo, repo_id, installation_id, issue_number, is_pull_request, agent,
                               trigger_comment_id, trigger_author, trigger_url, trigger_body,
-                              delivery_id, force_fresh)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+                              delivery_id, force_fresh, repo_settings)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13::jsonb)
            ON CONFLICT (repo, issue_number, agent) WHERE status = 'queued' DO NOTHING
            RETURNING id`,
           [
@@ -108,6 +113,7 @@ export async function enqueueComment(pool: Pool, input: EnqueueInput): Promise<E
             comment.body,
             input.deliveryId,
             input.forceFresh,
+            settingsJson,
           ],
         );
         taskId = created.rows[0]?.id;

@@ -157,6 +157,39 @@ describe("a valid config", () => {
     });
   });
 
+  it("stores the settings the comment was accepted under on its task; a later comment's replace them", async () => {
+    github()
+      .token(INSTALLATION_ID)
+      .config("agents:\n  tether:\n    model: claude-opus-4-1\n    timeoutMinutes: 12\n")
+      .permission("Codertocat", "write")
+      .reactToComment(commentId);
+    await app.deliver(
+      "issue_comment",
+      commentCreated({ commentId, issueNumber: issue, body: "@tether first" }),
+    );
+    const [task] = await readTasks(db.pool, "issue_number = $1", [issue]);
+    expect(task?.repo_settings).toMatchObject({
+      v: 1,
+      agents: { tether: { name: "tether", model: "claude-opus-4-1", timeoutMinutes: 12 } },
+      resume: { enabled: true },
+    });
+
+    // The config changed before the task ran: the coalesced comment brings the new settings.
+    github()
+      .config("agents:\n  tether:\n    model: claude-sonnet-4-5\n")
+      .permission("Codertocat", "write")
+      .reactToComment(commentId + 7000);
+    await app.deliver(
+      "issue_comment",
+      commentCreated({ commentId: commentId + 7000, issueNumber: issue, body: "@tether second" }),
+    );
+    const tasks = await readTasks(db.pool, "issue_number = $1", [issue]);
+    expect(tasks).toHaveLength(1);
+    expect(tasks[0]?.repo_settings).toMatchObject({
+      agents: { tether: { model: "claude-sonnet-4-5", timeoutMinutes: 30 } },
+    });
+  });
+
   it("comes from the organisation's .github repository when the repository has none", async () => {
     const gh = github().token(INSTALLATION_ID);
     gh.api.get("/repos/Codertocat/Hello-World/contents/.github%2Ftether.yml").reply(404);

@@ -641,4 +641,41 @@ describe("runTask when GitHub refuses the thread's writes past the retries", () 
     expect(seen).toEqual([{ status: "running", answered: true }]);
     expect(row).toMatchObject({ status: "succeeded" });
   });
+
+  it("runs with the settings intake stored on the task, without reading the config again", async () => {
+    issue++;
+    const thread = fakeThread();
+    let reads = 0;
+    thread.loadConfig = async () => {
+      reads++;
+      throw new Error("the config must not be read when the task carries its settings");
+    };
+    const snapshot = {
+      v: 1,
+      agents: {
+        tether: { name: "tether", model: "snapshot-model", timeoutMinutes: 7, stallMinutes: 3 },
+      },
+      resume: { enabled: true, ttlHours: 72, contextBudget: 0.8 },
+    };
+    const agent = new FakeAgent([ok("s-snap")]);
+    const row = await turn(agent, thread, { repo_settings: JSON.stringify(snapshot) });
+    expect(reads).toBe(0);
+    expect(row).toMatchObject({ status: "succeeded" });
+    expect(agent.calls[0]?.settings).toMatchObject({ model: "snapshot-model", timeoutMinutes: 7 });
+  });
+
+  it("reads the config from GitHub for a task without usable settings", async () => {
+    issue++;
+    const thread = fakeThread();
+    let reads = 0;
+    const load = thread.loadConfig;
+    thread.loadConfig = async () => {
+      reads++;
+      return load();
+    };
+    const agent = new FakeAgent([ok("s-nosnap")]);
+    await turn(agent, thread, { repo_settings: JSON.stringify({ v: 99 }) });
+    expect(reads).toBe(1);
+    expect(agent.calls[0]?.settings).toMatchObject({ model: "m" });
+  });
 });

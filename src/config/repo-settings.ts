@@ -1,0 +1,65 @@
+/**
+ * What a turn needs of the repository's config (the agents' settings and the resume policy),
+ * and its snapshot on the task. Intake has just read and validated `.github/tether.yml` to
+ * accept the comment; it stores these settings on the task, so the runner starts the turn with
+ * the config the comment was accepted under instead of reading it from GitHub again (two API
+ * requests fewer per turn, and none on the way to the spawn). A task without a snapshot, or with
+ * one this version cannot read, is run with a fresh read as before.
+ */
+import { z } from "zod";
+import type { RepoSettings } from "../runner/ports.js";
+import type { RepoConfig } from "./repo-config.js";
+
+export function toRepoSettings(config: RepoConfig): RepoSettings {
+  const agents: RepoSettings["agents"] = {};
+  for (const [name, a] of Object.entries(config.agents)) {
+    agents[name] = {
+      name,
+      model: a.model,
+      maxTurns: a.maxTurns,
+      timeoutMinutes: a.timeoutMinutes,
+      stallMinutes: a.stallMinutes,
+      allowedTools: a.allowedTools,
+      disallowedTools: a.disallowedTools,
+      permissionMode: a.permissionMode,
+      ...(a.appendSystemPrompt ? { appendSystemPrompt: a.appendSystemPrompt } : {}),
+    };
+  }
+  return { agents, resume: config.resume };
+}
+
+/** The stored form; `v` changes whenever RepoSettings does, so an old snapshot is never misread. */
+const SettingsSnapshot = z.object({
+  v: z.literal(1),
+  agents: z.record(
+    z.string(),
+    z.object({
+      name: z.string(),
+      model: z.string().optional(),
+      maxTurns: z.number().int().positive().optional(),
+      timeoutMinutes: z.number().positive(),
+      stallMinutes: z.number().positive(),
+      allowedTools: z.array(z.string()).optional(),
+      disallowedTools: z.array(z.string()).optional(),
+      permissionMode: z.string().optional(),
+      appendSystemPrompt: z.string().optional(),
+    }),
+  ),
+  resume: z.object({
+    enabled: z.boolean(),
+    ttlHours: z.number().nonnegative(),
+    contextBudget: z.number().nonnegative(),
+  }),
+});
+
+export function snapshotSettings(config: RepoConfig): z.input<typeof SettingsSnapshot> {
+  return { v: 1, ...toRepoSettings(config) };
+}
+
+/** The settings stored on a task, or null when there are none this version can use. */
+export function readSettingsSnapshot(stored: unknown): RepoSettings | null {
+  const parsed = SettingsSnapshot.safeParse(stored);
+  if (!parsed.success) return null;
+  const { agents, resume } = parsed.data;
+  return { agents, resume };
+}

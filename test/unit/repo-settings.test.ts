@@ -1,0 +1,38 @@
+import { describe, expect, it } from "vitest";
+import { parseRepoConfig } from "../../src/config/repo-config.js";
+import {
+  readSettingsSnapshot,
+  snapshotSettings,
+  toRepoSettings,
+} from "../../src/config/repo-settings.js";
+
+function config(raw: unknown) {
+  const parsed = parseRepoConfig(raw);
+  if (!parsed.ok) throw new Error(JSON.stringify(parsed.problems));
+  return parsed.config;
+}
+
+describe("the settings snapshot on a task", () => {
+  const cfg = config({
+    agents: {
+      tether: { model: "claude-opus-4-1", maxTurns: 12, allowedTools: ["Bash(npm test:*)"] },
+      reviewer: { mention: "@review-bot", appendSystemPrompt: "Be brief." },
+    },
+    resume: { ttlHours: 6 },
+  });
+
+  it("reads back, through JSON as Postgres stores it, exactly what the runner would have read", () => {
+    const stored = JSON.parse(JSON.stringify(snapshotSettings(cfg))) as unknown;
+    expect(readSettingsSnapshot(stored)).toEqual(toRepoSettings(cfg));
+  });
+
+  it.each([
+    ["no snapshot (a task queued before snapshots)", null],
+    ["another version's", { ...snapshotSettings(cfg), v: 2 }],
+    ["one without a version", toRepoSettings(cfg)],
+    ["a damaged one", { v: 1, agents: { tether: { name: "tether" } }, resume: {} }],
+    ["not an object", "agents: {}"],
+  ])("is not used when it is %s: the runner reads the config instead", (_name, stored) => {
+    expect(readSettingsSnapshot(stored)).toBeNull();
+  });
+});
