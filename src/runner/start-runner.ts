@@ -7,7 +7,7 @@ import { Probot } from "probot";
 import { createClaudeCli } from "../claude/index.js";
 import { lookupClaudePath } from "../claude/claude-path.js";
 import { loadRepoConfig } from "../config/load-repo-config.js";
-import { formatConfigProblems, type RepoConfig } from "../config/repo-config.js";
+import { formatConfigProblems } from "../config/repo-config.js";
 import type { Pool } from "../db/pool.js";
 import type { Env } from "../env.js";
 import { appOctokit, githubApiUrl, readPrivateKey } from "../github/app-auth.js";
