@@ -168,6 +168,17 @@ describe("acquireDataDirLock", () => {
       })();
   });
 
+  it("gets past a takeover guard left by a process that died while taking over", async () => {
+    const dir = freshDir();
+    const dead = await deadPid();
+    writeLock(dir, JSON.stringify(ownerFor(dead, { startTime: "7" })));
+    fs.writeFileSync(`${lockOf(dir)}.takeover`, JSON.stringify(ownerFor(dead, { startTime: "7" })));
+    const lock = await acquireDataDirLock(dir);
+    expect(readLock(dir).pid).toBe(process.pid);
+    expect(fs.existsSync(`${lockOf(dir)}.takeover`)).toBe(false);
+    await lock.release();
+  });
+
   it("on release, leaves a lock that is no longer its own", async () => {
     const dir = freshDir();
     const lock = await acquireDataDirLock(dir);
