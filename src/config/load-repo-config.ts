@@ -13,7 +13,13 @@ export const MAX_CONFIG_BYTES = 64 * 1024;
 export const MAX_CONFIG_DEPTH = 10;
 
 export type LoadedConfig =
-  | { ok: true; config: RepoConfig; files: string[] }
+  | {
+      ok: true;
+      config: RepoConfig;
+      files: string[];
+      /** The repository has a file of its own (else the org's `.github` one, or none, applied). */
+      repoFile: boolean;
+    }
   | {
       ok: false;
       problems: ConfigProblem[];
@@ -22,7 +28,7 @@ export type LoadedConfig =
     };
 
 /** The part of an installation Octokit config loading uses. */
-export type ConfigOctokit = Pick<ProbotOctokit, "config" | "hook">;
+export type ConfigOctokit = Pick<ProbotOctokit, "config" | "hook" | "request">;
 
 const PLUGIN_PREFIX = "[@probot/octokit-plugin-config] ";
 const CONTENTS_ROUTE = "/repos/{owner}/{repo}/contents/{path}";
@@ -39,8 +45,20 @@ const guarded = new WeakSet<object>();
 export async function loadRepoConfig(
   octokit: ConfigOctokit,
   where: { owner: string; repo: string },
+  opts: {
+    /**
+     * The repository had no file of its own last time: ask for the org's `.github` file at the
+     * same time as the repository's (one round trip instead of two when it still has none; one
+     * unused request when it has gained one).
+     */
+    orgFileLikely?: boolean;
+  } = {},
 ): Promise<LoadedConfig> {
   limitConfigSize(octokit);
+  const forget =
+    opts.orgFileLikely && where.repo.toLowerCase() !== ".github"
+      ? prefetchOrgFile(octokit, where.owner)
+      : undefined;
   let files: Array<{ owner: string; repo: string; path: string; config: unknown }>;
   try {
     ({ files } = await octokit.config.get({ ...where, path: CONFIG_FILE }));
@@ -48,6 +66,8 @@ export async function loadRepoConfig(
     const problem = configProblemOf(err);
     if (!problem) throw err;
     return { ok: false, problems: [problem], agents: mentionsOf(undefined) };
+  } finally {
+    forget?.();
   }
   // files: the repository's own file first, then the org default and `_extends` bases.
   const layers = files.map((f) => f.config).filter((c) => c !== null && c !== undefined);
@@ -73,6 +93,7 @@ export async function loadRepoConfig(
       ok: true,
       config: parsed.config,
       files: files.map((f) => `${f.owner}/${f.repo}:${f.path}`),
+      repoFile: files[0]?.config !== null && files[0]?.config !== undefined,
     };
   return { ok: false, problems: parsed.problems, agents: mentionsOf(merged) };
 }
@@ -133,10 +154,50 @@ export class ConfigTooLargeError extends Error {
  * The config plugin downloads and parses whatever the file holds. A hook on the contents route
  * refuses anything over MAX_CONFIG_BYTES before the YAML parser sees it.
  */
+/** Contents requests started ahead of the config plugin asking, per Octokit. */
+const prefetched = new WeakMap<object, Map<string, Promise<unknown>>>();
+const PREFETCH = "tetherPrefetch";
+
+function contentsKey(owner: unknown, repo: unknown, path: unknown, ref: unknown): string {
+  return `${String(owner)}/${String(repo)}:${String(path)}@${String(ref ?? "")}`.toLowerCase();
+}
+
+/**
+ * Start reading the org's `.github/tether.yml` now; the plugin's own request for it (made only
+ * if the repository has none) gets this one's answer. Returns a function that drops it unused.
+ */
+function prefetchOrgFile(octokit: ConfigOctokit, owner: string): () => void {
+  const pending: Promise<unknown> = octokit.request("GET /repos/{owner}/{repo}/contents/{path}", {
+    owner,
+    repo: ".github",
+    path: CONFIG_FILE,
+    mediaType: { format: "raw" },
+    request: { [PREFETCH]: true },
+  });
+  pending.catch(() => {}); // the plugin's await reports it, if it asks at all
+  const key = contentsKey(owner, ".github", CONFIG_FILE, undefined);
+  let memo = prefetched.get(octokit);
+  if (!memo) prefetched.set(octokit, (memo = new Map()));
+  memo.set(key, pending);
+  return () => {
+    if (memo.get(key) === pending) memo.delete(key);
+  };
+}
+
 function limitConfigSize(octokit: ConfigOctokit): void {
   if (guarded.has(octokit)) return;
   guarded.add(octokit);
   octokit.hook.wrap("request", async (request, options) => {
+    if (options.method === "GET" && options.url === CONTENTS_ROUTE) {
+      const isPrefetch = (options.request as Record<string, unknown> | undefined)?.[PREFETCH];
+      const memo = prefetched.get(octokit);
+      const key = contentsKey(options.owner, options.repo, options.path, options.ref);
+      const early = isPrefetch ? undefined : memo?.get(key);
+      if (early) {
+        memo!.delete(key);
+        return early as ReturnType<typeof request>;
+      }
+    }
     const response = await request(options);
     if (options.url === CONTENTS_ROUTE) {
       const data: unknown = response.data;

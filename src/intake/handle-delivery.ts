@@ -330,7 +330,9 @@ async function handleTrigger(
       ? lookUpPermission()
       : undefined;
   early?.catch(() => {}); // awaited only if the access rule needs it
-  const loaded = await loadRepoConfig(octokit, where);
+  const loaded = await loadRepoConfig(octokit, where, {
+    orgFileLikely: fx.repoHints?.orgFileLikely(t.repo) ?? false,
+  });
   const agents = loaded.ok
     ? Object.entries(loaded.config.agents).map(([agent, a]) => ({ agent, mention: a.mention }))
     : loaded.agents;
@@ -338,6 +340,7 @@ async function handleTrigger(
     fx.repoHints?.remember(t.repo, {
       mentions: agents.map((a) => a.mention),
       allowUsers: loaded.config.access.allowUsers,
+      repoFile: loaded.repoFile,
     });
   const addressed =
     previousText === undefined

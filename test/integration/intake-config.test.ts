@@ -190,6 +190,107 @@ describe("a valid config", () => {
     });
   });
 
+  it("asks for the org's file alongside the repository's once the repository had none of its own", async () => {
+    const repoPath = "/repos/Codertocat/Hello-World/contents/.github%2Ftether.yml";
+    const orgPath = "/repos/Codertocat/.github/contents/.github%2Ftether.yml";
+    const orgYaml = "agents:\n  helper: {}\n";
+    const first = github().token(INSTALLATION_ID);
+    first.api.get(repoPath).reply(404);
+    first.config(orgYaml, "/repos/Codertocat/.github").permission("Codertocat", "write");
+    first.reactToComment(commentId);
+    await app.deliver(
+      "issue_comment",
+      commentCreated({ commentId, issueNumber: issue, body: "@helper one" }),
+    );
+
+    // Second comment: the repository's answer is held until the org's request has arrived.
+    // Asked one after the other, the org file would only be asked for after it, and the held
+    // answer would give up after 3 s with the order recorded.
+    const order: string[] = [];
+    let orgAsked!: () => void;
+    const asked = new Promise<void>((r) => (orgAsked = r));
+    const second = github();
+    second.api.get(repoPath).reply(async () => {
+      order.push("repo asked");
+      await Promise.race([asked, new Promise((r) => setTimeout(r, 3000))]);
+      order.push("repo answered");
+      return [404, { message: "Not Found" }];
+    });
+    second.api.get(orgPath).reply(() => {
+      order.push("org asked");
+      orgAsked();
+      return [200, orgYaml, { "content-type": "text/plain; charset=utf-8" }];
+    });
+    second.permission("Codertocat", "write").reactToComment(commentId + 7001);
+    await app.deliver(
+      "issue_comment",
+      commentCreated({
+        commentId: commentId + 7001,
+        issueNumber: issue + 7001,
+        body: "@helper two",
+      }),
+    );
+    expect(order.indexOf("org asked")).toBeLessThan(order.indexOf("repo answered"));
+    expect(
+      (await readTasks(db.pool, "issue_number = $1", [issue + 7001])).map((t) => t.agent),
+    ).toEqual(["helper"]);
+  });
+
+  it("uses a file the repository has gained since, though the org's was asked for too", async () => {
+    const repoPath = "/repos/Codertocat/Hello-World/contents/.github%2Ftether.yml";
+    const first = github().token(INSTALLATION_ID);
+    first.api.get(repoPath).reply(404);
+    first.config("agents:\n  helper: {}\n", "/repos/Codertocat/.github");
+    first.permission("Codertocat", "write").reactToComment(commentId);
+    await app.deliver(
+      "issue_comment",
+      commentCreated({ commentId, issueNumber: issue, body: "@helper one" }),
+    );
+    github()
+      .config("agents:\n  tether:\n    model: claude-opus-4-1\n")
+      .config("agents:\n  helper: {}\n", "/repos/Codertocat/.github")
+      .permission("Codertocat", "write")
+      .reactToComment(commentId + 7002);
+    await app.deliver(
+      "issue_comment",
+      commentCreated({
+        commentId: commentId + 7002,
+        issueNumber: issue + 7002,
+        body: "@tether two",
+      }),
+    );
+    const [task] = await readTasks(db.pool, "issue_number = $1", [issue + 7002]);
+    expect(task?.repo_settings).toMatchObject({
+      agents: { tether: { model: "claude-opus-4-1" } },
+    });
+  });
+
+  it("does not ask for the org's file for a repository that has its own", async () => {
+    github()
+      .token(INSTALLATION_ID)
+      .config("agents:\n  tether: {}\n")
+      .permission("Codertocat", "write")
+      .reactToComment(commentId);
+    await app.deliver(
+      "issue_comment",
+      commentCreated({ commentId, issueNumber: issue, body: "@tether one" }),
+    );
+    // Only the repository's file: an org request would match no interceptor and fail the test.
+    github()
+      .config("agents:\n  tether: {}\n")
+      .permission("Codertocat", "write")
+      .reactToComment(commentId + 7003);
+    await app.deliver(
+      "issue_comment",
+      commentCreated({
+        commentId: commentId + 7003,
+        issueNumber: issue + 7003,
+        body: "@tether two",
+      }),
+    );
+    expect(await readTasks(db.pool, "issue_number = $1", [issue + 7003])).toHaveLength(1);
+  });
+
   it("comes from the organisation's .github repository when the repository has none", async () => {
     const gh = github().token(INSTALLATION_ID);
     gh.api.get("/repos/Codertocat/Hello-World/contents/.github%2Ftether.yml").reply(404);
