@@ -263,12 +263,14 @@ describe("later turns", () => {
 describe("the token", () => {
   it("is used for git but lands nowhere under .git, in logs or in the child's argv", async () => {
     const own = gh.createInstallationToken();
-    const wrapperLog = path.join(scratch, `git-wrapper-${repoCount}.log`);
+    const wrapperLogs = path.join(scratch, `git-wrapper-${repoCount}`);
+    await fs.mkdir(wrapperLogs);
     const wrapper = path.join(scratch, `git-wrapper-${repoCount}.sh`);
-    // Records every git invocation's argv and environment, then runs the real git.
+    // Records every git invocation's argv and environment, each in a file of its own (git runs
+    // in parallel, and one shared log would interleave them), then runs the real git.
     await fs.writeFile(
       wrapper,
-      `#!/bin/sh\nprintf 'ARGV %s\\n' "$*" >> '${wrapperLog}'\nenv | sed 's/^/ENV /' >> '${wrapperLog}'\nexec git "$@"\n`,
+      `#!/bin/sh\nf=$(mktemp '${wrapperLogs}/call-XXXXXX')\nprintf 'ARGV %s\\n' "$*" > "$f"\nenv | sed 's/^/ENV /' >> "$f"\nexec git "$@"\n`,
       { mode: 0o755 },
     );
     process.env.PRIVATE_KEY = "-----BEGIN RSA PRIVATE KEY----- not for git";
@@ -299,7 +301,10 @@ describe("the token", () => {
     expect(logs.length).toBeGreaterThan(0);
     for (const form of forms) expect(logs).not.toContain(form);
 
-    const recorded = await fs.readFile(wrapperLog, "utf8");
+    const calls = await fs.readdir(wrapperLogs);
+    const recorded = (
+      await Promise.all(calls.map((c) => fs.readFile(path.join(wrapperLogs, c), "utf8")))
+    ).join("");
     const argv = recorded.split("\n").filter((l) => l.startsWith("ARGV "));
     expect(argv.some((l) => / clone /.test(l))).toBe(true);
     for (const form of forms) expect(argv.join("\n")).not.toContain(form);
