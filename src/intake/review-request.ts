@@ -10,6 +10,7 @@
  * by whoever opened the pull request, and the request is the one part of a prompt the agent
  * treats as an instruction.
  */
+import type { ReviewCommentPlace } from "../runner/ports.js";
 import type { Review, ReviewComment } from "./payloads.js";
 
 /** Pure: the request body for a review comment, the comment's own words after the note. */
@@ -23,21 +24,39 @@ export function reviewRequest(r: Review): string {
 }
 
 export function describeReviewCommentPlace(c: ReviewComment): string {
-  const file = codeSpan(c.path);
-  const commit = commitRef(c.line != null ? c.commit_id : (c.original_commit_id ?? c.commit_id));
+  return describeReviewPlace({
+    path: c.path,
+    subject: c.subject_type === "file" ? "file" : "line",
+    line: c.line ?? null,
+    startLine: c.start_line ?? null,
+    originalLine: c.original_line ?? null,
+    originalStartLine: c.original_start_line ?? null,
+    side: c.side === "LEFT" ? "LEFT" : c.side === "RIGHT" ? "RIGHT" : null,
+    commitId: c.commit_id ?? null,
+    originalCommitId: c.original_commit_id ?? null,
+  });
+}
+
+/**
+ * Pure: the note for a review comment at `p`. Shared with the runner, which shows a pull
+ * request's earlier review comments as context with the same words.
+ */
+export function describeReviewPlace(p: ReviewCommentPlace): string {
+  const file = codeSpan(p.path);
+  const commit = commitRef(p.line != null ? p.commitId : (p.originalCommitId ?? p.commitId));
   const at = commit ? ` at commit ${commit}` : "";
-  if (c.subject_type === "file")
+  if (p.subject === "file")
     return `[Review comment on the file ${file} as a whole, in the diff${at}.]`;
 
   // `line` is null once the pull request has moved on from the commented code (GitHub shows it
   // as outdated); the original numbers still say where it was, at the original commit.
-  const outdated = c.line == null && c.original_line != null;
-  const end = c.line ?? c.original_line;
-  const start = c.line != null ? c.start_line : c.original_start_line;
+  const outdated = p.line == null && p.originalLine != null;
+  const end = p.line ?? p.originalLine;
+  const start = p.line != null ? p.startLine : p.originalStartLine;
   if (end == null) return `[Review comment on ${file}, in the diff${at}.]`;
   const lines = start != null && start !== end ? `lines ${start}-${end}` : `line ${end}`;
   const side =
-    c.side === "LEFT"
+    p.side === "LEFT"
       ? "the base version (the left, removed side of the diff)"
       : "the pull request's version (the right side of the diff)";
   return `[Review comment on ${file}, ${lines} of ${side}${at}${
@@ -46,15 +65,21 @@ export function describeReviewCommentPlace(c: ReviewComment): string {
 }
 
 export function describeReview(r: Review): string {
-  const commit = commitRef(r.commit_id);
-  const state = REVIEW_STATES[r.state.toLowerCase()];
-  return `[Pull request review${state ? ` (${state})` : ""}${commit ? ` at commit ${commit}` : ""}.]`;
+  return describeReviewState(r.state, r.commit_id ?? null);
+}
+
+/** Pure: the note for a submitted review, from its state and the commit it reviewed. */
+export function describeReviewState(state: string, commitId: string | null): string {
+  const commit = commitRef(commitId);
+  const word = REVIEW_STATES[state.toLowerCase()];
+  return `[Pull request review${word ? ` (${word})` : ""}${commit ? ` at commit ${commit}` : ""}.]`;
 }
 
 const REVIEW_STATES: Record<string, string> = {
   approved: "approved",
   changes_requested: "changes requested",
   commented: "commented",
+  dismissed: "dismissed",
 };
 
 function withNote(note: string, body: string): string {

@@ -1,8 +1,23 @@
 /** GitHubThread over an installation's Octokit (REST only). */
 import type { ProbotOctokit } from "probot";
-import type { ConfigResult, GitHubThread, IssueComment, IssueInfo } from "./ports.js";
+import type {
+  ConfigResult,
+  GitHubThread,
+  IssueComment,
+  IssueInfo,
+  ReviewDiscussion,
+  ReviewLineComment,
+  ReviewSummary,
+} from "./ports.js";
 
 type Octokit = InstanceType<typeof ProbotOctokit>;
+
+/**
+ * How many of a pull request's review comments one turn reads. A prompt shows far fewer
+ * (prompts.ts LIMITS.review); this only keeps a PR with tens of thousands of comments from
+ * costing hundreds of requests. They are read newest first, so the cap drops the oldest.
+ */
+export const REVIEW_FETCH_CAP = 1000;
 
 export interface GitHubThreadOptions {
   octokit: Octokit;
@@ -55,6 +70,55 @@ export function githubThread(o: GitHubThreadOptions): GitHubThread {
         createdAt: c.created_at,
       }));
     },
+    async listReviewDiscussion(pullNumber): Promise<ReviewDiscussion> {
+      const params = { owner, repo, pull_number: pullNumber, per_page: 100 };
+      let truncated = false;
+      const [lineComments, reviews] = await Promise.all([
+        octokit.paginate(
+          octokit.rest.pulls.listReviewComments,
+          { ...params, sort: "created", direction: "desc" },
+          capped(() => (truncated = true)),
+        ),
+        // Reviews list oldest first with no way to reverse, so a cap would drop the newest:
+        // read them all, as the conversation is.
+        octokit.paginate(octokit.rest.pulls.listReviews, params),
+      ]);
+      return {
+        comments: lineComments
+          .map((c): ReviewLineComment => ({
+            id: c.id,
+            author: c.user?.login ?? "ghost",
+            url: c.html_url,
+            body: c.body ?? "",
+            createdAt: c.created_at,
+            place: {
+              path: c.path,
+              subject: c.subject_type === "file" ? "file" : "line",
+              line: c.line ?? null,
+              startLine: c.start_line ?? null,
+              originalLine: c.original_line ?? null,
+              originalStartLine: c.original_start_line ?? null,
+              side: c.side === "LEFT" || c.side === "RIGHT" ? c.side : null,
+              commitId: c.commit_id || null,
+              originalCommitId: c.original_commit_id || null,
+            },
+          }))
+          .reverse(),
+        // A review's body is usually empty (the comments carry it); a pending one is a draft.
+        reviews: reviews
+          .filter((r) => (r.body ?? "").trim() !== "" && r.state.toUpperCase() !== "PENDING")
+          .map((r): ReviewSummary => ({
+            id: r.id,
+            author: r.user?.login ?? "ghost",
+            url: r.html_url,
+            body: r.body ?? "",
+            createdAt: r.submitted_at ?? "",
+            state: r.state.toLowerCase(),
+            commitId: r.commit_id ?? null,
+          })),
+        truncated,
+      };
+    },
     async createComment(issueNumber, body) {
       const { data } = await octokit.rest.issues.createComment({
         owner,
@@ -68,5 +132,21 @@ export function githubThread(o: GitHubThreadOptions): GitHubThread {
       await octokit.rest.issues.updateComment({ owner, repo, comment_id: commentId, body });
     },
     loadConfig: () => o.loadConfig(octokit, owner, repo),
+  };
+}
+
+/**
+ * A paginate map function that stops after REVIEW_FETCH_CAP items, telling `cut` when there
+ * was more to read.
+ */
+function capped<T>(cut: () => void) {
+  let seen = 0;
+  return (res: { data: T[]; headers: { link?: string } }, done: () => void): T[] => {
+    const room = REVIEW_FETCH_CAP - seen;
+    seen += res.data.length;
+    if (seen < REVIEW_FETCH_CAP) return res.data;
+    done();
+    if (seen > REVIEW_FETCH_CAP || /rel="next"/.test(res.headers.link ?? "")) cut();
+    return res.data.slice(0, room);
   };
 }

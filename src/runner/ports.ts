@@ -47,10 +47,50 @@ export interface IssueComment {
   createdAt: string;
 }
 
+/** Where a review comment sits in a pull request's diff, as GitHub's structured fields say. */
+export interface ReviewCommentPlace {
+  path: string;
+  /** `line` (a line or range of the diff) or `file` (the file as a whole). */
+  subject: "line" | "file";
+  /** The line in the diff's current version; null once the diff has moved on (outdated). */
+  line: number | null;
+  startLine: number | null;
+  originalLine: number | null;
+  originalStartLine: number | null;
+  side: "LEFT" | "RIGHT" | null;
+  commitId: string | null;
+  originalCommitId: string | null;
+}
+
+/** A comment on a line (or a file) of a pull request's diff. */
+export interface ReviewLineComment extends IssueComment {
+  place: ReviewCommentPlace;
+}
+
+/** A submitted review with something written in its body. */
+export interface ReviewSummary extends IssueComment {
+  /** `approved`, `changes_requested`, `commented` or `dismissed`, lower case. */
+  state: string;
+  commitId: string | null;
+}
+
+/** A pull request's review discussion, which its conversation (issue comments) leaves out. */
+export interface ReviewDiscussion {
+  comments: ReviewLineComment[];
+  reviews: ReviewSummary[];
+  /** Line comments older than the ones read were left unread (that fetch is bounded). */
+  truncated: boolean;
+}
+
 /** GitHub, for one installation and repository (REST only). */
 export interface GitHubThread {
   getIssue(issueNumber: number): Promise<IssueInfo>;
   listComments(issueNumber: number): Promise<IssueComment[]>;
+  /**
+   * Review comments on the diff and non-empty review bodies of a pull request, oldest first.
+   * Optional: a thread without it gives a fresh turn the conversation only.
+   */
+  listReviewDiscussion?(pullNumber: number): Promise<ReviewDiscussion>;
   createComment(issueNumber: number, body: string): Promise<number>;
   updateComment(commentId: number, body: string): Promise<void>;
   /** The installation token, for git over HTTPS. Never logged, never given to the agent. */

@@ -17,6 +17,24 @@ export interface ThreadContext {
   /** Earlier comments, oldest first, without the ones this turn answers. */
   comments: PromptComment[];
   pullRequest?: { headRef: string; baseRef: string };
+  /** A pull request's review discussion (src/runner/review-context.ts), when it was read. */
+  review?: ReviewContext;
+}
+
+/** A review comment on the diff, or a review's body, with the note saying where it sits. */
+export interface PromptReviewItem extends PromptComment {
+  kind: "review-comment" | "review";
+  /** One line, e.g. "[Review comment on `a.ts`, line 3 of … at commit abc1234.]". */
+  location: string;
+}
+
+export interface ReviewContext {
+  /** Oldest first, without the ones this turn answers. */
+  items: PromptReviewItem[];
+  /** Older line comments exist that were never read (the fetch is bounded). */
+  unread: boolean;
+  /** GitHub did not answer for it: the agent is told rather than left to assume there is none. */
+  unavailable?: boolean;
 }
 
 /** What this turn is about: re-sent at the end of every prompt, cold or resumed. */
@@ -33,6 +51,9 @@ export interface TurnFacts {
 export const LIMITS = {
   perComment: 64 * 1024,
   thread: 320 * 1024,
+  /** The review discussion's own budget, on top of the conversation's: newest items kept. */
+  reviewItems: 200,
+  review: 160 * 1024,
 };
 
 /**
@@ -71,15 +92,14 @@ export function buildColdPrompt(thread: ThreadContext, turn: TurnFacts): string 
   parts.push(`</${tag(turn)}>`);
 
   const rendered = thread.comments.map(renderContextComment);
-  let omitted = 0;
-  let size = rendered.reduce((n, c) => n + c.length, 0);
-  while (size > LIMITS.thread && rendered.length > 0) {
-    size -= rendered.shift()!.length;
-    omitted++;
-  }
+  const omitted = keepNewest(rendered, LIMITS.thread);
   if (omitted > 0)
     parts.push(`(${omitted} older comment${omitted === 1 ? "" : "s"} omitted for length)`);
-  parts.push(...rendered, "</github-context>", "");
+  parts.push(...rendered);
+  const review = thread.review;
+  if (review && (review.items.length > 0 || review.unread || review.unavailable))
+    parts.push(...renderReview(review));
+  parts.push("</github-context>", "");
 
   parts.push(
     "# Instruction",
@@ -132,6 +152,42 @@ function renderContextComment(c: PromptComment): string {
   return `<comment author="@${attr(c.author)}"${c.createdAt ? ` at="${attr(c.createdAt)}"` : ""} url="${attr(c.url)}">\n${text(c.body)}\n</comment>`;
 }
 
+/**
+ * The review discussion under its own heading, oldest first, each item after its location. Only
+ * the newest fit: a pull request can hold thousands of review comments.
+ */
+function renderReview(r: ReviewContext): string[] {
+  const newest = r.items.slice(-LIMITS.reviewItems);
+  const rendered = newest.map(renderReviewItem);
+  const omitted = r.items.length - newest.length + keepNewest(rendered, LIMITS.review);
+  const lines = [
+    "<review-discussion>",
+    "The pull request's review discussion: comments on lines of its diff and review summaries, oldest first.",
+  ];
+  if (r.unavailable)
+    lines.push("(The review discussion could not be read from GitHub for this turn.)");
+  if (r.unread) lines.push("(The oldest review comments were not read: there are too many.)");
+  if (omitted > 0)
+    lines.push(`(${omitted} older review item${omitted === 1 ? "" : "s"} omitted for length)`);
+  lines.push(...rendered, "</review-discussion>");
+  return lines;
+}
+
+function renderReviewItem(c: PromptReviewItem): string {
+  return `<${c.kind} author="@${attr(c.author)}"${c.createdAt ? ` at="${attr(c.createdAt)}"` : ""} url="${attr(c.url)}">\n${text(`${c.location}\n\n${c.body}`)}\n</${c.kind}>`;
+}
+
+/** Drops the oldest of `rendered` (in place) until the rest fit `budget`; returns how many. */
+function keepNewest(rendered: string[], budget: number): number {
+  let omitted = 0;
+  let size = rendered.reduce((n, c) => n + c.length, 0);
+  while (size > budget && rendered.length > 0) {
+    size -= rendered.shift()!.length;
+    omitted++;
+  }
+  return omitted;
+}
+
 function renderRequest(c: PromptComment): string {
   return `<request author="@${attr(c.author)}" url="${attr(c.url)}">\n${text(c.body)}\n</request>`;
 }
@@ -142,7 +198,7 @@ function renderRequest(c: PromptComment): string {
  */
 function text(body: string): string {
   return clip(sanitizeForPrompt(body), LIMITS.perComment).replace(
-    /<(\/?)(github-context|request|comment|issue|pull-request)\b/gi,
+    /<(\/?)(github-context|request|comment|issue|pull-request|review-discussion|review-comment|review)\b/gi,
     "&lt;$1$2",
   );
 }

@@ -28,6 +28,7 @@ import type {
   ConfigResult,
   GitHubThread,
   IssueComment,
+  ReviewDiscussion,
   WorkspacePort,
 } from "./ports.js";
 import {
@@ -39,6 +40,7 @@ import {
 } from "./prompts.js";
 import { answerRetryPolicy, type AnswerRetryPolicy } from "./answer-retry.js";
 import { redact } from "./redact.js";
+import { reviewContext } from "./review-context.js";
 import { decideResume, type ReasonCode, type ResumeDecision } from "./resume-decision.js";
 import {
   findTaskMarker,
@@ -255,9 +257,13 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     await abandonWorkspace();
     return;
   }
-  // A fresh run needs the thread: fetch it while git works.
-  let threadP: Promise<IssueComment[]> | null =
-    decision.kind === "fresh" ? gh.listComments(task.issueNumber) : null;
+  // A fresh run needs the thread (on a pull request, its review discussion too): fetch it while
+  // git works.
+  const readThread = (): Promise<ThreadRead> =>
+    Promise.all([gh.listComments(task.issueNumber), reviewOf(gh, task, log)]).then(
+      ([comments, review]) => ({ comments, review }),
+    );
+  let threadP: Promise<ThreadRead> | null = decision.kind === "fresh" ? readThread() : null;
   threadP?.catch(() => {});
 
   // Progress in the thread, throttled.
@@ -339,7 +345,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     requests,
   };
   const coldPrompt = async () => {
-    const all = await (threadP ?? gh.listComments(task.issueNumber));
+    const all = await (threadP ?? readThread());
     threadP = null; // a retry reads the thread again
     const asked = new Set(requests.map((r) => r.url));
     return buildColdPrompt(
@@ -348,7 +354,14 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
         body: issue!.body,
         author: issue!.author,
         url: issue!.url,
-        comments: all.filter((c) => !asked.has(c.url) && !isInProgress(c)).map(toPromptComment),
+        comments: all.comments
+          .filter((c) => !asked.has(c.url) && !isInProgress(c))
+          .map(toPromptComment),
+        ...(all.review === "unavailable"
+          ? { review: { items: [], unread: false, unavailable: true } }
+          : all.review
+            ? { review: reviewContext(all.review, asked, isInProgress) }
+            : {}),
         ...(issue!.pullRequest
           ? {
               pullRequest: {
@@ -544,6 +557,33 @@ async function requestsOf(deps: RunTaskDeps, task: Task): Promise<PromptComment[
     body: r.body,
     createdAt: r.createdAt.toISOString(),
   }));
+}
+
+type ThreadRead = {
+  comments: IssueComment[];
+  review: ReviewDiscussion | "unavailable" | null;
+};
+
+/**
+ * A pull request's review discussion, or null (an issue, or a thread that cannot list it). It
+ * is context on top of the conversation, so GitHub failing to give it does not fail the turn:
+ * the prompt says it could not be read.
+ */
+async function reviewOf(
+  gh: GitHubThread,
+  task: Task,
+  log: Logger,
+): Promise<ReviewDiscussion | "unavailable" | null> {
+  if (!task.isPullRequest || !gh.listReviewDiscussion) return null;
+  try {
+    return await gh.listReviewDiscussion(task.issueNumber);
+  } catch (err) {
+    log.warn(
+      { err: (err as Error).message },
+      "could not read the pull request's review discussion",
+    );
+    return "unavailable";
+  }
 }
 
 /** Tether's own "working on it" comments are noise in a prompt; its finished answers are context. */

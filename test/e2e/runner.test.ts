@@ -289,7 +289,7 @@ describe(
       expect(processesIn(done.work_dir as string)).toEqual([]);
     });
 
-    it("11. a comment on a pull request works on the PR's head branch", async () => {
+    it("11. a comment on a pull request works on the PR's head branch, and reads its review", async () => {
       const pr = await stack.gh.addPullRequest({
         repo: REPO,
         headRef: "fix-split",
@@ -298,6 +298,21 @@ describe(
         user: "alice",
       });
       const n = pr.number as number;
+      stack.gh.addReviewComment({
+        repo: REPO,
+        number: n,
+        path: "src/split.js",
+        line: 1,
+        body: "A lone CR still slips through this regex.",
+        user: "dora",
+      });
+      stack.gh.addReview({
+        repo: REPO,
+        number: n,
+        state: "CHANGES_REQUESTED",
+        body: "Please add a test for old Mac line endings.",
+        user: "dora",
+      });
       const m = mark();
       const t = await stack.finishedTask(await stack.comment(n, "@tether review this change"));
       expect(t).toMatchObject({ status: "succeeded", is_pull_request: true });
@@ -310,9 +325,17 @@ describe(
       expect(fs.readFileSync(path.join(t.work_dir as string, "src/split.js"), "utf8")).toContain(
         "\\r?\\n",
       );
-      expect(
-        requestsSince(m).some((r) => lastUserText(r).includes("pull request octo/widgets#")),
-      ).toBe(true);
+      const prompt = requestsSince(m)
+        .map(lastUserText)
+        .find((text) => text.includes("pull request octo/widgets#"));
+      expect(prompt).toBeDefined();
+      // The review discussion, read through the REST API, each item after its place in the diff.
+      expect(prompt).toMatch(
+        /\[Review comment on `src\/split\.js`, line 1 of the pull request's version \(the right side of the diff\) at commit [0-9a-f]{40}\.\]\n\nA lone CR still slips through this regex\./,
+      );
+      expect(prompt).toMatch(
+        /\[Pull request review \(changes requested\) at commit [0-9a-f]{40}\.\]\n\nPlease add a test for old Mac line endings\./,
+      );
     });
   },
 );

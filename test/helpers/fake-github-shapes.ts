@@ -254,6 +254,72 @@ export function commentJson(b: Bases, repoFull: string, c: CommentFacts): Json {
   };
 }
 
+export interface ReviewCommentFacts {
+  id: number;
+  pullNumber: number;
+  user: Json;
+  body: string;
+  path: string;
+  line: number | null;
+  startLine: number | null;
+  side: "LEFT" | "RIGHT";
+  commitId: string;
+  createdAt: Date;
+}
+
+/** GET /repos/{o}/{r}/pulls/{n}/comments: one comment on a line of the diff. */
+export function reviewCommentJson(b: Bases, repoFull: string, c: ReviewCommentFacts): Json {
+  const api = `${b.apiUrl}/repos/${repoFull}`;
+  return {
+    url: `${api}/pulls/comments/${c.id}`,
+    html_url: `${b.webUrl}/${repoFull}/pull/${c.pullNumber}#discussion_r${c.id}`,
+    pull_request_url: `${api}/pulls/${c.pullNumber}`,
+    id: c.id,
+    node_id: nodeId("PullRequestReviewComment", c.id),
+    user: c.user,
+    body: c.body,
+    path: c.path,
+    line: c.line,
+    original_line: c.line,
+    start_line: c.startLine,
+    original_start_line: c.startLine,
+    side: c.side,
+    start_side: c.startLine === null ? null : c.side,
+    subject_type: "line",
+    commit_id: c.commitId,
+    original_commit_id: c.commitId,
+    created_at: iso(c.createdAt),
+    updated_at: iso(c.createdAt),
+    author_association: "COLLABORATOR",
+  };
+}
+
+export interface ReviewFacts {
+  id: number;
+  pullNumber: number;
+  user: Json;
+  body: string;
+  state: "APPROVED" | "CHANGES_REQUESTED" | "COMMENTED";
+  commitId: string;
+  submittedAt: Date;
+}
+
+/** GET /repos/{o}/{r}/pulls/{n}/reviews: one submitted review. */
+export function reviewJson(b: Bases, repoFull: string, r: ReviewFacts): Json {
+  return {
+    id: r.id,
+    node_id: nodeId("PullRequestReview", r.id),
+    user: r.user,
+    body: r.body,
+    state: r.state,
+    html_url: `${b.webUrl}/${repoFull}/pull/${r.pullNumber}#pullrequestreview-${r.id}`,
+    pull_request_url: `${b.apiUrl}/repos/${repoFull}/pulls/${r.pullNumber}`,
+    submitted_at: iso(r.submittedAt),
+    commit_id: r.commitId,
+    author_association: "COLLABORATOR",
+  };
+}
+
 export interface PullFacts {
   issue: IssueFacts;
   repo: Json;

@@ -35,6 +35,8 @@ import {
   REACTION_CONTENTS,
   reactionJson,
   repoJson,
+  reviewCommentJson,
+  reviewJson,
   userJson,
   type Bases,
   type IssueFacts,
@@ -187,7 +189,15 @@ interface IssueState {
   updatedAt: Date;
   closedAt: Date | null;
   reactions: ReactionState[];
-  pull?: { headRef: string; headSha: string; baseRef: string; draft: boolean };
+  pull?: {
+    headRef: string;
+    headSha: string;
+    baseRef: string;
+    draft: boolean;
+    /** The review discussion, oldest first, as the REST API shows it. */
+    reviewComments: Json[];
+    reviews: Json[];
+  };
 }
 
 interface CommentState {
@@ -517,7 +527,14 @@ export class FakeGitHub implements PayloadSource {
       this.gitEnv(),
     );
     const issue = this.newIssue(r, { ...o, title: o.title ?? "A pull request" });
-    issue.pull = { headRef: o.headRef, headSha, baseRef, draft: o.draft ?? false };
+    issue.pull = {
+      headRef: o.headRef,
+      headSha,
+      baseRef,
+      draft: o.draft ?? false,
+      reviewComments: [],
+      reviews: [],
+    };
     await updateRef(r.bare, `refs/pull/${issue.number}/head`, headSha, this.gitEnv());
     return this.pullJson(o.repo, issue.number);
   }
@@ -545,6 +562,67 @@ export class FakeGitHub implements PayloadSource {
     issue.updatedAt = this.now();
     await updateRef(r.bare, `refs/pull/${number}/head`, sha, this.gitEnv());
     return sha;
+  }
+
+  /**
+   * A reviewer comments on a line (or lines) of a pull request's diff, at its head commit. No
+   * webhook is sent: the caller delivers one if the test needs it. Returns the REST shape.
+   */
+  addReviewComment(o: {
+    repo: string;
+    number: number;
+    body: string;
+    path: string;
+    line: number;
+    startLine?: number;
+    side?: "LEFT" | "RIGHT";
+    user?: string;
+  }): Json {
+    const r = this.repo(o.repo);
+    const pull = this.pullState(r, o.number);
+    const json = reviewCommentJson(this.bases(), this.fullName(r), {
+      id: ++this.ids.comment,
+      pullNumber: o.number,
+      user: this.userJson(o.user ?? "octocat"),
+      body: o.body,
+      path: o.path,
+      line: o.line,
+      startLine: o.startLine ?? null,
+      side: o.side ?? "RIGHT",
+      commitId: pull.headSha,
+      createdAt: this.now(),
+    });
+    pull.reviewComments.push(json);
+    return json;
+  }
+
+  /** A reviewer submits a review of a pull request's head commit. Returns the REST shape. */
+  addReview(o: {
+    repo: string;
+    number: number;
+    body: string;
+    state?: "APPROVED" | "CHANGES_REQUESTED" | "COMMENTED";
+    user?: string;
+  }): Json {
+    const r = this.repo(o.repo);
+    const pull = this.pullState(r, o.number);
+    const json = reviewJson(this.bases(), this.fullName(r), {
+      id: ++this.ids.comment,
+      pullNumber: o.number,
+      user: this.userJson(o.user ?? "octocat"),
+      body: o.body,
+      state: o.state ?? "COMMENTED",
+      commitId: pull.headSha,
+      submittedAt: this.now(),
+    });
+    pull.reviews.push(json);
+    return json;
+  }
+
+  private pullState(r: RepoState, number: number): NonNullable<IssueState["pull"]> {
+    const pull = this.issueState(r, number).pull;
+    if (!pull) throw new Error(`${this.fullName(r)} #${number} is not a pull request`);
+    return pull;
   }
 
   addComment(o: { repo: string; issueNumber: number; body: string; user?: string }): Json {
@@ -1387,6 +1465,17 @@ export class FakeGitHub implements PayloadSource {
     add("POST", "/repos/{owner}/{repo}/issues/{issue_number}/reactions", "token", (ctx) => {
       const issue = repoOf(ctx).issues.get(Number(ctx.params.issue_number));
       return issue ? react(issue.reactions, ctx) : notFound();
+    });
+    add("GET", "/repos/{owner}/{repo}/pulls/{pull_number}/comments", "token", (ctx) => {
+      const pull = repoOf(ctx).issues.get(Number(ctx.params.pull_number))?.pull;
+      if (!pull) return notFound();
+      // `direction` only counts with `sort`, as on GitHub; both sorts agree here (no edits).
+      const desc = ctx.query.sort !== undefined && ctx.query.direction === "desc";
+      return this.paginate(desc ? [...pull.reviewComments].reverse() : pull.reviewComments, ctx);
+    });
+    add("GET", "/repos/{owner}/{repo}/pulls/{pull_number}/reviews", "token", (ctx) => {
+      const pull = repoOf(ctx).issues.get(Number(ctx.params.pull_number))?.pull;
+      return pull ? this.paginate(pull.reviews, ctx) : notFound();
     });
     add("GET", "/repos/{owner}/{repo}/pulls/{pull_number}", "token", async (ctx) => {
       const r = repoOf(ctx);

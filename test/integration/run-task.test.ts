@@ -14,6 +14,7 @@ import type {
   AgentRunResult,
   GitHubThread,
   IssueComment,
+  ReviewDiscussion,
   WorkspacePort,
 } from "../../src/runner/ports.js";
 import { deliverAnswers } from "../../src/runner/deliver-answers.js";
@@ -170,6 +171,18 @@ async function turnWith(
   await runTask(deps, task!, new AbortController().signal);
   return readTask(pool, t.id);
 }
+
+/** `p`, or a failure after 5 s naming the step that never happened. */
+const within = <T>(p: Promise<T>, what: string) =>
+  Promise.race([
+    p,
+    new Promise<never>((_r, reject) =>
+      setTimeout(
+        () => reject(new Error(`${what} never happened: steps ran one after another`)),
+        5000,
+      ),
+    ),
+  ]);
 
 describe("runTask", () => {
   it("first turn runs fresh, pins the session before the run ends, and answers once", async () => {
@@ -358,17 +371,7 @@ describe("runTask", () => {
   // The hot path to the spawn (issue 5: webhook → CLI spawn p50 ≤ 100 ms): git runs while the
   // decision's inputs are read and the thread is fetched, and the run does not wait for GitHub to
   // store the tracking comment. Each test makes one step wait for another that a serial order
-  // would only start later; a regression deadlocks and the bounded wait fails it.
-  const within = <T>(p: Promise<T>, what: string) =>
-    Promise.race([
-      p,
-      new Promise<never>((_r, reject) =>
-        setTimeout(
-          () => reject(new Error(`${what} never happened: steps ran one after another`)),
-          5000,
-        ),
-      ),
-    ]);
+  // would only start later; a regression deadlocks and the bounded wait fails it (`within`).
 
   it("starts the workspace update before the config is read", async () => {
     issue++;
@@ -677,5 +680,138 @@ describe("runTask when GitHub refuses the thread's writes past the retries", () 
     await turn(agent, thread, { repo_settings: JSON.stringify({ v: 99 }) });
     expect(reads).toBe(1);
     expect(agent.calls[0]?.settings).toMatchObject({ model: "m" });
+  });
+});
+
+describe("runTask on a pull request", () => {
+  const PR = "https://github.com/octo/widgets/pull";
+  /** A pull request thread whose review discussion is `review` (a function: fetched lazily). */
+  function prThread(review: () => Promise<ReviewDiscussion>) {
+    const thread = fakeThread();
+    thread.getIssue = async () => ({
+      title: "Fix split",
+      body: "Splits on CRLF too.",
+      author: "alice",
+      url: `${PR}/${issue}`,
+      isPullRequest: true,
+      pullRequest: { headRef: "fix-split", baseRef: "main", headSha: "0123abc0123abc" },
+    });
+    return Object.assign(thread, { listReviewDiscussion: review });
+  }
+  const place = {
+    path: "src/split.js",
+    subject: "line" as const,
+    line: 3,
+    startLine: 2,
+    originalLine: 3,
+    originalStartLine: 2,
+    side: "RIGHT" as const,
+    commitId: "0123abc0123abc",
+    originalCommitId: "0123abc0123abc",
+  };
+  const discussion = (n: number): ReviewDiscussion => ({
+    comments: [
+      {
+        id: 1,
+        author: "dora",
+        url: `${PR}/${n}#discussion_r1`,
+        body: "A lone \\r still slips through here.",
+        createdAt: "2026-11-20T12:00:00Z",
+        place,
+      },
+      {
+        id: 2,
+        author: "carol",
+        url: `${PR}/${n}#discussion_r2`,
+        body: "@tether address the review",
+        createdAt: "2026-11-20T12:05:00Z",
+        place: { ...place, line: 10, startLine: null },
+      },
+    ],
+    reviews: [
+      {
+        id: 3,
+        author: "dora",
+        url: `${PR}/${n}#pullrequestreview-3`,
+        body: "Needs a test for CRLF.",
+        createdAt: "2026-11-20T12:01:00Z",
+        state: "changes_requested",
+        commitId: "0123abc0123abc",
+      },
+    ],
+    truncated: false,
+  });
+
+  it("a fresh turn reads the review discussion while git works and shows it, without this turn's own request", async () => {
+    issue++;
+    const n = issue;
+    let read!: () => void;
+    const reviewRead = new Promise<void>((r) => (read = r));
+    const thread = prThread(async () => {
+      read();
+      return discussion(n);
+    });
+    const ws: WorkspacePort = {
+      ...workspace,
+      prepare: async (req) => {
+        await within(reviewRead, "the review discussion being fetched while git worked");
+        return workspace.prepare(req);
+      },
+    };
+    const agent = new FakeAgent([ok("s-pr-1")]);
+    const row = await turnWith(agent, thread, ws, {
+      is_pull_request: true,
+      trigger_url: `${PR}/${n}#discussion_r2`,
+      trigger_body: "[Review comment on `src/split.js`, line 10 …]\n\n@tether address the review",
+    });
+    expect(row).toMatchObject({ status: "succeeded", resume_decision: "fresh" });
+    const p = agent.calls[0]!.prompt;
+    const context = p.slice(0, p.search(/^<\/github-context>$/m));
+    expect(context).toContain("<review-discussion>");
+    expect(context).toContain(
+      "[Review comment on `src/split.js`, lines 2-3 of the pull request's version (the right side of the diff) at commit 0123abc0123abc.]",
+    );
+    expect(context.indexOf("A lone \\r")).toBeLessThan(context.indexOf("Needs a test for CRLF."));
+    expect(context).toContain(
+      "[Pull request review (changes requested) at commit 0123abc0123abc.]",
+    );
+    // The request is the instruction, once, and not context.
+    expect(context).not.toContain("discussion_r2");
+    expect(p.match(/@tether address the review/g)).toHaveLength(1);
+  });
+
+  it("a turn whose review discussion GitHub will not give still runs, and the prompt says it is missing", async () => {
+    issue++;
+    const thread = prThread(async () => {
+      throw new Error("HTTP 502 from GitHub");
+    });
+    const agent = new FakeAgent([ok("s-pr-2")]);
+    const row = await turn(agent, thread, { is_pull_request: true });
+    expect(row).toMatchObject({ status: "succeeded" });
+    expect(agent.calls[0]!.prompt).toContain(
+      "The review discussion could not be read from GitHub for this turn.",
+    );
+  });
+
+  it("an issue never asks for a review discussion, and a resumed turn does not read it", async () => {
+    issue++;
+    let reads = 0;
+    const counting = async () => {
+      reads++;
+      return discussion(issue);
+    };
+    const onIssue = Object.assign(fakeThread(), { listReviewDiscussion: counting });
+    await turn(new FakeAgent([ok("s-pr-3")]), onIssue);
+    expect(reads).toBe(0);
+
+    issue++;
+    const thread = prThread(counting);
+    await turn(new FakeAgent([ok("s-pr-4")]), thread, { is_pull_request: true });
+    expect(reads).toBe(1);
+    const agent = new FakeAgent([ok("s-pr-4")]);
+    const row = await turn(agent, thread, { is_pull_request: true });
+    expect(row).toMatchObject({ resume_decision: "resume" });
+    expect(reads).toBe(1);
+    expect(agent.calls[0]!.prompt).not.toContain("review-discussion");
   });
 });

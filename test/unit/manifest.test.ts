@@ -61,6 +61,9 @@ const REST_NEEDS: Record<string, Needs> = {
   "reactions.createForIssue": { issues: "write", pull_requests: "write" },
   "reactions.createForPullRequestReviewComment": { pull_requests: "write" },
   "pulls.get": { pull_requests: "read" },
+  // A fresh turn on a pull request reads its review discussion.
+  "pulls.listReviewComments": { pull_requests: "read" },
+  "pulls.listReviews": { pull_requests: "read" },
   "repos.getCollaboratorPermissionLevel": { metadata: "read" },
   // Probot's config plugin: GET /repos/{owner}/{repo}/contents/.github/tether.yml.
   "config.get": { contents: "read" },
