@@ -14,7 +14,7 @@ import { registerRuntime } from "../../src/sql/runtimes.js";
 import { claimTasks } from "../../src/sql/task-runs.js";
 import { createTestDatabase } from "../helpers/db.js";
 import { readTask, seedTask } from "../helpers/seed.js";
-import { GatedAgent, fakeThread, fakeWorkspace } from "./helpers/fake-ports.js";
+import { GatedAgent, fakeThread, fakeWorkspace } from "../helpers/runner-fakes.js";
 
 const db = await createTestDatabase();
 await registerRuntime(db.pool, {

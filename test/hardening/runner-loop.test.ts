@@ -13,7 +13,7 @@ import { CHANNELS, listen } from "../../src/sql/notify.js";
 import { createTestDatabase } from "../helpers/db.js";
 import { readTask, seedTask } from "../helpers/seed.js";
 import { waitFor } from "./helpers/drill.js";
-import { GatedAgent, fakeThread, fakeWorkspace } from "./helpers/fake-ports.js";
+import { GatedAgent, fakeThread, fakeWorkspace } from "../helpers/runner-fakes.js";
 
 const db = await createTestDatabase();
 const root = fs.mkdtempSync(path.join(os.tmpdir(), "tether-runner-loop-"));

@@ -19,23 +19,14 @@ import {
   giveUpAnswer,
   retryAnswer,
 } from "../../src/sql/answer-outbox.js";
-import { registerRuntime } from "../../src/sql/runtimes.js";
 import { claimTasks, finishTask, sweepExpired } from "../../src/sql/task-runs.js";
 import { createTestDatabase } from "../helpers/db.js";
 import { readTask, seedTask } from "../helpers/seed.js";
-import { GatedAgent, fakeWorkspace } from "../hardening/helpers/fake-ports.js";
+import { GatedAgent, fakeWorkspace, registerTestRuntime } from "../helpers/runner-fakes.js";
 
 const db = await createTestDatabase();
 const pool = db.pool;
-await registerRuntime(pool, {
-  id: "rt",
-  hostname: "h",
-  homeDir: "/h",
-  claudePath: "/c",
-  cliVersion: "x",
-  canResume: true,
-  concurrency: 4,
-});
+await registerTestRuntime(pool, { concurrency: 4 });
 const root = fs.mkdtempSync(path.join(os.tmpdir(), "tether-outbox-"));
 afterAll(() => fs.rmSync(root, { recursive: true, force: true }));
 

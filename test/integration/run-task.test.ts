@@ -21,21 +21,13 @@ import { deliverAnswers } from "../../src/runner/deliver-answers.js";
 import { runTask, type RunTaskDeps } from "../../src/runner/run-task.js";
 import { findTaskMarker } from "../../src/runner/thread-comments.js";
 import { claimTasks } from "../../src/sql/task-runs.js";
-import { registerRuntime } from "../../src/sql/runtimes.js";
 import { createTestDatabase } from "../helpers/db.js";
 import { readTask, seedTask } from "../helpers/seed.js";
+import { fakeWorkspace, registerTestRuntime } from "../helpers/runner-fakes.js";
 
 const db = await createTestDatabase();
 const pool = db.pool;
-await registerRuntime(pool, {
-  id: "rt",
-  hostname: "h",
-  homeDir: "/h",
-  claudePath: "/c",
-  cliVersion: "x",
-  canResume: true,
-  concurrency: 1,
-});
+await registerTestRuntime(pool);
 const root = fs.mkdtempSync(path.join(os.tmpdir(), "tether-rt-"));
 
 type Script = (req: AgentRunRequest) => Promise<AgentRunResult> | AgentRunResult;
@@ -128,15 +120,7 @@ function fakeThread(
   return t;
 }
 
-const workspace: WorkspacePort = {
-  pathFor: (repo, n, agent) => path.join(root, repo, `issue-${n}`, agent),
-  exists: async (dir) => fs.existsSync(dir),
-  prepare: async (req) => {
-    const dir = path.join(root, req.repo, `issue-${req.issueNumber}`, req.agent);
-    fs.mkdirSync(dir, { recursive: true });
-    return { dir };
-  },
-};
+const workspace = fakeWorkspace(root);
 
 let issue = 0;
 async function turn(

@@ -1,0 +1,103 @@
+/** Narrow stand-ins for the runner's ports and its runtime row, shared by the runner tests on real Postgres. */
+import fs from "node:fs";
+import path from "node:path";
+import type { Pool } from "pg";
+import type {
+  AgentPort,
+  AgentRunRequest,
+  AgentRunResult,
+  GitHubThread,
+  IssueComment,
+  WorkspacePort,
+} from "../../src/runner/ports.js";
+import { registerRuntime } from "../../src/sql/runtimes.js";
+
+/** An agent whose runs end only when the test lets them. */
+export class GatedAgent implements AgentPort {
+  readonly started: string[] = [];
+  private readonly gates = new Map<string, () => void>();
+  async canResume() {
+    return true;
+  }
+  async run(req: AgentRunRequest): Promise<AgentRunResult> {
+    this.started.push(req.cwd);
+    await new Promise<void>((resolve) => this.gates.set(req.cwd, resolve));
+    return {
+      outcome: "success",
+      sessionId: null,
+      text: "done",
+      usage: null,
+      contextWindow: null,
+      toolRan: false,
+      detail: null,
+    };
+  }
+  release(cwd: string) {
+    this.gates.get(cwd)?.();
+  }
+}
+
+/** One issue's thread in memory: what Tether posted is in `comments`. */
+export function fakeThread(): GitHubThread & { comments: IssueComment[] } {
+  let next = 1;
+  const comments: IssueComment[] = [];
+  return {
+    comments,
+    cloneUrl: "https://github.com/octo/widgets.git",
+    token: async () => "ghs_faketokenfaketokenfaketoken1234",
+    getIssue: async () => ({
+      title: "Bug",
+      body: "It breaks",
+      author: "alice",
+      url: "https://github.com/octo/widgets/issues/1",
+      isPullRequest: false,
+    }),
+    listComments: async () => comments,
+    createComment: async (_n: number, body: string) => {
+      const id = next++;
+      comments.push({ id, author: "tether[bot]", url: `c${id}`, body, createdAt: "" });
+      return id;
+    },
+    updateComment: async (id: number, body: string) => {
+      const c = comments.find((x) => x.id === id);
+      if (c) c.body = body;
+    },
+    loadConfig: async () => ({
+      ok: true as const,
+      settings: {
+        agents: { tether: { name: "tether", timeoutMinutes: 30, stallMinutes: 5 } },
+        resume: { enabled: true, ttlHours: 72, contextBudget: 0.8 },
+      },
+    }),
+  };
+}
+
+export function fakeWorkspace(root: string, over: Partial<WorkspacePort> = {}): WorkspacePort {
+  return {
+    pathFor: (repo, n, agent) => path.join(root, repo, `issue-${n}`, agent),
+    exists: async (dir) => fs.existsSync(dir),
+    prepare: async (req) => {
+      const dir = path.join(root, req.repo, `issue-${req.issueNumber}`, req.agent);
+      fs.mkdirSync(dir, { recursive: true });
+      return { dir };
+    },
+    ...over,
+  };
+}
+
+/** The runtime row `rt` that seeded tasks are claimed under. */
+export async function registerTestRuntime(
+  pool: Pool,
+  over: Partial<Parameters<typeof registerRuntime>[1]> = {},
+): Promise<void> {
+  await registerRuntime(pool, {
+    id: "rt",
+    hostname: "h",
+    homeDir: "/h",
+    claudePath: "/c",
+    cliVersion: "x",
+    canResume: true,
+    concurrency: 1,
+    ...over,
+  });
+}
