@@ -37,12 +37,31 @@ export class GatedAgent implements AgentPort {
   }
 }
 
-/** One issue's thread in memory: what Tether posted is in `comments`. */
-export function fakeThread(): GitHubThread & { comments: IssueComment[] } {
-  let next = 1;
-  const comments: IssueComment[] = [];
-  return {
-    comments,
+/** How one test's thread differs from the plain one. */
+export interface FakeThreadOptions {
+  /** The id of the first comment Tether posts; later ones count up from it. */
+  firstId?: number;
+  /** Stamp posted comments with the current time instead of "". */
+  stampComments?: boolean;
+  /** Editing a comment that is not in the thread fails like GitHub's 404 instead of doing nothing. */
+  strictUpdates?: boolean;
+  /** The agents `.github/tether.yml` defines. */
+  agents?: Record<string, AgentSettings>;
+}
+
+type AgentSettings = { name: string; model?: string; timeoutMinutes: number; stallMinutes: number };
+
+/** One issue's thread in memory: what Tether posted is in `comments`, `creates` counts the posts. */
+export function fakeThread(
+  opts: FakeThreadOptions = {},
+): GitHubThread & { comments: IssueComment[]; creates: number } {
+  let next = opts.firstId ?? 1;
+  const agents = opts.agents ?? {
+    tether: { name: "tether", timeoutMinutes: 30, stallMinutes: 5 },
+  };
+  const t = {
+    comments: [] as IssueComment[],
+    creates: 0,
     cloneUrl: "https://github.com/octo/widgets.git",
     token: async () => "ghs_faketokenfaketokenfaketoken1234",
     getIssue: async () => ({
@@ -52,24 +71,28 @@ export function fakeThread(): GitHubThread & { comments: IssueComment[] } {
       url: "https://github.com/octo/widgets/issues/1",
       isPullRequest: false,
     }),
-    listComments: async () => comments,
+    listComments: async () => t.comments,
     createComment: async (_n: number, body: string) => {
+      t.creates++;
       const id = next++;
-      comments.push({ id, author: "tether[bot]", url: `c${id}`, body, createdAt: "" });
+      const createdAt = opts.stampComments ? new Date().toISOString() : "";
+      t.comments.push({ id, author: "tether[bot]", url: `c${id}`, body, createdAt });
       return id;
     },
     updateComment: async (id: number, body: string) => {
-      const c = comments.find((x) => x.id === id);
+      const c = t.comments.find((x) => x.id === id);
       if (c) c.body = body;
+      else if (opts.strictUpdates) throw new Error("404");
     },
     loadConfig: async () => ({
       ok: true as const,
       settings: {
-        agents: { tether: { name: "tether", timeoutMinutes: 30, stallMinutes: 5 } },
+        agents,
         resume: { enabled: true, ttlHours: 72, contextBudget: 0.8 },
       },
     }),
   };
+  return t;
 }
 
 export function fakeWorkspace(root: string, over: Partial<WorkspacePort> = {}): WorkspacePort {

@@ -13,7 +13,6 @@ import type {
   AgentRunRequest,
   AgentRunResult,
   GitHubThread,
-  IssueComment,
   ReviewDiscussion,
   WorkspacePort,
 } from "../../src/runner/ports.js";
@@ -23,7 +22,11 @@ import { findTaskMarker } from "../../src/runner/thread-comments.js";
 import { claimTasks } from "../../src/sql/task-runs.js";
 import { createTestDatabase } from "../helpers/db.js";
 import { readTask, seedTask } from "../helpers/seed.js";
-import { fakeWorkspace, registerTestRuntime } from "../helpers/runner-fakes.js";
+import {
+  fakeThread as sharedFakeThread,
+  fakeWorkspace,
+  registerTestRuntime,
+} from "../helpers/runner-fakes.js";
 
 const db = await createTestDatabase();
 const pool = db.pool;
@@ -72,53 +75,17 @@ const ok =
     };
   };
 
-function fakeThread(
-  comments: IssueComment[] = [],
-): GitHubThread & { comments: IssueComment[]; creates: number } {
-  let next = 9000;
-  const t = {
-    comments,
-    creates: 0,
-    cloneUrl: "https://github.com/octo/widgets.git",
-    token: async () => "ghs_faketokenfaketokenfaketoken1234",
-    getIssue: async () => ({
-      title: "Bug",
-      body: "It breaks",
-      author: "alice",
-      url: "https://github.com/octo/widgets/issues/1",
-      isPullRequest: false,
-    }),
-    listComments: async () => t.comments,
-    createComment: async (_n: number, body: string) => {
-      t.creates++;
-      const id = next++;
-      t.comments.push({
-        id,
-        author: "tether[bot]",
-        url: `c${id}`,
-        body,
-        createdAt: new Date().toISOString(),
-      });
-      return id;
+/** The thread these tests were written against: ids from 9000, timestamps, GitHub's 404 on edits, two agents. */
+const fakeThread = () =>
+  sharedFakeThread({
+    firstId: 9000,
+    stampComments: true,
+    strictUpdates: true,
+    agents: {
+      tether: { name: "tether", model: "m", timeoutMinutes: 30, stallMinutes: 5 },
+      reviewer: { name: "reviewer", timeoutMinutes: 30, stallMinutes: 5 },
     },
-    updateComment: async (id: number, body: string) => {
-      const c = t.comments.find((x) => x.id === id);
-      if (!c) throw new Error("404");
-      c.body = body;
-    },
-    loadConfig: async () => ({
-      ok: true as const,
-      settings: {
-        agents: {
-          tether: { name: "tether", model: "m", timeoutMinutes: 30, stallMinutes: 5 },
-          reviewer: { name: "reviewer", timeoutMinutes: 30, stallMinutes: 5 },
-        },
-        resume: { enabled: true, ttlHours: 72, contextBudget: 0.8 },
-      },
-    }),
-  };
-  return t;
-}
+  });
 
 const workspace = fakeWorkspace(root);
 
