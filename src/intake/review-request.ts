@@ -16,9 +16,10 @@ import type { Review, ReviewComment } from "./payloads.js";
 
 /**
  * The comment a reply in a review thread answers, as intake found it: its author and words, or
- * gone (deleted before the reply was taken in).
+ * gone (deleted before the reply was taken in), or out of reach (GitHub refused to show it).
  */
-export type ReplyParent = { kind: "found"; author: string; body: string } | { kind: "deleted" };
+export type ReplyParent =
+  { kind: "found"; author: string; body: string } | { kind: "deleted" } | { kind: "unreadable" };
 
 /** How much of a parent comment's text the note quotes. */
 export const PARENT_LIMIT = 4096;
@@ -43,6 +44,8 @@ export function reviewCommentRequest(c: ReviewComment, parent?: ReplyParent): st
 export function describeReplyParent(p: ReplyParent): string {
   if (p.kind === "deleted")
     return "[This comment replies to an earlier review comment that has since been deleted.]";
+  if (p.kind === "unreadable")
+    return "[This comment replies to an earlier review comment that Tether could not read.]";
   const clean = neutraliseMarkers(sanitizeForPrompt(p.body));
   const cut = clean.length > PARENT_LIMIT;
   const shown = cut ? clean.slice(0, PARENT_LIMIT) : clean;
