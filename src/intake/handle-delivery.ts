@@ -13,6 +13,7 @@ import {
   cancelKey,
   enqueueComment,
   removeQueuedComment,
+  queuedTasksFedBy,
   updateQueuedComment,
   type CancelResult,
   type TaskKey,
@@ -35,7 +36,8 @@ import {
   PullRequestReviewEvent,
   repoKey,
 } from "./payloads.js";
-import { reviewCommentRequest, reviewRequest } from "./review-request.js";
+import { getReplyParent } from "../github/review-comment.js";
+import { reviewCommentRequest, reviewRequest, type ReplyParent } from "./review-request.js";
 import { INTAKE_EVENTS } from "./webhook.js";
 import type { DescribeStatus } from "./status.js";
 
@@ -125,6 +127,11 @@ interface Trigger {
   seenBy: "thread" | "fed-turns" | "every-turn";
   /** How operators and epoch reasons name it, e.g. "review comment 12". */
   label: string;
+  /**
+   * A reply in a review thread: the comment it answers, and the request rebuilt with it. Read
+   * only once the reply is known to start a turn, so other comments cost no extra call.
+   */
+  replyTo?: { commentId: number; request: (parent: ReplyParent) => string };
 }
 
 /** A creation (comment created, issue opened, review submitted), an edit or a deletion. */
@@ -239,6 +246,12 @@ function triggerFromReviewComment(e: PullRequestReviewCommentEvent): Trigger {
     createdKey: `review_comment:${e.comment.id}:created`,
     seenBy: "fed-turns",
     label: `review comment ${e.comment.id}`,
+    replyTo: e.comment.in_reply_to_id
+      ? {
+          commentId: e.comment.in_reply_to_id,
+          request: (parent) => reviewCommentRequest(e.comment, parent),
+        }
+      : undefined,
   };
 }
 
@@ -370,6 +383,7 @@ async function handleTrigger(
   }
 
   const config = loaded.config;
+  if (addressed.some((a) => startsTurn(a.commands))) t = await withReplyParent(octokit, t);
   const notes: string[] = [];
   const cancelLines: string[] = [];
   const statusFor: string[] = [];
@@ -432,6 +446,17 @@ async function handleTrigger(
  * request otherwise, and a 404 from token creation (the app was uninstalled) would then look
  * like "no config file" to the config plugin and "no permission" to the access check.
  */
+/** The trigger with its request carrying the comment it replies to, if it is a reply. */
+async function withReplyParent(octokit: GitHub, t: Trigger): Promise<Trigger> {
+  if (!t.replyTo) return t;
+  const parent = await getReplyParent(octokit, {
+    owner: t.owner,
+    repo: t.name,
+    commentId: t.replyTo.commentId,
+  });
+  return { ...t, comment: { ...t.comment, body: t.replyTo.request(parent) }, replyTo: undefined };
+}
+
 async function installationOctokit(fx: IntakeEffects, installationId: number): Promise<GitHub> {
   const octokit = await fx.auth(installationId);
   await octokit.auth({ type: "installation" });
@@ -493,6 +518,10 @@ async function handleChange(
   };
   const notes: string[] = [];
   if (change.action === "edited") {
+    // A queued reply's request quotes its parent: the edit rebuilds it the same way, reading
+    // the parent only when there is a queued request to rebuild.
+    if (t.replyTo && (await queuedTasksFedBy(fx.pool, ref)).length)
+      t = await withReplyParent(await installationOctokit(fx, d.installationId), t);
     const updated = await updateQueuedComment(fx.pool, { ...ref, body: t.comment.body });
     if (updated.length) notes.push(`updated queued task(s) ${updated.join(",")}`);
   } else {

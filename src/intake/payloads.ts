@@ -87,6 +87,8 @@ const ReviewComment = Comment.extend({
   subject_type: z.string().nullish(),
   commit_id: z.string().nullish(),
   original_commit_id: z.string().nullish(),
+  /** Set when the comment is a reply in a review thread: the id of the comment it answers. */
+  in_reply_to_id: z.number().int().positive().nullish(),
 });
 export type ReviewComment = z.infer<typeof ReviewComment>;
 

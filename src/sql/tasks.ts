@@ -314,6 +314,21 @@ async function lockQueuedTasksFedBy(tx: Queryable, ref: CommentRef): Promise<num
 // ---------------------------------------------------------------------------------------------
 // Intake: reads
 
+/**
+ * Queued tasks a comment feeds, without locking them: whether an edit has a request to rebuild
+ * before anything is fetched for it. The update itself locks and checks again.
+ */
+export async function queuedTasksFedBy(db: Queryable, ref: CommentRef): Promise<number[]> {
+  const { rows } = await db.query<{ id: number }>(
+    `SELECT t.id FROM tasks t
+       JOIN task_comments tc ON tc.task_id = t.id
+      WHERE tc.source = $1 AND t.repo = $2 AND t.issue_number = $3 AND t.status = 'queued'
+      ORDER BY t.id`,
+    [ref.source, ref.repo, ref.issueNumber],
+  );
+  return rows.map((r) => r.id);
+}
+
 /** Agents with any task on this issue, in order of their first task. */
 export async function agentsOnIssue(
   db: Queryable,

@@ -141,6 +141,8 @@ export interface ReviewCommentOptions {
   createdAt?: string;
   updatedAt?: string;
   previousBody?: string;
+  /** Makes the comment a reply in a review thread, to this comment id. */
+  inReplyTo?: number;
 }
 
 function adjustReviewComment(p: Json, o: ReviewCommentOptions): Json {
@@ -154,6 +156,8 @@ function adjustReviewComment(p: Json, o: ReviewCommentOptions): Json {
   p.comment.html_url = `${p.pull_request.html_url}#discussion_r${o.commentId}`;
   if (o.path !== undefined) p.comment.path = o.path;
   Object.assign(p.comment, o.place ?? {});
+  if (o.inReplyTo !== undefined) p.comment.in_reply_to_id = o.inReplyTo;
+  else delete p.comment.in_reply_to_id;
   if (o.createdAt) p.comment.created_at = o.createdAt;
   if (o.updatedAt) p.comment.updated_at = o.updatedAt;
   user(p.comment.user, author);
