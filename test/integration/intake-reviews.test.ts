@@ -15,7 +15,7 @@ import { readEpoch } from "../../src/sql/history.js";
 import { registerRuntime } from "../../src/sql/runtimes.js";
 import { claimTasks } from "../../src/sql/task-runs.js";
 import { createTestDatabase } from "../helpers/db.js";
-import { fakeThread, fakeWorkspace } from "../hardening/helpers/fake-ports.js";
+import { fakeThread, fakeWorkspace } from "../helpers/runner-fakes.js";
 import {
   commentCreated,
   INSTALLATION_ID,
