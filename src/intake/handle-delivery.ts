@@ -383,6 +383,7 @@ async function handleTrigger(
   }
 
   const config = loaded.config;
+  const settings = snapshotSettings(config); // one snapshot for every agent the comment queues
   if (addressed.some((a) => startsTurn(a.commands))) t = await withReplyParent(octokit, t);
   const notes: string[] = [];
   const cancelLines: string[] = [];
@@ -411,7 +412,7 @@ async function handleTrigger(
         comment: t.comment,
         forceFresh: commands.includes("fresh"),
         deliveryId: d.deliveryId,
-        settings: snapshotSettings(config),
+        settings,
       });
       notes.push(`${agent}: ${r.kind} task ${r.taskId}`);
       log.info({ agent, task: r.taskId, result: r.kind }, "comment queued");
