@@ -2,6 +2,7 @@ import type { Env } from "./env.js";
 import type { Logger } from "./log.js";
 import type { Pool } from "./db/pool.js";
 import type { DescribeStatus } from "./intake/status.js";
+import type { SandboxStatus } from "./sandbox/sandbox.js";
 
 /** What the web side needs from the process: its edges, passed in so tests can supply their own. */
 export interface AppDeps {
@@ -17,4 +18,6 @@ export interface AppDeps {
   describeStatus?: DescribeStatus;
   /** Present when this process runs a runner: whether its loop is heartbeating. */
   runnerAlive?: () => boolean;
+  /** Present when this process runs a runner: whether its agent sandbox works (or is off). */
+  runnerSandbox?: () => SandboxStatus | undefined;
 }

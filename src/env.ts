@@ -60,6 +60,35 @@ export const EnvSchema = z.object({
   TETHER_PG_PORT: intFrom(0, 65535).default(0),
   /** Path of the Claude Code executable; default: the bundled @anthropic-ai/claude-code binary, then `claude` on PATH. */
   TETHER_CLAUDE_PATH: optional(z.string()),
+  /**
+   * Where agents run: `bwrap` (default), a bubblewrap sandbox per run that sees its own
+   * workspace and nothing of Tether's; `off` runs them as Tether's own user, able to read
+   * whatever Tether can (its secrets, its database, other workspaces). Without a working
+   * sandbox and without `off`, the runner runs no agent and says why.
+   */
+  TETHER_SANDBOX: z.enum(["bwrap", "off"]).default("bwrap"),
+  /**
+   * More host paths every sandbox sees, comma-separated, at the same path: read-only, or
+   * read-write with a `:rw` suffix (shared by every sandbox, so only for tests and benchmarks).
+   * For toolchains outside /usr, e.g. `/opt/jdk`.
+   */
+  TETHER_SANDBOX_BIND: optional(
+    z
+      .string()
+      .transform((v) =>
+        v
+          .split(",")
+          .map((p) => p.trim())
+          .filter(Boolean),
+      )
+      .pipe(
+        z.array(
+          z
+            .string()
+            .regex(/^\/[^,:]*(:rw)?$/, "each entry must be an absolute path, optionally with :rw"),
+        ),
+      ),
+  ),
   /** Root of the per-(repo, issue, agent) working directories. Default: <TETHER_DATA_DIR>/workspaces. */
   TETHER_WORKSPACE_DIR: optional(z.string()),
   /** Fixed runtime id; by default derived from host, $HOME/.claude and the CLI binary. */

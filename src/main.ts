@@ -74,6 +74,7 @@ async function main(): Promise<void> {
     const runner = await startRunner({ env, log, pool: db.pool, metrics });
     if (runner) {
       deps.runnerAlive = () => runner.alive;
+      deps.runnerSandbox = () => runner.sandbox;
       // Phase 20: after intake and HTTP stop, before connections close. Most of the budget
       // goes to letting running turns finish.
       shutdown.add(20, "runner", () => runner.stop(env.TETHER_SHUTDOWN_TIMEOUT_MS * 0.6));

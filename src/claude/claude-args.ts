@@ -7,7 +7,20 @@ import type { AgentSettings } from "./runtime-adapter.js";
  */
 export function buildClaudeArgs(settings: AgentSettings, resumeSessionId?: string): string[] {
   // stream-json needs --verbose in print mode.
-  const args = ["-p", "--output-format", "stream-json", "--verbose"];
+  const args = [
+    "-p",
+    "--output-format",
+    "stream-json",
+    "--verbose",
+    // Nothing a checkout (or a HOME) carries configures the agent: no project, local or user
+    // settings (hooks, env, permissions), no CLAUDE.md, and no MCP server Tether did not pass.
+    // Seen with 2.1.197: these two stop a repository's .claude/settings.json hooks and env,
+    // its .mcp.json and its CLAUDE.md (docs/claude-cli-facts.md, "What a repository can make
+    // the CLI do"; test/hardening/contain.test.ts tries each).
+    "--setting-sources",
+    "",
+    "--strict-mcp-config",
+  ];
   if (settings.model !== undefined) args.push("--model", settings.model);
   if (resumeSessionId !== undefined) args.push("--resume", resumeSessionId);
   if (settings.maxTurns !== undefined) args.push("--max-turns", String(settings.maxTurns));

@@ -4,9 +4,11 @@ import { execa, type ResultPromise } from "execa";
 import { pino } from "pino";
 import { prettifyError } from "zod";
 import type { Logger } from "../log.js";
+import type { PreparedCommand } from "../sandbox/sandbox.js";
 import { buildChildEnv } from "./child-env.js";
 import { buildClaudeArgs, SESSION_ID } from "./claude-args.js";
 import { resolveClaudePath } from "./claude-path.js";
+import { CLAUDE_MODEL_ENV, claudeModelAccess } from "./model-endpoint.js";
 import { classifyOutcome, earlyStop, type ExitFacts, type StopReason } from "./classify-outcome.js";
 import { EventChannel } from "./event-channel.js";
 import { DEFAULT_MAX_LINE_BYTES } from "./line-splitter.js";
@@ -127,6 +129,7 @@ class ClaudeRun implements AgentRun {
   private readonly log: Logger;
   private readonly startedAt = Date.now();
   private child: ResultPromise | undefined;
+  private prepared: PreparedCommand | undefined;
   private tracker: ProcessTracker | undefined;
   private stop: { reason: StopReason; detail: string } | undefined;
   private cancelRequest: string | undefined;
@@ -205,10 +208,35 @@ class ClaudeRun implements AgentRun {
 
     const args = buildClaudeArgs(settings.data, resumeSessionId);
     const env = buildChildEnv(this.config.baseEnv, { home: spec.home, extra: spec.extraEnv });
+    let command = { file: this.config.path, args, env, cwd: spec.cwd };
+    if (spec.sandbox) {
+      const access = claudeModelAccess(this.config.baseEnv);
+      for (const name of CLAUDE_MODEL_ENV) delete env[name];
+      const exe = realBinary(this.config.path, env.PATH);
+      try {
+        this.prepared = await spec.sandbox.sandbox.prepare({
+          workspace: spec.cwd,
+          ...(spec.home ? { home: spec.home } : {}),
+          ...(spec.sandbox.origin ? { origin: spec.sandbox.origin } : {}),
+          ...(spec.sandbox.masks ? { masks: spec.sandbox.masks } : {}),
+          readOnly: [exe],
+          egress: { model: access.endpoint, network: spec.sandbox.network },
+          env,
+          modelEnv: { inside: access.inside, outside: access.outside },
+          command: [exe, ...args],
+        });
+      } catch (err) {
+        return this.finishEarly(
+          "failed",
+          `could not prepare the sandbox: ${(err as Error).message}`,
+        );
+      }
+      command = this.prepared;
+    }
     installExitHook();
-    const child = execa(this.config.path, args, {
-      cwd: spec.cwd,
-      env,
+    const child = execa(command.file, command.args, {
+      cwd: command.cwd,
+      env: command.env,
       extendEnv: false,
       // Its own session and process group, so a kill reaches everything it started in it.
       detached: true,
@@ -250,6 +278,7 @@ class ClaudeRun implements AgentRun {
     this.exited = true;
     // Whatever the CLI left behind (a command still running in its own session) goes too.
     await this.sweep();
+    await this.prepared?.dispose();
     await this.drain(reading, child.stdout!, child.stderr);
     void child.catch(() => undefined); // settled with reject: false; nothing more to learn
     spec.signal?.removeEventListener("abort", onAbort);
@@ -485,6 +514,7 @@ class ClaudeRun implements AgentRun {
     exit: { exitCode: number | null; signal: string | null },
   ): RunOutcome {
     this.clearTimers();
+    void this.prepared?.dispose();
     this.channel.close();
     const { evidence } = this;
     const asked = this.spec.resumeSessionId;
@@ -522,6 +552,24 @@ class ClaudeRun implements AgentRun {
       "claude run finished",
     );
     return outcome;
+  }
+}
+
+/** The binary's real path (after PATH lookup and links): what the sandbox binds and runs. */
+function realBinary(file: string, pathVar: string | undefined): string {
+  let found = file;
+  if (!file.includes("/")) {
+    for (const dir of (pathVar ?? "").split(":")) {
+      if (dir && fs.existsSync(`${dir}/${file}`)) {
+        found = `${dir}/${file}`;
+        break;
+      }
+    }
+  }
+  try {
+    return fs.realpathSync(found);
+  } catch {
+    return found;
   }
 }
 

@@ -1,4 +1,6 @@
 import { z } from "zod";
+import type { NetworkPolicy } from "../sandbox/egress.js";
+import type { Mask, Sandbox } from "../sandbox/sandbox.js";
 
 /*
  * The seam between Tether and an agent CLI that keeps resumable sessions. Claude Code is the
@@ -96,11 +98,27 @@ export interface RunSpec {
   /** More environment for the child. The secret denylist still applies to these. */
   extraEnv?: Record<string, string>;
   /**
+   * Contain the run: the CLI starts inside this sandbox, with `cwd` as its /workspace and
+   * `home` as its HOME, reaching the model API (and nothing else the policy does not allow)
+   * through the sandbox's egress proxy, which holds the credentials. Omitted: a plain child
+   * process (tests of the adapter itself).
+   */
+  sandbox?: RunSandbox;
+  /**
    * Called for each event as it happens, in order; the run waits for a returned promise before
    * reading on (so the session id can be pinned before anything else happens). A throw is
    * logged and does not stop the run.
    */
   onEvent?: (event: RunEvent) => void | Promise<void>;
+}
+
+export interface RunSandbox {
+  sandbox: Sandbox;
+  /** The repository's mirror, the workspace's read-only `origin`. */
+  origin?: string;
+  /** Agent-control files of a pull request's head, shown as the base branch has them. */
+  masks?: Mask[];
+  network: NetworkPolicy;
 }
 
 /** Token counts of one API call, as the CLI reports them. */

@@ -31,6 +31,16 @@ const ToolRule = z
   .max(200, "must be at most 200 characters")
   .regex(/^[^\s-][^\n\r]*$/, "must be a tool name or rule like Bash(npm test:*)");
 
+/** A host an agent may reach: `example.com`, or `*.example.com` for any name under it. */
+const HostPattern = z
+  .string()
+  .max(253)
+  .regex(
+    /^(\*\.)?[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$/,
+    "must be a host name like registry.npmjs.org or *.pypi.org",
+  )
+  .transform((h) => h.toLowerCase());
+
 const Login = z
   .string()
   .regex(
@@ -71,6 +81,24 @@ export const AgentConfig = z.strictObject({
   permissionMode: z.enum(PERMISSION_MODES).default("acceptEdits"),
   /** Extra instructions appended to the system prompt (`--append-system-prompt`). Default: none. */
   appendSystemPrompt: z.string().max(20_000).optional(),
+  /**
+   * Where the agent may connect besides the model API, through Tether's egress proxy:
+   * `model-only` (nothing else), `open` (any public host, ports 80 and 443), or a list of host
+   * names (`registry.npmjs.org`, `*.pypi.org`). Private, loopback and link-local addresses are
+   * never reachable. Default: `model-only`.
+   */
+  network: z
+    .union([
+      z.enum(["model-only", "open"]),
+      z.array(HostPattern).min(1, "list at least one host, or use model-only").max(100),
+    ])
+    .default("model-only"),
+  /**
+   * Give the agent the repository's own instructions file (CLAUDE.md), as the default branch
+   * has it, after the system prompt. Off by default: the CLI never reads the checkout's copy,
+   * which a pull request could change. Default: false.
+   */
+  projectInstructions: z.boolean().default(false),
 });
 export type AgentConfig = z.output<typeof AgentConfig> & { mention: string };
 

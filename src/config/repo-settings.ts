@@ -23,6 +23,8 @@ export function toRepoSettings(config: RepoConfig): RepoSettings {
       disallowedTools: a.disallowedTools,
       permissionMode: a.permissionMode,
       ...(a.appendSystemPrompt ? { appendSystemPrompt: a.appendSystemPrompt } : {}),
+      network: a.network,
+      projectInstructions: a.projectInstructions,
     };
   }
   return { agents, resume: config.resume };
@@ -43,6 +45,9 @@ const SettingsSnapshot = z.object({
       disallowedTools: z.array(z.string()).optional(),
       permissionMode: z.string().optional(),
       appendSystemPrompt: z.string().optional(),
+      // Absent in snapshots taken before the sandbox: the safe defaults apply.
+      network: z.union([z.enum(["model-only", "open"]), z.array(z.string())]).optional(),
+      projectInstructions: z.boolean().optional(),
     }),
   ),
   resume: z.object({

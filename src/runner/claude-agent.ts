@@ -1,69 +1,135 @@
 /** The runner's AgentPort over the Claude Code adapter. */
+import fs from "node:fs/promises";
 import type { Logger } from "../log.js";
 import type { AgentCli, RunEvent } from "../claude/index.js";
 import { killProcessesIn } from "../claude/process-tree.js";
-import type { AgentPort, AgentRunRequest, AgentRunResult } from "./ports.js";
+import { IN_SANDBOX } from "../sandbox/bwrap-args.js";
+import type { NetworkPolicy } from "../sandbox/egress.js";
+import type { Sandbox } from "../sandbox/sandbox.js";
+import { turnHome, type TranscriptStore } from "../sessions/transcripts.js";
+import type { AgentPort, AgentRunRequest, AgentRunResult, AgentSettings } from "./ports.js";
 
-export function claudeAgent(cli: AgentCli, opts: { log: Logger; home?: string }): AgentPort {
+export interface ClaudeAgentOptions {
+  log: Logger;
+  /**
+   * Where runs happen. With it, every run gets a fresh HOME (under `homes`) holding only the
+   * transcript of the session it resumes, from `transcripts`, and saved back there after.
+   */
+  contain?: { sandbox: Sandbox; transcripts: TranscriptStore; homes: string };
+  /** Without `contain`: the HOME the CLI keeps its sessions in (default: this process's). */
+  home?: string;
+}
+
+export function claudeAgent(cli: AgentCli, opts: ClaudeAgentOptions): AgentPort {
   let capabilities: Promise<boolean> | undefined;
+  const contain = opts.contain;
   return {
     canResume() {
       capabilities ??= cli.probe().then((c) => c.canResume);
       return capabilities;
     },
+    ...(contain
+      ? { holdsSession: (key, sessionId) => contain.transcripts.has(key, sessionId) }
+      : {}),
     async run(req: AgentRunRequest): Promise<AgentRunResult> {
-      // A CLI left by a process that was killed (it is re-parented to init and keeps going)
-      // must not write to the session alongside the new run.
-      const strays = await killProcessesIn(req.cwd).catch(() => []);
-      if (strays.length)
-        opts.log.warn(
-          { cwd: req.cwd, pids: strays },
-          "stopped processes left in the workspace by an earlier run",
-        );
+      if (!contain?.sandbox.sandboxed) {
+        // A CLI left by a process that was killed (it is re-parented to init and keeps going)
+        // must not write to the session alongside the new run. A sandbox dies with its parent.
+        const strays = await killProcessesIn(req.cwd).catch(() => []);
+        if (strays.length)
+          opts.log.warn(
+            { cwd: req.cwd, pids: strays },
+            "stopped processes left in the workspace by an earlier run",
+          );
+      }
+      let home = opts.home;
+      if (contain) {
+        home = await turnHome(contain.homes);
+        if (req.resumeSessionId) {
+          const cwd = contain.sandbox.sandboxed ? IN_SANDBOX.workspace : req.cwd;
+          await contain.transcripts
+            .restore(req.key, req.resumeSessionId, home, cwd)
+            .catch((err: Error) =>
+              opts.log.warn({ err: err.message }, "could not restore the session's transcript"),
+            );
+        }
+      }
       const s = req.settings;
-      const run = cli.start({
-        cwd: req.cwd,
-        prompt: req.prompt,
-        ...(req.resumeSessionId ? { resumeSessionId: req.resumeSessionId } : {}),
-        settings: {
-          ...(s.model ? { model: s.model } : {}),
-          ...(s.maxTurns ? { maxTurns: s.maxTurns } : {}),
-          ...(s.allowedTools?.length ? { allowedTools: s.allowedTools } : {}),
-          ...(s.disallowedTools?.length ? { disallowedTools: s.disallowedTools } : {}),
-          ...(s.permissionMode ? { permissionMode: s.permissionMode as never } : {}),
-          appendSystemPrompt: req.systemPrompt,
-          timeoutMs: s.timeoutMinutes * 60_000,
-          stallMs: s.stallMinutes * 60_000,
-        },
-        signal: req.signal,
-        ...(opts.home ? { home: opts.home } : {}),
-        onEvent: async (e: RunEvent) => {
-          if (e.type === "init") await req.onSession(e.sessionId, e.model);
-          else if (e.type === "text" && e.parentToolUseId === null)
-            req.onProgress({ kind: "text", text: e.text });
-          else if (e.type === "tool_use") req.onProgress({ kind: "tool", name: e.name });
-        },
-      });
-      const o = await run.outcome;
-      return {
-        outcome: o.kind,
-        sessionId: o.sessionId ?? null,
-        text: o.resultText ?? null,
-        usage: {
-          model: o.usage.model,
-          inputTokens: o.usage.inputTokens,
-          outputTokens: o.usage.outputTokens,
-          cacheReadTokens: o.usage.cacheReadTokens,
-          cacheCreationTokens: o.usage.cacheCreationTokens,
-          contextTokens: o.usage.contextTokens,
-          costUsd: o.usage.costUsd,
-          numTurns: o.usage.numTurns,
-          durationMs: o.usage.durationMs,
-        },
-        contextWindow: o.usage.contextWindow,
-        toolRan: o.toolRan,
-        detail: o.kind === "success" ? null : o.detail,
-      };
+      try {
+        const run = cli.start({
+          cwd: req.cwd,
+          prompt: req.prompt,
+          ...(req.resumeSessionId ? { resumeSessionId: req.resumeSessionId } : {}),
+          settings: {
+            ...(s.model ? { model: s.model } : {}),
+            ...(s.maxTurns ? { maxTurns: s.maxTurns } : {}),
+            ...(s.allowedTools?.length ? { allowedTools: s.allowedTools } : {}),
+            ...(s.disallowedTools?.length ? { disallowedTools: s.disallowedTools } : {}),
+            ...(s.permissionMode ? { permissionMode: s.permissionMode as never } : {}),
+            appendSystemPrompt: req.systemPrompt,
+            timeoutMs: s.timeoutMinutes * 60_000,
+            stallMs: s.stallMinutes * 60_000,
+          },
+          signal: req.signal,
+          ...(home ? { home } : {}),
+          ...(contain
+            ? {
+                sandbox: {
+                  sandbox: contain.sandbox,
+                  network: networkPolicy(s),
+                  ...(req.origin ? { origin: req.origin } : {}),
+                  ...(req.masks?.length ? { masks: req.masks } : {}),
+                },
+              }
+            : {}),
+          onEvent: async (e: RunEvent) => {
+            if (e.type === "init") await req.onSession(e.sessionId, e.model);
+            else if (e.type === "text" && e.parentToolUseId === null)
+              req.onProgress({ kind: "text", text: e.text });
+            else if (e.type === "tool_use") req.onProgress({ kind: "tool", name: e.name });
+          },
+        });
+        const o = await run.outcome;
+        if (contain && home && o.sessionId) {
+          await contain.transcripts
+            .save(req.key, o.sessionId, home)
+            .catch((err: Error) =>
+              opts.log.error(
+                { err: err.message, sessionId: o.sessionId },
+                "could not keep the session's transcript",
+              ),
+            );
+        }
+        return {
+          outcome: o.kind,
+          sessionId: o.sessionId ?? null,
+          text: o.resultText ?? null,
+          usage: {
+            model: o.usage.model,
+            inputTokens: o.usage.inputTokens,
+            outputTokens: o.usage.outputTokens,
+            cacheReadTokens: o.usage.cacheReadTokens,
+            cacheCreationTokens: o.usage.cacheCreationTokens,
+            contextTokens: o.usage.contextTokens,
+            costUsd: o.usage.costUsd,
+            numTurns: o.usage.numTurns,
+            durationMs: o.usage.durationMs,
+          },
+          contextWindow: o.usage.contextWindow,
+          toolRan: o.toolRan,
+          detail: o.kind === "success" ? null : o.detail,
+        };
+      } finally {
+        if (contain && home) await fs.rm(home, { recursive: true, force: true }).catch(() => {});
+      }
     },
   };
+}
+
+/** The agent's `network` setting as the egress proxy's policy. */
+export function networkPolicy(s: Pick<AgentSettings, "network">): NetworkPolicy {
+  const n = s.network ?? "model-only";
+  if (n === "model-only") return { kind: "model-only" };
+  if (n === "open") return { kind: "open" };
+  return { kind: "hosts", hosts: n };
 }

@@ -2,6 +2,7 @@
  * The edges the runner talks through. Each is an interface so the runner's logic can be tested
  * with the real thing (Postgres, the Claude CLI, a local GitHub stand-in) or a narrow fake.
  */
+import type { Mask } from "../sandbox/sandbox.js";
 import type { Outcome, Usage } from "../sql/task-runs.js";
 
 /** One agent's settings, as the repo config resolves them. */
@@ -15,6 +16,10 @@ export interface AgentSettings {
   disallowedTools?: string[];
   permissionMode?: string;
   appendSystemPrompt?: string;
+  /** Egress besides the model API: none, any public host, or these hosts. Default model-only. */
+  network?: "model-only" | "open" | string[];
+  /** Append the default branch's CLAUDE.md to the system prompt. */
+  projectInstructions?: boolean;
 }
 
 export interface ResumeSettings {
@@ -103,7 +108,14 @@ export interface GitHubThread {
 export type ProgressEvent = { kind: "text"; text: string } | { kind: "tool"; name: string };
 
 export interface AgentRunRequest {
+  /** The task key: whose session store the run uses. */
+  key: { repo: string; issueNumber: number; agent: string };
+  /** The key's workspace (host path); the sandbox's /workspace. */
   cwd: string;
+  /** The repository's mirror: the workspace's read-only `origin` inside the sandbox. */
+  origin?: string;
+  /** Workspace paths shown as the base branch has them (a pull request's agent-control files). */
+  masks?: Mask[];
   prompt: string;
   resumeSessionId: string | null;
   settings: AgentSettings;
@@ -127,6 +139,11 @@ export interface AgentRunResult {
 /** A resumable agent CLI (Claude Code today). */
 export interface AgentPort {
   canResume(): Promise<boolean>;
+  /**
+   * Whether this runner holds the session's transcript, so a resume can work here. Absent:
+   * the CLI's own store is used and every session counts as held.
+   */
+  holdsSession?(key: AgentRunRequest["key"], sessionId: string): Promise<boolean>;
   run(req: AgentRunRequest): Promise<AgentRunResult>;
 }
 

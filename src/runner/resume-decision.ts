@@ -57,6 +57,11 @@ export interface ResumeInput {
   /** The key's current history epoch. */
   historyEpoch: number;
   cliCanResume: boolean;
+  /**
+   * Whether this runner can restore the session's transcript (its session store holds it).
+   * Absent counts as held (a CLI that keeps its own store).
+   */
+  sessionHeld?: boolean;
   now: Date;
 }
 
@@ -77,7 +82,8 @@ export function decideResume(input: ResumeInput): ResumeDecision {
   if (!prior) return fresh("no_prior_session");
   if (input.forceFresh) return fresh("forced_fresh");
   if (!input.policy.enabled) return fresh("resume_disabled");
-  if (prior.runtimeId !== input.runtimeId) return fresh("runtime_mismatch");
+  if (prior.runtimeId !== input.runtimeId || input.sessionHeld === false)
+    return fresh("runtime_mismatch");
   if (prior.workDir !== input.workDir || !input.workDirExists) return fresh("workdir_changed");
   if (prior.state !== "active") return fresh("poisoned");
   if (prior.historyEpoch !== input.historyEpoch) return fresh("history_edited");

@@ -233,6 +233,10 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
   }
 
   const policy = config.settings.resume;
+  const sessionHeld =
+    prior && deps.agent.holdsSession
+      ? await deps.agent.holdsSession(key, prior.sessionId).catch(() => false)
+      : undefined;
   let decision: ResumeDecision = decideResume({
     prior,
     forceFresh: task.forceFresh,
@@ -246,6 +250,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     workDirExists,
     historyEpoch: epoch,
     cliCanResume,
+    ...(sessionHeld === undefined ? {} : { sessionHeld }),
     now: now(),
   });
   const isFollowUp = prior !== null;
@@ -379,6 +384,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
   const attempt = async (d: ResumeDecision): Promise<AgentRunResult> => {
     const prompt = d.kind === "resume" ? buildResumedPrompt(turn) : await coldPrompt();
     return deps.agent.run({
+      key,
       cwd: workDir,
       prompt,
       resumeSessionId: d.kind === "resume" ? d.sessionId : null,

@@ -17,6 +17,7 @@ import {
   sweepExpired,
   type Task,
 } from "../sql/task-runs.js";
+import type { SandboxStatus } from "../sandbox/sandbox.js";
 import { deliverAnswers } from "./deliver-answers.js";
 import { runTask, SHUTDOWN, type RunTaskDeps } from "./run-task.js";
 
@@ -34,6 +35,11 @@ export interface RunnerOptions extends Omit<RunTaskDeps, "runnerId"> {
   leaseMs?: number;
   /** How often pending answers (the answer outbox) are looked for. */
   answerPollMs?: number;
+  /**
+   * Whether agents may run here (the sandbox works, or is off on purpose). While it says no,
+   * the runner claims nothing: queued tasks wait for a runner that can contain them.
+   */
+  sandbox?: () => SandboxStatus;
 }
 
 export class Runner {
@@ -86,9 +92,20 @@ export class Runner {
       canResume: this.opts.runtime.canResume,
       concurrency: this.opts.concurrency,
     });
-    const adopted = await adoptOrphans(this.pool, this.runnerId, this.opts.runtimeId, (holder) =>
-      holderIsGone(holder),
-    );
+    const sandbox = this.opts.sandbox?.();
+    if (sandbox && !sandbox.ok) {
+      this.log.error(
+        { sandbox: sandbox.detail },
+        "no agent runs on this runner: the sandbox cannot start (set TETHER_SANDBOX=off to run agents unsandboxed)",
+      );
+    }
+    // Tasks an earlier process left running are adopted only where they can run contained.
+    const adopted =
+      sandbox && !sandbox.ok
+        ? []
+        : await adoptOrphans(this.pool, this.runnerId, this.opts.runtimeId, (holder) =>
+            holderIsGone(holder),
+          );
     for (const t of adopted) {
       this.log.warn(
         { task: t.id },
@@ -142,6 +159,7 @@ export class Runner {
       do {
         this.again = false;
         if (this.stopping) return;
+        if (this.opts.sandbox && !this.opts.sandbox().ok) return;
         const free = this.opts.concurrency - this.running.size;
         if (free <= 0) return;
         const tasks = await claimTasks(this.pool, this.runnerId, this.opts.runtimeId, free);
@@ -265,6 +283,11 @@ export class Runner {
         new Promise((r) => setTimeout(r, 1500).unref()),
       ]);
     }
+  }
+
+  /** The sandbox's status, when the runner was given one. */
+  get sandbox(): SandboxStatus | undefined {
+    return this.opts.sandbox?.();
   }
 
   get active(): number {

@@ -3,6 +3,7 @@
  * app's installations, the workspaces, and the repo config loader. Used by main.ts.
  */
 import os from "node:os";
+import path from "node:path";
 import { Probot } from "probot";
 import { createClaudeCli } from "../claude/index.js";
 import { lookupClaudePath } from "../claude/claude-path.js";
@@ -18,6 +19,8 @@ import { toRepoSettings } from "../config/repo-settings.js";
 import { claudeAgent } from "./claude-agent.js";
 import { githubThread } from "./github-thread.js";
 import type { ConfigResult } from "./ports.js";
+import { Sandbox } from "../sandbox/sandbox.js";
+import { localTranscripts } from "../sessions/transcripts.js";
 import { Runner } from "./runner.js";
 import { deriveRuntimeId } from "./runtime-id.js";
 import { createWorkspacePort } from "./workspace-port.js";
@@ -42,6 +45,12 @@ export async function startRunner(opts: {
       { claude: claude.path, error: caps.error },
       "the Claude CLI did not answer --version/--help; runs will fail until it does",
     );
+  const sandbox = await Sandbox.start({
+    mode: env.TETHER_SANDBOX,
+    stateDir: path.join(env.dataDir, "sandbox"),
+    log: log.child({ component: "sandbox" }),
+    ...(env.TETHER_SANDBOX_BIND ? { extraBinds: env.TETHER_SANDBOX_BIND } : {}),
+  });
   const home = os.homedir();
   const runtimeId = deriveRuntimeId({
     configured: env.TETHER_RUNTIME_ID,
@@ -70,7 +79,15 @@ export async function startRunner(opts: {
       cliVersion: caps.version,
       canResume: caps.canResume,
     },
-    agent: claudeAgent(cli, { log }),
+    agent: claudeAgent(cli, {
+      log,
+      contain: {
+        sandbox,
+        transcripts: localTranscripts(path.join(env.dataDir, "sessions"), log),
+        homes: path.join(env.dataDir, "sandbox", "homes"),
+      },
+    }),
+    sandbox: () => sandbox.status,
     workspace,
     github: async (task) => {
       const octokit = await probot.auth(task.installationId);

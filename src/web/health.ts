@@ -19,7 +19,16 @@ export function healthRoutes(deps: AppDeps, opts: { dbTimeoutMs?: number } = {})
     const checks: Record<string, string> = { process: "ok" };
     checks.database = await databaseCheck(deps, dbTimeoutMs);
     if (deps.runnerAlive) checks.runner = deps.runnerAlive() ? "ok" : "not heartbeating";
-    const ok = Object.values(checks).every((v) => v === "ok");
+    const sandbox = deps.runnerSandbox?.();
+    // A runner that cannot contain its agents runs none: that is a failed check. Off on
+    // purpose (TETHER_SANDBOX=off) passes, and says so.
+    if (sandbox)
+      checks.sandbox = !sandbox.ok
+        ? `unavailable: ${sandbox.detail}`
+        : sandbox.mode === "off"
+          ? "off (TETHER_SANDBOX=off): agents run unsandboxed"
+          : "ok";
+    const ok = Object.values(checks).every((v) => v === "ok" || v.startsWith("off "));
     return sendJson(res, ok ? 200 : 503, { ok, checks });
   };
 }

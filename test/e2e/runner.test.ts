@@ -6,7 +6,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { execFileSync } from "node:child_process";
-import { processesIn } from "../../src/claude/process-tree.js";
+import { readProcTable } from "../../src/claude/process-tree.js";
 import { createTestDatabase } from "../helpers/db.js";
 import { startStack, REPO, type Stack } from "../helpers/e2e-stack.js";
 import { lastUserText, replies, userTexts, type FakeRequest } from "../helpers/fake-anthropic.js";
@@ -18,6 +18,21 @@ agents:
   reviewer:
     model: claude-sonnet-4-5
 `;
+
+/** Every process the app started (the sandbox, the CLI, its tools): none once a turn is over. */
+function agentProcesses(appPid: number): number[] {
+  const table = readProcTable();
+  const found: number[] = [];
+  let frontier = [appPid];
+  while (frontier.length) {
+    const next = table
+      .filter((p) => frontier.includes(p.ppid) && p.state !== "Z")
+      .map((p) => p.pid);
+    found.push(...next);
+    frontier = next;
+  }
+  return found;
+}
 
 const db = await createTestDatabase();
 let stack: Stack;
@@ -161,16 +176,17 @@ describe(
       expect(next.session_id).not.toBe(p.session_id);
     });
 
-    it("6. a deleted session file: resume rejected, one fresh retry in the same task, one answer", async () => {
+    it("6. a session file the CLI cannot read: resume rejected, one fresh retry in the same task, one answer", async () => {
       const n = newIssue();
       const a = await stack.finishedTask(await stack.comment(n, "@tether one"));
-      const projects = path.join(stack.home, ".claude", "projects");
+      const store = path.join(stack.dataDir, "sessions");
       const files = fs
-        .readdirSync(projects, { recursive: true })
+        .readdirSync(store, { recursive: true })
         .map(String)
         .filter((f) => f.endsWith(`${a.session_id}.jsonl`));
       expect(files).toHaveLength(1);
-      fs.rmSync(path.join(projects, files[0]!));
+      // Held, so the decision resumes; empty, so the CLI finds no conversation in it.
+      fs.writeFileSync(path.join(store, files[0]!), "");
       const m = mark();
       const b = await stack.finishedTask(await stack.comment(n, "@tether two"));
       expect(b).toMatchObject({
@@ -275,7 +291,7 @@ describe(
         )
       ).rows[0];
       expect(running.status).toBe("running");
-      expect(processesIn(running.work_dir).length).toBeGreaterThan(0);
+      expect(agentProcesses(stack.app.child.pid!).length).toBeGreaterThan(0);
       await stack.comment(n, "@tether /cancel");
       const done = await stack.finishedTask(c, 30_000);
       expect(done).toMatchObject({
@@ -286,7 +302,7 @@ describe(
       expect(String(stack.taskComments(n, done.id as number)[0]!.body)).toContain(
         "Cancelled with `/cancel`",
       );
-      expect(processesIn(done.work_dir as string)).toEqual([]);
+      expect(agentProcesses(stack.app.child.pid!)).toEqual([]);
     });
 
     it("11. a comment on a pull request works on the PR's head branch, and reads its review", async () => {

@@ -2,7 +2,17 @@ import { describe, expect, it } from "vitest";
 import { buildClaudeArgs, SESSION_ID } from "../../src/claude/claude-args.js";
 import { AgentSettings } from "../../src/claude/runtime-adapter.js";
 
-const BASE = ["-p", "--output-format", "stream-json", "--verbose"];
+// Every run: print mode, the stream, and nothing the checkout or HOME carries configures the
+// agent (no settings sources, no MCP servers but Tether's: none).
+const BASE = [
+  "-p",
+  "--output-format",
+  "stream-json",
+  "--verbose",
+  "--setting-sources",
+  "",
+  "--strict-mcp-config",
+];
 const limits = { timeoutMs: 60_000, stallMs: 30_000 };
 
 describe("buildClaudeArgs", () => {

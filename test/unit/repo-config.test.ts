@@ -195,6 +195,8 @@ describe("parseRepoConfig", () => {
           allowedTools: [],
           disallowedTools: [],
           permissionMode: "acceptEdits",
+          network: "model-only",
+          projectInstructions: false,
         },
       },
       resume: { enabled: true, ttlHours: 72, contextBudget: 0.8 },

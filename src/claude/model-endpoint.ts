@@ -1,0 +1,64 @@
+/**
+ * How the Claude CLI reaches the model API, split in two: what stays with Tether (where the API
+ * really is, the credentials) and what the sandboxed CLI is given (the bridge's address and
+ * placeholders). The egress proxy puts the real credentials on each request (egress.ts), so an
+ * agent that reads its own environment, or sends the "key" somewhere, holds nothing of value.
+ */
+import type { ModelEndpoint } from "../sandbox/egress.js";
+import { BRIDGE_URL } from "../sandbox/init-script.js";
+
+/** Variables that carry a credential or say where the API is: never inside a sandbox. */
+export const CLAUDE_MODEL_ENV = [
+  "ANTHROPIC_API_KEY",
+  "ANTHROPIC_AUTH_TOKEN",
+  "CLAUDE_CODE_OAUTH_TOKEN",
+  "ANTHROPIC_BASE_URL",
+  "ANTHROPIC_CUSTOM_HEADERS",
+] as const;
+
+/** What a sandboxed CLI holds in place of a credential. Worthless outside Tether's proxy. */
+export const PLACEHOLDER = "sk-ant-tether-sandbox-placeholder";
+
+export const DEFAULT_ANTHROPIC_URL = "https://api.anthropic.com";
+
+export interface ClaudeModelAccess {
+  endpoint: ModelEndpoint;
+  /** For the sandboxed CLI. */
+  inside: Record<string, string>;
+  /** For an unsandboxed CLI (TETHER_SANDBOX=off): the real values, as the operator set them. */
+  outside: Record<string, string>;
+}
+
+export function claudeModelAccess(env: Record<string, string | undefined>): ClaudeModelAccess {
+  const headers: Record<string, string> = {};
+  const inside: Record<string, string> = { ANTHROPIC_BASE_URL: BRIDGE_URL };
+  const outside: Record<string, string> = {};
+  for (const name of CLAUDE_MODEL_ENV) {
+    const v = env[name];
+    if (v) outside[name] = v;
+  }
+  if (env.ANTHROPIC_API_KEY) {
+    headers["x-api-key"] = env.ANTHROPIC_API_KEY;
+    inside.ANTHROPIC_API_KEY = PLACEHOLDER;
+  }
+  // Both are sent as a bearer token; the CLI adds its own beta header for an OAuth token.
+  const bearer = env.ANTHROPIC_AUTH_TOKEN || env.CLAUDE_CODE_OAUTH_TOKEN;
+  if (bearer) headers.authorization = `Bearer ${bearer}`;
+  if (env.ANTHROPIC_AUTH_TOKEN) inside.ANTHROPIC_AUTH_TOKEN = PLACEHOLDER;
+  if (env.CLAUDE_CODE_OAUTH_TOKEN) inside.CLAUDE_CODE_OAUTH_TOKEN = PLACEHOLDER;
+  for (const line of (env.ANTHROPIC_CUSTOM_HEADERS ?? "").split(/\r?\n/)) {
+    const i = line.indexOf(":");
+    if (i > 0) headers[line.slice(0, i).trim().toLowerCase()] = line.slice(i + 1).trim();
+  }
+  let upstream: URL;
+  try {
+    upstream = new URL(env.ANTHROPIC_BASE_URL || DEFAULT_ANTHROPIC_URL);
+  } catch {
+    upstream = new URL(DEFAULT_ANTHROPIC_URL);
+  }
+  return {
+    endpoint: { upstream, headers, strip: ["x-api-key", "authorization"] },
+    inside,
+    outside,
+  };
+}

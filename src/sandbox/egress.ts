@@ -1,0 +1,354 @@
+/**
+ * The egress proxy: the only way out of a sandbox. One per run, listening on a unix socket that
+ * is bound into the sandbox (an in-sandbox bridge makes it 127.0.0.1:EGRESS_PORT there).
+ *
+ * - Requests in origin form (`POST /v1/messages`) go to the model API: the operator's base URL,
+ *   with the real credentials put on here. The CLI inside only ever holds placeholders, so
+ *   nothing the agent can read is worth stealing, and a key it sends anywhere else is useless.
+ * - `CONNECT host:443` and absolute-form `GET http://host/…` are forward-proxy requests, allowed
+ *   by the agent's network policy: `model-only` (none), `open` (any public host) or a host
+ *   list. Whatever the policy, only ports 80 and 443, and never an address on a private,
+ *   loopback or link-local network (Tether's database, the cloud metadata endpoint, the host's
+ *   own services): names are resolved here and the connection goes to the address checked.
+ */
+import dns from "node:dns/promises";
+import fs from "node:fs/promises";
+import http from "node:http";
+import https from "node:https";
+import net from "node:net";
+import type { Duplex } from "node:stream";
+import type { Logger } from "../log.js";
+import { EGRESS_PORT } from "./bwrap-args.js";
+
+/** Where an agent may connect besides the model API. */
+export type NetworkPolicy =
+  | { kind: "model-only" }
+  | { kind: "open" }
+  /** Exact names, or `*.example.com` for any name under example.com. */
+  | { kind: "hosts"; hosts: string[] };
+
+export interface ModelEndpoint {
+  /** The real model API base, e.g. https://api.anthropic.com or a gateway URL with a path. */
+  upstream: URL;
+  /** Set on every model request (the real credentials, custom headers). */
+  headers: Record<string, string>;
+  /** Dropped from every model request first (the placeholders the CLI sent). Lower case. */
+  strip: string[];
+}
+
+export interface EgressOptions {
+  socketPath: string;
+  model: ModelEndpoint;
+  network: NetworkPolicy;
+  log: Logger;
+  /** Addresses never connected to (default: private, loopback, link-local, …). */
+  forbidden?: (address: string) => boolean;
+  /** Name resolution (default: the system's). */
+  lookup?: (host: string) => Promise<string[]>;
+}
+
+export interface EgressStats {
+  modelRequests: number;
+  /** Forward-proxy connections let through, by host. */
+  allowed: Record<string, number>;
+  /** Forward-proxy attempts refused, newest last (at most 50 kept). */
+  refused: Array<{ host: string; reason: string }>;
+}
+
+export interface Egress {
+  readonly socketPath: string;
+  stats(): EgressStats;
+  close(): Promise<void>;
+}
+
+const ALLOWED_PORTS = new Set([80, 443]);
+const HOP_BY_HOP = new Set([
+  "connection",
+  "keep-alive",
+  "proxy-authenticate",
+  "proxy-authorization",
+  "proxy-connection",
+  "te",
+  "trailer",
+  "transfer-encoding",
+  "upgrade",
+]);
+
+/** Networks no agent connects to, whatever its policy. */
+const FORBIDDEN = (() => {
+  const list = new net.BlockList();
+  for (const [net4, bits] of [
+    ["0.0.0.0", 8],
+    ["10.0.0.0", 8],
+    ["100.64.0.0", 10],
+    ["127.0.0.0", 8],
+    ["169.254.0.0", 16],
+    ["172.16.0.0", 12],
+    ["192.0.0.0", 24],
+    ["192.168.0.0", 16],
+    ["198.18.0.0", 15],
+    ["224.0.0.0", 4],
+    ["240.0.0.0", 4],
+  ] as const)
+    list.addSubnet(net4, bits, "ipv4");
+  for (const [net6, bits] of [
+    ["::", 128],
+    ["::1", 128],
+    ["fc00::", 7],
+    ["fe80::", 10],
+    ["ff00::", 8],
+    ["64:ff9b::", 96],
+  ] as const)
+    list.addSubnet(net6, bits, "ipv6");
+  return list;
+})();
+
+/** True for an address on a private, loopback, link-local, multicast or reserved network. */
+export function isForbiddenAddress(address: string): boolean {
+  const family = net.isIP(address);
+  if (family === 0) return true;
+  if (family === 6) {
+    // ::ffff:10.0.0.1 and friends are IPv4 in disguise.
+    const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+    if (mapped) return FORBIDDEN.check(mapped[1]!, "ipv4");
+    return FORBIDDEN.check(address, "ipv6");
+  }
+  return FORBIDDEN.check(address, "ipv4");
+}
+
+/** Whether the policy lets an agent reach `host` (before any address check). */
+export function hostAllowed(policy: NetworkPolicy, host: string): boolean {
+  const h = host.toLowerCase().replace(/\.$/, "");
+  switch (policy.kind) {
+    case "model-only":
+      return false;
+    case "open":
+      return true;
+    case "hosts":
+      return policy.hosts.some((p) => {
+        const pattern = p.toLowerCase();
+        return pattern.startsWith("*.") ? h.endsWith(pattern.slice(1)) : h === pattern;
+      });
+  }
+}
+
+/** In words, for a refusal: what the agent's setting allows. */
+function describePolicy(policy: NetworkPolicy): string {
+  switch (policy.kind) {
+    case "model-only":
+      return "this agent may reach the model API only (network: model-only)";
+    case "open":
+      return "this agent may reach public hosts only";
+    case "hosts":
+      return `this agent may reach only ${policy.hosts.join(", ")} (network in .github/tether.yml)`;
+  }
+}
+
+export async function startEgress(opts: EgressOptions): Promise<Egress> {
+  const forbidden = opts.forbidden ?? isForbiddenAddress;
+  const lookup =
+    opts.lookup ??
+    (async (host: string) => (await dns.lookup(host, { all: true })).map((a) => a.address));
+  const stats: EgressStats = { modelRequests: 0, allowed: {}, refused: [] };
+  const sockets = new Set<Duplex>();
+  const log = opts.log;
+
+  const refuse = (host: string, reason: string) => {
+    stats.refused.push({ host, reason });
+    if (stats.refused.length > 50) stats.refused.shift();
+    log.info({ host, reason }, "sandbox egress refused");
+  };
+
+  /** Checks a forward-proxy target; returns the address to connect to, or why not. */
+  const resolveTarget = async (
+    host: string,
+    port: number,
+  ): Promise<{ ok: true; address: string } | { ok: false; reason: string }> => {
+    if (!ALLOWED_PORTS.has(port)) return { ok: false, reason: `port ${port} is not 80 or 443` };
+    if (!hostAllowed(opts.network, host))
+      return { ok: false, reason: describePolicy(opts.network) };
+    let addresses: string[];
+    try {
+      addresses = net.isIP(host) ? [host] : await lookup(host);
+    } catch {
+      return { ok: false, reason: `${host} does not resolve` };
+    }
+    const usable = addresses.filter((a) => !forbidden(a));
+    if (usable.length === 0)
+      return { ok: false, reason: `${host} resolves to a private or local address` };
+    return { ok: true, address: usable[0]! };
+  };
+
+  const server = http.createServer((req, res) => {
+    const url = req.url ?? "/";
+    if (url.startsWith("/")) return void forwardToModel(req, res, url);
+    // Absolute form: a plain-http forward-proxy request (or the model API asked through the
+    // proxy by a client that ignores NO_PROXY).
+    let target: URL;
+    try {
+      target = new URL(url);
+    } catch {
+      res.writeHead(400, { "content-type": "text/plain" }).end("bad request target\n");
+      return;
+    }
+    if (isSelf(target)) return void forwardToModel(req, res, target.pathname + target.search);
+    if (target.protocol !== "http:") {
+      res.writeHead(400, { "content-type": "text/plain" }).end("use CONNECT for https\n");
+      return;
+    }
+    void forwardPlain(req, res, target);
+  });
+
+  const isSelf = (u: URL) =>
+    (u.hostname === "127.0.0.1" || u.hostname === "localhost") &&
+    Number(u.port || 80) === EGRESS_PORT;
+
+  const forwardToModel = (req: http.IncomingMessage, res: http.ServerResponse, path: string) => {
+    stats.modelRequests++;
+    const up = opts.model.upstream;
+    const base = up.pathname.replace(/\/+$/, "");
+    const headers: http.OutgoingHttpHeaders = {};
+    for (const [name, value] of Object.entries(req.headers)) {
+      const n = name.toLowerCase();
+      if (HOP_BY_HOP.has(n) || n === "host" || opts.model.strip.includes(n)) continue;
+      if (value !== undefined) headers[n] = value;
+    }
+    for (const [name, value] of Object.entries(opts.model.headers))
+      headers[name.toLowerCase()] = value;
+    headers.host = up.host;
+    const client = up.protocol === "https:" ? https : http;
+    const outgoing = client.request(
+      {
+        protocol: up.protocol,
+        hostname: up.hostname,
+        port: up.port || (up.protocol === "https:" ? 443 : 80),
+        method: req.method,
+        path: `${base}${path}`,
+        headers,
+      },
+      (upstream) => {
+        const back: http.OutgoingHttpHeaders = {};
+        for (const [name, value] of Object.entries(upstream.headers)) {
+          if (!HOP_BY_HOP.has(name.toLowerCase()) && value !== undefined) back[name] = value;
+        }
+        res.writeHead(upstream.statusCode ?? 502, back);
+        upstream.pipe(res);
+        upstream.on("error", () => res.destroy());
+      },
+    );
+    outgoing.on("error", (err) => {
+      log.warn(
+        { err: err.message, upstream: up.origin },
+        "model API unreachable from the egress proxy",
+      );
+      if (!res.headersSent) {
+        res.writeHead(502, { "content-type": "application/json" });
+        res.end(
+          JSON.stringify({
+            type: "error",
+            error: {
+              type: "api_error",
+              message: `Tether could not reach the model API: ${err.message}`,
+            },
+          }),
+        );
+      } else res.destroy();
+    });
+    req.pipe(outgoing);
+    req.on("error", () => outgoing.destroy());
+  };
+
+  const forwardPlain = async (req: http.IncomingMessage, res: http.ServerResponse, target: URL) => {
+    const port = Number(target.port || 80);
+    const checked = await resolveTarget(target.hostname, port);
+    if (!checked.ok) {
+      refuse(target.hostname, checked.reason);
+      res.writeHead(403, { "content-type": "text/plain" });
+      res.end(`Tether's sandbox refused ${target.hostname}: ${checked.reason}\n`);
+      return;
+    }
+    stats.allowed[target.hostname] = (stats.allowed[target.hostname] ?? 0) + 1;
+    const headers: http.OutgoingHttpHeaders = {};
+    for (const [name, value] of Object.entries(req.headers)) {
+      if (!HOP_BY_HOP.has(name.toLowerCase()) && value !== undefined) headers[name] = value;
+    }
+    const outgoing = http.request(
+      {
+        host: checked.address,
+        port,
+        method: req.method,
+        path: target.pathname + target.search,
+        headers,
+      },
+      (upstream) => {
+        res.writeHead(upstream.statusCode ?? 502, upstream.headers);
+        upstream.pipe(res);
+      },
+    );
+    outgoing.on("error", () => {
+      if (!res.headersSent) res.writeHead(502).end();
+      else res.destroy();
+    });
+    req.pipe(outgoing);
+  };
+
+  server.on("connect", (req: http.IncomingMessage, client: Duplex, head: Buffer) => {
+    sockets.add(client);
+    client.on("close", () => sockets.delete(client));
+    client.on("error", () => client.destroy());
+    void (async () => {
+      const m = /^\[?([^\]]+?)\]?:(\d{1,5})$/.exec(req.url ?? "");
+      if (!m) {
+        client.end("HTTP/1.1 400 Bad Request\r\n\r\n");
+        return;
+      }
+      const host = m[1]!;
+      const checked = await resolveTarget(host, Number(m[2]));
+      if (!checked.ok) {
+        refuse(host, checked.reason);
+        const body = `Tether's sandbox refused ${host}: ${checked.reason}\n`;
+        client.end(
+          `HTTP/1.1 403 Forbidden\r\ncontent-type: text/plain\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+        );
+        return;
+      }
+      stats.allowed[host] = (stats.allowed[host] ?? 0) + 1;
+      const upstream = net.connect({ host: checked.address, port: Number(m[2]) });
+      sockets.add(upstream);
+      upstream.on("close", () => sockets.delete(upstream));
+      upstream.once("connect", () => {
+        client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
+        if (head.length) upstream.write(head);
+        upstream.pipe(client);
+        client.pipe(upstream);
+      });
+      upstream.on("error", () => {
+        if (!client.destroyed) client.end("HTTP/1.1 502 Bad Gateway\r\n\r\n");
+      });
+    })();
+  });
+  server.on("connection", (s) => {
+    sockets.add(s);
+    s.on("close", () => sockets.delete(s));
+  });
+  server.on("clientError", (_err, s) => s.destroy());
+
+  await fs.rm(opts.socketPath, { force: true });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(opts.socketPath, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+
+  return {
+    socketPath: opts.socketPath,
+    stats: () => structuredClone(stats),
+    close: async () => {
+      for (const s of sockets) s.destroy();
+      await new Promise<void>((r) => server.close(() => r()));
+      await fs.rm(opts.socketPath, { force: true });
+    },
+  };
+}

@@ -1,0 +1,38 @@
+import { EGRESS_PORT, IN_SANDBOX } from "./bwrap-args.js";
+
+/**
+ * The first process of a sandbox that may reach out: it bridges 127.0.0.1:EGRESS_PORT (inside
+ * the sandbox's own network namespace, where nothing else listens) to the egress proxy's unix
+ * socket, waits until the bridge listens, then becomes the command. socat starts in about a
+ * millisecond; a Node.js bridge would cost 40–150 ms of start-up on every turn.
+ *
+ * The bridge holds nothing secret: the agent may stop it, and then only loses its own way out.
+ */
+const SCRIPT = `
+socat -lf /dev/null TCP-LISTEN:${EGRESS_PORT},bind=127.0.0.1,fork,reuseaddr UNIX-CONNECT:${IN_SANDBOX.egressSocket} &
+i=0
+while [ "$i" -lt 400 ]; do
+  grep -q ':${EGRESS_PORT.toString(16).toUpperCase().padStart(4, "0")} 00000000:0000 0A' /proc/net/tcp 2>/dev/null && break
+  i=$((i + 1))
+  sleep 0.005
+done
+exec "$@"
+`.trim();
+
+/** `command` wrapped by the bridge. */
+export function bridgeCommand(command: string[]): string[] {
+  return ["/bin/sh", "-c", SCRIPT, "tether-bridge", ...command];
+}
+
+/** The environment a process in the sandbox uses to go through the bridge. */
+export const BRIDGE_URL = `http://127.0.0.1:${EGRESS_PORT}`;
+export function proxyEnv(): Record<string, string> {
+  return {
+    HTTP_PROXY: BRIDGE_URL,
+    HTTPS_PROXY: BRIDGE_URL,
+    http_proxy: BRIDGE_URL,
+    https_proxy: BRIDGE_URL,
+    NO_PROXY: "127.0.0.1,localhost",
+    no_proxy: "127.0.0.1,localhost",
+  };
+}

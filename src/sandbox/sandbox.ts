@@ -1,0 +1,330 @@
+/**
+ * Where every agent run (and every git command Tether runs in a workspace) happens: a
+ * bubblewrap sandbox that sees its key's workspace, a HOME of its own, the system read-only and
+ * nothing of Tether's (no secrets, no database, no other key). See bwrap-args.ts for what is
+ * inside, egress.ts for the way out, and README "Security model" for what it promises.
+ *
+ * No sandbox, no agents: when bubblewrap cannot start here (not installed, user namespaces
+ * refused by the kernel or the container runtime), the status says why and the runner runs no
+ * agent, unless the operator set TETHER_SANDBOX=off, which runs them as Tether's own user.
+ */
+import { randomBytes } from "node:crypto";
+import fs from "node:fs/promises";
+import fsSync from "node:fs";
+import path from "node:path";
+import { execa } from "execa";
+import type { Logger } from "../log.js";
+import {
+  bwrapArgs,
+  ETC_ALLOWLIST,
+  IN_SANDBOX,
+  passwdFiles,
+  SYSTEM_TOP,
+  type Bind,
+  type RootEntry,
+} from "./bwrap-args.js";
+import { startEgress, type Egress, type ModelEndpoint, type NetworkPolicy } from "./egress.js";
+import { bridgeCommand } from "./init-script.js";
+
+export type SandboxMode = "bwrap" | "off";
+
+export interface SandboxStatus {
+  mode: SandboxMode;
+  /** Agents may run: the sandbox works, or the operator turned it off on purpose. */
+  ok: boolean;
+  /** What holds, in plain words: why it cannot start, or that it is off. */
+  detail: string;
+  /** bubblewrap's version, when it ran. */
+  version: string | null;
+}
+
+/** A path of the workspace the sandboxed process must not see as the checkout has it. */
+export interface Mask {
+  /** Relative to the workspace, e.g. `.claude` or `CLAUDE.md`. */
+  path: string;
+  kind: "file" | "dir";
+  /** A host file or directory shown in its place (read-only); null hides it. */
+  replacement: string | null;
+}
+
+export interface SandboxRun {
+  /** Host directory bound read-write at /workspace (the process's working directory). */
+  workspace: string;
+  /** Host directory bound read-write as HOME; default an empty one of the run's own. */
+  home?: string;
+  /** The repository's mirror, read-only at /run/tether/origin.git. */
+  origin?: string;
+  /** Host directory bound read-write at /run/tether/out. */
+  outbox?: string;
+  /** More host paths the process needs, read-only at the same path (the CLI binary). */
+  readOnly?: string[];
+  /** Workspace paths hidden or replaced (agent-control files of a pull request). */
+  masks?: Mask[];
+  /** The way out. Omitted: no network at all (git on the workspace needs none). */
+  egress?: { model: ModelEndpoint; network: NetworkPolicy };
+  /**
+   * The process's environment, already allow-listed. With egress, `modelEnv.inside` (the
+   * bridge's base URL, placeholder credentials) is added in the sandbox, `modelEnv.outside`
+   * (the real ones) when the sandbox is off.
+   */
+  env: Record<string, string>;
+  modelEnv?: { inside: Record<string, string>; outside: Record<string, string> };
+  command: string[];
+}
+
+/** A command ready to spawn. Call dispose() after it exited (stops the egress, removes files). */
+export interface PreparedCommand {
+  file: string;
+  args: string[];
+  env: Record<string, string>;
+  /** Host working directory for the spawn (the workspace when the sandbox is off). */
+  cwd: string;
+  /** Whether the command runs sandboxed. */
+  sandboxed: boolean;
+  egress: Egress | undefined;
+  dispose(): Promise<void>;
+}
+
+export interface SandboxOptions {
+  mode: SandboxMode;
+  /** Tether's own directory for per-run files (never bound into a sandbox). */
+  stateDir: string;
+  log: Logger;
+  bwrapPath?: string;
+  /** Checked at start: the in-sandbox bridge needs it. */
+  socatPath?: string;
+  /** The operator's extra binds (TETHER_SANDBOX_BIND): `/path` read-only, `/path:rw` writable. */
+  extraBinds?: string[];
+}
+
+export class Sandbox {
+  private constructor(
+    readonly status: SandboxStatus,
+    private readonly opts: Required<Pick<SandboxOptions, "bwrapPath">> & SandboxOptions,
+    private readonly root: RootEntry[],
+    private readonly etc: string[],
+  ) {}
+
+  get sandboxed(): boolean {
+    return this.status.mode === "bwrap" && this.status.ok;
+  }
+
+  /** Learns the host's layout and tries a sandbox once; never throws (the status says why). */
+  static async start(opts: SandboxOptions): Promise<Sandbox> {
+    const o = { ...opts, bwrapPath: opts.bwrapPath ?? "bwrap" };
+    const root = hostRoot();
+    const etc = ETC_ALLOWLIST.map((e) => `/etc/${e}`).filter((p) => fsSync.existsSync(p));
+    await fs.mkdir(path.join(o.stateDir, "runs"), { recursive: true, mode: 0o700 });
+    // Runs of a process that died: nothing in them is needed any more.
+    for (const name of await fs.readdir(path.join(o.stateDir, "runs")).catch(() => [])) {
+      await fs.rm(path.join(o.stateDir, "runs", name), { recursive: true, force: true });
+    }
+    if (o.extraBinds?.some((e) => e.endsWith(":rw")))
+      o.log.warn(
+        { binds: o.extraBinds },
+        "TETHER_SANDBOX_BIND shares a writable path between every sandbox: keys are not isolated from each other there",
+      );
+    if (o.mode === "off") {
+      const status: SandboxStatus = {
+        mode: "off",
+        ok: true,
+        detail:
+          "off (TETHER_SANDBOX=off): agents run as Tether's own user and can read everything it can",
+        version: null,
+      };
+      o.log.warn(status, "the agent sandbox is OFF");
+      return new Sandbox(status, o, root, etc);
+    }
+    const probe = new Sandbox({ mode: "bwrap", ok: true, detail: "", version: null }, o, root, etc);
+    const status = await probe.probe(opts.socatPath ?? "socat");
+    if (status.ok) o.log.info(status, "agent sandbox ready");
+    else o.log.error(status, "the agent sandbox cannot start here; no agent will run");
+    return new Sandbox(status, o, root, etc);
+  }
+
+  /** Runs `true` in a sandbox shaped like an agent's, and checks the bridge's socat is inside. */
+  private async probe(socat: string): Promise<SandboxStatus> {
+    const fail = (detail: string): SandboxStatus => ({
+      mode: "bwrap",
+      ok: false,
+      detail,
+      version: null,
+    });
+    const version = await execa(this.opts.bwrapPath, ["--version"], {
+      reject: false,
+      timeout: 10_000,
+    });
+    if (version.failed || version.exitCode !== 0) {
+      return fail(
+        `bubblewrap (${this.opts.bwrapPath}) did not run: ${version.shortMessage ?? version.stderr}. ` +
+          "Install it (Debian/Ubuntu: apt-get install bubblewrap socat), or set TETHER_SANDBOX=off to run agents unsandboxed.",
+      );
+    }
+    const dir = await fs.mkdtemp(path.join(this.opts.stateDir, "runs", "probe-"));
+    try {
+      const prepared = await this.prepare({
+        workspace: dir,
+        env: { PATH: "/usr/local/bin:/usr/bin:/bin" },
+        command: [
+          "/bin/sh",
+          "-c",
+          `command -v ${shellWord(path.basename(socat))} >/dev/null || exit 3; command -v git >/dev/null || exit 4; exit 0`,
+        ],
+      });
+      const r = await execa(prepared.file, prepared.args, {
+        env: prepared.env,
+        extendEnv: false,
+        cwd: prepared.cwd,
+        reject: false,
+        timeout: 20_000,
+      });
+      await prepared.dispose();
+      const v = version.stdout.trim();
+      if (r.exitCode === 0)
+        return {
+          mode: "bwrap",
+          ok: true,
+          detail: `bubblewrap ${v.replace(/^bubblewrap\s*/, "")}`,
+          version: v,
+        };
+      if (r.exitCode === 3)
+        return fail(
+          "socat is not installed (the sandbox's bridge to its egress proxy needs it): apt-get install socat",
+        );
+      if (r.exitCode === 4) return fail("git is not installed: apt-get install git");
+      return fail(
+        `bubblewrap could not make a sandbox: ${(r.stderr || r.shortMessage || "").trim().slice(0, 400)}. ` +
+          "It needs unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1; on Ubuntu 24.04 also an AppArmor profile for bwrap) " +
+          "and, in a container, --security-opt seccomp=unconfined --security-opt apparmor=unconfined --security-opt systempaths=unconfined (README, Deploying). " +
+          "Or set TETHER_SANDBOX=off to run agents unsandboxed.",
+      );
+    } finally {
+      await fs.rm(dir, { recursive: true, force: true });
+    }
+  }
+
+  /**
+   * Prepares one sandboxed command: a private run directory (passwd, group, the egress
+   * socket, an empty HOME if none is given), the egress proxy when the run may reach out, and
+   * bubblewrap's arguments. With the sandbox off, the command as it is, in the workspace.
+   */
+  async prepare(run: SandboxRun): Promise<PreparedCommand> {
+    if (this.status.mode === "off") {
+      const env = { ...run.env, ...(run.modelEnv?.outside ?? {}) };
+      if (run.home) env.HOME = run.home;
+      return {
+        file: run.command[0]!,
+        args: run.command.slice(1),
+        env,
+        cwd: run.workspace,
+        sandboxed: false,
+        egress: undefined,
+        dispose: async () => {},
+      };
+    }
+    const runDir = path.join(this.opts.stateDir, "runs", randomBytes(8).toString("hex"));
+    await fs.mkdir(runDir, { mode: 0o700 });
+    let egress: Egress | undefined;
+    let disposed: Promise<void> | undefined;
+    const dispose = () =>
+      (disposed ??= (async () => {
+        await egress?.close().catch(() => {});
+        await fs.rm(runDir, { recursive: true, force: true }).catch(() => {});
+      })());
+    try {
+      const { passwd, group } = passwdFiles();
+      await fs.writeFile(path.join(runDir, "passwd"), passwd);
+      await fs.writeFile(path.join(runDir, "group"), group);
+      let home = run.home;
+      if (!home) {
+        home = path.join(runDir, "home");
+        await fs.mkdir(home);
+      }
+      const binds: Bind[] = [
+        { host: run.workspace, sandbox: IN_SANDBOX.workspace, writable: true },
+        { host: home, sandbox: IN_SANDBOX.home, writable: true },
+      ];
+      if (run.origin) binds.push({ host: run.origin, sandbox: IN_SANDBOX.origin });
+      if (run.outbox) binds.push({ host: run.outbox, sandbox: IN_SANDBOX.outbox, writable: true });
+      for (const p of run.readOnly ?? []) binds.push({ host: p, sandbox: p });
+      for (const e of this.opts.extraBinds ?? []) {
+        const writable = e.endsWith(":rw");
+        const p = writable ? e.slice(0, -3) : e;
+        binds.push({ host: p, sandbox: p, writable, optional: true });
+      }
+      const tmpfs: string[] = [];
+      for (const [i, m] of (run.masks ?? []).entries()) {
+        const at = path.posix.join(IN_SANDBOX.workspace, m.path);
+        if (m.replacement) binds.push({ host: m.replacement, sandbox: at });
+        else if (m.kind === "dir") tmpfs.push(at);
+        else {
+          const empty = path.join(runDir, `mask-${i}`);
+          await fs.writeFile(empty, "");
+          binds.push({ host: empty, sandbox: at });
+        }
+      }
+      let command = run.command;
+      const env = {
+        ...run.env,
+        HOME: IN_SANDBOX.home,
+        USER: IN_SANDBOX.user,
+        LOGNAME: IN_SANDBOX.user,
+        TMPDIR: "/tmp",
+      };
+      if (run.egress) {
+        const socketPath = path.join(runDir, "egress.sock");
+        egress = await startEgress({
+          socketPath,
+          model: run.egress.model,
+          network: run.egress.network,
+          log: this.opts.log.child({ component: "egress" }),
+        });
+        binds.push({ host: socketPath, sandbox: IN_SANDBOX.egressSocket });
+        Object.assign(env, run.modelEnv?.inside ?? {});
+        command = bridgeCommand(run.command);
+      }
+      const args = bwrapArgs({
+        root: this.root,
+        etc: this.etc,
+        passwd: path.join(runDir, "passwd"),
+        group: path.join(runDir, "group"),
+        binds,
+        tmpfs,
+        cwd: IN_SANDBOX.workspace,
+        command,
+      });
+      return {
+        file: this.opts.bwrapPath,
+        args,
+        env,
+        cwd: runDir,
+        sandboxed: true,
+        egress,
+        dispose,
+      };
+    } catch (err) {
+      await dispose();
+      throw err;
+    }
+  }
+}
+
+/** The host's /bin, /lib…: links into /usr on merged-/usr systems, directories elsewhere. */
+export function hostRoot(): RootEntry[] {
+  const out: RootEntry[] = [];
+  for (const name of SYSTEM_TOP) {
+    const p = `/${name}`;
+    try {
+      const st = fsSync.lstatSync(p);
+      if (st.isSymbolicLink()) out.push({ name, kind: "symlink", target: fsSync.readlinkSync(p) });
+      else if (st.isDirectory()) out.push({ name, kind: "dir" });
+    } catch {
+      /* not on this system */
+    }
+  }
+  return out;
+}
+
+function shellWord(s: string): string {
+  return `'${s.replace(/'/g, `'\\''`)}'`;
+}

@@ -1,0 +1,136 @@
+/**
+ * Where a session's transcript (the CLI's `<session-id>.jsonl`) is kept between turns, outside
+ * any sandbox. Every turn gets a fresh, empty HOME holding only the transcript of the session it
+ * resumes; after the turn the transcript is saved and the HOME deleted. So whatever an agent
+ * writes to its HOME (a `~/.claude/settings.json` hook, a `~/.gitconfig`, a shell profile) is
+ * gone before the next turn of any key, its own included.
+ *
+ * A session's file lives at `$HOME/.claude/projects/<cwd, every non-alphanumeric character
+ * made "->/<session-id>.jsonl` (seen with 2.1.197); the CLI only finds it there. Inside the
+ * sandbox the working directory is always /workspace, so a transcript restored on any runner
+ * lands where the CLI looks.
+ */
+import { randomBytes } from "node:crypto";
+import fs from "node:fs/promises";
+import { constants as fsConstants } from "node:fs";
+import path from "node:path";
+import type { Logger } from "../log.js";
+
+export interface TranscriptKey {
+  repo: string;
+  issueNumber: number;
+  agent: string;
+}
+
+export interface TranscriptStore {
+  /** Whether the session's transcript is held (so a resume can be restored). */
+  has(key: TranscriptKey, sessionId: string): Promise<boolean>;
+  /** Puts the transcript into `home` where a CLI working in `cwd` looks for it; false if not held. */
+  restore(key: TranscriptKey, sessionId: string, home: string, cwd: string): Promise<boolean>;
+  /** After the run (no process of it left): keeps the session's transcript from `home`. */
+  save(key: TranscriptKey, sessionId: string, home: string): Promise<number | null>;
+}
+
+/** Transcripts larger than this are not kept (the session then cannot be resumed). */
+export const MAX_TRANSCRIPT_BYTES = 256 * 1024 * 1024;
+
+/** The CLI's project directory name for a working directory. */
+export function projectDirName(cwd: string): string {
+  return cwd.replace(/[^A-Za-z0-9]/g, "-");
+}
+
+/** A session id as a file name: what the CLI prints, nothing that could walk a path. */
+const SESSION_FILE = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/;
+
+/** Transcripts on this runner's disk, under `root` (Tether's own, never bound into a sandbox). */
+export function localTranscripts(root: string, log: Logger): TranscriptStore {
+  const fileOf = (key: TranscriptKey, sessionId: string) => {
+    if (!SESSION_FILE.test(sessionId))
+      throw new Error(`not a session id: ${JSON.stringify(sessionId)}`);
+    return path.join(root, keyDir(key), `${sessionId}.jsonl`);
+  };
+  return {
+    async has(key, sessionId) {
+      if (!SESSION_FILE.test(sessionId)) return false;
+      return (await fs.stat(fileOf(key, sessionId)).catch(() => null))?.isFile() ?? false;
+    },
+    async restore(key, sessionId, home, cwd) {
+      if (!SESSION_FILE.test(sessionId)) return false;
+      const dir = path.join(home, ".claude", "projects", projectDirName(cwd));
+      await fs.mkdir(dir, { recursive: true, mode: 0o700 });
+      try {
+        await fs.copyFile(fileOf(key, sessionId), path.join(dir, `${sessionId}.jsonl`));
+        return true;
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === "ENOENT") return false;
+        throw err;
+      }
+    },
+    async save(key, sessionId, home) {
+      const found = await findTranscript(home, sessionId);
+      if (!found) {
+        log.warn(
+          { sessionId },
+          "the session's transcript was not in the turn's HOME; it cannot be resumed",
+        );
+        return null;
+      }
+      if (found.size > MAX_TRANSCRIPT_BYTES) {
+        log.warn({ sessionId, bytes: found.size }, "transcript over the size bound; not kept");
+        return null;
+      }
+      const target = fileOf(key, sessionId);
+      await fs.mkdir(path.dirname(target), { recursive: true, mode: 0o700 });
+      const tmp = `${target}.${randomBytes(4).toString("hex")}.tmp`;
+      const handle = await fs.open(found.file, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW);
+      try {
+        await fs.writeFile(tmp, handle.createReadStream({ autoClose: false }), { mode: 0o600 });
+      } finally {
+        await handle.close();
+      }
+      await fs.rename(tmp, target);
+      return found.size;
+    },
+  };
+}
+
+/**
+ * The session's transcript in a HOME a sandbox wrote. The agent could have put links there
+ * (`.claude` → some file of Tether's): no link is followed, and only a regular file counts.
+ * Called after the run, when no process of the sandbox is left to swap a path meanwhile.
+ */
+export async function findTranscript(
+  home: string,
+  sessionId: string,
+): Promise<{ file: string; size: number } | null> {
+  if (!SESSION_FILE.test(sessionId)) return null;
+  const projects = path.join(home, ".claude", "projects");
+  for (const dir of [path.join(home, ".claude"), projects]) {
+    const st = await fs.lstat(dir).catch(() => null);
+    if (!st?.isDirectory()) return null;
+  }
+  for (const entry of await fs.readdir(projects, { withFileTypes: true })) {
+    if (!entry.isDirectory()) continue;
+    const file = path.join(projects, entry.name, `${sessionId}.jsonl`);
+    const st = await fs.lstat(file).catch(() => null);
+    if (st?.isFile()) return { file, size: st.size };
+  }
+  return null;
+}
+
+/** A fresh, private HOME for one run, under `root`. */
+export async function turnHome(root: string): Promise<string> {
+  await fs.mkdir(root, { recursive: true, mode: 0o700 });
+  return fs.mkdtemp(path.join(root, "home-"));
+}
+
+function keyDir(key: TranscriptKey): string {
+  const enc = (s: string) =>
+    s.replace(/[^A-Za-z0-9._-]/gu, (c) =>
+      Array.from(Buffer.from(c, "utf8"), (b) => `%${b.toString(16).padStart(2, "0")}`).join(""),
+    );
+  const [owner = "", name = ""] = key.repo.toLowerCase().split("/");
+  if (!owner || !name || [owner, name, key.agent].some((p) => p === "." || p === ".."))
+    throw new Error(`not a task key: ${JSON.stringify(key)}`);
+  return path.join(enc(owner), enc(name), `issue-${key.issueNumber}`, enc(key.agent));
+}
