@@ -410,8 +410,10 @@ class ClaudeRun implements AgentRun {
       ),
     );
     const checkStall = () => {
-      // While the caller's handler runs nothing is read, so the CLI's silence cannot be told.
-      const quiet = this.inHandler ? 0 : Date.now() - this.lastActivity;
+      // Before its first line the start-up limit watches the CLI (a slow start on a busy
+      // machine is not a stall); while the caller's handler runs nothing is read, so the
+      // CLI's silence cannot be told.
+      const quiet = this.inHandler || !this.stdoutSeen ? 0 : Date.now() - this.lastActivity;
       if (quiet >= stallMs) {
         this.requestStop("stalled", `stopped after ${stallMs} ms without any output from the CLI`);
       } else {

@@ -58,8 +58,9 @@ export const AgentSettings = z.object({
     .min(1)
     .max(7 * 24 * 3_600_000),
   /**
-   * How long the CLI may stay silent (no stdout or stderr), in milliseconds; then the run ends
-   * as stalled. The CLI prints nothing while a tool runs, so this must exceed the longest
+   * How long the CLI may stay silent (no stdout or stderr) after its first line, in
+   * milliseconds; then the run ends as stalled (before the first line, the start-up limit
+   * applies). The CLI prints nothing while a tool runs, so this must exceed the longest
    * command an agent is expected to run.
    */
   stallMs: z

@@ -147,6 +147,13 @@ export interface AgentPort {
   run(req: AgentRunRequest): Promise<AgentRunResult>;
 }
 
+export interface PreparedWorkspace {
+  dir: string;
+  /** The repository's mirror: bound read-only into the agent's sandbox as `origin`. */
+  origin?: string;
+  defaultBranch?: string;
+}
+
 export interface WorkspacePort {
   /** The stable directory of a task key; sessions are tied to it. */
   pathFor(repo: string, issueNumber: number, agent: string): string;
@@ -160,7 +167,7 @@ export interface WorkspacePort {
     token: string;
     pullRequest?: { number: number; headRef: string; headSha?: string };
     signal?: AbortSignal;
-  }): Promise<{ dir: string }>;
+  }): Promise<PreparedWorkspace>;
   /** Housekeeping (git gc --auto) after a turn; never throws. */
   maintain?(req: {
     repo: string;

@@ -28,6 +28,7 @@ import type {
   ConfigResult,
   GitHubThread,
   IssueComment,
+  PreparedWorkspace,
   ReviewDiscussion,
   WorkspacePort,
 } from "./ports.js";
@@ -299,9 +300,10 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
   };
 
   let issue: Awaited<ReturnType<GitHubThread["getIssue"]>>;
+  let prepared: PreparedWorkspace;
   try {
     issue = await issueP;
-    await workspaceP;
+    prepared = await workspaceP;
   } catch (err) {
     if (signal.aborted) {
       // Stopped mid-clone: a shutdown leaves the task to the next start, like a stopped run; a
@@ -386,6 +388,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     return deps.agent.run({
       key,
       cwd: workDir,
+      ...(prepared.origin ? { origin: prepared.origin } : {}),
       prompt,
       resumeSessionId: d.kind === "resume" ? d.sessionId : null,
       settings,

@@ -23,7 +23,8 @@ import { Sandbox } from "../sandbox/sandbox.js";
 import { localTranscripts } from "../sessions/transcripts.js";
 import { Runner } from "./runner.js";
 import { deriveRuntimeId } from "./runtime-id.js";
-import { createWorkspacePort } from "./workspace-port.js";
+import { Workspaces } from "../workspace/workspace.js";
+import { workspacePort } from "./workspace-port.js";
 
 export async function startRunner(opts: {
   env: Env;
@@ -64,9 +65,13 @@ export async function startRunner(opts: {
     log: log.child({ component: "github" }),
     Octokit: appOctokit(env),
   });
-  const workspace = await createWorkspacePort(
-    env.workspaceDir,
-    log.child({ component: "workspace" }),
+  const workspace = workspacePort(
+    await Workspaces.open({
+      root: env.workspaceDir,
+      sandbox,
+      log: log.child({ component: "workspace" }),
+      gitHome: path.join(env.dataDir, "git-home"),
+    }),
   );
   const runner = new Runner({
     pool,

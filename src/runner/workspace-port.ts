@@ -1,25 +1,20 @@
-/** The runner's WorkspacePort over src/runner/workspace.ts. */
+/** The runner's WorkspacePort over src/workspace/workspace.ts. */
 import fs from "node:fs/promises";
-import type { Logger } from "../log.js";
 import type { WorkspacePort } from "./ports.js";
-import { maintainWorkspace, prepareWorkspace, workspacePath } from "./workspace.js";
+import type { Workspaces } from "../workspace/workspace.js";
 
-/**
- * The root is resolved to its real path once, so the directory the resume decision compares
- * (pathFor) is the same string the checkout reports and the CLI keys its session files by.
- */
-export async function createWorkspacePort(rootDir: string, log: Logger): Promise<WorkspacePort> {
-  await fs.mkdir(rootDir, { recursive: true });
-  const root = await fs.realpath(rootDir);
+export function workspacePort(ws: Workspaces): WorkspacePort {
   return {
-    pathFor: (repo, issueNumber, agent) => workspacePath(root, { repo, issueNumber, agent }),
-    exists: async (dir) => (await fs.stat(dir).catch(() => null))?.isDirectory() ?? false,
+    pathFor: (repo, issueNumber, agent) => ws.pathFor({ repo, issueNumber, agent }),
+    // Only the key's directory itself is looked at: Tether made it; what is inside is the agent's.
+    exists: async (dir) => ((await fs.readdir(dir).catch(() => [])) as string[]).length > 0,
     prepare: async (req) => {
-      const ws = await prepareWorkspace({ root, log, ...req });
-      return { dir: ws.dir };
+      const w = await ws.prepare(req);
+      return { dir: w.dir, origin: w.origin, defaultBranch: w.defaultBranch };
     },
     maintain: async (req) => {
-      await maintainWorkspace({ root, log, ...req, timeoutMs: 120_000 });
+      await ws.maintain(req, req.signal);
+      await ws.mirrors.maintain(req.repo, req.signal);
     },
   };
 }

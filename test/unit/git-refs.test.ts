@@ -2,7 +2,7 @@ import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { parseLooseRef, parsePackedRefs, refFiles } from "../../src/runner/git-refs.js";
+import { parseLooseRef, parsePackedRefs, refFiles } from "../../src/workspace/git-refs.js";
 
 const A = "a".repeat(40);
 const B = "b".repeat(40);

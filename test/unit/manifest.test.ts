@@ -93,7 +93,7 @@ function githubCallsInSource(): { rest: Set<string>; git: Set<string> } {
     const text = fs.readFileSync(file, "utf8");
     for (const m of text.matchAll(/\boctokit\.rest\.(\w+)\.(\w+)/g)) rest.add(`${m[1]}.${m[2]}`);
     for (const m of text.matchAll(/\boctokit\.config\.get\b/g)) rest.add(m[0].slice(8));
-    for (const m of text.matchAll(/\bgit\.run\(\s*"\w+",\s*\[\s*"([\w-]+)"/g)) git.add(m[1]!);
+    for (const m of text.matchAll(/\bgit\(\s*\[\s*"([\w-]+)"/g)) git.add(m[1]!);
   }
   return { rest, git };
 }

@@ -10,7 +10,7 @@ import {
   WorkspaceError,
   type CheckoutState,
   type UpdatePlan,
-} from "../../src/runner/workspace.js";
+} from "../../src/workspace/workspace.js";
 
 const base: CheckoutState = {
   currentBranch: "main",

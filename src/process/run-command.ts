@@ -1,0 +1,110 @@
+/**
+ * The one way Tether runs a short-lived command (git, the CLI's probe, a sandboxed script):
+ * an argument array and no shell, an explicit environment (nothing inherited), bounded output,
+ * its own process group so a stop reaches everything it started, a timeout and an abort signal
+ * that stop it the same way (SIGTERM to the group, SIGKILL after a grace period). The agent
+ * CLI's long, streaming run is in src/claude/claude-cli.ts; it stops its process group with
+ * the same killGroup.
+ */
+import { execa } from "execa";
+
+export interface RunCommandOptions {
+  cwd: string;
+  /** The whole environment of the child. */
+  env: Record<string, string>;
+  timeoutMs: number;
+  signal?: AbortSignal | undefined;
+  /** Written to stdin; default: stdin is closed. */
+  input?: string | Buffer;
+  /** Most bytes kept of stdout (and of stderr). Default 16 MiB. */
+  maxBuffer?: number;
+  /** After SIGTERM, how long before SIGKILL. Default 2000 ms. */
+  killGraceMs?: number;
+  /** Decode stdout as text (default) or keep it as bytes. */
+  encoding?: "utf8" | "buffer";
+}
+
+export interface CommandResult<Out = string> {
+  /** -1 when the command did not exit by itself (it could not start, or was killed). */
+  exitCode: number;
+  stdout: Out;
+  stderr: string;
+  /** Set when Tether stopped it. */
+  stoppedBy: "timeout" | "cancelled" | undefined;
+  /** Set when it never ran (ENOENT, EACCES …): execa's message, naming the command. */
+  startError: string | undefined;
+  signal: string | undefined;
+}
+
+export async function runCommand(
+  file: string,
+  args: string[],
+  opts: RunCommandOptions & { encoding: "buffer" },
+): Promise<CommandResult<Buffer>>;
+export async function runCommand(
+  file: string,
+  args: string[],
+  opts: RunCommandOptions,
+): Promise<CommandResult<string>>;
+export async function runCommand(
+  file: string,
+  args: string[],
+  opts: RunCommandOptions,
+): Promise<CommandResult<string | Buffer>> {
+  if (opts.signal?.aborted) {
+    return {
+      exitCode: -1,
+      stdout: opts.encoding === "buffer" ? Buffer.alloc(0) : "",
+      stderr: "",
+      stoppedBy: "cancelled",
+      startError: undefined,
+      signal: undefined,
+    };
+  }
+  const child = execa(file, args, {
+    cwd: opts.cwd,
+    env: opts.env,
+    extendEnv: false,
+    reject: false,
+    ...(opts.input === undefined ? { stdin: "ignore" as const } : { input: opts.input }),
+    maxBuffer: opts.maxBuffer ?? 16 * 1024 * 1024,
+    encoding: opts.encoding === "buffer" ? "buffer" : "utf8",
+    // Its own process group, so a kill also reaches what it started (git-remote-https, …).
+    detached: true,
+  });
+  let stoppedBy: CommandResult["stoppedBy"];
+  const grace = opts.killGraceMs ?? 2000;
+  const stop = (why: "timeout" | "cancelled") => {
+    stoppedBy ??= why;
+    killGroup(child.pid, "SIGTERM");
+    setTimeout(() => killGroup(child.pid, "SIGKILL"), grace).unref();
+  };
+  const timer = setTimeout(() => stop("timeout"), opts.timeoutMs);
+  const onAbort = () => stop("cancelled");
+  opts.signal?.addEventListener("abort", onAbort, { once: true });
+  try {
+    const r = await child;
+    const started = r.exitCode !== undefined || r.signal !== undefined;
+    return {
+      exitCode: r.exitCode ?? -1,
+      stdout: (r.stdout ?? (opts.encoding === "buffer" ? Buffer.alloc(0) : "")) as string | Buffer,
+      stderr: String(r.stderr ?? ""),
+      stoppedBy,
+      startError: !started && r.failed ? (r.shortMessage ?? String(r.message)) : undefined,
+      signal: r.signal ?? undefined,
+    };
+  } finally {
+    clearTimeout(timer);
+    opts.signal?.removeEventListener("abort", onAbort);
+  }
+}
+
+/** Signal a whole process group; a group that is gone is no error. */
+export function killGroup(pid: number | undefined, signal: NodeJS.Signals): void {
+  if (pid === undefined) return;
+  try {
+    process.kill(-pid, signal);
+  } catch {
+    /* already gone */
+  }
+}

@@ -1,0 +1,137 @@
+/**
+ * git as Tether runs it on the host: only in repositories Tether alone writes (the mirrors).
+ * It reads no system or global config and uses a HOME of its own, so nothing on the machine (a
+ * `~/.gitconfig` with an `http.proxy`, a credential helper, an `url.*.insteadOf`) steers where
+ * the token goes; hooks and fsmonitor are off; the token is only in the environment of commands
+ * that talk to GitHub, scoped to its host. git in an agent's workspace never runs here: it runs
+ * in the sandbox (sandboxed-git.ts), where the checkout's own config can harm nothing.
+ */
+import type { Logger } from "../log.js";
+import { runCommand, type CommandResult } from "../process/run-command.js";
+import { gitAuthEnv, redactToken } from "../github/git-auth.js";
+import { gitFailure, WorkspaceError, type FailureContext, type Step } from "./errors.js";
+
+/** Passed through from the runner's environment: the way to the network, and TLS roots. */
+const PASS_ENV = [
+  "PATH",
+  "HTTPS_PROXY",
+  "https_proxy",
+  "HTTP_PROXY",
+  "http_proxy",
+  "NO_PROXY",
+  "no_proxy",
+  "ALL_PROXY",
+  "all_proxy",
+  "GIT_SSL_CAINFO",
+  "GIT_SSL_CAPATH",
+  "SSL_CERT_FILE",
+  "SSL_CERT_DIR",
+];
+
+/** Every git command Tether runs gets these first (they beat any config file). */
+export const GIT_SAFETY = [
+  "-c",
+  "core.hooksPath=/dev/null",
+  "-c",
+  "core.fsmonitor=false",
+  // git's housekeeping would start after fetch and merge, on the turn's hot path.
+  "-c",
+  "maintenance.auto=false",
+  "-c",
+  "gc.auto=0",
+];
+
+/** The environment of Tether's own git: no config but Tether's, a HOME of its own. */
+export function hostGitEnv(
+  home: string,
+  source: NodeJS.ProcessEnv = process.env,
+): Record<string, string> {
+  const env: Record<string, string> = {
+    LC_ALL: "C",
+    GIT_TERMINAL_PROMPT: "0",
+    GIT_CONFIG_NOSYSTEM: "1",
+    GIT_CONFIG_GLOBAL: "/dev/null",
+    HOME: home,
+    XDG_CONFIG_HOME: home,
+  };
+  for (const name of PASS_ENV) {
+    const v = source[name];
+    if (v !== undefined) env[name] = v;
+  }
+  env.PATH ||= "/usr/local/bin:/usr/bin:/bin";
+  return env;
+}
+
+export interface HostGitOptions {
+  home: string;
+  log: Logger;
+  gitPath?: string;
+  timeoutMs?: number;
+}
+
+export interface GitCall {
+  cwd: string;
+  step: Step;
+  ctx: FailureContext;
+  /** Talk to GitHub with this token (clone URL's origin only). */
+  auth?: { cloneUrl: string; token: string };
+  signal?: AbortSignal | undefined;
+  allowFailure?: boolean;
+  /** Let git's housekeeping run (in the foreground); off otherwise. */
+  maintenance?: boolean;
+}
+
+export type HostGit = (args: string[], call: GitCall) => Promise<CommandResult>;
+
+export function hostGit(opts: HostGitOptions): HostGit {
+  const base = hostGitEnv(opts.home);
+  const gitPath = opts.gitPath ?? "git";
+  const timeoutMs = opts.timeoutMs ?? 10 * 60_000;
+  return async (args, call) => {
+    const env = call.auth ? { ...base, ...gitAuthEnv(call.auth.cloneUrl, call.auth.token) } : base;
+    const safety = call.maintenance
+      ? [
+          "-c",
+          "core.hooksPath=/dev/null",
+          "-c",
+          "core.fsmonitor=false",
+          "-c",
+          "gc.autoDetach=false",
+        ]
+      : GIT_SAFETY;
+    const started = Date.now();
+    const r = await runCommand(gitPath, [...safety, ...args], {
+      cwd: call.cwd,
+      env,
+      timeoutMs,
+      signal: call.signal,
+    });
+    const token = call.auth?.token;
+    opts.log.debug(
+      { git: args.slice(0, 2), exitCode: r.exitCode, ms: Date.now() - started },
+      "git",
+    );
+    const ctx = { ...call.ctx, timeoutMs };
+    if (r.stoppedBy) throw gitFailure(ctx, call.step, redactToken(r.stderr, token), r.stoppedBy);
+    if (r.startError) {
+      const why = redactToken(r.startError, token);
+      if (/ENOENT/.test(why))
+        throw new WorkspaceError(
+          "git-failed",
+          call.ctx.repo,
+          `could not ${call.step} ${call.ctx.repo}: the runner could not start git; is it installed?`,
+          { detail: why },
+        );
+      throw gitFailure(ctx, call.step, why, "git-failed");
+    }
+    if (r.exitCode !== 0 && !call.allowFailure) {
+      const stderr = redactToken(r.stderr, token);
+      opts.log.warn(
+        { git: args[0], exitCode: r.exitCode, stderr: stderr.slice(-2000) },
+        "git failed",
+      );
+      throw gitFailure(ctx, call.step, stderr, undefined, r.exitCode);
+    }
+    return r;
+  };
+}
