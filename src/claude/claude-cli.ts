@@ -1,4 +1,5 @@
 import fs from "node:fs";
+import os from "node:os";
 import type { Readable } from "node:stream";
 import { execa, type ResultPromise } from "execa";
 import { pino } from "pino";
@@ -213,6 +214,8 @@ class ClaudeRun implements AgentRun {
       const access = claudeModelAccess(this.config.baseEnv);
       for (const name of CLAUDE_MODEL_ENV) delete env[name];
       const exe = realBinary(this.config.path, env.PATH);
+      // bwrap would say "Can't find source path": say what the unsandboxed spawn says instead.
+      if (!fs.existsSync(exe)) return this.finishEarly("failed", this.cannotStart("ENOENT"));
       try {
         this.prepared = await spec.sandbox.sandbox.prepare({
           workspace: spec.cwd,
@@ -256,12 +259,10 @@ class ClaudeRun implements AgentRun {
 
     if (child.pid === undefined) {
       const result = await child;
-      return this.finish(
-        "failed",
-        `could not start the Claude CLI at ${this.config.path}: ${result.code ?? result.shortMessage}; ` +
-          "set TETHER_CLAUDE_PATH or install @anthropic-ai/claude-code",
-        { exitCode: null, signal: null },
-      );
+      return this.finish("failed", this.cannotStart(String(result.code ?? result.shortMessage)), {
+        exitCode: null,
+        signal: null,
+      });
     }
     this.log.debug({ pid: child.pid, args: redactArgs(args) }, "claude started");
     this.tracker = new ProcessTracker(child.pid);
@@ -274,7 +275,8 @@ class ClaudeRun implements AgentRun {
     child.stderr?.on("data", (chunk: Buffer) => this.keepStderr(chunk));
     const reading = this.readStdout(child.stdout!, resumeSessionId);
 
-    const exit = await exited;
+    // bwrap reports a child killed by signal N as exit code 128 + N, as a shell does.
+    const exit = spec.sandbox ? signalFromExitCode(await exited) : await exited;
     this.exited = true;
     // Whatever the CLI left behind (a command still running in its own session) goes too.
     await this.sweep();
@@ -506,6 +508,13 @@ class ClaudeRun implements AgentRun {
     };
   }
 
+  private cannotStart(why: string): string {
+    return (
+      `could not start the Claude CLI at ${this.config.path}: ${why}; ` +
+      "set TETHER_CLAUDE_PATH or install @anthropic-ai/claude-code"
+    );
+  }
+
   private finishEarly(kind: OutcomeKind, detail: string): RunOutcome {
     return this.finish(kind, detail, { exitCode: null, signal: null });
   }
@@ -558,6 +567,15 @@ class ClaudeRun implements AgentRun {
 }
 
 /** The binary's real path (after PATH lookup and links): what the sandbox binds and runs. */
+function signalFromExitCode(exit: { code: number | null; signal: string | null }): {
+  code: number | null;
+  signal: string | null;
+} {
+  if (exit.signal || exit.code === null || exit.code <= 128) return exit;
+  const name = Object.entries(os.constants.signals).find(([, n]) => n === exit.code! - 128)?.[0];
+  return name ? { code: null, signal: name } : exit;
+}
+
 function realBinary(file: string, pathVar: string | undefined): string {
   let found = file;
   if (!file.includes("/")) {

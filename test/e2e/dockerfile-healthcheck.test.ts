@@ -99,7 +99,10 @@ describe("a runner container's health", () => {
     }).catch((err: Error) => {
       throw new Error(`${err.message}\n--- output ---\n${out.slice(-4000)}`);
     });
-    expect(body).toEqual({ ok: true, checks: { process: "ok", database: "ok", runner: "ok" } });
+    expect(body).toEqual({
+      ok: true,
+      checks: { process: "ok", database: "ok", runner: "ok", sandbox: "ok" },
+    });
     expect(await healthcheck(port)).toBe(0);
 
     const metrics = await fetch(`${base}/metrics`);

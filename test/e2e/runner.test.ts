@@ -6,7 +6,6 @@ import fs from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { execFileSync } from "node:child_process";
-import { readProcTable } from "../../src/claude/process-tree.js";
 import { createTestDatabase } from "../helpers/db.js";
 import { startStack, REPO, type Stack } from "../helpers/e2e-stack.js";
 import { lastUserText, replies, userTexts, type FakeRequest } from "../helpers/fake-anthropic.js";
@@ -18,21 +17,6 @@ agents:
   reviewer:
     model: claude-sonnet-4-5
 `;
-
-/** Every process the app started (the sandbox, the CLI, its tools): none once a turn is over. */
-function agentProcesses(appPid: number): number[] {
-  const table = readProcTable();
-  const found: number[] = [];
-  let frontier = [appPid];
-  while (frontier.length) {
-    const next = table
-      .filter((p) => frontier.includes(p.ppid) && p.state !== "Z")
-      .map((p) => p.pid);
-    found.push(...next);
-    frontier = next;
-  }
-  return found;
-}
 
 const db = await createTestDatabase();
 let stack: Stack;
@@ -291,7 +275,7 @@ describe(
         )
       ).rows[0];
       expect(running.status).toBe("running");
-      expect(agentProcesses(stack.app.child.pid!).length).toBeGreaterThan(0);
+      expect(stack.app.descendants().length).toBeGreaterThan(0);
       await stack.comment(n, "@tether /cancel");
       const done = await stack.finishedTask(c, 30_000);
       expect(done).toMatchObject({
@@ -302,7 +286,7 @@ describe(
       expect(String(stack.taskComments(n, done.id as number)[0]!.body)).toContain(
         "Cancelled with `/cancel`",
       );
-      expect(agentProcesses(stack.app.child.pid!)).toEqual([]);
+      expect(stack.app.descendants()).toEqual([]);
     });
 
     it("11. a comment on a pull request works on the PR's head branch, and reads its review", async () => {

@@ -28,7 +28,12 @@ beforeAll(async () => {
   stack = await startStack({
     pool: db.pool,
     databaseUrl: db.url,
-    env: { TETHER_CLAUDE_PATH: STANDIN_CLAUDE, CLAUDE_CODE_STANDIN_LOG: runLog },
+    env: {
+      TETHER_CLAUDE_PATH: STANDIN_CLAUDE,
+      CLAUDE_CODE_STANDIN_LOG: runLog,
+      // The stand-in CLI runs in the sandbox; its log directory is the one host path it may write.
+      TETHER_SANDBOX_BIND: `${tmp}:rw`,
+    },
   });
 }, 120_000);
 afterAll(async () => {
@@ -127,12 +132,12 @@ describe("GitHub failing", { timeout: 90_000 }, () => {
     const task = await stack.finishedTask(c, 60_000);
     expect(task).toMatchObject({ status: "failed", outcome: "failed" });
     expect(task.failure_reason).toBe(
-      "could not clone octo/widgets: the git server answered with an error; try again later",
+      "could not fetch octo/widgets: the git server answered with an error; try again later",
     );
     const posted = stack.taskComments(n, task.id as number);
     expect(posted).toHaveLength(1);
     expect(String(posted[0]!.body)).toContain(
-      "The run failed: could not clone octo/widgets: the git server answered with an error; try again later. Comment again to retry",
+      "The run failed: could not fetch octo/widgets: the git server answered with an error; try again later. Comment again to retry",
     );
     const url = String(stack.gh.commentJson(c).html_url);
     expect(readStandinLog(runLog).filter((r) => r.requests.includes(url))).toHaveLength(0);
@@ -144,7 +149,7 @@ describe("GitHub failing", { timeout: 90_000 }, () => {
     const task = await stack.finishedTask(await stack.comment(n, "@tether clone me too"), 60_000);
     expect(task).toMatchObject({ status: "failed" });
     expect(String(stack.taskComments(n, task.id as number)[0]!.body)).toContain(
-      "could not clone octo/widgets: repository not found or the app has no access",
+      "could not fetch octo/widgets: repository not found or the app has no access",
     );
   });
 });

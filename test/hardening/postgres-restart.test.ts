@@ -48,6 +48,8 @@ beforeAll(async () => {
       TETHER_CLAUDE_PATH: STANDIN_CLAUDE,
       CLAUDE_CODE_STANDIN_DELAY_MS: "400-1200",
       CLAUDE_CODE_STANDIN_LOG: runLog,
+      // The stand-in CLI runs in the sandbox; its log directory is the one host path it may write.
+      TETHER_SANDBOX_BIND: `${path.dirname(runLog)}:rw`,
       TETHER_RUNNER_CONCURRENCY: "3",
     },
   });

@@ -10,6 +10,7 @@ import os from "node:os";
 import path from "node:path";
 import type { Pool } from "../../src/db/pool.js";
 import { freePort } from "../../src/db/embedded.js";
+import { readProcTable } from "../../src/claude/process-tree.js";
 import {
   startFakeAnthropic,
   type FakeAnthropic,
@@ -18,6 +19,24 @@ import {
 import { signedWebhook, startFakeGitHub, type FakeGitHub } from "./fake-github.js";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
+
+/**
+ * Live descendants of `pid`, by host pid. A sandboxed CLI has its own pid namespace, so the pid
+ * it sees for itself means nothing here: ask the host's process table instead.
+ */
+function descendantsOf(pid: number): number[] {
+  const table = readProcTable();
+  const found: number[] = [];
+  let frontier = [pid];
+  while (frontier.length) {
+    const next = table
+      .filter((p) => frontier.includes(p.ppid) && p.state !== "Z")
+      .map((p) => p.pid);
+    found.push(...next);
+    frontier = next;
+  }
+  return found;
+}
 export const REPO = "octo/widgets";
 export const SECRET = "e2e-webhook-secret-0123456789";
 
@@ -29,6 +48,8 @@ export interface AppProcess {
   stop(): Promise<void>;
   /** SIGKILL, like a crash. */
   kill(): Promise<void>;
+  /** Every live process the app started (the sandbox, the CLI, its tools), by host pid. */
+  descendants(): number[];
 }
 
 export interface Stack {
@@ -137,6 +158,7 @@ export async function startStack(opts: {
         if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
         await exited;
       },
+      descendants: () => descendantsOf(child.pid!),
     };
     children.push(proc);
     return proc;

@@ -205,7 +205,9 @@ export function markerCounts(stack: Stack, issues: Iterable<number>): Map<number
 }
 
 export interface StandinRun {
+  /** As the stand-in saw it: inside the sandbox, a pid of its own namespace. */
   pid: number;
+  mode: string;
   at: number;
   cwd: string;
   resume: string | null;

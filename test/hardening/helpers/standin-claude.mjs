@@ -45,7 +45,9 @@ if (env.CLAUDE_CODE_STANDIN_LOG) {
   fs.appendFileSync(
     env.CLAUDE_CODE_STANDIN_LOG,
     `${JSON.stringify({
+      // Its pid in its own namespace when sandboxed: a label, not a host pid.
       pid: process.pid,
+      mode,
       at: Date.now(),
       cwd: process.cwd(),
       resume: resume ?? null,
