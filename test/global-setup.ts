@@ -26,7 +26,6 @@ export const TEMPLATE = "tether_template";
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   await sweepOrphans();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), `${PREFIX}${process.pid}-`));
-  fs.chmodSync(dir, 0o755);
   const server = await startEmbeddedPostgres({
     dataDir: path.join(dir, "data"),
     settings: { fsync: "off", synchronous_commit: "off", full_page_writes: "off" },
