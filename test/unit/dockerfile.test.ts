@@ -405,7 +405,7 @@ describe("docker-compose.yml", () => {
       postgres.environment!.POSTGRES_PASSWORD!,
       tether.environment!.DATABASE_URL!,
     ])
-      for (const vars of [{}, { POSTGRES_PASSWORD: "" }])
+      for (const vars of [{}, { POSTGRES_PASSWORD: "" }] as Record<string, string>[])
         expect(() => expand(value, vars)).toThrow(
           /POSTGRES_PASSWORD is missing a value: set it in \.env/,
         );
