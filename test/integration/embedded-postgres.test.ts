@@ -5,6 +5,7 @@
  * left in the temp directory once it stops. Run as root (as CI does), it runs as the `postgres`
  * user from a 0700 directory nobody else may enter.
  */
+import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -12,7 +13,9 @@ import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
 import { LEGACY_PASSWORD, scramVerifier } from "../../src/db/embedded-password.js";
 import { startEmbeddedPostgres, type EmbeddedPostgres } from "../../src/db/embedded.js";
+import { canSearch } from "../../src/db/postgres-runtime.js";
 
+const ROOT = path.resolve(import.meta.dirname, "../..");
 const isRoot = process.getuid?.() === 0;
 /** mkdtemp makes it 0700: as root, the postgres user cannot enter it. */
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "tether-embedded-"));
@@ -253,5 +256,50 @@ describe("the embedded PostgreSQL's password", () => {
       expect(lines.some((l) => l.includes("handing the embedded PostgreSQL's files"))).toBe(true);
       await stop(second);
     },
+  );
+
+  const nobody = { uid: 65534, gid: 65534 };
+  /** The first directory above this checkout that `nobody` may not pass (a checkout in /root, say). */
+  const closedToNobody = path
+    .resolve(ROOT)
+    .split(path.sep)
+    .map((_, i, parts) => parts.slice(0, i + 1).join(path.sep) || path.sep)
+    .find((dir) => !canSearch(fs.statSync(dir), nobody));
+  it.skipIf(!isRoot || closedToNobody !== undefined)(
+    `as an ordinary user (nobody), runs the server as that user with the cluster's real path (${
+      !isRoot
+        ? "skipped: not root, so the whole suite already takes this path"
+        : closedToNobody
+          ? `skipped: nobody cannot enter ${closedToNobody}, above this checkout`
+          : "run as root, dropping to nobody"
+    })`,
+    () => {
+      const home = fs.mkdtempSync(path.join(os.tmpdir(), "tether-nobody-"));
+      fs.chownSync(home, nobody.uid, nobody.gid);
+      try {
+        const dataDir = path.join(home, "postgres");
+        const out = execFileSync(
+          process.execPath,
+          ["--import", "tsx", "test/helpers/embedded-as-user.ts", dataDir],
+          {
+            cwd: ROOT,
+            ...nobody,
+            env: { PATH: process.env.PATH, HOME: home, TMPDIR: os.tmpdir() },
+            encoding: "utf8",
+            timeout: 60_000,
+          },
+        );
+        expect(JSON.parse(out.trim().split("\n").at(-1)!)).toEqual({
+          uid: nobody.uid,
+          serverUid: nobody.uid,
+          dataDirectory: dataDir,
+          passwordMode: 0o600,
+          leftInTmp: [],
+        });
+      } finally {
+        fs.rmSync(home, { recursive: true, force: true });
+      }
+    },
+    90_000,
   );
 });
