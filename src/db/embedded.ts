@@ -11,7 +11,7 @@ import {
   scramVerifier,
 } from "./embedded-password.js";
 import { locatePostgresBinaries } from "./postgres-binaries.js";
-import { runToEnd, startServer } from "./postgres-process.js";
+import { runToEnd, startServer, type RunningServer } from "./postgres-process.js";
 import { preparePostgresRuntime, type PostgresRuntime } from "./postgres-runtime.js";
 
 export interface EmbeddedPostgres {
@@ -81,7 +81,7 @@ async function startLocked(
     const fresh = !existsSync(path.join(dataDir, "PG_VERSION"));
     if (fresh) await initialise(runtime, dataDir, password, log);
     const port = opts.port && opts.port > 0 ? opts.port : await freePort();
-    let server;
+    let server: RunningServer;
     try {
       server = await startServer({
         file: runtime.postgres,

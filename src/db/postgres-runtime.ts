@@ -85,9 +85,18 @@ export async function preparePostgresRuntime(
     await fs.rm(dir, { recursive: true, force: true });
   };
   try {
-    await fs.chown(dir, 0, user.gid);
-    await fs.chmod(dir, 0o750);
-    await placeTree(binaries.root, dir);
+    try {
+      await fs.chown(dir, 0, user.gid);
+      await fs.chmod(dir, 0o750);
+      await placeTree(binaries.root, dir);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code ?? String(err);
+      throw new EmbeddedPostgresError(
+        `The embedded PostgreSQL cannot start: Tether runs as root, so it runs PostgreSQL as the user "${user.name}", ` +
+          `and could not put the binaries in ${dir} for it (${code}; a container whose root cannot give files away?). ` +
+          `Set TMPDIR to another directory, ${WAYS_OUT}.`,
+      );
+    }
     const inside = (p: string) => path.join(dir, path.relative(binaries.root, p));
     const runtime: PostgresRuntime = {
       initdb: inside(binaries.initdb),
