@@ -73,7 +73,6 @@ async function runBench(): Promise<void> {
   }>;
 
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "tether-bench-intake-"));
-  fs.chmodSync(dir, 0o755);
   const log = createLogger("silent");
   const pg = await startEmbeddedPostgres({ dataDir: path.join(dir, "pg") });
   const pool = createPool(pg.url, { max: 10 }); // as openDatabase: runner concurrency (2) + 8

@@ -50,7 +50,6 @@ const fmt = (ms: number): string => `${ms.toFixed(1)} ms`;
 
 async function main(): Promise<void> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "tether-bench-stats-"));
-  fs.chmodSync(dir, 0o755);
   const pg = await startEmbeddedPostgres({
     dataDir: path.join(dir, "data"),
     settings: { fsync: "off", synchronous_commit: "off", full_page_writes: "off" },

@@ -7,7 +7,6 @@ import { migrate } from "../src/db/migrate.js";
 
 export async function benchDatabase(): Promise<EmbeddedPostgres & { cleanup(): Promise<void> }> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "tether-bench-"));
-  fs.chmodSync(dir, 0o755);
   const pg = await startEmbeddedPostgres({
     dataDir: path.join(dir, "data"),
     settings: {

@@ -61,6 +61,7 @@ async function main(): Promise<void> {
   }
 
   const db = await openDatabase(env, log);
+  if (db.embedded) secrets.add(db.embedded.password);
   shutdown.add(40, "database", () => db.close());
   if (role === "migrate") {
     await shutdown.run("migrations done");

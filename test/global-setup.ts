@@ -4,7 +4,11 @@ import os from "node:os";
 import path from "node:path";
 import pg from "pg";
 import type { TestProject } from "vitest/node";
-import { clearStaleServer, startEmbeddedPostgres } from "../src/db/embedded.js";
+import {
+  clearStaleServer,
+  startEmbeddedPostgres,
+  type EmbeddedPostgres,
+} from "../src/db/embedded.js";
 import { migrate } from "../src/db/migrate.js";
 
 declare module "vitest" {
@@ -26,11 +30,16 @@ export const TEMPLATE = "tether_template";
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   await sweepOrphans();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), `${PREFIX}${process.pid}-`));
-  fs.chmodSync(dir, 0o755);
-  const server = await startEmbeddedPostgres({
-    dataDir: path.join(dir, "data"),
-    settings: { fsync: "off", synchronous_commit: "off", full_page_writes: "off" },
-  });
+  let server: EmbeddedPostgres;
+  try {
+    server = await startEmbeddedPostgres({
+      dataDir: path.join(dir, "data"),
+      settings: { fsync: "off", synchronous_commit: "off", full_page_writes: "off" },
+    });
+  } catch (err) {
+    fs.rmSync(dir, { recursive: true, force: true });
+    throw oneLine(err);
+  }
   const admin = new pg.Client({ connectionString: server.url });
   await admin.connect();
   await admin.query(`CREATE DATABASE ${TEMPLATE}`);
@@ -48,6 +57,21 @@ export default async function setup(project: TestProject): Promise<() => Promise
     await server.stop();
     fs.rmSync(dir, { recursive: true, force: true });
   };
+}
+
+/**
+ * No test can run without the database: say why in one line (its messages say what to do), which
+ * .ci/run repeats as its summary, rather than a stack through vitest's internals.
+ */
+function oneLine(err: unknown): Error {
+  const e = err instanceof Error ? err : new Error(String(err));
+  const line =
+    `The test suite's embedded PostgreSQL did not start (the suite always runs its own; ` +
+    `DATABASE_URL does not apply). ${e.name}: ${e.message}`;
+  const out = new Error(line);
+  out.name = "TestDatabaseError";
+  out.stack = `${out.name}: ${line}`;
+  return out;
 }
 
 /** A run killed before teardown leaves its server behind; stop those whose runner is gone. */

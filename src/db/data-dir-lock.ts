@@ -144,11 +144,15 @@ export class DataDirInUseError extends Error {
     readonly lockFile: string,
     readonly owner: LockOwner,
     readonly byThisProcess = false,
+    readonly passwordFile?: string,
   ) {
     const who = byThisProcess
       ? "this process already runs"
       : `another Tether process (pid ${owner.pid} on ${owner.hostname}, since ${owner.startedAt}) runs`;
-    const where = owner.port ? ` (it listens on 127.0.0.1:${owner.port})` : "";
+    const at = owner.port ? `127.0.0.1:${owner.port}` : "";
+    const login = passwordFile ? `user tether, the password in ${passwordFile}` : "";
+    const where =
+      at || login ? ` (${[at && `it listens on ${at}`, login].filter(Boolean).join("; ")})` : "";
     super(
       `The embedded database directory ${dataDir} is in use: ${who} its PostgreSQL there. ` +
         `This process leaves it alone and stops. To run both, set DATABASE_URL on this one to ` +
@@ -172,6 +176,8 @@ export interface DataDirLock {
 export interface AcquireOptions {
   /** Where the lock lives. Default: `<dataDir>.lock`, beside the directory (initdb wants it empty). */
   lockFile?: string;
+  /** The embedded server's password file, named (never read) in the refusal so a second process can connect. */
+  passwordFile?: string;
   log?: Pick<Logger, "warn">;
 }
 
@@ -192,7 +198,7 @@ export async function acquireDataDirLock(
   const file = path.resolve(opts.lockFile ?? `${dir}.lock`);
   const log = opts.log;
   const already = heldHere.get(file);
-  if (already) throw new DataDirInUseError(dir, file, already, true);
+  if (already) throw new DataDirInUseError(dir, file, already, true, opts.passwordFile);
 
   const self = processState(process.pid);
   const ctx: JudgeContext = { selfPid: process.pid, bootId: readBootId(), probe: processState };
@@ -215,7 +221,8 @@ export async function acquireDataDirLock(
         return handle(file, owner, log);
       }
       const verdict = judgeLock(await readIfExists(file), ctx);
-      if (verdict.kind === "held") throw new DataDirInUseError(dir, file, verdict.owner);
+      if (verdict.kind === "held")
+        throw new DataDirInUseError(dir, file, verdict.owner, false, opts.passwordFile);
       if (verdict.kind === "stale") await takeOver(file, tmp, ctx, log);
     }
   } finally {

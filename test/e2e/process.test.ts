@@ -9,7 +9,6 @@ import { freePort } from "../../src/db/embedded.js";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "tether-proc-"));
-fs.chmodSync(dataDir, 0o755);
 const lockFile = path.join(dataDir, "postgres.lock");
 const children: ChildProcess[] = [];
 
@@ -19,14 +18,21 @@ afterAll(() => {
   fs.rmSync(dataDir, { recursive: true, force: true });
 });
 
-/** PIDs of postgres servers whose data directory is ours. */
+/**
+ * PIDs of postgres servers whose data directory is ours: named on their command line, or (run as
+ * root, given `-D /proc/self/cwd`) their working directory.
+ */
 function postgresPids(): number[] {
   const pids: number[] = [];
+  const real = fs.realpathSync(dataDir);
   for (const entry of fs.readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue;
     try {
       const cmd = fs.readFileSync(`/proc/${entry}/cmdline`, "utf8");
-      if (cmd.includes("postgres") && cmd.includes(dataDir)) pids.push(Number(entry));
+      if (!cmd.includes("postgres")) continue;
+      const cwd = fs.readlinkSync(`/proc/${entry}/cwd`);
+      if (cmd.includes(dataDir) || cwd === real || cwd.startsWith(`${real}/`))
+        pids.push(Number(entry));
     } catch {
       /* gone */
     }
@@ -130,8 +136,12 @@ describe("the tether process", () => {
     const health = await fetch(`http://127.0.0.1:${port}/healthz`);
     expect(health.status).toBe(200);
     expect(await health.json()).toMatchObject({ checks: { database: "ok" } });
+    // As the refusal says: user tether, the password in the file beside the lock.
+    const password = fs.readFileSync(path.join(dataDir, "postgres.password"), "utf8").trim();
+    expect(second.output()).toContain(path.join(dataDir, "postgres.password"));
+    expect(second.output()).not.toContain(password);
     const db = new pg.Client({
-      connectionString: `postgres://tether:tether@127.0.0.1:${lock.port}/postgres`,
+      connectionString: `postgres://tether:${password}@127.0.0.1:${lock.port}/postgres`,
     });
     await db.connect();
     try {

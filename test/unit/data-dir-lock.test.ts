@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import {
+  DataDirInUseError,
   judgeLock,
   parseProcStat,
   type JudgeContext,
@@ -184,5 +185,33 @@ describe("parseProcStat", () => {
     { name: "no command name", text: "7068 node S", alive: true, start: null },
   ])("$name", ({ text, alive, start }) => {
     expect(parseProcStat(text)).toEqual({ alive, startTime: start });
+  });
+});
+
+describe("DataDirInUseError", () => {
+  const dir = "/srv/tether/.data/postgres";
+  const file = `${dir}.lock`;
+  it.each([
+    {
+      port: 6543,
+      passwordFile: `${dir}.password`,
+      says: `(it listens on 127.0.0.1:6543; user tether, the password in ${dir}.password)`,
+    },
+    {
+      port: undefined,
+      passwordFile: `${dir}.password`,
+      says: `(user tether, the password in ${dir}.password)`,
+    },
+    { port: 6543, passwordFile: undefined, says: "(it listens on 127.0.0.1:6543)" },
+  ])("tells a second process how to reach the first one's database: $says", (row) => {
+    const message = new DataDirInUseError(
+      dir,
+      file,
+      owner({ port: row.port }),
+      false,
+      row.passwordFile,
+    ).message;
+    expect(message).toContain(`the running process's database ${row.says}, or give it`);
+    expect(message).not.toMatch(/password `?tether`?/);
   });
 });

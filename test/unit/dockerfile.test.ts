@@ -354,8 +354,21 @@ describe("docker-compose.yml", () => {
   };
   const tether = compose.services.tether!;
   const postgres = compose.services.postgres!;
-  /** ${VAR:-default} as compose would expand it with VAR unset. */
-  const expand = (v: string) => v.replace(/\$\{\w+:-([^}]*)\}/g, "$1");
+  /**
+   * Interpolation as compose does it, from `vars` (compose reads them from the shell and from
+   * .env): ${VAR:-default} and ${VAR:?message}, which stops compose with the message when VAR is
+   * unset or empty.
+   */
+  const expand = (v: string, vars: Record<string, string> = { POSTGRES_PASSWORD: "s3cret-pw" }) =>
+    v.replace(/\$\{(\w+)(?::([-?])([^}]*))?\}/g, (_, name: string, op?: string, arg?: string) => {
+      const value = vars[name];
+      if (value) return value;
+      if (op === "?") throw new Error(`required variable ${name} is missing a value: ${arg}`);
+      return op === "-" ? (arg ?? "") : "";
+    });
+  /** Every ${…} in the file that names `name`. */
+  const references = (name: string) =>
+    [...read("docker-compose.yml").matchAll(/\$\{(\w+)([^}]*)\}/g)].filter((m) => m[1] === name);
 
   it("builds the Dockerfile in this directory", () => {
     const build = typeof tether.build === "string" ? { context: tether.build } : tether.build!;
@@ -377,7 +390,26 @@ describe("docker-compose.yml", () => {
     expect(url.hostname).toBe("postgres");
     expect(url.username).toBe(env.POSTGRES_USER);
     expect(url.password).toBe(expand(env.POSTGRES_PASSWORD!));
+    expect(url.password).toBe("s3cret-pw");
     expect(url.pathname).toBe(`/${env.POSTGRES_DB}`);
+  });
+
+  it("has no default database password: unset, compose stops and says where to set it", () => {
+    const refs = references("POSTGRES_PASSWORD");
+    expect(refs.length).toBeGreaterThanOrEqual(2); // the server's, and Tether's DATABASE_URL
+    for (const [whole, , rest] of refs) {
+      expect(rest, whole).toMatch(/^:\?/);
+      expect(rest, whole).toContain(".env");
+    }
+    for (const value of [
+      postgres.environment!.POSTGRES_PASSWORD!,
+      tether.environment!.DATABASE_URL!,
+    ])
+      for (const vars of [{}, { POSTGRES_PASSWORD: "" }] as Record<string, string>[])
+        expect(() => expand(value, vars)).toThrow(
+          /POSTGRES_PASSWORD is missing a value: set it in \.env/,
+        );
+    expect(read("docker-compose.yml")).not.toMatch(/tether:tether@|POSTGRES_PASSWORD:\s*tether/);
   });
 
   it("mounts named volumes on every VOLUME of the image", () => {

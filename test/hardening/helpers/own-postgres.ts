@@ -30,7 +30,6 @@ export interface OwnPostgres {
 
 export async function startOwnPostgres(): Promise<OwnPostgres> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "tether-own-pg-"));
-  fs.chmodSync(dir, 0o755);
   const dataDir = path.join(dir, "data");
   const port = await freePort();
   const settings = { fsync: "off", synchronous_commit: "off", full_page_writes: "off" };
