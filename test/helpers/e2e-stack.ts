@@ -37,6 +37,8 @@ export interface Stack {
   pool: Pool;
   home: string;
   workspaces: string;
+  /** TETHER_DATA_DIR of the app processes (where a web process keeps its dashboard token). */
+  dataDir: string;
   app: AppProcess;
   startApp(env?: Record<string, string>): Promise<AppProcess>;
   /** A comment by `user` on the issue, delivered to the app as GitHub would. Returns its id. */
@@ -72,6 +74,7 @@ export async function startStack(opts: {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "tether-e2e-"));
   const home = path.join(tmp, "home");
   const workspaces = path.join(tmp, "workspaces");
+  const dataDir = path.join(tmp, "data");
   fs.mkdirSync(home, { recursive: true });
   const children: AppProcess[] = [];
 
@@ -84,6 +87,7 @@ export async function startStack(opts: {
       PORT: String(port),
       HOST: "127.0.0.1",
       DATABASE_URL: opts.databaseUrl,
+      TETHER_DATA_DIR: dataDir, // never the checkout's .data
       TETHER_WORKSPACE_DIR: workspaces,
       TETHER_RUNTIME_ID: "rt-e2e",
       TETHER_ENV_FILE: "", // never a developer's .env
@@ -144,6 +148,7 @@ export async function startStack(opts: {
     pool: opts.pool,
     home,
     workspaces,
+    dataDir,
     app: await startApp(),
     startApp: async (env) => (stack.app = await startApp(env)),
     async comment(issueNumber, body, user = "alice") {
