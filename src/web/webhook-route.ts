@@ -76,13 +76,17 @@ export function webhookRoute(opts: {
   limits?: Partial<WebhookLimits>;
   /** Counts refused requests (tether_webhook_refused_total). */
   refused?: (reason: WebhookRefusal) => void;
+  /** Where the bodies being read are counted; made from `limits` unless given (tests watch it). */
+  budget?: UnverifiedBudget;
 }): Handler {
   const path = opts.path ?? WEBHOOK_PATH;
   const limits = { ...DEFAULT_WEBHOOK_LIMITS, ...opts.limits };
-  const budget = new UnverifiedBudget(
-    limits.maxUnverifiedBodies,
-    Math.max(limits.maxUnverifiedBytes, limits.maxBodyBytes),
-  );
+  const budget =
+    opts.budget ??
+    new UnverifiedBudget(
+      limits.maxUnverifiedBodies,
+      Math.max(limits.maxUnverifiedBytes, limits.maxBodyBytes),
+    );
   const refuse = (
     res: ServerResponse,
     reason: WebhookRefusal,
