@@ -76,14 +76,20 @@ async function main(): Promise<void> {
     const made = await ensureDashboardToken(env.dataDir);
     secrets.add(made.token);
     deps.dashboardToken = made.token;
-    log.info(
-      { file: made.file },
-      made.state === "created"
-        ? "dashboard token made: sign in to /dashboard with the token in this file (or set TETHER_DASHBOARD_TOKEN)"
-        : made.state === "tightened"
-          ? "dashboard token read from this file, which others could read: its mode is now 0600; delete it and restart for a new token"
+    // One line that says where the token is, never what it is.
+    if (made.state === "tightened") {
+      log.warn(
+        { file: made.file },
+        "dashboard token read from this file, which others could read: its mode is now 0600; delete it and restart for a new token",
+      );
+    } else {
+      log.info(
+        { file: made.file },
+        made.state === "created"
+          ? "dashboard token made: sign in to /dashboard with the token in this file (or set TETHER_DASHBOARD_TOKEN)"
           : "dashboard token read from this file (or set TETHER_DASHBOARD_TOKEN)",
-    );
+      );
+    }
   }
 
   if (role === "all" || role === "runner") {
