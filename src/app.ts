@@ -5,13 +5,18 @@ import { processMetrics } from "./metrics.js";
 import { dashboardRoutes } from "./web/dashboard-routes.js";
 import { healthRoutes } from "./web/health.js";
 import { metricsRoute } from "./web/metrics-route.js";
-import { webhookRoute } from "./web/webhook-route.js";
+import { WEBHOOK_PATH, webhookRoute } from "./web/webhook-route.js";
 
 /**
- * Where Probot's own webhook middleware listens when Tether serves /api/github/webhooks itself
- * (main.ts). A webhook proxy in development (WEBHOOK_PROXY_URL) forwards here.
+ * The webhookPath main.ts gives Probot's Server, so that Tether's own route
+ * (src/web/webhook-route.ts, with its body cap, in-flight bound and deadline) is the only one
+ * that reads a delivery. Probot's middleware takes a request only when its URL's pathname
+ * equals this string, and a pathname never holds a `?`, so the middleware never takes one:
+ * every POST reaches Tether's route (or a 404). A development webhook proxy (WEBHOOK_PROXY_URL)
+ * forwards to `http://<host>:<port>` + this string, whose path is Tether's route; the query is
+ * ignored there.
  */
-export const PROBOT_WEBHOOK_PATH = "/api/github/webhooks/probot";
+export const PROBOT_WEBHOOK_PATH = `${WEBHOOK_PATH}?via=probot`;
 
 /**
  * The Probot app: routes webhook events and HTTP paths to their modules. No logic lives here.
@@ -19,7 +24,9 @@ export const PROBOT_WEBHOOK_PATH = "/api/github/webhooks/probot";
 export function tetherApp(deps: AppDeps): ApplicationFunction {
   return (app, { addHandler }) => {
     const intake = takeDelivery({ pool: deps.pool, log: deps.log, appId: deps.env.APP_ID });
-    // Deliveries through Probot (a development webhook proxy, probot.receive in tests).
+    const metrics = processMetrics().useDatabase(deps.pool);
+    // Deliveries through Probot (probot.receive in tests; Probot's middleware when a Server
+    // keeps its default webhookPath).
     app.on([...INTAKE_EVENTS], async (context) => {
       await intake(context);
     });
@@ -29,10 +36,12 @@ export function tetherApp(deps: AppDeps): ApplicationFunction {
         secret: deps.env.WEBHOOK_SECRET ?? "development",
         take: intake,
         log: deps.log,
+        limits: { maxBodyBytes: deps.env.TETHER_WEBHOOK_MAX_BYTES },
+        refused: (reason) => metrics.recordWebhookRefused(reason),
       }),
     );
     addHandler(healthRoutes(deps));
     addHandler(dashboardRoutes(deps));
-    addHandler(metricsRoute(deps, processMetrics().useDatabase(deps.pool)));
+    addHandler(metricsRoute(deps, metrics));
   };
 }

@@ -9,6 +9,12 @@ export interface AppDeps {
   env: Env;
   log: Logger;
   pool: Pool;
+  /**
+   * The token /dashboard and /api/stats ask for: TETHER_DASHBOARD_TOKEN, or the one main.ts
+   * made in the data directory. Unset here, the routes use TETHER_DASHBOARD_TOKEN, and without
+   * that they refuse every request.
+   */
+  dashboardToken?: string;
   /** Wall clock, injectable for tests. */
   now?: () => Date;
   /**

@@ -3,6 +3,10 @@ import path from "node:path";
 import { parseEnv } from "node:util";
 import { z } from "zod";
 
+/** A DNS name: dot-separated labels of letters, digits, hyphens (and underscores, which some use). */
+const HOST_NAME =
+  /^(?=.{1,253}$)[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?(?:\.[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?)*$/;
+
 /** "", undefined → undefined, so an empty variable counts as unset. */
 const optional = <T extends z.ZodType>(schema: T) =>
   z.preprocess((v) => (v === "" ? undefined : v), schema.optional());
@@ -95,8 +99,39 @@ export const EnvSchema = z.object({
   TETHER_RUNTIME_ID: optional(
     z.string().regex(/^[\w.:@-]{1,128}$/, "must be 1-128 of [A-Za-z0-9_.:@-]"),
   ),
-  /** Bearer token for /dashboard and /api/stats. Unset: those routes answer loopback requests only. */
+  /**
+   * Bearer token for /dashboard and /api/stats, which always need one. Unset: a web process
+   * makes a random one at first start and keeps it in <TETHER_DATA_DIR>/dashboard-token.
+   */
   TETHER_DASHBOARD_TOKEN: optional(z.string().min(16, "must be at least 16 characters")),
+  /**
+   * Host names (comma-separated) under which operators reach the dashboard, besides localhost
+   * and IP addresses: a request for /dashboard or /api/stats naming another Host is refused
+   * (DNS rebinding). No scheme, port or path; matched without regard to case or port.
+   */
+  TETHER_PUBLIC_HOSTS: optional(
+    z.string().transform((v, ctx) => {
+      const hosts = v
+        .split(",")
+        .map((h) => h.trim().toLowerCase().replace(/\.$/, ""))
+        .filter(Boolean);
+      for (const h of hosts) {
+        if (!HOST_NAME.test(h)) {
+          ctx.addIssue({
+            code: "custom",
+            message: `${JSON.stringify(h)} is not a host name; list names such as tether.example.com, without scheme, port or path`,
+          });
+        }
+      }
+      return hosts;
+    }),
+  ),
+  /**
+   * Largest webhook body read, in bytes; a larger one is refused with 413 before it is read.
+   * The default fits the events Tether handles with room to spare (src/web/webhook-route.ts
+   * shows the sums); at most GitHub's own 25 MB cap.
+   */
+  TETHER_WEBHOOK_MAX_BYTES: intFrom(65_536, 25 * 1024 * 1024).default(2 * 1024 * 1024),
   /** Bearer token for /metrics. Unset: /metrics is open (scrapers usually sit on a private network). */
   TETHER_METRICS_TOKEN: optional(z.string().min(16, "must be at least 16 characters")),
   /** How many tasks one runner process runs at once. */

@@ -5,6 +5,7 @@ import type { AppDeps } from "./deps.js";
 import { openDatabase } from "./db/database.js";
 import { applyEnvFile, EnvError, loadEnv, type Env } from "./env.js";
 import { appOctokit, githubApiUrl, readPrivateKey } from "./github/app-auth.js";
+import { InboxPruner } from "./intake/inbox-pruner.js";
 import { IntakeProcessor } from "./intake/processor.js";
 import { createLogger, type Logger } from "./log.js";
 import { processMetrics } from "./metrics.js";
@@ -12,7 +13,8 @@ import { describeNextTurn } from "./runner/describe-next-turn.js";
 import { startRunner } from "./runner/start-runner.js";
 import { Shutdown } from "./shutdown.js";
 import { healthRoutes } from "./web/health.js";
-import { serveHandlers } from "./web/http.js";
+import { ensureDashboardToken } from "./web/dashboard-token.js";
+import { limitSlowClients, serveHandlers } from "./web/http.js";
 import { metricsRoute } from "./web/metrics-route.js";
 
 type Role = Env["TETHER_ROLE"];
@@ -70,6 +72,26 @@ async function main(): Promise<void> {
 
   const metrics = processMetrics().useDatabase(db.pool);
   const deps: AppDeps = { env, log, pool: db.pool, describeStatus: describeNextTurn };
+  if ((role === "all" || role === "web") && env.TETHER_DASHBOARD_TOKEN === undefined) {
+    // The dashboard always needs a token; without one set, make one the operator can read.
+    const made = await ensureDashboardToken(env.dataDir);
+    secrets.add(made.token);
+    deps.dashboardToken = made.token;
+    // One line that says where the token is, never what it is.
+    if (made.state === "tightened") {
+      log.warn(
+        { file: made.file },
+        "dashboard token read from this file, which others could read: its mode is now 0600; delete it and restart for a new token",
+      );
+    } else {
+      log.info(
+        { file: made.file },
+        made.state === "created"
+          ? "dashboard token made: sign in to /dashboard with the token in this file (or set TETHER_DASHBOARD_TOKEN)"
+          : "dashboard token read from this file (or set TETHER_DASHBOARD_TOKEN)",
+      );
+    }
+  }
 
   if (role === "all" || role === "runner") {
     const runner = await startRunner({ env, log, pool: db.pool, metrics });
@@ -97,6 +119,13 @@ async function main(): Promise<void> {
       });
       await intake.start();
       shutdown.add(10, "intake", () => intake.stop());
+      const pruner = new InboxPruner({
+        pool: db.pool,
+        log: log.child({ component: "inbox-pruner" }),
+        pruned: (n) => metrics.recordDeliveriesPruned(n),
+      });
+      pruner.start();
+      shutdown.add(10, "inbox pruner", () => pruner.stop());
     }
   } else if (role === "runner") {
     // A runner-only process still answers health checks and scrapes.
@@ -129,7 +158,8 @@ async function startWeb(
     port: env.PORT,
     webhookProxy: env.WEBHOOK_PROXY_URL,
     // Tether answers /api/github/webhooks itself (src/web/webhook-route.ts); Probot's
-    // middleware moves aside, still taking what a development webhook proxy forwards.
+    // middleware moves to a path no request can have, and a development webhook proxy
+    // forwards to Tether's route (see PROBOT_WEBHOOK_PATH).
     webhookPath: PROBOT_WEBHOOK_PATH,
     log: log.child({ component: "probot" }),
     Probot: Probot.defaults({
@@ -147,7 +177,7 @@ async function startWeb(
   await server.load((app) => {
     probot = app;
   });
-  await server.start();
+  limitSlowClients(await server.start());
   return { server, probot };
 }
 

@@ -28,6 +28,16 @@ export interface TurnRecord {
   } | null;
 }
 
+/** Why the webhook route refused a request before taking it (tether_webhook_refused_total). */
+export const WEBHOOK_REFUSALS = [
+  "bad_request",
+  "too_large",
+  "busy",
+  "timeout",
+  "bad_signature",
+] as const;
+export type WebhookRefusal = (typeof WEBHOOK_REFUSALS)[number];
+
 export interface MetricsOptions {
   /** Node's process_* and nodejs_* metrics (on for the process, off in tests by default). */
   defaultMetrics?: boolean;
@@ -87,6 +97,17 @@ export class Metrics {
     buckets: [0.1, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800],
     registers: [this.registry],
   });
+  private readonly webhookRefused = new Counter({
+    name: "tether_webhook_refused_total",
+    help: "Requests to the webhook route refused before their payload was parsed, by reason: bad_request (GitHub's headers missing), too_large, busy (too many unverified bodies in flight), timeout (the body came too slowly), bad_signature.",
+    labelNames: ["reason"] as const,
+    registers: [this.registry],
+  });
+  private readonly deliveriesPruned = new Counter({
+    name: "tether_deliveries_pruned_total",
+    help: "Finished webhook deliveries deleted from the inbox (webhook_deliveries) after the retention window.",
+    registers: [this.registry],
+  });
   private readonly dbUp: Gauge;
 
   constructor(opts: MetricsOptions = {}) {
@@ -135,6 +156,8 @@ export class Metrics {
       "Finished tasks whose final answer GitHub has not taken yet; the runners keep retrying it.",
       (f) => f.answersPending,
     );
+    // Every reason from the start, so a rate over it is 0, not absent, until the first refusal.
+    for (const reason of WEBHOOK_REFUSALS) this.webhookRefused.inc({ reason }, 0);
     if (opts.defaultMetrics) collectDefaultMetrics({ register: this.registry });
   }
 
@@ -167,6 +190,16 @@ export class Metrics {
       if (nonNegative(value)) this.tokens.inc({ kind, resumed }, value);
     }
     if (nonNegative(u.costUsd)) this.cost.inc({ resumed }, u.costUsd);
+  }
+
+  /** Count a request the webhook route refused. */
+  recordWebhookRefused(reason: WebhookRefusal): void {
+    this.webhookRefused.inc({ reason: known(WEBHOOK_REFUSALS, reason) });
+  }
+
+  /** Count deliveries the inbox sweep deleted. */
+  recordDeliveriesPruned(n: number): void {
+    if (nonNegative(n) && n > 0) this.deliveriesPruned.inc(n);
   }
 
   get contentType(): string {

@@ -297,3 +297,50 @@ export async function countDeliveries(
   for (const r of rows) out[r.status] = r.n;
   return out;
 }
+
+/**
+ * Delete finished deliveries (done, skipped, failed) last touched more than `olderThanMs` ago,
+ * `batch` rows per statement so no statement holds many row locks for long. Pending rows are
+ * work still to do and stay, whatever their age. Run by one replica at a time: a session
+ * advisory lock on a connection of its own; when another replica holds it, nothing is done and
+ * the result is undefined. Returns how many rows went.
+ *
+ * A row's age counts from when it was last finished (processed_at; received_at for rows the
+ * old inbox left without one), so a delivery an operator redelivered counts from the redelivery.
+ */
+export async function pruneDeliveries(
+  pool: Pool,
+  opts: { olderThanMs: number; batch?: number },
+): Promise<number | undefined> {
+  const batch = opts.batch ?? 5000;
+  const client = await pool.connect();
+  try {
+    const lock = await client.query<{ ok: boolean }>(
+      `SELECT pg_try_advisory_lock(hashtext('tether:prune-deliveries')) AS ok`,
+    );
+    if (!lock.rows[0]?.ok) return undefined;
+    try {
+      let total = 0;
+      for (;;) {
+        const res = await client.query(
+          `DELETE FROM webhook_deliveries
+            WHERE delivery_id IN (
+              SELECT delivery_id FROM webhook_deliveries
+               WHERE status <> 'pending'
+                 AND coalesce(processed_at, received_at)
+                     < now() - make_interval(secs => $1::double precision / 1000)
+               LIMIT $2
+               FOR UPDATE SKIP LOCKED)`,
+          [opts.olderThanMs, batch],
+        );
+        const n = res.rowCount ?? 0;
+        total += n;
+        if (n < batch) return total;
+      }
+    } finally {
+      await client.query(`SELECT pg_advisory_unlock(hashtext('tether:prune-deliveries'))`);
+    }
+  } finally {
+    client.release();
+  }
+}

@@ -1,5 +1,6 @@
 import { createHash, createHmac, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage } from "node:http";
+import { isIP } from "node:net";
 
 /**
  * Who may see the dashboard, the stats API and the metrics.
@@ -11,7 +12,7 @@ import type { IncomingMessage } from "node:http";
  */
 
 export type Access =
-  | { ok: true; via: "bearer" | "cookie" | "loopback" | "open" }
+  | { ok: true; via: "bearer" | "cookie" | "open" }
   | { ok: false; status: 401 | 403; reason: string };
 
 export const SESSION_COOKIE = "tether_dashboard";
@@ -90,38 +91,24 @@ export function isHttps(req: Pick<IncomingMessage, "headers" | "socket">): boole
   return (Array.isArray(proto) ? proto[0] : proto)?.split(",")[0]?.trim() === "https";
 }
 
-const FORWARDING_HEADERS = ["forwarded", "x-forwarded-for", "x-real-ip"] as const;
-
 /**
- * A request from this machine itself. A reverse proxy on the same host also connects from
- * loopback, on behalf of anyone: a request that carries forwarding headers is therefore not
- * treated as local.
- */
-export function isLoopback(req: Pick<IncomingMessage, "headers" | "socket">): boolean {
-  if (FORWARDING_HEADERS.some((h) => req.headers[h] !== undefined)) return false;
-  const addr = req.socket.remoteAddress ?? "";
-  return (
-    addr === "::1" || /^127\.\d+\.\d+\.\d+$/.test(addr) || /^::ffff:127\.\d+\.\d+\.\d+$/i.test(addr)
-  );
-}
-
-/**
- * /dashboard and /api/stats: the bearer token or a signed cookie when a token is configured;
- * otherwise only requests from this machine, never open to the network.
+ * /dashboard and /api/stats: the bearer token or a signed cookie, whoever asks. Where the
+ * request comes from counts for nothing: a reverse proxy, a tunnel or the agent itself all ask
+ * from loopback. Without a token (only when something embeds the routes without one) every
+ * request is refused.
  */
 export function dashboardAccess(
-  req: Pick<IncomingMessage, "headers" | "socket">,
+  req: Pick<IncomingMessage, "headers">,
   token: string | undefined,
   now: Date,
 ): Access {
   if (token === undefined) {
-    if (isLoopback(req)) return { ok: true, via: "loopback" };
     return {
       ok: false,
       status: 403,
       reason:
-        "The dashboard is off: TETHER_DASHBOARD_TOKEN is not set, so it answers only requests " +
-        "made on this machine without a proxy. Set TETHER_DASHBOARD_TOKEN (16+ characters) to open it.",
+        "The dashboard has no token, so it is closed. Set TETHER_DASHBOARD_TOKEN (16+ characters), " +
+        "or let Tether make one in its data directory.",
     };
   }
   const presented = bearerToken(req);
@@ -131,7 +118,7 @@ export function dashboardAccess(
       : {
           ok: false,
           status: 401,
-          reason: "The bearer token does not match TETHER_DASHBOARD_TOKEN.",
+          reason: "The bearer token does not match the dashboard token.",
         };
   }
   if (verifySessionCookie(parseCookies(req.headers.cookie)[SESSION_COOKIE], token, now)) {
@@ -141,8 +128,46 @@ export function dashboardAccess(
     ok: false,
     status: 401,
     reason:
-      "Sign in: send Authorization: Bearer <TETHER_DASHBOARD_TOKEN>, or open /dashboard and enter the token.",
+      "Sign in: send Authorization: Bearer <dashboard token>, or open /dashboard and enter the token " +
+      "(TETHER_DASHBOARD_TOKEN, or the file <TETHER_DATA_DIR>/dashboard-token Tether made).",
   };
+}
+
+/**
+ * The host a request names (its Host header), lower case, without port or trailing dot;
+ * IPv6 literals keep their brackets off. Undefined when there is none or it is malformed.
+ */
+export function requestHost(header: string | undefined): string | undefined {
+  if (!header) return undefined;
+  const h = header.trim().toLowerCase();
+  const v6 = /^\[([0-9a-f:.]+)\](?::\d{1,5})?$/.exec(h);
+  if (v6) return v6[1];
+  const m = /^([^:\s/@]+?)\.?(?::\d{1,5})?$/.exec(h);
+  return m?.[1] || undefined;
+}
+
+/**
+ * May the dashboard answer a request naming this Host? A page on another site can make a
+ * browser send it requests by pointing that site's name at this machine (DNS rebinding); its
+ * requests still name that site. So: `localhost`, any IP address (an address cannot be
+ * rebound: a page at http://203.0.113.5/ is that machine's), and the names the operator lists
+ * in TETHER_PUBLIC_HOSTS. Nothing else, not even the machine's own name, unless listed.
+ */
+export function hostAllowed(header: string | undefined, publicHosts: readonly string[]): boolean {
+  const host = requestHost(header);
+  if (host === undefined) return false;
+  if (host === "localhost" || isIP(host) !== 0) return true;
+  return publicHosts.includes(host);
+}
+
+/** Why a Host was refused, naming it (shown to whoever sent it; it holds no secret). */
+export function hostRefusal(header: string | undefined): string {
+  const shown = header === undefined ? "none" : JSON.stringify(header.slice(0, 200));
+  return (
+    `The dashboard does not answer to the host this request names (Host: ${shown}). ` +
+    "If you reach Tether under that name, add it to TETHER_PUBLIC_HOSTS (comma-separated); " +
+    "localhost and IP addresses are always accepted."
+  );
 }
 
 /** /metrics: the metrics token when one is configured, open otherwise. */

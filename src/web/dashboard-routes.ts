@@ -12,6 +12,8 @@ import {
 import {
   clearSessionCookieHeader,
   dashboardAccess,
+  hostAllowed,
+  hostRefusal,
   isHttps,
   sameSecret,
   sessionCookieHeader,
@@ -39,10 +41,12 @@ const MAX_FORM_BYTES = 8 * 1024;
 
 /**
  * GET /dashboard (the page), POST /dashboard/login and /dashboard/logout (the browser's way in
- * and out), GET /api/stats (the page's figures as JSON). Access rules are in access.ts.
+ * and out), GET /api/stats (the page's figures as JSON). Access rules are in access.ts: first
+ * the Host, then the token, for every one of them.
  */
 export function dashboardRoutes(deps: AppDeps, opts: DashboardOptions = {}): Handler {
-  const token = deps.env.TETHER_DASHBOARD_TOKEN;
+  const token = deps.dashboardToken ?? deps.env.TETHER_DASHBOARD_TOKEN;
+  const publicHosts = deps.env.TETHER_PUBLIC_HOSTS ?? [];
   const now = deps.now ?? (() => new Date());
   const stats = singleFlight((o: ReadStatsOptions) => readStats(deps.pool, o));
   const log = deps.log.child({ component: "dashboard" });
@@ -51,6 +55,19 @@ export function dashboardRoutes(deps: AppDeps, opts: DashboardOptions = {}): Han
     const path = pathOf(req);
     if (path !== "/api/stats" && !path.startsWith("/dashboard")) return false;
     const offered = takeTokenParam(req);
+    if (!hostAllowed(req.headers.host, publicHosts)) {
+      // Before anything else, sign-in form included: a page that rebound its own name to this
+      // machine gets nothing to show or to post to. 421: this server will not answer for that
+      // name (RFC 9110, 15.5.20).
+      const reason = hostRefusal(req.headers.host);
+      log.warn(
+        { host: req.headers.host?.slice(0, 200), path },
+        "dashboard request for another host refused",
+      );
+      return path === "/api/stats"
+        ? sendJson(res, 421, { error: reason })
+        : sendHtml(res, 421, (n) => forbiddenPage(n, reason));
+    }
     if (path === "/api/stats" && req.method === "GET") return apiStats(req, res);
     if (path === "/dashboard" || path === "/dashboard/") {
       if (req.method === "GET" || req.method === "HEAD") return page(req, res, offered);
@@ -130,15 +147,8 @@ export function dashboardRoutes(deps: AppDeps, opts: DashboardOptions = {}): Han
   }
 
   async function login(req: IncomingMessage, res: ServerResponse): Promise<true> {
-    if (token === undefined) {
-      const access = dashboardAccess(req, token, now());
-      return sendHtml(res, 403, (n) =>
-        forbiddenPage(
-          n,
-          access.ok ? "No token is configured; nothing to sign in to." : access.reason,
-        ),
-      );
-    }
+    // Nothing to sign in to: the page says why (dashboardAccess refuses without a token).
+    if (token === undefined) return page(req, res, undefined);
     let form: URLSearchParams;
     try {
       form = new URLSearchParams(await readBody(req, MAX_FORM_BYTES));

@@ -1,4 +1,4 @@
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 
 export type Handler = (req: IncomingMessage, res: ServerResponse) => boolean | Promise<boolean>;
@@ -7,13 +7,38 @@ export function pathOf(req: IncomingMessage): string {
   return new URL(req.url ?? "/", "http://x").pathname;
 }
 
-export function sendJson(res: ServerResponse, status: number, body: unknown): true {
+export function sendJson(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): true {
   res.writeHead(status, {
     "content-type": "application/json; charset=utf-8",
     "cache-control": "no-store",
+    ...headers,
   });
   res.end(JSON.stringify(body));
   return true;
+}
+
+/** A client must have sent its request's headers this long after it started them. */
+export const HEADERS_TIMEOUT_MS = 10_000;
+/** A client must have sent its whole request (headers and body) this long after it started it. */
+export const REQUEST_TIMEOUT_MS = 30_000;
+
+/**
+ * Node's limits on slow clients, for every route of a server: a request whose headers take
+ * longer than HEADERS_TIMEOUT_MS, or whose headers and body together take longer than
+ * REQUEST_TIMEOUT_MS, is answered 408 and its connection closed, so a sender trickling bytes
+ * (a slowloris) cannot hold a socket for long (Node's defaults are 60 s and 5 minutes). Node
+ * checks every 30 s, so the cut comes up to 30 s late; the webhook route's own body deadline is
+ * exact. Can be applied to a server that already listens.
+ */
+export function limitSlowClients(server: Server): Server {
+  server.headersTimeout = HEADERS_TIMEOUT_MS;
+  server.requestTimeout = REQUEST_TIMEOUT_MS;
+  return server;
 }
 
 export interface Served {
@@ -42,6 +67,7 @@ export function serveHandlers(
       }
     })();
   });
+  limitSlowClients(server);
   const host = opts.host ?? "127.0.0.1";
   return new Promise((resolve, reject) => {
     server.once("error", reject);

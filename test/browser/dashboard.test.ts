@@ -16,6 +16,7 @@ import { createTestDatabase } from "../helpers/db.js";
  */
 const CHROMIUM = "/usr/bin/chromium";
 const TOKEN = "browser-test-token-0123456789";
+const REBOUND = "rebound.attacker.test";
 const RESULTS = path.resolve(import.meta.dirname, "../../test-results");
 // The server's clock is pinned so the windows cannot move between the page and the API call.
 const NOW = new Date(Math.floor(Date.now() / 1000) * 1000);
@@ -51,6 +52,8 @@ beforeAll(async () => {
       "--disable-background-networking",
       "--disable-component-update",
       "--disable-sync",
+      // A name an attacker controls, pointed at this machine: DNS rebinding, without DNS.
+      `--host-resolver-rules=MAP ${REBOUND} 127.0.0.1`,
     ],
     timeout: 30_000,
   });
@@ -215,6 +218,28 @@ describe("the dashboard in chromium", () => {
       const cookies = await context.cookies();
       expect(cookies.map((c) => c.value).join(" ")).not.toContain(TOKEN);
       expect(cookies.find((c) => c.name === "tether_dashboard")?.httpOnly).toBe(true);
+    } finally {
+      await context.close();
+    }
+  }, 60_000);
+
+  it("a page under a rebound name gets neither the dashboard nor the figures", async () => {
+    const context = await browser.newContext({ viewport: { width: 1366, height: 768 } });
+    const page = await context.newPage();
+    try {
+      const rebound = server.url.replace("127.0.0.1", REBOUND);
+      // Even with the token in hand, the dashboard does not answer for that name.
+      const res = await page.goto(`${rebound}/dashboard?token=${encodeURIComponent(TOKEN)}`);
+      expect(res?.status()).toBe(421);
+      expect(await page.locator("body").textContent()).toContain("TETHER_PUBLIC_HOSTS");
+      expect(await context.cookies()).toEqual([]);
+      // The attacker's script, same origin as the rebound name, reads nothing.
+      const read = await page.evaluate(async () => {
+        const r = await fetch("/api/stats");
+        return { status: r.status, body: await r.text() };
+      });
+      expect(read.status).toBe(421);
+      expect(read.body).not.toContain("resumeRate");
     } finally {
       await context.close();
     }

@@ -58,7 +58,7 @@ export interface Stack {
   pool: Pool;
   home: string;
   workspaces: string;
-  /** TETHER_DATA_DIR: the sandbox's run files, the session store (`sessions/`). */
+  /** TETHER_DATA_DIR: the sandbox's run files, the session store (`sessions/`), a web process's dashboard token. */
   dataDir: string;
   app: AppProcess;
   startApp(env?: Record<string, string>): Promise<AppProcess>;
@@ -108,8 +108,8 @@ export async function startStack(opts: {
       PORT: String(port),
       HOST: "127.0.0.1",
       DATABASE_URL: opts.databaseUrl,
+      TETHER_DATA_DIR: dataDir, // never the checkout's .data
       TETHER_WORKSPACE_DIR: workspaces,
-      TETHER_DATA_DIR: dataDir,
       TETHER_RUNTIME_ID: "rt-e2e",
       TETHER_ENV_FILE: "", // never a developer's .env
       TETHER_GITHUB_THROTTLE: "false",

@@ -1,6 +1,7 @@
+import http from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Probot, Server } from "probot";
-import { tetherApp } from "../../src/app.js";
+import { PROBOT_WEBHOOK_PATH, tetherApp } from "../../src/app.js";
 import { freePort } from "../../src/db/embedded.js";
 import { loadEnv } from "../../src/env.js";
 import { createLogger } from "../../src/log.js";
@@ -29,11 +30,16 @@ async function serve(env: Record<string, string>): Promise<Served> {
 }
 
 let secured: Served;
-let open: Served;
+let tokenless: Served;
+let published: Served;
 beforeAll(async () => {
   await seedDashboardFixture(db.pool);
   secured = await serve({ TETHER_DASHBOARD_TOKEN: TOKEN });
-  open = await serve({});
+  tokenless = await serve({});
+  published = await serve({
+    TETHER_DASHBOARD_TOKEN: TOKEN,
+    TETHER_PUBLIC_HOSTS: "tether.example.com,ops.example.net",
+  });
 });
 afterAll(async () => {
   await Promise.all(servers.map((s) => s.close()));
@@ -43,6 +49,29 @@ const get = (s: Served, path: string, headers: Record<string, string> = {}) =>
   fetch(`${s.url}${path}`, { headers, redirect: "manual" });
 const cookieOf = (res: Response): string =>
   (res.headers.get("set-cookie") ?? "").split(";")[0] ?? "";
+
+/** A request with a Host header of our choosing (fetch always sends the URL's own). */
+function withHost(
+  s: Pick<Served, "url">,
+  host: string,
+  path: string,
+  opts: { method?: string; headers?: Record<string, string>; body?: string } = {},
+): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      `${s.url}${path}`,
+      { method: opts.method ?? "GET", headers: { ...opts.headers, host } },
+      (res) => {
+        let body = "";
+        res.setEncoding("utf8");
+        res.on("data", (d: string) => (body += d));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+      },
+    );
+    req.on("error", reject);
+    req.end(opts.body);
+  });
+}
 
 describe("with TETHER_DASHBOARD_TOKEN", () => {
   it("/api/stats: 401 JSON without a token or with a wrong one, 200 with the bearer token", async () => {
@@ -143,31 +172,83 @@ describe("with TETHER_DASHBOARD_TOKEN", () => {
   });
 });
 
-describe("without TETHER_DASHBOARD_TOKEN", () => {
-  it("answers loopback requests", async () => {
-    expect((await get(open, "/api/stats")).status).toBe(200);
-    expect((await get(open, "/dashboard")).status).toBe(200);
+describe("no trust in where a request comes from", () => {
+  it("a request from this machine, without proxy headers, still needs the token", async () => {
+    // The test client connects from 127.0.0.1, as a reverse proxy, a tunnel or the agent would.
+    const api = await get(secured, "/api/stats");
+    expect(api.status).toBe(401);
+    const page = await get(secured, "/dashboard");
+    expect(page.status).toBe(401);
+    expect(await page.text()).not.toContain('id="chart"');
+    expect((await get(secured, "/api/stats", { authorization: `Bearer ${TOKEN}` })).status).toBe(
+      200,
+    );
   });
 
-  it("refuses requests that came through a proxy, with a page that says why", async () => {
-    const headers = { "x-forwarded-for": "203.0.113.7" };
-    const api = await get(open, "/api/stats", headers);
+  it("routes given no token at all are closed, to this machine too, and say why", async () => {
+    const api = await get(tokenless, "/api/stats");
     expect(api.status).toBe(403);
     expect(((await api.json()) as { error: string }).error).toMatch(/TETHER_DASHBOARD_TOKEN/);
-    const page = await get(open, "/dashboard", headers);
+    const page = await get(tokenless, "/dashboard");
     expect(page.status).toBe(403);
     expect(await page.text()).toContain("TETHER_DASHBOARD_TOKEN");
-  });
-
-  it("has nothing to sign in to", async () => {
-    const res = await fetch(`${open.url}/dashboard/login`, {
+    const login = await fetch(`${tokenless.url}/dashboard/login`, {
       method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
       body: "token=x",
-      headers: { "x-forwarded-for": "203.0.113.7" },
       redirect: "manual",
     });
-    expect(res.status).toBe(403);
-    expect(res.headers.get("set-cookie")).toBeNull();
+    expect(login.status).toBe(403);
+    expect(login.headers.get("set-cookie")).toBeNull();
+  });
+});
+
+describe("the Host header (DNS rebinding)", () => {
+  const bearer = { authorization: `Bearer ${TOKEN}` };
+
+  it("a name not listed gets 421 with the token, the sign-in form and the ?token= link alike", async () => {
+    const api = await withHost(secured, "evil.example", "/api/stats", { headers: bearer });
+    expect(api.status).toBe(421);
+    expect((JSON.parse(api.body) as { error: string }).error).toMatch(
+      /Host: "evil\.example".*TETHER_PUBLIC_HOSTS/,
+    );
+    const page = await withHost(secured, "evil.example:3000", "/dashboard", { headers: bearer });
+    expect(page.status).toBe(421);
+    expect(page.body).toContain("TETHER_PUBLIC_HOSTS");
+    expect(page.body).not.toContain('id="chart"');
+    expect(page.body).not.toContain('action="/dashboard/login"');
+    const link = await withHost(secured, "evil.example", `/dashboard?token=${TOKEN}`);
+    expect(link.status).toBe(421);
+    expect(link.headers["set-cookie"]).toBeUndefined();
+    const login = await withHost(secured, "evil.example", "/dashboard/login", {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: `token=${TOKEN}`,
+    });
+    expect(login.status).toBe(421);
+    expect(login.headers["set-cookie"]).toBeUndefined();
+    // Not even the machine's own name, unless it is listed.
+    expect((await withHost(secured, "my-machine", "/api/stats", { headers: bearer })).status).toBe(
+      421,
+    );
+  });
+
+  it("localhost and IP addresses are answered", async () => {
+    for (const host of ["localhost:3000", "127.0.0.1", "[::1]:8080", "192.0.2.10:3000"]) {
+      const res = await withHost(secured, host, "/api/stats", { headers: bearer });
+      expect(res.status, host).toBe(200);
+    }
+  });
+
+  it("names in TETHER_PUBLIC_HOSTS are answered, in any case and on any port", async () => {
+    for (const host of ["tether.example.com", "TETHER.example.com:443", "ops.example.net:8443"]) {
+      const res = await withHost(published, host, "/api/stats", { headers: bearer });
+      expect(res.status, host).toBe(200);
+    }
+    const other = await withHost(published, "example.com", "/api/stats", { headers: bearer });
+    expect(other.status).toBe(421);
+    // The check comes first: no token, wrong host → 421, not 401.
+    expect((await withHost(published, "evil.example", "/api/stats")).status).toBe(421);
   });
 });
 
@@ -184,6 +265,7 @@ describe("tetherApp wiring", () => {
       host: "127.0.0.1",
       port,
       log,
+      webhookPath: PROBOT_WEBHOOK_PATH, // as main.ts: Tether's own route answers webhooks
       Probot: Probot.defaults({ appId: 1, privateKey: "unused in this test", log }),
     });
     await server.load(tetherApp(deps));
@@ -199,6 +281,24 @@ describe("tetherApp wiring", () => {
       expect(metrics.status).toBe(200);
       expect(await metrics.text()).toContain("tether_queue_depth");
       expect((await fetch(`${base}/healthz`)).status).toBe(200);
+      // Any Host for what GitHub, load balancers and scrapers call; the dashboard refuses it.
+      const at = { url: base };
+      expect((await withHost(at, "evil.example", "/healthz")).status).toBe(200);
+      expect((await withHost(at, "evil.example", "/metrics")).status).toBe(200);
+      expect((await withHost(at, "evil.example", "/api/stats", { headers: auth })).status).toBe(
+        421,
+      );
+      const hook = await withHost(at, "evil.example", "/api/github/webhooks", {
+        method: "POST",
+        headers: {
+          "x-github-event": "issues",
+          "x-github-delivery": "d-1",
+          "x-hub-signature-256": "sha256=00",
+        },
+        body: "{}",
+      });
+      expect(hook.status).toBe(400);
+      expect(JSON.parse(hook.body)).toEqual({ error: "signature does not match" });
     } finally {
       await server.stop();
     }

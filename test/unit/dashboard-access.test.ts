@@ -2,9 +2,11 @@ import { describe, expect, it } from "vitest";
 import {
   bearerToken,
   dashboardAccess,
-  isLoopback,
+  hostAllowed,
+  hostRefusal,
   metricsAccess,
   parseCookies,
+  requestHost,
   sameSecret,
   SESSION_COOKIE,
   sessionCookieHeader,
@@ -42,24 +44,6 @@ describe("bearerToken", () => {
     ["Bearer a b", undefined],
   ])("%j → %j", (header, token) => {
     expect(bearerToken(req({ authorization: header }))).toBe(token);
-  });
-});
-
-describe("isLoopback", () => {
-  it.each([
-    ["127.0.0.1", {}, true],
-    ["127.8.9.10", {}, true],
-    ["::1", {}, true],
-    ["::ffff:127.0.0.1", {}, true],
-    ["10.0.0.5", {}, false],
-    ["::ffff:192.168.1.2", {}, false],
-    ["", {}, false],
-    // A proxy on this host forwards other people's requests from loopback.
-    ["127.0.0.1", { "x-forwarded-for": "203.0.113.9" }, false],
-    ["127.0.0.1", { forwarded: "for=203.0.113.9" }, false],
-    ["127.0.0.1", { "x-real-ip": "203.0.113.9" }, false],
-  ] as const)("%s %j → %s", (addr, headers, local) => {
-    expect(isLoopback(req({ ...headers }, addr))).toBe(local);
   });
 });
 
@@ -104,22 +88,23 @@ describe("session cookie", () => {
 describe("dashboardAccess", () => {
   const cookie = `${SESSION_COOKIE}=${sessionCookieValue(TOKEN, NOW)}`;
   it.each([
-    // token configured: bearer or cookie, wherever the request comes from
-    ["token, right bearer", TOKEN, { authorization: `Bearer ${TOKEN}` }, "10.0.0.5", "ok:bearer"],
-    ["token, wrong bearer", TOKEN, { authorization: "Bearer nope" }, "127.0.0.1", 401],
+    // bearer or cookie, wherever the request comes from
+    ["right bearer", TOKEN, { authorization: `Bearer ${TOKEN}` }, "10.0.0.5", "ok:bearer"],
+    ["wrong bearer", TOKEN, { authorization: "Bearer nope" }, "127.0.0.1", 401],
     [
-      "token, wrong bearer beats a good cookie",
+      "wrong bearer beats a good cookie",
       TOKEN,
       { authorization: "Bearer nope", cookie },
       "10.0.0.5",
       401,
     ],
-    ["token, cookie", TOKEN, { cookie }, "10.0.0.5", "ok:cookie"],
-    ["token, nothing, even from loopback", TOKEN, {}, "127.0.0.1", 401],
-    // no token: loopback only, never open
-    ["no token, loopback", undefined, {}, "127.0.0.1", "ok:loopback"],
-    ["no token, remote", undefined, {}, "10.0.0.5", 403],
-    ["no token, via a local proxy", undefined, { "x-forwarded-for": "1.2.3.4" }, "127.0.0.1", 403],
+    ["cookie", TOKEN, { cookie }, "10.0.0.5", "ok:cookie"],
+    // where a request comes from counts for nothing: a proxy, a tunnel, the agent all ask from here
+    ["nothing, from loopback", TOKEN, {}, "127.0.0.1", 401],
+    ["nothing, from ::1", TOKEN, {}, "::1", 401],
+    ["nothing, from remote", TOKEN, {}, "10.0.0.5", 401],
+    // no token at all (routes embedded without one): closed, never open, not even locally
+    ["no token, loopback", undefined, {}, "127.0.0.1", 403],
     [
       "no token, remote with a bearer",
       undefined,
@@ -133,9 +118,60 @@ describe("dashboardAccess", () => {
     if (!a.ok) expect(a.reason).not.toContain(TOKEN);
   });
 
-  it("the 403 says how to turn the dashboard on", () => {
-    const a = dashboardAccess(req({}, "10.0.0.5"), undefined, NOW);
-    expect(!a.ok && a.reason).toMatch(/TETHER_DASHBOARD_TOKEN/);
+  it("the 401 says how to sign in and where the token is", () => {
+    const a = dashboardAccess(req({}, "127.0.0.1"), TOKEN, NOW);
+    expect(!a.ok && a.reason).toMatch(/TETHER_DASHBOARD_TOKEN.*dashboard-token/);
+  });
+});
+
+describe("requestHost", () => {
+  it.each([
+    ["localhost:3000", "localhost"],
+    ["LOCALHOST", "localhost"],
+    ["localhost.", "localhost"],
+    ["127.0.0.1:3000", "127.0.0.1"],
+    ["[::1]:3000", "::1"],
+    ["[::1]", "::1"],
+    ["Tether.Example.com:443", "tether.example.com"],
+    ["", undefined],
+    [undefined, undefined],
+    ["a b", undefined],
+    ["user@evil.example", undefined],
+    ["evil.example/path", undefined],
+    ["[::1", undefined],
+  ] as const)("%j → %j", (header, host) => {
+    expect(requestHost(header)).toBe(host);
+  });
+});
+
+describe("hostAllowed", () => {
+  const listed = ["tether.example.com"];
+  it.each([
+    // loopback names and IP addresses: a page cannot rebind an address
+    ["localhost:3000", [], true],
+    ["127.0.0.1:3000", [], true],
+    ["[::1]:3000", [], true],
+    ["192.168.1.20:3000", [], true],
+    ["[2001:db8::7]", [], true],
+    // names only when listed, in any case and with any port
+    ["tether.example.com", listed, true],
+    ["TETHER.example.com:8443", listed, true],
+    ["tether.example.com.", listed, true],
+    ["tether.example.com", [], false],
+    ["evil.example", listed, false],
+    ["sub.tether.example.com", listed, false],
+    ["tether.example.com.evil.example", listed, false],
+    ["localhost.evil.example", [], false],
+    ["my-machine", [], false],
+    [undefined, listed, false],
+    ["", listed, false],
+  ] as const)("%j with %j → %s", (header, hosts, allowed) => {
+    expect(hostAllowed(header, hosts)).toBe(allowed);
+  });
+
+  it("the refusal names the host and the setting that admits it", () => {
+    expect(hostRefusal("evil.example")).toMatch(/Host: "evil\.example".*TETHER_PUBLIC_HOSTS/);
+    expect(hostRefusal(undefined)).toMatch(/Host: none/);
   });
 });
 

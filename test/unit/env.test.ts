@@ -32,6 +32,19 @@ describe("loadEnv", () => {
       { TETHER_DASHBOARD_TOKEN: "short" },
       /^TETHER_DASHBOARD_TOKEN: must be at least 16 .*\(hidden\)/m,
     ],
+    [
+      { TETHER_PUBLIC_HOSTS: "tether.example.com, https://tether.example.com" },
+      /^TETHER_PUBLIC_HOSTS: "https:\/\/tether.example.com" is not a host name; .*without scheme, port or path/m,
+    ],
+    [
+      { TETHER_PUBLIC_HOSTS: "tether.example.com:443" },
+      /^TETHER_PUBLIC_HOSTS: "tether.example.com:443"/m,
+    ],
+    [{ TETHER_WEBHOOK_MAX_BYTES: "1000" }, /^TETHER_WEBHOOK_MAX_BYTES: must be at least 65536/m],
+    [
+      { TETHER_WEBHOOK_MAX_BYTES: String(26 * 1024 * 1024) },
+      /^TETHER_WEBHOOK_MAX_BYTES: must be at most 26214400/m,
+    ],
   ];
   it.each(bad)("rejects %j naming the variable", (source, message) => {
     let error: unknown;
@@ -48,6 +61,14 @@ describe("loadEnv", () => {
         .join("\n")
         .replace(/^ {2}- /gm, ""),
     ).toMatch(message);
+  });
+
+  it("reads TETHER_PUBLIC_HOSTS as a list of lower-case names", () => {
+    expect(
+      loadEnv({ TETHER_PUBLIC_HOSTS: " Tether.Example.com, ,ops.internal. " }).TETHER_PUBLIC_HOSTS,
+    ).toEqual(["tether.example.com", "ops.internal"]);
+    expect(loadEnv({}).TETHER_PUBLIC_HOSTS).toBeUndefined();
+    expect(loadEnv({}).TETHER_WEBHOOK_MAX_BYTES).toBe(2 * 1024 * 1024);
   });
 
   it("never echoes a secret's value", () => {
