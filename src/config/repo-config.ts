@@ -48,6 +48,8 @@ const Login = z
     "must be a GitHub login (bots may end in [bot])",
   );
 
+export const CHANGES_MODES = ["pull_request", "branch", "off"] as const;
+export type ChangesMode = (typeof CHANGES_MODES)[number];
 export const PERMISSION_MODES = ["default", "acceptEdits", "bypassPermissions", "plan"] as const;
 export const REPO_PERMISSIONS = ["read", "triage", "write", "maintain", "admin"] as const;
 export type RepoPermission = (typeof REPO_PERMISSIONS)[number];
@@ -99,6 +101,13 @@ export const AgentConfig = z.strictObject({
    * which a pull request could change. Default: false.
    */
   projectInstructions: z.boolean().default(false),
+  /**
+   * What becomes of the files the agent changes (README "Changes"): `pull_request` (Tether
+   * commits them, pushes them to the conversation's branch `tether/<issue>-<agent>` and opens a
+   * pull request), `branch` (the same without the pull request), or `off` (they stay in the
+   * workspace). An agent in `plan` mode never publishes. Default: `pull_request`.
+   */
+  changes: z.enum(CHANGES_MODES).default("pull_request"),
 });
 export type AgentConfig = z.output<typeof AgentConfig> & { mention: string };
 
@@ -120,6 +129,27 @@ export const ResumeConfig = z.strictObject({
     .default(0.8),
 });
 export type ResumeConfig = z.output<typeof ResumeConfig>;
+
+/** How the agents' changes are published, for every agent whose `changes` is not `off`. */
+export const PublishConfig = z.strictObject({
+  /** Open pull requests as drafts. Default: true. */
+  draft: z.boolean().default(true),
+  /**
+   * How a pull request refers to its issue: `closes` (`Closes #N`: merging it closes the issue)
+   * or `refs` (`Refs #N`). Default: `closes`.
+   */
+  link: z.enum(["closes", "refs"]).default("closes"),
+  /**
+   * Publish changes under `.github/workflows/`. The app must also have the `workflows`
+   * permission (app.yml does not ask for it). Default: false: such changes are refused.
+   */
+  workflows: z.boolean().default(false),
+  /** Most files one push may add, change or delete (1–1000). Default: 100. */
+  maxFiles: wholeNumber(1, 1000).default(100),
+  /** Most bytes of new file contents one push may carry (1 KiB – 50 MiB). Default: 1 MiB. */
+  maxBytes: wholeNumber(1024, 50 * 1024 * 1024).default(1024 * 1024),
+});
+export type PublishConfig = z.output<typeof PublishConfig>;
 
 /** Who may trigger agents. */
 export const AccessConfig = z.strictObject({
@@ -147,6 +177,8 @@ const RepoConfigInput = z.strictObject({
   resume: orEmpty(ResumeConfig),
   /** Who may trigger agents. */
   access: orEmpty(AccessConfig),
+  /** How the agents' changes are published. */
+  publish: orEmpty(PublishConfig),
 });
 
 /** The validated `.github/tether.yml`, with defaults filled in and every agent's mention resolved. */
@@ -195,7 +227,10 @@ export function parseRepoConfig(raw: unknown): ParsedConfig {
     return {
       ok: false,
       problems: [
-        { path: "(file)", message: "must be a mapping of settings (agents, resume, access)" },
+        {
+          path: "(file)",
+          message: "must be a mapping of settings (agents, resume, access, publish)",
+        },
       ],
     };
   const result = RepoConfig.safeParse(raw);
@@ -230,6 +265,7 @@ function knownKeys(path: string[]): string[] {
   if (path[0] === "agents" && path.length === 2) return Object.keys(AgentConfig.shape);
   if (path[0] === "resume" && path.length === 1) return Object.keys(ResumeConfig.shape);
   if (path[0] === "access" && path.length === 1) return Object.keys(AccessConfig.shape);
+  if (path[0] === "publish" && path.length === 1) return Object.keys(PublishConfig.shape);
   return [];
 }
 

@@ -8,7 +8,7 @@
  */
 import { z } from "zod";
 import type { RepoSettings } from "../runner/ports.js";
-import type { RepoConfig } from "./repo-config.js";
+import { CHANGES_MODES, PublishConfig, type RepoConfig } from "./repo-config.js";
 
 export function toRepoSettings(config: RepoConfig): RepoSettings {
   const agents: RepoSettings["agents"] = {};
@@ -25,9 +25,10 @@ export function toRepoSettings(config: RepoConfig): RepoSettings {
       ...(a.appendSystemPrompt ? { appendSystemPrompt: a.appendSystemPrompt } : {}),
       network: a.network,
       projectInstructions: a.projectInstructions,
+      changes: a.changes,
     };
   }
-  return { agents, resume: config.resume };
+  return { agents, resume: config.resume, publish: config.publish };
 }
 
 /** The stored form; `v` changes whenever RepoSettings does, so an old snapshot is never misread. */
@@ -48,6 +49,8 @@ const SettingsSnapshot = z.object({
       // Absent in snapshots taken before the sandbox: the safe defaults apply.
       network: z.union([z.enum(["model-only", "open"]), z.array(z.string())]).optional(),
       projectInstructions: z.boolean().optional(),
+      // Absent in snapshots taken before publishing existed: the config's default applies.
+      changes: z.enum(CHANGES_MODES).optional(),
     }),
   ),
   resume: z.object({
@@ -55,6 +58,7 @@ const SettingsSnapshot = z.object({
     ttlHours: z.number().nonnegative(),
     contextBudget: z.number().nonnegative(),
   }),
+  publish: PublishConfig.optional(),
 });
 
 export function snapshotSettings(config: RepoConfig): z.input<typeof SettingsSnapshot> {
@@ -65,6 +69,6 @@ export function snapshotSettings(config: RepoConfig): z.input<typeof SettingsSna
 export function readSettingsSnapshot(stored: unknown): RepoSettings | null {
   const parsed = SettingsSnapshot.safeParse(stored);
   if (!parsed.success) return null;
-  const { agents, resume } = parsed.data;
-  return { agents, resume };
+  const { agents, resume, publish } = parsed.data;
+  return { agents, resume, ...(publish ? { publish } : {}) };
 }

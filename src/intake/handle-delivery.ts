@@ -7,6 +7,7 @@ import { getPermission } from "../github/permission.js";
 import { addReaction, type ReactionTarget } from "../github/reactions.js";
 import type { GitHub } from "../github/types.js";
 import type { Logger } from "../log.js";
+import { conversationOfPull } from "../sql/conversations.js";
 import { isDeliveryPending, type Delivery } from "../sql/deliveries.js";
 import { bumpEpochsForComment, bumpEpochsForIssueBody } from "../sql/history.js";
 import {
@@ -387,10 +388,20 @@ async function handleTrigger(
   if (addressed.some((a) => startsTurn(a.commands))) t = await withReplyParent(octokit, t);
   const notes: string[] = [];
   const cancelLines: string[] = [];
-  const statusFor: string[] = [];
+  const statusFor = new Map<number, string[]>();
   let help = false;
   for (const { agent, commands } of addressed) {
-    const key: TaskKey = { repo: t.repo, issueNumber: t.issueNumber, agent };
+    // A comment on the pull request Tether opened for an issue's conversation continues that
+    // conversation: the issue's key (same session, workspace and branch), answered here.
+    const conversation = t.isPullRequest
+      ? await conversationOfPull(fx.pool, t.repo, t.issueNumber, agent)
+      : null;
+    const key: TaskKey = {
+      repo: t.repo,
+      issueNumber: conversation?.issueNumber ?? t.issueNumber,
+      agent,
+    };
+    if (conversation) notes.push(`${agent}: pull request of #${conversation.issueNumber}`);
     if (commands.includes("cancel")) {
       const r = await cancelKey(fx.pool, key, {
         asOf: d.receivedAt,
@@ -401,18 +412,20 @@ async function handleTrigger(
       );
       cancelLines.push(describeCancel(config.agents[agent]?.mention ?? agent, r));
     }
-    if (commands.includes("status")) statusFor.push(agent);
+    if (commands.includes("status"))
+      statusFor.set(key.issueNumber, [...(statusFor.get(key.issueNumber) ?? []), agent]);
     if (commands.includes("help")) help = true;
     if (startsTurn(commands)) {
       const r = await enqueueComment(fx.pool, {
         key,
         repoId: t.repoId,
         installationId: d.installationId,
-        isPullRequest: t.isPullRequest,
+        isPullRequest: conversation ? false : t.isPullRequest,
         comment: t.comment,
         forceFresh: commands.includes("fresh"),
         deliveryId: d.deliveryId,
         settings,
+        ...(conversation ? { threadNumber: t.issueNumber } : {}),
       });
       notes.push(`${agent}: ${r.kind} task ${r.taskId}`);
       log.info({ agent, task: r.taskId, result: r.kind }, "comment queued");
@@ -424,13 +437,13 @@ async function handleTrigger(
   const parts: string[] = [];
   if (help) parts.push(renderHelp(config, mentionOf(config, addressed[0]!.agent)));
   if (cancelLines.length) parts.push(cancelLines.join("\n"));
-  if (statusFor.length)
+  for (const [issueNumber, agents] of statusFor)
     parts.push(
       await fx.describeStatus({
         pool: fx.pool,
         repo: t.repo,
-        issueNumber: t.issueNumber,
-        agents: statusFor,
+        issueNumber,
+        agents,
         config,
         now: fx.now(),
       }),

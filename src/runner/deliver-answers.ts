@@ -138,7 +138,7 @@ async function writeTaskComment(
       if (httpStatusOf(err) !== 404) throw err;
     }
   }
-  const comments = await gh.listComments(task.issueNumber);
+  const comments = await gh.listComments(task.threadNumber);
   const own = comments.find(
     (c) => c.id !== task.trackingCommentId && findTaskMarker(c.body) === task.id,
   );
@@ -146,7 +146,7 @@ async function writeTaskComment(
     await gh.updateComment(own.id, body);
     return own.id;
   }
-  const id = await gh.createComment(task.issueNumber, body);
+  const id = await gh.createComment(task.threadNumber, body);
   written.commentId = id;
   return id;
 }

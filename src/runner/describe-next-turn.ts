@@ -7,6 +7,8 @@ import { renderStatus } from "../intake/status.js";
 import { agentsOnIssue, readKeyStates } from "../sql/tasks.js";
 import { readEpoch } from "../sql/history.js";
 import { priorSession } from "../sql/sessions.js";
+import { getConversation } from "../sql/conversations.js";
+import { conversationBranch } from "../publish/publisher.js";
 import { decideResume, describeReason } from "./resume-decision.js";
 
 export const describeNextTurn: DescribeStatus = async (req) => {
@@ -40,7 +42,15 @@ export const describeNextTurn: DescribeStatus = async (req) => {
       decision.kind === "resume"
         ? `- Next turn: **resumes** session \`${decision.sessionId}\`${prior?.runtimeId ? ` on runtime \`${prior.runtimeId}\`` : ""} (\`resumed\`).`
         : `- Next turn: **fresh session** (\`${decision.reason}\`: ${describeReason(decision.reason)}).`;
-    blocks.push(`${renderStatus([state], req.config, req.now)}\n${next}`);
+    const conv = await getConversation(req.pool, key);
+    const mode = req.config.agents[state.agent]?.changes ?? "pull_request";
+    const plan = req.config.agents[state.agent]?.permissionMode === "plan";
+    const branch = conv
+      ? `- Changes: branch \`${conv.branch}\` (${conv.commits} commit${conv.commits === 1 ? "" : "s"} pushed${conv.headSha ? `, last \`${conv.headSha.slice(0, 7)}\`` : ""})${conv.pullNumber ? `, pull request #${conv.pullNumber}` : ""}.`
+      : mode === "off" || plan
+        ? `- Changes: not published (${plan ? "the agent plans only" : "`changes: off`"}).`
+        : `- Changes: none published yet; they will go to branch \`${conversationBranch(key.issueNumber, key.agent)}\`${mode === "pull_request" ? " with a pull request" : ""}.`;
+    blocks.push(`${renderStatus([state], req.config, req.now)}\n${next}\n${branch}`);
   }
   return blocks.join("\n\n");
 };

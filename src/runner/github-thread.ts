@@ -5,10 +5,14 @@ import type {
   GitHubThread,
   IssueComment,
   IssueInfo,
+  PullRef,
+  RepoWriter,
   ReviewDiscussion,
   ReviewLineComment,
   ReviewSummary,
 } from "./ports.js";
+
+import { mintPushToken } from "../github/scoped-auth.js";
 
 type Octokit = InstanceType<typeof ProbotOctokit>;
 
@@ -25,6 +29,16 @@ export interface GitHubThreadOptions {
   /** HTTPS clone URL without credentials (src/github/git-auth.ts cloneUrlFor). */
   cloneUrl: string;
   loadConfig: (octokit: Octokit, owner: string, repo: string) => Promise<ConfigResult>;
+  /** What publishing needs beyond the installation's Octokit; without it, no writer. */
+  publishing?: {
+    /** The app's own (JWT) Octokit: it mints push tokens. */
+    app: () => Promise<Octokit>;
+    installationId: number;
+    /** REST base (https://api.github.com or GHE's /api/v3), for revoking a push token. */
+    apiUrl: string;
+    /** https://github.com or GHE's web origin. */
+    webUrl: string;
+  };
 }
 
 export function githubThread(o: GitHubThreadOptions): GitHubThread {
@@ -51,6 +65,8 @@ export function githubThread(o: GitHubThreadOptions): GitHubThread {
           headRef: pr.data.head.ref,
           baseRef: pr.data.base.ref,
           headSha: pr.data.head.sha,
+          headRepo: pr.data.head.repo?.full_name ?? null,
+          state: pr.data.state,
         };
       }
       return info;
@@ -132,6 +148,107 @@ export function githubThread(o: GitHubThreadOptions): GitHubThread {
       await octokit.rest.issues.updateComment({ owner, repo, comment_id: commentId, body });
     },
     loadConfig: () => o.loadConfig(octokit, owner, repo),
+    ...(o.publishing ? { writer: repoWriter(octokit, owner, repo, o.publishing) } : {}),
+  };
+}
+
+/** The app's bot login (`<slug>[bot]`), asked with the app's own (JWT) Octokit. */
+async function appLogin(octokit: Octokit): Promise<string> {
+  const { data } = await octokit.rest.apps.getAuthenticated();
+  return `${data?.slug ?? "tether"}[bot]`;
+}
+
+/** The app's bot account, looked up once per process. */
+let appIdentity: Promise<{ name: string; email: string }> | undefined;
+
+function repoWriter(
+  octokit: Octokit,
+  owner: string,
+  repo: string,
+  p: NonNullable<GitHubThreadOptions["publishing"]>,
+): RepoWriter {
+  const noreply = `users.noreply.${new URL(p.webUrl).hostname.replace(/^www\./, "")}`;
+  const pullRef = (d: {
+    number: number;
+    html_url: string;
+    state: string;
+    merged_at?: string | null;
+    draft?: boolean;
+  }): PullRef => ({
+    number: d.number,
+    url: d.html_url,
+    state: d.state === "closed" ? "closed" : "open",
+    merged: Boolean(d.merged_at),
+    draft: d.draft ?? false,
+  });
+  const email = async (login: string) => {
+    const { data } = await octokit.rest.users.getByUsername({ username: login });
+    return `${data.id}+${login}@${noreply}`;
+  };
+  return {
+    webUrl: `${p.webUrl}/${owner}/${repo}`,
+    async pushToken({ workflows }) {
+      return mintPushToken(
+        await p.app(),
+        { installationId: p.installationId, repo, workflows },
+        async (token) => {
+          await fetch(`${p.apiUrl}/installation/token`, {
+            method: "DELETE",
+            headers: {
+              authorization: `token ${token}`,
+              accept: "application/vnd.github+json",
+              "user-agent": "tether",
+            },
+          });
+        },
+      );
+    },
+    async branch(name) {
+      try {
+        const { data } = await octokit.rest.repos.getBranch({ owner, repo, branch: name });
+        return { sha: data.commit.sha, protected: data.protected };
+      } catch (err) {
+        if ((err as { status?: number }).status === 404) return null;
+        throw err;
+      }
+    },
+    async findPull(branch) {
+      const { data } = await octokit.rest.pulls.list({
+        owner,
+        repo,
+        head: `${owner}:${branch}`,
+        state: "all",
+        sort: "created",
+        direction: "desc",
+        per_page: 10,
+      });
+      const own = data.find((d) => d.head.ref === branch);
+      return own ? pullRef(own) : null;
+    },
+    async getPull(number) {
+      try {
+        const { data } = await octokit.rest.pulls.get({ owner, repo, pull_number: number });
+        return pullRef(data);
+      } catch (err) {
+        if ((err as { status?: number }).status === 404) return null;
+        throw err;
+      }
+    },
+    async createPull(c) {
+      const { data } = await octokit.rest.pulls.create({ owner, repo, ...c });
+      return pullRef(data);
+    },
+    identity() {
+      appIdentity ??= (async () => {
+        const login = await appLogin(await p.app());
+        return { name: login, email: await email(login).catch(() => `${login}@${noreply}`) };
+      })();
+      appIdentity.catch(() => (appIdentity = undefined));
+      return appIdentity;
+    },
+    async coAuthor(login) {
+      return `${login} <${await email(login).catch(() => `${login}@${noreply}`)}>`;
+    },
   };
 }
 

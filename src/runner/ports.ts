@@ -2,6 +2,7 @@
  * The edges the runner talks through. Each is an interface so the runner's logic can be tested
  * with the real thing (Postgres, the Claude CLI, a local GitHub stand-in) or a narrow fake.
  */
+import type { ChangesMode, PublishConfig } from "../config/repo-config.js";
 import type { Mask } from "../sandbox/sandbox.js";
 import type { Outcome, Usage } from "../sql/task-runs.js";
 
@@ -20,6 +21,8 @@ export interface AgentSettings {
   network?: "model-only" | "open" | string[];
   /** Append the default branch's CLAUDE.md to the system prompt. */
   projectInstructions?: boolean;
+  /** What becomes of the agent's changes. Absent: the config's default (`pull_request`). */
+  changes?: ChangesMode;
 }
 
 export interface ResumeSettings {
@@ -31,6 +34,8 @@ export interface ResumeSettings {
 export interface RepoSettings {
   agents: Record<string, AgentSettings>;
   resume: ResumeSettings;
+  /** How changes are published. Absent (an old snapshot): the config's defaults. */
+  publish?: PublishConfig;
 }
 
 export type ConfigResult = { ok: true; settings: RepoSettings } | { ok: false; message: string };
@@ -41,7 +46,15 @@ export interface IssueInfo {
   author: string;
   url: string;
   isPullRequest: boolean;
-  pullRequest?: { headRef: string; baseRef: string; headSha: string };
+  pullRequest?: {
+    headRef: string;
+    baseRef: string;
+    headSha: string;
+    /** `owner/name` of the head's repository; null when it was deleted. */
+    headRepo?: string | null;
+    /** open or closed. */
+    state?: string;
+  };
 }
 
 export interface IssueComment {
@@ -103,6 +116,41 @@ export interface GitHubThread {
   /** https://github.com/owner/repo.git or the GHE equivalent. */
   cloneUrl: string;
   loadConfig(): Promise<ConfigResult>;
+  /** Publishing the agent's changes (src/publish/). Absent: the thread cannot publish. */
+  writer?: RepoWriter;
+}
+
+/** A pull request as publishing needs it. */
+export interface PullRef {
+  number: number;
+  url: string;
+  state: "open" | "closed";
+  merged: boolean;
+  draft: boolean;
+}
+
+/** What publishing the agent's changes needs of GitHub, for one repository (REST only). */
+export interface RepoWriter {
+  /** https://github.com/owner/repo (or the GHE equivalent), for links. */
+  webUrl: string;
+  /** A token for one push: this repository, `contents: write` (and `workflows: write`). */
+  pushToken(o: { workflows: boolean }): Promise<{ token: string; revoke(): Promise<void> }>;
+  /** A branch on GitHub, or null when there is none. */
+  branch(name: string): Promise<{ sha: string; protected: boolean } | null>;
+  /** The pull request (open or not) whose head is this repository's `branch`, newest first. */
+  findPull(branch: string): Promise<PullRef | null>;
+  getPull(number: number): Promise<PullRef | null>;
+  createPull(o: {
+    title: string;
+    body: string;
+    head: string;
+    base: string;
+    draft: boolean;
+  }): Promise<PullRef>;
+  /** Who Tether's commits are by: the app's bot account. */
+  identity(): Promise<{ name: string; email: string }>;
+  /** `Name <email>` for a `Co-authored-by:` trailer (GitHub's no-reply address). */
+  coAuthor(login: string): Promise<string>;
 }
 
 export type ProgressEvent = { kind: "text"; text: string } | { kind: "tool"; name: string };
@@ -152,6 +200,8 @@ export interface PreparedWorkspace {
   /** The repository's mirror: bound read-only into the agent's sandbox as `origin`. */
   origin?: string;
   defaultBranch?: string;
+  /** The ref the checkout follows (in the checkout) and its commit after the update. */
+  upstream?: { ref: string; sha: string };
 }
 
 export interface WorkspacePort {
@@ -166,6 +216,8 @@ export interface WorkspacePort {
     cloneUrl: string;
     token: string;
     pullRequest?: { number: number; headRef: string; headSha?: string };
+    /** An issue's conversation branch: followed once it exists on the server. */
+    follow?: string;
     signal?: AbortSignal;
   }): Promise<PreparedWorkspace>;
   /** Housekeeping (git gc --auto) after a turn; never throws. */

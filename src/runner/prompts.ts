@@ -45,6 +45,21 @@ export interface TurnFacts {
   agent: string;
   /** The comment(s) this turn answers, oldest first (several when comments coalesced). */
   requests: PromptComment[];
+  /** Where the answer goes, when not the key's own thread (a comment on the key's pull request). */
+  threadNumber?: number;
+  /** Where the agent's changes go after the turn; absent when they stay in the workspace. */
+  changes?: ChangesFacts;
+}
+
+/** What the agent is told about publishing (README "Changes"). */
+export interface ChangesFacts {
+  /** conversation: the issue's branch; pull-head: the pull request's head; fork: a patch. */
+  kind: "conversation" | "pull-head" | "fork";
+  branch: string;
+  /** The pull request the branch belongs to, when there is one. */
+  pull: number | null;
+  /** Commits others pushed to the branch since the agent's last turn (the checkout has them). */
+  news: Array<{ sha: string; author: string; subject: string }>;
 }
 
 /** Caps that keep a cold prompt inside any model's window whatever the thread holds. */
@@ -144,8 +159,29 @@ function turnFacts(turn: TurnFacts): string {
     `- Repository: ${turn.repo}; ${kind} #${turn.issueNumber}`,
     `- Asked by: ${askers || "unknown"}`,
     `- Comment: ${last?.url ?? "(issue body)"}`,
-    `- Your final message is posted as a reply on ${turn.repo}#${turn.issueNumber}, as agent "${turn.agent}".`,
+    `- Your final message is posted as a reply on ${turn.repo}#${turn.threadNumber ?? turn.issueNumber}, as agent "${turn.agent}".`,
+    ...changesFacts(turn.changes),
   ].join("\n");
+}
+
+function changesFacts(c: ChangesFacts | undefined): string[] {
+  if (!c) return [];
+  const branch = `\`${attr(c.branch)}\``;
+  const lines =
+    c.kind === "fork"
+      ? [
+          "- Your changes: this pull request comes from a fork, so nothing is pushed; when this turn ends, Tether posts what you changed in the checkout as a patch with your answer.",
+        ]
+      : [
+          `- Your changes: when this turn ends, Tether commits what you changed in the checkout and pushes it to ${branch}${c.pull ? ` (pull request #${c.pull})` : ""}. You have no GitHub access: do not try to push or open pull requests yourself.`,
+        ];
+  if (c.news.length)
+    lines.push(
+      `- Since your last turn, others pushed to ${branch}; your checkout has their commits now: ${c.news
+        .map((n) => `${attr(n.sha)} by ${attr(n.author)}: "${attr(n.subject).slice(0, 120)}"`)
+        .join("; ")}.`,
+    );
+  return lines;
 }
 
 function renderContextComment(c: PromptComment): string {

@@ -3,7 +3,10 @@
  * the prompt, run the agent (pinning its session the moment it is known), classify, answer,
  * finish. Every write is scoped to this runner's lease.
  */
+import { DEFAULT_CONFIG } from "../config/repo-config.js";
 import { readSettingsSnapshot } from "../config/repo-settings.js";
+import { conversationBranch, publishTarget, type Publisher } from "../publish/publisher.js";
+import { renderChanges, type PublishReport } from "../publish/report.js";
 import type { Pool } from "../db/pool.js";
 import { readEpoch } from "../sql/history.js";
 import type { Logger } from "../log.js";
@@ -13,10 +16,12 @@ import {
   markToolRan,
   pinSession,
   recordDecision,
+  recordPublish,
   setTrackingComment,
   taskComments,
   type FinalAnswer,
   type Finish,
+  type PublishRecord,
   type Outcome,
   type Task,
   type Usage,
@@ -72,6 +77,8 @@ export interface RunTaskDeps {
   onFinished?: (t: FinishedTurn) => void;
   /** How an answer GitHub refused is retried (its baseMs: the wait before the first delivery). */
   answerRetry?: Partial<AnswerRetryPolicy>;
+  /** Publishes the agent's changes after a turn (src/publish/). Absent: they stay in the workspace. */
+  publish?: Publisher;
 }
 
 export interface FinishedTurn {
@@ -83,6 +90,8 @@ export interface FinishedTurn {
   usage: Usage | null;
   durationMs: number;
   queueWaitMs: number;
+  /** What became of the turn's changes; null when publishing did not run. */
+  publish: PublishReport | null;
 }
 
 export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal): Promise<void> {
@@ -126,7 +135,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     try {
       if (commentId === null) commentId = await findOwnComment(gh, task);
       if (commentId === null) {
-        commentId = await gh.createComment(task.issueNumber, text);
+        commentId = await gh.createComment(task.threadNumber, text);
       } else {
         await gh.updateComment(commentId, text);
       }
@@ -182,6 +191,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
               headSha: issue.pullRequest.headSha,
             }
           : undefined,
+        ...(task.isPullRequest ? {} : { follow: conversationBranch(task.issueNumber, task.agent) }),
         signal: preparing.signal,
       }),
     )
@@ -344,12 +354,37 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     return;
   }
 
+  // Where the agent's changes go after the turn, and what moved on that branch since the last.
+  const changesMode = settings.changes ?? "pull_request";
+  const publisher =
+    deps.publish && gh.writer && changesMode !== "off" && settings.permissionMode !== "plan"
+      ? deps.publish
+      : undefined;
+  const target = publisher ? publishTarget(key, issue) : null;
+  const news =
+    publisher && target?.kind === "conversation"
+      ? await publisher.news(key, prepared.upstream).catch((err: Error) => {
+          log.warn({ err: err.message }, "could not read what moved on the conversation branch");
+          return { pullNumber: null, commits: [] };
+        })
+      : { pullNumber: null, commits: [] };
   const turn: TurnFacts = {
     repo: task.repo,
     issueNumber: task.issueNumber,
     isPullRequest: task.isPullRequest,
     agent: task.agent,
     requests,
+    ...(task.threadNumber !== task.issueNumber ? { threadNumber: task.threadNumber } : {}),
+    ...(target
+      ? {
+          changes: {
+            kind: target.kind,
+            branch: target.branch,
+            pull: target.kind === "conversation" ? news.pullNumber : target.pull,
+            news: news.commits,
+          },
+        }
+      : {}),
   };
   const coldPrompt = async () => {
     const all = await (threadP ?? readThread());
@@ -456,10 +491,49 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
       );
   }
 
+  // The agent's changes leave the workspace only after a turn that succeeded: a failed or
+  // stopped one may have left them half done, and the next turn publishes them with its own.
+  let published: PublishReport | null = null;
+  if (
+    publisher &&
+    gh.writer &&
+    result.outcome === "success" &&
+    !signal.aborted &&
+    prepared.upstream
+  ) {
+    published = await publisher.publish({
+      key,
+      taskId: task.id,
+      cloneUrl: gh.cloneUrl,
+      token: token ?? "",
+      writer: gh.writer,
+      issue: issue!,
+      upstreamRef: prepared.upstream.ref,
+      defaultBranch: prepared.defaultBranch ?? "",
+      mode: changesMode === "branch" ? "branch" : "pull_request",
+      config: config.settings.publish ?? DEFAULT_CONFIG.publish,
+      requesters: requests.map((r) => ({ login: r.author, url: r.url })),
+      summary: scrub(result.text ?? ""),
+      secrets: secrets,
+      signal,
+    });
+    log.info(
+      {
+        publish: published.result,
+        ...("reason" in published ? { reason: published.reason } : {}),
+        ...(published.result === "published"
+          ? { sha: published.sha, branch: published.branch }
+          : {}),
+      },
+      "changes published",
+    );
+    await recordPublish(deps.pool, task.id, deps.runnerId, toRecord(published, scrub));
+  }
+
   const footer = footerOf(decision, result.sessionId, result.usage);
   const body =
     result.outcome === "success"
-      ? renderAnswer(task.id, result.text ?? "", footer)
+      ? renderAnswer(task.id, result.text ?? "", footer, published ? renderChanges(published) : "")
       : renderFailure(
           {
             outcome: result.outcome,
@@ -505,6 +579,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
       usage: result.usage,
       durationMs: now().getTime() - started.getTime(),
       queueWaitMs: started.getTime() - task.createdAt.getTime(),
+      publish: published,
     });
   }
   log.info({ outcome: result.outcome, session: result.sessionId }, "task finished");
@@ -552,7 +627,7 @@ async function finish(deps: RunTaskDeps, task: Task, f: Finish): Promise<boolean
 /** A crash between creating the comment and recording its id must not produce a second one. */
 async function findOwnComment(gh: GitHubThread, task: Task): Promise<number | null> {
   if (task.attempts <= 1) return null;
-  const comments = await gh.listComments(task.issueNumber);
+  const comments = await gh.listComments(task.threadNumber);
   return comments.find((c) => findTaskMarker(c.body) === task.id)?.id ?? null;
 }
 
@@ -605,6 +680,30 @@ function toPromptComment(c: IssueComment): PromptComment {
 }
 
 type PostResult = { ok: true; commentId: number } | { ok: false; error: string };
+
+function toRecord(r: PublishReport, scrub: (s: string) => string): PublishRecord {
+  switch (r.result) {
+    case "published":
+      return {
+        result: "published",
+        reason: null,
+        detail: r.pull ? r.pull.url : r.branch,
+        sha: r.sha,
+        commits: r.commits,
+        pullOpened: r.pull?.opened ? r.pull.number : null,
+      };
+    case "refused":
+      return { ...none, result: "refused", reason: r.reason, detail: scrub(r.messages.join(" ")) };
+    case "failed":
+      return { ...none, result: "failed", reason: r.reason, detail: scrub(r.message) };
+    case "patch":
+      return { ...none, result: "patch" };
+    case "unchanged":
+      return { ...none, result: "unchanged" };
+  }
+}
+
+const none = { reason: null, detail: null, sha: null, commits: null, pullOpened: null };
 
 function footerOf(d: ResumeDecision, sessionId: string | null, usage: Usage | null): FooterFacts {
   return { resumed: d.kind === "resume", reason: d.reason, sessionId, usage };

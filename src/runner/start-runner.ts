@@ -21,6 +21,7 @@ import { githubThread } from "./github-thread.js";
 import type { ConfigResult } from "./ports.js";
 import { Sandbox } from "../sandbox/sandbox.js";
 import { localTranscripts } from "../sessions/transcripts.js";
+import { publisher } from "../publish/publisher.js";
 import { Runner } from "./runner.js";
 import { deriveRuntimeId } from "./runtime-id.js";
 import { Workspaces } from "../workspace/workspace.js";
@@ -65,14 +66,14 @@ export async function startRunner(opts: {
     log: log.child({ component: "github" }),
     Octokit: appOctokit(env),
   });
-  const workspace = workspacePort(
-    await Workspaces.open({
-      root: env.workspaceDir,
-      sandbox,
-      log: log.child({ component: "workspace" }),
-      gitHome: path.join(env.dataDir, "git-home"),
-    }),
-  );
+  const workspaces = await Workspaces.open({
+    root: env.workspaceDir,
+    sandbox,
+    log: log.child({ component: "workspace" }),
+    gitHome: path.join(env.dataDir, "git-home"),
+  });
+  const workspace = workspacePort(workspaces);
+  const webUrl = env.GHE_HOST ? `${env.GHE_PROTOCOL}://${env.GHE_HOST}` : "https://github.com";
   const runner = new Runner({
     pool,
     log: log.child({ component: "runner" }),
@@ -94,6 +95,7 @@ export async function startRunner(opts: {
     }),
     sandbox: () => sandbox.status,
     workspace,
+    publish: publisher({ workspaces, pool, log: log.child({ component: "publish" }) }),
     github: async (task) => {
       const octokit = await probot.auth(task.installationId);
       return githubThread({
@@ -105,6 +107,12 @@ export async function startRunner(opts: {
           return loaded.ok
             ? { ok: true, settings: toRepoSettings(loaded.config) }
             : { ok: false, message: formatConfigProblems(loaded.problems) };
+        },
+        publishing: {
+          app: () => probot.auth(),
+          installationId: task.installationId,
+          apiUrl: githubApiUrl(env),
+          webUrl,
         },
       });
     },

@@ -80,12 +80,23 @@ export function renderFooter(f: FooterFacts): string {
 /** GitHub refuses comment bodies over 65,536 characters. */
 export const MAX_ANSWER = 60_000;
 
-export function renderAnswer(taskId: number, answer: string, footer: FooterFacts): string {
+/**
+ * The answer: the agent's text, then what became of its changes (README "Changes"), then the
+ * footer. The text gives way to the changes when both would not fit in a comment.
+ */
+export function renderAnswer(
+  taskId: number,
+  answer: string,
+  footer: FooterFacts,
+  changes = "",
+): string {
   let body = answer.trim() || "_(The agent finished without a final message.)_";
-  if (body.length > MAX_ANSWER) {
-    body = `${body.slice(0, MAX_ANSWER)}\n\n_(Answer cut at ${MAX_ANSWER} characters: GitHub limits comment size.)_`;
+  const room = MAX_ANSWER - changes.length;
+  if (body.length > room) {
+    body = `${body.slice(0, room)}\n\n_(Answer cut at ${room} characters: GitHub limits comment size.)_`;
   }
-  return `${body}\n\n---\n${renderFooter(footer)}\n${taskMarker(taskId)}`;
+  const middle = changes ? `\n\n---\n${changes}` : "";
+  return `${body}${middle}\n\n---\n${renderFooter(footer)}\n${taskMarker(taskId)}`;
 }
 
 export interface FailureFacts {

@@ -10,7 +10,12 @@ export function workspacePort(ws: Workspaces): WorkspacePort {
     exists: async (dir) => ((await fs.readdir(dir).catch(() => [])) as string[]).length > 0,
     prepare: async (req) => {
       const w = await ws.prepare(req);
-      return { dir: w.dir, origin: w.origin, defaultBranch: w.defaultBranch };
+      return {
+        dir: w.dir,
+        origin: w.origin,
+        defaultBranch: w.defaultBranch,
+        upstream: w.upstream,
+      };
     },
     maintain: async (req) => {
       await ws.maintain(req, req.signal);

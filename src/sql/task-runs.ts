@@ -36,6 +36,8 @@ export interface Task {
   repoId: number | null;
   installationId: number;
   issueNumber: number;
+  /** Where the task's comments go: the key's own thread, or the key's pull request. */
+  threadNumber: number;
   isPullRequest: boolean;
   agent: string;
   status: TaskStatus;
@@ -66,6 +68,7 @@ export function toTask(r: Row): Task {
     repoId: (r.repo_id as number | null) ?? null,
     installationId: r.installation_id as number,
     issueNumber: r.issue_number as number,
+    threadNumber: ((r.thread_number as number | null) ?? r.issue_number) as number,
     isPullRequest: r.is_pull_request as boolean,
     agent: r.agent as string,
     status: r.status as TaskStatus,
@@ -226,6 +229,31 @@ export async function markToolRan(db: Db, taskId: number, runnerId: string): Pro
     `UPDATE tasks SET tool_ran = true WHERE id = $1 AND locked_by = $2 AND NOT tool_ran`,
     [taskId, runnerId],
   );
+}
+
+/** What became of the turn's changes (src/publish/report.ts), as the task row keeps it. */
+export interface PublishRecord {
+  result: "published" | "unchanged" | "refused" | "failed" | "patch" | "off";
+  reason: string | null;
+  detail: string | null;
+  sha: string | null;
+  commits: number | null;
+  pullOpened: number | null;
+}
+
+export async function recordPublish(
+  db: Db,
+  taskId: number,
+  runnerId: string,
+  p: PublishRecord,
+): Promise<boolean> {
+  const res = await db.query(
+    `UPDATE tasks SET publish_result = $3, publish_reason = $4, publish_detail = $5,
+            published_sha = $6, commits_pushed = $7, pull_opened = $8, updated_at = now()
+      WHERE id = $1 AND locked_by = $2 AND status = 'running'`,
+    [taskId, runnerId, p.result, p.reason, p.detail, p.sha, p.commits, p.pullOpened],
+  );
+  return res.rowCount === 1;
 }
 
 export interface Usage {

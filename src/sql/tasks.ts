@@ -50,6 +50,11 @@ export interface EnqueueInput {
   deliveryId: string;
   /** The repository settings the comment was accepted under (a newer comment's replace them). */
   settings?: unknown;
+  /**
+   * Where the answer goes when it is not the key's own thread: a comment on the key's pull
+   * request is a turn of the issue's key, answered on the pull request.
+   */
+  threadNumber?: number;
 }
 
 export type EnqueueResult =
@@ -96,8 +101,8 @@ export async function enqueueComment(pool: Pool, input: EnqueueInput): Promise<E
         const created = await tx.query<{ id: number }>(
           `INSERT INTO tasks (repo, repo_id, installation_id, issue_number, is_pull_request, agent,
                               trigger_comment_id, trigger_author, trigger_url, trigger_body,
-                              delivery_id, force_fresh, repo_settings)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13::jsonb)
+                              delivery_id, force_fresh, repo_settings, thread_number)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13::jsonb, $14)
            ON CONFLICT (repo, issue_number, agent) WHERE status = 'queued' DO NOTHING
            RETURNING id`,
           [
@@ -114,6 +119,7 @@ export async function enqueueComment(pool: Pool, input: EnqueueInput): Promise<E
             input.deliveryId,
             input.forceFresh,
             settingsJson,
+            input.threadNumber ?? null,
           ],
         );
         taskId = created.rows[0]?.id;

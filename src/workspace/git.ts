@@ -79,6 +79,12 @@ export interface GitCall {
   allowFailure?: boolean;
   /** Let git's housekeeping run (in the foreground); off otherwise. */
   maintenance?: boolean;
+  /** Written to git's stdin. */
+  input?: string;
+  /** More environment (a commit's identity). */
+  env?: Record<string, string>;
+  /** More `-c` pairs, after the safety ones. */
+  config?: string[];
 }
 
 export type HostGit = (args: string[], call: GitCall) => Promise<CommandResult>;
@@ -88,7 +94,11 @@ export function hostGit(opts: HostGitOptions): HostGit {
   const gitPath = opts.gitPath ?? "git";
   const timeoutMs = opts.timeoutMs ?? 10 * 60_000;
   return async (args, call) => {
-    const env = call.auth ? { ...base, ...gitAuthEnv(call.auth.cloneUrl, call.auth.token) } : base;
+    const env = {
+      ...base,
+      ...call.env,
+      ...(call.auth ? gitAuthEnv(call.auth.cloneUrl, call.auth.token) : {}),
+    };
     const safety = call.maintenance
       ? [
           "-c",
@@ -100,11 +110,12 @@ export function hostGit(opts: HostGitOptions): HostGit {
         ]
       : GIT_SAFETY;
     const started = Date.now();
-    const r = await runCommand(gitPath, [...safety, ...args], {
+    const r = await runCommand(gitPath, [...safety, ...(call.config ?? []), ...args], {
       cwd: call.cwd,
       env,
       timeoutMs,
       signal: call.signal,
+      ...(call.input === undefined ? {} : { input: call.input }),
     });
     const token = call.auth?.token;
     opts.log.debug(

@@ -45,6 +45,27 @@ export class Mirrors {
     private readonly opts: { root: string; git: HostGit; log: Logger; timeoutMs?: number },
   ) {}
 
+  /** Tether's own git, for what publishing does in a mirror (src/publish/mirror-git.ts). */
+  get git(): HostGit {
+    return this.opts.git;
+  }
+
+  /**
+   * Run `fn` while no fetch of this repository's mirror runs (and none starts), so what it
+   * writes into the mirror and what a sync writes never cross.
+   */
+  exclusive<T>(repo: string, fn: () => Promise<T>): Promise<T> {
+    const key = repo.toLowerCase();
+    const prev = this.queues.get(key) ?? Promise.resolve();
+    const next = prev.catch(() => {}).then(fn);
+    this.queues.set(key, next);
+    const done = () => {
+      if (this.queues.get(key) === next) this.queues.delete(key);
+    };
+    next.then(done, done);
+    return next;
+  }
+
   /** Host path of a repository's mirror. */
   pathFor(repo: string): string {
     const { owner, name } = repoSegments(repo);
@@ -53,15 +74,7 @@ export class Mirrors {
 
   /** Create or fetch the mirror (serialised per repository), then read the refs asked for. */
   sync(req: SyncRequest): Promise<MirrorSync> {
-    const key = req.repo.toLowerCase();
-    const prev = this.queues.get(key) ?? Promise.resolve();
-    const next = prev.catch(() => {}).then(() => this.syncNow(req));
-    this.queues.set(key, next);
-    const done = () => {
-      if (this.queues.get(key) === next) this.queues.delete(key);
-    };
-    next.then(done, done);
-    return next;
+    return this.exclusive(req.repo, () => this.syncNow(req));
   }
 
   private async syncNow(req: SyncRequest): Promise<MirrorSync> {

@@ -36,6 +36,12 @@ export interface SandboxedGit {
       timeoutMs?: number;
       /** Let git's housekeeping run, in the foreground (gc --auto after a turn). */
       maintenance?: boolean;
+      /** A host directory the script may write into, as $OUT (read-write at /run/tether/out). */
+      outbox?: string;
+      /** More environment (a commit's identity). */
+      env?: Record<string, string>;
+      /** More `-c` pairs on top of the safety ones, as for GIT_SAFETY. */
+      config?: string[];
     },
   ): Promise<ScriptResult>;
 }
@@ -80,13 +86,16 @@ export function sandboxedGit(opts: {
         // A checkout without its .git must fail, not find a repository further up (with the
         // sandbox off, the workspace root may sit inside another checkout).
         GIT_CEILING_DIRECTORIES: sandboxed ? "/" : path.dirname(dir),
-        ...configEnv(o.maintenance ? MAINTENANCE_CONFIG : GIT_SAFETY),
+        ...o.env,
+        ...configEnv([...(o.maintenance ? MAINTENANCE_CONFIG : GIT_SAFETY), ...(o.config ?? [])]),
         ORIGIN: o.origin ? (sandboxed ? IN_SANDBOX.origin : o.origin) : "",
+        OUT: o.outbox ? (sandboxed ? IN_SANDBOX.outbox : o.outbox) : "",
       };
       if (!sandboxed) env.HOME = "/nonexistent";
       const prepared = await opts.sandbox.prepare({
         workspace: dir,
         ...(o.origin ? { origin: o.origin } : {}),
+        ...(o.outbox ? { outbox: o.outbox } : {}),
         env,
         command: ["/bin/sh", "-c", script, "tether-git", ...args],
       });

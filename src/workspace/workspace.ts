@@ -17,7 +17,7 @@ import fs from "node:fs/promises";
 import path from "node:path";
 import type { Logger } from "../log.js";
 import type { Sandbox } from "../sandbox/sandbox.js";
-import { gitFailure, WorkspaceError, type FailureContext } from "./errors.js";
+import { gitFailure, tail, WorkspaceError, type FailureContext } from "./errors.js";
 import { hostGit } from "./git.js";
 import { isObjectId, isValidBranchName, refFiles } from "./git-refs.js";
 import { Mirrors, pullRef, type MirrorSync } from "./mirror.js";
@@ -48,6 +48,11 @@ export interface PrepareRequest extends TaskKey {
   token: string;
   /** Set for pull requests: the workspace follows the PR's head instead of the default branch. */
   pullRequest?: PullRequestRef | undefined;
+  /**
+   * An issue's conversation branch (`tether/<issue>-<agent>`): followed instead of the default
+   * branch once it exists on the server. Ignored for pull requests.
+   */
+  follow?: string | undefined;
   /** Aborting stops the running git and rejects with a "cancelled" WorkspaceError. */
   signal?: AbortSignal | undefined;
 }
@@ -157,6 +162,8 @@ export interface WorkspacesOptions {
 /** Temporary clones live beside the workspaces (same file system, so the final rename is atomic). */
 const TMP_DIR = ".tmp";
 const MIRRORS_DIR = ".mirrors";
+/** Per-publish directories a sandboxed step writes its bundle into (never a workspace). */
+const OUTBOX_DIR = ".outbox";
 const STALE_TMP_MS = 6 * 60 * 60_000;
 
 const OPERATION_MARKERS =
@@ -209,6 +216,9 @@ if [ -n "$pr" ]; then
   git checkout --quiet --no-track -B "$head" "refs/pull/$pr/head" || exit 7
 else
   git clone --quiet --no-hardlinks --no-tags -- "$ORIGIN" . || exit 6
+  if [ "$(git symbolic-ref --quiet --short HEAD)" != "$head" ]; then
+    git checkout --quiet --no-track -b "$head" "$2" || exit 7
+  fi
 fi
 ${STATE}`;
 
@@ -216,6 +226,48 @@ ${STATE}`;
 const MOVE = `
 if [ "$1" = ff ]; then exec git merge --ff-only --quiet "$3"; fi
 exec git checkout --quiet --no-track -b "$2" "$3"
+`;
+
+/**
+ * After a turn: the agent's work as one commit on `branch` (args: branch, upstream ref), and a
+ * bundle of it for Tether. Everything the checkout holds beyond `base` (the last commit it
+ * shares with upstream: uncommitted files, untracked ones git does not ignore, commits the
+ * agent made itself) becomes one commit whose parent is `base`, authored by Tether
+ * ($GIT_AUTHOR_*), with the agent's own message if it made one commit, else $OUT/message; the
+ * lines of $OUT/trailers close it. The checkout then stands on that commit, on `branch`: index
+ * and files are exactly its tree, so nothing is checked out and nothing of the agent's is lost.
+ *
+ * Nothing here is trusted by what runs next: a filter or a hook of the checkout's own could
+ * make this script report anything. Tether checks the commit it takes from the bundle itself.
+ */
+const COLLECT = `
+branch=$1; upstream=$2
+emit() { printf '%s=%s\\n' "$1" "$2"; }
+gd=$(git rev-parse --git-dir 2>/dev/null) || exit 3
+for m in ${OPERATION_MARKERS}; do
+  if [ -e "$gd/$m" ]; then emit state operation-in-progress; exit 0; fi
+done
+tip=$(git rev-parse --quiet --verify 'HEAD^{commit}') || { emit state no-commit; exit 0; }
+up=$(git rev-parse --quiet --verify "$upstream^{commit}") || { emit state no-upstream; exit 0; }
+base=$(git merge-base "$tip" "$up") || { emit state unrelated; exit 0; }
+emit base "$base"
+git add --all . || exit 5
+tree=$(git write-tree) || exit 5
+if [ "$tree" = "$(git rev-parse "$base^{tree}")" ]; then emit state unchanged; exit 0; fi
+n=$(git rev-list --count "$base..$tip") || exit 5
+emit agent_commits "$n"
+{
+  if [ "$n" -eq 1 ]; then git log -1 --format=%B "$tip"
+  elif [ "$n" -gt 1 ]; then sed -n 1p "$OUT/message"; echo; git log --reverse --format='- %s' "$base..$tip"
+  else cat "$OUT/message"; fi
+  echo; cat "$OUT/trailers"
+} > "$OUT/commit-message" || exit 5
+commit=$(git commit-tree "$tree" -p "$base" -F "$OUT/commit-message") || exit 6
+git update-ref -m "tether: the turn's changes" "refs/heads/$branch" "$commit" || exit 7
+git symbolic-ref HEAD "refs/heads/$branch" || exit 7
+git bundle create --quiet "$OUT/changes.bundle" "refs/heads/$branch" "^$base" || exit 8
+emit commit "$commit"
+emit state committed
 `;
 
 const MAINTAIN = `git rev-parse --git-dir >/dev/null 2>&1 || exit 3
@@ -324,7 +376,8 @@ export class Workspaces {
 
   private async clone(dir: string, req: PrepareRequest, ctx: FailureContext): Promise<Workspace> {
     const pr = req.pullRequest;
-    const mirrorUpstream = pr ? pullRef(pr.number) : undefined;
+    const follow = pr ? undefined : req.follow;
+    const mirrorUpstream = pr ? pullRef(pr.number) : follow ? `refs/heads/${follow}` : undefined;
     const mirror = await this.mirrors.sync({
       repo: req.repo,
       cloneUrl: req.cloneUrl,
@@ -333,7 +386,11 @@ export class Workspaces {
       ...(mirrorUpstream ? { report: [mirrorUpstream] } : {}),
       signal: req.signal,
     });
-    const target = pr ? pr.headRef : mirror.defaultBranch;
+    const target = pr
+      ? pr.headRef
+      : follow && mirror.refs[`refs/heads/${follow}`]
+        ? follow
+        : mirror.defaultBranch;
     const upstreamRef = pr ? pullRef(pr.number) : `refs/remotes/origin/${target}`;
     const tmpRoot = path.join(this.root, TMP_DIR);
     await fs.mkdir(tmpRoot, { recursive: true });
@@ -358,10 +415,15 @@ export class Workspaces {
 
   private async update(dir: string, req: PrepareRequest, ctx: FailureContext): Promise<Workspace> {
     const pr = req.pullRequest;
+    const follow = pr ? undefined : req.follow;
     const mirrorDir = this.mirrors.pathFor(req.repo);
     // The default branch as the mirror last saw it: the checkout can be looked at while the
-    // mirror fetches (it rarely changes; when it did, the look is taken again).
+    // mirror fetches (it rarely changes; when it did, the look is taken again). An issue's
+    // conversation branch, once the mirror has it, is followed instead.
     const knownDefault = pr ? null : await mirrorHead(mirrorDir);
+    const knownFollow =
+      follow && (await refFiles(mirrorDir).resolve(`refs/heads/${follow}`))?.sha ? follow : null;
+    const guess = knownFollow ?? knownDefault;
     const upstreamOf = (target: string) =>
       pr ? pullRef(pr.number) : `refs/remotes/origin/${target}`;
     const look = (target: string) =>
@@ -369,7 +431,7 @@ export class Workspaces {
         origin: mirrorDir,
         signal: req.signal,
       });
-    const early = pr ? look(pr.headRef) : knownDefault ? look(knownDefault) : null;
+    const early = pr ? look(pr.headRef) : guess ? look(guess) : null;
     early?.catch(() => undefined); // awaited below
     const mirrorRef = (target: string) => (pr ? pullRef(pr.number) : `refs/heads/${target}`);
     const mirror = await this.mirrors.sync({
@@ -377,10 +439,16 @@ export class Workspaces {
       cloneUrl: req.cloneUrl,
       token: req.token,
       pullRequest: pr?.number,
-      report: pr ? [pullRef(pr.number)] : knownDefault ? [`refs/heads/${knownDefault}`] : [],
+      report: pr
+        ? [pullRef(pr.number)]
+        : [knownDefault, follow].filter((b): b is string => !!b).map((b) => `refs/heads/${b}`),
       signal: req.signal,
     });
-    const target = pr ? pr.headRef : mirror.defaultBranch;
+    const target = pr
+      ? pr.headRef
+      : follow && mirror.refs[`refs/heads/${follow}`]
+        ? follow
+        : mirror.defaultBranch;
     const upstreamRef = upstreamOf(target);
     let mirrorSha = mirror.refs[mirrorRef(target)];
     if (mirrorSha === undefined) {
@@ -388,7 +456,7 @@ export class Workspaces {
       mirrorSha = (await refFiles(mirror.dir).resolve(mirrorRef(target)))?.sha ?? null;
     }
     let state =
-      early && (pr || knownDefault === target)
+      early && (pr || guess === target)
         ? this.readState(await early, ctx, "update")
         : this.readState(await look(target), ctx, "update");
     if (mirrorSha !== null && state.upstreamSha !== mirrorSha) {
@@ -526,6 +594,95 @@ export class Workspaces {
   }
 
   /**
+   * Take the agent's work out of the key's workspace (COLLECT, in the sandbox). Throws
+   * WorkspaceError when git fails; `blocked` when the checkout is in no state to take from.
+   */
+  async collect(req: CollectRequest): Promise<Collected> {
+    const dir = this.pathFor(req);
+    if (!isValidBranchName(req.branch) || !req.upstreamRef.startsWith("refs/")) {
+      throw new WorkspaceError(
+        "invalid-key",
+        req.repo,
+        `cannot publish to ${JSON.stringify(req.branch)}: not a valid branch name`,
+      );
+    }
+    const outRoot = path.join(this.root, OUTBOX_DIR);
+    await fs.mkdir(outRoot, { recursive: true, mode: 0o700 });
+    const out = await fs.mkdtemp(path.join(outRoot, "collect-"));
+    const dispose = () => fs.rm(out, { recursive: true, force: true });
+    try {
+      const oneLine = (s: string) => s.replace(/[\r\n]+/g, " ").trim();
+      await fs.writeFile(path.join(out, "message"), `${req.message.trim()}\n`);
+      await fs.writeFile(
+        path.join(out, "trailers"),
+        req.trailers.map((t) => `${oneLine(t)}\n`).join(""),
+      );
+      const id = req.identity;
+      const r = await this.git.run(dir, COLLECT, [req.branch, req.upstreamRef], {
+        outbox: out,
+        signal: req.signal,
+        env: {
+          GIT_AUTHOR_NAME: oneLine(id.name),
+          GIT_AUTHOR_EMAIL: oneLine(id.email),
+          GIT_COMMITTER_NAME: oneLine(id.name),
+          GIT_COMMITTER_EMAIL: oneLine(id.email),
+        },
+        config: ["-c", "commit.gpgSign=false", "-c", "core.autocrlf=false"],
+      });
+      const ctx: FailureContext = { repo: req.repo, host: "", timeoutMs: this.timeoutMs };
+      if (r.stoppedBy) throw gitFailure(ctx, "update", r.stderr, r.stoppedBy);
+      if (r.exitCode === 3)
+        throw new WorkspaceError(
+          "not-a-checkout",
+          req.repo,
+          `the workspace for ${req.repo} is not a git checkout, so its changes cannot be published`,
+        );
+      if (r.startError || r.exitCode !== 0)
+        throw new WorkspaceError(
+          "git-failed",
+          req.repo,
+          `could not commit the agent's changes in ${req.repo}: git failed${r.exitCode ? ` (exit ${r.exitCode})` : ""}`,
+          { detail: tail(r.stderr || r.startError || "") },
+        );
+      const { values } = parseReport(r.stdout);
+      const state = values.get("state");
+      if (state === "unchanged") {
+        await dispose();
+        return { kind: "unchanged" };
+      }
+      if (
+        state === "operation-in-progress" ||
+        state === "no-commit" ||
+        state === "no-upstream" ||
+        state === "unrelated"
+      ) {
+        await dispose();
+        return { kind: "blocked", reason: state };
+      }
+      const base = values.get("base") ?? "";
+      const commit = values.get("commit") ?? "";
+      if (state !== "committed" || !isObjectId(base) || !isObjectId(commit))
+        throw new WorkspaceError(
+          "git-failed",
+          req.repo,
+          `could not commit the agent's changes in ${req.repo}: git's report was not understood`,
+          { detail: tail(r.stdout) },
+        );
+      return {
+        kind: "committed",
+        base,
+        commit,
+        agentCommits: Number(values.get("agent_commits") ?? "0") || 0,
+        bundle: path.join(out, "changes.bundle"),
+        dispose,
+      };
+    } catch (err) {
+      await dispose();
+      throw err;
+    }
+  }
+
+  /**
    * git's automatic housekeeping (`gc --auto`) in a key's workspace, inside the sandbox, after
    * the turn (it takes locks the agent's own git would trip over, and is kept off the hot path:
    * every other step runs with it switched off). Never throws.
@@ -555,6 +712,38 @@ export class Workspaces {
 }
 
 export type MaintenanceOutcome = "done" | "no-checkout" | "cancelled" | "failed";
+
+export interface CollectRequest extends TaskKey {
+  /** The branch the work goes to: the conversation branch, or a pull request's head. */
+  branch: string;
+  /** The ref in the checkout the work is measured against (Workspace.upstream.ref). */
+  upstreamRef: string;
+  /** Who commits: Tether. */
+  identity: { name: string; email: string };
+  /** The message when the agent made no commit of its own; its first line is the subject. */
+  message: string;
+  /** Lines that end every message (`Co-authored-by: …`). */
+  trailers: string[];
+  signal?: AbortSignal | undefined;
+}
+
+/** Why the checkout's work could not be taken. */
+export type CollectBlock = "operation-in-progress" | "no-commit" | "no-upstream" | "unrelated";
+
+export type Collected =
+  | { kind: "unchanged" }
+  | { kind: "blocked"; reason: CollectBlock }
+  | {
+      kind: "committed";
+      /** The commit's parent: the last one the checkout shares with upstream. */
+      base: string;
+      commit: string;
+      /** Commits the agent made itself, now folded into `commit`. */
+      agentCommits: number;
+      /** Host path of the bundle (`refs/heads/<branch>`, `^base`); gone after dispose(). */
+      bundle: string;
+      dispose(): Promise<void>;
+    };
 
 /** The checkout as the sandboxed look found it. */
 interface LocalState {

@@ -69,6 +69,16 @@ const REST_NEEDS: Record<string, Needs> = {
   "repos.getCollaboratorPermissionLevel": { metadata: "read" },
   // Probot's config plugin: GET /repos/{owner}/{repo}/contents/.github/tether.yml.
   "config.get": { contents: "read" },
+  // Publishing: is the branch protected, find or open the conversation's pull request.
+  "repos.getBranch": { contents: "read" },
+  "pulls.list": { pull_requests: "read" },
+  "pulls.create": { pull_requests: "write" },
+  // Public profiles: the no-reply addresses of the app's bot and of Co-authored-by trailers.
+  "users.getByUsername": {},
+  // With the app's own JWT, no installation permission: its slug, and a push token minted for
+  // one repository and contents: write (the installation must hold what is asked).
+  "apps.getAuthenticated": {},
+  "apps.createInstallationAccessToken": { contents: "write" },
 };
 /** git subcommands the workspace runs; clone and fetch authenticate with the installation token. */
 const GIT_NEEDS: Record<string, Needs> = {
@@ -139,8 +149,13 @@ describe("app.yml, the GitHub App manifest", () => {
     expect(manifest.default_permissions).toEqual(needed);
   });
 
-  it("cannot write code: contents is read-only and nothing pushes", () => {
-    expect(manifest.default_permissions.contents).toBe("read");
-    expect(githubCallsInSource().git.has("push")).toBe(false);
+  it("writes code only by pushing, with tokens minted for one repository and contents: write", () => {
+    expect(githubCallsInSource().git.has("push")).toBe(true);
+    expect(manifest.default_permissions.contents).toBe("write");
+    // Workflows are not asked for: a repository that wants them published grants it itself.
+    expect(manifest.default_permissions.workflows).toBeUndefined();
+    const scoped = fs.readFileSync(path.join(ROOT, "src/github/scoped-auth.ts"), "utf8");
+    expect(scoped).toMatch(/repositories: \[req\.repo\]/);
+    expect(scoped).toMatch(/contents: "write"/);
   });
 });

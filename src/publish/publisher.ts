@@ -1,0 +1,486 @@
+/**
+ * After a turn: the agent's changes leave its workspace as one commit, are checked, and are
+ * pushed to the conversation's branch (or a same-repository pull request's head), and the
+ * conversation's pull request is opened. The agent never holds a GitHub token: the commit is
+ * made in its sandbox (Workspaces.collect), carried out as a bundle, fetched into the
+ * repository's mirror, judged there by Tether (checks.ts), and pushed from there with a token
+ * minted for this one push (src/github/scoped-auth.ts).
+ *
+ * Why plain git and not the REST API's git database (which would make GitHub mark the commits
+ * "verified"): a commit made through the API is GitHub's own object, with another id than the
+ * one in the workspace, so every turn would leave the checkout behind its branch; the API takes
+ * one request per file (base64, 100 MB cap), which GitHub's secondary rate limits punish on a
+ * large change; and signing is about who made the commit, which the app's authorship and the
+ * push with the app's token already say. See README "Changes".
+ */
+import type { PublishConfig } from "../config/repo-config.js";
+import type { Pool } from "../db/pool.js";
+import type { Logger } from "../log.js";
+import type { IssueInfo, RepoWriter } from "../runner/ports.js";
+import { getConversation, recordPull, recordPush } from "../sql/conversations.js";
+import type { TaskKey } from "../sql/tasks.js";
+import { pullRef } from "../workspace/mirror.js";
+import { WorkspaceError } from "../workspace/errors.js";
+import type { Workspaces } from "../workspace/workspace.js";
+import { PushTokenError } from "../github/scoped-auth.js";
+import { checkPublish, touchesWorkflows } from "./checks.js";
+import { MirrorGit, type FileChange } from "./mirror-git.js";
+import { MAX_PATCH, type PublishReport } from "./report.js";
+import { scanDiff, scanMessage } from "./secret-scan.js";
+
+/** The branch a key's changes go to: one per issue and agent, the same on every turn. */
+export function conversationBranch(issueNumber: number, agent: string): string {
+  return `tether/${issueNumber}-${agent}`;
+}
+
+/** Where a turn's changes go. */
+export type PublishTarget =
+  /** An issue: its conversation branch, and a pull request for it. */
+  | { kind: "conversation"; branch: string }
+  /** A pull request from this repository: its head branch. */
+  | { kind: "pull-head"; branch: string; pull: number }
+  /** A pull request from a fork (or a deleted one): nothing is pushed. */
+  | { kind: "fork"; branch: string; pull: number };
+
+export function publishTarget(key: TaskKey, issue: IssueInfo): PublishTarget {
+  const pr = issue.pullRequest;
+  if (!pr) return { kind: "conversation", branch: conversationBranch(key.issueNumber, key.agent) };
+  const same =
+    typeof pr.headRepo === "string" && pr.headRepo.toLowerCase() === key.repo.toLowerCase();
+  return same
+    ? { kind: "pull-head", branch: pr.headRef, pull: key.issueNumber }
+    : { kind: "fork", branch: pr.headRef, pull: key.issueNumber };
+}
+
+export interface PublishRequest {
+  key: TaskKey;
+  taskId: number;
+  /** Clone URL and installation token: the mirror's fetch. */
+  cloneUrl: string;
+  token: string;
+  writer: RepoWriter;
+  issue: IssueInfo;
+  /** The ref the workspace followed this turn (Workspace.upstream.ref), and the default branch. */
+  upstreamRef: string;
+  defaultBranch: string;
+  mode: "pull_request" | "branch";
+  config: PublishConfig;
+  /** Who asked, for the `Co-authored-by:` trailers and the pull request's body. */
+  requesters: Array<{ login: string; url: string }>;
+  /** The agent's final message (already scrubbed): the pull request's body. */
+  summary: string;
+  /** Values the secret scan looks for. */
+  secrets: Iterable<string | undefined>;
+  signal?: AbortSignal | undefined;
+}
+
+export interface Publisher {
+  publish(req: PublishRequest): Promise<PublishReport>;
+  /**
+   * Before a turn: the key's pull request, and the commits others pushed to its branch since
+   * Tether last did (the checkout has taken them in), for the agent's prompt.
+   */
+  news(
+    key: TaskKey,
+    upstream: { ref: string; sha: string } | undefined,
+  ): Promise<{
+    pullNumber: number | null;
+    commits: Array<{ sha: string; author: string; subject: string }>;
+  }>;
+}
+
+export function publisher(deps: { workspaces: Workspaces; pool: Pool; log: Logger }): Publisher {
+  const { workspaces, pool } = deps;
+  return {
+    async news(key, upstream) {
+      const conv = await getConversation(pool, key);
+      const pullNumber = conv?.pullNumber ?? null;
+      if (!conv?.headSha || !upstream?.sha || conv.headSha === upstream.sha)
+        return { pullNumber, commits: [] };
+      if (upstream.ref !== `refs/remotes/origin/${conv.branch}`) return { pullNumber, commits: [] };
+      const m = mirrorGit(workspaces, key.repo);
+      return { pullNumber, commits: await m.log(conv.headSha, upstream.sha, 10) };
+    },
+    async publish(req) {
+      const log = deps.log.child({
+        repo: req.key.repo,
+        issue: req.key.issueNumber,
+        agent: req.key.agent,
+      });
+      try {
+        return await publishNow(workspaces, pool, req);
+      } catch (err) {
+        if (err instanceof PushTokenError)
+          return {
+            result: "failed",
+            reason: err.reason === "github" ? "error" : err.reason,
+            message: `${err.message}.`,
+          };
+        const message =
+          err instanceof WorkspaceError
+            ? `${err.message}.`
+            : "something went wrong while publishing them; the runner's log says what.";
+        log.error(
+          { err: err instanceof Error ? err.message : String(err) },
+          "publishing the agent's changes failed",
+        );
+        return {
+          result: "failed",
+          reason: err instanceof WorkspaceError ? "workspace" : "error",
+          message,
+        };
+      }
+    },
+  };
+}
+
+function mirrorGit(workspaces: Workspaces, repo: string): MirrorGit {
+  return new MirrorGit(workspaces.mirrors.git, workspaces.mirrors.pathFor(repo), {
+    repo,
+    host: "",
+    timeoutMs: 10 * 60_000,
+  });
+}
+
+async function publishNow(
+  workspaces: Workspaces,
+  pool: Pool,
+  req: PublishRequest,
+): Promise<PublishReport> {
+  const { key, writer } = req;
+  const target = publishTarget(key, req.issue);
+  const identity = await writer.identity();
+  const askers = [...new Map(req.requesters.map((r) => [r.login.toLowerCase(), r])).values()];
+  const trailers = await Promise.all(
+    askers
+      .filter((a) => !a.login.endsWith("[bot]"))
+      .map(async (a) => `Co-authored-by: ${await writer.coAuthor(a.login)}`),
+  );
+  const subject = clip(`${req.issue.title} (#${key.issueNumber})`, 72);
+  const collected = await workspaces.collect({
+    ...key,
+    branch: target.branch,
+    upstreamRef: req.upstreamRef,
+    identity,
+    message: [
+      subject,
+      "",
+      `Changes by the agent "${key.agent}" for ${key.repo}#${key.issueNumber}${askers[0] ? `, asked by @${askers[0].login} in ${askers[askers.length - 1]!.url}` : ""}.`,
+    ].join("\n"),
+    trailers,
+    signal: req.signal,
+  });
+  if (collected.kind === "unchanged") return { result: "unchanged" };
+  if (collected.kind === "blocked")
+    return {
+      result: "refused",
+      reason: "workspace",
+      messages: [blockedMessage(collected.reason)],
+      files: [],
+    };
+  const m = mirrorGit(workspaces, key.repo);
+  const incoming = `refs/tether/incoming/${key.issueNumber}-${key.agent}-${req.taskId}`;
+  try {
+    for (let attempt = 1; ; attempt++) {
+      // What GitHub has now: the branch may have moved since the turn started.
+      const synced = await workspaces.mirrors.sync({
+        repo: key.repo,
+        cloneUrl: req.cloneUrl,
+        token: req.token,
+        ...(target.kind === "conversation" ? {} : { pullRequest: target.pull }),
+        report: [`refs/heads/${target.branch}`],
+        signal: req.signal,
+      });
+      const remote =
+        target.kind === "fork" ? null : (synced.refs[`refs/heads/${target.branch}`] ?? null);
+      const step = await workspaces.mirrors.exclusive(key.repo, () =>
+        judgeAndPush(
+          pool,
+          m,
+          req,
+          target,
+          collected,
+          incoming,
+          remote,
+          identity,
+          synced.defaultBranch,
+        ),
+      );
+      if (step.kind === "done") return step.report;
+      if (attempt >= 2)
+        return {
+          result: "failed",
+          reason: "push-refused",
+          message: `\`${target.branch}\` kept moving on GitHub while I pushed.`,
+        };
+    }
+  } finally {
+    await m.deleteRef(incoming);
+    await collected.dispose();
+  }
+}
+
+type Step = { kind: "done"; report: PublishReport } | { kind: "stale" };
+
+async function judgeAndPush(
+  pool: Pool,
+  m: MirrorGit,
+  req: PublishRequest,
+  target: PublishTarget,
+  c: { base: string; commit: string; bundle: string },
+  incoming: string,
+  remote: string | null,
+  identity: { name: string; email: string },
+  defaultBranch: string,
+): Promise<Step> {
+  const done = (report: PublishReport): Step => ({ kind: "done", report });
+  // The bundle is data from the sandbox: the commit in it must be exactly the one Tether made.
+  const imported = await m.importBundle(
+    c.bundle,
+    `refs/heads/${target.branch}`,
+    incoming,
+    Math.max(req.config.maxBytes * 2, 1024 * 1024),
+  );
+  if (!imported.ok)
+    return done({
+      result: "refused",
+      reason: imported.why === "too-large" ? "too-large" : "not-tethers-commit",
+      messages: [
+        imported.why === "too-large"
+          ? `the change is larger than \`publish.maxBytes\` allows.`
+          : "the workspace did not hand over a commit Tether could read.",
+      ],
+      files: [],
+    });
+  const commit = await m.resolve(incoming);
+  const info = commit ? await m.commitInfo(commit) : null;
+  if (
+    !commit ||
+    !info ||
+    commit !== c.commit ||
+    info.parents.length !== 1 ||
+    info.parents[0] !== c.base ||
+    info.author.email !== identity.email ||
+    info.committer.email !== identity.email
+  )
+    return done({
+      result: "refused",
+      reason: "not-tethers-commit",
+      messages: [
+        "the commit the workspace handed over is not the one Tether made there (something in the checkout's git configuration changed it).",
+      ],
+      files: [],
+    });
+
+  // What the push adds to the branch: the turn's commit, merged with what others pushed.
+  let pushed = commit;
+  let merged: Array<{ sha: string; author: string; subject: string }> = [];
+  if (remote && remote !== c.base && !(await m.isAncestor(remote, commit))) {
+    const tree = await m.mergeTree(remote, commit);
+    if (!tree)
+      return done({
+        result: "refused",
+        reason: "conflict",
+        messages: [
+          `someone pushed to \`${target.branch}\` while I worked, and their changes conflict with mine. Pull the branch, resolve it, or ask me again to work on top of theirs.`,
+        ],
+        files: await m.changes(c.base, commit),
+      });
+    merged = await m.log(c.base, remote, 10);
+    pushed = await m.commitTree(
+      tree,
+      [remote, commit],
+      `Merge the commits pushed to ${target.branch} during the turn\n`,
+      identity,
+    );
+  }
+  const from = remote && target.kind !== "fork" ? remote : c.base;
+  const files = await m.changes(from, pushed);
+  const diff = await m.diff(from, pushed, 8 * 1024 * 1024);
+  const secrets = [...scanDiff(diff.text, req.secrets), ...scanMessage(info.message, req.secrets)];
+  const limits = {
+    maxFiles: req.config.maxFiles,
+    maxBytes: req.config.maxBytes,
+    workflows: req.config.workflows,
+  };
+
+  if (target.kind === "fork") {
+    // Nothing is pushed: the refusals that protect the repository do not apply, those that
+    // protect the thread (a secret posted in a comment, a patch too big to show) do.
+    const refusals = checkPublish({
+      branch: target.branch,
+      allowedBranch: target.branch,
+      defaultBranch: "",
+      protectedBranch: false,
+      files,
+      secrets,
+      limits: { ...limits, workflows: true },
+    });
+    if (refusals.length)
+      return done({
+        result: "refused",
+        reason: refusals[0]!.reason,
+        messages: refusals.map((r) => r.message),
+        files,
+      });
+    const patch = await m.diff(c.base, commit, MAX_PATCH);
+    return done({ result: "patch", files, patch: patch.text, cut: patch.cut });
+  }
+
+  const allowed =
+    target.kind === "conversation"
+      ? conversationBranch(req.key.issueNumber, req.key.agent)
+      : (req.issue.pullRequest?.headRef ?? "");
+  const onGitHub = await req.writer.branch(target.branch);
+  const refusals = checkPublish({
+    branch: target.branch,
+    allowedBranch: allowed,
+    defaultBranch,
+    protectedBranch: onGitHub?.protected ?? false,
+    files,
+    secrets,
+    limits,
+  });
+  if (refusals.length)
+    return done({
+      result: "refused",
+      reason: refusals[0]!.reason,
+      messages: refusals.map((r) => r.message),
+      files,
+    });
+
+  const token = await req.writer.pushToken({ workflows: touchesWorkflows(files).length > 0 });
+  let result;
+  try {
+    result = await m.push(req.cloneUrl, token.token, pushed, target.branch);
+  } finally {
+    await token.revoke();
+  }
+  if (result.kind === "stale") return { kind: "stale" };
+  if (result.kind === "refused")
+    return done({
+      result: "failed",
+      reason: "push-refused",
+      message: `GitHub refused the push to \`${target.branch}\`: ${result.message.replace(/`/g, "'")}`,
+    });
+  await m.setRef(`refs/heads/${target.branch}`, pushed);
+  if (target.kind === "pull-head") await m.setRef(pullRef(target.pull), pushed);
+  const commits = pushed === commit ? 1 : 2;
+  const branchUrl = `${req.writer.webUrl}/tree/${target.branch}`;
+  if (target.kind === "pull-head")
+    return done({
+      result: "published",
+      branch: target.branch,
+      branchUrl,
+      sha: pushed,
+      commits,
+      files,
+      merged,
+      pull: null,
+      compareUrl: null,
+    });
+  return done(
+    await afterConversationPush(pool, req, {
+      branch: target.branch,
+      sha: pushed,
+      commits,
+      files,
+      merged,
+      branchUrl,
+      defaultBranch,
+    }),
+  );
+}
+
+/** The conversation branch moved: record it, and open its pull request the first time. */
+async function afterConversationPush(
+  pool: Pool,
+  req: PublishRequest,
+  p: {
+    branch: string;
+    sha: string;
+    commits: number;
+    files: FileChange[];
+    merged: Array<{ sha: string; author: string; subject: string }>;
+    branchUrl: string;
+    defaultBranch: string;
+  },
+): Promise<PublishReport> {
+  const { branch, defaultBranch } = p;
+  const base = {
+    result: "published" as const,
+    branch,
+    branchUrl: p.branchUrl,
+    sha: p.sha,
+    commits: p.commits,
+    files: p.files,
+    merged: p.merged,
+  };
+  await recordPush(pool, {
+    ...req.key,
+    branch,
+    baseBranch: defaultBranch,
+    headSha: p.sha,
+    commits: p.commits,
+  });
+  if (req.mode === "branch")
+    return {
+      ...base,
+      pull: null,
+      compareUrl: `${req.writer.webUrl}/compare/${defaultBranch}...${branch}?expand=1`,
+    };
+  const conv = await getConversation(pool, req.key);
+  let pull = conv?.pullNumber ? await req.writer.getPull(conv.pullNumber) : null;
+  let opened = false;
+  // A pull request opened by a turn that crashed before recording it is found, not opened twice.
+  pull ??= await req.writer.findPull(branch);
+  if (!pull) {
+    pull = await req.writer.createPull({
+      title: clip(req.issue.title, 200),
+      head: branch,
+      base: defaultBranch,
+      draft: req.config.draft,
+      body: pullBody(req),
+    });
+    opened = true;
+  }
+  if (conv?.pullNumber !== pull.number) await recordPull(pool, req.key, pull);
+  return {
+    ...base,
+    pull: { number: pull.number, url: pull.url, opened, draft: pull.draft, state: pull.state },
+    compareUrl: null,
+  };
+}
+
+function pullBody(req: PublishRequest): string {
+  const n = req.key.issueNumber;
+  const link = req.config.link === "closes" ? `Closes #${n}` : `Refs #${n}`;
+  const asker = req.requesters[0];
+  const summary = clip(req.summary.trim(), 20_000) || "_(The agent left no summary.)_";
+  return [
+    summary,
+    "",
+    "---",
+    link,
+    "",
+    `Opened by Tether for the agent \`${req.key.agent}\`${asker ? `, asked by @${asker.login} in ${asker.url}` : ""}. Comment on this pull request to continue the same conversation: its commits come to this branch.`,
+  ].join("\n");
+}
+
+function blockedMessage(reason: string): string {
+  switch (reason) {
+    case "operation-in-progress":
+      return "a merge, rebase or cherry-pick is under way in the workspace; finish or abort it first.";
+    case "no-commit":
+      return "the workspace has no commit to build on.";
+    case "no-upstream":
+      return "the workspace does not have the branch it follows; the next turn fetches it again.";
+    default:
+      return "the workspace's history shares no commit with the branch it follows.";
+  }
+}
+
+function clip(s: string, max: number): string {
+  const flat = max < 500 ? s.replace(/\s+/g, " ").trim() : s;
+  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
+}
