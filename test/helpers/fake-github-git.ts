@@ -1,4 +1,6 @@
 import { spawn } from "node:child_process";
+import fs from "node:fs/promises";
+import path from "node:path";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { execa } from "execa";
 
@@ -55,6 +57,61 @@ export async function updateRef(
   env: Record<string, string>,
 ) {
   await execa("git", ["update-ref", ref, sha], { cwd: bare, env, extendEnv: false });
+}
+
+export async function deleteRef(bare: string, ref: string, env: Record<string, string>) {
+  await execa("git", ["update-ref", "-d", ref], { cwd: bare, env, extendEnv: false });
+}
+
+/** Every ref and its commit (`refs/heads/main` → sha). */
+export async function listRefs(
+  bare: string,
+  env: Record<string, string>,
+): Promise<Map<string, string>> {
+  const r = await execa("git", ["for-each-ref", "--format=%(refname) %(objectname)"], {
+    cwd: bare,
+    env,
+    extendEnv: false,
+  });
+  return new Map(
+    r.stdout
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => l.split(" ") as [string, string]),
+  );
+}
+
+/**
+ * What GitHub checks when a push arrives, as a pre-receive hook (git http-backend runs it with
+ * the environment the stand-in gives): no update of a protected branch (FAKE_PROTECTED, branch
+ * names separated by spaces), and no commit that touches .github/workflows/ unless the token
+ * has the workflows permission (FAKE_WORKFLOWS=1). The messages are GitHub's.
+ */
+const PRE_RECEIVE = `#!/bin/sh
+zero=0000000000000000000000000000000000000000
+while read -r old new ref; do
+  for p in $FAKE_PROTECTED; do
+    if [ "$ref" = "refs/heads/$p" ]; then
+      echo "error: GH006: Protected branch update failed for $ref." >&2
+      exit 1
+    fi
+  done
+  if [ "$FAKE_WORKFLOWS" != 1 ] && [ "$new" != "$zero" ]; then
+    if [ "$old" = "$zero" ]; then range="$new --not --all"; else range="$old..$new"; fi
+    # shellcheck disable=SC2086
+    if git log --format= --name-only $range | grep -q '^\\.github/workflows/'; then
+      echo "refusing to allow a GitHub App to create or update workflow without workflows permission" >&2
+      exit 1
+    fi
+  fi
+done
+exit 0
+`;
+
+export async function installPreReceive(bare: string): Promise<void> {
+  const hook = path.join(bare, "hooks", "pre-receive");
+  await fs.mkdir(path.dirname(hook), { recursive: true });
+  await fs.writeFile(hook, PRE_RECEIVE, { mode: 0o755 });
 }
 
 export interface CommitSpec {
@@ -181,6 +238,8 @@ export interface CgiRequest {
   remoteUser: string;
   home: string;
   body: Buffer;
+  /** More environment for git (and the hooks it runs). */
+  env?: Record<string, string>;
 }
 
 /**
@@ -213,6 +272,7 @@ export function serveGitHttp(
     HTTP_CONTENT_ENCODING: header("content-encoding"),
     HTTP_GIT_PROTOCOL: header("git-protocol"),
     HTTP_USER_AGENT: header("user-agent"),
+    ...cgi.env,
   };
   if (req.method === "POST") env.CONTENT_LENGTH = String(cgi.body.length);
 

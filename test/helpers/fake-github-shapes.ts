@@ -323,6 +323,8 @@ export function reviewJson(b: Bases, repoFull: string, r: ReviewFacts): Json {
 export interface PullFacts {
   issue: IssueFacts;
   repo: Json;
+  /** The head's repository when it is not `repo` (a fork). */
+  headRepo?: Json;
   headRef: string;
   headSha: string;
   baseRef: string;
@@ -336,14 +338,10 @@ export function pullJson(b: Bases, repoFull: string, p: PullFacts): Json {
   const n = p.issue.number;
   const url = `${api}/pulls/${n}`;
   const html = `${b.webUrl}/${repoFull}/pull/${n}`;
-  const owner = obj(p.repo.owner);
-  const side = (ref: string, sha: string) => ({
-    label: `${String(owner.login)}:${ref}`,
-    ref,
-    sha,
-    user: owner,
-    repo: p.repo,
-  });
+  const side = (ref: string, sha: string, repo: Json) => {
+    const owner = obj(repo.owner);
+    return { label: `${String(owner.login)}:${ref}`, ref, sha, user: owner, repo };
+  };
   return {
     ...template,
     url,
@@ -376,8 +374,8 @@ export function pullJson(b: Bases, repoFull: string, p: PullFacts): Json {
     review_comment_url: `${api}/pulls/comments{/number}`,
     comments_url: `${api}/issues/${n}/comments`,
     statuses_url: `${api}/statuses/${p.headSha}`,
-    head: side(p.headRef, p.headSha),
-    base: side(p.baseRef, p.baseSha),
+    head: side(p.headRef, p.headSha, p.headRepo ?? p.repo),
+    base: side(p.baseRef, p.baseSha, p.repo),
     _links: {
       self: { href: url },
       html: { href: html },

@@ -17,7 +17,10 @@ import os from "node:os";
 import path from "node:path";
 import {
   commitFiles,
+  deleteRef,
   initBareRepo,
+  installPreReceive,
+  listRefs,
   readPath,
   refSha,
   serveGitHttp,
@@ -175,6 +178,8 @@ interface RepoState {
   nextNumber: number;
   issues: Map<number, IssueState>;
   permissions: Map<string, Permission>;
+  /** Branches GitHub's protection (or a ruleset) keeps pushes away from. */
+  protectedBranches: Set<string>;
 }
 
 interface IssueState {
@@ -194,6 +199,8 @@ interface IssueState {
     headSha: string;
     baseRef: string;
     draft: boolean;
+    /** `owner/name` of the fork the head lives in; undefined: this repository. */
+    fork?: string;
     /** The review discussion, oldest first, as the REST API shows it. */
     reviewComments: Json[];
     reviews: Json[];
@@ -227,12 +234,29 @@ interface TokenState {
   revoked: boolean;
   /** Repository ids the token is limited to; null: all of the installation's. */
   repoIds: number[] | null;
+  /** What the token may do: the installation's permissions, or the subset asked for. */
+  permissions: Record<string, string>;
 }
 
 interface InstallationState {
   id: number;
   account: string;
   createdAt: Date;
+  /** What the installation was granted (the app's permissions unless a test changes them). */
+  permissions: Record<string, string>;
+}
+
+/** One push the stand-in took (git receive-pack), for tests to assert what was pushed. */
+export interface RecordedPush {
+  repo: string;
+  ref: string;
+  /** null: the ref was created (or deleted, for `after`). */
+  before: string | null;
+  after: string | null;
+  token: string;
+  /** The pushing token's permissions and repositories. */
+  permissions: Record<string, string>;
+  repositories: string[] | null;
 }
 
 interface Reply {
@@ -313,6 +337,8 @@ export class FakeGitHub implements PayloadSource {
   readonly requests: RecordedRequest[] = [];
   /** Where the bare repositories are: <reposDir>/<owner>/<name>.git (lower case). */
   readonly reposDir: string;
+  /** Every ref update a push made, in order. */
+  readonly pushes: RecordedPush[] = [];
 
   /** Webhook payload builders over the current state (see fake-github-webhooks.ts). */
   readonly webhooks = {
@@ -361,6 +387,7 @@ export class FakeGitHub implements PayloadSource {
       id: this.installationId,
       account: opts.account ?? "octo",
       createdAt: this.now(),
+      permissions: { ...PERMISSIONS },
     });
     this.routes = this.buildRoutes();
     this.server = http.createServer((req, res) => void this.handle(req, res));
@@ -423,6 +450,7 @@ export class FakeGitHub implements PayloadSource {
         id: installationId,
         account: o.owner,
         createdAt: this.now(),
+        permissions: { ...PERMISSIONS },
       });
     }
     const repo: RepoState = {
@@ -438,8 +466,10 @@ export class FakeGitHub implements PayloadSource {
       nextNumber: 1,
       issues: new Map(),
       permissions: new Map(),
+      protectedBranches: new Set(),
     };
     await initBareRepo(repo.bare, repo.defaultBranch, this.gitEnv());
+    await installPreReceive(repo.bare);
     await commitFiles(
       repo.bare,
       {
@@ -512,13 +542,19 @@ export class FakeGitHub implements PayloadSource {
     body?: string | null;
     user?: string;
     draft?: boolean;
+    /**
+     * The head lives in this fork (`owner/name`): its commits reach the base repository only as
+     * refs/pull/<n>/head, as on GitHub, and no branch of the base repository has them.
+     */
+    fork?: string;
   }): Promise<Json> {
     const r = this.repo(o.repo);
     const baseRef = o.baseRef ?? r.defaultBranch;
+    const scratch = `fake-fork-head-${randomBytes(4).toString("hex")}`;
     const headSha = await commitFiles(
       r.bare,
       {
-        branch: o.headRef,
+        branch: o.fork ? scratch : o.headRef,
         files: o.files ?? { [`${o.headRef.replace(/\W+/g, "-")}.txt`]: "change\n" },
         message: o.title ?? "A change",
         from: `refs/heads/${baseRef}`,
@@ -534,9 +570,36 @@ export class FakeGitHub implements PayloadSource {
       draft: o.draft ?? false,
       reviewComments: [],
       reviews: [],
+      ...(o.fork ? { fork: o.fork } : {}),
     };
     await updateRef(r.bare, `refs/pull/${issue.number}/head`, headSha, this.gitEnv());
+    if (o.fork) await deleteRef(r.bare, `refs/heads/${scratch}`, this.gitEnv());
     return this.pullJson(o.repo, issue.number);
+  }
+
+  /** GitHub protects `branch`: pushes to it are refused (GH006), and the REST API says so. */
+  protectBranch(repo: string, branch: string): void {
+    this.repo(repo).protectedBranches.add(branch);
+  }
+
+  /** Change what an installation was granted (e.g. add `workflows: write`). */
+  setInstallationPermissions(permissions: Record<string, string>, installationId?: number): void {
+    const inst = this.installations.get(installationId ?? this.installationId);
+    if (!inst) throw new Error(`no installation ${installationId}`);
+    inst.permissions = { ...permissions };
+  }
+
+  /** Pushes that updated `repo` (and `branch`, a short name, when given). */
+  pushesTo(repo: string, branch?: string): RecordedPush[] {
+    return this.pushes.filter(
+      (p) => p.repo === repoKey(repo) && (branch === undefined || p.ref === `refs/heads/${branch}`),
+    );
+  }
+
+  /** Pull requests of `repo`, as the REST API shows them, oldest first. */
+  pulls(repo: string): Json[] {
+    const r = this.repo(repo);
+    return [...r.issues.values()].filter((i) => i.pull).map((i) => this.pullJson(repo, i.number));
   }
 
   /** Push a new commit to a pull request's head branch (and refs/pull/<n>/head). */
@@ -773,12 +836,29 @@ export class FakeGitHub implements PayloadSource {
     return pullJson(this.bases(), this.fullName(r), {
       issue: this.issueFacts(r, issue),
       repo: this.repoJson(repo),
+      ...(issue.pull.fork ? { headRepo: this.forkJson(repo, issue.pull.fork) } : {}),
       headRef: issue.pull.headRef,
       headSha: issue.pull.headSha,
       baseRef: issue.pull.baseRef,
       baseSha: "",
       draft: issue.pull.draft,
     });
+  }
+
+  /** A fork of `repo` named `fork` (`owner/name`), as a pull request's head.repo shows it. */
+  private forkJson(repo: string, fork: string): Json {
+    const [owner = "", name = ""] = fork.split("/");
+    const base = this.repoJson(repo);
+    return {
+      ...base,
+      id: (base.id as number) + 100_000,
+      name,
+      full_name: fork,
+      owner: this.userJson(owner),
+      fork: true,
+      html_url: `${this.url}/${fork}`,
+      clone_url: `${this.url}/${fork}.git`,
+    };
   }
 
   commentJson(commentId: number): Json {
@@ -969,10 +1049,15 @@ export class FakeGitHub implements PayloadSource {
     });
   }
 
-  private issueToken(installationId: number, repoIds: number[] | null): TokenState {
-    if (!this.installations.has(installationId))
-      throw new Error(`no installation ${installationId}`);
+  private issueToken(
+    installationId: number,
+    repoIds: number[] | null,
+    permissions?: Record<string, string>,
+  ): TokenState {
+    const inst = this.installations.get(installationId);
+    if (!inst) throw new Error(`no installation ${installationId}`);
     const t: TokenState = {
+      permissions: permissions ?? { ...inst.permissions },
       token: `ghs_${randomBytes(27).toString("base64url").replace(/[-_]/g, "x").slice(0, 36)}`,
       installationId,
       createdAt: this.now(),
@@ -1265,6 +1350,27 @@ export class FakeGitHub implements PayloadSource {
       res.end("Repository not found.\n");
       return;
     }
+    const pushing =
+      rest === "/git-receive-pack" || url.searchParams.get("service") === "git-receive-pack";
+    if (pushing) {
+      // Stricter than GitHub, to hold Tether to what it promises: a push must come with a token
+      // minted for this one repository with contents: write and nothing else that writes.
+      const writes = Object.entries(token.permissions)
+        .filter(([k, v]) => v === "write" && k !== "contents" && k !== "workflows")
+        .map(([k]) => k);
+      const scoped =
+        token.repoIds !== null && token.repoIds.length === 1 && token.repoIds[0] === repo.id;
+      if (token.permissions.contents !== "write" || !scoped || writes.length) {
+        rec.status = 403;
+        res.writeHead(403, { "content-type": "text/plain" });
+        res.end(
+          `Permission to ${this.fullName(repo)}.git denied: the stand-in takes pushes only with a token minted for this repository alone with contents: write (this one: ${scoped ? "scoped" : "not scoped"}, ${JSON.stringify(token.permissions)}).\n`,
+        );
+        return;
+      }
+    }
+    const before =
+      pushing && req.method === "POST" ? await listRefs(repo.bare, this.gitEnv()) : undefined;
     rec.status = await serveGitHttp(
       req,
       res,
@@ -1275,9 +1381,54 @@ export class FakeGitHub implements PayloadSource {
         remoteUser: "x-access-token",
         home: this.home,
         body,
+        env: {
+          FAKE_PROTECTED: [...repo.protectedBranches].join(" "),
+          FAKE_WORKFLOWS: token.permissions.workflows === "write" ? "1" : "0",
+        },
       },
       this.children,
     );
+    if (before) await this.recordPush(repo, before, token);
+  }
+
+  /** After a push: what moved, and the pull requests whose head branch it was. */
+  private async recordPush(repo: RepoState, before: Map<string, string>, token: TokenState) {
+    const after = await listRefs(repo.bare, this.gitEnv());
+    const names = new Set([...before.keys(), ...after.keys()]);
+    for (const ref of names) {
+      const a = before.get(ref) ?? null;
+      const b = after.get(ref) ?? null;
+      if (a === b) continue;
+      this.pushes.push({
+        repo: repoKey(this.fullName(repo)),
+        ref,
+        before: a,
+        after: b,
+        token: token.token,
+        permissions: { ...token.permissions },
+        repositories: token.repoIds
+          ? token.repoIds.map((id) => {
+              const r = [...this.repos.values()].find((x) => x.id === id);
+              return r ? this.fullName(r) : String(id);
+            })
+          : null,
+      });
+      repo.pushedAt = this.now();
+      if (!ref.startsWith("refs/heads/") || b === null) continue;
+      const branch = ref.slice("refs/heads/".length);
+      for (const issue of repo.issues.values()) {
+        if (
+          issue.pull &&
+          !issue.pull.fork &&
+          issue.pull.headRef === branch &&
+          issue.state === "open"
+        ) {
+          issue.pull.headSha = b;
+          issue.updatedAt = this.now();
+          await updateRef(repo.bare, `refs/pull/${issue.number}/head`, b, this.gitEnv());
+        }
+      }
+    }
   }
 
   // ---------------------------------------------------------------- REST routes
@@ -1340,11 +1491,34 @@ export class FakeGitHub implements PayloadSource {
         }
         repoIds = chosen.map((r) => r.id);
       }
-      const t = this.issueToken(id, repoIds);
+      const granted = (this.installations.get(id) as InstallationState).permissions;
+      let permissions: Record<string, string> | undefined;
+      const asked = ctx.body.permissions;
+      if (asked !== undefined && asked !== null) {
+        if (typeof asked !== "object" || Array.isArray(asked))
+          return invalid('"permissions" must be an object');
+        permissions = {};
+        for (const [k, v] of Object.entries(asked as Record<string, unknown>)) {
+          const has = granted[k];
+          // GitHub: a token may be narrower than the installation, never wider.
+          if (!has || (v === "write" && has !== "write") || (v !== "read" && v !== "write"))
+            return {
+              status: 422,
+              body: {
+                message: "The permissions requested are not granted to this installation.",
+                documentation_url: DOCS,
+                status: "422",
+              },
+            };
+          permissions[k] = String(v);
+        }
+        permissions.metadata ??= "read";
+      }
+      const t = this.issueToken(id, repoIds, permissions);
       const body: Json = {
         token: t.token,
         expires_at: iso(t.expiresAt),
-        permissions: { ...PERMISSIONS },
+        permissions: { ...t.permissions },
         repository_selection: repoIds ? "selected" : "all",
       };
       if (repoIds) {
@@ -1564,6 +1738,117 @@ export class FakeGitHub implements PayloadSource {
           content: (found.content.toString("base64").match(/.{1,60}/g) ?? []).join("\n") + "\n",
         },
       };
+    });
+    add("DELETE", "/installation/token", "token", (ctx) => {
+      (ctx.token as TokenState).revoked = true;
+      return { status: 204 };
+    });
+    add("GET", "/users/{username}", "token", (ctx) => ({
+      status: 200,
+      body: this.userJson(ctx.params.username ?? ""),
+    }));
+    add("GET", "/repos/{owner}/{repo}/branches/{branch}", "token", async (ctx) => {
+      const r = repoOf(ctx);
+      const name = ctx.params.branch ?? "";
+      const sha = await refSha(r.bare, `refs/heads/${name}`, this.gitEnv());
+      if (!sha)
+        return {
+          status: 404,
+          body: { message: "Branch not found", documentation_url: DOCS, status: "404" },
+        };
+      const full = this.fullName(r);
+      return {
+        status: 200,
+        body: {
+          name,
+          commit: { sha, url: `${this.apiUrl}/repos/${full}/commits/${sha}` },
+          _links: {
+            self: `${this.apiUrl}/repos/${full}/branches/${name}`,
+            html: `${this.url}/${full}/tree/${name}`,
+          },
+          protected: r.protectedBranches.has(name),
+          protection_url: `${this.apiUrl}/repos/${full}/branches/${name}/protection`,
+        },
+      };
+    });
+    add("GET", "/repos/{owner}/{repo}/pulls", "token", (ctx) => {
+      const r = repoOf(ctx);
+      const state = ctx.query.state ?? "open";
+      const head = ctx.query.head;
+      let list = [...r.issues.values()].filter((i) => i.pull);
+      if (state !== "all") list = list.filter((i) => i.state === state);
+      if (head) {
+        const [owner, ...rest] = head.split(":");
+        const ref = rest.join(":");
+        list = list.filter(
+          (i) =>
+            i.pull!.headRef === ref &&
+            (i.pull!.fork ?? this.fullName(r)).split("/")[0]!.toLowerCase() ===
+              owner!.toLowerCase(),
+        );
+      }
+      const desc = ctx.query.direction !== "asc";
+      list.sort((a, b) => (desc ? b.number - a.number : a.number - b.number));
+      return this.paginate(
+        list.map((i) => this.pullJson(this.fullName(r), i.number)),
+        ctx,
+      );
+    });
+    add("POST", "/repos/{owner}/{repo}/pulls", "token", async (ctx) => {
+      const r = repoOf(ctx);
+      const { title, head, base, body, draft } = ctx.body;
+      if (typeof title !== "string" || typeof head !== "string" || typeof base !== "string")
+        return invalid('"title", "head" and "base" are required.');
+      const headRef = head.includes(":") ? head.split(":").slice(1).join(":") : head;
+      const headSha = await refSha(r.bare, `refs/heads/${headRef}`, this.gitEnv());
+      const baseSha = await refSha(r.bare, `refs/heads/${base}`, this.gitEnv());
+      const problem = (field: string, message: string): Reply => ({
+        status: 422,
+        body: {
+          message: "Validation Failed",
+          errors: [{ resource: "PullRequest", field, code: "invalid", message }],
+          documentation_url: DOCS,
+          status: "422",
+        },
+      });
+      if (!headSha) return problem("head", "head invalid");
+      if (!baseSha) return problem("base", "base invalid");
+      const open = [...r.issues.values()].find(
+        (i) => i.pull && !i.pull.fork && i.pull.headRef === headRef && i.state === "open",
+      );
+      if (open)
+        return {
+          status: 422,
+          body: {
+            message: "Validation Failed",
+            errors: [
+              {
+                resource: "PullRequest",
+                code: "custom",
+                message: `A pull request already exists for ${r.owner}:${headRef}.`,
+              },
+            ],
+            documentation_url: DOCS,
+            status: "422",
+          },
+        };
+      if (headSha === baseSha) return problem("head", `No commits between ${base} and ${headRef}`);
+      const issue = this.newIssue(r, {
+        title,
+        body: typeof body === "string" ? body : null,
+        user: this.botLogin(),
+      });
+      issue.pull = {
+        headRef,
+        headSha,
+        baseRef: base,
+        draft: draft === true,
+        reviewComments: [],
+        reviews: [],
+      };
+      await updateRef(r.bare, `refs/pull/${issue.number}/head`, headSha, this.gitEnv());
+      const json = this.pullJson(this.fullName(r), issue.number);
+      return { status: 201, body: json, headers: { location: String(json.url) } };
     });
     return routes;
   }
