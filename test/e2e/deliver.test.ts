@@ -17,6 +17,9 @@ agents:
   planner:
     model: claude-sonnet-4-5
     permissionMode: plan
+  pusher:
+    model: claude-sonnet-4-5
+    allowedTools: ["Bash"]
 publish:
   link: closes
 `;
@@ -30,6 +33,9 @@ beforeAll(async () => {
 afterAll(async () => {
   await stack?.close();
 });
+
+/** The task a comment made, once finished: a loaded machine gets minutes, not seconds. */
+const finished = (commentId: number) => stack.finishedTask(commentId, 150_000);
 
 function newIssue(title: string): number {
   return stack.gh.addIssue({ repo: REPO, title, body: `Body of "${title}".`, user: "alice" })
@@ -85,7 +91,7 @@ function answerOf(thread: number, task: Record<string, unknown>): string {
 
 describe(
   "delivering the agent's work (real CLI, real Postgres, GitHub stand-in)",
-  { timeout: 180_000 },
+  { timeout: 240_000 },
   () => {
     let issue = 0;
     let firstSha = "";
@@ -100,7 +106,7 @@ describe(
           "Fixed: the parser keeps the last line now.",
         ),
       );
-      const task = await stack.finishedTask(
+      const task = await finished(
         await stack.comment(issue, "@tether fix the off-by-one in parser.js"),
       );
       expect(task).toMatchObject({
@@ -154,7 +160,7 @@ describe(
           "Added a test.",
         ),
       );
-      const task = await stack.finishedTask(await stack.comment(issue, "@tether now add a test"));
+      const task = await finished(await stack.comment(issue, "@tether now add a test"));
       expect(task).toMatchObject({
         status: "succeeded",
         publish_result: "published",
@@ -171,6 +177,279 @@ describe(
       ).toHaveLength(1);
       expect(task.pull_opened).toBeNull();
       expect(answerOf(issue, task)).toContain(`Pull request [#${pullNumber}]`);
+    });
+
+    it("3. a comment on the pull request resumes the issue's session (the API sees the earlier messages), commits to the same branch, answers on the pull request", async () => {
+      const before = (await stack.gh.sha(REPO, `tether/${issue}-tether`))!;
+      const m = stack.api.requests.length;
+      stack.api.script(
+        ...agentWrites(
+          { "src/parser.js": "export const parseLines = (s) => s.split(/\\r?\\n/);\n" },
+          "Renamed it.",
+        ),
+      );
+      const task = await finished(
+        await stack.comment(pullNumber, "@tether PR-COMMENT rename parse to parseLines", "bob"),
+      );
+      expect(task).toMatchObject({
+        status: "succeeded",
+        issue_number: issue,
+        thread_number: pullNumber,
+        is_pull_request: false,
+        resume_decision: "resume",
+        publish_result: "published",
+      });
+      const first = stack.api.messageRequests().find((r) => r.n > m)!;
+      const texts = userTexts(first);
+      expect(texts.some((t) => t.includes("fix the off-by-one in parser.js"))).toBe(true);
+      expect(lastUserText(first)).toContain("PR-COMMENT");
+      const sha = (await stack.gh.sha(REPO, `tether/${issue}-tether`))!;
+      expect(parents(sha)).toEqual([before]);
+      expect(fileAt(sha, "src/parser.js")).toContain("parseLines");
+      expect(answerOf(pullNumber, task)).toContain("Renamed it.");
+      expect(stack.taskComments(issue, task.id as number)).toHaveLength(0);
+    });
+
+    it("4. someone else pushed to the branch between turns: the workspace takes their commit first, the agent is told, the new commit sits on top", async () => {
+      const branch = `tether/${issue}-tether`;
+      const theirs = await stack.gh.commit(REPO, {
+        branch,
+        files: { "NOTES.md": "bob was here\n" },
+        message: "BOB-NOTES add notes",
+      });
+      const m = stack.api.requests.length;
+      stack.api.script(...agentWrites({ "docs/parser.md": "# Parser\n" }, "Documented it."));
+      const task = await finished(await stack.comment(issue, "@tether document the parser"));
+      expect(task).toMatchObject({
+        status: "succeeded",
+        publish_result: "published",
+        commits_pushed: 1,
+      });
+      const sha = (await stack.gh.sha(REPO, branch))!;
+      expect(parents(sha)).toEqual([theirs]);
+      expect(fileAt(sha, "NOTES.md")).toBe("bob was here\n");
+      expect(fileAt(sha, "docs/parser.md")).toBe("# Parser\n");
+      const prompt = lastUserText(stack.api.messageRequests().find((r) => r.n > m)!);
+      expect(prompt).toMatch(
+        /others pushed to `tether\/\d+-tether`; your checkout has their commits now: [0-9a-f]{7,} by Fake GitHub: "BOB-NOTES add notes"/,
+      );
+    });
+
+    it("5. someone pushes while the agent works: their commit is kept, merged with the agent's", async () => {
+      const branch = `tether/${issue}-tether`;
+      let release!: () => void;
+      const gate = new Promise<void>((r) => (release = r));
+      const m = stack.api.requests.length;
+      stack.api.script(
+        replies.toolUse("Write", {
+          file_path: "/workspace/src/extra.js",
+          content: "export {};\n",
+        }),
+        replies.deferred(gate, replies.text("Added extra.js.")),
+      );
+      const comment = await stack.comment(issue, "@tether add extra.js");
+      // The Write has run once the model is asked again (with its result).
+      await stack.api.waitFor(
+        (reqs) => reqs.filter((r) => r.n > m && r.reply === "deferred").length > 0,
+        90_000,
+      );
+      const theirs = await stack.gh.commit(REPO, {
+        branch,
+        files: { "MIDTURN.md": "carol pushed mid-turn\n" },
+        message: "CAROL mid-turn",
+      });
+      release();
+      const task = await finished(comment);
+      expect(task).toMatchObject({
+        status: "succeeded",
+        publish_result: "published",
+        commits_pushed: 2,
+      });
+      const sha = (await stack.gh.sha(REPO, branch))!;
+      const [p1, p2] = parents(sha);
+      expect(p1).toBe(theirs);
+      expect(fileAt(sha, "MIDTURN.md")).toBe("carol pushed mid-turn\n");
+      expect(fileAt(sha, "src/extra.js")).toBe("export {};\n");
+      expect(parents(p2!)).toHaveLength(1);
+      expect(answerOf(issue, task)).toContain("is kept and merged with mine");
+    });
+
+    it("6. drill: the agent commits a workflow file: refused, the answer says why, nothing pushed", async () => {
+      const n = newIssue("Add CI");
+      const pushes = stack.gh.pushes.length;
+      stack.api.script(
+        ...agentWrites(
+          { ".github/workflows/ci.yml": "on: push\njobs: {}\n", "src/ok.js": "ok\n" },
+          "Added CI.",
+        ),
+      );
+      const task = await finished(await stack.comment(n, "@tether add a CI workflow"));
+      expect(task).toMatchObject({
+        status: "succeeded",
+        publish_result: "refused",
+        publish_reason: "workflow",
+      });
+      expect(stack.gh.pushes.length).toBe(pushes);
+      expect(await stack.gh.sha(REPO, `tether/${n}-tether`)).toBeUndefined();
+      const answer = answerOf(n, task);
+      expect(answer).toContain("Changes not published");
+      expect(answer).toContain("`.github/workflows/ci.yml`");
+      expect(answer).toContain("publish.workflows: true");
+    });
+
+    it("7. drill: the agent writes a token into a file: refused with the file and line, the token never posted or pushed", async () => {
+      const n = newIssue("Configure the client");
+      const token = `ghp_${"A1b2C3d4E5".repeat(4).slice(0, 36)}`;
+      const pushes = stack.gh.pushes.length;
+      stack.api.script(
+        ...agentWrites(
+          { "src/client.js": `// client\nexport const token = "${token}";\n` },
+          "Configured the client.",
+        ),
+      );
+      const task = await finished(await stack.comment(n, "@tether configure the client"));
+      expect(task).toMatchObject({
+        status: "succeeded",
+        publish_result: "refused",
+        publish_reason: "secret",
+      });
+      expect(stack.gh.pushes.length).toBe(pushes);
+      const answer = answerOf(n, task);
+      expect(answer).toContain("looks like a secret (a GitHub token) in `src/client.js` line 2");
+      expect(stack.gh.requestsWithBodyContaining(token)).toEqual([]);
+      expect(String(task.publish_detail)).not.toContain(token);
+    });
+
+    it("8. a turn on a pull request from this repository pushes to its head branch; no pull request is opened", async () => {
+      const pr = await stack.gh.addPullRequest({
+        repo: REPO,
+        headRef: "fix-split",
+        files: { "src/split.js": "export const split = (s) => s.split(/\\r?\\n/);\n" },
+        title: "Fix split",
+        user: "alice",
+      });
+      const n = pr.number as number;
+      const head = (await stack.gh.sha(REPO, "fix-split"))!;
+      const pulls = stack.gh.pulls(REPO).length;
+      stack.api.script(
+        ...agentWrites({ "CHANGELOG.md": "- split keeps CRLF\n" }, "Added a changelog entry."),
+      );
+      const task = await finished(await stack.comment(n, "@tether add a changelog entry"));
+      expect(task).toMatchObject({
+        status: "succeeded",
+        is_pull_request: true,
+        publish_result: "published",
+      });
+      const sha = (await stack.gh.sha(REPO, "fix-split"))!;
+      expect(parents(sha)).toEqual([head]);
+      expect(fileAt(sha, "CHANGELOG.md")).toBe("- split keeps CRLF\n");
+      expect(stack.gh.pulls(REPO)).toHaveLength(pulls);
+      expect(stack.gh.pushesTo(REPO, "fix-split")).toHaveLength(1);
+      expect(answerOf(n, task)).toContain("pushed 1 commit to [`fix-split`]");
+    });
+
+    it("9. a turn on a pull request from a fork pushes nothing: the answer carries the patch", async () => {
+      const pr = await stack.gh.addPullRequest({
+        repo: REPO,
+        headRef: "patch-1",
+        fork: "mallory/widgets",
+        files: { "README.md": "# widgets\n\nTypo fxed.\n" },
+        title: "Fix a typo",
+        user: "mallory",
+      });
+      const n = pr.number as number;
+      const pushes = stack.gh.pushes.length;
+      stack.api.script(...agentWrites({ "TYPOS.md": "fixed: fxed\n" }, "Fixed the typo."));
+      const task = await finished(await stack.comment(n, "@tether fix the typo"));
+      expect(task).toMatchObject({ status: "succeeded", publish_result: "patch" });
+      expect(stack.gh.pushes.length).toBe(pushes);
+      const answer = answerOf(n, task);
+      expect(answer).toContain("comes from a fork, so nothing was pushed");
+      expect(answer).toMatch(/<details><summary>Patch \(1 file, \+1 −0\)<\/summary>/);
+      expect(answer).toContain("+fixed: fxed");
+      expect(answer).toContain("git apply tether.patch");
+    });
+
+    it("10. drill: a pull request whose head is the default branch (a branch-name trick) and one whose head is protected are refused", async () => {
+      await stack.gh.commit(REPO, {
+        branch: "release",
+        files: { "RELEASE.md": "1.0\n" },
+        from: "refs/heads/main",
+      });
+      const trick = await stack.gh.addPullRequest({
+        repo: REPO,
+        headRef: "main",
+        baseRef: "release",
+        files: { "MAIN.md": "on main\n" },
+        title: "Main into release",
+        user: "alice",
+      });
+      const mainBefore = await stack.gh.sha(REPO, "main");
+      stack.api.script(...agentWrites({ "TRICK.md": "pushed to main?\n" }, "Done."));
+      const t1 = await finished(await stack.comment(trick.number as number, "@tether tidy up"));
+      expect(t1).toMatchObject({ publish_result: "refused", publish_reason: "default-branch" });
+      expect(await stack.gh.sha(REPO, "main")).toBe(mainBefore);
+      expect(answerOf(trick.number as number, t1)).toContain(
+        "is the default branch: Tether never pushes to it",
+      );
+
+      stack.gh.protectBranch(REPO, "guarded");
+      const guarded = await stack.gh.addPullRequest({
+        repo: REPO,
+        headRef: "guarded",
+        files: { "GUARD.md": "guarded\n" },
+        title: "Guarded change",
+        user: "alice",
+      });
+      const guardedBefore = await stack.gh.sha(REPO, "guarded");
+      stack.api.script(...agentWrites({ "GUARD2.md": "changed\n" }, "Done."));
+      const t2 = await finished(await stack.comment(guarded.number as number, "@tether change it"));
+      expect(t2).toMatchObject({ publish_result: "refused", publish_reason: "protected-branch" });
+      expect(await stack.gh.sha(REPO, "guarded")).toBe(guardedBefore);
+    });
+
+    it("11. drill: the agent tries to push itself: no network and a read-only origin stop it; only Tether pushes", async () => {
+      const n = newIssue("Push it yourself");
+      const mainBefore = await stack.gh.sha(REPO, "main");
+      const pushes = stack.gh.pushes.length;
+      const m = stack.api.requests.length;
+      stack.api.script(
+        replies.toolUse("Bash", {
+          command: `git -c user.name=a -c user.email=a@b commit --allow-empty -qm sneaky; git push origin HEAD:refs/heads/main 2>&1; git push ${stack.gh.url}/octo/widgets.git HEAD:refs/heads/main 2>&1; echo PUSH-DONE`,
+          description: "Push",
+        }),
+        replies.text("Tried to push."),
+      );
+      const task = await finished(await stack.comment(n, "@pusher push to main yourself"));
+      expect(task.status).toBe("succeeded");
+      const toolResult = JSON.stringify(
+        stack.api
+          .messageRequests()
+          .filter((r) => r.n > m)
+          .map((r) => r.body?.messages),
+      );
+      expect(toolResult).toContain("PUSH-DONE");
+      expect(toolResult).toMatch(
+        /Read-only file system|unable to create|could not|Permission denied/i,
+      );
+      expect(toolResult).toMatch(
+        /Could not resolve|Couldn't connect|Failed to connect|Connection refused|unable to access/i,
+      );
+      expect(await stack.gh.sha(REPO, "main")).toBe(mainBefore);
+      // The empty commit changed no file: nothing for Tether to publish either.
+      expect(task.publish_result).toBe("unchanged");
+      expect(stack.gh.pushes.length).toBe(pushes);
+    });
+
+    it("12. an agent in plan mode never publishes", async () => {
+      const n = newIssue("Plan it");
+      const pushes = stack.gh.pushes.length;
+      stack.api.script(...agentWrites({ "PLAN.md": "plan\n" }, "Here is the plan."));
+      const task = await finished(await stack.comment(n, "@planner plan the work"));
+      expect(task.status).toBe("succeeded");
+      expect(task.publish_result).toBeNull();
+      expect(stack.gh.pushes.length).toBe(pushes);
+      expect(answerOf(n, task)).not.toContain("Changes");
     });
   },
 );

@@ -38,6 +38,12 @@ export type FakeReply =
   | {
       /** Start the stream (message_start) and then go silent. */
       kind: "hang_after_start";
+    }
+  | {
+      /** Hold the answer until `until` settles, then answer `then` (a test acts meanwhile). */
+      kind: "deferred";
+      until: Promise<unknown>;
+      then: Exclude<FakeReply, { kind: "deferred" }>;
     };
 
 let toolIds = 0;
@@ -88,6 +94,11 @@ export const replies = {
     message: "Overloaded",
   }),
   hang: (): FakeReply => ({ kind: "hang" }),
+  /** `then`, once `until` settles: the CLI waits on the API while the test does something. */
+  deferred: (until: Promise<unknown>, then: FakeReply): FakeReply => {
+    if (then.kind === "deferred") throw new Error("a deferred reply cannot defer again");
+    return { kind: "deferred", until, then };
+  },
   hangAfterStart: (): FakeReply => ({ kind: "hang_after_start" }),
 };
 
@@ -222,12 +233,19 @@ export async function startFakeAnthropic(opts: FakeAnthropicOptions = {}): Promi
       requests.push(record);
 
       if (record.method === "POST" && record.path === "/v1/messages") {
-        const reply = queue.shift() ?? fallback(record);
-        record.reply = reply.kind;
-        if (reply.kind !== "error" && reply.kind !== "hang") record.usage = usageFor(record, reply);
-        const answer = () => answerMessages(res, record, reply);
-        if (opts.latencyMs) setTimeout(answer, opts.latencyMs);
-        else answer();
+        const first = queue.shift() ?? fallback(record);
+        record.reply = first.kind;
+        const respond = (reply: Exclude<FakeReply, { kind: "deferred" }>) => {
+          if (reply.kind !== "error" && reply.kind !== "hang")
+            record.usage = usageFor(record, reply);
+          const answer = () => answerMessages(res, record, reply);
+          if (opts.latencyMs) setTimeout(answer, opts.latencyMs);
+          else answer();
+        };
+        if (first.kind === "deferred") {
+          const settle = () => respond(first.then);
+          first.until.then(settle, settle);
+        } else respond(first);
       } else if (record.method === "POST" && record.path === "/v1/messages/count_tokens") {
         sendJson(res, 200, { input_tokens: Math.ceil(record.rawBytes / 4) });
       } else if (record.method === "HEAD" || record.method === "GET") {
@@ -302,7 +320,11 @@ function sendJson(res: http.ServerResponse, status: number, body: unknown): void
 
 let messageIds = 0;
 
-function answerMessages(res: http.ServerResponse, req: FakeRequest, reply: FakeReply): void {
+function answerMessages(
+  res: http.ServerResponse,
+  req: FakeRequest,
+  reply: Exclude<FakeReply, { kind: "deferred" }>,
+): void {
   if (reply.kind === "hang") return;
   if (reply.kind === "error") {
     // The API's error shape: {"type":"error","error":{"type":…,"message":…},"request_id":…}
