@@ -26,7 +26,30 @@ export interface TurnRecord {
     cacheCreationTokens?: number | null;
     costUsd?: number | null;
   } | null;
+  /** What became of the turn's changes; absent when publishing did not run. */
+  publish?: { result: string; reason: string | null; commits: number; pullOpened: boolean } | null;
 }
+
+/** Results of publishing a turn's changes (tether_publish_total's `result` label). */
+export const PUBLISH_RESULTS = ["published", "unchanged", "refused", "failed", "patch"] as const;
+/** Its `reason` label: why a publish was refused or failed ("none" otherwise). */
+export const PUBLISH_REASONS = [
+  "none",
+  "default-branch",
+  "protected-branch",
+  "bad-branch",
+  "workflow",
+  "too-many-files",
+  "too-large",
+  "secret",
+  "not-tethers-commit",
+  "conflict",
+  "workspace",
+  "push-refused",
+  "permission",
+  "workflows-permission",
+  "error",
+] as const;
 
 /** Why the webhook route refused a request before taking it (tether_webhook_refused_total). */
 export const WEBHOOK_REFUSALS = [
@@ -108,6 +131,22 @@ export class Metrics {
     help: "Finished webhook deliveries deleted from the inbox (webhook_deliveries) after the retention window.",
     registers: [this.registry],
   });
+  private readonly publishes = new Counter({
+    name: "tether_publish_total",
+    help: "Turns whose changes Tether tried to publish, by result (published, unchanged, refused, failed, patch) and reason (why it was refused or failed; none otherwise).",
+    labelNames: ["result", "reason"] as const,
+    registers: [this.registry],
+  });
+  private readonly commitsPushed = new Counter({
+    name: "tether_commits_pushed_total",
+    help: "Commits Tether pushed to conversation branches and pull request heads.",
+    registers: [this.registry],
+  });
+  private readonly pullsOpened = new Counter({
+    name: "tether_pull_requests_opened_total",
+    help: "Pull requests Tether opened for conversation branches.",
+    registers: [this.registry],
+  });
   private readonly dbUp: Gauge;
 
   constructor(opts: MetricsOptions = {}) {
@@ -177,6 +216,15 @@ export class Metrics {
     this.turns.inc({ outcome, reason });
     if (nonNegative(turn.durationMs)) this.duration.observe({ outcome }, turn.durationMs / 1000);
     if (nonNegative(turn.queueWaitMs)) this.queueWait.observe(turn.queueWaitMs / 1000);
+    const p = turn.publish;
+    if (p) {
+      this.publishes.inc({
+        result: known(PUBLISH_RESULTS, p.result),
+        reason: known(PUBLISH_REASONS, p.reason ?? "none"),
+      });
+      if (nonNegative(p.commits) && p.commits > 0) this.commitsPushed.inc(p.commits);
+      if (p.pullOpened) this.pullsOpened.inc();
+    }
     const resumed = reason === "resumed" ? "true" : "false";
     const u = turn.usage;
     if (!u) return;

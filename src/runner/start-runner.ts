@@ -135,6 +135,12 @@ export async function startRunner(opts: {
         durationMs: t.durationMs,
         queueWaitMs: t.queueWaitMs,
         usage: t.usage,
+        publish: t.publish && {
+          result: t.publish.result,
+          reason: "reason" in t.publish ? t.publish.reason : null,
+          commits: t.publish.result === "published" ? t.publish.commits : 0,
+          pullOpened: t.publish.result === "published" && (t.publish.pull?.opened ?? false),
+        },
       }),
   });
   log.info(

@@ -218,6 +218,26 @@ export interface Stats {
   queue: QueueFigures;
   runners: RunnerRow[];
   latest: LatestTask[];
+  /** What became of the agents' changes in the window (README "Changes"). */
+  changes: ChangesFigures;
+}
+
+/** Publishes of turns that finished in the window. */
+export interface ChangesFigures {
+  /** Turns whose changes were pushed. */
+  published: number;
+  /** Commits pushed (the turns' own and the merges with what others pushed meanwhile). */
+  commitsPushed: number;
+  /** Pull requests Tether opened. */
+  pullRequestsOpened: number;
+  /** Turns on fork pull requests answered with a patch. */
+  patches: number;
+  /** Turns that changed nothing. */
+  unchanged: number;
+  /** Publishes refused by a check, by reason (workflow, secret, too-large, …). */
+  refused: Record<string, number>;
+  /** Publishes that failed (GitHub refused, no permission, an error), by reason. */
+  failed: Record<string, number>;
 }
 
 export class StatsTimeoutError extends Error {
@@ -249,7 +269,8 @@ export async function readStats(pool: Pool, opts: ReadStatsOptions): Promise<Sta
     const queue = await queueFigures(c, opts.now);
     const runners = await runnerRows(c, opts.now);
     const latest = await latestTasks(c, LATEST_TASKS);
-    return assemble(window, { hours, repos, queue, runners, latest });
+    const changes = await changeRows(c, window);
+    return assemble(window, { hours, repos, queue, runners, latest, changes });
   });
 }
 
@@ -284,6 +305,52 @@ async function inSnapshot<T>(
   } finally {
     client.release(broken);
   }
+}
+
+/** Publishes by result and reason, of turns that finished in the window (tasks_publish index). */
+export interface ChangeRow {
+  result: string;
+  reason: string | null;
+  turns: number;
+  commits: number;
+  pulls: number;
+}
+
+async function changeRows(c: PoolClient, w: StatsWindow): Promise<ChangeRow[]> {
+  const { rows } = await c.query<ChangeRow>(
+    `SELECT publish_result AS result, publish_reason AS reason, count(*)::int AS turns,
+            COALESCE(sum(commits_pushed), 0)::int AS commits, count(pull_opened)::int AS pulls
+       FROM tasks
+      WHERE publish_result IS NOT NULL AND finished_at >= $1 AND finished_at <= $2
+      GROUP BY 1, 2`,
+    [w.from, w.to],
+  );
+  return rows;
+}
+
+export function changesFigures(rows: readonly ChangeRow[]): ChangesFigures {
+  const out: ChangesFigures = {
+    published: 0,
+    commitsPushed: 0,
+    pullRequestsOpened: 0,
+    patches: 0,
+    unchanged: 0,
+    refused: {},
+    failed: {},
+  };
+  for (const r of rows) {
+    out.commitsPushed += r.commits;
+    out.pullRequestsOpened += r.pulls;
+    if (r.result === "published") out.published += r.turns;
+    else if (r.result === "patch") out.patches += r.turns;
+    else if (r.result === "unchanged") out.unchanged += r.turns;
+    else if (r.result === "refused" || r.result === "failed") {
+      const bag = out[r.result];
+      const why = r.reason ?? UNKNOWN_REASON;
+      bag[why] = (bag[why] ?? 0) + r.turns;
+    }
+  }
+  return out;
 }
 
 /** Turn sums for one bucket and one (follow-up, resumed, reason, outcome) combination. */
@@ -590,6 +657,8 @@ export interface StatsParts {
   queue: QueueFigures;
   runners: RunnerRow[];
   latest: LatestTask[];
+  /** Publishes by result and reason; absent reads as none. */
+  changes?: ChangeRow[];
 }
 
 /** Rolls the aggregate rows up into the API's shape. Pure, so it is tested on its own too. */
@@ -678,5 +747,6 @@ export function assemble(w: StatsWindow, parts: StatsParts): Stats {
     queue: parts.queue,
     runners: parts.runners,
     latest: parts.latest,
+    changes: changesFigures(parts.changes ?? []),
   };
 }

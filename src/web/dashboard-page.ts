@@ -115,6 +115,8 @@ export function dashboardPage(nonce: string, opts: { signOut: boolean }): string
       <div class="scroll"><table id="runners"></table></div>
       <div class="panel-head sub"><h2>Outcomes</h2><span class="muted">turns in this range</span></div>
       <div id="outcomes" class="chips"></div>
+      <div class="panel-head sub"><h2>Changes</h2><span class="muted">what agents' changes became</span></div>
+      <div id="changes" class="chips"></div>
     </div>
   </section>
   <section class="panel">
@@ -551,6 +553,22 @@ const SCRIPT = String.raw`
     }), "No runner has registered yet.");
   }
 
+  function renderChanges(d) {
+    var box = document.getElementById("changes");
+    box.textContent = "";
+    var c = d.changes;
+    if (!c) return;
+    [["pull requests opened", c.pullRequestsOpened, "success"], ["commits pushed", c.commitsPushed, "success"],
+     ["published", c.published, "success"], ["patches (forks)", c.patches, "running"]].forEach(function (x) {
+      box.appendChild(h("span", { cls: "pill " + x[2], "data-changes": x[0], text: x[0] + " " + int(x[1]) }));
+    });
+    [["refused", c.refused], ["failed", c.failed]].forEach(function (x) {
+      Object.keys(x[1]).sort().forEach(function (why) {
+        box.appendChild(h("span", { cls: "pill failed", "data-changes": x[0] + ":" + why, text: x[0] + ": " + why + " " + int(x[1][why]) }));
+      });
+    });
+  }
+
   function renderOutcomes(d) {
     var box = document.getElementById("outcomes");
     box.textContent = "";
@@ -617,7 +635,7 @@ const SCRIPT = String.raw`
   }
   function render(d) {
     state.data = d;
-    renderKpis(d); drawChart(d); renderReasons(d); renderSavings(d); renderRunners(d); renderOutcomes(d); renderRepos(d); renderLatest(d);
+    renderKpis(d); drawChart(d); renderReasons(d); renderSavings(d); renderRunners(d); renderOutcomes(d); renderChanges(d); renderRepos(d); renderLatest(d);
     document.getElementById("main").classList.remove("loading");
     document.body.setAttribute("data-loaded", d.range);
   }

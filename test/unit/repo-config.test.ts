@@ -163,6 +163,44 @@ const ROWS: Row[] = [
     problem: /^access\.allowUsers\[0\]: must be a GitHub login/,
   },
   {
+    name: "every changes mode",
+    input: {
+      agents: { a: { changes: "pull_request" }, b: { changes: "branch" }, c: { changes: "off" } },
+    },
+    valid: true,
+  },
+  {
+    name: "publish settings",
+    input: {
+      publish: { draft: false, link: "refs", workflows: true, maxFiles: 5, maxBytes: 2048 },
+    },
+    valid: true,
+  },
+  {
+    name: "an unknown changes mode",
+    input: { agents: { tether: { changes: "push" } } },
+    valid: false,
+    problem: /^agents\.tether\.changes: /,
+  },
+  {
+    name: "a typo in publish",
+    input: { publish: { maxfiles: 5 } },
+    valid: false,
+    problem: /^publish\.maxfiles: unknown setting; did you mean "maxFiles"\?/,
+  },
+  {
+    name: "a publish cap below its floor",
+    input: { publish: { maxBytes: 10 } },
+    valid: false,
+    problem: /^publish\.maxBytes: must be at least 1024/,
+  },
+  {
+    name: "an unknown link style",
+    input: { publish: { link: "fixes" } },
+    valid: false,
+    problem: /^publish\.link: /,
+  },
+  {
     name: "too many agents",
     input: { agents: Object.fromEntries(Array.from({ length: 21 }, (_, i) => [`a${i}`, {}])) },
     valid: false,
@@ -197,10 +235,18 @@ describe("parseRepoConfig", () => {
           permissionMode: "acceptEdits",
           network: "model-only",
           projectInstructions: false,
+          changes: "pull_request",
         },
       },
       resume: { enabled: true, ttlHours: 72, contextBudget: 0.8 },
       access: { minPermission: "write", allowUsers: [], allowBots: [] },
+      publish: {
+        draft: true,
+        link: "closes",
+        workflows: false,
+        maxFiles: 100,
+        maxBytes: 1024 * 1024,
+      },
     });
   });
 

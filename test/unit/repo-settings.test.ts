@@ -26,6 +26,27 @@ describe("the settings snapshot on a task", () => {
     expect(readSettingsSnapshot(stored)).toEqual(toRepoSettings(cfg));
   });
 
+  it("carries each agent's changes mode and the publish settings", () => {
+    const withPublish = config({
+      agents: { tether: { changes: "branch" } },
+      publish: { link: "refs", maxFiles: 7 },
+    });
+    const read = readSettingsSnapshot(JSON.parse(JSON.stringify(snapshotSettings(withPublish))));
+    expect(read?.agents.tether?.changes).toBe("branch");
+    expect(read?.publish).toMatchObject({ link: "refs", maxFiles: 7, draft: true });
+  });
+
+  it("reads a snapshot taken before publishing existed, leaving the defaults to the runner", () => {
+    const { publish: _publish, ...old } = snapshotSettings(cfg);
+    const agents = Object.fromEntries(
+      Object.entries(old.agents).map(([k, { changes: _changes, ...a }]) => [k, a]),
+    );
+    const read = readSettingsSnapshot({ ...old, agents });
+    expect(read).not.toBeNull();
+    expect(read?.publish).toBeUndefined();
+    expect(read?.agents.tether?.changes).toBeUndefined();
+  });
+
   it.each([
     ["no snapshot (a task queued before snapshots)", null],
     ["another version's", { ...snapshotSettings(cfg), v: 2 }],
