@@ -760,11 +760,18 @@ export class FakeGitHub implements PayloadSource {
   }
 
   /** Issue an installation token without the JWT exchange (for tests of git and the runner). */
-  createInstallationToken(o: { installationId?: number; repositories?: string[] } = {}): string {
+  createInstallationToken(
+    o: {
+      installationId?: number;
+      repositories?: string[];
+      /** Narrower than the installation's (default: all of them). */
+      permissions?: Record<string, string>;
+    } = {},
+  ): string {
     const installationId = o.installationId ?? this.installationId;
     let repoIds: number[] | null = null;
     if (o.repositories) repoIds = o.repositories.map((name) => this.repo(name).id);
-    return this.issueToken(installationId, repoIds).token;
+    return this.issueToken(installationId, repoIds, o.permissions).token;
   }
 
   /** Every installation token issued so far, oldest first. */

@@ -668,7 +668,7 @@ describe("git over smart HTTP", () => {
     expect(stdout.split("\n")).toHaveLength(61);
   });
 
-  it("accepts pushes (receive-pack) and fetches refs/pull/<n>/head", async () => {
+  it("accepts pushes (receive-pack) only with a token for this repository alone with contents: write, records them, and fetches refs/pull/<n>/head", async () => {
     const t = gh.createInstallationToken();
     const dest = path.join(scratch, "push");
     const env = {
@@ -678,20 +678,52 @@ describe("git over smart HTTP", () => {
       GIT_COMMITTER_NAME: "A",
       GIT_COMMITTER_EMAIL: "a@b",
     };
+    const git = (...args: string[]) =>
+      execa("git", args, { cwd: dest, env, extendEnv: false, reject: false });
     await execa("git", ["clone", "--quiet", authUrl(t), dest], { env, extendEnv: false });
     await fs.writeFile(path.join(dest, "new.txt"), "new\n");
-    await execa("git", ["add", "new.txt"], { cwd: dest, env, extendEnv: false });
-    await execa("git", ["commit", "--quiet", "-m", "new"], { cwd: dest, env, extendEnv: false });
-    await execa("git", ["push", "--quiet", "origin", "HEAD:refs/heads/pushed"], {
-      cwd: dest,
-      env,
-      extendEnv: false,
+    await git("add", "new.txt");
+    await git("commit", "--quiet", "-m", "new");
+    // The installation's own token reads everything but may not push: too wide.
+    const wide = await git("push", "--quiet", "origin", "HEAD:refs/heads/pushed");
+    expect(wide.exitCode).not.toBe(0);
+    expect(wide.stderr).toContain("token minted for this repository alone with contents: write");
+    const scoped = gh.createInstallationToken({
+      repositories: [REPO],
+      permissions: { contents: "write", metadata: "read" },
     });
+    const url = authUrl(scoped);
+    const pushed = await git("push", "--quiet", url, "HEAD:refs/heads/pushed");
+    expect(pushed.stderr).toBe("");
+    expect(pushed.exitCode).toBe(0);
     const { stdout: local } = await execa("git", ["rev-parse", "HEAD"], {
       cwd: dest,
       env,
       extendEnv: false,
     });
+    expect(gh.pushesTo(REPO, "pushed")).toEqual([
+      expect.objectContaining({
+        before: null,
+        after: local.trim(),
+        token: scoped,
+        repositories: [REPO],
+        permissions: { contents: "write", metadata: "read" },
+      }),
+    ]);
+
+    // GitHub's own refusals: a protected branch, and workflows without that permission.
+    gh.protectBranch(REPO, "guarded");
+    const guarded = await git("push", "--quiet", url, "HEAD:refs/heads/guarded");
+    expect(guarded.exitCode).not.toBe(0);
+    expect(guarded.stderr).toContain("GH006: Protected branch update failed");
+    await fs.mkdir(path.join(dest, ".github/workflows"), { recursive: true });
+    await fs.writeFile(path.join(dest, ".github/workflows/ci.yml"), "on: push\n");
+    await git("add", ".");
+    await git("commit", "--quiet", "-m", "ci");
+    const workflow = await git("push", "--quiet", url, "HEAD:refs/heads/ci");
+    expect(workflow.exitCode).not.toBe(0);
+    expect(workflow.stderr).toContain("without workflows permission");
+    expect(await gh.sha(REPO, "ci")).toBeUndefined();
     expect(await gh.sha(REPO, "pushed")).toBe(local.trim());
 
     const pr = await gh.addPullRequest({ repo: REPO, headRef: "pr-fetch" });

@@ -19,6 +19,7 @@ describe("migrations", () => {
         "history_epochs",
         "task_comments",
         "webhook_deliveries",
+        "conversation_branches",
       ]),
     );
     const cols = await db.pool.query(
@@ -33,6 +34,12 @@ describe("migrations", () => {
         "work_dir",
         "resume_reason",
         "heartbeat_at",
+        "thread_number",
+        "publish_result",
+        "publish_reason",
+        "published_sha",
+        "commits_pushed",
+        "pull_opened",
       ]),
     );
     expect(await migrate(db.url)).toEqual([]);

@@ -636,3 +636,108 @@ describe("submodules", () => {
     expect(libRequests).toEqual([]);
   });
 });
+
+describe("publishing: the conversation branch and the turn's commit", () => {
+  const branch = "tether/1-tether";
+  const tether = { name: "tether[bot]", email: "41+tether[bot]@users.noreply.github.com" };
+  const collect = (w: Workspace, over: Partial<Parameters<Workspaces["collect"]>[0]> = {}) =>
+    ws.collect({
+      repo,
+      issueNumber: 1,
+      agent: "tether",
+      branch,
+      upstreamRef: w.upstream.ref,
+      identity: tether,
+      message: "Fix the parser (#1)\n\nChanges by the agent.",
+      trailers: ["Co-authored-by: alice <7+alice@users.noreply.github.com>"],
+      ...over,
+    });
+
+  it("an issue's workspace follows its conversation branch once GitHub has it: a first clone checks it out", async () => {
+    const tip = await gh.commit(repo, { branch, files: { "NOTES.md": "hi\n" } });
+    const w = await prepare({ follow: branch });
+    expect(w).toMatchObject({
+      branch,
+      headSha: tip,
+      upstream: { ref: `refs/remotes/origin/${branch}`, sha: tip },
+    });
+    expect(await read(w.dir, "NOTES.md")).toBe("hi\n");
+  });
+
+  it("a later turn switches to the branch when it appears, and follows the default branch until then", async () => {
+    const first = await prepare({ follow: branch });
+    expect(first.branch).toBe("main");
+    const tip = await gh.commit(repo, { branch, files: { "NOTES.md": "hi\n" } });
+    const next = await prepare({ follow: branch });
+    expect(next.update).toEqual({ kind: "switched", branch });
+    expect(next.upstream.sha).toBe(tip);
+  });
+
+  it("folds edits, untracked files and the agent's own commit into one commit by Tether whose parent is the shared commit; the checkout stands on it, clean", async () => {
+    const w = await prepare({ follow: branch });
+    await fs.writeFile(path.join(w.dir, "src/app.ts"), "export const v = 2;\n");
+    await agentGit(w.dir, "commit", "-qam", "Bump v");
+    await fs.writeFile(path.join(w.dir, "README.md"), "# widgets, edited\n");
+    await fs.writeFile(path.join(w.dir, "NEW.md"), "new\n");
+    await fs.writeFile(path.join(w.dir, ".gitignore"), "build/\n");
+    await fs.mkdir(path.join(w.dir, "build"));
+    await fs.writeFile(path.join(w.dir, "build/out.js"), "ignored\n");
+    const c = await collect(w);
+    expect(c.kind).toBe("committed");
+    if (c.kind !== "committed") return;
+    expect(c.base).toBe(w.upstream.sha);
+    expect(c.agentCommits).toBe(1);
+    expect(await agentGit(w.dir, "rev-parse", "--abbrev-ref", "HEAD")).toBe(branch);
+    expect(await agentGit(w.dir, "rev-parse", "HEAD")).toBe(c.commit);
+    expect(await agentGit(w.dir, "status", "--porcelain")).toBe("");
+    expect(await agentGit(w.dir, "log", "-1", "--format=%P|%an|%ae|%cn", c.commit)).toBe(
+      `${c.base}|tether[bot]|${tether.email}|tether[bot]`,
+    );
+    // The agent's one commit gave the message; the trailer closes it.
+    expect(await agentGit(w.dir, "log", "-1", "--format=%B", c.commit)).toBe(
+      "Bump v\n\nCo-authored-by: alice <7+alice@users.noreply.github.com>",
+    );
+    expect(
+      (await agentGit(w.dir, "diff", "--name-only", c.base, c.commit)).split("\n").sort(),
+    ).toEqual([".gitignore", "NEW.md", "README.md", "src/app.ts"]);
+    // The bundle holds the one commit on top of the shared one, for the mirror to fetch.
+    const head = (await fs.readFile(c.bundle)).subarray(0, 16).toString();
+    expect(head).toMatch(/^# v[23] git bundle\n$/);
+    await c.dispose();
+    await expect(fs.stat(c.bundle)).rejects.toThrow(/ENOENT/);
+  });
+
+  it("a turn that changed nothing (or only ignored files) hands over nothing", async () => {
+    const w = await prepare({ follow: branch });
+    expect(await collect(w)).toEqual({ kind: "unchanged" });
+    await fs.writeFile(path.join(w.dir, ".git/info/exclude"), "scratch/\n");
+    await fs.mkdir(path.join(w.dir, "scratch"));
+    await fs.writeFile(path.join(w.dir, "scratch/x"), "x\n");
+    expect(await collect(w)).toEqual({ kind: "unchanged" });
+    // An empty commit of the agent's own changes no file either.
+    await agentGit(w.dir, "commit", "-q", "--allow-empty", "-m", "nothing");
+    expect(await collect(w)).toEqual({ kind: "unchanged" });
+  });
+
+  it("a merge under way in the checkout is not taken from", async () => {
+    const w = await prepare({ follow: branch });
+    await fs.writeFile(path.join(w.dir, "README.md"), "edited\n");
+    await fs.writeFile(path.join(w.dir, ".git/MERGE_HEAD"), `${w.headSha}\n`);
+    expect(await collect(w)).toEqual({ kind: "blocked", reason: "operation-in-progress" });
+  });
+
+  it("drill: a bundle left as a link (to another repository's mirror) is not read", async () => {
+    const { MirrorGit } = await import("../../src/publish/mirror-git.js");
+    const w = await prepare();
+    const other = path.join(scratch, "elsewhere.bundle");
+    await fs.writeFile(other, "# v2 git bundle\n");
+    const link = path.join(scratch, `link-${repoCount}.bundle`);
+    await fs.symlink(other, link);
+    const m = new MirrorGit(ws.mirrors.git, w.origin, { repo, host: "", timeoutMs: 60_000 });
+    expect(await m.importBundle(link, `refs/heads/${branch}`, "refs/tether/x", 1 << 20)).toEqual({
+      ok: false,
+      why: "not-a-bundle",
+    });
+    expect(await m.resolve("refs/tether/x")).toBeNull();
+  });
+});

@@ -12,6 +12,7 @@ import {
   AccessConfig,
   AgentConfig,
   DEFAULT_CONFIG,
+  PublishConfig,
   ResumeConfig,
   parseRepoConfig,
 } from "../../src/config/repo-config.js";
@@ -145,11 +146,13 @@ describe("README: .github/tether.yml", () => {
       agents: Record<string, Record<string, unknown>>;
       resume: Record<string, unknown>;
       access: Record<string, unknown>;
+      publish: Record<string, unknown>;
     };
     const agentKeys = new Set(Object.values(raw.agents).flatMap((a) => Object.keys(a ?? {})));
     expect([...agentKeys].sort()).toEqual(Object.keys(AgentConfig.shape).sort());
     expect(Object.keys(raw.resume).sort()).toEqual(Object.keys(ResumeConfig.shape).sort());
     expect(Object.keys(raw.access).sort()).toEqual(Object.keys(AccessConfig.shape).sort());
+    expect(Object.keys(raw.publish).sort()).toEqual(Object.keys(PublishConfig.shape).sort());
   });
 
   it("describes exactly the schema's fields in its table", () => {
@@ -158,6 +161,7 @@ describe("README: .github/tether.yml", () => {
       ...Object.keys(AgentConfig.shape).map((k) => `agents.<name>.${k}`),
       ...Object.keys(ResumeConfig.shape).map((k) => `resume.${k}`),
       ...Object.keys(AccessConfig.shape).map((k) => `access.${k}`),
+      ...Object.keys(PublishConfig.shape).map((k) => `publish.${k}`),
     ];
     expect(fields.map((r) => codeSpans(r[0]!)[0]).sort()).toEqual(schemaFields.sort());
   });
@@ -173,6 +177,9 @@ describe("README: .github/tether.yml", () => {
       ...Object.fromEntries(
         Object.entries(DEFAULT_CONFIG.access).map(([k, v]) => [`access.${k}`, v]),
       ),
+      ...Object.fromEntries(
+        Object.entries(DEFAULT_CONFIG.publish).map(([k, v]) => [`publish.${k}`, v]),
+      ),
     };
     let compared = 0;
     for (const row of fields) {
@@ -187,6 +194,37 @@ describe("README: .github/tether.yml", () => {
       compared++;
     }
     expect(compared).toBeGreaterThan(10);
+  });
+});
+
+describe("README: Changes", () => {
+  const text = section("## Changes");
+
+  it("lists every refusal reason the checks give, and every other publish reason", async () => {
+    const { PUBLISH_REASONS } = await import("../../src/metrics.js");
+    for (const reason of PUBLISH_REASONS.filter((r) => r !== "none"))
+      expect(text, reason).toContain(`\`${reason}\``);
+  });
+
+  it("says where each kind of turn's changes go, and names every setting", () => {
+    for (const words of [
+      "an issue",
+      "a pull request from the same repository",
+      "a pull request from a fork",
+    ])
+      expect(text).toContain(words);
+    for (const setting of [
+      "changes: pull_request | branch | off",
+      ...Object.keys(PublishConfig.shape).map((k) => `publish.${k}`),
+    ])
+      expect(text).toContain(setting);
+  });
+
+  it("ends the quick start's Try it with a pull request opened by Tether", () => {
+    const tryIt = section("### 5. Try it");
+    expect(tryIt).toMatch(
+      /opens a draft pull request[\s\S]*Comment `@tether …` on that pull\s+request/,
+    );
   });
 });
 
