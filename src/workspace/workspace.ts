@@ -260,8 +260,8 @@ emit agent_commits "$n"
   if [ "$n" -eq 1 ]; then git log -1 --format=%B "$tip"
   elif [ "$n" -gt 1 ]; then sed -n 1p "$OUT/message"; echo; git log --reverse --format='- %s' "$base..$tip"
   else cat "$OUT/message"; fi
-  echo; cat "$OUT/trailers"
-} > "$OUT/commit-message" || exit 5
+} | git stripspace > "$OUT/commit-message" || exit 5
+if [ -s "$OUT/trailers" ]; then { echo; cat "$OUT/trailers"; } >> "$OUT/commit-message"; fi
 commit=$(git commit-tree "$tree" -p "$base" -F "$OUT/commit-message") || exit 6
 git update-ref -m "tether: the turn's changes" "refs/heads/$branch" "$commit" || exit 7
 git symbolic-ref HEAD "refs/heads/$branch" || exit 7

@@ -185,3 +185,66 @@ async function waitFor(cond: () => boolean, ms = 2000): Promise<void> {
   const deadline = Date.now() + ms;
   while (!cond() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
 }
+
+describe("a comment on a conversation's pull request", () => {
+  const pr = () => issue + 5000;
+  const conversation = async (agent = "tether") =>
+    db.pool.query(
+      `INSERT INTO conversation_branches (repo, issue_number, agent, branch, base_branch, head_sha, pull_number, pull_url, commits)
+       VALUES ($1, $2, $3, $4, 'main', $5, $6, $7, 1)`,
+      [
+        REPO_KEY,
+        issue,
+        agent,
+        `tether/${issue}-${agent}`,
+        "a".repeat(40),
+        pr(),
+        `https://github.com/x/pull/${pr()}`,
+      ],
+    );
+  const onPull = (body: string) =>
+    app.deliver(
+      "issue_comment",
+      commentCreated({ commentId, issueNumber: pr(), body, pullRequest: true }),
+    );
+
+  it("is a turn of the issue's key, answered on the pull request", async () => {
+    await conversation();
+    accepted();
+    await onPull("@tether rename it");
+    const [task] = await readTasks(db.pool, "repo = $1 AND issue_number = $2", [REPO_KEY, issue]);
+    expect(task).toMatchObject({
+      issue_number: issue,
+      thread_number: pr(),
+      is_pull_request: false,
+      agent: "tether",
+      trigger_body: "@tether rename it",
+    });
+    expect(await readTasks(db.pool, "issue_number = $1", [pr()])).toEqual([]);
+  });
+
+  it("/cancel there cancels the issue's queued turn", async () => {
+    await conversation();
+    const queued = await seedTask(db.pool, { ...key(), status: "queued" });
+    accepted().reply(pr());
+    await onPull("@tether /cancel");
+    expect((await readTask(db.pool, queued.id)).status).toBe("cancelled");
+  });
+
+  it("addressing another agent is that agent's turn on the pull request itself", async () => {
+    await conversation("tether");
+    github()
+      .token(INSTALLATION_ID)
+      .config("agents:\n  reviewer: {}\n")
+      .permission("Codertocat", "write")
+      .reactToComment(commentId);
+    await onPull("@reviewer look at this");
+    const tasks = await readTasks(db.pool, "issue_number = $1", [pr()]);
+    expect(tasks).toHaveLength(1);
+    expect(tasks[0]).toMatchObject({
+      agent: "reviewer",
+      is_pull_request: true,
+      thread_number: null,
+    });
+  });
+});
