@@ -202,6 +202,8 @@ export interface PreparedWorkspace {
   defaultBranch?: string;
   /** The ref the checkout follows (in the checkout) and its commit after the update. */
   upstream?: { ref: string; sha: string };
+  /** HEAD after the update ("" when unknown). */
+  headSha?: string;
 }
 
 export interface WorkspacePort {

@@ -58,8 +58,10 @@ export interface ChangesFacts {
   branch: string;
   /** The pull request the branch belongs to, when there is one. */
   pull: number | null;
-  /** Commits others pushed to the branch since the agent's last turn (the checkout has them). */
+  /** Commits others pushed to the branch since the agent's last turn. */
   news: Array<{ sha: string; author: string; subject: string }>;
+  /** The checkout was brought up to them (false: it had work of its own in the way). */
+  newsTaken?: boolean;
 }
 
 /** Caps that keep a cold prompt inside any model's window whatever the thread holds. */
@@ -177,7 +179,7 @@ function changesFacts(c: ChangesFacts | undefined): string[] {
         ];
   if (c.news.length)
     lines.push(
-      `- Since your last turn, others pushed to ${branch}; your checkout has their commits now: ${c.news
+      `- Since your last turn, others pushed to ${branch}; ${c.newsTaken === false ? "your checkout had changes of its own, so it does not have their commits yet: Tether merges them with yours when it publishes" : "your checkout has their commits now"}: ${c.news
         .map((n) => `${attr(n.sha)} by ${attr(n.author)}: "${attr(n.subject).slice(0, 120)}"`)
         .join("; ")}.`,
     );

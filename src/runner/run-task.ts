@@ -382,6 +382,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
             branch: target.branch,
             pull: target.kind === "conversation" ? news.pullNumber : target.pull,
             news: news.commits,
+            newsTaken: !prepared.headSha || prepared.headSha === prepared.upstream?.sha,
           },
         }
       : {}),

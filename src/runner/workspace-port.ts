@@ -15,6 +15,7 @@ export function workspacePort(ws: Workspaces): WorkspacePort {
         origin: w.origin,
         defaultBranch: w.defaultBranch,
         upstream: w.upstream,
+        headSha: w.headSha,
       };
     },
     maintain: async (req) => {

@@ -250,6 +250,51 @@ describe("resumed prompt", () => {
   });
 });
 
+describe("what the agent is told about its changes (turn facts)", () => {
+  const news = [{ sha: "abc1234", author: "bob", subject: "Add notes" }];
+
+  it("says where they go and that it cannot push; nothing when they stay in the workspace", () => {
+    const facts = buildResumedPrompt({
+      ...turn,
+      changes: { kind: "conversation", branch: "tether/7-tether", pull: 9, news: [] },
+    });
+    expect(facts).toContain(
+      "- Your changes: when this turn ends, Tether commits what you changed in the checkout and pushes it to `tether/7-tether` (pull request #9). You have no GitHub access: do not try to push or open pull requests yourself.",
+    );
+    expect(buildResumedPrompt(turn)).not.toContain("Your changes");
+  });
+
+  it("names what others pushed, and whether the checkout has it", () => {
+    const taken = buildResumedPrompt({
+      ...turn,
+      changes: { kind: "conversation", branch: "b", pull: null, news },
+    });
+    expect(taken).toContain(
+      '- Since your last turn, others pushed to `b`; your checkout has their commits now: abc1234 by bob: "Add notes".',
+    );
+    const left = buildResumedPrompt({
+      ...turn,
+      changes: { kind: "conversation", branch: "b", pull: null, news, newsTaken: false },
+    });
+    expect(left).toContain("does not have their commits yet: Tether merges them with yours");
+  });
+
+  it("on a fork's pull request, says a patch is posted instead", () => {
+    const text = buildResumedPrompt({
+      ...turn,
+      isPullRequest: true,
+      changes: { kind: "fork", branch: "patch-1", pull: 7, news: [] },
+    });
+    expect(text).toContain("this pull request comes from a fork, so nothing is pushed");
+  });
+
+  it("answers on the pull request when the turn came from there", () => {
+    expect(buildResumedPrompt({ ...turn, threadNumber: 31 })).toContain(
+      `is posted as a reply on ${turn.repo}#31`,
+    );
+  });
+});
+
 describe("system prompt", () => {
   it("depends only on the agent's configuration, so it is identical on every turn", () => {
     expect(buildSystemPrompt("tether", "Use pnpm.")).toBe(buildSystemPrompt("tether", "Use pnpm."));
