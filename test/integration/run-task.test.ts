@@ -766,3 +766,146 @@ describe("runTask on a pull request", () => {
     expect(agent.calls[0]!.prompt).not.toContain("review-discussion");
   });
 });
+
+describe("runTask: publishing the agent's changes", () => {
+  type PublishCall = Parameters<NonNullable<RunTaskDeps["publish"]>["publish"]>[0];
+  const report: Awaited<ReturnType<NonNullable<RunTaskDeps["publish"]>["publish"]>> = {
+    result: "published",
+    branch: "tether/1-tether",
+    branchUrl: "https://github.com/octo/widgets/tree/tether/1-tether",
+    sha: "0123456789abcdef0123456789abcdef01234567",
+    commits: 1,
+    files: [{ path: "a.ts", status: "A", mode: "100644", bytes: 3, added: 1, removed: 0 }],
+    merged: [],
+    pull: {
+      number: 77,
+      url: "https://github.com/octo/widgets/pull/77",
+      opened: true,
+      draft: true,
+      state: "open",
+    },
+    compareUrl: null,
+  };
+  const publisher = () => {
+    const calls: PublishCall[] = [];
+    return {
+      calls,
+      port: {
+        news: async () => ({ pullNumber: null, commits: [] }),
+        publish: async (req: PublishCall) => {
+          calls.push(req);
+          return report;
+        },
+      },
+    };
+  };
+  const withWriter = (agents?: Record<string, unknown>) => {
+    const t = fakeThread();
+    const writer = {} as NonNullable<GitHubThread["writer"]>;
+    const loadConfig = agents
+      ? async () => ({
+          ok: true as const,
+          settings: {
+            agents: agents as never,
+            resume: { enabled: true, ttlHours: 72, contextBudget: 0.8 },
+          },
+        })
+      : t.loadConfig;
+    return Object.assign(t, { writer, loadConfig });
+  };
+  const upstreamWorkspace = fakeWorkspace(root, {
+    prepare: async (req) => {
+      const dir = path.join(root, req.repo, `issue-${req.issueNumber}`, req.agent);
+      fs.mkdirSync(dir, { recursive: true });
+      return {
+        dir,
+        defaultBranch: "main",
+        upstream: { ref: `refs/remotes/origin/${req.follow ?? "main"}`, sha: "b".repeat(40) },
+        headSha: "b".repeat(40),
+      };
+    },
+  });
+
+  it("after a turn that succeeded: publishes, records it on the task, and the answer says so between the text and the footer", async () => {
+    issue++;
+    const p = publisher();
+    const thread = withWriter();
+    const row = await turnWith(
+      new FakeAgent([ok("s-pub-1", "Fixed it.")]),
+      thread,
+      upstreamWorkspace,
+      {},
+      { publish: p.port },
+    );
+    expect(p.calls).toHaveLength(1);
+    expect(p.calls[0]).toMatchObject({
+      key: { repo: "octo/widgets", issueNumber: issue, agent: "tether" },
+      upstreamRef: `refs/remotes/origin/tether/${issue}-tether`,
+      defaultBranch: "main",
+      mode: "pull_request",
+      summary: "Fixed it.",
+      requesters: [{ login: "octocat", url: expect.any(String) }],
+    });
+    expect(row).toMatchObject({
+      publish_result: "published",
+      published_sha: report.sha,
+      commits_pushed: 1,
+      pull_opened: 77,
+    });
+    const body = thread.comments[0]!.body;
+    expect(body.indexOf("Fixed it.")).toBeLessThan(body.indexOf("Opened draft pull request [#77]"));
+    expect(body.indexOf("Opened draft pull request")).toBeLessThan(body.indexOf("fresh session"));
+  });
+
+  it("not after a turn that failed, nor for an agent in plan mode or with changes: off", async () => {
+    const p = publisher();
+    issue++;
+    const failed: Script = async () => ({
+      outcome: "timed_out",
+      sessionId: null,
+      text: null,
+      usage: null,
+      contextWindow: null,
+      toolRan: true,
+      detail: "too slow",
+    });
+    const a = await turnWith(
+      new FakeAgent([failed]),
+      withWriter(),
+      upstreamWorkspace,
+      {},
+      { publish: p.port },
+    );
+    expect(a.publish_result).toBeNull();
+    for (const settings of [
+      { name: "tether", timeoutMinutes: 30, stallMinutes: 5, permissionMode: "plan" },
+      { name: "tether", timeoutMinutes: 30, stallMinutes: 5, changes: "off" },
+    ]) {
+      issue++;
+      const row = await turnWith(
+        new FakeAgent([ok(`s-pub-${issue}`)]),
+        withWriter({ tether: settings }),
+        upstreamWorkspace,
+        {},
+        { publish: p.port },
+      );
+      expect(row).toMatchObject({ status: "succeeded", publish_result: null });
+    }
+    expect(p.calls).toEqual([]);
+  });
+
+  it("a turn of an issue's key asked on its pull request answers on the pull request", async () => {
+    issue++;
+    const thread = withWriter();
+    const posted: number[] = [];
+    const create = thread.createComment;
+    thread.createComment = async (n: number, body: string) => {
+      posted.push(n);
+      return create(n, body);
+    };
+    await turnWith(new FakeAgent([ok("s-pub-thread")]), thread, upstreamWorkspace, {
+      thread_number: 9999,
+    });
+    expect(posted).toEqual([9999]);
+  });
+});
