@@ -16,6 +16,25 @@ describe("/status with the runner's next-turn decision", () => {
     expect(await status(1)).toMatch(/Next turn: \*\*fresh session\*\* \(`no_prior_session`/);
   });
 
+  it("shows the key's branch and pull request, or where changes will go", async () => {
+    expect(await status(41)).toContain(
+      "- Changes: none published yet; they will go to branch `tether/41-tether` with a pull request.",
+    );
+    await pool.query(
+      `INSERT INTO conversation_branches (repo, issue_number, agent, branch, base_branch, head_sha, pull_number, commits)
+       VALUES ('octo/widgets', 41, 'tether', 'tether/41-tether', 'main', $1, 42, 3)`,
+      ["c".repeat(40)],
+    );
+    expect(await status(41)).toContain(
+      "- Changes: branch `tether/41-tether` (3 commits pushed, last `ccccccc`), pull request #42.",
+    );
+    const plan = parseRepoConfig({ agents: { tether: { permissionMode: "plan" } } });
+    if (!plan.ok) throw new Error("config");
+    expect(await status(43, ["tether"], plan.config)).toContain(
+      "- Changes: not published (the agent plans only).",
+    );
+  });
+
   it("says a follow-up resumes the key's session, naming it and its runtime", async () => {
     await upsertSession(pool, {
       repo: "octo/widgets",

@@ -60,6 +60,34 @@ describe("Metrics.recordTurn", () => {
     expect(sample(text, 'tether_turn_cost_usd_total{resumed="false"}')).toBe(0.25);
   });
 
+  it("counts publishes by result and reason, commits pushed and pull requests opened", async () => {
+    const m = new Metrics();
+    const turn = { outcome: "success" as const, reason: "resumed" as const };
+    m.recordTurn({
+      ...turn,
+      publish: { result: "published", reason: null, commits: 1, pullOpened: true },
+    });
+    m.recordTurn({
+      ...turn,
+      publish: { result: "published", reason: null, commits: 2, pullOpened: false },
+    });
+    m.recordTurn({
+      ...turn,
+      publish: { result: "refused", reason: "secret", commits: 0, pullOpened: false },
+    });
+    m.recordTurn({
+      ...turn,
+      publish: { result: "refused", reason: "made-up", commits: 0, pullOpened: false },
+    });
+    m.recordTurn(turn);
+    const text = await m.render();
+    expect(sample(text, 'tether_publish_total{result="published",reason="none"}')).toBe(2);
+    expect(sample(text, 'tether_publish_total{result="refused",reason="secret"}')).toBe(1);
+    expect(sample(text, 'tether_publish_total{result="refused",reason="other"}')).toBe(1);
+    expect(sample(text, "tether_commits_pushed_total")).toBe(3);
+    expect(sample(text, "tether_pull_requests_opened_total")).toBe(1);
+  });
+
   it("never throws on bad input, and keeps the label set bounded", async () => {
     const m = new Metrics();
     expect(() =>

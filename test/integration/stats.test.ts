@@ -13,7 +13,7 @@ import { dashboardRoutes } from "../../src/web/dashboard-routes.js";
 import { serveHandlers, type Served } from "../../src/web/http.js";
 import { createTestDatabase } from "../helpers/db.js";
 import { NOW, seedDashboardFixture } from "../helpers/dashboard-seed.js";
-import type { Row } from "../helpers/seed.js";
+import { seedTask, type Row } from "../helpers/seed.js";
 
 const db = await createTestDatabase();
 const TOKEN = "stats-test-token-0123456789";
@@ -279,6 +279,45 @@ describe("/api/stats on seeded tasks", () => {
     expect(s.repos).toEqual([]);
     expect(s.savings.costSavedPerResumedTurnUsd).toBeNull();
     expect(s.series.every((p) => p.turns === 0 && p.resumeRate === null)).toBe(true);
+  });
+
+  it("counts what became of the agents' changes: pull requests opened, commits pushed, refusals by reason", async () => {
+    const at = new Date(NOW.getTime() - 3600_000);
+    const seed = (publish: Record<string, unknown>) =>
+      seedTask(db.pool, {
+        repo: "octo/changes",
+        status: "succeeded",
+        outcome: "success",
+        finished_at: at,
+        ...publish,
+      });
+    await seed({ publish_result: "published", commits_pushed: 1, pull_opened: 12 });
+    await seed({ publish_result: "published", commits_pushed: 2 });
+    await seed({ publish_result: "refused", publish_reason: "secret" });
+    await seed({ publish_result: "refused", publish_reason: "workflow" });
+    await seed({ publish_result: "refused", publish_reason: "secret" });
+    await seed({ publish_result: "failed", publish_reason: "permission" });
+    await seed({ publish_result: "patch" });
+    await seed({ publish_result: "unchanged" });
+    // Finished outside the window: not counted.
+    await seedTask(db.pool, {
+      repo: "octo/changes",
+      status: "succeeded",
+      finished_at: new Date(NOW.getTime() - 3 * 24 * 3600_000),
+      publish_result: "published",
+      commits_pushed: 5,
+    });
+    const { status, body } = await api("24h");
+    expect(status).toBe(200);
+    expect(body.changes).toEqual({
+      published: 2,
+      commitsPushed: 3,
+      pullRequestsOpened: 1,
+      patches: 1,
+      unchanged: 1,
+      refused: { secret: 2, workflow: 1 },
+      failed: { permission: 1 },
+    });
   });
 
   it("rejects an unknown range with a message that names it", async () => {
