@@ -430,10 +430,13 @@ async function afterConversationPush(
       compareUrl: `${req.writer.webUrl}/compare/${defaultBranch}...${branch}?expand=1`,
     };
   const conv = await getConversation(pool, req.key);
+  // The conversation's pull request, or one opened by a turn that crashed before recording it
+  // (found, not opened twice). One that was merged is done: new work on the branch gets a new one.
   let pull = conv?.pullNumber ? await req.writer.getPull(conv.pullNumber) : null;
-  let opened = false;
-  // A pull request opened by a turn that crashed before recording it is found, not opened twice.
+  if (pull?.merged) pull = null;
   pull ??= await req.writer.findPull(branch);
+  if (pull?.merged) pull = null;
+  let opened = false;
   if (!pull) {
     pull = await req.writer.createPull({
       title: clip(req.issue.title, 200),
