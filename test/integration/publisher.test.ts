@@ -1,0 +1,182 @@
+/**
+ * The publisher against the real thing where it matters: the workspace and its sandbox, the
+ * mirror, the GitHub stand-in's git, Postgres. GitHub's REST side is a narrow writer (the
+ * end-to-end tests run it for real). These are the drills on what the sandbox hands over: the
+ * bundle is data, and a commit that is not the one Tether made there is never pushed.
+ */
+import fs from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { execa } from "execa";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEFAULT_CONFIG } from "../../src/config/repo-config.js";
+import { cloneUrlFor } from "../../src/github/git-auth.js";
+import { createLogger } from "../../src/log.js";
+import { publisher, type PublishRequest } from "../../src/publish/publisher.js";
+import type { RepoWriter } from "../../src/runner/ports.js";
+import { Sandbox } from "../../src/sandbox/sandbox.js";
+import { getConversation } from "../../src/sql/conversations.js";
+import { Workspaces } from "../../src/workspace/workspace.js";
+import { createTestDatabase } from "../helpers/db.js";
+import { startFakeGitHub, type FakeGitHub } from "../helpers/fake-github.js";
+
+const db = await createTestDatabase();
+const log = createLogger("silent");
+let gh: FakeGitHub;
+let scratch: string;
+let ws: Workspaces;
+let n = 0;
+
+beforeAll(async () => {
+  gh = await startFakeGitHub();
+  scratch = await fs.mkdtemp(path.join(os.tmpdir(), "tether-publish-test-"));
+  const sandbox = await Sandbox.start({
+    mode: "bwrap",
+    stateDir: path.join(scratch, "sandbox"),
+    log,
+  });
+  ws = await Workspaces.open({ root: path.join(scratch, "ws"), sandbox, log });
+});
+afterAll(async () => {
+  await gh?.close();
+  if (scratch) await fs.rm(scratch, { recursive: true, force: true });
+});
+
+const identity = { name: "tether[bot]", email: "41+tether[bot]@users.noreply.github.com" };
+
+function writer(repo: string, minted: string[]): RepoWriter {
+  return {
+    webUrl: `${gh.url}/${repo}`,
+    pushToken: async ({ workflows }) => {
+      const token = gh.createInstallationToken({
+        repositories: [repo],
+        permissions: { contents: "write", ...(workflows ? { workflows: "write" } : {}) },
+      });
+      minted.push(token);
+      return { token, revoke: async () => gh.revokeToken(token) };
+    },
+    branch: async () => null,
+    findPull: async () => null,
+    getPull: async () => null,
+    createPull: async () => ({
+      number: 99,
+      url: `${gh.url}/${repo}/pull/99`,
+      state: "open",
+      merged: false,
+      draft: true,
+    }),
+    identity: async () => identity,
+    coAuthor: async (login) => `${login} <1+${login}@users.noreply.github.com>`,
+  };
+}
+
+async function setup() {
+  n++;
+  const name = `gadgets-${n}`;
+  const repo = `octo/${name}`;
+  await gh.addRepo({ owner: "octo", name, files: { "README.md": "# gadgets\n" } });
+  const token = gh.createInstallationToken();
+  const cloneUrl = cloneUrlFor({ GHE_HOST: gh.host, GHE_PROTOCOL: "http" }, repo);
+  const key = { repo, issueNumber: 3, agent: "tether" };
+  const w = await ws.prepare({ ...key, cloneUrl, token, follow: "tether/3-tether" });
+  const minted: string[] = [];
+  const req: PublishRequest = {
+    key,
+    taskId: n,
+    cloneUrl,
+    token,
+    writer: writer(repo, minted),
+    issue: { title: "Gadgets", body: "", author: "alice", url: "u", isPullRequest: false },
+    upstreamRef: w.upstream.ref,
+    defaultBranch: "main",
+    mode: "pull_request",
+    config: DEFAULT_CONFIG.publish,
+    requesters: [{ login: "alice", url: "https://example.invalid/c/1" }],
+    summary: "Did it.",
+    secrets: [],
+  };
+  return { repo, w, req, minted, key };
+}
+
+const git = (dir: string, ...args: string[]) =>
+  execa("git", args, {
+    cwd: dir,
+    env: {
+      PATH: process.env.PATH,
+      HOME: scratch,
+      GIT_CONFIG_NOSYSTEM: "1",
+      GIT_AUTHOR_NAME: "mallory",
+      GIT_AUTHOR_EMAIL: "mallory@evil.invalid",
+      GIT_COMMITTER_NAME: "mallory",
+      GIT_COMMITTER_EMAIL: "mallory@evil.invalid",
+    },
+    extendEnv: false,
+  });
+
+describe("publisher", () => {
+  it("pushes the turn's commit with a token minted for the one repository, records the branch and its pull request", async () => {
+    const { repo, w, req, minted, key } = await setup();
+    await fs.writeFile(path.join(w.dir, "gadget.txt"), "one\n");
+    const r = await publisher({ workspaces: ws, pool: db.pool, log }).publish(req);
+    expect(r).toMatchObject({ result: "published", branch: "tether/3-tether", commits: 1 });
+    if (r.result !== "published") return;
+    expect(await gh.sha(repo, "tether/3-tether")).toBe(r.sha);
+    expect(gh.pushesTo(repo)).toEqual([
+      expect.objectContaining({ token: minted[0], ref: "refs/heads/tether/3-tether" }),
+    ]);
+    // Used once, then revoked.
+    expect(minted).toHaveLength(1);
+    const probe = await execa(
+      "git",
+      ["ls-remote", `http://x-access-token:${minted[0]}@${gh.host}/${repo}.git`],
+      { reject: false, env: { PATH: process.env.PATH, GIT_TERMINAL_PROMPT: "0" } },
+    );
+    expect(probe.exitCode).not.toBe(0);
+    expect(await getConversation(db.pool, key)).toMatchObject({
+      branch: "tether/3-tether",
+      headSha: r.sha,
+      pullNumber: 99,
+      commits: 1,
+    });
+  });
+
+  it("drill: a bundle holding someone else's commit instead of Tether's is refused; nothing is pushed", async () => {
+    const { repo, w, req } = await setup();
+    await fs.writeFile(path.join(w.dir, "gadget.txt"), "two\n");
+    const collect = ws.collect.bind(ws);
+    const forging = Object.create(ws) as Workspaces;
+    forging.collect = async (c) => {
+      const got = await collect(c);
+      if (got.kind !== "committed") return got;
+      // What a checkout's own filter or hook could do while Tether's step ran: hand over
+      // another commit under the same name.
+      await git(w.dir, "commit", "--allow-empty", "-qm", "forged", "--amend");
+      await git(
+        w.dir,
+        "bundle",
+        "create",
+        "-q",
+        got.bundle,
+        `refs/heads/${c.branch}`,
+        `^${got.base}`,
+      );
+      return got;
+    };
+    const r = await publisher({ workspaces: forging, pool: db.pool, log }).publish(req);
+    expect(r).toMatchObject({ result: "refused", reason: "not-tethers-commit" });
+    expect(gh.pushesTo(repo)).toEqual([]);
+    expect(await gh.sha(repo, "tether/3-tether")).toBeUndefined();
+  });
+
+  it("a change a check refuses mints no token at all", async () => {
+    const { repo, w, req, minted } = await setup();
+    await fs.writeFile(
+      path.join(w.dir, "big.bin"),
+      Buffer.alloc(DEFAULT_CONFIG.publish.maxBytes + 1, 7),
+    );
+    const r = await publisher({ workspaces: ws, pool: db.pool, log }).publish(req);
+    expect(r).toMatchObject({ result: "refused", reason: "too-large" });
+    expect(minted).toEqual([]);
+    expect(gh.pushesTo(repo)).toEqual([]);
+  });
+});
