@@ -36,8 +36,11 @@ ALTER TABLE tasks
   ADD COLUMN pull_opened     integer;
 
 CREATE INDEX tasks_publish ON tasks (finished_at) WHERE publish_result IS NOT NULL;
+-- The webhook's "is any task on this thread?" check, for a conversation's pull request.
+CREATE INDEX tasks_thread ON tasks (repo, thread_number) WHERE thread_number IS NOT NULL;
 
 -- Down Migration
+DROP INDEX tasks_thread;
 DROP INDEX tasks_publish;
 ALTER TABLE tasks
   DROP COLUMN pull_opened,

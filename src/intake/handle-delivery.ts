@@ -7,7 +7,7 @@ import { getPermission } from "../github/permission.js";
 import { addReaction, type ReactionTarget } from "../github/reactions.js";
 import type { GitHub } from "../github/types.js";
 import type { Logger } from "../log.js";
-import { conversationOfPull } from "../sql/conversations.js";
+import { conversationOfPull, conversationsOfPull } from "../sql/conversations.js";
 import { isDeliveryPending, type Delivery } from "../sql/deliveries.js";
 import { bumpEpochsForComment, bumpEpochsForIssueBody } from "../sql/history.js";
 import {
@@ -312,6 +312,11 @@ function repoOf(e: { repository: IssuesEvent["repository"] }) {
   };
 }
 
+async function anyQueued(pool: Pool, refs: Parameters<typeof queuedTasksFedBy>[1][]) {
+  for (const r of refs) if ((await queuedTasksFedBy(pool, r)).length) return true;
+  return false;
+}
+
 /** Control commands answer or stop; they never start a turn for the agent they address. */
 function startsTurn(commands: readonly Command[]): boolean {
   return !commands.some((c) => c === "cancel" || c === "status" || c === "help");
@@ -530,20 +535,30 @@ async function handleChange(
     source: t.comment.source,
     commentId: t.comment.commentId,
   };
+  // A comment on a conversation's pull request may have fed the issue's key: what it asked
+  // follows the change there too.
+  const conversations = t.isPullRequest
+    ? await conversationsOfPull(fx.pool, t.repo, t.issueNumber)
+    : [];
+  const refs = [ref, ...conversations.map((c) => ({ ...ref, issueNumber: c.issueNumber }))];
   const notes: string[] = [];
   if (change.action === "edited") {
     // A queued reply's request quotes its parent: the edit rebuilds it the same way, reading
     // the parent only when there is a queued request to rebuild.
-    if (t.replyTo && (await queuedTasksFedBy(fx.pool, ref)).length)
+    if (t.replyTo && (await anyQueued(fx.pool, refs)))
       t = await withReplyParent(await installationOctokit(fx, d.installationId), t);
-    const updated = await updateQueuedComment(fx.pool, { ...ref, body: t.comment.body });
-    if (updated.length) notes.push(`updated queued task(s) ${updated.join(",")}`);
+    for (const r of refs) {
+      const updated = await updateQueuedComment(fx.pool, { ...r, body: t.comment.body });
+      if (updated.length) notes.push(`updated queued task(s) ${updated.join(",")}`);
+    }
   } else {
-    const removed = await removeQueuedComment(fx.pool, ref);
-    for (const r of removed)
-      notes.push(
-        r.cancelled ? `cancelled queued task ${r.taskId}` : `removed from task ${r.taskId}`,
-      );
+    for (const r of refs)
+      for (const removed of await removeQueuedComment(fx.pool, r))
+        notes.push(
+          removed.cancelled
+            ? `cancelled queued task ${removed.taskId}`
+            : `removed from task ${removed.taskId}`,
+        );
   }
   const reason = `${t.label} ${change.action} by ${change.by}`;
   const bumped =
@@ -558,6 +573,20 @@ async function handleChange(
           reason,
         });
   if (bumped.length) notes.push(`history epoch bumped for ${bumped.join(",")}`);
+  if (t.seenBy !== "every-turn")
+    for (const c of conversations) {
+      // Only the turns it fed read it: the issue's cold turns read the issue's thread.
+      const more = await bumpEpochsForComment(fx.pool, {
+        repo: t.repo,
+        issueNumber: c.issueNumber,
+        source: t.comment.source,
+        commentCreatedAt: t.comment.createdAt,
+        inThread: false,
+        reason,
+      });
+      if (more.length)
+        notes.push(`history epoch of #${c.issueNumber} bumped for ${more.join(",")}`);
+    }
 
   const previous = change.action === "edited" ? change.previousText : undefined;
   if (previous !== undefined && addedMentionNames(previous, t.text).length) {

@@ -355,8 +355,12 @@ export async function issueHasTasks(
   repo: string,
   issueNumber: number,
 ): Promise<boolean> {
+  // A conversation's pull request has no tasks of its own: its comments are the issue's turns.
   const { rows } = await db.query(
-    "SELECT 1 FROM tasks WHERE repo = $1 AND issue_number = $2 LIMIT 1",
+    `SELECT 1 FROM tasks WHERE repo = $1 AND issue_number = $2
+     UNION ALL
+     SELECT 1 FROM tasks WHERE repo = $1 AND thread_number = $2
+     LIMIT 1`,
     [repo, issueNumber],
   );
   return rows.length > 0;

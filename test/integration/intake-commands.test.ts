@@ -3,7 +3,13 @@ import { beforeEach, describe, expect, it } from "vitest";
 import type { DescribeStatus, StatusRequest } from "../../src/intake/status.js";
 import { cancelKey } from "../../src/sql/tasks.js";
 import { createTestDatabase } from "../helpers/db.js";
-import { commentCreated, INSTALLATION_ID, REPO_KEY } from "../helpers/intake-payloads.js";
+import {
+  commentCreated,
+  commentEdited,
+  INSTALLATION_ID,
+  REPO_KEY,
+} from "../helpers/intake-payloads.js";
+import { readEpoch } from "../../src/sql/history.js";
 import { createTestApp, type TestApp } from "../helpers/probot.js";
 import { github, useNock } from "../helpers/intake-github.js";
 import { readTask, readTasks, seedTask } from "../helpers/seed.js";
@@ -221,6 +227,32 @@ describe("a comment on a conversation's pull request", () => {
       trigger_body: "@tether rename it",
     });
     expect(await readTasks(db.pool, "issue_number = $1", [pr()])).toEqual([]);
+  });
+
+  it("editing it changes the issue's queued turn; once that turn ran, the issue key's history moved", async () => {
+    await conversation();
+    accepted();
+    await onPull("@tether rename it");
+    const [task] = await readTasks(db.pool, "repo = $1 AND issue_number = $2", [REPO_KEY, issue]);
+    const edit = (body: string, previousBody: string) =>
+      app.deliver(
+        "issue_comment",
+        commentEdited({ commentId, issueNumber: pr(), body, previousBody, pullRequest: true }),
+      );
+    await edit("@tether rename it to parseLines", "@tether rename it");
+    expect(await readTask(db.pool, task!.id)).toMatchObject({
+      status: "queued",
+      trigger_body: "@tether rename it to parseLines",
+    });
+    await db.pool.query(
+      `UPDATE tasks SET status = 'succeeded', session_id = 'sess-pr', started_at = now(), finished_at = now()
+        WHERE id = $1`,
+      [task!.id],
+    );
+    await edit("@tether rename it to splitLines", "@tether rename it to parseLines");
+    expect(await readEpoch(db.pool, { repo: REPO_KEY, issueNumber: issue, agent: "tether" })).toBe(
+      1,
+    );
   });
 
   it("/cancel there cancels the issue's queued turn", async () => {
