@@ -1,29 +1,97 @@
 /**
- * Tokens for one push: an installation token minted for one repository and the one permission
- * a push needs (`contents: write`, plus `workflows: write` only when the change touches
- * workflows and the repository's config allows it). The installation's own token, which the
- * runner uses for everything else, can read every repository of the installation and write
- * issues and pull requests; a push never needs that, so it never gets it. Minted right before
- * the push, used once, revoked right after.
+ * Installation tokens scoped to one repository and the permissions one step needs. An app's
+ * installation token is otherwise valid for every repository the installation covers, with
+ * every permission the app has; a turn works on one repository, and its steps need little:
+ *
+ * - the runner's REST calls on the thread: issues and pull requests (write), contents (read);
+ * - the mirror's fetch: contents (read), and nothing else;
+ * - publishing the agent's changes: contents (write) on that repository alone.
+ *
+ * Tokens come from the app's own client (`probot.auth()`, authenticated as the app): its
+ * `auth({ type: "installation", installationId, repositoryNames, permissions })` asks GitHub
+ * for such a token and caches it (per installation, repositories and permissions) until shortly
+ * before it expires, so asking before every request costs nothing most of the time.
  */
 import type { ProbotOctokit } from "probot";
+import { parseRepoName } from "./git-auth.js";
 
 type Octokit = InstanceType<typeof ProbotOctokit>;
 
-export interface PushTokenRequest {
+export type Permissions = Record<string, "read" | "write">;
+
+/** What the runner's REST calls on a thread need (see app.yml for why each). */
+export const THREAD_PERMISSIONS: Permissions = {
+  issues: "write",
+  pull_requests: "write",
+  contents: "read",
+  metadata: "read",
+};
+
+/** What the mirror's fetch needs. */
+export const FETCH_PERMISSIONS: Permissions = { contents: "read" };
+
+export interface ScopedToken {
   installationId: number;
-  /** The repository's name (without the owner): the only one the token can reach. */
   repo: string;
-  /** Also `workflows: write`: the push changes files under .github/workflows/. */
-  workflows: boolean;
+  permissions: Permissions;
 }
 
-export interface PushToken {
-  token: string;
-  /** What GitHub says the token may do; checked, so a wider token is never used. */
-  permissions: Record<string, string>;
-  /** Revoke it (never throws: it expires within the hour anyway). */
-  revoke(): Promise<void>;
+/** A token for one repository with these permissions (cached by the app's auth). */
+export async function scopedToken(app: Octokit, s: ScopedToken): Promise<string> {
+  const { name } = parseRepoName(s.repo);
+  const auth = (await app.auth({
+    type: "installation",
+    installationId: s.installationId,
+    repositoryNames: [name],
+    permissions: s.permissions,
+  })) as { token: string };
+  return auth.token;
+}
+
+/**
+ * A client whose every request carries a token scoped like `s`, fetched (from the cache,
+ * mostly) per request, so a turn longer than a token's hour keeps working.
+ */
+export function scopedOctokit(
+  app: Octokit,
+  OctokitClass: typeof ProbotOctokit,
+  s: ScopedToken,
+  options: { baseUrl: string; log?: unknown },
+): Octokit {
+  const token = () => scopedToken(app, s);
+  const authStrategy = () =>
+    Object.assign(
+      async () => ({ type: "token", tokenType: "installation", token: await token() }),
+      {
+        hook: async (
+          request: { endpoint: { merge: (r: unknown, p: unknown) => Record<string, unknown> } } & ((
+            o: unknown,
+          ) => Promise<unknown>),
+          route: unknown,
+          parameters: unknown,
+        ) => {
+          const endpoint = request.endpoint.merge(route, parameters) as {
+            headers: Record<string, string>;
+          };
+          endpoint.headers.authorization = `token ${await token()}`;
+          return request(endpoint);
+        },
+      },
+    );
+  return new OctokitClass({ ...options, authStrategy } as ConstructorParameters<
+    typeof ProbotOctokit
+  >[0]);
+}
+
+/**
+ * What a push of the agent's changes needs: contents (write) on that repository alone, plus
+ * workflows (write) only when the change touches .github/workflows/ and the repository allows
+ * it. Nothing else: no issues, no pull requests, no other repository.
+ */
+export function pushPermissions(workflows: boolean): Permissions {
+  return workflows
+    ? { contents: "write", workflows: "write", metadata: "read" }
+    : { contents: "write", metadata: "read" };
 }
 
 /** Why a push token could not be had, in words for the thread. */
@@ -37,28 +105,21 @@ export class PushTokenError extends Error {
   }
 }
 
-/**
- * Mint the token. `octokit` is the app's own (JWT) Octokit; `revokeWith` revokes with the
- * token itself (DELETE /installation/token).
- */
-export async function mintPushToken(
-  octokit: Octokit,
-  req: PushTokenRequest,
-  revokeWith: (token: string) => Promise<void>,
-): Promise<PushToken> {
-  const permissions: Record<string, "write"> = { contents: "write" };
-  if (req.workflows) permissions.workflows = "write";
-  let data: { token: string; permissions?: Record<string, string | undefined> };
+/** The token for one push (scopedToken with pushPermissions), GitHub's refusals in plain words. */
+export async function pushToken(
+  app: Octokit,
+  s: { installationId: number; repo: string; workflows: boolean },
+): Promise<string> {
   try {
-    ({ data } = await octokit.rest.apps.createInstallationAccessToken({
-      installation_id: req.installationId,
-      repositories: [req.repo],
-      permissions,
-    }));
+    return await scopedToken(app, {
+      installationId: s.installationId,
+      repo: s.repo,
+      permissions: pushPermissions(s.workflows),
+    });
   } catch (err) {
     const status = (err as { status?: number }).status;
-    if (status === 422 || status === 403) {
-      throw req.workflows
+    if (status === 422 || status === 403)
+      throw s.workflows
         ? new PushTokenError(
             "the app may not change workflows in this repository: its installation does not grant the `workflows` permission",
             "workflows-permission",
@@ -67,25 +128,9 @@ export async function mintPushToken(
             "the app's installation does not grant `contents: write` on this repository; an owner must accept the app's updated permissions",
             "permission",
           );
-    }
     throw new PushTokenError(
       `GitHub would not make a push token: ${(err as Error).message}`,
       "github",
     );
   }
-  const granted: Record<string, string> = {};
-  for (const [k, v] of Object.entries(data.permissions ?? {})) if (v) granted[k] = v;
-  const extra = Object.keys(granted).filter((k) => !(k in permissions) && k !== "metadata");
-  if (granted.contents !== "write" || extra.length) {
-    await revokeWith(data.token).catch(() => {});
-    throw new PushTokenError(
-      `GitHub made a push token with other permissions than asked (${JSON.stringify(granted)}); not using it`,
-      "github",
-    );
-  }
-  return {
-    token: data.token,
-    permissions: granted,
-    revoke: () => revokeWith(data.token).catch(() => {}),
-  };
 }

@@ -4,7 +4,7 @@
  * conversation's pull request is opened. The agent never holds a GitHub token: the commit is
  * made in its sandbox (Workspaces.collect), carried out as a bundle, fetched into the
  * repository's mirror, judged there by Tether (checks.ts), and pushed from there with a token
- * minted for this one push (src/github/scoped-auth.ts).
+ * scoped to this repository and `contents: write` alone (src/github/scoped-auth.ts).
  *
  * Why plain git and not the REST API's git database (which would make GitHub mark the commits
  * "verified"): a commit made through the API is GitHub's own object, with another id than the
@@ -350,12 +350,7 @@ async function judgeAndPush(
     });
 
   const token = await req.writer.pushToken({ workflows: touchesWorkflows(files).length > 0 });
-  let result;
-  try {
-    result = await m.push(req.cloneUrl, token.token, pushed, target.branch);
-  } finally {
-    await token.revoke();
-  }
+  const result = await m.push(req.cloneUrl, token, pushed, target.branch);
   if (result.kind === "stale") return { kind: "stale" };
   if (result.kind === "refused")
     return done({

@@ -12,7 +12,7 @@ import type {
   ReviewSummary,
 } from "./ports.js";
 
-import { mintPushToken } from "../github/scoped-auth.js";
+import { pushToken } from "../github/scoped-auth.js";
 
 type Octokit = InstanceType<typeof ProbotOctokit>;
 
@@ -34,8 +34,6 @@ export interface GitHubThreadOptions {
     /** The app's own (JWT) Octokit: it mints push tokens. */
     app: () => Promise<Octokit>;
     installationId: number;
-    /** REST base (https://api.github.com or GHE's /api/v3), for revoking a push token. */
-    apiUrl: string;
     /** https://github.com or GHE's web origin. */
     webUrl: string;
   };
@@ -188,20 +186,11 @@ function repoWriter(
   return {
     webUrl: `${p.webUrl}/${owner}/${repo}`,
     async pushToken({ workflows }) {
-      return mintPushToken(
-        await p.app(),
-        { installationId: p.installationId, repo, workflows },
-        async (token) => {
-          await fetch(`${p.apiUrl}/installation/token`, {
-            method: "DELETE",
-            headers: {
-              authorization: `token ${token}`,
-              accept: "application/vnd.github+json",
-              "user-agent": "tether",
-            },
-          });
-        },
-      );
+      return pushToken(await p.app(), {
+        installationId: p.installationId,
+        repo: `${owner}/${repo}`,
+        workflows,
+      });
     },
     async branch(name) {
       try {

@@ -133,8 +133,11 @@ export interface PullRef {
 export interface RepoWriter {
   /** https://github.com/owner/repo (or the GHE equivalent), for links. */
   webUrl: string;
-  /** A token for one push: this repository, `contents: write` (and `workflows: write`). */
-  pushToken(o: { workflows: boolean }): Promise<{ token: string; revoke(): Promise<void> }>;
+  /**
+   * A token for pushing: this repository alone, `contents: write` (and `workflows: write` when
+   * asked), nothing else (src/github/scoped-auth.ts).
+   */
+  pushToken(o: { workflows: boolean }): Promise<string>;
   /** A branch on GitHub, or null when there is none. */
   branch(name: string): Promise<{ sha: string; protected: boolean } | null>;
   /** The pull request (open or not) whose head is this repository's `branch`, newest first. */

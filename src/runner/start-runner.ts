@@ -111,7 +111,6 @@ export async function startRunner(opts: {
         publishing: {
           app: () => probot.auth(),
           installationId: task.installationId,
-          apiUrl: githubApiUrl(env),
           webUrl,
         },
       });

@@ -11,6 +11,7 @@ import { parse as parseYaml } from "yaml";
 import { tetherApp } from "../../src/app.js";
 import { loadEnv } from "../../src/env.js";
 import { createLogger } from "../../src/log.js";
+import { pushPermissions } from "../../src/github/scoped-auth.js";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 
@@ -75,10 +76,8 @@ const REST_NEEDS: Record<string, Needs> = {
   "pulls.create": { pull_requests: "write" },
   // Public profiles: the no-reply addresses of the app's bot and of Co-authored-by trailers.
   "users.getByUsername": {},
-  // With the app's own JWT, no installation permission: its slug, and a push token minted for
-  // one repository and contents: write (the installation must hold what is asked).
+  // With the app's own JWT, no installation permission: its slug.
   "apps.getAuthenticated": {},
-  "apps.createInstallationAccessToken": { contents: "write" },
 };
 /** git subcommands the workspace runs; clone and fetch authenticate with the installation token. */
 const GIT_NEEDS: Record<string, Needs> = {
@@ -154,8 +153,11 @@ describe("app.yml, the GitHub App manifest", () => {
     expect(manifest.default_permissions.contents).toBe("write");
     // Workflows are not asked for: a repository that wants them published grants it itself.
     expect(manifest.default_permissions.workflows).toBeUndefined();
-    const scoped = fs.readFileSync(path.join(ROOT, "src/github/scoped-auth.ts"), "utf8");
-    expect(scoped).toMatch(/repositories: \[req\.repo\]/);
-    expect(scoped).toMatch(/contents: "write"/);
+    expect(pushPermissions(false)).toEqual({ contents: "write", metadata: "read" });
+    expect(pushPermissions(true)).toEqual({
+      contents: "write",
+      workflows: "write",
+      metadata: "read",
+    });
   });
 });
