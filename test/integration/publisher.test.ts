@@ -11,6 +11,7 @@ import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_CONFIG } from "../../src/config/repo-config.js";
 import { cloneUrlFor } from "../../src/github/git-auth.js";
+import { pushPermissions } from "../../src/github/scoped-auth.js";
 import { createLogger } from "../../src/log.js";
 import { publisher, type PublishRequest } from "../../src/publish/publisher.js";
 import type { RepoWriter } from "../../src/runner/ports.js";
@@ -50,7 +51,7 @@ function writer(repo: string, minted: string[]): RepoWriter {
     pushToken: async ({ workflows }) => {
       const token = gh.createInstallationToken({
         repositories: [repo],
-        permissions: { contents: "write", ...(workflows ? { workflows: "write" } : {}) },
+        permissions: pushPermissions(workflows),
       });
       minted.push(token);
       return token;
