@@ -25,6 +25,8 @@ export interface GitHubThreadOptions {
   /** HTTPS clone URL without credentials (src/github/git-auth.ts cloneUrlFor). */
   cloneUrl: string;
   loadConfig: (octokit: Octokit, owner: string, repo: string) => Promise<ConfigResult>;
+  /** The token git fetches the mirror with (scoped: this repository, contents read). */
+  gitToken?: () => Promise<string>;
 }
 
 export function githubThread(o: GitHubThreadOptions): GitHubThread {
@@ -33,6 +35,7 @@ export function githubThread(o: GitHubThreadOptions): GitHubThread {
   return {
     cloneUrl: o.cloneUrl,
     async token() {
+      if (o.gitToken) return o.gitToken();
       const auth = (await octokit.auth({ type: "installation" })) as { token: string };
       return auth.token;
     },

@@ -17,7 +17,7 @@ import {
   sweepExpired,
   type Task,
 } from "../sql/task-runs.js";
-import type { SandboxStatus } from "../sandbox/sandbox.js";
+import { sandboxLabel, type SandboxStatus } from "../sandbox/sandbox.js";
 import { deliverAnswers } from "./deliver-answers.js";
 import { runTask, SHUTDOWN, type RunTaskDeps } from "./run-task.js";
 
@@ -83,6 +83,7 @@ export class Runner {
   }
 
   async start(): Promise<void> {
+    const status = this.opts.sandbox?.();
     await registerRuntime(this.pool, {
       id: this.opts.runtimeId,
       hostname: os.hostname(),
@@ -91,8 +92,9 @@ export class Runner {
       cliVersion: this.opts.runtime.cliVersion,
       canResume: this.opts.runtime.canResume,
       concurrency: this.opts.concurrency,
+      sandbox: status ? sandboxLabel(status) : null,
     });
-    const sandbox = this.opts.sandbox?.();
+    const sandbox = status;
     if (sandbox && !sandbox.ok) {
       this.log.error(
         { sandbox: sandbox.detail },

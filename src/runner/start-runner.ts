@@ -13,6 +13,12 @@ import type { Pool } from "../db/pool.js";
 import type { Env } from "../env.js";
 import { appOctokit, githubApiUrl, readPrivateKey } from "../github/app-auth.js";
 import { cloneUrlFor } from "../github/git-auth.js";
+import {
+  FETCH_PERMISSIONS,
+  scopedOctokit,
+  scopedToken,
+  THREAD_PERMISSIONS,
+} from "../github/scoped-auth.js";
 import type { Logger } from "../log.js";
 import type { Metrics } from "../metrics.js";
 import { toRepoSettings } from "../config/repo-settings.js";
@@ -73,6 +79,7 @@ export async function startRunner(opts: {
       gitHome: path.join(env.dataDir, "git-home"),
     }),
   );
+  let app: Awaited<ReturnType<Probot["auth"]>> | undefined;
   const runner = new Runner({
     pool,
     log: log.child({ component: "runner" }),
@@ -95,9 +102,20 @@ export async function startRunner(opts: {
     sandbox: () => sandbox.status,
     workspace,
     github: async (task) => {
-      const octokit = await probot.auth(task.installationId);
+      // Every token of a turn is scoped to the task's repository and the step's least
+      // permissions (src/github/scoped-auth.ts), not the installation's all.
+      app ??= await probot.auth();
+      const appClient = app;
+      const scope = { installationId: task.installationId, repo: task.repo };
+      const octokit = scopedOctokit(
+        appClient,
+        appOctokit(env),
+        { ...scope, permissions: THREAD_PERMISSIONS },
+        { baseUrl: githubApiUrl(env), log: log.child({ component: "github" }) },
+      );
       return githubThread({
         octokit,
+        gitToken: () => scopedToken(appClient, { ...scope, permissions: FETCH_PERMISSIONS }),
         repo: task.repo,
         cloneUrl: cloneUrlFor(env, task.repo),
         loadConfig: async (o, owner, repo): Promise<ConfigResult> => {

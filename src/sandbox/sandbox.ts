@@ -28,6 +28,13 @@ import { bridgeCommand } from "./init-script.js";
 
 export type SandboxMode = "bwrap" | "off";
 
+/** How a runner runs agents, in a few words for the dashboard: "bwrap 0.8.0", "off", "unavailable: …". */
+export function sandboxLabel(s: SandboxStatus): string {
+  if (s.mode === "off") return "off";
+  if (!s.ok) return `unavailable: ${s.detail}`.slice(0, 300);
+  return s.version ? `bwrap ${s.version}` : "bwrap";
+}
+
 export interface SandboxStatus {
   mode: SandboxMode;
   /** Agents may run: the sandbox works, or the operator turned it off on purpose. */

@@ -152,6 +152,8 @@ export interface RunnerRow {
   concurrency: number;
   /** Tasks in status running on this runtime, counted from the tasks table. */
   runningTasks: number;
+  /** How its runner runs agents: "bwrap 0.8.0", "off" or "unavailable: …"; null if not reported. */
+  sandbox: string | null;
 }
 
 export interface LatestTask {
@@ -430,9 +432,10 @@ async function runnerRows(c: PoolClient, now: Date): Promise<RunnerRow[]> {
     running: number;
     concurrency: number;
     running_tasks: number;
+    sandbox: string | null;
   }>(
     `SELECT r.id, r.hostname, r.cli_version, r.can_resume, r.started_at, r.heartbeat_at,
-            r.running, r.concurrency,
+            r.running, r.concurrency, r.sandbox,
             (SELECT count(*) FROM tasks t WHERE t.status = 'running' AND t.runtime_id = r.id) AS running_tasks
        FROM runtimes r
       ORDER BY r.heartbeat_at DESC, r.id
@@ -452,6 +455,7 @@ async function runnerRows(c: PoolClient, now: Date): Promise<RunnerRow[]> {
       running: r.running,
       concurrency: r.concurrency,
       runningTasks: r.running_tasks,
+      sandbox: r.sandbox,
     };
   });
 }

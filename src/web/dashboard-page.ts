@@ -187,6 +187,7 @@ main.loading { opacity: .6; }
 .kpi .detail { color: var(--muted); font-size: 12.5px; line-height: 1.35; margin-top: 2px; }
 .kpi .value.good { color: var(--resumed); }
 .kpi .value.warn { color: var(--fresh); }
+td .warn { color: var(--fresh); }
 .kpi .value.bad { color: var(--bad); }
 .grid-2-1 { display: grid; grid-template-columns: minmax(0, 2fr) minmax(0, 1fr); gap: 16px; }
 .grid-1-1 { display: grid; grid-template-columns: minmax(0, 1fr) minmax(0, 1fr); gap: 16px; }
@@ -541,11 +542,12 @@ const SCRIPT = String.raw`
       (q.depth ? " (oldest " + age(q.oldestAgeSeconds) + ")" : "") + " · " + int(q.running) + " running" +
       (q.answersPending ? " · " + int(q.answersPending) + " answer" + (q.answersPending === 1 ? "" : "s") + " waiting for GitHub" : "");
     table(document.getElementById("runners"), [
-      { t: "Runner" }, { t: "CLI" }, { t: "Heartbeat" }, { t: "Running", n: true, title: "running tasks / concurrency" }
+      { t: "Runner" }, { t: "CLI" }, { t: "Sandbox", title: "how this runner runs agents" }, { t: "Heartbeat" }, { t: "Running", n: true, title: "running tasks / concurrency" }
     ], d.runners.map(function (r) {
       return h("tr", { "data-runner": r.id },
         td(h("span", null, h("span", { cls: "mono", text: r.id }), h("span", { cls: "muted", text: r.hostname === r.id ? "" : "  " + r.hostname })), "clip", r.id + " on " + r.hostname),
         td((r.cliVersion || "–") + (r.canResume === false ? " (no resume)" : "")),
+        td(h("span", { cls: r.sandbox && r.sandbox.indexOf("bwrap") === 0 ? "" : "warn", "data-sandbox": r.sandbox || "", text: r.sandbox || "–" }), "clip", r.sandbox || "not reported"),
         td(h("span", null, h("span", { cls: "dot" + (r.alive ? " alive" : ""), title: r.alive ? "alive" : "silent" }), ago(r.heartbeatAt)), null, when(r.heartbeatAt)),
         td(int(r.runningTasks) + " / " + int(r.concurrency), "n"));
     }), "No runner has registered yet.");

@@ -337,5 +337,46 @@ describe(
         /\[Pull request review \(changes requested\) at commit [0-9a-f]{40}\.\]\n\nPlease add a test for old Mac line endings\./,
       );
     });
+
+    it("12. every token a turn uses is scoped to the task's repository and the step's permissions", async () => {
+      const from = stack.gh.requests.length;
+      const n = newIssue();
+      const t = await stack.finishedTask(await stack.comment(n, "@tether look at split"));
+      expect(t).toMatchObject({ status: "succeeded" });
+      const seen = stack.gh.requests.slice(from);
+      const grantOf = (r: (typeof seen)[number]) => stack.gh.tokenGrant(r.token ?? "");
+      // The mirror's fetch: this repository, contents read, nothing else.
+      const fetches = seen.filter((r) => r.kind === "git");
+      expect(fetches.length).toBeGreaterThan(0);
+      for (const r of fetches)
+        expect(grantOf(r)).toMatchObject({
+          repositories: [REPO],
+          permissions: { contents: "read", metadata: "read" },
+        });
+      // The answer: this repository, no contents write, no other permission.
+      const answers = seen.filter(
+        (r) =>
+          r.method === "POST" &&
+          r.route?.endsWith("/comments") &&
+          String((r.body as { body?: string }).body).includes(`tether:task:${t.id}`),
+      );
+      expect(answers).toHaveLength(1);
+      expect(grantOf(answers[0]!)).toEqual({
+        token: answers[0]!.token,
+        repositories: [REPO],
+        permissions: {
+          issues: "write",
+          pull_requests: "write",
+          contents: "read",
+          metadata: "read",
+        },
+      });
+      // Such a token cannot touch another repository of the same installation.
+      await stack.gh.addRepo({ owner: "octo", name: "other", files: { "README.md": "x\n" } });
+      const other = await fetch(`${stack.gh.apiUrl}/repos/octo/other/issues`, {
+        headers: { authorization: `token ${answers[0]!.token}` },
+      });
+      expect(other.status).toBe(404);
+    });
   },
 );

@@ -227,6 +227,45 @@ interface TokenState {
   revoked: boolean;
   /** Repository ids the token is limited to; null: all of the installation's. */
   repoIds: number[] | null;
+  /** What the token may do: the app's permissions, or the subset asked for when it was made. */
+  permissions: Record<string, "read" | "write">;
+}
+
+/** What a token was made with, for tests that check least privilege. */
+export interface TokenGrant {
+  token: string;
+  /** Full names the token is limited to; null: every repository of the installation. */
+  repositories: string[] | null;
+  permissions: Record<string, "read" | "write">;
+}
+
+/**
+ * The permission a REST request needs, as GitHub decides it for an installation token:
+ * issues (and their comments and reactions), pull requests (and reviews), contents, and
+ * metadata for the rest. Reading needs `read`, anything else `write`.
+ */
+export function requiredPermission(
+  method: string,
+  pathname: string,
+): { name: string; level: "read" | "write" } | null {
+  const m = /^\/repos\/[^/]+\/[^/]+(\/[^/]+)?/.exec(pathname);
+  if (!m) return null;
+  const level = method === "GET" || method === "HEAD" ? "read" : "write";
+  const section = m[1] ?? "";
+  if (section === "/issues") return { name: "issues", level };
+  if (section === "/pulls") return { name: "pull_requests", level };
+  if (["/contents", "/git", "/commits", "/branches", "/compare"].includes(section))
+    return { name: "contents", level };
+  return { name: "metadata", level: "read" };
+}
+
+const LEVELS = { read: 1, write: 2 } as const;
+function grants(
+  have: Record<string, "read" | "write">,
+  need: { name: string; level: "read" | "write" },
+): boolean {
+  const h = have[need.name];
+  return h !== undefined && LEVELS[h] >= LEVELS[need.level];
 }
 
 interface InstallationState {
@@ -709,6 +748,21 @@ export class FakeGitHub implements PayloadSource {
     return [...this.tokens.keys()];
   }
 
+  /** What `token` was made with (repositories and permissions); undefined if never issued. */
+  tokenGrant(token: string): TokenGrant | undefined {
+    const t = this.tokens.get(token);
+    if (!t) return undefined;
+    return {
+      token,
+      repositories: t.repoIds
+        ? t.repoIds.map((id) =>
+            this.fullName([...this.repos.values()].find((r) => r.id === id) as RepoState),
+          )
+        : null,
+      permissions: { ...t.permissions },
+    };
+  }
+
   revokeToken(token: string): void {
     const t = this.tokens.get(token);
     if (t) t.revoked = true;
@@ -969,7 +1023,11 @@ export class FakeGitHub implements PayloadSource {
     });
   }
 
-  private issueToken(installationId: number, repoIds: number[] | null): TokenState {
+  private issueToken(
+    installationId: number,
+    repoIds: number[] | null,
+    permissions: Record<string, "read" | "write"> = { ...PERMISSIONS },
+  ): TokenState {
     if (!this.installations.has(installationId))
       throw new Error(`no installation ${installationId}`);
     const t: TokenState = {
@@ -979,6 +1037,8 @@ export class FakeGitHub implements PayloadSource {
       expiresAt: new Date(this.now().getTime() + this.tokenTtlMs),
       revoked: false,
       repoIds,
+      // GitHub adds metadata: read to every installation token.
+      permissions: { metadata: "read", ...permissions },
     };
     this.tokens.set(t.token, t);
     return t;
@@ -1183,6 +1243,18 @@ export class FakeGitHub implements PayloadSource {
         return;
       }
     }
+    const need = token ? requiredPermission(rec.method, sub) : null;
+    if (token && need && !grants(token.permissions, need)) {
+      this.sendJson(res, rec, {
+        status: 403,
+        body: {
+          message: "Resource not accessible by integration",
+          documentation_url: DOCS,
+          status: "403",
+        },
+      });
+      return;
+    }
     const body =
       rec.body !== null && typeof rec.body === "object" && !Array.isArray(rec.body)
         ? (rec.body as Json)
@@ -1265,6 +1337,13 @@ export class FakeGitHub implements PayloadSource {
       res.end("Repository not found.\n");
       return;
     }
+    const pushing = rest.includes("git-receive-pack") || url.search.includes("git-receive-pack");
+    if (!grants(token.permissions, { name: "contents", level: pushing ? "write" : "read" })) {
+      rec.status = 403;
+      res.writeHead(403, { "content-type": "text/plain" });
+      res.end(`Permission to ${this.fullName(repo)}.git denied to the integration.\n`);
+      return;
+    }
     rec.status = await serveGitHttp(
       req,
       res,
@@ -1340,11 +1419,33 @@ export class FakeGitHub implements PayloadSource {
         }
         repoIds = chosen.map((r) => r.id);
       }
-      const t = this.issueToken(id, repoIds);
+      let permissions: Record<string, "read" | "write"> = { ...PERMISSIONS };
+      const asked = ctx.body.permissions;
+      if (asked !== undefined) {
+        // GitHub grants a subset of the app's permissions and refuses anything more.
+        const wanted = Object.entries(asked as Record<string, unknown>);
+        const beyond = wanted.some(
+          ([k, v]) =>
+            (v !== "read" && v !== "write") ||
+            !grants(PERMISSIONS as Record<string, "read" | "write">, { name: k, level: v }),
+        );
+        if (beyond) {
+          return {
+            status: 422,
+            body: {
+              message: "The permissions requested are not granted to this installation.",
+              documentation_url: DOCS,
+              status: "422",
+            },
+          };
+        }
+        permissions = Object.fromEntries(wanted) as Record<string, "read" | "write">;
+      }
+      const t = this.issueToken(id, repoIds, permissions);
       const body: Json = {
         token: t.token,
         expires_at: iso(t.expiresAt),
-        permissions: { ...PERMISSIONS },
+        permissions: { ...t.permissions },
         repository_selection: repoIds ? "selected" : "all",
       };
       if (repoIds) {

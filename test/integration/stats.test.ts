@@ -217,6 +217,10 @@ describe("/api/stats on seeded tasks", () => {
       ["runner-a", true, 10, 1],
       ["runner-b", false, 300, 0],
     ]);
+    expect(s.runners.map((r) => r.sandbox)).toEqual([
+      "bwrap 0.8.0",
+      "unavailable: bwrap: No permissions to create new namespace",
+    ]);
     expect(s.runners[0]).toMatchObject({
       cliVersion: "2.1.197",
       concurrency: 4,
