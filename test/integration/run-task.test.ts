@@ -605,11 +605,12 @@ describe("runTask when GitHub refuses the thread's writes past the retries", () 
       throw new Error("the config must not be read when the task carries its settings");
     };
     const snapshot = {
-      v: 1,
+      v: 2,
       agents: {
         tether: { name: "tether", model: "snapshot-model", timeoutMinutes: 7, stallMinutes: 3 },
       },
       resume: { enabled: true, ttlHours: 72, contextBudget: 0.8 },
+      spend: { freshResetsConversation: false },
     };
     const agent = new FakeAgent([ok("s-snap")]);
     const row = await turn(agent, thread, { repo_settings: JSON.stringify(snapshot) });
