@@ -175,7 +175,7 @@ export function renderSpend(
 
 function tokens(n: number): string {
   if (n >= 1_000_000) return `${(n / 1_000_000).toFixed(2)}M`;
-  if (n >= 10_000) return `${(n / 1000).toFixed(1)}k`;
+  if (n >= 10_000) return `${(n / 1000).toFixed(1).replace(/\.0$/, "")}k`;
   return n.toLocaleString("en-US");
 }
 

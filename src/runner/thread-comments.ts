@@ -197,24 +197,26 @@ export function renderRefusal(r: RefusalFacts): string {
         return `- This installation (every repository Tether is installed on with this one) has spent ${spent} of its ${limit} limit for ${monthName(r.now)} (UTC) (\`spend.installationMonthlyUsd\`).`;
     }
   });
-  const ways = [
-    `raise the limit in \`${CONFIG_FILE}\` on the default branch (or in the organisation's \`.github\` repository, where the file comes from there), then comment again`,
-  ];
   const kinds = new Set(r.reached.map((l) => l.kind));
+  const ways = [
+    `**To go on**, raise the limit in \`${CONFIG_FILE}\` on the default branch (or in the organisation's \`.github\` repository, when the setting comes from there), then comment again.`,
+  ];
   if (kinds.has("conversation"))
     ways.push(
       r.freshResets
-        ? `start over with ${"`"}${r.mention} /fresh <request>${"`"}: here a fresh session starts a new count (\`spend.freshResetsConversation: true\`)`
-        : "`/fresh` does not start a new count here (`spend.freshResetsConversation` is off), so starting over does not help",
+        ? `Or start over with \`${r.mention} /fresh <request>\`: a fresh session starts a new count here (\`spend.freshResetsConversation: true\`).`
+        : "`/fresh` does not help: it starts a new session, not a new count (`spend.freshResetsConversation` is off).",
     );
   if (kinds.has("repository_month") || kinds.has("installation_month"))
-    ways.push(`or wait: the monthly count starts again on ${dayName(nextMonthStart(r.now))} (UTC)`);
+    ways.push(
+      `Or wait: the monthly count starts again on ${dayName(nextMonthStart(r.now))} (UTC).`,
+    );
   return [
     `💸 Not run: a spend limit is reached, so I did not start this turn.`,
     "",
     ...lines,
     "",
-    `To go on, ${ways.join("; ")}.`,
+    ways.join(" "),
     "",
     "---",
     "<sub>not run · no cost</sub>",

@@ -55,15 +55,14 @@ export async function conversationSpend(
        SELECT id, cost_usd, resume_decision, force_fresh FROM tasks
         WHERE repo = $1 AND issue_number = $2 AND agent = $3 AND id IS DISTINCT FROM $4),
      reset AS (
-       SELECT max(id) AS id FROM t WHERE $5 AND force_fresh AND resume_decision IS NOT NULL)
-     SELECT coalesce(sum(cost_usd), 0) AS total,
-            count(*) FILTER (WHERE resume_decision IS NOT NULL) AS turns,
-            coalesce(sum(cost_usd) FILTER (WHERE id >= coalesce(r.id, 0)), 0) AS counted,
-            count(*) FILTER (WHERE resume_decision IS NOT NULL AND id >= coalesce(r.id, 0))
-              AS counted_turns,
-            r.id AS reset_at
-       FROM t CROSS JOIN reset r
-      GROUP BY r.id`,
+       SELECT max(id) AS id FROM t WHERE $5 AND force_fresh AND resume_decision IS NOT NULL),
+     counted AS (
+       SELECT t.* FROM t WHERE t.id >= coalesce((SELECT id FROM reset), 0))
+     SELECT (SELECT coalesce(sum(cost_usd), 0) FROM t) AS total,
+            (SELECT count(*) FROM t WHERE resume_decision IS NOT NULL) AS turns,
+            (SELECT coalesce(sum(cost_usd), 0) FROM counted) AS counted,
+            (SELECT count(*) FROM counted WHERE resume_decision IS NOT NULL) AS counted_turns,
+            (SELECT id FROM reset) AS reset_at`,
     [key.repo, key.issueNumber, key.agent, opts.exceptTaskId ?? null, opts.freshResets],
   );
   const r = rows[0];
