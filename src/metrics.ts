@@ -8,6 +8,7 @@ import {
   type QueueFigures,
   type ReasonCode,
 } from "./sql/stats.js";
+import { LIMIT_KINDS } from "./spend/spend-limits.js";
 
 /** What the runner reports once per finished turn. */
 export interface TurnRecord {
@@ -103,6 +104,12 @@ export class Metrics {
     labelNames: ["reason"] as const,
     registers: [this.registry],
   });
+  private readonly refused = new Counter({
+    name: "tether_turns_refused_total",
+    help: "Tasks a spend limit kept from running, by the limit reached: conversation, repository_month, installation_month (a task that reached several counts once for each).",
+    labelNames: ["limit"] as const,
+    registers: [this.registry],
+  });
   private readonly deliveriesPruned = new Counter({
     name: "tether_deliveries_pruned_total",
     help: "Finished webhook deliveries deleted from the inbox (webhook_deliveries) after the retention window.",
@@ -158,6 +165,7 @@ export class Metrics {
     );
     // Every reason from the start, so a rate over it is 0, not absent, until the first refusal.
     for (const reason of WEBHOOK_REFUSALS) this.webhookRefused.inc({ reason }, 0);
+    for (const limit of LIMIT_KINDS) this.refused.inc({ limit }, 0);
     if (opts.defaultMetrics) collectDefaultMetrics({ register: this.registry });
   }
 
@@ -190,6 +198,11 @@ export class Metrics {
       if (nonNegative(value)) this.tokens.inc({ kind, resumed }, value);
     }
     if (nonNegative(u.costUsd)) this.cost.inc({ resumed }, u.costUsd);
+  }
+
+  /** Count a task a spend limit kept from running, once for each limit it reached. */
+  recordRefused(limits: readonly string[]): void {
+    for (const limit of new Set(limits)) this.refused.inc({ limit: known(LIMIT_KINDS, limit) });
   }
 
   /** Count a request the webhook route refused. */

@@ -538,7 +538,9 @@ class ClaudeRun implements AgentRun {
       resultText:
         kind === "success"
           ? (evidence.result?.result ?? evidence.lastText ?? undefined)
-          : undefined,
+          : kind === "turn_limit"
+            ? (evidence.lastText ?? undefined) // what the agent had written when it was stopped
+            : undefined,
       usage: summarizeUsage(evidence, Date.now() - this.startedAt),
       toolRan: evidence.toolUses > 0,
       detail,

@@ -430,6 +430,7 @@ async function handleTrigger(
         pool: fx.pool,
         repo: t.repo,
         issueNumber: t.issueNumber,
+        installationId: d.installationId,
         agents: statusFor,
         config,
         now: fx.now(),

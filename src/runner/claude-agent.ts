@@ -63,6 +63,7 @@ export function claudeAgent(cli: AgentCli, opts: ClaudeAgentOptions): AgentPort 
           settings: {
             ...(s.model ? { model: s.model } : {}),
             ...(s.maxTurns ? { maxTurns: s.maxTurns } : {}),
+            ...(s.turnLimitUsd ? { maxBudgetUsd: s.turnLimitUsd } : {}),
             ...(s.allowedTools?.length ? { allowedTools: s.allowedTools } : {}),
             ...(s.disallowedTools?.length ? { disallowedTools: s.disallowedTools } : {}),
             ...(s.permissionMode ? { permissionMode: s.permissionMode as never } : {}),

@@ -3,7 +3,7 @@
  * queued, last session) and what the next turn would do — resume or fresh, and why.
  */
 import type { DescribeStatus } from "../intake/status.js";
-import { renderStatus } from "../intake/status.js";
+import { readSpendFigures, renderSpend, renderStatus } from "../intake/status.js";
 import { agentsOnIssue, readKeyStates } from "../sql/tasks.js";
 import { readEpoch } from "../sql/history.js";
 import { priorSession } from "../sql/sessions.js";
@@ -40,7 +40,13 @@ export const describeNextTurn: DescribeStatus = async (req) => {
       decision.kind === "resume"
         ? `- Next turn: **resumes** session \`${decision.sessionId}\`${prior?.runtimeId ? ` on runtime \`${prior.runtimeId}\`` : ""} (\`resumed\`).`
         : `- Next turn: **fresh session** (\`${decision.reason}\`: ${describeReason(decision.reason)}).`;
-    blocks.push(`${renderStatus([state], req.config, req.now)}\n${next}`);
+    const spend = renderSpend(
+      await readSpendFigures(req, state.agent),
+      req.config.agents[state.agent],
+      req.config,
+      req.now,
+    );
+    blocks.push([renderStatus([state], req.config, req.now), ...spend, next].join("\n"));
   }
   return blocks.join("\n\n");
 };

@@ -8,6 +8,8 @@ import type { Outcome, Usage } from "../sql/task-runs.js";
 /** One agent's settings, as the repo config resolves them. */
 export interface AgentSettings {
   name: string;
+  /** What addresses the agent in a comment, e.g. `@tether`. */
+  mention?: string;
   model?: string;
   maxTurns?: number;
   timeoutMinutes: number;
@@ -20,6 +22,10 @@ export interface AgentSettings {
   network?: "model-only" | "open" | string[];
   /** Append the default branch's CLAUDE.md to the system prompt. */
   projectInstructions?: boolean;
+  /** Most one turn may spend, US dollars (`--max-budget-usd`). */
+  turnLimitUsd?: number;
+  /** Most this agent's conversation on one issue may spend, US dollars. */
+  conversationLimitUsd?: number;
 }
 
 export interface ResumeSettings {
@@ -28,9 +34,19 @@ export interface ResumeSettings {
   contextBudget: number;
 }
 
+export interface SpendSettings {
+  /** A `/fresh` turn starts the conversation's spend count again. */
+  freshResetsConversation: boolean;
+  /** Most the repository may spend in a calendar month (UTC), US dollars. */
+  repositoryMonthlyUsd?: number;
+  /** Most the installation may spend in a calendar month (UTC), US dollars. */
+  installationMonthlyUsd?: number;
+}
+
 export interface RepoSettings {
   agents: Record<string, AgentSettings>;
   resume: ResumeSettings;
+  spend: SpendSettings;
 }
 
 export type ConfigResult = { ok: true; settings: RepoSettings } | { ok: false; message: string };

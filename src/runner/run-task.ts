@@ -40,6 +40,7 @@ import {
   type TurnFacts,
 } from "./prompts.js";
 import { answerRetryPolicy, type AnswerRetryPolicy } from "./answer-retry.js";
+import { checkSpend } from "./spend-check.js";
 import { redact } from "./redact.js";
 import { reviewContext } from "./review-context.js";
 import { decideResume, type ReasonCode, type ResumeDecision } from "./resume-decision.js";
@@ -47,6 +48,7 @@ import {
   findTaskMarker,
   renderAnswer,
   renderFailure,
+  renderRefusal,
   renderTracking,
   taskMarker,
   type FooterFacts,
@@ -70,6 +72,8 @@ export interface RunTaskDeps {
   secrets?: () => Iterable<string | undefined>;
   /** Told about every finished turn (metrics). */
   onFinished?: (t: FinishedTurn) => void;
+  /** Told about every task a spend limit kept from running. */
+  onRefused?: (t: { task: Task; limits: string[] }) => void;
   /** How an answer GitHub refused is retried (its baseMs: the wait before the first delivery). */
   answerRetry?: Partial<AnswerRetryPolicy>;
 }
@@ -233,6 +237,44 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     return;
   }
 
+  // Spend limits: a conversation, repository or installation that has reached its limit gets
+  // the reason in the thread instead of a run. Not a turn: no resume decision is recorded.
+  const spendSettings = config.settings.spend;
+  const spend = await checkSpend(deps.pool, task, settings, spendSettings, now());
+  if (spend.reached.length) {
+    await abandonWorkspace();
+    const limits = spend.reached.map(
+      (l) => `${l.kind}: spent $${l.spentUsd.toFixed(4)} of $${String(l.limitUsd)}`,
+    );
+    log.info({ limits }, "a spend limit is reached; the turn is not run");
+    const posted = await answer(
+      renderRefusal({
+        taskId: task.id,
+        agent: task.agent,
+        mention: settings.mention ?? `@${task.agent}`,
+        reached: spend.reached,
+        freshResets: spendSettings.freshResetsConversation,
+        now: now(),
+      }),
+    );
+    if (
+      await finish(deps, task, {
+        status: "cancelled",
+        outcome: "limit_refused",
+        failureReason: `not run: ${limits.join("; ")}`,
+        sessionId: null,
+        usage: null,
+        answer: posted,
+      })
+    )
+      deps.onRefused?.({ task, limits: spend.reached.map((l) => l.kind) });
+    return;
+  }
+  // What the footer counts this turn against: the count starts again at a `/fresh` turn when
+  // the config says so.
+  const spentBefore =
+    spendSettings.freshResetsConversation && task.forceFresh ? 0 : spend.conversation.countedUsd;
+
   const policy = config.settings.resume;
   const sessionHeld =
     prior && deps.agent.holdsSession
@@ -383,8 +425,10 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
   };
 
   const systemPrompt = buildSystemPrompt(task.agent, settings.appendSystemPrompt);
+  let promptBytes: number | null = null;
   const attempt = async (d: ResumeDecision): Promise<AgentRunResult> => {
     const prompt = d.kind === "resume" ? buildResumedPrompt(turn) : await coldPrompt();
+    promptBytes = Buffer.byteLength(prompt);
     return deps.agent.run({
       key,
       cwd: workDir,
@@ -456,7 +500,22 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
       );
   }
 
-  const footer = footerOf(decision, result.sessionId, result.usage);
+  const footer: FooterFacts = {
+    ...footerOf(decision, result.sessionId, result.usage),
+    ...(result.outcome === "turn_limit" && settings.turnLimitUsd !== undefined
+      ? { turnLimitUsd: settings.turnLimitUsd }
+      : {}),
+    ...(settings.conversationLimitUsd !== undefined || settings.turnLimitUsd !== undefined
+      ? {
+          conversation: {
+            spentUsd: spentBefore + (result.usage?.costUsd ?? 0),
+            ...(settings.conversationLimitUsd !== undefined
+              ? { limitUsd: settings.conversationLimitUsd }
+              : {}),
+          },
+        }
+      : {}),
+  };
   const body =
     result.outcome === "success"
       ? renderAnswer(task.id, result.text ?? "", footer)
@@ -467,6 +526,10 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
             taskId: task.id,
             timeoutMinutes: settings.timeoutMinutes,
             stallMinutes: settings.stallMinutes,
+            agent: task.agent,
+            ...(settings.turnLimitUsd !== undefined ? { turnLimitUsd: settings.turnLimitUsd } : {}),
+            ...(result.usage ? { costUsd: result.usage.costUsd } : {}),
+            lastText: result.outcome === "turn_limit" ? result.text : null,
           },
           footer,
         );
@@ -494,6 +557,8 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     sessionId: result.sessionId,
     usage: result.usage,
     answer: posted,
+    promptBytes,
+    answerBytes: result.text === null ? null : Buffer.byteLength(result.text),
   });
   if (finished) {
     deps.onFinished?.({

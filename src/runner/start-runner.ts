@@ -146,6 +146,7 @@ export async function startRunner(opts: {
         queueWaitMs: t.queueWaitMs,
         usage: t.usage,
       }),
+    onRefused: (t) => opts.metrics?.recordRefused(t.limits),
   });
   log.info(
     { runtimeId, claude: caps.path, version: caps.version, canResume: caps.canResume },

@@ -114,6 +114,8 @@ export interface RepoRow {
   repo: string;
   agent: string;
   turns: number;
+  /** Tasks a spend limit kept from running (not turns). */
+  refused: number;
   followUps: number;
   resumed: number;
   resumeRate: number | null;
@@ -197,12 +199,17 @@ export interface Stats {
     outputTokens: number;
     cacheReadTokens: number;
     cacheCreationTokens: number;
+    /** Tasks a spend limit kept from running (outcome limit_refused; not turns). */
+    refused: number;
   };
   /** resumed ÷ followUps over the window; null when there was no follow-up turn. */
   resumeRate: number | null;
   /** Turns per reason code: every known code (zeros included), then any other code seen. */
   reasons: Record<string, number>;
-  /** Turns per outcome: every known outcome (zeros included), "pending" for turns without one. */
+  /**
+   * Turns per outcome: every turn outcome (zeros included), "pending" for turns without one.
+   * `limit_refused` is not among them: a refused task never ran (see totals.refused).
+   */
   outcomes: Record<string, number>;
   series: SeriesPoint[];
   savings: {
@@ -251,7 +258,8 @@ export async function readStats(pool: Pool, opts: ReadStatsOptions): Promise<Sta
     const queue = await queueFigures(c, opts.now);
     const runners = await runnerRows(c, opts.now);
     const latest = await latestTasks(c, LATEST_TASKS);
-    return assemble(window, { hours, repos, queue, runners, latest });
+    const refused = await refusedRows(c, window);
+    return assemble(window, { hours, repos, queue, runners, latest, refused });
   });
 }
 
@@ -380,6 +388,27 @@ export function repoRowsQuery(w: StatsWindow): { text: string; values: unknown[]
             GROUP BY repo, agent`,
     values: [w.from, w.to],
   };
+}
+
+/** Tasks a spend limit refused, per (repository, agent), in the window (by their created_at). */
+export interface RefusedRow {
+  repo: string;
+  agent: string;
+  refused: number;
+}
+
+/** Refusals are not turns, so not in the roll-ups: read from tasks by the limit_refused index. */
+export function refusedRowsQuery(w: StatsWindow): { text: string; values: unknown[] } {
+  return {
+    text: `SELECT repo, agent, count(*) AS refused FROM tasks
+            WHERE outcome = 'limit_refused' AND created_at >= $1 AND created_at <= $2
+            GROUP BY repo, agent`,
+    values: [w.from, w.to],
+  };
+}
+
+async function refusedRows(c: PoolClient, w: StatsWindow): Promise<RefusedRow[]> {
+  return (await c.query<RefusedRow>(refusedRowsQuery(w))).rows;
 }
 
 async function hourRows(c: PoolClient, w: StatsWindow): Promise<HourRow[]> {
@@ -594,7 +623,12 @@ export interface StatsParts {
   queue: QueueFigures;
   runners: RunnerRow[];
   latest: LatestTask[];
+  /** Absent: no refusals (older callers). */
+  refused?: RefusedRow[];
 }
+
+/** Outcomes a turn can have: every outcome but limit_refused, which a task gets without running. */
+export const TURN_OUTCOMES = OUTCOMES.filter((o) => o !== "limit_refused");
 
 /** Rolls the aggregate rows up into the API's shape. Pure, so it is tested on its own too. */
 export function assemble(w: StatsWindow, parts: StatsParts): Stats {
@@ -603,7 +637,7 @@ export function assemble(w: StatsWindow, parts: StatsParts): Stats {
   const perBucket = w.buckets.map(() => emptyAcc());
   const reasons: Record<string, number> = Object.fromEntries(REASON_CODES.map((c) => [c, 0]));
   const outcomes: Record<string, number> = Object.fromEntries(
-    [...OUTCOMES, PENDING].map((c) => [c, 0]),
+    [...TURN_OUTCOMES, PENDING].map((c) => [c, 0]),
   );
   for (const g of parts.hours) {
     add(total, g);
@@ -613,10 +647,14 @@ export function assemble(w: StatsWindow, parts: StatsParts): Stats {
     reasons[g.reason] = (reasons[g.reason] ?? 0) + g.turns;
     outcomes[g.outcome] = (outcomes[g.outcome] ?? 0) + g.turns;
   }
+  const refusedBy = new Map<string, number>();
+  const pairKey = (repo: string, agent: string) => JSON.stringify([repo, agent]);
+  for (const r of parts.refused ?? []) refusedBy.set(pairKey(r.repo, r.agent), r.refused);
   const repoRows: RepoRow[] = parts.repos.map((g) => ({
     repo: g.repo,
     agent: g.agent,
     turns: g.turns,
+    refused: refusedBy.get(pairKey(g.repo, g.agent)) ?? 0,
     followUps: g.follow_ups,
     resumed: g.resumed,
     resumeRate: ratio(g.resumed, g.follow_ups),
@@ -627,8 +665,30 @@ export function assemble(w: StatsWindow, parts: StatsParts): Stats {
     cacheCreationTokens: g.cache_creation_tokens,
   }));
 
+  // A pair whose every task was refused had no turn, but belongs in the table all the same.
+  const seen = new Set(repoRows.map((r) => pairKey(r.repo, r.agent)));
+  for (const r of parts.refused ?? [])
+    if (!seen.has(pairKey(r.repo, r.agent)))
+      repoRows.push({
+        repo: r.repo,
+        agent: r.agent,
+        turns: 0,
+        refused: r.refused,
+        followUps: 0,
+        resumed: 0,
+        resumeRate: null,
+        costUsd: 0,
+        inputTokens: 0,
+        outputTokens: 0,
+        cacheReadTokens: 0,
+        cacheCreationTokens: 0,
+      });
   repoRows.sort(
-    (a, b) => b.turns - a.turns || a.repo.localeCompare(b.repo) || a.agent.localeCompare(b.agent),
+    (a, b) =>
+      b.turns - a.turns ||
+      b.refused - a.refused ||
+      a.repo.localeCompare(b.repo) ||
+      a.agent.localeCompare(b.agent),
   );
   const savings = {
     resumed: profile(classes.resumed),
@@ -654,6 +714,7 @@ export function assemble(w: StatsWindow, parts: StatsParts): Stats {
       outputTokens: total.output,
       cacheReadTokens: total.cacheRead,
       cacheCreationTokens: total.cacheCreation,
+      refused: (parts.refused ?? []).reduce((n, r) => n + r.refused, 0),
     },
     resumeRate: ratio(total.resumed, total.followUps),
     reasons,

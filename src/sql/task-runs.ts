@@ -18,6 +18,8 @@ export const OUTCOMES = [
   "timed_out",
   "stalled",
   "cancelled",
+  "turn_limit",
+  "limit_refused",
 ] as const;
 export type Outcome = (typeof OUTCOMES)[number];
 
@@ -260,6 +262,9 @@ export interface Finish {
   sessionId: string | null;
   usage: Usage | null;
   answer: FinalAnswer;
+  /** Bytes of the prompt written to the CLI, and of the answer it gave (what the turn added to the thread). */
+  promptBytes?: number | null;
+  answerBytes?: number | null;
 }
 
 /**
@@ -284,6 +289,7 @@ export async function finishTask(
             answer_comment_id = COALESCE(answer_comment_id, $16),
             answer_pending = $17, answer_body = $18,
             answer_next_at = CASE WHEN $17 THEN now() + make_interval(secs => $19::double precision / 1000) END,
+            prompt_bytes = $20, answer_bytes = $21,
             finished_at = now(), updated_at = now(), locked_by = NULL, heartbeat_at = NULL
       WHERE id = $1 AND locked_by = $2 AND status = 'running'`,
     [
@@ -306,6 +312,8 @@ export async function finishTask(
       a.kind === "pending",
       a.kind === "pending" ? a.body : null,
       a.kind === "pending" ? a.retryInMs : null,
+      f.promptBytes ?? null,
+      f.answerBytes ?? null,
     ],
   );
   return res.rowCount === 1;

@@ -87,7 +87,7 @@ export function dashboardPage(nonce: string, opts: { signOut: boolean }): string
   <section class="kpis">
     <div class="kpi"><div class="label">Resume rate</div><div class="value" data-stat="resumeRate">–</div><div class="detail" data-stat="resumeDetail"></div></div>
     <div class="kpi"><div class="label">Turns</div><div class="value" data-stat="turns">–</div><div class="detail" data-stat="turnsDetail"></div></div>
-    <div class="kpi"><div class="label">Cost</div><div class="value" data-stat="cost">–</div><div class="detail" data-stat="costDetail"></div></div>
+    <div class="kpi"><div class="label">Cost</div><div class="value" data-stat="cost">–</div><div class="detail" data-stat="costDetail"></div><div class="detail" data-stat="refused"></div></div>
     <div class="kpi"><div class="label">Failed turns</div><div class="value" data-stat="failed">–</div><div class="detail" data-stat="failedDetail"></div></div>
     <div class="kpi"><div class="label">Queue</div><div class="value" data-stat="queueDepth">–</div><div class="detail" data-stat="queueDetail"></div></div>
     <div class="kpi"><div class="label">Running</div><div class="value" data-stat="running">–</div><div class="detail" data-stat="runningDetail"></div></div>
@@ -238,9 +238,9 @@ td.empty { color: var(--muted); text-align: center; padding: 18px; white-space: 
 .rate .mini span { display: block; height: 100%; background: var(--resumed); }
 .pill { display: inline-block; padding: 1px 8px; border-radius: 10px; font-size: 12px; background: var(--chip); }
 .pill.succeeded, .pill.success, .pill.resumed { background: color-mix(in srgb, var(--resumed) 18%, transparent); color: var(--resumed); }
-.pill.failed, .pill.poisoned, .pill.auth_failed, .pill.timed_out, .pill.stalled, .pill.resume_rejected { background: color-mix(in srgb, var(--bad) 15%, transparent); color: var(--bad); }
+.pill.failed, .pill.poisoned, .pill.auth_failed, .pill.timed_out, .pill.stalled, .pill.resume_rejected, .pill.turn_limit { background: color-mix(in srgb, var(--bad) 15%, transparent); color: var(--bad); }
 .pill.running, .pill.queued { background: color-mix(in srgb, var(--accent) 15%, transparent); color: var(--accent); }
-.pill.fresh { background: color-mix(in srgb, var(--fresh) 18%, transparent); color: var(--fresh); }
+.pill.fresh, .pill.limit_refused { background: color-mix(in srgb, var(--fresh) 18%, transparent); color: var(--fresh); }
 .dot { display: inline-block; width: 8px; height: 8px; border-radius: 50%; margin-right: 6px; background: var(--bad); }
 .dot.alive { background: var(--resumed); }
 .clip { max-width: 22em; overflow: hidden; text-overflow: ellipsis; }
@@ -268,7 +268,7 @@ const SCRIPT = String.raw`
     cli_cannot_resume: "The Claude binary cannot resume",
     resume_rejected: "The CLI rejected the resume; retried fresh"
   };
-  var FAILED = ["failed", "poisoned", "resume_rejected", "auth_failed", "timed_out", "stalled"];
+  var FAILED = ["failed", "poisoned", "resume_rejected", "auth_failed", "timed_out", "stalled", "turn_limit"];
   var REFRESH_MS = 30000;
   var params = new URLSearchParams(location.search);
   var state = {
@@ -377,6 +377,8 @@ const SCRIPT = String.raw`
     set("cost", usdTotal(t.costUsd));
     var saved = d.savings.costSavedPerResumedTurnUsd;
     set("costDetail", saved === null ? "avg " + usd(t.turns ? t.costUsd / t.turns : null) + " per turn" : usd(saved) + " saved per resumed turn");
+    var refused = set("refused", int(t.refused) + " refused by a spend limit");
+    refused.setAttribute("data-value", String(t.refused));
     var failed = FAILED.reduce(function (sum, k) { return sum + (d.outcomes[k] || 0); }, 0);
     set("failed", int(failed), failed ? "bad" : "");
     set("failedDetail", t.turns ? pct(failed / t.turns) + " of turns" : "no turns");
@@ -573,12 +575,13 @@ const SCRIPT = String.raw`
   function renderRepos(d) {
     table(document.getElementById("repos"), [
       { t: "Repository" }, { t: "Agent" }, { t: "Turns", n: true }, { t: "Follow-ups", n: true }, { t: "Resumed", n: true },
-      { t: "Resume rate", n: true }, { t: "Cost", n: true }, { t: "Input tok", n: true }, { t: "Cache read tok", n: true },
+      { t: "Resume rate", n: true }, { t: "Cost", n: true }, { t: "Refused", n: true }, { t: "Input tok", n: true }, { t: "Cache read tok", n: true },
       { t: "Cache write tok", n: true }, { t: "Output tok", n: true }
     ], d.repos.map(function (r) {
       return h("tr", { "data-repo": r.repo + "/" + r.agent },
         td(r.repo, "clip", r.repo), td(r.agent), td(int(r.turns), "n"), td(int(r.followUps), "n"), td(int(r.resumed), "n"),
         td(rateCell(r.resumeRate), "n"), td(usdTotal(r.costUsd), "n", usd(r.costUsd)),
+        td(int(r.refused), "n", "tasks a spend limit kept from running"),
         td(compact(r.inputTokens), "n", int(r.inputTokens)), td(compact(r.cacheReadTokens), "n", int(r.cacheReadTokens)),
         td(compact(r.cacheCreationTokens), "n", int(r.cacheCreationTokens)), td(compact(r.outputTokens), "n", int(r.outputTokens)));
     }), "No turns in this range.");

@@ -110,6 +110,11 @@ async function expectPageMatches(page: Page, s: Stats): Promise<void> {
   );
   expect(await stat("queueDepth").textContent()).toBe(int(s.queue.depth));
   expect(await stat("running").textContent()).toBe(int(s.queue.running));
+  expect(s.totals.refused).toBeGreaterThan(0); // the seed has refusals in every range
+  expect(await stat("refused").getAttribute("data-value")).toBe(String(s.totals.refused));
+  expect(await stat("refused").textContent()).toBe(
+    `${int(s.totals.refused)} refused by a spend limit`,
+  );
 
   // The chart: one stacked bar per bucket, a line through every bucket that had follow-ups.
   const chart = page.locator("#rate-chart");

@@ -215,4 +215,15 @@ export async function seedRealisticTasks(
              NULL, NULL, NULL, NULL, $1::timestamptz - interval '20 seconds', NULL)`,
     [now],
   );
+  // Turns a spend limit kept from running: not turns, counted beside them.
+  await pool.query(
+    `INSERT INTO tasks (repo, installation_id, issue_number, agent, status, outcome, failure_reason,
+                        trigger_author, trigger_url, trigger_body, created_at, finished_at)
+     SELECT 'acme/billing', 1, 88, 'tether', 'cancelled', 'limit_refused',
+            'not run: conversation: spent $5.1200 of $5', 'mona',
+            'https://github.com/acme/billing/issues/88#issuecomment-' || (700 + g), '@tether again',
+            $1::timestamptz - make_interval(hours => g), $1::timestamptz - make_interval(hours => g)
+       FROM generate_series(1, 3) g`,
+    [now],
+  );
 }

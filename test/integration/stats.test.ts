@@ -73,6 +73,7 @@ describe("/api/stats on seeded tasks", () => {
       outputTokens: 4500,
       cacheReadTokens: 130000,
       cacheCreationTokens: 174000,
+      refused: 0,
     });
     expect(s.resumeRate).toBe(0.5);
     expect(s.reasons).toEqual({
@@ -92,6 +93,7 @@ describe("/api/stats on seeded tasks", () => {
       timed_out: 0,
       stalled: 0,
       cancelled: 0,
+      turn_limit: 0,
       pending: 1,
     });
     // Averages divide by the turns that reported usage: the running resumed turn has none.
@@ -153,6 +155,7 @@ describe("/api/stats on seeded tasks", () => {
         repo: "octo/widgets",
         agent: "tether",
         turns: 4,
+        refused: 0,
         followUps: 3,
         resumed: 2,
         resumeRate: 2 / 3,
@@ -166,6 +169,7 @@ describe("/api/stats on seeded tasks", () => {
         repo: "octo/gadgets",
         agent: "reviewer",
         turns: 3,
+        refused: 0,
         followUps: 3,
         resumed: 1,
         resumeRate: 1 / 3,
