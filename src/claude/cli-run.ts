@@ -93,6 +93,8 @@ export interface CliDialect<M extends { kind: string }, S> {
   resultText(state: S): string | undefined;
   toolRan(state: S): boolean;
   usage(state: S, wallMs: number): RunUsage;
+  /** Host paths the sandbox shows read-only for the binary `exe` to run; default just it. */
+  binds?(exe: string): string[];
   /** Arguments as logged (long user text shortened). */
   redactArgs?(args: string[]): string[];
 }
@@ -300,7 +302,7 @@ export class CliRun<M extends { kind: string }, S> implements AgentRun {
           ...(spec.home ? { home: spec.home } : {}),
           ...(spec.sandbox.origin ? { origin: spec.sandbox.origin } : {}),
           ...(spec.sandbox.masks ? { masks: spec.sandbox.masks } : {}),
-          readOnly: [exe],
+          readOnly: this.dialect.binds?.(exe) ?? [exe],
           egress: { model: access.endpoint, network: spec.sandbox.network },
           env,
           modelEnv: { inside: access.inside, outside: access.outside },
