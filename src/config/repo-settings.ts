@@ -15,6 +15,7 @@ export function toRepoSettings(config: RepoConfig): RepoSettings {
   for (const [name, a] of Object.entries(config.agents)) {
     agents[name] = {
       name,
+      cli: a.cli,
       model: a.model,
       maxTurns: a.maxTurns,
       timeoutMinutes: a.timeoutMinutes,
@@ -37,6 +38,8 @@ const SettingsSnapshot = z.object({
     z.string(),
     z.object({
       name: z.string(),
+      // Absent in snapshots taken before Codex: those agents are Claude's.
+      cli: z.enum(["claude", "codex"]).optional(),
       model: z.string().optional(),
       maxTurns: z.number().int().positive().optional(),
       timeoutMinutes: z.number().positive(),
