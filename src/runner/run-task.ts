@@ -473,6 +473,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
             taskId: task.id,
             timeoutMinutes: settings.timeoutMinutes,
             stallMinutes: settings.stallMinutes,
+            cli,
           },
           footer,
         );
