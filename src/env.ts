@@ -64,6 +64,8 @@ export const EnvSchema = z.object({
   TETHER_PG_PORT: intFrom(0, 65535).default(0),
   /** Path of the Claude Code executable; default: the bundled @anthropic-ai/claude-code binary, then `claude` on PATH. */
   TETHER_CLAUDE_PATH: optional(z.string()),
+  /** Path of the Codex executable; default: the native binary of the bundled @openai/codex, then `codex` on PATH. */
+  TETHER_CODEX_PATH: optional(z.string()),
   /**
    * Where agents run: `bwrap` (default), a bubblewrap sandbox per run that sees its own
    * workspace and nothing of Tether's; `off` runs them as Tether's own user, able to read

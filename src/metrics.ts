@@ -13,6 +13,8 @@ import { LIMIT_KINDS } from "./spend/spend-limits.js";
 /** What the runner reports once per finished turn. */
 export interface TurnRecord {
   outcome: Outcome;
+  /** The agent CLI the turn ran on; default claude. */
+  cli?: "claude" | "codex";
   /** The turn's resume reason code; null when the decision never ran. */
   reason: ReasonCode | null;
   /** Wall time of the CLI run. */
@@ -69,8 +71,8 @@ export class Metrics {
 
   private readonly turns = new Counter({
     name: "tether_turns_total",
-    help: "Finished turns by outcome and resume reason code.",
-    labelNames: ["outcome", "reason"] as const,
+    help: "Finished turns by outcome, resume reason code and agent CLI (claude, codex).",
+    labelNames: ["outcome", "reason", "cli"] as const,
     registers: [this.registry],
   });
   private readonly tokens = new Counter({
@@ -81,8 +83,8 @@ export class Metrics {
   });
   private readonly cost = new Counter({
     name: "tether_turn_cost_usd_total",
-    help: "Cost the CLI reported, in US dollars, by whether the turn resumed.",
-    labelNames: ["resumed"] as const,
+    help: "Cost in US dollars, by whether the turn resumed and agent CLI: Claude's as it reported it, Codex's estimated from its tokens and a price table.",
+    labelNames: ["resumed", "cli"] as const,
     registers: [this.registry],
   });
   private readonly duration = new Histogram({
@@ -182,7 +184,8 @@ export class Metrics {
   recordTurn(turn: TurnRecord): void {
     const outcome = known(OUTCOMES, turn.outcome);
     const reason = turn.reason === null ? "none" : known(REASON_CODES, turn.reason);
-    this.turns.inc({ outcome, reason });
+    const cli = turn.cli === "codex" ? "codex" : "claude";
+    this.turns.inc({ outcome, reason, cli });
     if (nonNegative(turn.durationMs)) this.duration.observe({ outcome }, turn.durationMs / 1000);
     if (nonNegative(turn.queueWaitMs)) this.queueWait.observe(turn.queueWaitMs / 1000);
     const resumed = reason === "resumed" ? "true" : "false";
@@ -197,7 +200,7 @@ export class Metrics {
     for (const [kind, value] of kinds) {
       if (nonNegative(value)) this.tokens.inc({ kind, resumed }, value);
     }
-    if (nonNegative(u.costUsd)) this.cost.inc({ resumed }, u.costUsd);
+    if (nonNegative(u.costUsd)) this.cost.inc({ resumed, cli }, u.costUsd);
   }
 
   /** Count a task a spend limit kept from running, once for each limit it reached. */

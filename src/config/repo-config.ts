@@ -21,6 +21,13 @@ export const DEFAULT_MENTION = `@${DEFAULT_AGENT}`;
  */
 export const DEFAULT_MODEL = "claude-sonnet-4-5";
 
+/** Model for Codex agents that do not name one: the one Codex 0.169.0 was recorded with. */
+export const DEFAULT_CODEX_MODEL = "gpt-5.5";
+
+/** The agent CLIs Tether runs. */
+export const AGENT_CLIS = ["claude", "codex"] as const;
+export type AgentCliKind = (typeof AGENT_CLIS)[number];
+
 const NAME_RE = /^[a-z0-9](?:[a-z0-9]|-(?=[a-z0-9])){0,38}$/;
 const MENTION_RE = /^@[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}$/;
 
@@ -73,12 +80,20 @@ export const AgentConfig = z.strictObject({
    * to case. Default: `@<agent name>` (so the default agent answers to `@tether`).
    */
   mention: z.string().regex(MENTION_RE, "must be @ followed by a GitHub-style name").optional(),
-  /** Claude model id passed as `--model` on every turn. Default: `claude-sonnet-4-5`. */
+  /**
+   * Which agent CLI runs this agent: `claude` (Claude Code) or `codex` (OpenAI's Codex CLI). A
+   * session belongs to its CLI: changing it starts the next turn fresh. Default: `claude`.
+   */
+  cli: z.enum(AGENT_CLIS, "must be claude or codex").default("claude"),
+  /**
+   * Model id passed on every turn (`--model` / `-m`). Default: `claude-sonnet-4-5` for Claude,
+   * `gpt-5.5` for Codex.
+   */
   model: z
     .string()
     .regex(/^[\w.:[\]-]{1,100}$/, "must be a model id like claude-sonnet-4-5")
-    .default(DEFAULT_MODEL),
-  /** Most agentic turns in one run (`--max-turns`). Default: 30. */
+    .optional(),
+  /** Most agentic turns in one run (`--max-turns`; Claude only, Codex has no such limit). Default: 30. */
   maxTurns: wholeNumber(1, 500).default(30),
   /** A run is stopped after this many minutes. Default: 30. */
   timeoutMinutes: wholeNumber(1, 1440).default(30),
@@ -126,7 +141,7 @@ export const AgentConfig = z.strictObject({
    */
   conversationLimitUsd: dollars(1_000_000).optional(),
 });
-export type AgentConfig = z.output<typeof AgentConfig> & { mention: string };
+export type AgentConfig = z.output<typeof AgentConfig> & { mention: string; model: string };
 
 /** When a follow-up may resume the key's session instead of starting fresh. */
 export const ResumeConfig = z.strictObject({
@@ -222,6 +237,19 @@ export const RepoConfig = RepoConfigInput.superRefine((cfg, ctx) => {
         message: `${mention} addresses ${names.length === 2 ? "both " : ""}agents ${list}; give each its own mention`,
       });
   }
+  for (const [name, a] of Object.entries(cfg.agents)) {
+    if (a.cli !== "codex") continue;
+    // Claude's tool rules mean nothing to Codex; silently ignoring them would widen what the
+    // agent may do without its author knowing.
+    for (const key of ["allowedTools", "disallowedTools"] as const) {
+      if (a[key].length > 0)
+        ctx.addIssue({
+          code: "custom",
+          path: ["agents", name, key],
+          message: "is a Claude setting; a cli: codex agent has no tool rules (remove it)",
+        });
+    }
+  }
 }).transform((cfg) => ({ ...cfg, agents: resolveAgents(cfg.agents) }));
 export type RepoConfig = z.output<typeof RepoConfig>;
 
@@ -234,13 +262,18 @@ function resolveAgents(
   configured: Record<string, z.output<typeof AgentConfig>>,
 ): Record<string, AgentConfig> {
   const agents: Record<string, AgentConfig> = {};
+  const withModel = (agent: z.output<typeof AgentConfig>) =>
+    agent.model ?? (agent.cli === "codex" ? DEFAULT_CODEX_MODEL : DEFAULT_MODEL);
   for (const [name, agent] of Object.entries(configured))
-    agents[name] = { ...agent, mention: agent.mention ?? `@${name}` };
+    agents[name] = { ...agent, mention: agent.mention ?? `@${name}`, model: withModel(agent) };
   const taken = Object.values(agents).some(
     (a) => a.mention.toLowerCase() === DEFAULT_MENTION.toLowerCase(),
   );
   if (!taken && !(DEFAULT_AGENT in agents))
-    return { [DEFAULT_AGENT]: { ...AgentConfig.parse({}), mention: DEFAULT_MENTION }, ...agents };
+    return {
+      [DEFAULT_AGENT]: { ...AgentConfig.parse({}), mention: DEFAULT_MENTION, model: DEFAULT_MODEL },
+      ...agents,
+    };
   return agents;
 }
 

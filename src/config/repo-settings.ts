@@ -16,6 +16,7 @@ export function toRepoSettings(config: RepoConfig): RepoSettings {
     agents[name] = {
       name,
       mention: a.mention,
+      cli: a.cli,
       model: a.model,
       maxTurns: a.maxTurns,
       timeoutMinutes: a.timeoutMinutes,
@@ -59,6 +60,8 @@ const SettingsSnapshot = z.object({
     z.object({
       name: z.string(),
       mention: z.string().optional(),
+      // Absent in snapshots taken before Codex: those agents are Claude's.
+      cli: z.enum(["claude", "codex"]).optional(),
       model: z.string().optional(),
       maxTurns: z.number().int().positive().optional(),
       timeoutMinutes: z.number().positive(),

@@ -1,4 +1,8 @@
-/** The runner's AgentPort over the Claude Code adapter. */
+/**
+ * The runner's AgentPort over one agent CLI adapter (Claude Code's or Codex's): a fresh HOME per
+ * turn holding only the session it resumes (a Claude transcript, or a Codex rollout, from the
+ * store given), the sandbox, and the session saved back after the run.
+ */
 import fs from "node:fs/promises";
 import type { Logger } from "../log.js";
 import type { AgentCli, RunEvent } from "../claude/index.js";

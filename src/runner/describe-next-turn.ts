@@ -30,6 +30,7 @@ export const describeNextTurn: DescribeStatus = async (req) => {
         contextBudget: policy.contextBudget,
       },
       runtimeId: prior?.runtimeId ?? "",
+      cli: req.config.agents[state.agent]?.cli ?? "claude",
       workDir: prior?.workDir ?? "",
       workDirExists: prior?.workDir != null,
       historyEpoch: await readEpoch(req.pool, key),

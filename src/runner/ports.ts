@@ -5,11 +5,16 @@
 import type { Mask } from "../sandbox/sandbox.js";
 import type { Outcome, Usage } from "../sql/task-runs.js";
 
+/** Which agent CLI runs an agent. A session belongs to the CLI that made it. */
+export type CliKind = "claude" | "codex";
+
 /** One agent's settings, as the repo config resolves them. */
 export interface AgentSettings {
   name: string;
   /** What addresses the agent in a comment, e.g. `@tether`. */
   mention?: string;
+  /** Default claude. */
+  cli?: CliKind;
   model?: string;
   maxTurns?: number;
   timeoutMinutes: number;
@@ -152,14 +157,15 @@ export interface AgentRunResult {
   detail: string | null;
 }
 
-/** A resumable agent CLI (Claude Code today). */
+/** A resumable agent CLI (Claude Code or Codex; see agent-clis.ts for the choice). */
 export interface AgentPort {
-  canResume(): Promise<boolean>;
+  /** Whether the CLI (the agent's, default claude) can resume sessions. */
+  canResume(cli?: CliKind): Promise<boolean>;
   /**
    * Whether this runner holds the session's transcript, so a resume can work here. Absent:
    * the CLI's own store is used and every session counts as held.
    */
-  holdsSession?(key: AgentRunRequest["key"], sessionId: string): Promise<boolean>;
+  holdsSession?(key: AgentRunRequest["key"], sessionId: string, cli?: CliKind): Promise<boolean>;
   run(req: AgentRunRequest): Promise<AgentRunResult>;
 }
 

@@ -24,6 +24,8 @@ export type ReasonCode = (typeof REASON_CODES)[number];
 /** The session of the key's latest terminal task that has one, joined with the session's latest state. */
 export interface PriorSession {
   sessionId: string;
+  /** The CLI that made it; only that CLI can resume it. */
+  cli: "claude" | "codex";
   runtimeId: string | null;
   workDir: string | null;
   /** Latest state: once poisoned or retired, never resumed again. */
@@ -51,6 +53,8 @@ export interface ResumeInput {
   forceFresh: boolean;
   policy: ResumePolicy;
   runtimeId: string;
+  /** The CLI this turn runs on (the agent's `cli`). */
+  cli: "claude" | "codex";
   /** The key's working directory for this turn, and whether it exists now (before any clone). */
   workDir: string;
   workDirExists: boolean;
@@ -82,7 +86,7 @@ export function decideResume(input: ResumeInput): ResumeDecision {
   if (!prior) return fresh("no_prior_session");
   if (input.forceFresh) return fresh("forced_fresh");
   if (!input.policy.enabled) return fresh("resume_disabled");
-  if (prior.runtimeId !== input.runtimeId || input.sessionHeld === false)
+  if (prior.runtimeId !== input.runtimeId || prior.cli !== input.cli || input.sessionHeld === false)
     return fresh("runtime_mismatch");
   if (prior.workDir !== input.workDir || !input.workDirExists) return fresh("workdir_changed");
   if (prior.state !== "active") return fresh("poisoned");
@@ -109,7 +113,7 @@ export function describeReason(reason: ReasonCode): string {
     case "resume_disabled":
       return "resume is turned off in .github/tether.yml";
     case "runtime_mismatch":
-      return "the session lives on another runner";
+      return "the session lives on another runner, or was made by another CLI";
     case "workdir_changed":
       return "the session's working directory is gone or moved";
     case "poisoned":
@@ -121,7 +125,7 @@ export function describeReason(reason: ReasonCode): string {
     case "context_budget":
       return "the session's context is nearly full";
     case "cli_cannot_resume":
-      return "this Claude CLI cannot resume sessions";
+      return "this agent CLI cannot resume sessions";
     case "resume_rejected":
       return "the CLI could not resume the session, so it started fresh";
   }

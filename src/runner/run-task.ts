@@ -25,6 +25,7 @@ import type {
   AgentPort,
   AgentRunResult,
   AgentSettings,
+  CliKind,
   ConfigResult,
   GitHubThread,
   IssueComment,
@@ -82,6 +83,7 @@ export interface FinishedTurn {
   task: Task;
   outcome: Outcome;
   reason: ReasonCode;
+  cli: CliKind;
   resumed: boolean;
   isFollowUp: boolean;
   usage: Usage | null;
@@ -198,7 +200,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
   };
 
   // Everything the decision needs, at once: the config (GitHub) and the key's history (Postgres).
-  const [config, requests, prior, epoch, cliCanResume] = await Promise.all([
+  const [config, requests, prior, epoch] = await Promise.all([
     configFor(task, gh).catch((err: Error) => ({
       ok: false as const,
       message: `could not read .github/tether.yml: ${err.message}`,
@@ -206,7 +208,6 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     requestsOf(deps, task),
     priorSession(deps.pool, key),
     readEpoch(deps.pool, key),
-    deps.agent.canResume(),
   ]);
   if (!config.ok) {
     await abandonWorkspace();
@@ -276,9 +277,12 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     spendSettings.freshResetsConversation && task.forceFresh ? 0 : spend.conversation.countedUsd;
 
   const policy = config.settings.resume;
+  const cli = settings.cli ?? "claude";
+  const cliCanResume = await deps.agent.canResume(cli);
+  // A session is held only by its own CLI's store (a Claude transcript means nothing to Codex).
   const sessionHeld =
-    prior && deps.agent.holdsSession
-      ? await deps.agent.holdsSession(key, prior.sessionId).catch(() => false)
+    prior && prior.cli === cli && deps.agent.holdsSession
+      ? await deps.agent.holdsSession(key, prior.sessionId, cli).catch(() => false)
       : undefined;
   let decision: ResumeDecision = decideResume({
     prior,
@@ -289,6 +293,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
       contextBudget: policy.contextBudget,
     },
     runtimeId: deps.runtimeId,
+    cli,
     workDir,
     workDirExists,
     historyEpoch: epoch,
@@ -301,7 +306,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     { decision: decision.kind, reason: decision.reason, prior: prior?.sessionId },
     "resume decision",
   );
-  if (!(await record(deps, task, decision, isFollowUp, epoch, workDir, false))) {
+  if (!(await record(deps, task, decision, isFollowUp, epoch, workDir, false, cli))) {
     await abandonWorkspace();
     return;
   }
@@ -444,6 +449,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
           ...key,
           sessionId,
           runtimeId: deps.runtimeId,
+          cli,
           workDir,
           model,
           historyEpoch: epoch,
@@ -465,7 +471,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
           "resume rejected; retrying fresh in the same task",
         );
         decision = { kind: "fresh", reason: "resume_rejected", priorSessionId: decision.sessionId };
-        if (!(await record(deps, task, decision, isFollowUp, epoch, workDir, true))) return;
+        if (!(await record(deps, task, decision, isFollowUp, epoch, workDir, true, cli))) return;
         result = await attempt(decision);
       }
     }
@@ -530,6 +536,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
             ...(settings.turnLimitUsd !== undefined ? { turnLimitUsd: settings.turnLimitUsd } : {}),
             ...(result.usage ? { costUsd: result.usage.costUsd } : {}),
             lastText: result.outcome === "turn_limit" ? result.text : null,
+            cli,
           },
           footer,
         );
@@ -565,6 +572,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
       task,
       outcome: result.outcome,
       reason: decision.reason,
+      cli,
       resumed: decision.kind === "resume",
       isFollowUp,
       usage: result.usage,
@@ -589,8 +597,10 @@ async function record(
   epoch: number,
   workDir: string,
   retriedFresh: boolean,
+  cli: CliKind,
 ): Promise<boolean> {
   const ok = await recordDecision(deps.pool, task.id, deps.runnerId, {
+    cli,
     decision: d.kind,
     reason: d.reason,
     resumeSessionId: d.kind === "resume" ? d.sessionId : d.priorSessionId,

@@ -22,6 +22,9 @@ import {
 import type { Logger } from "../log.js";
 import type { Metrics } from "../metrics.js";
 import { toRepoSettings } from "../config/repo-settings.js";
+import { createCodexCli, resolveCodexPath } from "../codex/codex-cli.js";
+import { localRollouts } from "../sessions/rollouts.js";
+import { agentForClis } from "./agent-clis.js";
 import { claudeAgent } from "./claude-agent.js";
 import { githubThread } from "./github-thread.js";
 import type { ConfigResult } from "./ports.js";
@@ -52,6 +55,12 @@ export async function startRunner(opts: {
       { claude: claude.path, error: caps.error },
       "the Claude CLI did not answer --version/--help; runs will fail until it does",
     );
+  // Codex is probed lazily, on the first turn of a cli: codex agent: a runner whose repos use
+  // only Claude never runs it.
+  const codex = createCodexCli({
+    path: resolveCodexPath(env),
+    log: log.child({ component: "codex" }),
+  });
   const sandbox = await Sandbox.start({
     mode: env.TETHER_SANDBOX,
     stateDir: path.join(env.dataDir, "sandbox"),
@@ -91,13 +100,23 @@ export async function startRunner(opts: {
       cliVersion: caps.version,
       canResume: caps.canResume,
     },
-    agent: claudeAgent(cli, {
-      log,
-      contain: {
-        sandbox,
-        transcripts: localTranscripts(path.join(env.dataDir, "sessions"), log),
-        homes: path.join(env.dataDir, "sandbox", "homes"),
-      },
+    agent: agentForClis({
+      claude: claudeAgent(cli, {
+        log,
+        contain: {
+          sandbox,
+          transcripts: localTranscripts(path.join(env.dataDir, "sessions"), log),
+          homes: path.join(env.dataDir, "sandbox", "homes"),
+        },
+      }),
+      codex: claudeAgent(codex, {
+        log,
+        contain: {
+          sandbox,
+          transcripts: localRollouts(path.join(env.dataDir, "sessions"), log),
+          homes: path.join(env.dataDir, "sandbox", "homes"),
+        },
+      }),
     }),
     sandbox: () => sandbox.status,
     workspace,
@@ -132,6 +151,7 @@ export async function startRunner(opts: {
       env.DATABASE_URL,
       process.env.ANTHROPIC_API_KEY,
       process.env.ANTHROPIC_AUTH_TOKEN,
+      process.env.OPENAI_API_KEY,
       env.TETHER_DASHBOARD_TOKEN,
       env.TETHER_METRICS_TOKEN,
     ],
@@ -142,6 +162,7 @@ export async function startRunner(opts: {
       opts.metrics?.recordTurn({
         outcome: t.outcome,
         reason: t.reason,
+        cli: t.cli,
         durationMs: t.durationMs,
         queueWaitMs: t.queueWaitMs,
         usage: t.usage,

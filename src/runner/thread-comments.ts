@@ -121,6 +121,8 @@ export interface FailureFacts {
   agent?: string;
   /** What the agent had written when it was stopped (`turn_limit`); callers redact it. */
   lastText?: string | null;
+  /** The agent's CLI (which API and which credentials are meant); default claude. */
+  cli?: "claude" | "codex";
 }
 
 /** Plain words: what happened and what to do. Never a stack trace; callers redact `detail`. */
@@ -131,11 +133,13 @@ export function explainFailure(f: FailureFacts): string {
     case "resume_rejected":
       return "I could not resume this issue's session, and tools had already run in this turn, so I did not retry on my own. Comment again to start fresh.";
     case "auth_failed":
-      return "The Claude API refused Tether's credentials (HTTP 401/403), so nothing ran. An operator needs to check the runner's `ANTHROPIC_API_KEY` (or other Claude credentials).";
+      return f.cli === "codex"
+        ? "The OpenAI API refused Tether's credentials (HTTP 401/403), so nothing ran. An operator needs to check the runner's `OPENAI_API_KEY`."
+        : "The Claude API refused Tether's credentials (HTTP 401/403), so nothing ran. An operator needs to check the runner's `ANTHROPIC_API_KEY` (or other Claude credentials).";
     case "timed_out":
       return `The run hit its time limit${f.timeoutMinutes ? ` of ${f.timeoutMinutes} minutes` : ""} and was stopped. Ask for something narrower, or raise \`timeoutMinutes\` for this agent in \`.github/tether.yml\`.`;
     case "stalled":
-      return `The run produced no output${f.stallMinutes ? ` for ${f.stallMinutes} minutes` : " for too long"} and was stopped. Comment again to retry; if it keeps happening, an operator should check the runner's connection to the Claude API.`;
+      return `The run produced no output${f.stallMinutes ? ` for ${f.stallMinutes} minutes` : " for too long"} and was stopped. Comment again to retry; if it keeps happening, an operator should check the runner's connection to the ${f.cli === "codex" ? "OpenAI" : "Claude"} API.`;
     case "cancelled":
       return "Cancelled with `/cancel`.";
     case "turn_limit": {

@@ -124,7 +124,8 @@ export async function turnHome(root: string): Promise<string> {
   return fs.mkdtemp(path.join(root, "home-"));
 }
 
-function keyDir(key: TranscriptKey): string {
+/** The key's directory in a session store, every part percent-encoded. */
+export function keyDir(key: TranscriptKey): string {
   const enc = (s: string) =>
     s.replace(/[^A-Za-z0-9._-]/gu, (c) =>
       Array.from(Buffer.from(c, "utf8"), (b) => `%${b.toString(16).padStart(2, "0")}`).join(""),

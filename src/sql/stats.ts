@@ -211,6 +211,11 @@ export interface Stats {
    * `limit_refused` is not among them: a refused task never ran (see totals.refused).
    */
   outcomes: Record<string, number>;
+  /**
+   * The same figures per agent CLI (`claude`, `codex`; both always present). Codex reports
+   * tokens only, so its cost is Tether's estimate from a price table (src/codex/pricing.ts).
+   */
+  byCli: Record<string, CliFigures>;
   series: SeriesPoint[];
   savings: {
     resumed: TurnCostProfile;
@@ -228,6 +233,20 @@ export interface Stats {
   runners: RunnerRow[];
   latest: LatestTask[];
 }
+
+/** One CLI's share of the window. */
+export interface CliFigures {
+  turns: number;
+  followUps: number;
+  resumed: number;
+  resumeRate: number | null;
+  reasons: Record<string, number>;
+  costUsd: number;
+  /** The cost is an estimate priced by Tether, not the CLI's own figure. */
+  costEstimated: boolean;
+}
+
+export const CLIS = ["claude", "codex"] as const;
 
 export class StatsTimeoutError extends Error {
   constructor(
@@ -299,6 +318,8 @@ async function inSnapshot<T>(
 /** Turn sums for one bucket and one (follow-up, resumed, reason, outcome) combination. */
 export interface HourRow {
   bucket: number;
+  /** The agent CLI; absent counts as claude. */
+  cli?: string;
   follow_up: boolean;
   resumed: boolean;
   reason: string;
@@ -336,7 +357,7 @@ export interface RepoAggRow {
 export function hourRowsQuery(w: StatsWindow): { text: string; values: unknown[] } {
   return {
     text: `SELECT floor((extract(epoch FROM hour) - $3) / $4)::int AS bucket,
-                  follow_up, resumed, reason, outcome,
+                  cli, follow_up, resumed, reason, outcome,
                   sum(turns) AS turns, sum(with_usage) AS with_usage,
                   sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,
                   sum(cache_read_tokens) AS cache_read_tokens,
@@ -345,7 +366,7 @@ export function hourRowsQuery(w: StatsWindow): { text: string; values: unknown[]
                   sum(with_duration) AS with_duration, sum(duration_ms) AS duration_ms
              FROM turn_stats_hourly
             WHERE hour >= $1 AND hour <= $2
-            GROUP BY 1, follow_up, resumed, reason, outcome
+            GROUP BY 1, cli, follow_up, resumed, reason, outcome
            HAVING sum(turns) <> 0`,
     values: [w.from, w.to, w.from.getTime() / 1000, BUCKET_MS[w.bucket] / 1000],
   };
@@ -639,8 +660,21 @@ export function assemble(w: StatsWindow, parts: StatsParts): Stats {
   const outcomes: Record<string, number> = Object.fromEntries(
     [...TURN_OUTCOMES, PENDING].map((c) => [c, 0]),
   );
+  const perCli = new Map<string, { acc: Acc; reasons: Record<string, number> }>();
+  const cliOf = (cli: string) => {
+    let c = perCli.get(cli);
+    if (!c) {
+      c = { acc: emptyAcc(), reasons: Object.fromEntries(REASON_CODES.map((r) => [r, 0])) };
+      perCli.set(cli, c);
+    }
+    return c;
+  };
+  for (const cli of CLIS) cliOf(cli);
   for (const g of parts.hours) {
     add(total, g);
+    const c = cliOf(g.cli ?? "claude");
+    add(c.acc, g);
+    c.reasons[g.reason] = (c.reasons[g.reason] ?? 0) + g.turns;
     add(g.resumed ? classes.resumed : g.follow_up ? classes.freshFollowUp : classes.freshFirst, g);
     const bucket = perBucket[g.bucket];
     if (bucket) add(bucket, g);
@@ -719,6 +753,20 @@ export function assemble(w: StatsWindow, parts: StatsParts): Stats {
     resumeRate: ratio(total.resumed, total.followUps),
     reasons,
     outcomes,
+    byCli: Object.fromEntries(
+      [...perCli].map(([cli, c]) => [
+        cli,
+        {
+          turns: c.acc.turns,
+          followUps: c.acc.followUps,
+          resumed: c.acc.resumed,
+          resumeRate: ratio(c.acc.resumed, c.acc.followUps),
+          reasons: c.reasons,
+          costUsd: usd(c.acc.cost),
+          costEstimated: cli !== "claude",
+        },
+      ]),
+    ),
     series: w.buckets.map((start, i) => {
       const b = perBucket[i] ?? emptyAcc();
       return {

@@ -162,6 +162,8 @@ export interface DecisionRecord {
   historyEpoch: number;
   workDir: string;
   retriedFresh?: boolean;
+  /** The CLI the turn runs on; default claude. */
+  cli?: "claude" | "codex";
 }
 
 /** Store the resume decision before the CLI starts. Returns false when the lease was lost. */
@@ -174,7 +176,7 @@ export async function recordDecision(
   const res = await db.query(
     `UPDATE tasks SET resume_decision = $3, resume_reason = $4, resume_session_id = $5,
             is_follow_up = $6, history_epoch = $7, work_dir = $8,
-            retried_fresh = retried_fresh OR $9, updated_at = now()
+            retried_fresh = retried_fresh OR $9, cli = $10, updated_at = now()
       WHERE id = $1 AND locked_by = $2 AND status = 'running'`,
     [
       taskId,
@@ -186,6 +188,7 @@ export async function recordDecision(
       d.historyEpoch,
       d.workDir,
       d.retriedFresh ?? false,
+      d.cli ?? "claude",
     ],
   );
   return res.rowCount === 1;

@@ -118,6 +118,10 @@ export function dashboardPage(nonce: string, opts: { signOut: boolean }): string
     </div>
   </section>
   <section class="panel">
+    <div class="panel-head"><h2>By agent CLI</h2><span class="muted">Codex cost is Tether's estimate from its tokens</span></div>
+    <div class="scroll"><table id="clis" class="num-table"></table></div>
+  </section>
+  <section class="panel">
     <div class="panel-head"><h2>By repository and agent</h2><span class="muted" id="repos-note"></span></div>
     <div class="scroll tall"><table id="repos" class="num-table"></table></div>
   </section>
@@ -589,6 +593,25 @@ const SCRIPT = String.raw`
       ? "busiest " + d.repos.length + " of " + d.reposTotal : d.reposTotal + " repository/agent pair" + (d.reposTotal === 1 ? "" : "s");
   }
 
+  // ---- per CLI
+  function renderClis(d) {
+    var clis = Object.keys(d.byCli || {});
+    table(document.getElementById("clis"), [
+      { t: "CLI" }, { t: "Turns", n: true }, { t: "Follow-ups", n: true }, { t: "Resumed", n: true },
+      { t: "Resume rate", n: true }, { t: "Cost", n: true }, { t: "Fresh follow-ups by reason" }
+    ], clis.map(function (cli) {
+      var c = d.byCli[cli];
+      var reasons = Object.keys(c.reasons).filter(function (k) { return k !== "resumed" && k !== "no_prior_session" && c.reasons[k] > 0; })
+        .sort(function (a, b) { return c.reasons[b] - c.reasons[a]; })
+        .map(function (k) { return k + " " + int(c.reasons[k]); }).join(", ");
+      return h("tr", { "data-cli": cli },
+        td(cli), td(int(c.turns), "n"), td(int(c.followUps), "n"), td(int(c.resumed), "n"),
+        td(rateCell(c.resumeRate), "n"),
+        td((c.costEstimated ? "≈ " : "") + usdTotal(c.costUsd), "n", c.costEstimated ? "estimated: " + usd(c.costUsd) : usd(c.costUsd)),
+        td(reasons || "–", "clip", reasons));
+    }), "No turns in this range.");
+  }
+
   // ---- latest tasks
   function renderLatest(d) {
     table(document.getElementById("latest"), [
@@ -622,7 +645,7 @@ const SCRIPT = String.raw`
   }
   function render(d) {
     state.data = d;
-    renderKpis(d); drawChart(d); renderReasons(d); renderSavings(d); renderRunners(d); renderOutcomes(d); renderRepos(d); renderLatest(d);
+    renderKpis(d); drawChart(d); renderReasons(d); renderSavings(d); renderRunners(d); renderOutcomes(d); renderClis(d); renderRepos(d); renderLatest(d);
     document.getElementById("main").classList.remove("loading");
     document.body.setAttribute("data-loaded", d.range);
   }

@@ -67,10 +67,27 @@ const ROWS: Row[] = [
     problem: /^agents\.tether\.modle: unknown setting; did you mean "model"\?/,
   },
   {
+    name: "a codex agent",
+    input: { agents: { coder: { cli: "codex" } } },
+    valid: true,
+  },
+  {
+    name: "an unknown cli",
+    input: { agents: { coder: { cli: "gemini" } } },
+    valid: false,
+    problem: /^agents\.coder\.cli: must be claude or codex/,
+  },
+  {
+    name: "Claude's tool rules on a codex agent",
+    input: { agents: { coder: { cli: "codex", allowedTools: ["Read"] } } },
+    valid: false,
+    problem: /^agents\.coder\.allowedTools: is a Claude setting/,
+  },
+  {
     name: "an unknown agent field",
     input: { agents: { tether: { colour: "red" } } },
     valid: false,
-    problem: /^agents\.tether\.colour: unknown setting \(known: mention, model/,
+    problem: /^agents\.tether\.colour: unknown setting \(known: mention, cli, model/,
   },
   {
     name: "an upper-case agent name",
@@ -270,11 +287,18 @@ describe("parseRepoConfig", () => {
     }
   });
 
+  it("gives a codex agent Codex's default model, and a claude agent Claude's", () => {
+    const r = parseRepoConfig({ agents: { coder: { cli: "codex" }, other: {} } });
+    expect(r.ok && r.config.agents.coder).toMatchObject({ cli: "codex", model: "gpt-5.5" });
+    expect(r.ok && r.config.agents.other).toMatchObject({ cli: "claude", model: DEFAULT_MODEL });
+  });
+
   it("fills every default when the file is absent", () => {
     expect(DEFAULT_CONFIG).toEqual({
       agents: {
         tether: {
           mention: "@tether",
+          cli: "claude",
           model: DEFAULT_MODEL,
           maxTurns: 30,
           timeoutMinutes: 30,

@@ -12,6 +12,7 @@ const HOUR = 3600_000;
 
 const prior = (over: Partial<PriorSession> = {}): PriorSession => ({
   sessionId: "s-1",
+  cli: "claude",
   runtimeId: "rt-a",
   workDir: "/ws/octo/widgets/issue-7/tether",
   state: "active",
@@ -27,6 +28,7 @@ const input = (over: Partial<ResumeInput> = {}): ResumeInput => ({
   forceFresh: false,
   policy: { enabled: true, ttlMs: 72 * HOUR, contextBudget: 0.8 },
   runtimeId: "rt-a",
+  cli: "claude",
   workDir: "/ws/octo/widgets/issue-7/tether",
   workDirExists: true,
   historyEpoch: 2,
@@ -47,6 +49,17 @@ describe("decideResume", () => {
       "resume_disabled",
     ],
     ["another runtime", { runtimeId: "rt-b" }, "runtime_mismatch"],
+    ["a Claude session on a Codex agent", { cli: "codex" }, "runtime_mismatch"],
+    [
+      "a Codex thread on a Claude agent",
+      { prior: prior({ cli: "codex" }), cli: "claude" },
+      "runtime_mismatch",
+    ],
+    [
+      "a Codex thread on a Codex agent",
+      { prior: prior({ cli: "codex" }), cli: "codex" },
+      "resumed",
+    ],
     [
       "prior ran with no runtime recorded",
       { prior: prior({ runtimeId: null }) },

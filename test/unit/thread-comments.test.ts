@@ -119,6 +119,9 @@ describe("thread comments", () => {
     expect(explainFailure({ outcome: "auth_failed", detail: null, taskId: 1 })).toContain(
       "ANTHROPIC_API_KEY",
     );
+    const codex = explainFailure({ outcome: "auth_failed", detail: null, taskId: 1, cli: "codex" });
+    expect(codex).toContain("OPENAI_API_KEY");
+    expect(codex).not.toContain("ANTHROPIC");
   });
 });
 
