@@ -168,6 +168,18 @@ export interface WorkspacePort {
     pullRequest?: { number: number; headRef: string; headSha?: string };
     signal?: AbortSignal;
   }): Promise<PreparedWorkspace>;
+  /**
+   * A pull request turn: masks for the agent-control files (`.claude/`, `CLAUDE.md`, git hooks…)
+   * its head changed from its base, shown as the base has them. Called after prepare(); call
+   * dispose() after the run. Absent: no masks.
+   */
+  agentControl?(req: {
+    repo: string;
+    dir: string;
+    pullRequest: number;
+    baseRef: string;
+    signal?: AbortSignal;
+  }): Promise<{ masks: Mask[]; dispose(): Promise<void> }>;
   /** Housekeeping (git gc --auto) after a turn; never throws. */
   maintain?(req: {
     repo: string;

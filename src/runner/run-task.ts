@@ -7,6 +7,7 @@ import { readSettingsSnapshot } from "../config/repo-settings.js";
 import type { Pool } from "../db/pool.js";
 import { readEpoch } from "../sql/history.js";
 import type { Logger } from "../log.js";
+import type { Mask } from "../sandbox/sandbox.js";
 import { markSession, priorSession, touchSession, upsertSession } from "../sql/sessions.js";
 import {
   finishTask,
@@ -301,9 +302,19 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
 
   let issue: Awaited<ReturnType<GitHubThread["getIssue"]>>;
   let prepared: PreparedWorkspace;
+  /** A pull request's agent-control files, shown to the agent as its base has them. */
+  let control: { masks: Mask[]; dispose(): Promise<void> } | null = null;
   try {
     issue = await issueP;
     prepared = await workspaceP;
+    if (issue.pullRequest && deps.workspace.agentControl)
+      control = await deps.workspace.agentControl({
+        repo: task.repo,
+        dir: prepared.dir,
+        pullRequest: task.issueNumber,
+        baseRef: issue.pullRequest.baseRef,
+        signal,
+      });
   } catch (err) {
     if (signal.aborted) {
       // Stopped mid-clone: a shutdown leaves the task to the next start, like a stopped run; a
@@ -389,6 +400,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
       key,
       cwd: workDir,
       ...(prepared.origin ? { origin: prepared.origin } : {}),
+      ...(control?.masks.length ? { masks: control.masks } : {}),
       prompt,
       resumeSessionId: d.kind === "resume" ? d.sessionId : null,
       settings,
@@ -435,6 +447,8 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
       toolRan: false,
       detail: (err as Error).message,
     };
+  } finally {
+    await control?.dispose();
   }
   await posts;
   if (signal.aborted && signal.reason === SHUTDOWN) {

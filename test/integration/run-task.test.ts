@@ -744,6 +744,63 @@ describe("runTask on a pull request", () => {
     );
   });
 
+  it("the head's agent-control files are masked for the run (against the PR's base), and the masks go after it", async () => {
+    issue++;
+    const thread = prThread(async () => discussion(issue));
+    const asked: unknown[] = [];
+    const events: string[] = [];
+    const masks = [{ path: "CLAUDE.md", kind: "file" as const, replacement: "/base/CLAUDE.md" }];
+    const ws: WorkspacePort = {
+      ...workspace,
+      agentControl: async (req) => {
+        asked.push(req);
+        events.push("masks made");
+        return { masks, dispose: async () => void events.push("masks removed") };
+      },
+    };
+    const agent = new FakeAgent([
+      async (req) => {
+        events.push("run");
+        return ok("s-pr-masks")(req);
+      },
+    ]);
+    const row = await turnWith(agent, thread, ws, { is_pull_request: true });
+    expect(row).toMatchObject({ status: "succeeded" });
+    expect(asked).toEqual([
+      expect.objectContaining({
+        repo: "octo/widgets",
+        pullRequest: issue,
+        baseRef: "main",
+        dir: workspace.pathFor("octo/widgets", issue, "tether"),
+      }),
+    ]);
+    expect(agent.calls[0]!.masks).toEqual(masks);
+    expect(events).toEqual(["masks made", "run", "masks removed"]);
+
+    // An issue has no head to distrust: no masks asked for.
+    issue++;
+    const plain = new FakeAgent([ok("s-pr-masks-2")]);
+    await turnWith(plain, fakeThread(), ws);
+    expect(asked).toHaveLength(1);
+    expect(plain.calls[0]!.masks).toBeUndefined();
+  });
+
+  it("masks that cannot be made fail the turn before the agent runs", async () => {
+    issue++;
+    const thread = prThread(async () => discussion(issue));
+    const ws: WorkspacePort = {
+      ...workspace,
+      agentControl: async () => {
+        throw new Error("could not read octo/widgets: git failed");
+      },
+    };
+    const agent = new FakeAgent([]);
+    const row = await turnWith(agent, thread, ws, { is_pull_request: true });
+    expect(row).toMatchObject({ status: "failed", outcome: "failed" });
+    expect(String(row.failure_reason)).toContain("could not read octo/widgets");
+    expect(agent.calls).toEqual([]);
+  });
+
   it("an issue never asks for a review discussion, and a resumed turn does not read it", async () => {
     issue++;
     let reads = 0;
