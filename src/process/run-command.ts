@@ -69,6 +69,8 @@ export async function runCommand(
     ...(opts.input === undefined ? { stdin: "ignore" as const } : { input: opts.input }),
     maxBuffer: opts.maxBuffer ?? 16 * 1024 * 1024,
     encoding: opts.encoding === "buffer" ? "buffer" : "utf8",
+    // Bytes are file contents: every one of them counts, a final newline too.
+    stripFinalNewline: opts.encoding !== "buffer",
     // Its own process group, so a kill also reaches what it started (git-remote-https, …).
     detached: true,
   });

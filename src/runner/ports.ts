@@ -3,6 +3,7 @@
  * with the real thing (Postgres, the Claude CLI, a local GitHub stand-in) or a narrow fake.
  */
 import type { Mask } from "../sandbox/sandbox.js";
+import type { ProjectInstructions } from "../workspace/project-instructions.js";
 import type { Outcome, Usage } from "../sql/task-runs.js";
 
 /** One agent's settings, as the repo config resolves them. */
@@ -180,6 +181,15 @@ export interface WorkspacePort {
     baseRef: string;
     signal?: AbortSignal;
   }): Promise<{ masks: Mask[]; dispose(): Promise<void> }>;
+  /**
+   * The repository's CLAUDE.md on `branch` (the default branch), for agents with
+   * `projectInstructions`; null when it has none. Absent: never read.
+   */
+  projectInstructions?(req: {
+    repo: string;
+    branch: string;
+    signal?: AbortSignal;
+  }): Promise<ProjectInstructions | null>;
   /** Housekeeping (git gc --auto) after a turn; never throws. */
   maintain?(req: {
     repo: string;

@@ -13,6 +13,7 @@ export function workspacePort(ws: Workspaces): WorkspacePort {
       return { dir: w.dir, origin: w.origin, defaultBranch: w.defaultBranch };
     },
     agentControl: (req) => ws.agentControl(req),
+    projectInstructions: (req) => ws.projectInstructions(req),
     maintain: async (req) => {
       await ws.maintain(req, req.signal);
       await ws.mirrors.maintain(req.repo, req.signal);

@@ -19,6 +19,7 @@ import type { Logger } from "../log.js";
 import type { Sandbox } from "../sandbox/sandbox.js";
 import { agentControlMasks, type AgentControlMasks } from "./agent-control.js";
 import { gitFailure, WorkspaceError, type FailureContext } from "./errors.js";
+import { readProjectInstructions, type ProjectInstructions } from "./project-instructions.js";
 import { hostGit, type HostGit } from "./git.js";
 import { isObjectId, isValidBranchName, refFiles } from "./git-refs.js";
 import { Mirrors, pullRef, type MirrorSync } from "./mirror.js";
@@ -272,6 +273,25 @@ export class Workspaces {
 
   mirrorFor(repo: string): string {
     return this.mirrors.pathFor(repo);
+  }
+
+  /**
+   * The repository's CLAUDE.md as `branch` (the default branch) has it in the mirror, capped;
+   * null when there is none. Never the checkout's copy. After prepare() (the mirror is fresh).
+   */
+  projectInstructions(req: {
+    repo: string;
+    branch: string;
+    signal?: AbortSignal | undefined;
+  }): Promise<ProjectInstructions | null> {
+    return readProjectInstructions({
+      git: this.hostGit,
+      mirror: this.mirrors.pathFor(req.repo),
+      repo: req.repo,
+      branch: req.branch,
+      log: this.opts.log,
+      signal: req.signal,
+    });
   }
 
   /**

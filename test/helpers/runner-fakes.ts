@@ -4,6 +4,7 @@ import path from "node:path";
 import type { Pool } from "pg";
 import type {
   AgentPort,
+  AgentSettings,
   AgentRunRequest,
   AgentRunResult,
   GitHubThread,
@@ -48,8 +49,6 @@ export interface FakeThreadOptions {
   /** The agents `.github/tether.yml` defines. */
   agents?: Record<string, AgentSettings>;
 }
-
-type AgentSettings = { name: string; model?: string; timeoutMinutes: number; stallMinutes: number };
 
 /** One issue's thread in memory: what Tether posted is in `comments`, `creates` counts the posts. */
 export function fakeThread(

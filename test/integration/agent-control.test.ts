@@ -135,6 +135,7 @@ describe("a pull request's agent-control files", { timeout: 90_000 }, () => {
       [
         "echo settings=$(cat .claude/settings.json)",
         "echo claude=$(ls -A .claude | tr '\\n' ' ')",
+        "echo settings-bytes=$(wc -c < .claude/settings.json) command-bytes=$(wc -c < .claude/commands/review.md)",
         "echo command=$(cat .claude/commands/review.md)",
         "echo instructions=$(cat CLAUDE.md)",
         "echo mcp=$(wc -c < .mcp.json)",
@@ -151,6 +152,8 @@ describe("a pull request's agent-control files", { timeout: 90_000 }, () => {
     expect(out.split("\n")).toEqual([
       'settings={"permissions":{"allow":[]},"note":"BASE-SETTINGS"}',
       "claude=commands settings.json",
+      // Byte for byte, final newlines included.
+      `settings-bytes=${BASE[".claude/settings.json"].length} command-bytes=${BASE[".claude/commands/review.md"].length}`,
       "command=BASE-COMMAND",
       "instructions=BASE-INSTRUCTIONS",
       "mcp=0",
@@ -217,5 +220,50 @@ describe("a pull request's agent-control files", { timeout: 90_000 }, () => {
     const { repo, number, dir } = await pullRequest(HEAD);
     const control = await plain.agentControl({ repo, dir, pullRequest: number, baseRef: "main" });
     expect(control.masks).toEqual([]);
+  });
+});
+
+describe("project instructions (projectInstructions: true)", { timeout: 90_000 }, () => {
+  it("come from the default branch's CLAUDE.md in the mirror, never the pull request's head", async () => {
+    const { repo } = await pullRequest(HEAD);
+    const p = await ws.projectInstructions({ repo, branch: "main" });
+    expect(p).toEqual({ text: "BASE-INSTRUCTIONS\n", bytes: 18, cut: false, branch: "main" });
+  });
+
+  it("are cut at 32 KiB on a character boundary, saying how large the file is", async () => {
+    const { repo, number } = await pullRequest({ "src/app.ts": "export const v = 4;\n" });
+    const big = `${"é".repeat(16_383)}a€${"x".repeat(8000)}`; // the € straddles byte 32768
+    await gh.commit(repo, { files: { "CLAUDE.md": big } });
+    await ws.prepare({
+      repo,
+      issueNumber: number,
+      agent: "tether",
+      cloneUrl: cloneUrlFor({ GHE_HOST: gh.host, GHE_PROTOCOL: "http" }, repo),
+      token,
+      pullRequest: { number, headRef: "feature" },
+    });
+    const p = await ws.projectInstructions({ repo, branch: "main" });
+    expect(p).toMatchObject({ cut: true, bytes: Buffer.byteLength(big), branch: "main" });
+    expect(p!.text).toBe(`${"é".repeat(16_383)}a`);
+    expect(Buffer.byteLength(p!.text)).toBeLessThanOrEqual(32 * 1024);
+  });
+
+  it("are nothing when the default branch has no CLAUDE.md, or only a link by that name", async () => {
+    const { repo, number } = await pullRequest({ "src/app.ts": "export const v = 5;\n" });
+    await gh.commit(repo, { files: { "CLAUDE.md": null } });
+    const sync = () =>
+      ws.prepare({
+        repo,
+        issueNumber: number,
+        agent: "tether",
+        cloneUrl: cloneUrlFor({ GHE_HOST: gh.host, GHE_PROTOCOL: "http" }, repo),
+        token,
+        pullRequest: { number, headRef: "feature" },
+      });
+    await sync();
+    expect(await ws.projectInstructions({ repo, branch: "main" })).toBeNull();
+    await gh.commit(repo, { files: { "CLAUDE.md": { symlink: "/etc/passwd" } } });
+    await sync();
+    expect(await ws.projectInstructions({ repo, branch: "main" })).toBeNull();
   });
 });
