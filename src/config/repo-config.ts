@@ -124,8 +124,8 @@ export const AgentConfig = z.strictObject({
     .default("model-only"),
   /**
    * Give the agent the repository's own instructions file (CLAUDE.md), as the default branch
-   * has it, after the system prompt. Off by default: the CLI never reads the checkout's copy,
-   * which a pull request could change. Default: false.
+   * has it (at most 32 KiB), after the system prompt. Off by default: the CLI never reads the
+   * checkout's copy, which a pull request could change. Default: false.
    */
   projectInstructions: z.boolean().default(false),
   /**

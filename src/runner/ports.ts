@@ -3,6 +3,7 @@
  * with the real thing (Postgres, the Claude CLI, a local GitHub stand-in) or a narrow fake.
  */
 import type { Mask } from "../sandbox/sandbox.js";
+import type { ProjectInstructions } from "../workspace/project-instructions.js";
 import type { Outcome, Usage } from "../sql/task-runs.js";
 
 /** Which agent CLI runs an agent. A session belongs to the CLI that made it. */
@@ -190,6 +191,27 @@ export interface WorkspacePort {
     pullRequest?: { number: number; headRef: string; headSha?: string };
     signal?: AbortSignal;
   }): Promise<PreparedWorkspace>;
+  /**
+   * A pull request turn: masks for the agent-control files (`.claude/`, `CLAUDE.md`, git hooks…)
+   * its head changed from its base, shown as the base has them. Called after prepare(); call
+   * dispose() after the run. Absent: no masks.
+   */
+  agentControl?(req: {
+    repo: string;
+    dir: string;
+    pullRequest: number;
+    baseRef: string;
+    signal?: AbortSignal;
+  }): Promise<{ masks: Mask[]; dispose(): Promise<void> }>;
+  /**
+   * The repository's CLAUDE.md on `branch` (the default branch), for agents with
+   * `projectInstructions`; null when it has none. Absent: never read.
+   */
+  projectInstructions?(req: {
+    repo: string;
+    branch: string;
+    signal?: AbortSignal;
+  }): Promise<ProjectInstructions | null>;
   /** Housekeeping (git gc --auto) after a turn; never throws. */
   maintain?(req: {
     repo: string;

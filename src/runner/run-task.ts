@@ -7,6 +7,8 @@ import { readSettingsSnapshot } from "../config/repo-settings.js";
 import type { Pool } from "../db/pool.js";
 import { readEpoch } from "../sql/history.js";
 import type { Logger } from "../log.js";
+import type { Mask } from "../sandbox/sandbox.js";
+import type { ProjectInstructions } from "../workspace/project-instructions.js";
 import { markSession, priorSession, touchSession, upsertSession } from "../sql/sessions.js";
 import {
   finishTask,
@@ -348,9 +350,39 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
 
   let issue: Awaited<ReturnType<GitHubThread["getIssue"]>>;
   let prepared: PreparedWorkspace;
+  /** A pull request's agent-control files, shown to the agent as its base has them. */
+  let control: { masks: Mask[]; dispose(): Promise<void> } | null = null;
+  /** The default branch's CLAUDE.md, for an agent with `projectInstructions`. */
+  let project: ProjectInstructions | null = null;
   try {
     issue = await issueP;
     prepared = await workspaceP;
+    const branch = prepared.defaultBranch;
+    const projectP =
+      settings.projectInstructions && branch && deps.workspace.projectInstructions
+        ? deps.workspace.projectInstructions({ repo: task.repo, branch, signal }).catch((err) => {
+            // The turn still runs, without them; the log says why.
+            log.warn(
+              { err: (err as Error).message },
+              "could not read CLAUDE.md from the default branch; running without project instructions",
+            );
+            return null;
+          })
+        : null;
+    if (issue.pullRequest && deps.workspace.agentControl)
+      control = await deps.workspace.agentControl({
+        repo: task.repo,
+        dir: prepared.dir,
+        pullRequest: task.issueNumber,
+        baseRef: issue.pullRequest.baseRef,
+        signal,
+      });
+    project = await projectP;
+    if (project)
+      log.info(
+        { branch: project.branch, bytes: project.bytes, cut: project.cut },
+        "project instructions: CLAUDE.md from the default branch",
+      );
   } catch (err) {
     if (signal.aborted) {
       // Stopped mid-clone: a shutdown leaves the task to the next start, like a stopped run; a
@@ -429,7 +461,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     );
   };
 
-  const systemPrompt = buildSystemPrompt(task.agent, settings.appendSystemPrompt);
+  const systemPrompt = buildSystemPrompt(task.agent, settings.appendSystemPrompt, project);
   let promptBytes: number | null = null;
   const attempt = async (d: ResumeDecision): Promise<AgentRunResult> => {
     const prompt = d.kind === "resume" ? buildResumedPrompt(turn) : await coldPrompt();
@@ -438,6 +470,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
       key,
       cwd: workDir,
       ...(prepared.origin ? { origin: prepared.origin } : {}),
+      ...(control?.masks.length ? { masks: control.masks } : {}),
       prompt,
       resumeSessionId: d.kind === "resume" ? d.sessionId : null,
       settings,
@@ -485,6 +518,8 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
       toolRan: false,
       detail: (err as Error).message,
     };
+  } finally {
+    await control?.dispose();
   }
   await posts;
   if (signal.aborted && signal.reason === SHUTDOWN) {

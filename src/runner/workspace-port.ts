@@ -12,6 +12,8 @@ export function workspacePort(ws: Workspaces): WorkspacePort {
       const w = await ws.prepare(req);
       return { dir: w.dir, origin: w.origin, defaultBranch: w.defaultBranch };
     },
+    agentControl: (req) => ws.agentControl(req),
+    projectInstructions: (req) => ws.projectInstructions(req),
     maintain: async (req) => {
       await ws.maintain(req, req.signal);
       await ws.mirrors.maintain(req.repo, req.signal);

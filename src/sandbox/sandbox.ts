@@ -24,7 +24,7 @@ import {
   type RootEntry,
 } from "./bwrap-args.js";
 import { startEgress, type Egress, type ModelEndpoint, type NetworkPolicy } from "./egress.js";
-import { bridgeCommand } from "./init-script.js";
+import { bridgeCommand, proxyEnv } from "./init-script.js";
 
 export type SandboxMode = "bwrap" | "off";
 
@@ -287,7 +287,10 @@ export class Sandbox {
           log: this.opts.log.child({ component: "egress" }),
         });
         binds.push({ host: socketPath, sandbox: IN_SANDBOX.egressSocket });
-        Object.assign(env, run.modelEnv?.inside ?? {});
+        // Tools that honour the usual proxy variables (curl, git, npm, pip) go through the
+        // bridge, and so get the policy's answer (a 403 that says why) rather than no network.
+        // An operator's own proxy means nothing inside: the egress proxy is the way out.
+        Object.assign(env, proxyEnv(), run.modelEnv?.inside ?? {});
         command = bridgeCommand(run.command);
       }
       const args = bwrapArgs({

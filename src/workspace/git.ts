@@ -79,15 +79,29 @@ export interface GitCall {
   allowFailure?: boolean;
   /** Let git's housekeeping run (in the foreground); off otherwise. */
   maintenance?: boolean;
+  /** Written to git's stdin (`cat-file --batch`). */
+  input?: string;
+  /** Most bytes of stdout kept (the rest is cut off); default 16 MiB. */
+  maxBuffer?: number;
 }
 
-export type HostGit = (args: string[], call: GitCall) => Promise<CommandResult>;
+export interface HostGit {
+  (args: string[], call: GitCall): Promise<CommandResult>;
+  /** The same, with stdout as bytes: file contents read from the mirror. */
+  bytes(args: string[], call: GitCall): Promise<CommandResult<Buffer>>;
+}
 
 export function hostGit(opts: HostGitOptions): HostGit {
   const base = hostGitEnv(opts.home);
   const gitPath = opts.gitPath ?? "git";
   const timeoutMs = opts.timeoutMs ?? 10 * 60_000;
-  return async (args, call) => {
+  async function run(args: string[], call: GitCall): Promise<CommandResult>;
+  async function run(args: string[], call: GitCall, bytes: true): Promise<CommandResult<Buffer>>;
+  async function run(
+    args: string[],
+    call: GitCall,
+    bytes?: true,
+  ): Promise<CommandResult<string | Buffer>> {
     const env = call.auth ? { ...base, ...gitAuthEnv(call.auth.cloneUrl, call.auth.token) } : base;
     const safety = call.maintenance
       ? [
@@ -100,12 +114,17 @@ export function hostGit(opts: HostGitOptions): HostGit {
         ]
       : GIT_SAFETY;
     const started = Date.now();
-    const r = await runCommand(gitPath, [...safety, ...args], {
+    const command = {
       cwd: call.cwd,
       env,
       timeoutMs,
       signal: call.signal,
-    });
+      ...(call.input === undefined ? {} : { input: call.input }),
+      ...(call.maxBuffer === undefined ? {} : { maxBuffer: call.maxBuffer }),
+    };
+    const r = bytes
+      ? await runCommand(gitPath, [...safety, ...args], { ...command, encoding: "buffer" })
+      : await runCommand(gitPath, [...safety, ...args], command);
     const token = call.auth?.token;
     opts.log.debug(
       { git: args.slice(0, 2), exitCode: r.exitCode, ms: Date.now() - started },
@@ -133,5 +152,8 @@ export function hostGit(opts: HostGitOptions): HostGit {
       throw gitFailure(ctx, call.step, stderr, undefined, r.exitCode);
     }
     return r;
-  };
+  }
+  return Object.assign((args: string[], call: GitCall) => run(args, call), {
+    bytes: (args: string[], call: GitCall) => run(args, call, true),
+  });
 }

@@ -79,13 +79,19 @@ export async function startStack(opts: {
   config?: string;
   env?: Record<string, string>;
   anthropic?: FakeAnthropicOptions;
+  /** The app's working directory (where it looks for `.env`); default the repository. */
+  cwd?: string;
+  /** Files the stand-in repository starts with; default a README and src/split.js. */
+  files?: Record<string, string>;
+  /** Runs once GitHub's stand-in exists, before the app starts (to write its key to a file). */
+  beforeApp?: (gh: FakeGitHub) => void | Promise<void>;
 }): Promise<Stack> {
   const gh = await startFakeGitHub();
   const api = await startFakeAnthropic(opts.anthropic);
   await gh.addRepo({
     owner: "octo",
     name: "widgets",
-    files: {
+    files: opts.files ?? {
       "README.md": "# widgets\n",
       "src/split.js": "export const split = (s) => s.split('\\n');\n",
     },
@@ -98,6 +104,7 @@ export async function startStack(opts: {
   const dataDir = path.join(tmp, "data");
   fs.mkdirSync(home, { recursive: true });
   const children: AppProcess[] = [];
+  await opts.beforeApp?.(gh);
 
   const startApp = async (extra: Record<string, string> = {}): Promise<AppProcess> => {
     const port = await freePort();
@@ -126,7 +133,7 @@ export async function startStack(opts: {
       ...extra,
     };
     const child = spawn(process.execPath, [path.join(ROOT, "dist/src/main.js")], {
-      cwd: ROOT,
+      cwd: opts.cwd ?? ROOT,
       env,
       stdio: ["ignore", "pipe", "pipe"],
     });

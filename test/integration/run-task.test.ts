@@ -637,6 +637,81 @@ describe("runTask when GitHub refuses the thread's writes past the retries", () 
   });
 });
 
+describe("runTask with projectInstructions", () => {
+  const project = {
+    text: "PROJECT-RULES: run make check\n",
+    bytes: 30,
+    cut: false,
+    branch: "main",
+  };
+  const threadWith = (projectInstructions: boolean) =>
+    sharedFakeThread({
+      agents: {
+        tether: { name: "tether", timeoutMinutes: 30, stallMinutes: 5, projectInstructions },
+      },
+    });
+
+  it("on: the default branch's CLAUDE.md (as the workspace read it) is in the system prompt", async () => {
+    issue++;
+    const asked: unknown[] = [];
+    const ws: WorkspacePort = {
+      ...fakeWorkspace(root, {
+        prepare: async (req) => ({
+          ...(await workspace.prepare(req)),
+          defaultBranch: "main",
+        }),
+      }),
+      projectInstructions: async (req) => {
+        asked.push(req);
+        return project;
+      },
+    };
+    const agent = new FakeAgent([ok("s-proj-1")]);
+    const row = await turnWith(agent, threadWith(true), ws);
+    expect(row).toMatchObject({ status: "succeeded" });
+    expect(asked).toEqual([expect.objectContaining({ repo: "octo/widgets", branch: "main" })]);
+    expect(agent.calls[0]!.systemPrompt).toContain(
+      "<project-instructions>\nPROJECT-RULES: run make check\n</project-instructions>",
+    );
+    // Never in the prompt itself: it is the system prompt's, the same on every turn.
+    expect(agent.calls[0]!.prompt).not.toContain("PROJECT-RULES");
+  });
+
+  it("off (the default): never read, never sent", async () => {
+    issue++;
+    let reads = 0;
+    const ws: WorkspacePort = {
+      ...fakeWorkspace(root, {
+        prepare: async (req) => ({ ...(await workspace.prepare(req)), defaultBranch: "main" }),
+      }),
+      projectInstructions: async () => {
+        reads++;
+        return project;
+      },
+    };
+    const agent = new FakeAgent([ok("s-proj-2")]);
+    await turnWith(agent, threadWith(false), ws);
+    expect(reads).toBe(0);
+    expect(agent.calls[0]!.systemPrompt).not.toContain("PROJECT-RULES");
+  });
+
+  it("a CLAUDE.md that cannot be read leaves the turn to run without it", async () => {
+    issue++;
+    const ws: WorkspacePort = {
+      ...fakeWorkspace(root, {
+        prepare: async (req) => ({ ...(await workspace.prepare(req)), defaultBranch: "main" }),
+      }),
+      projectInstructions: async () => {
+        throw new Error("could not read CLAUDE.md");
+      },
+    };
+    const agent = new FakeAgent([ok("s-proj-3")]);
+    const row = await turnWith(agent, threadWith(true), ws);
+    expect(row).toMatchObject({ status: "succeeded" });
+    expect(agent.calls[0]!.systemPrompt).not.toContain("project-instructions");
+  });
+});
+
 describe("runTask on a pull request", () => {
   const PR = "https://github.com/octo/widgets/pull";
   /** A pull request thread whose review discussion is `review` (a function: fetched lazily). */
@@ -745,6 +820,63 @@ describe("runTask on a pull request", () => {
     expect(agent.calls[0]!.prompt).toContain(
       "The review discussion could not be read from GitHub for this turn.",
     );
+  });
+
+  it("the head's agent-control files are masked for the run (against the PR's base), and the masks go after it", async () => {
+    issue++;
+    const thread = prThread(async () => discussion(issue));
+    const asked: unknown[] = [];
+    const events: string[] = [];
+    const masks = [{ path: "CLAUDE.md", kind: "file" as const, replacement: "/base/CLAUDE.md" }];
+    const ws: WorkspacePort = {
+      ...workspace,
+      agentControl: async (req) => {
+        asked.push(req);
+        events.push("masks made");
+        return { masks, dispose: async () => void events.push("masks removed") };
+      },
+    };
+    const agent = new FakeAgent([
+      async (req) => {
+        events.push("run");
+        return ok("s-pr-masks")(req);
+      },
+    ]);
+    const row = await turnWith(agent, thread, ws, { is_pull_request: true });
+    expect(row).toMatchObject({ status: "succeeded" });
+    expect(asked).toEqual([
+      expect.objectContaining({
+        repo: "octo/widgets",
+        pullRequest: issue,
+        baseRef: "main",
+        dir: workspace.pathFor("octo/widgets", issue, "tether"),
+      }),
+    ]);
+    expect(agent.calls[0]!.masks).toEqual(masks);
+    expect(events).toEqual(["masks made", "run", "masks removed"]);
+
+    // An issue has no head to distrust: no masks asked for.
+    issue++;
+    const plain = new FakeAgent([ok("s-pr-masks-2")]);
+    await turnWith(plain, fakeThread(), ws);
+    expect(asked).toHaveLength(1);
+    expect(plain.calls[0]!.masks).toBeUndefined();
+  });
+
+  it("masks that cannot be made fail the turn before the agent runs", async () => {
+    issue++;
+    const thread = prThread(async () => discussion(issue));
+    const ws: WorkspacePort = {
+      ...workspace,
+      agentControl: async () => {
+        throw new Error("could not read octo/widgets: git failed");
+      },
+    };
+    const agent = new FakeAgent([]);
+    const row = await turnWith(agent, thread, ws, { is_pull_request: true });
+    expect(row).toMatchObject({ status: "failed", outcome: "failed" });
+    expect(String(row.failure_reason)).toContain("could not read octo/widgets");
+    expect(agent.calls).toEqual([]);
   });
 
   it("an issue never asks for a review discussion, and a resumed turn does not read it", async () => {
