@@ -3,6 +3,7 @@
  * with the real thing (Postgres, the Claude CLI, a local GitHub stand-in) or a narrow fake.
  */
 import type { Mask } from "../sandbox/sandbox.js";
+import type { TranscriptState } from "./resume-decision.js";
 import type { Outcome, Usage } from "../sql/task-runs.js";
 
 /** One agent's settings, as the repo config resolves them. */
@@ -134,16 +135,18 @@ export interface AgentRunResult {
   contextWindow: number | null;
   toolRan: boolean;
   detail: string | null;
+  /** How the resumed session's transcript was put in place (absent: nothing was restored). */
+  restored?: { from: "cache" | "store"; ms: number };
 }
 
 /** A resumable agent CLI (Claude Code today). */
 export interface AgentPort {
   canResume(): Promise<boolean>;
   /**
-   * Whether this runner holds the session's transcript, so a resume can work here. Absent:
-   * the CLI's own store is used and every session counts as held.
+   * Where this runner can restore the session's transcript from. Absent: the CLI's own store
+   * on this runtime is used (every session of this runtime counts as held).
    */
-  holdsSession?(key: AgentRunRequest["key"], sessionId: string): Promise<boolean>;
+  transcriptState?(key: AgentRunRequest["key"], sessionId: string): Promise<TranscriptState>;
   run(req: AgentRunRequest): Promise<AgentRunResult>;
 }
 

@@ -13,6 +13,7 @@ import {
   markToolRan,
   pinSession,
   recordDecision,
+  recordSessionMove,
   setTrackingComment,
   taskComments,
   type FinalAnswer,
@@ -42,7 +43,12 @@ import {
 import { answerRetryPolicy, type AnswerRetryPolicy } from "./answer-retry.js";
 import { redact } from "./redact.js";
 import { reviewContext } from "./review-context.js";
-import { decideResume, type ReasonCode, type ResumeDecision } from "./resume-decision.js";
+import {
+  decideResume,
+  type ReasonCode,
+  type ResumeDecision,
+  type TranscriptState,
+} from "./resume-decision.js";
 import {
   findTaskMarker,
   renderAnswer,
@@ -72,6 +78,8 @@ export interface RunTaskDeps {
   onFinished?: (t: FinishedTurn) => void;
   /** How an answer GitHub refused is retried (its baseMs: the wait before the first delivery). */
   answerRetry?: Partial<AnswerRetryPolicy>;
+  /** `claude --version` of this runner's CLI: which stored sessions it can read. */
+  cliVersion?: string | null;
 }
 
 export interface FinishedTurn {
@@ -234,9 +242,11 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
   }
 
   const policy = config.settings.resume;
-  const sessionHeld =
-    prior && deps.agent.holdsSession
-      ? await deps.agent.holdsSession(key, prior.sessionId).catch(() => false)
+  const transcript =
+    prior && deps.agent.transcriptState
+      ? await deps.agent
+          .transcriptState(key, prior.sessionId)
+          .catch((): TranscriptState => ({ where: "none" }))
       : undefined;
   let decision: ResumeDecision = decideResume({
     prior,
@@ -251,7 +261,8 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     workDirExists,
     historyEpoch: epoch,
     cliCanResume,
-    ...(sessionHeld === undefined ? {} : { sessionHeld }),
+    cliVersion: deps.cliVersion ?? null,
+    ...(transcript === undefined ? {} : { transcript }),
     now: now(),
   });
   const isFollowUp = prior !== null;
@@ -444,6 +455,12 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     return;
   }
 
+  if (decision.kind === "resume" || result.restored) {
+    await recordSessionMove(deps.pool, task.id, deps.runnerId, {
+      restore: result.restored ?? null,
+      resumedAcross: decision.kind === "resume" && prior?.runtimeId !== deps.runtimeId,
+    }).catch((err: Error) => log.warn({ err: err.message }, "could not record the restore"));
+  }
   if (result.sessionId) {
     if (result.outcome === "poisoned")
       await markSession(deps.pool, result.sessionId, "poisoned", result.detail ?? "poisoned");

@@ -164,7 +164,13 @@ export class Runner {
         if (this.opts.sandbox && !this.opts.sandbox().ok) return;
         const free = this.opts.concurrency - this.running.size;
         if (free <= 0) return;
-        const tasks = await claimTasks(this.pool, this.runnerId, this.opts.runtimeId, free);
+        const tasks = await claimTasks(
+          this.pool,
+          this.runnerId,
+          this.opts.runtimeId,
+          free,
+          this.opts.runtime.cliVersion,
+        );
         for (const t of tasks) this.launch(t);
         if (tasks.length === free) this.again = true;
       } while (this.again && !this.stopping);
@@ -176,7 +182,12 @@ export class Runner {
   private launch(task: Task): void {
     const abort = new AbortController();
     const done = runTask(
-      { ...this.opts, pool: this.taskPool, runnerId: this.runnerId },
+      {
+        ...this.opts,
+        pool: this.taskPool,
+        runnerId: this.runnerId,
+        cliVersion: this.opts.runtime.cliVersion,
+      },
       task,
       abort.signal,
     )

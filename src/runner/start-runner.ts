@@ -26,7 +26,7 @@ import { claudeAgent } from "./claude-agent.js";
 import { githubThread } from "./github-thread.js";
 import type { ConfigResult } from "./ports.js";
 import { Sandbox } from "../sandbox/sandbox.js";
-import { localTranscripts } from "../sessions/transcripts.js";
+import { postgresTranscripts } from "../sessions/postgres-transcripts.js";
 import { Runner } from "./runner.js";
 import { deriveRuntimeId } from "./runtime-id.js";
 import { Workspaces } from "../workspace/workspace.js";
@@ -95,7 +95,13 @@ export async function startRunner(opts: {
       log,
       contain: {
         sandbox,
-        transcripts: localTranscripts(path.join(env.dataDir, "sessions"), log),
+        transcripts: postgresTranscripts({
+          pool,
+          cacheRoot: path.join(env.dataDir, "sessions"),
+          log: log.child({ component: "sessions" }),
+          maxBytes: env.TETHER_SESSION_MAX_BYTES,
+          cliVersion: caps.version,
+        }),
         homes: path.join(env.dataDir, "sandbox", "homes"),
       },
     }),
