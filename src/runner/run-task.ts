@@ -435,6 +435,29 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
         if (!(await record(deps, task, decision, isFollowUp, epoch, workDir, true))) return;
         result = await attempt(decision);
       }
+    } else if (
+      result.outcome === "poisoned" &&
+      decision.kind === "resume" &&
+      !result.toolRan &&
+      !signal.aborted
+    ) {
+      // The resumed session broke before it did anything (its context overflowed, or the API
+      // refused its history): nothing of this turn happened, so the same turn runs again at
+      // once in a fresh session with the whole thread, and the person gets the one answer they
+      // asked for instead of being told to comment again.
+      const overflow = /prompt_too_long|prompt is too long/i.test(result.detail ?? "");
+      await markSession(deps.pool, decision.sessionId, "poisoned", result.detail ?? "poisoned");
+      log.warn(
+        { session: decision.sessionId, detail: result.detail },
+        "the resumed session broke before any tool ran; retrying fresh in the same task",
+      );
+      decision = {
+        kind: "fresh",
+        reason: overflow ? "context_overflow" : "poisoned",
+        priorSessionId: decision.sessionId,
+      };
+      if (!(await record(deps, task, decision, isFollowUp, epoch, workDir, true))) return;
+      result = await attempt(decision);
     }
   } catch (err) {
     result = {

@@ -160,6 +160,37 @@ describe(
       expect(next.session_id).not.toBe(p.session_id);
     });
 
+    it("5b. a resumed turn answered 'prompt is too long' before any tool ran: the same turn runs fresh with the whole thread, one answer", async () => {
+      const n = newIssue();
+      const a = await stack.finishedTask(await stack.comment(n, "@tether OVERFLOW-ONE read it"));
+      stack.api.script(replies.promptTooLong());
+      const m = mark();
+      const b = await stack.finishedTask(
+        await stack.comment(n, "@tether OVERFLOW-TWO now summarise"),
+      );
+      expect(b).toMatchObject({
+        status: "succeeded",
+        outcome: "success",
+        resume_decision: "fresh",
+        resume_reason: "context_overflow",
+        retried_fresh: true,
+      });
+      expect(b.session_id).not.toBe(a.session_id);
+      const reqs = requestsSince(m);
+      // First the resumed request (refused), then a cold one carrying the thread.
+      expect(reqs.some((r) => r.reply === "error")).toBe(true);
+      const cold = reqs.find((r) => lastUserText(r).includes("# Instruction"));
+      expect(lastUserText(cold!)).toContain("OVERFLOW-ONE");
+      expect(lastUserText(cold!)).toContain("OVERFLOW-TWO");
+      const answers = stack.taskComments(n, b.id as number);
+      expect(answers).toHaveLength(1);
+      expect(String(answers[0]!.body)).toMatch(/^reply#/);
+      expect(
+        (await db.pool.query("SELECT state FROM sessions WHERE session_id = $1", [a.session_id]))
+          .rows[0].state,
+      ).toBe("poisoned");
+    });
+
     it("6. a session file the CLI cannot read: resume rejected, one fresh retry in the same task, one answer", async () => {
       const n = newIssue();
       const a = await stack.finishedTask(await stack.comment(n, "@tether one"));
