@@ -28,6 +28,7 @@ import type { ConfigResult } from "./ports.js";
 import { Sandbox } from "../sandbox/sandbox.js";
 import { postgresTranscripts } from "../sessions/postgres-transcripts.js";
 import { Runner } from "./runner.js";
+import { collectIdle } from "../sessions/collect.js";
 import { deriveRuntimeId } from "./runtime-id.js";
 import { Workspaces } from "../workspace/workspace.js";
 import { workspacePort } from "./workspace-port.js";
@@ -144,6 +145,25 @@ export async function startRunner(opts: {
     answerRetry: { baseMs: env.TETHER_ANSWER_RETRY_MS },
     // Pending answers are looked for every 5 s, or at their first retry if that comes sooner.
     answerPollMs: Math.min(5000, env.TETHER_ANSWER_RETRY_MS),
+    ...(env.TETHER_COLLECT_IDLE_HOURS > 0
+      ? {
+          collect: {
+            everyMs: 3600_000,
+            run: async (busy: string[]) => {
+              const c = await collectIdle({
+                workspaceRoot: env.workspaceDir,
+                cacheRoot: path.join(env.dataDir, "sessions"),
+                idleMs: env.TETHER_COLLECT_IDLE_HOURS * 3600_000,
+                busy: () => busy,
+                now: () => new Date(),
+                log: log.child({ component: "collect" }),
+                pool,
+              });
+              opts.metrics?.recordCollected(c);
+            },
+          },
+        }
+      : {}),
     onFinished: (t) =>
       opts.metrics?.recordTurn({
         outcome: t.outcome,
