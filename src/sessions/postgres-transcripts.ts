@@ -173,9 +173,16 @@ export function postgresTranscripts(opts: PostgresTranscriptsOptions): Transcrip
           );
         }
         if (ok) {
-          await writeCache(cache, data, sha256).catch((err: Error) =>
-            log.warn({ err: err.message, sessionId }, "could not cache the saved transcript"),
-          );
+          // The cache usually holds the version this turn started from: then only the new
+          // bytes are written to it, not the whole file again.
+          const cached =
+            kind !== "replace" && head
+              ? await appendCache(cache, head.sha256, head.rawBytes, data.subarray(from), sha256)
+              : false;
+          if (!cached)
+            await writeCache(cache, data, sha256).catch((err: Error) =>
+              log.warn({ err: err.message, sessionId }, "could not cache the saved transcript"),
+            );
           return { kind, bytes: data.length, addedBytes: data.length - from };
         }
         if (attempt >= 1)
@@ -183,6 +190,27 @@ export function postgresTranscripts(opts: PostgresTranscriptsOptions): Transcrip
       }
     },
   };
+}
+
+/** Appends `added` to a cache that holds exactly the version (`sha256`, `bytes`) it continues. */
+async function appendCache(
+  file: string,
+  sha256: Buffer,
+  bytes: number,
+  added: Buffer,
+  after: Buffer,
+): Promise<boolean> {
+  try {
+    const [hash, st] = await Promise.all([fs.readFile(`${file}.sha256`, "utf8"), fs.lstat(file)]);
+    if (hash !== sha256.toString("hex") || !st.isFile() || st.size !== bytes) return false;
+    // The sidecar goes first: a crash in between leaves a cache no restore trusts.
+    await fs.rm(`${file}.sha256`);
+    if (added.length) await fs.appendFile(file, added);
+    await fs.writeFile(`${file}.sha256`, after.toString("hex"), { mode: 0o600 });
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 async function compress(
