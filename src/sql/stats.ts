@@ -214,12 +214,56 @@ export interface Stats {
     /** avgInputTokens + avgCacheCreationTokens, fresh follow-up minus resumed. */
     uncachedTokensSavedPerResumedTurn: number | null;
   };
+  /** Portable sessions over the window: how turns got their session (issue 16). */
+  sessions: SessionMoves;
   repos: RepoRow[];
   /** How many (repository, agent) pairs had turns; repos holds the busiest MAX_REPO_ROWS. */
   reposTotal: number;
   queue: QueueFigures;
   runners: RunnerRow[];
   latest: LatestTask[];
+}
+
+export interface SessionMoves {
+  /** Resumed turns whose session another runtime ran last. */
+  resumedAcross: number;
+  /** Resumed turns whose transcript came from Postgres (the runner had no current copy). */
+  restoredFromStore: number;
+  /** Resumed turns whose transcript came from the runner's own cache. */
+  restoredFromCache: number;
+  /** Median restore time from Postgres, ms; null without one. */
+  storeRestoreMsP50: number | null;
+  /** Turns whose session was compacted first. */
+  compacted: number;
+}
+
+const NO_MOVES: SessionMoves = {
+  resumedAcross: 0,
+  restoredFromStore: 0,
+  restoredFromCache: 0,
+  storeRestoreMsP50: null,
+  compacted: 0,
+};
+
+async function sessionMoves(c: PoolClient, w: StatsWindow): Promise<SessionMoves> {
+  const { rows } = await c.query(
+    `SELECT count(*) FILTER (WHERE resumed_across)::int AS across,
+            count(*) FILTER (WHERE session_restore = 'store')::int AS store,
+            count(*) FILTER (WHERE session_restore = 'cache')::int AS cache,
+            percentile_disc(0.5) WITHIN GROUP (ORDER BY restore_ms)
+              FILTER (WHERE session_restore = 'store') AS p50,
+            count(*) FILTER (WHERE compacted)::int AS compacted
+       FROM tasks WHERE created_at >= $1 AND created_at < $2`,
+    [w.from, w.to],
+  );
+  const r = rows[0] as Record<string, unknown>;
+  return {
+    resumedAcross: r.across as number,
+    restoredFromStore: r.store as number,
+    restoredFromCache: r.cache as number,
+    storeRestoreMsP50: r.p50 === null ? null : Number(r.p50),
+    compacted: r.compacted as number,
+  };
 }
 
 export class StatsTimeoutError extends Error {
@@ -251,7 +295,8 @@ export async function readStats(pool: Pool, opts: ReadStatsOptions): Promise<Sta
     const queue = await queueFigures(c, opts.now);
     const runners = await runnerRows(c, opts.now);
     const latest = await latestTasks(c, LATEST_TASKS);
-    return assemble(window, { hours, repos, queue, runners, latest });
+    const sessions = await sessionMoves(c, window);
+    return assemble(window, { hours, repos, queue, runners, latest, sessions });
   });
 }
 
@@ -594,6 +639,7 @@ export interface StatsParts {
   queue: QueueFigures;
   runners: RunnerRow[];
   latest: LatestTask[];
+  sessions?: SessionMoves;
 }
 
 /** Rolls the aggregate rows up into the API's shape. Pure, so it is tested on its own too. */
@@ -677,6 +723,7 @@ export function assemble(w: StatsWindow, parts: StatsParts): Stats {
         uncached(savings.resumed),
       ),
     },
+    sessions: parts.sessions ?? NO_MOVES,
     repos: repoRows.slice(0, MAX_REPO_ROWS),
     reposTotal: repoRows.length,
     queue: parts.queue,
