@@ -117,6 +117,17 @@ export class Metrics {
     help: "Finished webhook deliveries deleted from the inbox (webhook_deliveries) after the retention window.",
     registers: [this.registry],
   });
+  private readonly collected = new Counter({
+    name: "tether_collected_total",
+    help: "What collection removed: idle workspaces and cached session files on a runner's disk, and saved transcripts pruned from Postgres (kind).",
+    labelNames: ["kind"] as const,
+    registers: [this.registry],
+  });
+  private readonly collectedBytes = new Counter({
+    name: "tether_transcript_bytes_pruned_total",
+    help: "Compressed bytes of saved transcripts pruned from Postgres by collection.",
+    registers: [this.registry],
+  });
   private readonly dbUp: Gauge;
 
   constructor(opts: MetricsOptions = {}) {
@@ -216,6 +227,19 @@ export class Metrics {
   /** Count deliveries the inbox sweep deleted. */
   recordDeliveriesPruned(n: number): void {
     if (nonNegative(n) && n > 0) this.deliveriesPruned.inc(n);
+  }
+
+  /** Count what one collection removed. */
+  recordCollected(c: {
+    workspaces: number;
+    sessionFiles: number;
+    transcripts: number;
+    transcriptBytes: number;
+  }): void {
+    if (nonNegative(c.workspaces)) this.collected.inc({ kind: "workspace" }, c.workspaces);
+    if (nonNegative(c.sessionFiles)) this.collected.inc({ kind: "session_file" }, c.sessionFiles);
+    if (nonNegative(c.transcripts)) this.collected.inc({ kind: "transcript" }, c.transcripts);
+    if (nonNegative(c.transcriptBytes)) this.collectedBytes.inc(c.transcriptBytes);
   }
 
   get contentType(): string {

@@ -15,6 +15,12 @@ export function agentForClis(ports: Partial<Record<CliKind, AgentPort>>): AgentP
       if (!port) return false;
       return port.holdsSession ? port.holdsSession(key, sessionId, cli) : true;
     },
+    async transcriptState(key, sessionId, cli) {
+      const port = portOf(cli);
+      return port?.transcriptState
+        ? port.transcriptState(key, sessionId, cli)
+        : { where: "local" as const };
+    },
     async run(req: AgentRunRequest): Promise<AgentRunResult> {
       const cli = req.settings.cli ?? "claude";
       const port = portOf(cli);

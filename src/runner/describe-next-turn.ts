@@ -7,6 +7,7 @@ import { readSpendFigures, renderSpend, renderStatus } from "../intake/status.js
 import { agentsOnIssue, readKeyStates } from "../sql/tasks.js";
 import { readEpoch } from "../sql/history.js";
 import { priorSession } from "../sql/sessions.js";
+import { transcriptHead } from "../sql/transcripts.js";
 import { decideResume, describeReason } from "./resume-decision.js";
 
 export const describeNextTurn: DescribeStatus = async (req) => {
@@ -18,9 +19,10 @@ export const describeNextTurn: DescribeStatus = async (req) => {
     const key = { repo: req.repo, issueNumber: req.issueNumber, agent: state.agent };
     const prior = await priorSession(req.pool, key);
     const policy = req.config.resume;
-    // The web process may sit on another machine than the runner that holds the session, so
-    // the runtime and directory checks assume the task lands where its session lives (runtime
-    // affinity sees to that while that runtime is alive).
+    const head = prior ? await transcriptHead(req.pool, prior.sessionId) : null;
+    // The web process may sit on another machine than the runner that takes the task, so the
+    // runtime and CLI checks assume a runner that can resume it takes it (the claim query
+    // prefers one, and runtime affinity keeps an unstored session with its runtime while alive).
     const decision = decideResume({
       prior,
       forceFresh: state.queued?.forceFresh ?? false,
@@ -35,6 +37,14 @@ export const describeNextTurn: DescribeStatus = async (req) => {
       workDirExists: prior?.workDir != null,
       historyEpoch: await readEpoch(req.pool, key),
       cliCanResume: true,
+      cliVersion: head?.cliVersion ?? null,
+      ...(head
+        ? {
+            transcript: head.overBound
+              ? { where: "over_bound" as const }
+              : { where: "store" as const, cliVersion: head.cliVersion },
+          }
+        : {}),
       now: req.now,
     });
     const next =

@@ -4,6 +4,7 @@
  */
 import type { Mask } from "../sandbox/sandbox.js";
 import type { ProjectInstructions } from "../workspace/project-instructions.js";
+import type { TranscriptState } from "./resume-decision.js";
 import type { Outcome, Usage } from "../sql/task-runs.js";
 
 /** Which agent CLI runs an agent. A session belongs to the CLI that made it. */
@@ -156,6 +157,8 @@ export interface AgentRunResult {
   contextWindow: number | null;
   toolRan: boolean;
   detail: string | null;
+  /** How the resumed session's transcript was put in place (absent: nothing was restored). */
+  restored?: { from: "cache" | "store"; ms: number };
 }
 
 /** A resumable agent CLI (Claude Code or Codex; see agent-clis.ts for the choice). */
@@ -163,10 +166,15 @@ export interface AgentPort {
   /** Whether the CLI (the agent's, default claude) can resume sessions. */
   canResume(cli?: CliKind): Promise<boolean>;
   /**
-   * Whether this runner holds the session's transcript, so a resume can work here. Absent:
-   * the CLI's own store is used and every session counts as held.
+   * Where this runner can restore the session's transcript from. Absent: the CLI's own store
+   * on this runtime is used (every session of this runtime counts as held).
    */
   holdsSession?(key: AgentRunRequest["key"], sessionId: string, cli?: CliKind): Promise<boolean>;
+  transcriptState?(
+    key: AgentRunRequest["key"],
+    sessionId: string,
+    cli?: CliKind,
+  ): Promise<TranscriptState>;
   run(req: AgentRunRequest): Promise<AgentRunResult>;
 }
 

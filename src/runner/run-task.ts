@@ -15,6 +15,7 @@ import {
   markToolRan,
   pinSession,
   recordDecision,
+  recordSessionMove,
   setTrackingComment,
   taskComments,
   type FinalAnswer,
@@ -46,7 +47,12 @@ import { answerRetryPolicy, type AnswerRetryPolicy } from "./answer-retry.js";
 import { checkSpend } from "./spend-check.js";
 import { redact } from "./redact.js";
 import { reviewContext } from "./review-context.js";
-import { decideResume, type ReasonCode, type ResumeDecision } from "./resume-decision.js";
+import {
+  decideResume,
+  type ReasonCode,
+  type ResumeDecision,
+  type TranscriptState,
+} from "./resume-decision.js";
 import {
   findTaskMarker,
   renderAnswer,
@@ -79,6 +85,8 @@ export interface RunTaskDeps {
   onRefused?: (t: { task: Task; limits: string[] }) => void;
   /** How an answer GitHub refused is retried (its baseMs: the wait before the first delivery). */
   answerRetry?: Partial<AnswerRetryPolicy>;
+  /** `claude --version` of this runner's CLI: which stored sessions it can read. */
+  cliVersion?: string | null;
 }
 
 export interface FinishedTurn {
@@ -281,10 +289,13 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
   const policy = config.settings.resume;
   const cli = settings.cli ?? "claude";
   const cliCanResume = await deps.agent.canResume(cli);
-  // A session is held only by its own CLI's store (a Claude transcript means nothing to Codex).
-  const sessionHeld =
-    prior && prior.cli === cli && deps.agent.holdsSession
-      ? await deps.agent.holdsSession(key, prior.sessionId, cli).catch(() => false)
+  // Where the session's transcript is (Claude's in the portable store, Codex's on this runner),
+  // asked of its own CLI only: a Claude transcript means nothing to Codex.
+  const transcript =
+    prior && prior.cli === cli && deps.agent.transcriptState
+      ? await deps.agent
+          .transcriptState(key, prior.sessionId, cli)
+          .catch((): TranscriptState => ({ where: "none" }))
       : undefined;
   let decision: ResumeDecision = decideResume({
     prior,
@@ -300,7 +311,8 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     workDirExists,
     historyEpoch: epoch,
     cliCanResume,
-    ...(sessionHeld === undefined ? {} : { sessionHeld }),
+    cliVersion: deps.cliVersion ?? null,
+    ...(transcript === undefined ? {} : { transcript }),
     now: now(),
   });
   const isFollowUp = prior !== null;
@@ -507,6 +519,29 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
         if (!(await record(deps, task, decision, isFollowUp, epoch, workDir, true, cli))) return;
         result = await attempt(decision);
       }
+    } else if (
+      result.outcome === "poisoned" &&
+      decision.kind === "resume" &&
+      !result.toolRan &&
+      !signal.aborted
+    ) {
+      // The resumed session broke before it did anything (its context overflowed, or the API
+      // refused its history): nothing of this turn happened, so the same turn runs again at
+      // once in a fresh session with the whole thread, and the person gets the one answer they
+      // asked for instead of being told to comment again.
+      const overflow = /prompt_too_long|prompt is too long/i.test(result.detail ?? "");
+      await markSession(deps.pool, decision.sessionId, "poisoned", result.detail ?? "poisoned");
+      log.warn(
+        { session: decision.sessionId, detail: result.detail },
+        "the resumed session broke before any tool ran; retrying fresh in the same task",
+      );
+      decision = {
+        kind: "fresh",
+        reason: overflow ? "context_overflow" : "poisoned",
+        priorSessionId: decision.sessionId,
+      };
+      if (!(await record(deps, task, decision, isFollowUp, epoch, workDir, true, cli))) return;
+      result = await attempt(decision);
     }
   } catch (err) {
     result = {
@@ -529,6 +564,12 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     return;
   }
 
+  if (decision.kind === "resume" || result.restored) {
+    await recordSessionMove(deps.pool, task.id, deps.runnerId, {
+      restore: result.restored ?? null,
+      resumedAcross: decision.kind === "resume" && prior?.runtimeId !== deps.runtimeId,
+    }).catch((err: Error) => log.warn({ err: err.message }, "could not record the restore"));
+  }
   if (result.sessionId) {
     if (result.outcome === "poisoned")
       await markSession(deps.pool, result.sessionId, "poisoned", result.detail ?? "poisoned");

@@ -29,8 +29,9 @@ import { claudeAgent } from "./claude-agent.js";
 import { githubThread } from "./github-thread.js";
 import type { ConfigResult } from "./ports.js";
 import { Sandbox } from "../sandbox/sandbox.js";
-import { localTranscripts } from "../sessions/transcripts.js";
+import { postgresTranscripts } from "../sessions/postgres-transcripts.js";
 import { Runner } from "./runner.js";
+import { collectIdle } from "../sessions/collect.js";
 import { deriveRuntimeId } from "./runtime-id.js";
 import { Workspaces } from "../workspace/workspace.js";
 import { workspacePort } from "./workspace-port.js";
@@ -105,7 +106,13 @@ export async function startRunner(opts: {
         log,
         contain: {
           sandbox,
-          transcripts: localTranscripts(path.join(env.dataDir, "sessions"), log),
+          transcripts: postgresTranscripts({
+            pool,
+            cacheRoot: path.join(env.dataDir, "sessions"),
+            log: log.child({ component: "sessions" }),
+            maxBytes: env.TETHER_SESSION_MAX_BYTES,
+            cliVersion: caps.version,
+          }),
           homes: path.join(env.dataDir, "sandbox", "homes"),
         },
       }),
@@ -158,6 +165,25 @@ export async function startRunner(opts: {
     answerRetry: { baseMs: env.TETHER_ANSWER_RETRY_MS },
     // Pending answers are looked for every 5 s, or at their first retry if that comes sooner.
     answerPollMs: Math.min(5000, env.TETHER_ANSWER_RETRY_MS),
+    ...(env.TETHER_COLLECT_IDLE_HOURS > 0
+      ? {
+          collect: {
+            everyMs: 3600_000,
+            run: async (busy: string[]) => {
+              const c = await collectIdle({
+                workspaceRoot: env.workspaceDir,
+                cacheRoot: path.join(env.dataDir, "sessions"),
+                idleMs: env.TETHER_COLLECT_IDLE_HOURS * 3600_000,
+                busy: () => busy,
+                now: () => new Date(),
+                log: log.child({ component: "collect" }),
+                pool,
+              });
+              opts.metrics?.recordCollected(c);
+            },
+          },
+        }
+      : {}),
     onFinished: (t) =>
       opts.metrics?.recordTurn({
         outcome: t.outcome,

@@ -33,16 +33,18 @@ export function localRollouts(root: string, log: Logger): TranscriptStore {
     return names.find((n) => isRolloutName(n, threadId)) ?? null;
   };
   return {
-    async has(key, threadId) {
-      return (await stored(key, threadId)) !== null;
+    // Rollouts stay on the runner that made them (the Postgres store keeps Claude's transcripts).
+    async state(key, threadId) {
+      return (await stored(key, threadId)) !== null ? { where: "local" } : { where: "none" };
     },
     async restore(key, threadId, home) {
+      const t0 = performance.now();
       const name = await stored(key, threadId);
-      if (!name) return false;
+      if (!name) return { from: null, ms: 0 };
       const dir = path.join(home, ".codex", "sessions");
       await fs.mkdir(dir, { recursive: true, mode: 0o700 });
       await fs.copyFile(path.join(dirOf(key, threadId), name), path.join(dir, name));
-      return true;
+      return { from: "cache", ms: performance.now() - t0 };
     },
     async save(key, threadId, home) {
       const found = await findRollout(path.join(home, ".codex"), threadId);
@@ -72,7 +74,7 @@ export function localRollouts(root: string, log: Logger): TranscriptStore {
       for (const n of await fs.readdir(dir)) {
         if (n !== found.name && isRolloutName(n, threadId)) await fs.rm(path.join(dir, n));
       }
-      return found.size;
+      return { kind: "local", bytes: found.size, addedBytes: found.size };
     },
   };
 }

@@ -21,7 +21,8 @@ export async function upsertSession(
   await db.query(
     `INSERT INTO sessions (session_id, repo, issue_number, agent, runtime_id, work_dir, model, history_epoch, cli)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-     ON CONFLICT (session_id) DO UPDATE SET last_used_at = now(), model = COALESCE(EXCLUDED.model, sessions.model)`,
+     ON CONFLICT (session_id) DO UPDATE SET last_used_at = now(),
+       model = COALESCE(EXCLUDED.model, sessions.model), last_runtime_id = EXCLUDED.runtime_id`,
     [
       s.sessionId,
       s.repo,
@@ -70,7 +71,7 @@ export async function markSession(
  */
 export async function priorSession(db: Db, key: TaskKey): Promise<PriorSession | null> {
   const { rows } = await db.query(
-    `SELECT s.session_id, s.cli, s.runtime_id, s.work_dir, s.state, s.history_epoch, s.last_used_at,
+    `SELECT s.session_id, s.cli, COALESCE(s.last_runtime_id, s.runtime_id) AS runtime_id, s.work_dir, s.state, s.history_epoch, s.last_used_at,
             s.context_tokens, s.context_window
        FROM tasks t JOIN sessions s ON s.session_id = t.session_id
       WHERE t.repo = $1 AND t.issue_number = $2 AND t.agent = $3

@@ -226,6 +226,8 @@ export interface Stats {
     /** avgInputTokens + avgCacheCreationTokens, fresh follow-up minus resumed. */
     uncachedTokensSavedPerResumedTurn: number | null;
   };
+  /** Portable sessions over the window: how turns got their session (issue 16). */
+  sessions: SessionMoves;
   repos: RepoRow[];
   /** How many (repository, agent) pairs had turns; repos holds the busiest MAX_REPO_ROWS. */
   reposTotal: number;
@@ -247,6 +249,48 @@ export interface CliFigures {
 }
 
 export const CLIS = ["claude", "codex"] as const;
+
+export interface SessionMoves {
+  /** Resumed turns whose session another runtime ran last. */
+  resumedAcross: number;
+  /** Resumed turns whose transcript came from Postgres (the runner had no current copy). */
+  restoredFromStore: number;
+  /** Resumed turns whose transcript came from the runner's own cache. */
+  restoredFromCache: number;
+  /** Median restore time from Postgres, ms; null without one. */
+  storeRestoreMsP50: number | null;
+  /** Turns whose session was compacted first. */
+  compacted: number;
+}
+
+const NO_MOVES: SessionMoves = {
+  resumedAcross: 0,
+  restoredFromStore: 0,
+  restoredFromCache: 0,
+  storeRestoreMsP50: null,
+  compacted: 0,
+};
+
+async function sessionMoves(c: PoolClient, w: StatsWindow): Promise<SessionMoves> {
+  const { rows } = await c.query(
+    `SELECT count(*) FILTER (WHERE resumed_across)::int AS across,
+            count(*) FILTER (WHERE session_restore = 'store')::int AS store,
+            count(*) FILTER (WHERE session_restore = 'cache')::int AS cache,
+            percentile_disc(0.5) WITHIN GROUP (ORDER BY restore_ms)
+              FILTER (WHERE session_restore = 'store') AS p50,
+            count(*) FILTER (WHERE compacted)::int AS compacted
+       FROM tasks WHERE created_at >= $1 AND created_at < $2`,
+    [w.from, w.to],
+  );
+  const r = rows[0] as Record<string, unknown>;
+  return {
+    resumedAcross: r.across as number,
+    restoredFromStore: r.store as number,
+    restoredFromCache: r.cache as number,
+    storeRestoreMsP50: r.p50 === null ? null : Number(r.p50),
+    compacted: r.compacted as number,
+  };
+}
 
 export class StatsTimeoutError extends Error {
   constructor(
@@ -278,7 +322,8 @@ export async function readStats(pool: Pool, opts: ReadStatsOptions): Promise<Sta
     const runners = await runnerRows(c, opts.now);
     const latest = await latestTasks(c, LATEST_TASKS);
     const refused = await refusedRows(c, window);
-    return assemble(window, { hours, repos, queue, runners, latest, refused });
+    const sessions = await sessionMoves(c, window);
+    return assemble(window, { hours, repos, queue, runners, latest, refused, sessions });
   });
 }
 
@@ -646,6 +691,7 @@ export interface StatsParts {
   latest: LatestTask[];
   /** Absent: no refusals (older callers). */
   refused?: RefusedRow[];
+  sessions?: SessionMoves;
 }
 
 /** Outcomes a turn can have: every outcome but limit_refused, which a task gets without running. */
@@ -786,6 +832,7 @@ export function assemble(w: StatsWindow, parts: StatsParts): Stats {
         uncached(savings.resumed),
       ),
     },
+    sessions: parts.sessions ?? NO_MOVES,
     repos: repoRows.slice(0, MAX_REPO_ROWS),
     reposTotal: repoRows.length,
     queue: parts.queue,

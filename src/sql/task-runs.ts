@@ -99,13 +99,16 @@ export async function claimTasks(
   runnerId: string,
   runtimeId: string,
   limit: number,
+  cliVersion: string | null = null,
   affinityWaitMs = 30_000,
 ): Promise<Task[]> {
   if (limit <= 0) return [];
-  // Runtime affinity: a key's session can only be resumed where it lives, so a task whose key
-  // last ran on another runtime that is alive is left to that runtime — for affinityWaitMs at
-  // most, after which anyone takes it (and starts fresh with runtime_mismatch) rather than
-  // letting it starve.
+  // Runtime affinity, only where it matters: a session held in the shared store
+  // (session_transcripts) resumes on any runner whose CLI reads it (tether_cli_reads), so such
+  // a key's task is anyone's at once; one over the size bound starts fresh anyway. A session
+  // only its runtime holds (from before the store), or one this CLI cannot read, is left to
+  // that runtime while it is alive — for affinityWaitMs at most, after which anyone takes it
+  // (and starts fresh with runtime_mismatch) rather than letting it starve.
   const { rows } = await db.query(
     `WITH candidates AS (
        SELECT t.id FROM tasks t
@@ -116,9 +119,13 @@ export async function claimTasks(
                AND r.status = 'running')
           AND (t.created_at < now() - make_interval(secs => $4::double precision / 1000)
                OR COALESCE((
-                 SELECT s.runtime_id = $2 OR rt.heartbeat_at IS NULL OR rt.stopped_at IS NOT NULL
+                 SELECT COALESCE(s.last_runtime_id, s.runtime_id) = $2
+                        OR COALESCE(tr.over_bound, false) OR tether_cli_reads(tr.cli_version, $5)
+                        OR rt.heartbeat_at IS NULL OR rt.stopped_at IS NOT NULL
                         OR rt.heartbeat_at < now() - interval '1 minute'
-                   FROM sessions s LEFT JOIN runtimes rt ON rt.id = s.runtime_id
+                   FROM sessions s
+                   LEFT JOIN runtimes rt ON rt.id = COALESCE(s.last_runtime_id, s.runtime_id)
+                   LEFT JOIN session_transcripts tr ON tr.session_id = s.session_id
                   WHERE s.repo = t.repo AND s.issue_number = t.issue_number AND s.agent = t.agent
                   ORDER BY s.last_used_at DESC LIMIT 1), true))
         ORDER BY t.created_at, t.id
@@ -131,7 +138,7 @@ export async function claimTasks(
        FROM candidates c
       WHERE t.id = c.id
      RETURNING t.*`,
-    [runnerId, runtimeId, limit, affinityWaitMs],
+    [runnerId, runtimeId, limit, affinityWaitMs, cliVersion],
   );
   return rows
     .map(toTask)
@@ -211,6 +218,36 @@ export async function pinSession(
     [taskId, runnerId, sessionId],
   );
   return res.rowCount === 1;
+}
+
+/**
+ * How the turn's session got to this runner (restored from its cache or from the shared
+ * store, and in how long), whether it resumed a session another runtime last ran, and whether
+ * it was compacted first: what the dashboard counts as portability.
+ */
+export async function recordSessionMove(
+  db: Db,
+  taskId: number,
+  runnerId: string,
+  m: {
+    restore: { from: "cache" | "store"; ms: number } | null;
+    resumedAcross: boolean;
+    compacted?: boolean;
+  },
+): Promise<void> {
+  await db.query(
+    `UPDATE tasks SET session_restore = $3, restore_ms = $4, resumed_across = $5,
+            compacted = compacted OR $6, updated_at = now()
+      WHERE id = $1 AND locked_by = $2 AND status = 'running'`,
+    [
+      taskId,
+      runnerId,
+      m.restore?.from ?? null,
+      m.restore ? Math.round(m.restore.ms) : null,
+      m.resumedAcross,
+      m.compacted ?? false,
+    ],
+  );
 }
 
 export async function setTrackingComment(

@@ -86,6 +86,7 @@ export function dashboardPage(nonce: string, opts: { signOut: boolean }): string
 <main id="main" class="loading">
   <section class="kpis">
     <div class="kpi"><div class="label">Resume rate</div><div class="value" data-stat="resumeRate">–</div><div class="detail" data-stat="resumeDetail"></div></div>
+    <div class="kpi"><div class="label">Sessions across runners</div><div class="value" data-stat="resumedAcross">–</div><div class="detail" data-stat="restoreDetail"></div></div>
     <div class="kpi"><div class="label">Turns</div><div class="value" data-stat="turns">–</div><div class="detail" data-stat="turnsDetail"></div></div>
     <div class="kpi"><div class="label">Cost</div><div class="value" data-stat="cost">–</div><div class="detail" data-stat="costDetail"></div><div class="detail" data-stat="refused"></div></div>
     <div class="kpi"><div class="label">Failed turns</div><div class="value" data-stat="failed">–</div><div class="detail" data-stat="failedDetail"></div></div>
@@ -376,6 +377,11 @@ const SCRIPT = String.raw`
     var rate = set("resumeRate", pct(d.resumeRate), d.resumeRate === null ? "" : d.resumeRate >= 0.7 ? "good" : "warn");
     rate.setAttribute("data-value", d.resumeRate === null ? "" : String(d.resumeRate));
     set("resumeDetail", int(t.resumed) + " resumed of " + int(t.followUps) + " follow-ups");
+    var mv = d.sessions;
+    set("resumedAcross", int(mv.resumedAcross), "");
+    set("restoreDetail", int(mv.restoredFromStore) + " restored from Postgres" +
+      (mv.storeRestoreMsP50 === null ? "" : " (p50 " + int(mv.storeRestoreMsP50) + " ms)") +
+      ", " + int(mv.restoredFromCache) + " from a runner's cache, " + int(mv.compacted) + " compacted");
     set("turns", int(t.turns)).setAttribute("data-value", String(t.turns));
     set("turnsDetail", int(t.firstTurns) + " first · " + int(t.freshFollowUps) + " fresh follow-ups");
     set("cost", usdTotal(t.costUsd));

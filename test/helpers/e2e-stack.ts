@@ -62,6 +62,10 @@ export interface Stack {
   dataDir: string;
   app: AppProcess;
   startApp(env?: Record<string, string>): Promise<AppProcess>;
+  /** Another process of the app (say, a runner-only one) beside `app`, stopped by close(). */
+  spawnApp(env?: Record<string, string>): Promise<AppProcess>;
+  /** The stack's temporary directory, removed by close(). */
+  tmp: string;
   /** A comment by `user` on the issue, delivered to the app as GitHub would. Returns its id. */
   comment(issueNumber: number, body: string, user?: string): Promise<number>;
   /** Edit a comment on GitHub and deliver issue_comment.edited. */
@@ -180,6 +184,8 @@ export async function startStack(opts: {
     dataDir,
     app: await startApp(),
     startApp: async (env) => (stack.app = await startApp(env)),
+    spawnApp: startApp,
+    tmp,
     async comment(issueNumber, body, user = "alice") {
       const c = gh.addComment({ repo: REPO, issueNumber, body, user });
       const ev = gh.webhooks.issueComment({ repo: REPO, issueNumber, commentId: c.id as number });

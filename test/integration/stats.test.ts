@@ -276,6 +276,58 @@ describe("/api/stats on seeded tasks", () => {
     expect((await api("24h")).body.outcomes.pending).toBe(1);
   });
 
+  it("counts resumes across runners, restores from Postgres and from a cache, in the window only", async () => {
+    const w = statsWindow("24h", NOW);
+    const before = (await api("24h")).body.sessions;
+    expect(before).toEqual({
+      resumedAcross: 0,
+      restoredFromStore: 0,
+      restoredFromCache: 0,
+      storeRestoreMsP50: null,
+      compacted: 0,
+    });
+    const { rows: ids } = await db.pool.query(
+      "SELECT id FROM tasks WHERE created_at >= $1 AND created_at < $2 ORDER BY id LIMIT 3",
+      [w.from, w.to],
+    );
+    const [a, b, c] = ids.map((r) => r.id as number);
+    await db.pool.query(
+      "UPDATE tasks SET session_restore = 'store', restore_ms = $2, resumed_across = true WHERE id = $1",
+      [a, 40],
+    );
+    await db.pool.query(
+      "UPDATE tasks SET session_restore = 'store', restore_ms = $2, resumed_across = true WHERE id = $1",
+      [b, 90],
+    );
+    await db.pool.query(
+      "UPDATE tasks SET session_restore = 'cache', restore_ms = 2 WHERE id = $1",
+      [c],
+    );
+    // Outside the window: not counted.
+    const old = await db.pool.query(
+      "SELECT id FROM tasks WHERE created_at < $1 ORDER BY id LIMIT 1",
+      [w.from],
+    );
+    if (old.rows[0])
+      await db.pool.query(
+        "UPDATE tasks SET session_restore = 'store', resumed_across = true WHERE id = $1",
+        [old.rows[0].id],
+      );
+    try {
+      expect((await api("24h")).body.sessions).toEqual({
+        resumedAcross: 2,
+        restoredFromStore: 2,
+        restoredFromCache: 1,
+        storeRestoreMsP50: 40,
+        compacted: 0,
+      });
+    } finally {
+      await db.pool.query(
+        "UPDATE tasks SET session_restore = NULL, restore_ms = NULL, resumed_across = false",
+      );
+    }
+  });
+
   it("no follow-up in the window: resumeRate is null, every reason still listed", async () => {
     const s = await readStats(db.pool, {
       range: "24h",
