@@ -529,7 +529,11 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
       // refused its history): nothing of this turn happened, so the same turn runs again at
       // once in a fresh session with the whole thread, and the person gets the one answer they
       // asked for instead of being told to comment again.
-      const overflow = /prompt_too_long|prompt is too long/i.test(result.detail ?? "");
+      // Claude says "prompt is too long"; Codex's verdict says the thread no longer fits.
+      const overflow =
+        /prompt_too_long|prompt is too long|no longer fits the model's context/i.test(
+          result.detail ?? "",
+        );
       await markSession(deps.pool, decision.sessionId, "poisoned", result.detail ?? "poisoned");
       log.warn(
         { session: decision.sessionId, detail: result.detail },

@@ -146,22 +146,25 @@ describe("a cli: codex agent end to end", { timeout: 180_000 }, () => {
     expect(b.rows[0]).toEqual({ state: "retired" });
   });
 
-  it("a context overflow poisons the thread; the next turn starts fresh", async () => {
+  it("a context overflow poisons the thread; the same turn is answered by a fresh one", async () => {
     const n = newIssue();
     const first = await stack.finishedTask(await stack.comment(n, "@codex start"));
     openai.script(replies.contextOverflow());
     const second = await stack.finishedTask(await stack.comment(n, "@codex more"));
+    // Nothing of the turn happened before the overflow, so it ran again at once in a fresh
+    // thread with the whole conversation: one answer, no "comment again".
     expect(second).toMatchObject({
-      outcome: "poisoned",
-      resume_reason: "resumed",
-      session_id: first.session_id,
+      status: "succeeded",
+      resume_decision: "fresh",
+      resume_reason: "context_overflow",
+      retried_fresh: true,
     });
+    expect(second.session_id).not.toBe(first.session_id);
+    expect(stack.taskComments(n, second.id as number)).toHaveLength(1);
     const s = await db.pool.query("SELECT state FROM sessions WHERE session_id = $1", [
       first.session_id,
     ]);
     expect(s.rows[0]).toEqual({ state: "poisoned" });
-    const third = await stack.finishedTask(await stack.comment(n, "@codex again"));
-    expect(third).toMatchObject({ resume_reason: "poisoned", status: "succeeded" });
   });
 
   it("a 401 ends the turn as auth_failed and the thread says to check OPENAI_API_KEY", async () => {
