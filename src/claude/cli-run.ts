@@ -17,7 +17,7 @@ import type { PreparedCommand } from "../sandbox/sandbox.js";
 import type { Classification, ExitFacts, StopReason } from "./classify-outcome.js";
 import { EventChannel } from "./event-channel.js";
 import { DEFAULT_MAX_LINE_BYTES } from "./line-splitter.js";
-import { ProcessTracker } from "./process-tree.js";
+import { killProcessesIn, ProcessTracker } from "./process-tree.js";
 import {
   AgentSettings,
   type AgentCli,
@@ -363,6 +363,14 @@ export class CliRun<M extends { kind: string }, S> implements AgentRun {
     this.exited = true;
     // Whatever the CLI left behind (a command still running in its own session) goes too.
     await this.sweep();
+    // Unsandboxed, a command that left the CLI's tree between two samples (a double fork into
+    // a session of its own) is still found by where it runs: the key's workspace. (Sandboxed,
+    // the sandbox's pid namespace ends with it, and everything in it.)
+    if (!spec.sandbox) {
+      const strays = await killProcessesIn(spec.cwd).catch(() => []);
+      if (strays.length)
+        this.log.warn({ pids: strays }, "ended processes of the run left in its workspace");
+    }
     await this.prepared?.dispose();
     await this.drain(reading, child.stdout!, child.stderr);
     void child.catch(() => undefined); // settled with reject: false; nothing more to learn
