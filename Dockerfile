@@ -3,6 +3,8 @@
 # Tether in one image: the GitHub App, a runner, git and the Claude Code CLI.
 #   docker build -t tether .
 #   docker run --env-file .env -e DATABASE_URL=postgres://… -p 3000:3000 \
+#     --security-opt seccomp=unconfined --security-opt apparmor=unconfined \
+#     --security-opt systempaths=unconfined \
 #     -v tether-data:/data -v tether-claude:/home/node/.claude tether [all|web|runner|migrate]
 # docker-compose.yml runs it with Postgres. test/unit/dockerfile.test.ts checks this file.
 #
@@ -28,8 +30,11 @@ RUN npm run build \
 FROM ${NODE_IMAGE}
 # git: the runner clones and fetches. ca-certificates: HTTPS to GitHub and the Claude API.
 # tini: PID 1 that forwards SIGTERM to Tether and reaps the agent's orphaned processes.
+# bubblewrap and socat: the agent's sandbox and its one way out (README, "Security model"); the
+# container needs --security-opt seccomp=unconfined,apparmor=unconfined,systempaths=unconfined
+# for bubblewrap to make its namespaces (docker-compose.yml sets them).
 RUN apt-get update \
-  && apt-get install -y --no-install-recommends git ca-certificates tini \
+  && apt-get install -y --no-install-recommends git ca-certificates tini bubblewrap socat \
   && rm -rf /var/lib/apt/lists/*
 COPY --from=build /app/claude /usr/local/bin/claude
 WORKDIR /app
@@ -40,9 +45,10 @@ COPY package.json app.yml ./
 COPY migrations ./migrations
 
 # The image's node user (uid 1000). Running as root, the CLI refuses bypassPermissions.
-# /data holds the workspaces (and an embedded PostgreSQL when DATABASE_URL is unset);
-# /home/node/.claude is the CLI's session store. Both are volumes: a session can only be
-# resumed where its file is, from the same working directory.
+# /data holds the workspaces, the mirrors, the sandboxed sessions (/data/sessions) and an
+# embedded PostgreSQL when DATABASE_URL is unset; /home/node/.claude is the CLI's session store
+# when agents run unsandboxed (TETHER_SANDBOX=off). Both are volumes: a session can only be
+# resumed where its file is.
 RUN mkdir -p /data /home/node/.claude && chown node:node /data /home/node/.claude
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \

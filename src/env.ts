@@ -64,6 +64,8 @@ export const EnvSchema = z.object({
   TETHER_PG_PORT: intFrom(0, 65535).default(0),
   /** Path of the Claude Code executable; default: the bundled @anthropic-ai/claude-code binary, then `claude` on PATH. */
   TETHER_CLAUDE_PATH: optional(z.string()),
+  /** Path of the Codex executable; default: the native binary of the bundled @openai/codex, then `codex` on PATH. */
+  TETHER_CODEX_PATH: optional(z.string()),
   /**
    * Where agents run: `bwrap` (default), a bubblewrap sandbox per run that sees its own
    * workspace and nothing of Tether's; `off` runs them as Tether's own user, able to read
@@ -134,6 +136,17 @@ export const EnvSchema = z.object({
   TETHER_WEBHOOK_MAX_BYTES: intFrom(65_536, 25 * 1024 * 1024).default(2 * 1024 * 1024),
   /** Bearer token for /metrics. Unset: /metrics is open (scrapers usually sit on a private network). */
   TETHER_METRICS_TOKEN: optional(z.string().min(16, "must be at least 16 characters")),
+  /**
+   * Largest session transcript kept in Postgres, in bytes. A session whose transcript grows
+   * past it is not kept, and its next turn starts fresh (reason `session_too_large`).
+   */
+  TETHER_SESSION_MAX_BYTES: intFrom(1024 * 1024, 1024 * 1024 * 1024).default(64 * 1024 * 1024),
+  /**
+   * Collection, in hours: a runner removes workspaces and cached transcripts no turn used for
+   * this long (a later turn re-clones the workspace and restores the session from Postgres), and
+   * transcripts of sessions idle this long, or retired, are pruned from Postgres. 0: never.
+   */
+  TETHER_COLLECT_IDLE_HOURS: intFrom(0, 24 * 365).default(7 * 24),
   /** How many tasks one runner process runs at once. */
   TETHER_RUNNER_CONCURRENCY: intFrom(1, 256).default(2),
   /** How many webhook deliveries one web process hands to GitHub and the task queue at once. */

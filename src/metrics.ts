@@ -8,10 +8,13 @@ import {
   type QueueFigures,
   type ReasonCode,
 } from "./sql/stats.js";
+import { LIMIT_KINDS } from "./spend/spend-limits.js";
 
 /** What the runner reports once per finished turn. */
 export interface TurnRecord {
   outcome: Outcome;
+  /** The agent CLI the turn ran on; default claude. */
+  cli?: "claude" | "codex";
   /** The turn's resume reason code; null when the decision never ran. */
   reason: ReasonCode | null;
   /** Wall time of the CLI run. */
@@ -91,8 +94,8 @@ export class Metrics {
 
   private readonly turns = new Counter({
     name: "tether_turns_total",
-    help: "Finished turns by outcome and resume reason code.",
-    labelNames: ["outcome", "reason"] as const,
+    help: "Finished turns by outcome, resume reason code and agent CLI (claude, codex).",
+    labelNames: ["outcome", "reason", "cli"] as const,
     registers: [this.registry],
   });
   private readonly tokens = new Counter({
@@ -103,8 +106,8 @@ export class Metrics {
   });
   private readonly cost = new Counter({
     name: "tether_turn_cost_usd_total",
-    help: "Cost the CLI reported, in US dollars, by whether the turn resumed.",
-    labelNames: ["resumed"] as const,
+    help: "Cost in US dollars, by whether the turn resumed and agent CLI: Claude's as it reported it, Codex's estimated from its tokens and a price table.",
+    labelNames: ["resumed", "cli"] as const,
     registers: [this.registry],
   });
   private readonly duration = new Histogram({
@@ -126,6 +129,12 @@ export class Metrics {
     labelNames: ["reason"] as const,
     registers: [this.registry],
   });
+  private readonly refused = new Counter({
+    name: "tether_turns_refused_total",
+    help: "Tasks a spend limit kept from running, by the limit reached: conversation, repository_month, installation_month (a task that reached several counts once for each).",
+    labelNames: ["limit"] as const,
+    registers: [this.registry],
+  });
   private readonly deliveriesPruned = new Counter({
     name: "tether_deliveries_pruned_total",
     help: "Finished webhook deliveries deleted from the inbox (webhook_deliveries) after the retention window.",
@@ -145,6 +154,17 @@ export class Metrics {
   private readonly pullsOpened = new Counter({
     name: "tether_pull_requests_opened_total",
     help: "Pull requests Tether opened for conversation branches.",
+    registers: [this.registry],
+  });
+  private readonly collected = new Counter({
+    name: "tether_collected_total",
+    help: "What collection removed: idle workspaces and cached session files on a runner's disk, and saved transcripts pruned from Postgres (kind).",
+    labelNames: ["kind"] as const,
+    registers: [this.registry],
+  });
+  private readonly collectedBytes = new Counter({
+    name: "tether_transcript_bytes_pruned_total",
+    help: "Compressed bytes of saved transcripts pruned from Postgres by collection.",
     registers: [this.registry],
   });
   private readonly dbUp: Gauge;
@@ -197,6 +217,7 @@ export class Metrics {
     );
     // Every reason from the start, so a rate over it is 0, not absent, until the first refusal.
     for (const reason of WEBHOOK_REFUSALS) this.webhookRefused.inc({ reason }, 0);
+    for (const limit of LIMIT_KINDS) this.refused.inc({ limit }, 0);
     if (opts.defaultMetrics) collectDefaultMetrics({ register: this.registry });
   }
 
@@ -213,7 +234,8 @@ export class Metrics {
   recordTurn(turn: TurnRecord): void {
     const outcome = known(OUTCOMES, turn.outcome);
     const reason = turn.reason === null ? "none" : known(REASON_CODES, turn.reason);
-    this.turns.inc({ outcome, reason });
+    const cli = turn.cli === "codex" ? "codex" : "claude";
+    this.turns.inc({ outcome, reason, cli });
     if (nonNegative(turn.durationMs)) this.duration.observe({ outcome }, turn.durationMs / 1000);
     if (nonNegative(turn.queueWaitMs)) this.queueWait.observe(turn.queueWaitMs / 1000);
     const p = turn.publish;
@@ -237,7 +259,12 @@ export class Metrics {
     for (const [kind, value] of kinds) {
       if (nonNegative(value)) this.tokens.inc({ kind, resumed }, value);
     }
-    if (nonNegative(u.costUsd)) this.cost.inc({ resumed }, u.costUsd);
+    if (nonNegative(u.costUsd)) this.cost.inc({ resumed, cli }, u.costUsd);
+  }
+
+  /** Count a task a spend limit kept from running, once for each limit it reached. */
+  recordRefused(limits: readonly string[]): void {
+    for (const limit of new Set(limits)) this.refused.inc({ limit: known(LIMIT_KINDS, limit) });
   }
 
   /** Count a request the webhook route refused. */
@@ -248,6 +275,19 @@ export class Metrics {
   /** Count deliveries the inbox sweep deleted. */
   recordDeliveriesPruned(n: number): void {
     if (nonNegative(n) && n > 0) this.deliveriesPruned.inc(n);
+  }
+
+  /** Count what one collection removed. */
+  recordCollected(c: {
+    workspaces: number;
+    sessionFiles: number;
+    transcripts: number;
+    transcriptBytes: number;
+  }): void {
+    if (nonNegative(c.workspaces)) this.collected.inc({ kind: "workspace" }, c.workspaces);
+    if (nonNegative(c.sessionFiles)) this.collected.inc({ kind: "session_file" }, c.sessionFiles);
+    if (nonNegative(c.transcripts)) this.collected.inc({ kind: "transcript" }, c.transcripts);
+    if (nonNegative(c.transcriptBytes)) this.collectedBytes.inc(c.transcriptBytes);
   }
 
   get contentType(): string {

@@ -181,10 +181,14 @@ function fromResult(
       detail: `stopped at the agent's turn limit (${result.num_turns ?? "?"} turns); raise maxTurns or ask for less`,
     };
   }
+  // Seen with 2.1.197: checked after each model call; the run's cost has reached the limit (it
+  // may be over it by that call), and a tool the call asked for was not run. The session is
+  // saved and resumes normally, so this is not a poisoned session.
   if (result.subtype === "error_max_budget_usd") {
+    const cost = result.total_cost_usd;
     return {
-      kind: "failed",
-      detail: `stopped at the agent's spending limit${said ? `: ${said}` : ""}`,
+      kind: "turn_limit",
+      detail: `stopped at the agent's per-turn spend limit${typeof cost === "number" ? ` after spending $${cost.toFixed(4)}` : ""}${said ? `: ${said}` : ""}`,
     };
   }
   return {

@@ -24,6 +24,8 @@ export function buildClaudeArgs(settings: AgentSettings, resumeSessionId?: strin
   if (settings.model !== undefined) args.push("--model", settings.model);
   if (resumeSessionId !== undefined) args.push("--resume", resumeSessionId);
   if (settings.maxTurns !== undefined) args.push("--max-turns", String(settings.maxTurns));
+  if (settings.maxBudgetUsd !== undefined)
+    args.push("--max-budget-usd", String(settings.maxBudgetUsd));
   if (settings.permissionMode !== undefined)
     args.push("--permission-mode", settings.permissionMode);
   if (settings.appendSystemPrompt) args.push("--append-system-prompt", settings.appendSystemPrompt);

@@ -51,6 +51,14 @@ export const AgentSettings = z.object({
     .string()
     .max(100_000, "appendSystemPrompt must be at most 100000 characters")
     .optional(),
+  /**
+   * Most the run may spend, US dollars (`--max-budget-usd`). Seen with 2.1.197: the CLI checks
+   * it after each model call and, once the run's cost has reached it, stops with a result of
+   * subtype `error_max_budget_usd` (outcome `turn_limit`) without running a tool that call
+   * asked for. Only this run's cost counts, not the session's earlier turns. It must be more
+   * than 0: the CLI crashes on 0 or a negative amount.
+   */
+  maxBudgetUsd: z.number().positive().max(1_000_000).optional(),
   /** Wall-clock limit for the whole run, in milliseconds; then the run ends as timed_out. */
   timeoutMs: z
     .number()
@@ -208,6 +216,8 @@ export type OutcomeKind =
   | "stalled"
   /** Stopped on request. */
   | "cancelled"
+  /** The CLI stopped the run at its spend limit (`--max-budget-usd`); the session stays usable. */
+  | "turn_limit"
   /** Anything else. */
   | "failed";
 

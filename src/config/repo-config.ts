@@ -3,8 +3,15 @@ import { z } from "zod";
 /** Where a repository configures Tether (Probot's `context.config` path, under `.github/`). */
 export const CONFIG_FILE = ".github/tether.yml";
 
-/** The agent that exists in every repository; `@tether` addresses it unless configured otherwise. */
+/**
+ * The built-in agent, answering to DEFAULT_MENTION. It exists only while no configured agent
+ * answers to that mention: a repository may give `@tether` to an agent of its own (an agent
+ * called `claude`, say), and then that agent is the one `@tether` reaches. Listing `tether`
+ * under `agents` configures the built-in agent itself.
+ */
 export const DEFAULT_AGENT = "tether";
+/** What addresses the built-in agent. */
+export const DEFAULT_MENTION = `@${DEFAULT_AGENT}`;
 
 /**
  * Model for agents that do not name one. Passed explicitly on every run: without `--model` the
@@ -14,8 +21,22 @@ export const DEFAULT_AGENT = "tether";
  */
 export const DEFAULT_MODEL = "claude-sonnet-4-5";
 
+/** Model for Codex agents that do not name one: the one Codex 0.169.0 was recorded with. */
+export const DEFAULT_CODEX_MODEL = "gpt-5.5";
+
+/** The agent CLIs Tether runs. */
+export const AGENT_CLIS = ["claude", "codex"] as const;
+export type AgentCliKind = (typeof AGENT_CLIS)[number];
+
 const NAME_RE = /^[a-z0-9](?:[a-z0-9]|-(?=[a-z0-9])){0,38}$/;
 const MENTION_RE = /^@[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}$/;
+
+/** An amount of US dollars: more than 0 (the CLI refuses `--max-budget-usd 0`), at most max. */
+const dollars = (max: number) =>
+  z
+    .number("must be a number of US dollars, like 2.5")
+    .gt(0, "must be more than 0")
+    .max(max, `must be at most ${max}`);
 
 /** A whole number in [min, max], with messages a config author can act on. */
 const wholeNumber = (min: number, max: number) =>
@@ -61,12 +82,20 @@ export const AgentConfig = z.strictObject({
    * to case. Default: `@<agent name>` (so the default agent answers to `@tether`).
    */
   mention: z.string().regex(MENTION_RE, "must be @ followed by a GitHub-style name").optional(),
-  /** Claude model id passed as `--model` on every turn. Default: `claude-sonnet-4-5`. */
+  /**
+   * Which agent CLI runs this agent: `claude` (Claude Code) or `codex` (OpenAI's Codex CLI). A
+   * session belongs to its CLI: changing it starts the next turn fresh. Default: `claude`.
+   */
+  cli: z.enum(AGENT_CLIS, "must be claude or codex").default("claude"),
+  /**
+   * Model id passed on every turn (`--model` / `-m`). Default: `claude-sonnet-4-5` for Claude,
+   * `gpt-5.5` for Codex.
+   */
   model: z
     .string()
     .regex(/^[\w.:[\]-]{1,100}$/, "must be a model id like claude-sonnet-4-5")
-    .default(DEFAULT_MODEL),
-  /** Most agentic turns in one run (`--max-turns`). Default: 30. */
+    .optional(),
+  /** Most agentic turns in one run (`--max-turns`; Claude only, Codex has no such limit). Default: 30. */
   maxTurns: wholeNumber(1, 500).default(30),
   /** A run is stopped after this many minutes. Default: 30. */
   timeoutMinutes: wholeNumber(1, 1440).default(30),
@@ -97,8 +126,8 @@ export const AgentConfig = z.strictObject({
     .default("model-only"),
   /**
    * Give the agent the repository's own instructions file (CLAUDE.md), as the default branch
-   * has it, after the system prompt. Off by default: the CLI never reads the checkout's copy,
-   * which a pull request could change. Default: false.
+   * has it (at most 32 KiB), after the system prompt. Off by default: the CLI never reads the
+   * checkout's copy, which a pull request could change. Default: false.
    */
   projectInstructions: z.boolean().default(false),
   /**
@@ -108,8 +137,20 @@ export const AgentConfig = z.strictObject({
    * workspace). An agent in `plan` mode never publishes. Default: `pull_request`.
    */
   changes: z.enum(CHANGES_MODES).default("pull_request"),
+  /**
+   * Most a single turn may spend, in US dollars: passed as the CLI's `--max-budget-usd`. The
+   * CLI checks it after each model call, so a turn can go over by one call, and then stops the
+   * run (outcome `turn_limit`). Default: none.
+   */
+  turnLimitUsd: dollars(10_000).optional(),
+  /**
+   * Most one conversation (this agent on one issue or pull request) may spend, in US dollars,
+   * summed from the recorded cost of its turns. A turn that would start at or over it is not
+   * run; the thread is told what was spent and how to go on. Default: none.
+   */
+  conversationLimitUsd: dollars(1_000_000).optional(),
 });
-export type AgentConfig = z.output<typeof AgentConfig> & { mention: string };
+export type AgentConfig = z.output<typeof AgentConfig> & { mention: string; model: string };
 
 /** When a follow-up may resume the key's session instead of starting fresh. */
 export const ResumeConfig = z.strictObject({
@@ -162,6 +203,29 @@ export const AccessConfig = z.strictObject({
 });
 export type AccessConfig = z.output<typeof AccessConfig>;
 
+/** Spend limits over many conversations, and what `/fresh` does to a conversation's count. */
+export const SpendConfig = z.strictObject({
+  /**
+   * Most this repository may spend in a calendar month (UTC), in US dollars, summed over every
+   * agent and issue from the recorded cost of their turns. Default: none.
+   */
+  repositoryMonthlyUsd: dollars(10_000_000).optional(),
+  /**
+   * Most the GitHub App installation this repository belongs to (an organisation or account)
+   * may spend in a calendar month (UTC), summed over all its repositories. Set it in the
+   * organisation's `.github` repository so every repository inherits it. Default: none.
+   */
+  installationMonthlyUsd: dollars(10_000_000).optional(),
+  /**
+   * Whether `/fresh` starts a conversation's spend count again. Off: the conversation limit
+   * counts every turn the agent ever ran on the issue, so a limit cannot be stepped around by
+   * starting over; only raising it lets the conversation go on. On: a `/fresh` turn starts a
+   * new count. Default: false.
+   */
+  freshResetsConversation: z.boolean().default(false),
+});
+export type SpendConfig = z.output<typeof SpendConfig>;
+
 /** YAML `key:` with nothing after it is null; read it as "all defaults", like an absent key. */
 const orEmpty = <T extends z.ZodType>(schema: T) => z.preprocess((v) => v ?? {}, schema);
 
@@ -179,34 +243,71 @@ const RepoConfigInput = z.strictObject({
   access: orEmpty(AccessConfig),
   /** How the agents' changes are published. */
   publish: orEmpty(PublishConfig),
+  /** Monthly spend limits, and the conversation count's reset rule. */
+  spend: orEmpty(SpendConfig),
 });
 
 /** The validated `.github/tether.yml`, with defaults filled in and every agent's mention resolved. */
 export const RepoConfig = RepoConfigInput.superRefine((cfg, ctx) => {
   if (Object.keys(cfg.agents).length > 20)
     ctx.addIssue({ code: "custom", path: ["agents"], message: "at most 20 agents" });
-  const seen = new Map<string, string>();
-  for (const name of new Set([DEFAULT_AGENT, ...Object.keys(cfg.agents)])) {
-    const mention = (cfg.agents[name]?.mention ?? `@${name}`).toLowerCase();
-    const other = seen.get(mention);
-    if (other !== undefined)
+  // Only configured agents can collide: the built-in one steps aside for an agent that takes
+  // its mention (resolveAgents), so giving `@tether` to an agent of one's own is not an error.
+  const byMention = new Map<string, string[]>();
+  for (const [name, agent] of Object.entries(cfg.agents)) {
+    const mention = (agent.mention ?? `@${name}`).toLowerCase();
+    byMention.set(mention, [...(byMention.get(mention) ?? []), name]);
+  }
+  for (const [mention, names] of byMention) {
+    if (names.length < 2) continue;
+    const quoted = names.map((n) => `"${n}"`);
+    const list = `${quoted.slice(0, -1).join(", ")} and ${quoted.at(-1)}`;
+    for (const name of names.slice(1))
       ctx.addIssue({
         code: "custom",
         path: ["agents", name, "mention"],
-        message: `${mention} already addresses agent "${other}"`,
+        message: `${mention} addresses ${names.length === 2 ? "both " : ""}agents ${list}; give each its own mention`,
       });
-    seen.set(mention, name);
   }
-}).transform((cfg) => {
-  const agents: Record<string, AgentConfig> = {};
-  for (const [name, agent] of Object.entries({
-    [DEFAULT_AGENT]: AgentConfig.parse({}),
-    ...cfg.agents,
-  }))
-    agents[name] = { ...agent, mention: agent.mention ?? `@${name}` };
-  return { ...cfg, agents };
-});
+  for (const [name, a] of Object.entries(cfg.agents)) {
+    if (a.cli !== "codex") continue;
+    // Claude's tool rules mean nothing to Codex; silently ignoring them would widen what the
+    // agent may do without its author knowing.
+    for (const key of ["allowedTools", "disallowedTools"] as const) {
+      if (a[key].length > 0)
+        ctx.addIssue({
+          code: "custom",
+          path: ["agents", name, key],
+          message: "is a Claude setting; a cli: codex agent has no tool rules (remove it)",
+        });
+    }
+  }
+}).transform((cfg) => ({ ...cfg, agents: resolveAgents(cfg.agents) }));
 export type RepoConfig = z.output<typeof RepoConfig>;
+
+/**
+ * The agents a repository has: the configured ones, each with its mention resolved, and the
+ * built-in agent when no configured agent answers to its mention (and it is not configured
+ * itself under its own name).
+ */
+function resolveAgents(
+  configured: Record<string, z.output<typeof AgentConfig>>,
+): Record<string, AgentConfig> {
+  const agents: Record<string, AgentConfig> = {};
+  const withModel = (agent: z.output<typeof AgentConfig>) =>
+    agent.model ?? (agent.cli === "codex" ? DEFAULT_CODEX_MODEL : DEFAULT_MODEL);
+  for (const [name, agent] of Object.entries(configured))
+    agents[name] = { ...agent, mention: agent.mention ?? `@${name}`, model: withModel(agent) };
+  const taken = Object.values(agents).some(
+    (a) => a.mention.toLowerCase() === DEFAULT_MENTION.toLowerCase(),
+  );
+  if (!taken && !(DEFAULT_AGENT in agents))
+    return {
+      [DEFAULT_AGENT]: { ...AgentConfig.parse({}), mention: DEFAULT_MENTION, model: DEFAULT_MODEL },
+      ...agents,
+    };
+  return agents;
+}
 
 /** The configuration of a repository without `.github/tether.yml`. */
 export const DEFAULT_CONFIG: RepoConfig = RepoConfig.parse({});
@@ -229,7 +330,7 @@ export function parseRepoConfig(raw: unknown): ParsedConfig {
       problems: [
         {
           path: "(file)",
-          message: "must be a mapping of settings (agents, resume, access, publish)",
+          message: "must be a mapping of settings (agents, resume, access, publish, spend)",
         },
       ],
     };
@@ -266,6 +367,7 @@ function knownKeys(path: string[]): string[] {
   if (path[0] === "resume" && path.length === 1) return Object.keys(ResumeConfig.shape);
   if (path[0] === "access" && path.length === 1) return Object.keys(AccessConfig.shape);
   if (path[0] === "publish" && path.length === 1) return Object.keys(PublishConfig.shape);
+  if (path[0] === "spend" && path.length === 1) return Object.keys(SpendConfig.shape);
   return [];
 }
 
@@ -329,7 +431,7 @@ function escapeMarkdown(text: string): string {
  * not make Tether answer every `@someone` in the repository.
  */
 export function mentionsOf(raw: unknown): Array<{ agent: string; mention: string }> {
-  const out = new Map<string, string>([[DEFAULT_AGENT, `@${DEFAULT_AGENT}`]]);
+  const out = new Map<string, string>();
   const agents = isRecord(raw) ? raw.agents : undefined;
   if (isRecord(agents)) {
     for (const [name, agent] of Object.entries(agents).slice(0, 50)) {
@@ -338,7 +440,15 @@ export function mentionsOf(raw: unknown): Array<{ agent: string; mention: string
       else if (NAME_RE.test(name)) out.set(name, `@${name}`);
     }
   }
-  return [...out].map(([agent, mention]) => ({ agent, mention }));
+  // The same rule as a valid file: the built-in agent only while nobody else answers to it.
+  const taken = [...out.values()].some((m) => m.toLowerCase() === DEFAULT_MENTION.toLowerCase());
+  if (!taken && !out.has(DEFAULT_AGENT))
+    return [{ agent: DEFAULT_AGENT, mention: DEFAULT_MENTION }, ...toList(out)];
+  return toList(out);
+}
+
+function toList(m: Map<string, string>): Array<{ agent: string; mention: string }> {
+  return [...m].map(([agent, mention]) => ({ agent, mention }));
 }
 
 function isRecord(v: unknown): v is Record<string, unknown> {

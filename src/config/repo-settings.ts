@@ -7,7 +7,7 @@
  * one this version cannot read, is run with a fresh read as before.
  */
 import { z } from "zod";
-import type { RepoSettings } from "../runner/ports.js";
+import type { RepoSettings, SpendSettings } from "../runner/ports.js";
 import { CHANGES_MODES, PublishConfig, type RepoConfig } from "./repo-config.js";
 
 export function toRepoSettings(config: RepoConfig): RepoSettings {
@@ -15,6 +15,8 @@ export function toRepoSettings(config: RepoConfig): RepoSettings {
   for (const [name, a] of Object.entries(config.agents)) {
     agents[name] = {
       name,
+      mention: a.mention,
+      cli: a.cli,
       model: a.model,
       maxTurns: a.maxTurns,
       timeoutMinutes: a.timeoutMinutes,
@@ -26,18 +28,46 @@ export function toRepoSettings(config: RepoConfig): RepoSettings {
       network: a.network,
       projectInstructions: a.projectInstructions,
       changes: a.changes,
+      ...(a.turnLimitUsd !== undefined ? { turnLimitUsd: a.turnLimitUsd } : {}),
+      ...(a.conversationLimitUsd !== undefined
+        ? { conversationLimitUsd: a.conversationLimitUsd }
+        : {}),
     };
   }
-  return { agents, resume: config.resume, publish: config.publish };
+  return {
+    agents,
+    resume: config.resume,
+    publish: config.publish,
+    spend: spendSettings(config.spend),
+  };
 }
 
-/** The stored form; `v` changes whenever RepoSettings does, so an old snapshot is never misread. */
+function spendSettings(s: RepoConfig["spend"]): SpendSettings {
+  return {
+    freshResetsConversation: s.freshResetsConversation,
+    ...(s.repositoryMonthlyUsd !== undefined
+      ? { repositoryMonthlyUsd: s.repositoryMonthlyUsd }
+      : {}),
+    ...(s.installationMonthlyUsd !== undefined
+      ? { installationMonthlyUsd: s.installationMonthlyUsd }
+      : {}),
+  };
+}
+
+/**
+ * The stored form; `v` changes whenever RepoSettings does, so an old snapshot is never misread.
+ * v2 added the spend limits: a v1 snapshot (taken before them) is not used, so its task reads
+ * the config afresh and gets the limits the repository has now.
+ */
 const SettingsSnapshot = z.object({
-  v: z.literal(1),
+  v: z.literal(2),
   agents: z.record(
     z.string(),
     z.object({
       name: z.string(),
+      mention: z.string().optional(),
+      // Absent in snapshots taken before Codex: those agents are Claude's.
+      cli: z.enum(["claude", "codex"]).optional(),
       model: z.string().optional(),
       maxTurns: z.number().int().positive().optional(),
       timeoutMinutes: z.number().positive(),
@@ -51,6 +81,8 @@ const SettingsSnapshot = z.object({
       projectInstructions: z.boolean().optional(),
       // Absent in snapshots taken before publishing existed: the config's default applies.
       changes: z.enum(CHANGES_MODES).optional(),
+      turnLimitUsd: z.number().positive().optional(),
+      conversationLimitUsd: z.number().positive().optional(),
     }),
   ),
   resume: z.object({
@@ -59,16 +91,21 @@ const SettingsSnapshot = z.object({
     contextBudget: z.number().nonnegative(),
   }),
   publish: PublishConfig.optional(),
+  spend: z.object({
+    freshResetsConversation: z.boolean(),
+    repositoryMonthlyUsd: z.number().positive().optional(),
+    installationMonthlyUsd: z.number().positive().optional(),
+  }),
 });
 
 export function snapshotSettings(config: RepoConfig): z.input<typeof SettingsSnapshot> {
-  return { v: 1, ...toRepoSettings(config) };
+  return { v: 2, ...toRepoSettings(config) };
 }
 
 /** The settings stored on a task, or null when there are none this version can use. */
 export function readSettingsSnapshot(stored: unknown): RepoSettings | null {
   const parsed = SettingsSnapshot.safeParse(stored);
   if (!parsed.success) return null;
-  const { agents, resume, publish } = parsed.data;
-  return { agents, resume, ...(publish ? { publish } : {}) };
+  const { agents, resume, publish, spend } = parsed.data;
+  return { agents, resume, spend, ...(publish ? { publish } : {}) };
 }

@@ -448,6 +448,7 @@ async function handleTrigger(
         pool: fx.pool,
         repo: t.repo,
         issueNumber,
+        installationId: d.installationId,
         agents,
         config,
         now: fx.now(),

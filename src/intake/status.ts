@@ -1,12 +1,24 @@
-import type { RepoConfig } from "../config/repo-config.js";
+import type { AgentConfig, RepoConfig } from "../config/repo-config.js";
 import type { Pool } from "../db/pool.js";
+import type { PriorSession } from "../runner/resume-decision.js";
+import { priorSession } from "../sql/sessions.js";
+import {
+  conversationSpend,
+  conversationTurns,
+  spentSince,
+  type ConversationSpend,
+} from "../sql/spend.js";
 import { agentsOnIssue, readKeyStates, type KeyState, type TaskSummary } from "../sql/tasks.js";
+import { estimateSavings, type SavingsEstimate } from "../spend/savings-estimate.js";
+import { formatLimit, formatSpent, monthName, monthStart } from "../spend/spend-limits.js";
 
 export interface StatusRequest {
   pool: Pool;
   /** `owner/name`, lower case. */
   repo: string;
   issueNumber: number;
+  /** The installation the repository belongs to (its monthly spend, when limited). */
+  installationId?: number;
   /** The agents the /status comment addressed. */
   agents: string[];
   config: RepoConfig;
@@ -23,11 +35,18 @@ export type DescribeStatus = (req: StatusRequest) => Promise<string>;
 export const describeIssueStatus: DescribeStatus = async (req) => {
   const others = await agentsOnIssue(req.pool, req.repo, req.issueNumber);
   const agents = [...new Set([...req.agents, ...others])];
-  return renderStatus(
-    await readKeyStates(req.pool, req.repo, req.issueNumber, agents),
-    req.config,
-    req.now,
-  );
+  const states = await readKeyStates(req.pool, req.repo, req.issueNumber, agents);
+  const blocks: string[] = [];
+  for (const state of states) {
+    const figures = await readSpendFigures(req, state.agent);
+    blocks.push(
+      [
+        renderStatus([state], req.config, req.now),
+        ...renderSpend(figures, req.config.agents[state.agent], req.config, req.now),
+      ].join("\n"),
+    );
+  }
+  return blocks.join("\n\n");
 };
 
 export function renderStatus(states: KeyState[], config: RepoConfig, now: Date): string {
@@ -52,6 +71,112 @@ export function renderStatus(states: KeyState[], config: RepoConfig, now: Date):
       return lines.join("\n");
     })
     .join("\n\n");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Spend, context and savings
+
+/** What /status tells of a conversation's cost, from its recorded turns. */
+export interface SpendFigures {
+  conversation: ConversationSpend;
+  savings: SavingsEstimate;
+  /** The key's latest session and how full its context was after its last turn. */
+  session: Pick<PriorSession, "sessionId" | "contextTokens" | "contextWindow"> | null;
+  /** Spent this month, read only when the matching limit is set. */
+  repositoryMonthUsd?: number;
+  installationMonthUsd?: number;
+}
+
+/** The figures of one conversation (and the month's, where limited), from Postgres. */
+export async function readSpendFigures(
+  req: Pick<StatusRequest, "pool" | "repo" | "issueNumber" | "installationId" | "config" | "now">,
+  agent: string,
+): Promise<SpendFigures> {
+  const key = { repo: req.repo, issueNumber: req.issueNumber, agent };
+  const spend = req.config.spend;
+  const from = monthStart(req.now);
+  const [conversation, turns, session, repositoryMonthUsd, installationMonthUsd] =
+    await Promise.all([
+      conversationSpend(req.pool, key, { freshResets: spend.freshResetsConversation }),
+      conversationTurns(req.pool, key),
+      priorSession(req.pool, key),
+      spend.repositoryMonthlyUsd === undefined
+        ? undefined
+        : spentSince(req.pool, { repo: req.repo }, from),
+      spend.installationMonthlyUsd === undefined || req.installationId === undefined
+        ? undefined
+        : spentSince(req.pool, { installationId: req.installationId }, from),
+    ]);
+  return {
+    conversation,
+    savings: estimateSavings(turns),
+    session,
+    ...(repositoryMonthUsd !== undefined ? { repositoryMonthUsd } : {}),
+    ...(installationMonthUsd !== undefined ? { installationMonthUsd } : {}),
+  };
+}
+
+/** The spend, context and savings lines of one agent's /status block. */
+export function renderSpend(
+  f: SpendFigures,
+  agent: AgentConfig | undefined,
+  config: Pick<RepoConfig, "spend" | "resume">,
+  now: Date,
+): string[] {
+  const c = f.conversation;
+  const lines: string[] = [];
+  const turns = (n: number) => `${n} turn${n === 1 ? "" : "s"}`;
+  const reset = config.spend.freshResetsConversation && c.resetAtTask !== null;
+  let spent = reset
+    ? `- Spend: ${formatSpent(c.countedUsd)} over ${turns(c.countedTurns)} since the \`/fresh\` turn (task ${c.resetAtTask}); ${formatSpent(c.totalUsd)} over ${turns(c.turns)} in all`
+    : `- Spend: ${formatSpent(c.totalUsd)} over ${turns(c.turns)}`;
+  const limit = agent?.conversationLimitUsd;
+  if (limit !== undefined) {
+    const left = limit - c.countedUsd;
+    spent +=
+      left > 0
+        ? `; the conversation limit is ${formatLimit(limit)} (${formatSpent(left)} left)`
+        : `; the conversation limit of ${formatLimit(limit)} is reached: the next turn will not run`;
+  }
+  if (agent?.turnLimitUsd !== undefined)
+    spent += `; at most ${formatLimit(agent.turnLimitUsd)} a turn`;
+  lines.push(`${spent}.`);
+
+  const month = monthName(now);
+  if (config.spend.repositoryMonthlyUsd !== undefined && f.repositoryMonthUsd !== undefined)
+    lines.push(
+      `- This repository: ${formatSpent(f.repositoryMonthUsd)} of its ${formatLimit(config.spend.repositoryMonthlyUsd)} for ${month} (UTC).`,
+    );
+  if (config.spend.installationMonthlyUsd !== undefined && f.installationMonthUsd !== undefined)
+    lines.push(
+      `- This installation: ${formatSpent(f.installationMonthUsd)} of its ${formatLimit(config.spend.installationMonthlyUsd)} for ${month} (UTC).`,
+    );
+
+  const s = f.session;
+  if (s && s.contextTokens !== null) {
+    const window = s.contextWindow;
+    const share = window
+      ? ` of ${tokens(window)} (${Math.round((100 * s.contextTokens) / window)}%)`
+      : "";
+    lines.push(
+      `- Context: ${tokens(s.contextTokens)} tokens${share} in session \`${s.sessionId.slice(0, 8)}\` after its last turn; it is resumed while under ${Math.round(config.resume.contextBudget * 100)}% of the window.`,
+    );
+  }
+
+  const v = f.savings;
+  if (v.resumedTurns > 0) {
+    const cold = v.resumedInputTokens + v.savedTokens;
+    lines.push(
+      `- Resuming saved an estimated ${tokens(v.savedTokens)} billed-equivalent input tokens over ${turns(v.resumedTurns)} (they used ${tokens(v.resumedInputTokens)}; started fresh, about ${tokens(cold)}). Estimated by the savings benchmark's accounting: a fresh start would have sent the earlier prompts and answers again at the full input price (4 bytes a token) instead of reading them from the prompt cache at 0.1×.`,
+    );
+  } else if (c.turns > 0) lines.push("- Resuming has saved nothing yet: no turn here resumed.");
+  return lines;
+}
+
+function tokens(n: number): string {
+  if (n >= 1_000_000) return `${(n / 1_000_000).toFixed(2)}M`;
+  if (n >= 10_000) return `${(n / 1000).toFixed(1).replace(/\.0$/, "")}k`;
+  return n.toLocaleString("en-US");
 }
 
 function describeTask(t: TaskSummary, now: Date): string {

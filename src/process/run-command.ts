@@ -69,6 +69,8 @@ export async function runCommand(
     ...(opts.input === undefined ? { stdin: "ignore" as const } : { input: opts.input }),
     maxBuffer: opts.maxBuffer ?? 16 * 1024 * 1024,
     encoding: opts.encoding === "buffer" ? "buffer" : "utf8",
+    // Bytes are file contents: every one of them counts, a final newline too.
+    stripFinalNewline: opts.encoding !== "buffer",
     // Its own process group, so a kill also reaches what it started (git-remote-https, …).
     detached: true,
   });
@@ -87,7 +89,13 @@ export async function runCommand(
     const started = r.exitCode !== undefined || r.signal !== undefined;
     return {
       exitCode: r.exitCode ?? -1,
-      stdout: (r.stdout ?? (opts.encoding === "buffer" ? Buffer.alloc(0) : "")) as string | Buffer,
+      // execa gives bytes as a Uint8Array; callers get a Buffer (toString("utf8"), latin1…).
+      stdout:
+        opts.encoding === "buffer"
+          ? r.stdout instanceof Uint8Array
+            ? Buffer.from(r.stdout.buffer, r.stdout.byteOffset, r.stdout.byteLength)
+            : Buffer.alloc(0)
+          : String(r.stdout ?? ""),
       stderr: String(r.stderr ?? ""),
       stoppedBy,
       startError: !started && r.failed ? (r.shortMessage ?? String(r.message)) : undefined,

@@ -1,4 +1,8 @@
-/** The runner's AgentPort over the Claude Code adapter. */
+/**
+ * The runner's AgentPort over one agent CLI adapter (Claude Code's or Codex's): a fresh HOME per
+ * turn holding only the session it resumes (a Claude transcript, or a Codex rollout, from the
+ * store given), the sandbox, and the session saved back after the run.
+ */
 import fs from "node:fs/promises";
 import type { Logger } from "../log.js";
 import type { AgentCli, RunEvent } from "../claude/index.js";
@@ -29,7 +33,7 @@ export function claudeAgent(cli: AgentCli, opts: ClaudeAgentOptions): AgentPort 
       return capabilities;
     },
     ...(contain
-      ? { holdsSession: (key, sessionId) => contain.transcripts.has(key, sessionId) }
+      ? { transcriptState: (key, sessionId) => contain.transcripts.state(key, sessionId) }
       : {}),
     async run(req: AgentRunRequest): Promise<AgentRunResult> {
       if (!contain?.sandbox.sandboxed) {
@@ -43,15 +47,22 @@ export function claudeAgent(cli: AgentCli, opts: ClaudeAgentOptions): AgentPort 
           );
       }
       let home = opts.home;
+      let restored: AgentRunResult["restored"];
       if (contain) {
         home = await turnHome(contain.homes);
         if (req.resumeSessionId) {
+          // The CLI files a session under its working directory; in the sandbox that is
+          // /workspace on every runner, so a transcript saved on one runner resumes on another.
           const cwd = contain.sandbox.sandboxed ? IN_SANDBOX.workspace : req.cwd;
-          await contain.transcripts
+          // A transcript that cannot be restored leaves the CLI nothing to resume: it says so,
+          // and the turn retries fresh (resume_rejected).
+          const r = await contain.transcripts
             .restore(req.key, req.resumeSessionId, home, cwd)
-            .catch((err: Error) =>
-              opts.log.warn({ err: err.message }, "could not restore the session's transcript"),
-            );
+            .catch((err: Error) => {
+              opts.log.warn({ err: err.message }, "could not restore the session's transcript");
+              return null;
+            });
+          if (r?.from) restored = { from: r.from, ms: Math.round(r.ms) };
         }
       }
       const s = req.settings;
@@ -63,6 +74,7 @@ export function claudeAgent(cli: AgentCli, opts: ClaudeAgentOptions): AgentPort 
           settings: {
             ...(s.model ? { model: s.model } : {}),
             ...(s.maxTurns ? { maxTurns: s.maxTurns } : {}),
+            ...(s.turnLimitUsd ? { maxBudgetUsd: s.turnLimitUsd } : {}),
             ...(s.allowedTools?.length ? { allowedTools: s.allowedTools } : {}),
             ...(s.disallowedTools?.length ? { disallowedTools: s.disallowedTools } : {}),
             ...(s.permissionMode ? { permissionMode: s.permissionMode as never } : {}),
@@ -118,6 +130,7 @@ export function claudeAgent(cli: AgentCli, opts: ClaudeAgentOptions): AgentPort 
           contextWindow: o.usage.contextWindow,
           toolRan: o.toolRan,
           detail: o.kind === "success" ? null : o.detail,
+          ...(restored ? { restored } : {}),
         };
       } finally {
         if (contain && home) await fs.rm(home, { recursive: true, force: true }).catch(() => {});

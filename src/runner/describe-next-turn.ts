@@ -3,12 +3,13 @@
  * queued, last session) and what the next turn would do — resume or fresh, and why.
  */
 import type { DescribeStatus } from "../intake/status.js";
-import { renderStatus } from "../intake/status.js";
+import { readSpendFigures, renderSpend, renderStatus } from "../intake/status.js";
 import { agentsOnIssue, readKeyStates } from "../sql/tasks.js";
 import { readEpoch } from "../sql/history.js";
 import { priorSession } from "../sql/sessions.js";
 import { getConversation } from "../sql/conversations.js";
 import { conversationBranch } from "../publish/publisher.js";
+import { transcriptHead } from "../sql/transcripts.js";
 import { decideResume, describeReason } from "./resume-decision.js";
 
 export const describeNextTurn: DescribeStatus = async (req) => {
@@ -20,9 +21,10 @@ export const describeNextTurn: DescribeStatus = async (req) => {
     const key = { repo: req.repo, issueNumber: req.issueNumber, agent: state.agent };
     const prior = await priorSession(req.pool, key);
     const policy = req.config.resume;
-    // The web process may sit on another machine than the runner that holds the session, so
-    // the runtime and directory checks assume the task lands where its session lives (runtime
-    // affinity sees to that while that runtime is alive).
+    const head = prior ? await transcriptHead(req.pool, prior.sessionId) : null;
+    // The web process may sit on another machine than the runner that takes the task, so the
+    // runtime and CLI checks assume a runner that can resume it takes it (the claim query
+    // prefers one, and runtime affinity keeps an unstored session with its runtime while alive).
     const decision = decideResume({
       prior,
       forceFresh: state.queued?.forceFresh ?? false,
@@ -32,16 +34,31 @@ export const describeNextTurn: DescribeStatus = async (req) => {
         contextBudget: policy.contextBudget,
       },
       runtimeId: prior?.runtimeId ?? "",
+      cli: req.config.agents[state.agent]?.cli ?? "claude",
       workDir: prior?.workDir ?? "",
       workDirExists: prior?.workDir != null,
       historyEpoch: await readEpoch(req.pool, key),
       cliCanResume: true,
+      cliVersion: head?.cliVersion ?? null,
+      ...(head
+        ? {
+            transcript: head.overBound
+              ? { where: "over_bound" as const }
+              : { where: "store" as const, cliVersion: head.cliVersion },
+          }
+        : {}),
       now: req.now,
     });
     const next =
       decision.kind === "resume"
         ? `- Next turn: **resumes** session \`${decision.sessionId}\`${prior?.runtimeId ? ` on runtime \`${prior.runtimeId}\`` : ""} (\`resumed\`).`
         : `- Next turn: **fresh session** (\`${decision.reason}\`: ${describeReason(decision.reason)}).`;
+    const spend = renderSpend(
+      await readSpendFigures(req, state.agent),
+      req.config.agents[state.agent],
+      req.config,
+      req.now,
+    );
     const conv = await getConversation(req.pool, key);
     const mode = req.config.agents[state.agent]?.changes ?? "pull_request";
     const plan = req.config.agents[state.agent]?.permissionMode === "plan";
@@ -50,7 +67,7 @@ export const describeNextTurn: DescribeStatus = async (req) => {
       : mode === "off" || plan
         ? `- Changes: not published (${plan ? "the agent plans only" : "`changes: off`"}).`
         : `- Changes: none published yet; they will go to branch \`${conversationBranch(key.issueNumber, key.agent)}\`${mode === "pull_request" ? " with a pull request" : ""}.`;
-    blocks.push(`${renderStatus([state], req.config, req.now)}\n${next}\n${branch}`);
+    blocks.push([renderStatus([state], req.config, req.now), ...spend, next, branch].join("\n"));
   }
   return blocks.join("\n\n");
 };

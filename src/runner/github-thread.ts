@@ -37,6 +37,8 @@ export interface GitHubThreadOptions {
     /** https://github.com or GHE's web origin. */
     webUrl: string;
   };
+  /** The token git fetches the mirror with (scoped: this repository, contents read). */
+  gitToken?: () => Promise<string>;
 }
 
 export function githubThread(o: GitHubThreadOptions): GitHubThread {
@@ -45,6 +47,7 @@ export function githubThread(o: GitHubThreadOptions): GitHubThread {
   return {
     cloneUrl: o.cloneUrl,
     async token() {
+      if (o.gitToken) return o.gitToken();
       const auth = (await octokit.auth({ type: "installation" })) as { token: string };
       return auth.token;
     },

@@ -4,11 +4,20 @@
  */
 import type { ChangesMode, PublishConfig } from "../config/repo-config.js";
 import type { Mask } from "../sandbox/sandbox.js";
+import type { ProjectInstructions } from "../workspace/project-instructions.js";
+import type { TranscriptState } from "./resume-decision.js";
 import type { Outcome, Usage } from "../sql/task-runs.js";
+
+/** Which agent CLI runs an agent. A session belongs to the CLI that made it. */
+export type CliKind = "claude" | "codex";
 
 /** One agent's settings, as the repo config resolves them. */
 export interface AgentSettings {
   name: string;
+  /** What addresses the agent in a comment, e.g. `@tether`. */
+  mention?: string;
+  /** Default claude. */
+  cli?: CliKind;
   model?: string;
   maxTurns?: number;
   timeoutMinutes: number;
@@ -23,6 +32,10 @@ export interface AgentSettings {
   projectInstructions?: boolean;
   /** What becomes of the agent's changes. Absent: the config's default (`pull_request`). */
   changes?: ChangesMode;
+  /** Most one turn may spend, US dollars (`--max-budget-usd`). */
+  turnLimitUsd?: number;
+  /** Most this agent's conversation on one issue may spend, US dollars. */
+  conversationLimitUsd?: number;
 }
 
 export interface ResumeSettings {
@@ -31,11 +44,21 @@ export interface ResumeSettings {
   contextBudget: number;
 }
 
+export interface SpendSettings {
+  /** A `/fresh` turn starts the conversation's spend count again. */
+  freshResetsConversation: boolean;
+  /** Most the repository may spend in a calendar month (UTC), US dollars. */
+  repositoryMonthlyUsd?: number;
+  /** Most the installation may spend in a calendar month (UTC), US dollars. */
+  installationMonthlyUsd?: number;
+}
+
 export interface RepoSettings {
   agents: Record<string, AgentSettings>;
   resume: ResumeSettings;
   /** How changes are published. Absent (an old snapshot): the config's defaults. */
   publish?: PublishConfig;
+  spend: SpendSettings;
 }
 
 export type ConfigResult = { ok: true; settings: RepoSettings } | { ok: false; message: string };
@@ -185,16 +208,24 @@ export interface AgentRunResult {
   contextWindow: number | null;
   toolRan: boolean;
   detail: string | null;
+  /** How the resumed session's transcript was put in place (absent: nothing was restored). */
+  restored?: { from: "cache" | "store"; ms: number };
 }
 
-/** A resumable agent CLI (Claude Code today). */
+/** A resumable agent CLI (Claude Code or Codex; see agent-clis.ts for the choice). */
 export interface AgentPort {
-  canResume(): Promise<boolean>;
+  /** Whether the CLI (the agent's, default claude) can resume sessions. */
+  canResume(cli?: CliKind): Promise<boolean>;
   /**
-   * Whether this runner holds the session's transcript, so a resume can work here. Absent:
-   * the CLI's own store is used and every session counts as held.
+   * Where this runner can restore the session's transcript from. Absent: the CLI's own store
+   * on this runtime is used (every session of this runtime counts as held).
    */
-  holdsSession?(key: AgentRunRequest["key"], sessionId: string): Promise<boolean>;
+  holdsSession?(key: AgentRunRequest["key"], sessionId: string, cli?: CliKind): Promise<boolean>;
+  transcriptState?(
+    key: AgentRunRequest["key"],
+    sessionId: string,
+    cli?: CliKind,
+  ): Promise<TranscriptState>;
   run(req: AgentRunRequest): Promise<AgentRunResult>;
 }
 
@@ -225,6 +256,27 @@ export interface WorkspacePort {
     follow?: string;
     signal?: AbortSignal;
   }): Promise<PreparedWorkspace>;
+  /**
+   * A pull request turn: masks for the agent-control files (`.claude/`, `CLAUDE.md`, git hooks…)
+   * its head changed from its base, shown as the base has them. Called after prepare(); call
+   * dispose() after the run. Absent: no masks.
+   */
+  agentControl?(req: {
+    repo: string;
+    dir: string;
+    pullRequest: number;
+    baseRef: string;
+    signal?: AbortSignal;
+  }): Promise<{ masks: Mask[]; dispose(): Promise<void> }>;
+  /**
+   * The repository's CLAUDE.md on `branch` (the default branch), for agents with
+   * `projectInstructions`; null when it has none. Absent: never read.
+   */
+  projectInstructions?(req: {
+    repo: string;
+    branch: string;
+    signal?: AbortSignal;
+  }): Promise<ProjectInstructions | null>;
   /** Housekeeping (git gc --auto) after a turn; never throws. */
   maintain?(req: {
     repo: string;

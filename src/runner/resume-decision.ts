@@ -15,6 +15,8 @@ export const FRESH_REASONS = [
   "context_budget",
   "cli_cannot_resume",
   "resume_rejected",
+  "session_too_large",
+  "context_overflow",
 ] as const;
 export type FreshReason = (typeof FRESH_REASONS)[number];
 /** Every reason code a turn's decision can carry: what the dashboard and metrics count. */
@@ -24,6 +26,8 @@ export type ReasonCode = (typeof REASON_CODES)[number];
 /** The session of the key's latest terminal task that has one, joined with the session's latest state. */
 export interface PriorSession {
   sessionId: string;
+  /** The CLI that made it; only that CLI can resume it. */
+  cli: "claude" | "codex";
   runtimeId: string | null;
   workDir: string | null;
   /** Latest state: once poisoned or retired, never resumed again. */
@@ -51,18 +55,50 @@ export interface ResumeInput {
   forceFresh: boolean;
   policy: ResumePolicy;
   runtimeId: string;
+  /** The CLI this turn runs on (the agent's `cli`). */
+  cli: "claude" | "codex";
   /** The key's working directory for this turn, and whether it exists now (before any clone). */
   workDir: string;
   workDirExists: boolean;
   /** The key's current history epoch. */
   historyEpoch: number;
   cliCanResume: boolean;
+  /** `claude --version` of this runner's CLI; null when it did not say. */
+  cliVersion: string | null;
   /**
-   * Whether this runner can restore the session's transcript (its session store holds it).
-   * Absent counts as held (a CLI that keeps its own store).
+   * Where this runner can restore the session's transcript from. Absent: a CLI that keeps its
+   * own store on this runtime (as `local`).
    */
-  sessionHeld?: boolean;
+  transcript?: TranscriptState;
   now: Date;
+}
+
+/**
+ * Where a session's transcript is, as one runner sees it. `store`: the shared store (Postgres)
+ * holds it, so any runner whose CLI reads it can resume, whatever host or paths it has. `local`:
+ * only this runner's disk (a session from before the store). `over_bound`: it grew past the
+ * size bound and was not kept. `none`: nowhere this runner can reach.
+ */
+export type TranscriptState =
+  | { where: "store"; cliVersion: string | null }
+  | { where: "local" }
+  | { where: "over_bound" }
+  | { where: "none" };
+
+const VERSION = /^(\d+)\.(\d+)\.(\d+)/;
+
+/**
+ * Whether a CLI of version `reader` can resume a transcript `writer` saved: same major version
+ * and not older (a newer CLI reads what an older one wrote; the reverse is not promised). An
+ * unknown version on either side cannot be vouched for. The SQL function tether_cli_reads
+ * (migration session-transcripts) says the same for the claim query.
+ */
+export function canReadTranscript(writer: string | null, reader: string | null): boolean {
+  const w = writer?.match(VERSION)?.slice(1).map(Number);
+  const r = reader?.match(VERSION)?.slice(1).map(Number);
+  if (!w || !r || w[0] !== r[0]) return false;
+  for (let i = 1; i < 3; i++) if (w[i]! !== r[i]!) return w[i]! < r[i]!;
+  return true;
 }
 
 export type ResumeDecision =
@@ -82,10 +118,23 @@ export function decideResume(input: ResumeInput): ResumeDecision {
   if (!prior) return fresh("no_prior_session");
   if (input.forceFresh) return fresh("forced_fresh");
   if (!input.policy.enabled) return fresh("resume_disabled");
-  if (prior.runtimeId !== input.runtimeId || input.sessionHeld === false)
-    return fresh("runtime_mismatch");
-  if (prior.workDir !== input.workDir || !input.workDirExists) return fresh("workdir_changed");
+  // A session belongs to the CLI that made it: another CLI never resumes it.
+  if (prior.cli !== input.cli) return fresh("runtime_mismatch");
+  const transcript = input.transcript ?? { where: "local" };
+  // A portable session asks "can this CLI read it?", not "is this the same host?": the CLI
+  // works in the sandbox's /workspace on every runner, and the workspace is re-prepared (cloned
+  // from the repository's mirror) where it is missing.
+  const portable = transcript.where === "store";
+  if (portable) {
+    if (!canReadTranscript(transcript.cliVersion, input.cliVersion))
+      return fresh("runtime_mismatch");
+  } else if (transcript.where !== "over_bound") {
+    if (prior.runtimeId !== input.runtimeId || transcript.where === "none")
+      return fresh("runtime_mismatch");
+    if (prior.workDir !== input.workDir || !input.workDirExists) return fresh("workdir_changed");
+  }
   if (prior.state !== "active") return fresh("poisoned");
+  if (transcript.where === "over_bound") return fresh("session_too_large");
   if (prior.historyEpoch !== input.historyEpoch) return fresh("history_edited");
   if (input.now.getTime() - prior.lastUsedAt.getTime() > input.policy.ttlMs)
     return fresh("expired");
@@ -109,7 +158,7 @@ export function describeReason(reason: ReasonCode): string {
     case "resume_disabled":
       return "resume is turned off in .github/tether.yml";
     case "runtime_mismatch":
-      return "the session lives on another runner";
+      return "the session lives on another runner, was made by another CLI, or this runner's CLI cannot read it";
     case "workdir_changed":
       return "the session's working directory is gone or moved";
     case "poisoned":
@@ -121,8 +170,12 @@ export function describeReason(reason: ReasonCode): string {
     case "context_budget":
       return "the session's context is nearly full";
     case "cli_cannot_resume":
-      return "this Claude CLI cannot resume sessions";
+      return "this agent CLI cannot resume sessions";
     case "resume_rejected":
       return "the CLI could not resume the session, so it started fresh";
+    case "session_too_large":
+      return "the session's transcript grew past the size bound, so it was not kept";
+    case "context_overflow":
+      return "the session ran out of context, so the turn was run again in a fresh session";
   }
 }

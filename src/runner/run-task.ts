@@ -10,6 +10,8 @@ import { renderChanges, type PublishReport } from "../publish/report.js";
 import type { Pool } from "../db/pool.js";
 import { readEpoch } from "../sql/history.js";
 import type { Logger } from "../log.js";
+import type { Mask } from "../sandbox/sandbox.js";
+import type { ProjectInstructions } from "../workspace/project-instructions.js";
 import { markSession, priorSession, touchSession, upsertSession } from "../sql/sessions.js";
 import {
   finishTask,
@@ -17,6 +19,7 @@ import {
   pinSession,
   recordDecision,
   recordPublish,
+  recordSessionMove,
   setTrackingComment,
   taskComments,
   type FinalAnswer,
@@ -30,6 +33,7 @@ import type {
   AgentPort,
   AgentRunResult,
   AgentSettings,
+  CliKind,
   ConfigResult,
   GitHubThread,
   IssueComment,
@@ -45,13 +49,20 @@ import {
   type TurnFacts,
 } from "./prompts.js";
 import { answerRetryPolicy, type AnswerRetryPolicy } from "./answer-retry.js";
+import { checkSpend } from "./spend-check.js";
 import { redact } from "./redact.js";
 import { reviewContext } from "./review-context.js";
-import { decideResume, type ReasonCode, type ResumeDecision } from "./resume-decision.js";
+import {
+  decideResume,
+  type ReasonCode,
+  type ResumeDecision,
+  type TranscriptState,
+} from "./resume-decision.js";
 import {
   findTaskMarker,
   renderAnswer,
   renderFailure,
+  renderRefusal,
   renderTracking,
   taskMarker,
   type FooterFacts,
@@ -75,16 +86,21 @@ export interface RunTaskDeps {
   secrets?: () => Iterable<string | undefined>;
   /** Told about every finished turn (metrics). */
   onFinished?: (t: FinishedTurn) => void;
+  /** Told about every task a spend limit kept from running. */
+  onRefused?: (t: { task: Task; limits: string[] }) => void;
   /** How an answer GitHub refused is retried (its baseMs: the wait before the first delivery). */
   answerRetry?: Partial<AnswerRetryPolicy>;
   /** Publishes the agent's changes after a turn (src/publish/). Absent: they stay in the workspace. */
   publish?: Publisher;
+  /** `claude --version` of this runner's CLI: which stored sessions it can read. */
+  cliVersion?: string | null;
 }
 
 export interface FinishedTurn {
   task: Task;
   outcome: Outcome;
   reason: ReasonCode;
+  cli: CliKind;
   resumed: boolean;
   isFollowUp: boolean;
   usage: Usage | null;
@@ -204,7 +220,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
   };
 
   // Everything the decision needs, at once: the config (GitHub) and the key's history (Postgres).
-  const [config, requests, prior, epoch, cliCanResume] = await Promise.all([
+  const [config, requests, prior, epoch] = await Promise.all([
     configFor(task, gh).catch((err: Error) => ({
       ok: false as const,
       message: `could not read .github/tether.yml: ${err.message}`,
@@ -212,7 +228,6 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     requestsOf(deps, task),
     priorSession(deps.pool, key),
     readEpoch(deps.pool, key),
-    deps.agent.canResume(),
   ]);
   if (!config.ok) {
     await abandonWorkspace();
@@ -243,10 +258,54 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     return;
   }
 
+  // Spend limits: a conversation, repository or installation that has reached its limit gets
+  // the reason in the thread instead of a run. Not a turn: no resume decision is recorded.
+  const spendSettings = config.settings.spend;
+  const spend = await checkSpend(deps.pool, task, settings, spendSettings, now());
+  if (spend.reached.length) {
+    await abandonWorkspace();
+    const limits = spend.reached.map(
+      (l) => `${l.kind}: spent $${l.spentUsd.toFixed(4)} of $${String(l.limitUsd)}`,
+    );
+    log.info({ limits }, "a spend limit is reached; the turn is not run");
+    const posted = await answer(
+      renderRefusal({
+        taskId: task.id,
+        agent: task.agent,
+        mention: settings.mention ?? `@${task.agent}`,
+        reached: spend.reached,
+        freshResets: spendSettings.freshResetsConversation,
+        now: now(),
+      }),
+    );
+    if (
+      await finish(deps, task, {
+        status: "cancelled",
+        outcome: "limit_refused",
+        failureReason: `not run: ${limits.join("; ")}`,
+        sessionId: null,
+        usage: null,
+        answer: posted,
+      })
+    )
+      deps.onRefused?.({ task, limits: spend.reached.map((l) => l.kind) });
+    return;
+  }
+  // What the footer counts this turn against: the count starts again at a `/fresh` turn when
+  // the config says so.
+  const spentBefore =
+    spendSettings.freshResetsConversation && task.forceFresh ? 0 : spend.conversation.countedUsd;
+
   const policy = config.settings.resume;
-  const sessionHeld =
-    prior && deps.agent.holdsSession
-      ? await deps.agent.holdsSession(key, prior.sessionId).catch(() => false)
+  const cli = settings.cli ?? "claude";
+  const cliCanResume = await deps.agent.canResume(cli);
+  // Where the session's transcript is (Claude's in the portable store, Codex's on this runner),
+  // asked of its own CLI only: a Claude transcript means nothing to Codex.
+  const transcript =
+    prior && prior.cli === cli && deps.agent.transcriptState
+      ? await deps.agent
+          .transcriptState(key, prior.sessionId, cli)
+          .catch((): TranscriptState => ({ where: "none" }))
       : undefined;
   let decision: ResumeDecision = decideResume({
     prior,
@@ -257,11 +316,13 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
       contextBudget: policy.contextBudget,
     },
     runtimeId: deps.runtimeId,
+    cli,
     workDir,
     workDirExists,
     historyEpoch: epoch,
     cliCanResume,
-    ...(sessionHeld === undefined ? {} : { sessionHeld }),
+    cliVersion: deps.cliVersion ?? null,
+    ...(transcript === undefined ? {} : { transcript }),
     now: now(),
   });
   const isFollowUp = prior !== null;
@@ -269,7 +330,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     { decision: decision.kind, reason: decision.reason, prior: prior?.sessionId },
     "resume decision",
   );
-  if (!(await record(deps, task, decision, isFollowUp, epoch, workDir, false))) {
+  if (!(await record(deps, task, decision, isFollowUp, epoch, workDir, false, cli))) {
     await abandonWorkspace();
     return;
   }
@@ -311,9 +372,39 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
 
   let issue: Awaited<ReturnType<GitHubThread["getIssue"]>>;
   let prepared: PreparedWorkspace;
+  /** A pull request's agent-control files, shown to the agent as its base has them. */
+  let control: { masks: Mask[]; dispose(): Promise<void> } | null = null;
+  /** The default branch's CLAUDE.md, for an agent with `projectInstructions`. */
+  let project: ProjectInstructions | null = null;
   try {
     issue = await issueP;
     prepared = await workspaceP;
+    const branch = prepared.defaultBranch;
+    const projectP =
+      settings.projectInstructions && branch && deps.workspace.projectInstructions
+        ? deps.workspace.projectInstructions({ repo: task.repo, branch, signal }).catch((err) => {
+            // The turn still runs, without them; the log says why.
+            log.warn(
+              { err: (err as Error).message },
+              "could not read CLAUDE.md from the default branch; running without project instructions",
+            );
+            return null;
+          })
+        : null;
+    if (issue.pullRequest && deps.workspace.agentControl)
+      control = await deps.workspace.agentControl({
+        repo: task.repo,
+        dir: prepared.dir,
+        pullRequest: task.issueNumber,
+        baseRef: issue.pullRequest.baseRef,
+        signal,
+      });
+    project = await projectP;
+    if (project)
+      log.info(
+        { branch: project.branch, bytes: project.bytes, cut: project.cut },
+        "project instructions: CLAUDE.md from the default branch",
+      );
   } catch (err) {
     if (signal.aborted) {
       // Stopped mid-clone: a shutdown leaves the task to the next start, like a stopped run; a
@@ -418,13 +509,16 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     );
   };
 
-  const systemPrompt = buildSystemPrompt(task.agent, settings.appendSystemPrompt);
+  const systemPrompt = buildSystemPrompt(task.agent, settings.appendSystemPrompt, project);
+  let promptBytes: number | null = null;
   const attempt = async (d: ResumeDecision): Promise<AgentRunResult> => {
     const prompt = d.kind === "resume" ? buildResumedPrompt(turn) : await coldPrompt();
+    promptBytes = Buffer.byteLength(prompt);
     return deps.agent.run({
       key,
       cwd: workDir,
       ...(prepared.origin ? { origin: prepared.origin } : {}),
+      ...(control?.masks.length ? { masks: control.masks } : {}),
       prompt,
       resumeSessionId: d.kind === "resume" ? d.sessionId : null,
       settings,
@@ -436,6 +530,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
           ...key,
           sessionId,
           runtimeId: deps.runtimeId,
+          cli,
           workDir,
           model,
           historyEpoch: epoch,
@@ -457,9 +552,36 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
           "resume rejected; retrying fresh in the same task",
         );
         decision = { kind: "fresh", reason: "resume_rejected", priorSessionId: decision.sessionId };
-        if (!(await record(deps, task, decision, isFollowUp, epoch, workDir, true))) return;
+        if (!(await record(deps, task, decision, isFollowUp, epoch, workDir, true, cli))) return;
         result = await attempt(decision);
       }
+    } else if (
+      result.outcome === "poisoned" &&
+      decision.kind === "resume" &&
+      !result.toolRan &&
+      !signal.aborted
+    ) {
+      // The resumed session broke before it did anything (its context overflowed, or the API
+      // refused its history): nothing of this turn happened, so the same turn runs again at
+      // once in a fresh session with the whole thread, and the person gets the one answer they
+      // asked for instead of being told to comment again.
+      // Claude says "prompt is too long"; Codex's verdict says the thread no longer fits.
+      const overflow =
+        /prompt_too_long|prompt is too long|no longer fits the model's context/i.test(
+          result.detail ?? "",
+        );
+      await markSession(deps.pool, decision.sessionId, "poisoned", result.detail ?? "poisoned");
+      log.warn(
+        { session: decision.sessionId, detail: result.detail },
+        "the resumed session broke before any tool ran; retrying fresh in the same task",
+      );
+      decision = {
+        kind: "fresh",
+        reason: overflow ? "context_overflow" : "poisoned",
+        priorSessionId: decision.sessionId,
+      };
+      if (!(await record(deps, task, decision, isFollowUp, epoch, workDir, true, cli))) return;
+      result = await attempt(decision);
     }
   } catch (err) {
     result = {
@@ -471,6 +593,8 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
       toolRan: false,
       detail: (err as Error).message,
     };
+  } finally {
+    await control?.dispose();
   }
   await posts;
   if (signal.aborted && signal.reason === SHUTDOWN) {
@@ -480,6 +604,12 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     return;
   }
 
+  if (decision.kind === "resume" || result.restored) {
+    await recordSessionMove(deps.pool, task.id, deps.runnerId, {
+      restore: result.restored ?? null,
+      resumedAcross: decision.kind === "resume" && prior?.runtimeId !== deps.runtimeId,
+    }).catch((err: Error) => log.warn({ err: err.message }, "could not record the restore"));
+  }
   if (result.sessionId) {
     if (result.outcome === "poisoned")
       await markSession(deps.pool, result.sessionId, "poisoned", result.detail ?? "poisoned");
@@ -531,7 +661,22 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     await recordPublish(deps.pool, task.id, deps.runnerId, toRecord(published, scrub));
   }
 
-  const footer = footerOf(decision, result.sessionId, result.usage);
+  const footer: FooterFacts = {
+    ...footerOf(decision, result.sessionId, result.usage),
+    ...(result.outcome === "turn_limit" && settings.turnLimitUsd !== undefined
+      ? { turnLimitUsd: settings.turnLimitUsd }
+      : {}),
+    ...(settings.conversationLimitUsd !== undefined || settings.turnLimitUsd !== undefined
+      ? {
+          conversation: {
+            spentUsd: spentBefore + (result.usage?.costUsd ?? 0),
+            ...(settings.conversationLimitUsd !== undefined
+              ? { limitUsd: settings.conversationLimitUsd }
+              : {}),
+          },
+        }
+      : {}),
+  };
   const body =
     result.outcome === "success"
       ? renderAnswer(task.id, result.text ?? "", footer, published ? renderChanges(published) : "")
@@ -542,6 +687,11 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
             taskId: task.id,
             timeoutMinutes: settings.timeoutMinutes,
             stallMinutes: settings.stallMinutes,
+            agent: task.agent,
+            ...(settings.turnLimitUsd !== undefined ? { turnLimitUsd: settings.turnLimitUsd } : {}),
+            ...(result.usage ? { costUsd: result.usage.costUsd } : {}),
+            lastText: result.outcome === "turn_limit" ? result.text : null,
+            cli,
           },
           footer,
         );
@@ -569,12 +719,15 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     sessionId: result.sessionId,
     usage: result.usage,
     answer: posted,
+    promptBytes,
+    answerBytes: result.text === null ? null : Buffer.byteLength(result.text),
   });
   if (finished) {
     deps.onFinished?.({
       task,
       outcome: result.outcome,
       reason: decision.reason,
+      cli,
       resumed: decision.kind === "resume",
       isFollowUp,
       usage: result.usage,
@@ -600,8 +753,10 @@ async function record(
   epoch: number,
   workDir: string,
   retriedFresh: boolean,
+  cli: CliKind,
 ): Promise<boolean> {
   const ok = await recordDecision(deps.pool, task.id, deps.runnerId, {
+    cli,
     decision: d.kind,
     reason: d.reason,
     resumeSessionId: d.kind === "resume" ? d.sessionId : d.priorSessionId,

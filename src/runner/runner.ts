@@ -17,7 +17,7 @@ import {
   sweepExpired,
   type Task,
 } from "../sql/task-runs.js";
-import type { SandboxStatus } from "../sandbox/sandbox.js";
+import { sandboxLabel, type SandboxStatus } from "../sandbox/sandbox.js";
 import { deliverAnswers } from "./deliver-answers.js";
 import { runTask, SHUTDOWN, type RunTaskDeps } from "./run-task.js";
 
@@ -35,6 +35,11 @@ export interface RunnerOptions extends Omit<RunTaskDeps, "runnerId"> {
   leaseMs?: number;
   /** How often pending answers (the answer outbox) are looked for. */
   answerPollMs?: number;
+  /**
+   * Collection of idle workspaces and sessions (src/sessions/collect.ts), run at start and
+   * every `everyMs`; told the workspaces of the tasks running here, which it must not take.
+   */
+  collect?: { everyMs: number; run(busy: string[]): Promise<unknown> };
   /**
    * Whether agents may run here (the sandbox works, or is off on purpose). While it says no,
    * the runner claims nothing: queued tasks wait for a runner that can contain them.
@@ -83,6 +88,7 @@ export class Runner {
   }
 
   async start(): Promise<void> {
+    const status = this.opts.sandbox?.();
     await registerRuntime(this.pool, {
       id: this.opts.runtimeId,
       hostname: os.hostname(),
@@ -91,8 +97,9 @@ export class Runner {
       cliVersion: this.opts.runtime.cliVersion,
       canResume: this.opts.runtime.canResume,
       concurrency: this.opts.concurrency,
+      sandbox: status ? sandboxLabel(status) : null,
     });
-    const sandbox = this.opts.sandbox?.();
+    const sandbox = status;
     if (sandbox && !sandbox.ok) {
       this.log.error(
         { sandbox: sandbox.detail },
@@ -132,6 +139,17 @@ export class Runner {
       if (res.failed.length) await this.deliverAnswers();
     });
     every(this.opts.answerPollMs ?? 5000, async () => this.deliverAnswers());
+    const collect = this.opts.collect;
+    if (collect) {
+      const busy = () =>
+        [...this.running.values()].map(({ task: t }) =>
+          this.opts.workspace.pathFor(t.repo, t.issueNumber, t.agent),
+        );
+      every(collect.everyMs, () => collect.run(busy()));
+      void collect
+        .run(busy())
+        .catch((err) => this.log.error({ err }, "collection of idle workspaces failed"));
+    }
     this.log.info({ runner: this.runnerId, concurrency: this.opts.concurrency }, "runner started");
     void this.tick();
   }
@@ -162,7 +180,13 @@ export class Runner {
         if (this.opts.sandbox && !this.opts.sandbox().ok) return;
         const free = this.opts.concurrency - this.running.size;
         if (free <= 0) return;
-        const tasks = await claimTasks(this.pool, this.runnerId, this.opts.runtimeId, free);
+        const tasks = await claimTasks(
+          this.pool,
+          this.runnerId,
+          this.opts.runtimeId,
+          free,
+          this.opts.runtime.cliVersion,
+        );
         for (const t of tasks) this.launch(t);
         if (tasks.length === free) this.again = true;
       } while (this.again && !this.stopping);
@@ -174,7 +198,12 @@ export class Runner {
   private launch(task: Task): void {
     const abort = new AbortController();
     const done = runTask(
-      { ...this.opts, pool: this.taskPool, runnerId: this.runnerId },
+      {
+        ...this.opts,
+        pool: this.taskPool,
+        runnerId: this.runnerId,
+        cliVersion: this.opts.runtime.cliVersion,
+      },
       task,
       abort.signal,
     )

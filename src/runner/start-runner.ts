@@ -13,16 +13,26 @@ import type { Pool } from "../db/pool.js";
 import type { Env } from "../env.js";
 import { appOctokit, githubApiUrl, readPrivateKey } from "../github/app-auth.js";
 import { cloneUrlFor } from "../github/git-auth.js";
+import {
+  FETCH_PERMISSIONS,
+  scopedOctokit,
+  scopedToken,
+  THREAD_PERMISSIONS,
+} from "../github/scoped-auth.js";
 import type { Logger } from "../log.js";
 import type { Metrics } from "../metrics.js";
 import { toRepoSettings } from "../config/repo-settings.js";
+import { createCodexCli, resolveCodexPath } from "../codex/codex-cli.js";
+import { localRollouts } from "../sessions/rollouts.js";
+import { agentForClis } from "./agent-clis.js";
 import { claudeAgent } from "./claude-agent.js";
 import { githubThread } from "./github-thread.js";
 import type { ConfigResult } from "./ports.js";
 import { Sandbox } from "../sandbox/sandbox.js";
-import { localTranscripts } from "../sessions/transcripts.js";
+import { postgresTranscripts } from "../sessions/postgres-transcripts.js";
 import { publisher } from "../publish/publisher.js";
 import { Runner } from "./runner.js";
+import { collectIdle } from "../sessions/collect.js";
 import { deriveRuntimeId } from "./runtime-id.js";
 import { Workspaces } from "../workspace/workspace.js";
 import { workspacePort } from "./workspace-port.js";
@@ -47,6 +57,12 @@ export async function startRunner(opts: {
       { claude: claude.path, error: caps.error },
       "the Claude CLI did not answer --version/--help; runs will fail until it does",
     );
+  // Codex is probed lazily, on the first turn of a cli: codex agent: a runner whose repos use
+  // only Claude never runs it.
+  const codex = createCodexCli({
+    path: resolveCodexPath(env),
+    log: log.child({ component: "codex" }),
+  });
   const sandbox = await Sandbox.start({
     mode: env.TETHER_SANDBOX,
     stateDir: path.join(env.dataDir, "sandbox"),
@@ -74,6 +90,7 @@ export async function startRunner(opts: {
   });
   const workspace = workspacePort(workspaces);
   const webUrl = env.GHE_HOST ? `${env.GHE_PROTOCOL}://${env.GHE_HOST}` : "https://github.com";
+  let app: Awaited<ReturnType<Probot["auth"]>> | undefined;
   const runner = new Runner({
     pool,
     log: log.child({ component: "runner" }),
@@ -85,21 +102,48 @@ export async function startRunner(opts: {
       cliVersion: caps.version,
       canResume: caps.canResume,
     },
-    agent: claudeAgent(cli, {
-      log,
-      contain: {
-        sandbox,
-        transcripts: localTranscripts(path.join(env.dataDir, "sessions"), log),
-        homes: path.join(env.dataDir, "sandbox", "homes"),
-      },
+    agent: agentForClis({
+      claude: claudeAgent(cli, {
+        log,
+        contain: {
+          sandbox,
+          transcripts: postgresTranscripts({
+            pool,
+            cacheRoot: path.join(env.dataDir, "sessions"),
+            log: log.child({ component: "sessions" }),
+            maxBytes: env.TETHER_SESSION_MAX_BYTES,
+            cliVersion: caps.version,
+          }),
+          homes: path.join(env.dataDir, "sandbox", "homes"),
+        },
+      }),
+      codex: claudeAgent(codex, {
+        log,
+        contain: {
+          sandbox,
+          transcripts: localRollouts(path.join(env.dataDir, "sessions"), log),
+          homes: path.join(env.dataDir, "sandbox", "homes"),
+        },
+      }),
     }),
     sandbox: () => sandbox.status,
     workspace,
     publish: publisher({ workspaces, pool, log: log.child({ component: "publish" }) }),
     github: async (task) => {
-      const octokit = await probot.auth(task.installationId);
+      // Every token of a turn is scoped to the task's repository and the step's least
+      // permissions (src/github/scoped-auth.ts), not the installation's all.
+      app ??= await probot.auth();
+      const appClient = app;
+      const scope = { installationId: task.installationId, repo: task.repo };
+      const octokit = scopedOctokit(
+        appClient,
+        appOctokit(env),
+        { ...scope, permissions: THREAD_PERMISSIONS },
+        { baseUrl: githubApiUrl(env), log: log.child({ component: "github" }) },
+      );
       return githubThread({
         octokit,
+        gitToken: () => scopedToken(appClient, { ...scope, permissions: FETCH_PERMISSIONS }),
         repo: task.repo,
         cloneUrl: cloneUrlFor(env, task.repo),
         loadConfig: async (o, owner, repo): Promise<ConfigResult> => {
@@ -121,16 +165,37 @@ export async function startRunner(opts: {
       env.DATABASE_URL,
       process.env.ANTHROPIC_API_KEY,
       process.env.ANTHROPIC_AUTH_TOKEN,
+      process.env.OPENAI_API_KEY,
       env.TETHER_DASHBOARD_TOKEN,
       env.TETHER_METRICS_TOKEN,
     ],
     answerRetry: { baseMs: env.TETHER_ANSWER_RETRY_MS },
     // Pending answers are looked for every 5 s, or at their first retry if that comes sooner.
     answerPollMs: Math.min(5000, env.TETHER_ANSWER_RETRY_MS),
+    ...(env.TETHER_COLLECT_IDLE_HOURS > 0
+      ? {
+          collect: {
+            everyMs: 3600_000,
+            run: async (busy: string[]) => {
+              const c = await collectIdle({
+                workspaceRoot: env.workspaceDir,
+                cacheRoot: path.join(env.dataDir, "sessions"),
+                idleMs: env.TETHER_COLLECT_IDLE_HOURS * 3600_000,
+                busy: () => busy,
+                now: () => new Date(),
+                log: log.child({ component: "collect" }),
+                pool,
+              });
+              opts.metrics?.recordCollected(c);
+            },
+          },
+        }
+      : {}),
     onFinished: (t) =>
       opts.metrics?.recordTurn({
         outcome: t.outcome,
         reason: t.reason,
+        cli: t.cli,
         durationMs: t.durationMs,
         queueWaitMs: t.queueWaitMs,
         usage: t.usage,
@@ -141,6 +206,7 @@ export async function startRunner(opts: {
           pullOpened: t.publish.result === "published" && (t.publish.pull?.opened ?? false),
         },
       }),
+    onRefused: (t) => opts.metrics?.recordRefused(t.limits),
   });
   log.info(
     { runtimeId, claude: caps.path, version: caps.version, canResume: caps.canResume },

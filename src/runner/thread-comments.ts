@@ -5,6 +5,15 @@
  */
 import { describeReason, type ReasonCode } from "./resume-decision.js";
 import type { Outcome, Usage } from "../sql/task-runs.js";
+import {
+  dayName,
+  formatLimit,
+  formatSpent,
+  monthName,
+  nextMonthStart,
+  type ReachedLimit,
+} from "../spend/spend-limits.js";
+import { CONFIG_FILE } from "../config/repo-config.js";
 
 export function taskMarker(taskId: number): string {
   return `<!-- tether:task:${taskId} -->`;
@@ -56,6 +65,10 @@ export interface FooterFacts {
   reason: ReasonCode | null;
   sessionId: string | null;
   usage: Usage | null;
+  /** The CLI stopped the run at this per-turn limit (outcome `turn_limit`). */
+  turnLimitUsd?: number;
+  /** The conversation's spend with this turn, and its limit when one is set. */
+  conversation?: { spentUsd: number; limitUsd?: number };
 }
 
 export function renderFooter(f: FooterFacts): string {
@@ -74,6 +87,13 @@ export function renderFooter(f: FooterFacts): string {
     parts.push(`$${u.costUsd.toFixed(4)}`);
     parts.push(`${(u.durationMs / 1000).toFixed(1)}s`);
   }
+  if (f.turnLimitUsd !== undefined)
+    parts.push(`⛔ stopped at the ${formatLimit(f.turnLimitUsd)} turn limit`);
+  const c = f.conversation;
+  if (c)
+    parts.push(
+      `conversation ${formatSpent(c.spentUsd)}${c.limitUsd !== undefined ? ` of ${formatLimit(c.limitUsd)}` : ""}`,
+    );
   return `<sub>${parts.join(" · ")}</sub>`;
 }
 
@@ -105,6 +125,15 @@ export interface FailureFacts {
   taskId: number;
   timeoutMinutes?: number;
   stallMinutes?: number;
+  /** The agent's per-turn limit, and what the stopped turn cost (`turn_limit`). */
+  turnLimitUsd?: number;
+  costUsd?: number;
+  /** The agent's name, for the setting to raise. */
+  agent?: string;
+  /** What the agent had written when it was stopped (`turn_limit`); callers redact it. */
+  lastText?: string | null;
+  /** The agent's CLI (which API and which credentials are meant); default claude. */
+  cli?: "claude" | "codex";
 }
 
 /** Plain words: what happened and what to do. Never a stack trace; callers redact `detail`. */
@@ -115,21 +144,99 @@ export function explainFailure(f: FailureFacts): string {
     case "resume_rejected":
       return "I could not resume this issue's session, and tools had already run in this turn, so I did not retry on my own. Comment again to start fresh.";
     case "auth_failed":
-      return "The Claude API refused Tether's credentials (HTTP 401/403), so nothing ran. An operator needs to check the runner's `ANTHROPIC_API_KEY` (or other Claude credentials).";
+      return f.cli === "codex"
+        ? "The OpenAI API refused Tether's credentials (HTTP 401/403), so nothing ran. An operator needs to check the runner's `OPENAI_API_KEY`."
+        : "The Claude API refused Tether's credentials (HTTP 401/403), so nothing ran. An operator needs to check the runner's `ANTHROPIC_API_KEY` (or other Claude credentials).";
     case "timed_out":
       return `The run hit its time limit${f.timeoutMinutes ? ` of ${f.timeoutMinutes} minutes` : ""} and was stopped. Ask for something narrower, or raise \`timeoutMinutes\` for this agent in \`.github/tether.yml\`.`;
     case "stalled":
-      return `The run produced no output${f.stallMinutes ? ` for ${f.stallMinutes} minutes` : " for too long"} and was stopped. Comment again to retry; if it keeps happening, an operator should check the runner's connection to the Claude API.`;
+      return `The run produced no output${f.stallMinutes ? ` for ${f.stallMinutes} minutes` : " for too long"} and was stopped. Comment again to retry; if it keeps happening, an operator should check the runner's connection to the ${f.cli === "codex" ? "OpenAI" : "Claude"} API.`;
     case "cancelled":
       return "Cancelled with `/cancel`.";
+    case "turn_limit": {
+      const limit = f.turnLimitUsd !== undefined ? ` of ${formatLimit(f.turnLimitUsd)}` : "";
+      const cost = f.costUsd !== undefined ? ` after spending ${formatSpent(f.costUsd)}` : "";
+      const setting = `\`agents.${f.agent ?? "<name>"}.turnLimitUsd\``;
+      return `The run reached this agent's per-turn spend limit${limit} and the Claude CLI stopped it${cost}, before it had finished. The CLI checks the limit after each model call, so a turn can end a little over it. The session is kept: comment again to go on from where it stopped, ask for something smaller, or raise ${setting} in \`${CONFIG_FILE}\`.`;
+    }
+    case "limit_refused":
+      return `Not run: a spend limit was reached${f.detail ? ` (${oneLine(f.detail, 300)})` : ""}. Raise the limit in \`${CONFIG_FILE}\`, then comment again.`;
     case "failed":
       return `The run failed${f.detail ? `: ${oneLine(f.detail, 500)}` : ""}. Comment again to retry; if it keeps failing, an operator can look up task ${f.taskId} in the logs and on the dashboard.`;
   }
 }
 
 export function renderFailure(f: FailureFacts, footer: FooterFacts): string {
-  const icon = f.outcome === "cancelled" ? "🛑" : "⚠️";
-  return `${icon} ${explainFailure(f)}\n\n---\n${renderFooter(footer)}\n${taskMarker(f.taskId)}`;
+  const icon = f.outcome === "cancelled" ? "🛑" : f.outcome === "turn_limit" ? "💸" : "⚠️";
+  const said = f.outcome === "turn_limit" && f.lastText?.trim() ? lastWords(f.lastText) : "";
+  return `${icon} ${explainFailure(f)}${said}\n\n---\n${renderFooter(footer)}\n${taskMarker(f.taskId)}`;
+}
+
+/** What a stopped agent had written, quoted, within GitHub's comment size. */
+function lastWords(text: string): string {
+  let t = text.trim();
+  if (t.length > MAX_ANSWER / 2) t = `${t.slice(0, MAX_ANSWER / 2)}…`;
+  const quoted = t
+    .split("\n")
+    .map((l) => `> ${l}`)
+    .join("\n");
+  return `\n\nWhat the agent had written when it was stopped:\n\n${quoted}`;
+}
+
+export interface RefusalFacts {
+  taskId: number;
+  /** The agent's name and mention. */
+  agent: string;
+  mention: string;
+  reached: readonly ReachedLimit[];
+  /** Whether `/fresh` starts the conversation's count again (`spend.freshResetsConversation`). */
+  freshResets: boolean;
+  now: Date;
+}
+
+/**
+ * The reply to a turn a spend limit kept from running: what was spent, the limit, the setting
+ * that raises it, and what else would let the conversation go on.
+ */
+export function renderRefusal(r: RefusalFacts): string {
+  const m = `\`${r.mention}\``;
+  const lines = r.reached.map((l) => {
+    const spent = `**${formatSpent(l.spentUsd)}**`;
+    const limit = `**${formatLimit(l.limitUsd)}**`;
+    switch (l.kind) {
+      case "conversation":
+        return `- This conversation (${m} on this issue) has spent ${spent} of its ${limit} limit (\`agents.${r.agent}.conversationLimitUsd\`).`;
+      case "repository_month":
+        return `- This repository has spent ${spent} of its ${limit} limit for ${monthName(r.now)} (UTC) (\`spend.repositoryMonthlyUsd\`).`;
+      case "installation_month":
+        return `- This installation (every repository Tether is installed on with this one) has spent ${spent} of its ${limit} limit for ${monthName(r.now)} (UTC) (\`spend.installationMonthlyUsd\`).`;
+    }
+  });
+  const kinds = new Set(r.reached.map((l) => l.kind));
+  const ways = [
+    `**To go on**, raise the limit in \`${CONFIG_FILE}\` on the default branch (or in the organisation's \`.github\` repository, when the setting comes from there), then comment again.`,
+  ];
+  if (kinds.has("conversation"))
+    ways.push(
+      r.freshResets
+        ? `Or start over with \`${r.mention} /fresh <request>\`: a fresh session starts a new count here (\`spend.freshResetsConversation: true\`).`
+        : "`/fresh` does not help: it starts a new session, not a new count (`spend.freshResetsConversation` is off).",
+    );
+  if (kinds.has("repository_month") || kinds.has("installation_month"))
+    ways.push(
+      `Or wait: the monthly count starts again on ${dayName(nextMonthStart(r.now))} (UTC).`,
+    );
+  return [
+    `💸 Not run: a spend limit is reached, so I did not start this turn.`,
+    "",
+    ...lines,
+    "",
+    ways.join(" "),
+    "",
+    "---",
+    "<sub>not run · no cost</sub>",
+    taskMarker(r.taskId),
+  ].join("\n");
 }
 
 function compact(n: number): string {

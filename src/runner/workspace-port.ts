@@ -2,6 +2,7 @@
 import fs from "node:fs/promises";
 import type { WorkspacePort } from "./ports.js";
 import type { Workspaces } from "../workspace/workspace.js";
+import { touchWorkspace } from "../sessions/collect.js";
 
 export function workspacePort(ws: Workspaces): WorkspacePort {
   return {
@@ -10,6 +11,7 @@ export function workspacePort(ws: Workspaces): WorkspacePort {
     exists: async (dir) => ((await fs.readdir(dir).catch(() => [])) as string[]).length > 0,
     prepare: async (req) => {
       const w = await ws.prepare(req);
+      await touchWorkspace(w.dir); // collection measures idleness by it
       return {
         dir: w.dir,
         origin: w.origin,
@@ -18,6 +20,8 @@ export function workspacePort(ws: Workspaces): WorkspacePort {
         headSha: w.headSha,
       };
     },
+    agentControl: (req) => ws.agentControl(req),
+    projectInstructions: (req) => ws.projectInstructions(req),
     maintain: async (req) => {
       await ws.maintain(req, req.signal);
       await ws.mirrors.maintain(req.repo, req.signal);

@@ -45,6 +45,8 @@ export interface EgressOptions {
   forbidden?: (address: string) => boolean;
   /** Name resolution (default: the system's). */
   lookup?: (host: string) => Promise<string[]>;
+  /** Ports a forward-proxy request may reach (default: 80 and 443). */
+  ports?: ReadonlySet<number>;
 }
 
 export interface EgressStats {
@@ -146,6 +148,7 @@ function describePolicy(policy: NetworkPolicy): string {
 
 export async function startEgress(opts: EgressOptions): Promise<Egress> {
   const forbidden = opts.forbidden ?? isForbiddenAddress;
+  const ports = opts.ports ?? ALLOWED_PORTS;
   const lookup =
     opts.lookup ??
     (async (host: string) => (await dns.lookup(host, { all: true })).map((a) => a.address));
@@ -164,7 +167,7 @@ export async function startEgress(opts: EgressOptions): Promise<Egress> {
     host: string,
     port: number,
   ): Promise<{ ok: true; address: string } | { ok: false; reason: string }> => {
-    if (!ALLOWED_PORTS.has(port)) return { ok: false, reason: `port ${port} is not 80 or 443` };
+    if (!ports.has(port)) return { ok: false, reason: `port ${port} is not 80 or 443` };
     if (!hostAllowed(opts.network, host))
       return { ok: false, reason: describePolicy(opts.network) };
     let addresses: string[];

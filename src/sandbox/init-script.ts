@@ -3,18 +3,26 @@ import { EGRESS_PORT, IN_SANDBOX } from "./bwrap-args.js";
 /**
  * The first process of a sandbox that may reach out: it bridges 127.0.0.1:EGRESS_PORT (inside
  * the sandbox's own network namespace, where nothing else listens) to the egress proxy's unix
- * socket, waits until the bridge listens, then becomes the command. socat starts in about a
- * millisecond; a Node.js bridge would cost 40–150 ms of start-up on every turn.
+ * socket, waits until the bridge listens, then becomes the command. socat starts in about
+ * 12 ms here (it loads OpenSSL); a Node.js bridge would cost 40–150 ms of start-up on every turn.
+ *
+ * The wait reads /proc/net/tcp with shell builtins (no grep, no sleep: a fork each would cost
+ * more than the check), for the first 300 rounds without pausing, then every 5 ms, 2 s at most.
+ * Against a grep-and-sleep loop that took 8 ms off a sandbox's start (median of 30 bwrap runs).
  *
  * The bridge holds nothing secret: the agent may stop it, and then only loses its own way out.
  */
+const LISTENING = `:${EGRESS_PORT.toString(16).toUpperCase().padStart(4, "0")} 00000000:0000 0A`;
 const SCRIPT = `
 socat -lf /dev/null TCP-LISTEN:${EGRESS_PORT},bind=127.0.0.1,fork,reuseaddr UNIX-CONNECT:${IN_SANDBOX.egressSocket} &
 i=0
-while [ "$i" -lt 400 ]; do
-  grep -q ':${EGRESS_PORT.toString(16).toUpperCase().padStart(4, "0")} 00000000:0000 0A' /proc/net/tcp 2>/dev/null && break
+up=
+while [ -z "$up" ] && [ "$i" -lt 700 ]; do
+  while IFS= read -r line; do
+    case $line in *"${LISTENING}"*) up=1; break ;; esac
+  done < /proc/net/tcp
   i=$((i + 1))
-  sleep 0.005
+  [ -n "$up" ] || [ "$i" -lt 300 ] || sleep 0.005
 done
 exec "$@"
 `.trim();

@@ -24,9 +24,16 @@ import {
   type RootEntry,
 } from "./bwrap-args.js";
 import { startEgress, type Egress, type ModelEndpoint, type NetworkPolicy } from "./egress.js";
-import { bridgeCommand } from "./init-script.js";
+import { bridgeCommand, proxyEnv } from "./init-script.js";
 
 export type SandboxMode = "bwrap" | "off";
+
+/** How a runner runs agents, in a few words for the dashboard: "bwrap 0.8.0", "off", "unavailable: …". */
+export function sandboxLabel(s: SandboxStatus): string {
+  if (s.mode === "off") return "off";
+  if (!s.ok) return `unavailable: ${s.detail}`.slice(0, 300);
+  return s.version ? `bwrap ${s.version}` : "bwrap";
+}
 
 export interface SandboxStatus {
   mode: SandboxMode;
@@ -280,7 +287,10 @@ export class Sandbox {
           log: this.opts.log.child({ component: "egress" }),
         });
         binds.push({ host: socketPath, sandbox: IN_SANDBOX.egressSocket });
-        Object.assign(env, run.modelEnv?.inside ?? {});
+        // Tools that honour the usual proxy variables (curl, git, npm, pip) go through the
+        // bridge, and so get the policy's answer (a 403 that says why) rather than no network.
+        // An operator's own proxy means nothing inside: the egress proxy is the way out.
+        Object.assign(env, proxyEnv(), run.modelEnv?.inside ?? {});
         command = bridgeCommand(run.command);
       }
       const args = bwrapArgs({

@@ -15,6 +15,7 @@ import fs from "node:fs/promises";
 import { constants as fsConstants } from "node:fs";
 import path from "node:path";
 import type { Logger } from "../log.js";
+import type { TranscriptState } from "../runner/resume-decision.js";
 
 export interface TranscriptKey {
   repo: string;
@@ -23,12 +24,26 @@ export interface TranscriptKey {
 }
 
 export interface TranscriptStore {
-  /** Whether the session's transcript is held (so a resume can be restored). */
-  has(key: TranscriptKey, sessionId: string): Promise<boolean>;
-  /** Puts the transcript into `home` where a CLI working in `cwd` looks for it; false if not held. */
-  restore(key: TranscriptKey, sessionId: string, home: string, cwd: string): Promise<boolean>;
+  /** Where the session's transcript can be restored from, as this runner sees it. */
+  state(key: TranscriptKey, sessionId: string): Promise<TranscriptState>;
+  /** Puts the transcript into `home` where a CLI working in `cwd` looks for it. */
+  restore(key: TranscriptKey, sessionId: string, home: string, cwd: string): Promise<Restored>;
   /** After the run (no process of it left): keeps the session's transcript from `home`. */
-  save(key: TranscriptKey, sessionId: string, home: string): Promise<number | null>;
+  save(key: TranscriptKey, sessionId: string, home: string): Promise<Saved | null>;
+}
+
+/** Where a restore came from (null: nothing held), and how long it took. */
+export interface Restored {
+  from: "cache" | "store" | null;
+  ms: number;
+}
+
+export interface Saved {
+  /** `append`: only what the CLI added went out; `replace`: the whole file (first save, rewrite). */
+  kind: "append" | "replace" | "unchanged" | "local" | "over_bound";
+  bytes: number;
+  /** Raw bytes written to the store by this save. */
+  addedBytes: number;
 }
 
 /** Transcripts larger than this are not kept (the session then cannot be resumed). */
@@ -50,21 +65,16 @@ export function localTranscripts(root: string, log: Logger): TranscriptStore {
     return path.join(root, keyDir(key), `${sessionId}.jsonl`);
   };
   return {
-    async has(key, sessionId) {
-      if (!SESSION_FILE.test(sessionId)) return false;
-      return (await fs.stat(fileOf(key, sessionId)).catch(() => null))?.isFile() ?? false;
+    async state(key, sessionId) {
+      if (!SESSION_FILE.test(sessionId)) return { where: "none" };
+      const held = (await fs.stat(fileOf(key, sessionId)).catch(() => null))?.isFile() ?? false;
+      return held ? { where: "local" } : { where: "none" };
     },
     async restore(key, sessionId, home, cwd) {
-      if (!SESSION_FILE.test(sessionId)) return false;
-      const dir = path.join(home, ".claude", "projects", projectDirName(cwd));
-      await fs.mkdir(dir, { recursive: true, mode: 0o700 });
-      try {
-        await fs.copyFile(fileOf(key, sessionId), path.join(dir, `${sessionId}.jsonl`));
-        return true;
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code === "ENOENT") return false;
-        throw err;
-      }
+      const t0 = performance.now();
+      if (!SESSION_FILE.test(sessionId)) return { from: null, ms: 0 };
+      const ok = await copyInto(fileOf(key, sessionId), sessionFile(home, cwd, sessionId));
+      return { from: ok ? "cache" : null, ms: performance.now() - t0 };
     },
     async save(key, sessionId, home) {
       const found = await findTranscript(home, sessionId);
@@ -89,9 +99,28 @@ export function localTranscripts(root: string, log: Logger): TranscriptStore {
         await handle.close();
       }
       await fs.rename(tmp, target);
-      return found.size;
+      return { kind: "local", bytes: found.size, addedBytes: 0 };
     },
   };
+}
+
+/** Where the CLI looks for a session's file, in `home`, working in `cwd`. */
+export function sessionFile(home: string, cwd: string, sessionId: string): string {
+  if (!SESSION_FILE.test(sessionId))
+    throw new Error(`not a session id: ${JSON.stringify(sessionId)}`);
+  return path.join(home, ".claude", "projects", projectDirName(cwd), `${sessionId}.jsonl`);
+}
+
+/** Copies `from` to `to` (making its directory); false if `from` is not there. */
+async function copyInto(from: string, to: string): Promise<boolean> {
+  await fs.mkdir(path.dirname(to), { recursive: true, mode: 0o700 });
+  try {
+    await fs.copyFile(from, to);
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return false;
+    throw err;
+  }
 }
 
 /**
@@ -124,7 +153,8 @@ export async function turnHome(root: string): Promise<string> {
   return fs.mkdtemp(path.join(root, "home-"));
 }
 
-function keyDir(key: TranscriptKey): string {
+/** The key's directory in a session store, every part percent-encoded. */
+export function keyDir(key: TranscriptKey): string {
   const enc = (s: string) =>
     s.replace(/[^A-Za-z0-9._-]/gu, (c) =>
       Array.from(Buffer.from(c, "utf8"), (b) => `%${b.toString(16).padStart(2, "0")}`).join(""),

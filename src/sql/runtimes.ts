@@ -11,17 +11,28 @@ export interface RuntimeInfo {
   cliVersion: string | null;
   canResume: boolean | null;
   concurrency: number;
+  /** How its runner runs agents (sandboxLabel in src/sandbox/sandbox.ts); null if unknown. */
+  sandbox?: string | null;
 }
 
 export async function registerRuntime(db: Db, r: RuntimeInfo): Promise<void> {
   await db.query(
-    `INSERT INTO runtimes (id, hostname, home_dir, claude_path, cli_version, can_resume, concurrency)
-     VALUES ($1, $2, $3, $4, $5, $6, $7)
+    `INSERT INTO runtimes (id, hostname, home_dir, claude_path, cli_version, can_resume, concurrency, sandbox)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
      ON CONFLICT (id) DO UPDATE SET hostname = EXCLUDED.hostname, home_dir = EXCLUDED.home_dir,
        claude_path = EXCLUDED.claude_path, cli_version = EXCLUDED.cli_version,
-       can_resume = EXCLUDED.can_resume, concurrency = EXCLUDED.concurrency,
+       can_resume = EXCLUDED.can_resume, concurrency = EXCLUDED.concurrency, sandbox = EXCLUDED.sandbox,
        started_at = now(), heartbeat_at = now(), stopped_at = NULL`,
-    [r.id, r.hostname, r.homeDir, r.claudePath, r.cliVersion, r.canResume, r.concurrency],
+    [
+      r.id,
+      r.hostname,
+      r.homeDir,
+      r.claudePath,
+      r.cliVersion,
+      r.canResume,
+      r.concurrency,
+      r.sandbox ?? null,
+    ],
   );
 }
 

@@ -1,4 +1,4 @@
-/** The sessions table: one row per Claude session, holding its latest state. */
+/** The sessions table: one row per agent CLI session (a Claude session or a Codex thread), holding its latest state. */
 import type { Pool, PoolClient } from "../db/pool.js";
 import type { PriorSession } from "../runner/resume-decision.js";
 import type { TaskKey } from "./tasks.js";
@@ -11,16 +11,29 @@ export async function upsertSession(
   s: TaskKey & {
     sessionId: string;
     runtimeId: string;
+    /** Default claude. */
+    cli?: "claude" | "codex";
     workDir: string;
     model: string | null;
     historyEpoch: number;
   },
 ): Promise<void> {
   await db.query(
-    `INSERT INTO sessions (session_id, repo, issue_number, agent, runtime_id, work_dir, model, history_epoch)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-     ON CONFLICT (session_id) DO UPDATE SET last_used_at = now(), model = COALESCE(EXCLUDED.model, sessions.model)`,
-    [s.sessionId, s.repo, s.issueNumber, s.agent, s.runtimeId, s.workDir, s.model, s.historyEpoch],
+    `INSERT INTO sessions (session_id, repo, issue_number, agent, runtime_id, work_dir, model, history_epoch, cli)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+     ON CONFLICT (session_id) DO UPDATE SET last_used_at = now(),
+       model = COALESCE(EXCLUDED.model, sessions.model), last_runtime_id = EXCLUDED.runtime_id`,
+    [
+      s.sessionId,
+      s.repo,
+      s.issueNumber,
+      s.agent,
+      s.runtimeId,
+      s.workDir,
+      s.model,
+      s.historyEpoch,
+      s.cli ?? "claude",
+    ],
   );
 }
 
@@ -58,7 +71,7 @@ export async function markSession(
  */
 export async function priorSession(db: Db, key: TaskKey): Promise<PriorSession | null> {
   const { rows } = await db.query(
-    `SELECT s.session_id, s.runtime_id, s.work_dir, s.state, s.history_epoch, s.last_used_at,
+    `SELECT s.session_id, s.cli, COALESCE(s.last_runtime_id, s.runtime_id) AS runtime_id, s.work_dir, s.state, s.history_epoch, s.last_used_at,
             s.context_tokens, s.context_window
        FROM tasks t JOIN sessions s ON s.session_id = t.session_id
       WHERE t.repo = $1 AND t.issue_number = $2 AND t.agent = $3
@@ -71,6 +84,7 @@ export async function priorSession(db: Db, key: TaskKey): Promise<PriorSession |
   if (!r) return null;
   return {
     sessionId: r.session_id as string,
+    cli: r.cli === "codex" ? "codex" : "claude",
     runtimeId: (r.runtime_id as string | null) ?? null,
     workDir: (r.work_dir as string | null) ?? null,
     state: r.state as PriorSession["state"],

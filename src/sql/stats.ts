@@ -114,6 +114,8 @@ export interface RepoRow {
   repo: string;
   agent: string;
   turns: number;
+  /** Tasks a spend limit kept from running (not turns). */
+  refused: number;
   followUps: number;
   resumed: number;
   resumeRate: number | null;
@@ -152,6 +154,8 @@ export interface RunnerRow {
   concurrency: number;
   /** Tasks in status running on this runtime, counted from the tasks table. */
   runningTasks: number;
+  /** How its runner runs agents: "bwrap 0.8.0", "off" or "unavailable: …"; null if not reported. */
+  sandbox: string | null;
 }
 
 export interface LatestTask {
@@ -195,13 +199,23 @@ export interface Stats {
     outputTokens: number;
     cacheReadTokens: number;
     cacheCreationTokens: number;
+    /** Tasks a spend limit kept from running (outcome limit_refused; not turns). */
+    refused: number;
   };
   /** resumed ÷ followUps over the window; null when there was no follow-up turn. */
   resumeRate: number | null;
   /** Turns per reason code: every known code (zeros included), then any other code seen. */
   reasons: Record<string, number>;
-  /** Turns per outcome: every known outcome (zeros included), "pending" for turns without one. */
+  /**
+   * Turns per outcome: every turn outcome (zeros included), "pending" for turns without one.
+   * `limit_refused` is not among them: a refused task never ran (see totals.refused).
+   */
   outcomes: Record<string, number>;
+  /**
+   * The same figures per agent CLI (`claude`, `codex`; both always present). Codex reports
+   * tokens only, so its cost is Tether's estimate from a price table (src/codex/pricing.ts).
+   */
+  byCli: Record<string, CliFigures>;
   series: SeriesPoint[];
   savings: {
     resumed: TurnCostProfile;
@@ -212,6 +226,8 @@ export interface Stats {
     /** avgInputTokens + avgCacheCreationTokens, fresh follow-up minus resumed. */
     uncachedTokensSavedPerResumedTurn: number | null;
   };
+  /** Portable sessions over the window: how turns got their session (issue 16). */
+  sessions: SessionMoves;
   repos: RepoRow[];
   /** How many (repository, agent) pairs had turns; repos holds the busiest MAX_REPO_ROWS. */
   reposTotal: number;
@@ -238,6 +254,62 @@ export interface ChangesFigures {
   refused: Record<string, number>;
   /** Publishes that failed (GitHub refused, no permission, an error), by reason. */
   failed: Record<string, number>;
+}
+
+/** One CLI's share of the window. */
+export interface CliFigures {
+  turns: number;
+  followUps: number;
+  resumed: number;
+  resumeRate: number | null;
+  reasons: Record<string, number>;
+  costUsd: number;
+  /** The cost is an estimate priced by Tether, not the CLI's own figure. */
+  costEstimated: boolean;
+}
+
+export const CLIS = ["claude", "codex"] as const;
+
+export interface SessionMoves {
+  /** Resumed turns whose session another runtime ran last. */
+  resumedAcross: number;
+  /** Resumed turns whose transcript came from Postgres (the runner had no current copy). */
+  restoredFromStore: number;
+  /** Resumed turns whose transcript came from the runner's own cache. */
+  restoredFromCache: number;
+  /** Median restore time from Postgres, ms; null without one. */
+  storeRestoreMsP50: number | null;
+  /** Turns whose session was compacted first. */
+  compacted: number;
+}
+
+const NO_MOVES: SessionMoves = {
+  resumedAcross: 0,
+  restoredFromStore: 0,
+  restoredFromCache: 0,
+  storeRestoreMsP50: null,
+  compacted: 0,
+};
+
+async function sessionMoves(c: PoolClient, w: StatsWindow): Promise<SessionMoves> {
+  const { rows } = await c.query(
+    `SELECT count(*) FILTER (WHERE resumed_across)::int AS across,
+            count(*) FILTER (WHERE session_restore = 'store')::int AS store,
+            count(*) FILTER (WHERE session_restore = 'cache')::int AS cache,
+            percentile_disc(0.5) WITHIN GROUP (ORDER BY restore_ms)
+              FILTER (WHERE session_restore = 'store') AS p50,
+            count(*) FILTER (WHERE compacted)::int AS compacted
+       FROM tasks WHERE created_at >= $1 AND created_at < $2`,
+    [w.from, w.to],
+  );
+  const r = rows[0] as Record<string, unknown>;
+  return {
+    resumedAcross: r.across as number,
+    restoredFromStore: r.store as number,
+    restoredFromCache: r.cache as number,
+    storeRestoreMsP50: r.p50 === null ? null : Number(r.p50),
+    compacted: r.compacted as number,
+  };
 }
 
 export class StatsTimeoutError extends Error {
@@ -270,7 +342,9 @@ export async function readStats(pool: Pool, opts: ReadStatsOptions): Promise<Sta
     const runners = await runnerRows(c, opts.now);
     const latest = await latestTasks(c, LATEST_TASKS);
     const changes = await changeRows(c, window);
-    return assemble(window, { hours, repos, queue, runners, latest, changes });
+    const refused = await refusedRows(c, window);
+    const sessions = await sessionMoves(c, window);
+    return assemble(window, { hours, repos, queue, runners, latest, changes, refused, sessions });
   });
 }
 
@@ -356,6 +430,8 @@ export function changesFigures(rows: readonly ChangeRow[]): ChangesFigures {
 /** Turn sums for one bucket and one (follow-up, resumed, reason, outcome) combination. */
 export interface HourRow {
   bucket: number;
+  /** The agent CLI; absent counts as claude. */
+  cli?: string;
   follow_up: boolean;
   resumed: boolean;
   reason: string;
@@ -393,7 +469,7 @@ export interface RepoAggRow {
 export function hourRowsQuery(w: StatsWindow): { text: string; values: unknown[] } {
   return {
     text: `SELECT floor((extract(epoch FROM hour) - $3) / $4)::int AS bucket,
-                  follow_up, resumed, reason, outcome,
+                  cli, follow_up, resumed, reason, outcome,
                   sum(turns) AS turns, sum(with_usage) AS with_usage,
                   sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,
                   sum(cache_read_tokens) AS cache_read_tokens,
@@ -402,7 +478,7 @@ export function hourRowsQuery(w: StatsWindow): { text: string; values: unknown[]
                   sum(with_duration) AS with_duration, sum(duration_ms) AS duration_ms
              FROM turn_stats_hourly
             WHERE hour >= $1 AND hour <= $2
-            GROUP BY 1, follow_up, resumed, reason, outcome
+            GROUP BY 1, cli, follow_up, resumed, reason, outcome
            HAVING sum(turns) <> 0`,
     values: [w.from, w.to, w.from.getTime() / 1000, BUCKET_MS[w.bucket] / 1000],
   };
@@ -445,6 +521,27 @@ export function repoRowsQuery(w: StatsWindow): { text: string; values: unknown[]
             GROUP BY repo, agent`,
     values: [w.from, w.to],
   };
+}
+
+/** Tasks a spend limit refused, per (repository, agent), in the window (by their created_at). */
+export interface RefusedRow {
+  repo: string;
+  agent: string;
+  refused: number;
+}
+
+/** Refusals are not turns, so not in the roll-ups: read from tasks by the limit_refused index. */
+export function refusedRowsQuery(w: StatsWindow): { text: string; values: unknown[] } {
+  return {
+    text: `SELECT repo, agent, count(*) AS refused FROM tasks
+            WHERE outcome = 'limit_refused' AND created_at >= $1 AND created_at <= $2
+            GROUP BY repo, agent`,
+    values: [w.from, w.to],
+  };
+}
+
+async function refusedRows(c: PoolClient, w: StatsWindow): Promise<RefusedRow[]> {
+  return (await c.query<RefusedRow>(refusedRowsQuery(w))).rows;
 }
 
 async function hourRows(c: PoolClient, w: StatsWindow): Promise<HourRow[]> {
@@ -497,9 +594,10 @@ async function runnerRows(c: PoolClient, now: Date): Promise<RunnerRow[]> {
     running: number;
     concurrency: number;
     running_tasks: number;
+    sandbox: string | null;
   }>(
     `SELECT r.id, r.hostname, r.cli_version, r.can_resume, r.started_at, r.heartbeat_at,
-            r.running, r.concurrency,
+            r.running, r.concurrency, r.sandbox,
             (SELECT count(*) FROM tasks t WHERE t.status = 'running' AND t.runtime_id = r.id) AS running_tasks
        FROM runtimes r
       ORDER BY r.heartbeat_at DESC, r.id
@@ -519,6 +617,7 @@ async function runnerRows(c: PoolClient, now: Date): Promise<RunnerRow[]> {
       running: r.running,
       concurrency: r.concurrency,
       runningTasks: r.running_tasks,
+      sandbox: r.sandbox,
     };
   });
 }
@@ -659,7 +758,13 @@ export interface StatsParts {
   latest: LatestTask[];
   /** Publishes by result and reason; absent reads as none. */
   changes?: ChangeRow[];
+  /** Absent: no refusals (older callers). */
+  refused?: RefusedRow[];
+  sessions?: SessionMoves;
 }
+
+/** Outcomes a turn can have: every outcome but limit_refused, which a task gets without running. */
+export const TURN_OUTCOMES = OUTCOMES.filter((o) => o !== "limit_refused");
 
 /** Rolls the aggregate rows up into the API's shape. Pure, so it is tested on its own too. */
 export function assemble(w: StatsWindow, parts: StatsParts): Stats {
@@ -668,20 +773,37 @@ export function assemble(w: StatsWindow, parts: StatsParts): Stats {
   const perBucket = w.buckets.map(() => emptyAcc());
   const reasons: Record<string, number> = Object.fromEntries(REASON_CODES.map((c) => [c, 0]));
   const outcomes: Record<string, number> = Object.fromEntries(
-    [...OUTCOMES, PENDING].map((c) => [c, 0]),
+    [...TURN_OUTCOMES, PENDING].map((c) => [c, 0]),
   );
+  const perCli = new Map<string, { acc: Acc; reasons: Record<string, number> }>();
+  const cliOf = (cli: string) => {
+    let c = perCli.get(cli);
+    if (!c) {
+      c = { acc: emptyAcc(), reasons: Object.fromEntries(REASON_CODES.map((r) => [r, 0])) };
+      perCli.set(cli, c);
+    }
+    return c;
+  };
+  for (const cli of CLIS) cliOf(cli);
   for (const g of parts.hours) {
     add(total, g);
+    const c = cliOf(g.cli ?? "claude");
+    add(c.acc, g);
+    c.reasons[g.reason] = (c.reasons[g.reason] ?? 0) + g.turns;
     add(g.resumed ? classes.resumed : g.follow_up ? classes.freshFollowUp : classes.freshFirst, g);
     const bucket = perBucket[g.bucket];
     if (bucket) add(bucket, g);
     reasons[g.reason] = (reasons[g.reason] ?? 0) + g.turns;
     outcomes[g.outcome] = (outcomes[g.outcome] ?? 0) + g.turns;
   }
+  const refusedBy = new Map<string, number>();
+  const pairKey = (repo: string, agent: string) => JSON.stringify([repo, agent]);
+  for (const r of parts.refused ?? []) refusedBy.set(pairKey(r.repo, r.agent), r.refused);
   const repoRows: RepoRow[] = parts.repos.map((g) => ({
     repo: g.repo,
     agent: g.agent,
     turns: g.turns,
+    refused: refusedBy.get(pairKey(g.repo, g.agent)) ?? 0,
     followUps: g.follow_ups,
     resumed: g.resumed,
     resumeRate: ratio(g.resumed, g.follow_ups),
@@ -692,8 +814,30 @@ export function assemble(w: StatsWindow, parts: StatsParts): Stats {
     cacheCreationTokens: g.cache_creation_tokens,
   }));
 
+  // A pair whose every task was refused had no turn, but belongs in the table all the same.
+  const seen = new Set(repoRows.map((r) => pairKey(r.repo, r.agent)));
+  for (const r of parts.refused ?? [])
+    if (!seen.has(pairKey(r.repo, r.agent)))
+      repoRows.push({
+        repo: r.repo,
+        agent: r.agent,
+        turns: 0,
+        refused: r.refused,
+        followUps: 0,
+        resumed: 0,
+        resumeRate: null,
+        costUsd: 0,
+        inputTokens: 0,
+        outputTokens: 0,
+        cacheReadTokens: 0,
+        cacheCreationTokens: 0,
+      });
   repoRows.sort(
-    (a, b) => b.turns - a.turns || a.repo.localeCompare(b.repo) || a.agent.localeCompare(b.agent),
+    (a, b) =>
+      b.turns - a.turns ||
+      b.refused - a.refused ||
+      a.repo.localeCompare(b.repo) ||
+      a.agent.localeCompare(b.agent),
   );
   const savings = {
     resumed: profile(classes.resumed),
@@ -719,10 +863,25 @@ export function assemble(w: StatsWindow, parts: StatsParts): Stats {
       outputTokens: total.output,
       cacheReadTokens: total.cacheRead,
       cacheCreationTokens: total.cacheCreation,
+      refused: (parts.refused ?? []).reduce((n, r) => n + r.refused, 0),
     },
     resumeRate: ratio(total.resumed, total.followUps),
     reasons,
     outcomes,
+    byCli: Object.fromEntries(
+      [...perCli].map(([cli, c]) => [
+        cli,
+        {
+          turns: c.acc.turns,
+          followUps: c.acc.followUps,
+          resumed: c.acc.resumed,
+          resumeRate: ratio(c.acc.resumed, c.acc.followUps),
+          reasons: c.reasons,
+          costUsd: usd(c.acc.cost),
+          costEstimated: cli !== "claude",
+        },
+      ]),
+    ),
     series: w.buckets.map((start, i) => {
       const b = perBucket[i] ?? emptyAcc();
       return {
@@ -742,6 +901,7 @@ export function assemble(w: StatsWindow, parts: StatsParts): Stats {
         uncached(savings.resumed),
       ),
     },
+    sessions: parts.sessions ?? NO_MOVES,
     repos: repoRows.slice(0, MAX_REPO_ROWS),
     reposTotal: repoRows.length,
     queue: parts.queue,

@@ -18,6 +18,8 @@ export const OUTCOMES = [
   "timed_out",
   "stalled",
   "cancelled",
+  "turn_limit",
+  "limit_refused",
 ] as const;
 export type Outcome = (typeof OUTCOMES)[number];
 
@@ -100,13 +102,16 @@ export async function claimTasks(
   runnerId: string,
   runtimeId: string,
   limit: number,
+  cliVersion: string | null = null,
   affinityWaitMs = 30_000,
 ): Promise<Task[]> {
   if (limit <= 0) return [];
-  // Runtime affinity: a key's session can only be resumed where it lives, so a task whose key
-  // last ran on another runtime that is alive is left to that runtime — for affinityWaitMs at
-  // most, after which anyone takes it (and starts fresh with runtime_mismatch) rather than
-  // letting it starve.
+  // Runtime affinity, only where it matters: a session held in the shared store
+  // (session_transcripts) resumes on any runner whose CLI reads it (tether_cli_reads), so such
+  // a key's task is anyone's at once; one over the size bound starts fresh anyway. A session
+  // only its runtime holds (from before the store), or one this CLI cannot read, is left to
+  // that runtime while it is alive — for affinityWaitMs at most, after which anyone takes it
+  // (and starts fresh with runtime_mismatch) rather than letting it starve.
   const { rows } = await db.query(
     `WITH candidates AS (
        SELECT t.id FROM tasks t
@@ -117,9 +122,13 @@ export async function claimTasks(
                AND r.status = 'running')
           AND (t.created_at < now() - make_interval(secs => $4::double precision / 1000)
                OR COALESCE((
-                 SELECT s.runtime_id = $2 OR rt.heartbeat_at IS NULL OR rt.stopped_at IS NOT NULL
+                 SELECT COALESCE(s.last_runtime_id, s.runtime_id) = $2
+                        OR COALESCE(tr.over_bound, false) OR tether_cli_reads(tr.cli_version, $5)
+                        OR rt.heartbeat_at IS NULL OR rt.stopped_at IS NOT NULL
                         OR rt.heartbeat_at < now() - interval '1 minute'
-                   FROM sessions s LEFT JOIN runtimes rt ON rt.id = s.runtime_id
+                   FROM sessions s
+                   LEFT JOIN runtimes rt ON rt.id = COALESCE(s.last_runtime_id, s.runtime_id)
+                   LEFT JOIN session_transcripts tr ON tr.session_id = s.session_id
                   WHERE s.repo = t.repo AND s.issue_number = t.issue_number AND s.agent = t.agent
                   ORDER BY s.last_used_at DESC LIMIT 1), true))
         ORDER BY t.created_at, t.id
@@ -132,7 +141,7 @@ export async function claimTasks(
        FROM candidates c
       WHERE t.id = c.id
      RETURNING t.*`,
-    [runnerId, runtimeId, limit, affinityWaitMs],
+    [runnerId, runtimeId, limit, affinityWaitMs, cliVersion],
   );
   return rows
     .map(toTask)
@@ -163,6 +172,8 @@ export interface DecisionRecord {
   historyEpoch: number;
   workDir: string;
   retriedFresh?: boolean;
+  /** The CLI the turn runs on; default claude. */
+  cli?: "claude" | "codex";
 }
 
 /** Store the resume decision before the CLI starts. Returns false when the lease was lost. */
@@ -175,7 +186,7 @@ export async function recordDecision(
   const res = await db.query(
     `UPDATE tasks SET resume_decision = $3, resume_reason = $4, resume_session_id = $5,
             is_follow_up = $6, history_epoch = $7, work_dir = $8,
-            retried_fresh = retried_fresh OR $9, updated_at = now()
+            retried_fresh = retried_fresh OR $9, cli = $10, updated_at = now()
       WHERE id = $1 AND locked_by = $2 AND status = 'running'`,
     [
       taskId,
@@ -187,6 +198,7 @@ export async function recordDecision(
       d.historyEpoch,
       d.workDir,
       d.retriedFresh ?? false,
+      d.cli ?? "claude",
     ],
   );
   return res.rowCount === 1;
@@ -209,6 +221,36 @@ export async function pinSession(
     [taskId, runnerId, sessionId],
   );
   return res.rowCount === 1;
+}
+
+/**
+ * How the turn's session got to this runner (restored from its cache or from the shared
+ * store, and in how long), whether it resumed a session another runtime last ran, and whether
+ * it was compacted first: what the dashboard counts as portability.
+ */
+export async function recordSessionMove(
+  db: Db,
+  taskId: number,
+  runnerId: string,
+  m: {
+    restore: { from: "cache" | "store"; ms: number } | null;
+    resumedAcross: boolean;
+    compacted?: boolean;
+  },
+): Promise<void> {
+  await db.query(
+    `UPDATE tasks SET session_restore = $3, restore_ms = $4, resumed_across = $5,
+            compacted = compacted OR $6, updated_at = now()
+      WHERE id = $1 AND locked_by = $2 AND status = 'running'`,
+    [
+      taskId,
+      runnerId,
+      m.restore?.from ?? null,
+      m.restore ? Math.round(m.restore.ms) : null,
+      m.resumedAcross,
+      m.compacted ?? false,
+    ],
+  );
 }
 
 export async function setTrackingComment(
@@ -288,6 +330,9 @@ export interface Finish {
   sessionId: string | null;
   usage: Usage | null;
   answer: FinalAnswer;
+  /** Bytes of the prompt written to the CLI, and of the answer it gave (what the turn added to the thread). */
+  promptBytes?: number | null;
+  answerBytes?: number | null;
 }
 
 /**
@@ -312,6 +357,7 @@ export async function finishTask(
             answer_comment_id = COALESCE(answer_comment_id, $16),
             answer_pending = $17, answer_body = $18,
             answer_next_at = CASE WHEN $17 THEN now() + make_interval(secs => $19::double precision / 1000) END,
+            prompt_bytes = $20, answer_bytes = $21,
             finished_at = now(), updated_at = now(), locked_by = NULL, heartbeat_at = NULL
       WHERE id = $1 AND locked_by = $2 AND status = 'running'`,
     [
@@ -334,6 +380,8 @@ export async function finishTask(
       a.kind === "pending",
       a.kind === "pending" ? a.body : null,
       a.kind === "pending" ? a.retryInMs : null,
+      f.promptBytes ?? null,
+      f.answerBytes ?? null,
     ],
   );
   return res.rowCount === 1;

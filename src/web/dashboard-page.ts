@@ -86,8 +86,9 @@ export function dashboardPage(nonce: string, opts: { signOut: boolean }): string
 <main id="main" class="loading">
   <section class="kpis">
     <div class="kpi"><div class="label">Resume rate</div><div class="value" data-stat="resumeRate">–</div><div class="detail" data-stat="resumeDetail"></div></div>
+    <div class="kpi"><div class="label">Sessions across runners</div><div class="value" data-stat="resumedAcross">–</div><div class="detail" data-stat="restoreDetail"></div></div>
     <div class="kpi"><div class="label">Turns</div><div class="value" data-stat="turns">–</div><div class="detail" data-stat="turnsDetail"></div></div>
-    <div class="kpi"><div class="label">Cost</div><div class="value" data-stat="cost">–</div><div class="detail" data-stat="costDetail"></div></div>
+    <div class="kpi"><div class="label">Cost</div><div class="value" data-stat="cost">–</div><div class="detail" data-stat="costDetail"></div><div class="detail" data-stat="refused"></div></div>
     <div class="kpi"><div class="label">Failed turns</div><div class="value" data-stat="failed">–</div><div class="detail" data-stat="failedDetail"></div></div>
     <div class="kpi"><div class="label">Queue</div><div class="value" data-stat="queueDepth">–</div><div class="detail" data-stat="queueDetail"></div></div>
     <div class="kpi"><div class="label">Running</div><div class="value" data-stat="running">–</div><div class="detail" data-stat="runningDetail"></div></div>
@@ -118,6 +119,10 @@ export function dashboardPage(nonce: string, opts: { signOut: boolean }): string
       <div class="panel-head sub"><h2>Changes</h2><span class="muted">what agents' changes became</span></div>
       <div id="changes" class="chips"></div>
     </div>
+  </section>
+  <section class="panel">
+    <div class="panel-head"><h2>By agent CLI</h2><span class="muted">Codex cost is Tether's estimate from its tokens</span></div>
+    <div class="scroll"><table id="clis" class="num-table"></table></div>
   </section>
   <section class="panel">
     <div class="panel-head"><h2>By repository and agent</h2><span class="muted" id="repos-note"></span></div>
@@ -189,6 +194,7 @@ main.loading { opacity: .6; }
 .kpi .detail { color: var(--muted); font-size: 12.5px; line-height: 1.35; margin-top: 2px; }
 .kpi .value.good { color: var(--resumed); }
 .kpi .value.warn { color: var(--fresh); }
+td .warn { color: var(--fresh); }
 .kpi .value.bad { color: var(--bad); }
 .grid-2-1 { display: grid; grid-template-columns: minmax(0, 2fr) minmax(0, 1fr); gap: 16px; }
 .grid-1-1 { display: grid; grid-template-columns: minmax(0, 1fr) minmax(0, 1fr); gap: 16px; }
@@ -239,9 +245,9 @@ td.empty { color: var(--muted); text-align: center; padding: 18px; white-space: 
 .rate .mini span { display: block; height: 100%; background: var(--resumed); }
 .pill { display: inline-block; padding: 1px 8px; border-radius: 10px; font-size: 12px; background: var(--chip); }
 .pill.succeeded, .pill.success, .pill.resumed { background: color-mix(in srgb, var(--resumed) 18%, transparent); color: var(--resumed); }
-.pill.failed, .pill.poisoned, .pill.auth_failed, .pill.timed_out, .pill.stalled, .pill.resume_rejected { background: color-mix(in srgb, var(--bad) 15%, transparent); color: var(--bad); }
+.pill.failed, .pill.poisoned, .pill.auth_failed, .pill.timed_out, .pill.stalled, .pill.resume_rejected, .pill.turn_limit { background: color-mix(in srgb, var(--bad) 15%, transparent); color: var(--bad); }
 .pill.running, .pill.queued { background: color-mix(in srgb, var(--accent) 15%, transparent); color: var(--accent); }
-.pill.fresh { background: color-mix(in srgb, var(--fresh) 18%, transparent); color: var(--fresh); }
+.pill.fresh, .pill.limit_refused { background: color-mix(in srgb, var(--fresh) 18%, transparent); color: var(--fresh); }
 .dot { display: inline-block; width: 8px; height: 8px; border-radius: 50%; margin-right: 6px; background: var(--bad); }
 .dot.alive { background: var(--resumed); }
 .clip { max-width: 22em; overflow: hidden; text-overflow: ellipsis; }
@@ -269,7 +275,7 @@ const SCRIPT = String.raw`
     cli_cannot_resume: "The Claude binary cannot resume",
     resume_rejected: "The CLI rejected the resume; retried fresh"
   };
-  var FAILED = ["failed", "poisoned", "resume_rejected", "auth_failed", "timed_out", "stalled"];
+  var FAILED = ["failed", "poisoned", "resume_rejected", "auth_failed", "timed_out", "stalled", "turn_limit"];
   var REFRESH_MS = 30000;
   var params = new URLSearchParams(location.search);
   var state = {
@@ -373,11 +379,18 @@ const SCRIPT = String.raw`
     var rate = set("resumeRate", pct(d.resumeRate), d.resumeRate === null ? "" : d.resumeRate >= 0.7 ? "good" : "warn");
     rate.setAttribute("data-value", d.resumeRate === null ? "" : String(d.resumeRate));
     set("resumeDetail", int(t.resumed) + " resumed of " + int(t.followUps) + " follow-ups");
+    var mv = d.sessions;
+    set("resumedAcross", int(mv.resumedAcross), "");
+    set("restoreDetail", int(mv.restoredFromStore) + " restored from Postgres" +
+      (mv.storeRestoreMsP50 === null ? "" : " (p50 " + int(mv.storeRestoreMsP50) + " ms)") +
+      ", " + int(mv.restoredFromCache) + " from a runner's cache, " + int(mv.compacted) + " compacted");
     set("turns", int(t.turns)).setAttribute("data-value", String(t.turns));
     set("turnsDetail", int(t.firstTurns) + " first · " + int(t.freshFollowUps) + " fresh follow-ups");
     set("cost", usdTotal(t.costUsd));
     var saved = d.savings.costSavedPerResumedTurnUsd;
     set("costDetail", saved === null ? "avg " + usd(t.turns ? t.costUsd / t.turns : null) + " per turn" : usd(saved) + " saved per resumed turn");
+    var refused = set("refused", int(t.refused) + " refused by a spend limit");
+    refused.setAttribute("data-value", String(t.refused));
     var failed = FAILED.reduce(function (sum, k) { return sum + (d.outcomes[k] || 0); }, 0);
     set("failed", int(failed), failed ? "bad" : "");
     set("failedDetail", t.turns ? pct(failed / t.turns) + " of turns" : "no turns");
@@ -543,11 +556,12 @@ const SCRIPT = String.raw`
       (q.depth ? " (oldest " + age(q.oldestAgeSeconds) + ")" : "") + " · " + int(q.running) + " running" +
       (q.answersPending ? " · " + int(q.answersPending) + " answer" + (q.answersPending === 1 ? "" : "s") + " waiting for GitHub" : "");
     table(document.getElementById("runners"), [
-      { t: "Runner" }, { t: "CLI" }, { t: "Heartbeat" }, { t: "Running", n: true, title: "running tasks / concurrency" }
+      { t: "Runner" }, { t: "CLI" }, { t: "Sandbox", title: "how this runner runs agents" }, { t: "Heartbeat" }, { t: "Running", n: true, title: "running tasks / concurrency" }
     ], d.runners.map(function (r) {
       return h("tr", { "data-runner": r.id },
         td(h("span", null, h("span", { cls: "mono", text: r.id }), h("span", { cls: "muted", text: r.hostname === r.id ? "" : "  " + r.hostname })), "clip", r.id + " on " + r.hostname),
         td((r.cliVersion || "–") + (r.canResume === false ? " (no resume)" : "")),
+        td(h("span", { cls: r.sandbox && r.sandbox.indexOf("bwrap") === 0 ? "" : "warn", "data-sandbox": r.sandbox || "", text: r.sandbox || "–" }), "clip", r.sandbox || "not reported"),
         td(h("span", null, h("span", { cls: "dot" + (r.alive ? " alive" : ""), title: r.alive ? "alive" : "silent" }), ago(r.heartbeatAt)), null, when(r.heartbeatAt)),
         td(int(r.runningTasks) + " / " + int(r.concurrency), "n"));
     }), "No runner has registered yet.");
@@ -589,17 +603,37 @@ const SCRIPT = String.raw`
   function renderRepos(d) {
     table(document.getElementById("repos"), [
       { t: "Repository" }, { t: "Agent" }, { t: "Turns", n: true }, { t: "Follow-ups", n: true }, { t: "Resumed", n: true },
-      { t: "Resume rate", n: true }, { t: "Cost", n: true }, { t: "Input tok", n: true }, { t: "Cache read tok", n: true },
+      { t: "Resume rate", n: true }, { t: "Cost", n: true }, { t: "Refused", n: true }, { t: "Input tok", n: true }, { t: "Cache read tok", n: true },
       { t: "Cache write tok", n: true }, { t: "Output tok", n: true }
     ], d.repos.map(function (r) {
       return h("tr", { "data-repo": r.repo + "/" + r.agent },
         td(r.repo, "clip", r.repo), td(r.agent), td(int(r.turns), "n"), td(int(r.followUps), "n"), td(int(r.resumed), "n"),
         td(rateCell(r.resumeRate), "n"), td(usdTotal(r.costUsd), "n", usd(r.costUsd)),
+        td(int(r.refused), "n", "tasks a spend limit kept from running"),
         td(compact(r.inputTokens), "n", int(r.inputTokens)), td(compact(r.cacheReadTokens), "n", int(r.cacheReadTokens)),
         td(compact(r.cacheCreationTokens), "n", int(r.cacheCreationTokens)), td(compact(r.outputTokens), "n", int(r.outputTokens)));
     }), "No turns in this range.");
     document.getElementById("repos-note").textContent = d.reposTotal > d.repos.length
       ? "busiest " + d.repos.length + " of " + d.reposTotal : d.reposTotal + " repository/agent pair" + (d.reposTotal === 1 ? "" : "s");
+  }
+
+  // ---- per CLI
+  function renderClis(d) {
+    var clis = Object.keys(d.byCli || {});
+    table(document.getElementById("clis"), [
+      { t: "CLI" }, { t: "Turns", n: true }, { t: "Follow-ups", n: true }, { t: "Resumed", n: true },
+      { t: "Resume rate", n: true }, { t: "Cost", n: true }, { t: "Fresh follow-ups by reason" }
+    ], clis.map(function (cli) {
+      var c = d.byCli[cli];
+      var reasons = Object.keys(c.reasons).filter(function (k) { return k !== "resumed" && k !== "no_prior_session" && c.reasons[k] > 0; })
+        .sort(function (a, b) { return c.reasons[b] - c.reasons[a]; })
+        .map(function (k) { return k + " " + int(c.reasons[k]); }).join(", ");
+      return h("tr", { "data-cli": cli },
+        td(cli), td(int(c.turns), "n"), td(int(c.followUps), "n"), td(int(c.resumed), "n"),
+        td(rateCell(c.resumeRate), "n"),
+        td((c.costEstimated ? "≈ " : "") + usdTotal(c.costUsd), "n", c.costEstimated ? "estimated: " + usd(c.costUsd) : usd(c.costUsd)),
+        td(reasons || "–", "clip", reasons));
+    }), "No turns in this range.");
   }
 
   // ---- latest tasks
@@ -635,7 +669,7 @@ const SCRIPT = String.raw`
   }
   function render(d) {
     state.data = d;
-    renderKpis(d); drawChart(d); renderReasons(d); renderSavings(d); renderRunners(d); renderOutcomes(d); renderChanges(d); renderRepos(d); renderLatest(d);
+    renderKpis(d); drawChart(d); renderReasons(d); renderSavings(d); renderRunners(d); renderOutcomes(d); renderClis(d); renderChanges(d); renderRepos(d); renderLatest(d);
     document.getElementById("main").classList.remove("loading");
     document.body.setAttribute("data-loaded", d.range);
   }

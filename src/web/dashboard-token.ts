@@ -34,10 +34,10 @@ export async function ensureDashboardToken(dataDir: string): Promise<DashboardTo
   const file = path.join(dataDir, DASHBOARD_TOKEN_FILE);
   const existing = await readToken(file);
   if (existing) return existing;
-  await fs.mkdir(dataDir, { recursive: true });
   const token = randomBytes(32).toString("base64url");
   const tmp = `${file}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
   try {
+    await fs.mkdir(dataDir, { recursive: true });
     await fs.writeFile(tmp, `${token}\n`, { mode: 0o600, flag: "wx" });
     await fs.link(tmp, file);
   } catch (err) {
@@ -51,7 +51,7 @@ export async function ensureDashboardToken(dataDir: string): Promise<DashboardTo
     if (theirs) return theirs;
     throw new DashboardTokenError(`${file} appeared while Tether was writing it, but is empty.`);
   } finally {
-    await fs.rm(tmp, { force: true });
+    await fs.rm(tmp, { force: true }).catch(() => undefined); // never made, or not makeable
   }
   return { token, file, state: "created" };
 }
@@ -63,7 +63,10 @@ async function readToken(file: string): Promise<DashboardToken | undefined> {
     mode = (await fs.stat(file)).mode;
     text = await fs.readFile(file, "utf8");
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    // Not there, or a path whose parent is not a directory: no token yet (making one will say
+    // what is wrong with the directory).
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === "ENOENT" || code === "ENOTDIR") return undefined;
     throw new DashboardTokenError(
       `Could not read the dashboard token from ${file}: ${(err as Error).message}. ` +
         "Fix its permissions, delete it to make a new one, or set TETHER_DASHBOARD_TOKEN.",

@@ -28,6 +28,15 @@ export const HEADERS_TIMEOUT_MS = 10_000;
 export const REQUEST_TIMEOUT_MS = 30_000;
 
 /**
+ * How long an idle keep-alive connection stays open. Longer than any client's or proxy's own
+ * idle timeout (undici's 4 s, a load balancer's 60 s), so the client always closes an idle
+ * connection first: with the server closing first (Node's default, 5 s), a request sent on a
+ * connection at the moment the server drops it fails with "other side closed", a race a loaded
+ * machine makes common.
+ */
+export const KEEP_ALIVE_TIMEOUT_MS = 65_000;
+
+/**
  * Node's limits on slow clients, for every route of a server: a request whose headers take
  * longer than HEADERS_TIMEOUT_MS, or whose headers and body together take longer than
  * REQUEST_TIMEOUT_MS, is answered 408 and its connection closed, so a sender trickling bytes
@@ -38,6 +47,7 @@ export const REQUEST_TIMEOUT_MS = 30_000;
 export function limitSlowClients(server: Server): Server {
   server.headersTimeout = HEADERS_TIMEOUT_MS;
   server.requestTimeout = REQUEST_TIMEOUT_MS;
+  server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
   return server;
 }
 

@@ -39,7 +39,7 @@ export class WorkspaceError extends Error {
 }
 
 /** Words for the failed step: "could not clone …" / "could not fetch …". */
-export type Step = "clone" | "fetch" | "update" | "maintain";
+export type Step = "clone" | "fetch" | "update" | "maintain" | "read";
 
 export interface FailureContext {
   repo: string;

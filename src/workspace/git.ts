@@ -79,21 +79,33 @@ export interface GitCall {
   allowFailure?: boolean;
   /** Let git's housekeeping run (in the foreground); off otherwise. */
   maintenance?: boolean;
-  /** Written to git's stdin. */
+  /** Written to git's stdin (`cat-file --batch`, a commit message). */
   input?: string;
+  /** Most bytes of stdout kept (the rest is cut off); default 16 MiB. */
+  maxBuffer?: number;
   /** More environment (a commit's identity). */
   env?: Record<string, string>;
   /** More `-c` pairs, after the safety ones. */
   config?: string[];
 }
 
-export type HostGit = (args: string[], call: GitCall) => Promise<CommandResult>;
+export interface HostGit {
+  (args: string[], call: GitCall): Promise<CommandResult>;
+  /** The same, with stdout as bytes: file contents read from the mirror. */
+  bytes(args: string[], call: GitCall): Promise<CommandResult<Buffer>>;
+}
 
 export function hostGit(opts: HostGitOptions): HostGit {
   const base = hostGitEnv(opts.home);
   const gitPath = opts.gitPath ?? "git";
   const timeoutMs = opts.timeoutMs ?? 10 * 60_000;
-  return async (args, call) => {
+  async function run(args: string[], call: GitCall): Promise<CommandResult>;
+  async function run(args: string[], call: GitCall, bytes: true): Promise<CommandResult<Buffer>>;
+  async function run(
+    args: string[],
+    call: GitCall,
+    bytes?: true,
+  ): Promise<CommandResult<string | Buffer>> {
     const env = {
       ...base,
       ...call.env,
@@ -110,13 +122,18 @@ export function hostGit(opts: HostGitOptions): HostGit {
         ]
       : GIT_SAFETY;
     const started = Date.now();
-    const r = await runCommand(gitPath, [...safety, ...(call.config ?? []), ...args], {
+    const command = {
       cwd: call.cwd,
       env,
       timeoutMs,
       signal: call.signal,
       ...(call.input === undefined ? {} : { input: call.input }),
-    });
+      ...(call.maxBuffer === undefined ? {} : { maxBuffer: call.maxBuffer }),
+    };
+    const argv = [...safety, ...(call.config ?? []), ...args];
+    const r = bytes
+      ? await runCommand(gitPath, argv, { ...command, encoding: "buffer" })
+      : await runCommand(gitPath, argv, command);
     const token = call.auth?.token;
     opts.log.debug(
       { git: args.slice(0, 2), exitCode: r.exitCode, ms: Date.now() - started },
@@ -144,5 +161,8 @@ export function hostGit(opts: HostGitOptions): HostGit {
       throw gitFailure(ctx, call.step, stderr, undefined, r.exitCode);
     }
     return r;
-  };
+  }
+  return Object.assign((args: string[], call: GitCall) => run(args, call), {
+    bytes: (args: string[], call: GitCall) => run(args, call, true),
+  });
 }

@@ -17,8 +17,10 @@ import fs from "node:fs/promises";
 import path from "node:path";
 import type { Logger } from "../log.js";
 import type { Sandbox } from "../sandbox/sandbox.js";
+import { agentControlMasks, type AgentControlMasks } from "./agent-control.js";
 import { gitFailure, tail, WorkspaceError, type FailureContext } from "./errors.js";
-import { hostGit } from "./git.js";
+import { readProjectInstructions, type ProjectInstructions } from "./project-instructions.js";
+import { hostGit, type HostGit } from "./git.js";
 import { isObjectId, isValidBranchName, refFiles } from "./git-refs.js";
 import { Mirrors, pullRef, type MirrorSync } from "./mirror.js";
 import { workspacePath, type TaskKey } from "./paths.js";
@@ -164,6 +166,8 @@ const TMP_DIR = ".tmp";
 const MIRRORS_DIR = ".mirrors";
 /** Per-publish directories a sandboxed step writes its bundle into (never a workspace). */
 const OUTBOX_DIR = ".outbox";
+/** Per-run copies of a base branch's agent-control files (agent-control.ts); removed after the run. */
+const MASKS_DIR = ".masks";
 const STALE_TMP_MS = 6 * 60 * 60_000;
 
 const OPERATION_MARKERS =
@@ -277,6 +281,7 @@ export class Workspaces {
   readonly root: string;
   readonly mirrors: Mirrors;
   private readonly git: SandboxedGit;
+  private readonly hostGit: HostGit;
   private readonly timeoutMs: number;
 
   private constructor(
@@ -285,14 +290,15 @@ export class Workspaces {
   ) {
     this.root = root;
     this.timeoutMs = opts.timeoutMs ?? 10 * 60_000;
+    this.hostGit = hostGit({
+      home: opts.gitHome ?? path.join(root, ".git-home"),
+      log: opts.log,
+      ...(opts.gitPath ? { gitPath: opts.gitPath } : {}),
+      timeoutMs: this.timeoutMs,
+    });
     this.mirrors = new Mirrors({
       root: path.join(root, MIRRORS_DIR),
-      git: hostGit({
-        home: opts.gitHome ?? path.join(root, ".git-home"),
-        log: opts.log,
-        ...(opts.gitPath ? { gitPath: opts.gitPath } : {}),
-        timeoutMs: this.timeoutMs,
-      }),
+      git: this.hostGit,
       log: opts.log,
       timeoutMs: this.timeoutMs,
     });
@@ -308,6 +314,8 @@ export class Workspaces {
     const root = await fs.realpath(opts.root);
     const home = opts.gitHome ?? path.join(root, ".git-home");
     await fs.mkdir(home, { recursive: true, mode: 0o700 });
+    await fs.mkdir(path.join(root, MASKS_DIR), { recursive: true, mode: 0o700 });
+    await sweepStale(path.join(root, MASKS_DIR), opts.log);
     return new Workspaces(root, { ...opts, gitHome: home });
   }
 
@@ -317,6 +325,70 @@ export class Workspaces {
 
   mirrorFor(repo: string): string {
     return this.mirrors.pathFor(repo);
+  }
+
+  /**
+   * The repository's CLAUDE.md as `branch` (the default branch) has it in the mirror, capped;
+   * null when there is none. Never the checkout's copy. After prepare() (the mirror is fresh).
+   */
+  projectInstructions(req: {
+    repo: string;
+    branch: string;
+    signal?: AbortSignal | undefined;
+  }): Promise<ProjectInstructions | null> {
+    return readProjectInstructions({
+      git: this.hostGit,
+      mirror: this.mirrors.pathFor(req.repo),
+      repo: req.repo,
+      branch: req.branch,
+      log: this.opts.log,
+      signal: req.signal,
+    });
+  }
+
+  /**
+   * A pull request turn's masks: the agent-control files its head changed from its base, shown
+   * as the base has them (agent-control.ts). Read from the mirror, after prepare(). None with
+   * the sandbox off: nothing would apply them. Call dispose() after the run.
+   */
+  async agentControl(req: {
+    repo: string;
+    /** The key's checkout, as prepare() returned it. */
+    dir: string;
+    pullRequest: number;
+    baseRef: string;
+    signal?: AbortSignal | undefined;
+  }): Promise<AgentControlMasks> {
+    const runDir = path.join(this.root, MASKS_DIR, randomBytes(8).toString("hex"));
+    if (!this.opts.sandbox.sandboxed) return { masks: [], skipped: [], dispose: async () => {} };
+    const started = Date.now();
+    const r = await agentControlMasks({
+      git: this.hostGit,
+      mirror: this.mirrors.pathFor(req.repo),
+      repo: req.repo,
+      baseRef: req.baseRef,
+      headRef: pullRef(req.pullRequest),
+      checkout: req.dir,
+      runDir,
+      log: this.opts.log,
+      signal: req.signal,
+    });
+    if (r.masks.length)
+      this.opts.log.info(
+        {
+          repo: req.repo,
+          pr: req.pullRequest,
+          masks: r.masks.map((m) => `${m.path} (${m.replacement ? "base" : "hidden"})`),
+          ms: Date.now() - started,
+        },
+        "agent-control files of the pull request's head shown as its base has them",
+      );
+    for (const s of r.skipped)
+      this.opts.log.warn(
+        { repo: req.repo, pr: req.pullRequest, path: s.path, reason: s.reason },
+        "an agent-control path the pull request changed cannot be masked",
+      );
+    return r;
   }
 
   /**
@@ -394,7 +466,7 @@ export class Workspaces {
     const upstreamRef = pr ? pullRef(pr.number) : `refs/remotes/origin/${target}`;
     const tmpRoot = path.join(this.root, TMP_DIR);
     await fs.mkdir(tmpRoot, { recursive: true });
-    await sweepStaleClones(tmpRoot, this.opts.log);
+    await sweepStale(tmpRoot, this.opts.log);
     const tmp = path.join(tmpRoot, `clone-${Date.now()}-${randomBytes(4).toString("hex")}`);
     await fs.mkdir(tmp);
     try {
@@ -809,13 +881,14 @@ function checkCloneUrl(repo: string, cloneUrl: string): void {
   }
 }
 
-async function sweepStaleClones(tmpRoot: string, log: Logger): Promise<void> {
+/** Removes what a process that died left in one of Tether's scratch directories. */
+async function sweepStale(tmpRoot: string, log: Logger): Promise<void> {
   for (const name of await fs.readdir(tmpRoot).catch(() => [] as string[])) {
     const p = path.join(tmpRoot, name);
     const st = await fs.lstat(p).catch(() => null);
     if (st && Date.now() - st.mtimeMs > STALE_TMP_MS) {
       await fs.rm(p, { recursive: true, force: true }).catch(() => undefined);
-      log.info({ path: p }, "removed a stale temporary clone");
+      log.info({ path: p }, "removed a stale temporary directory");
     }
   }
 }

@@ -110,6 +110,11 @@ async function expectPageMatches(page: Page, s: Stats): Promise<void> {
   );
   expect(await stat("queueDepth").textContent()).toBe(int(s.queue.depth));
   expect(await stat("running").textContent()).toBe(int(s.queue.running));
+  expect(s.totals.refused).toBeGreaterThan(0); // the seed has refusals in every range
+  expect(await stat("refused").getAttribute("data-value")).toBe(String(s.totals.refused));
+  expect(await stat("refused").textContent()).toBe(
+    `${int(s.totals.refused)} refused by a spend limit`,
+  );
 
   // The chart: one stacked bar per bucket, a line through every bucket that had follow-ups.
   const chart = page.locator("#rate-chart");
@@ -141,6 +146,12 @@ async function expectPageMatches(page: Page, s: Stats): Promise<void> {
   const first = page.locator(`#latest tr[data-task="${s.latest[0]?.id}"]`);
   expect(await first.locator("a").first().getAttribute("href")).toBe(s.latest[0]?.triggerUrl);
   expect(await page.locator("#runners tbody tr[data-runner]").count()).toBe(s.runners.length);
+  // Each runner says how it runs agents; anything but the sandbox stands out.
+  for (const r of s.runners) {
+    const cell = page.locator(`#runners tr[data-runner="${r.id}"] [data-sandbox]`);
+    expect(await cell.textContent()).toBe(r.sandbox ?? "–");
+    expect(await cell.getAttribute("class")).toBe(r.sandbox?.startsWith("bwrap") ? "" : "warn");
+  }
   for (const [outcome, count] of Object.entries(s.outcomes).filter(([, n]) => n > 0)) {
     expect(await page.locator(`[data-outcome="${outcome}"]`).textContent()).toBe(
       `${outcome} ${int(count)}`,

@@ -160,6 +160,37 @@ describe(
       expect(next.session_id).not.toBe(p.session_id);
     });
 
+    it("5b. a resumed turn answered 'prompt is too long' before any tool ran: the same turn runs fresh with the whole thread, one answer", async () => {
+      const n = newIssue();
+      const a = await stack.finishedTask(await stack.comment(n, "@tether OVERFLOW-ONE read it"));
+      stack.api.script(replies.promptTooLong());
+      const m = mark();
+      const b = await stack.finishedTask(
+        await stack.comment(n, "@tether OVERFLOW-TWO now summarise"),
+      );
+      expect(b).toMatchObject({
+        status: "succeeded",
+        outcome: "success",
+        resume_decision: "fresh",
+        resume_reason: "context_overflow",
+        retried_fresh: true,
+      });
+      expect(b.session_id).not.toBe(a.session_id);
+      const reqs = requestsSince(m);
+      // First the resumed request (refused), then a cold one carrying the thread.
+      expect(reqs.some((r) => r.reply === "error")).toBe(true);
+      const cold = reqs.find((r) => lastUserText(r).includes("# Instruction"));
+      expect(lastUserText(cold!)).toContain("OVERFLOW-ONE");
+      expect(lastUserText(cold!)).toContain("OVERFLOW-TWO");
+      const answers = stack.taskComments(n, b.id as number);
+      expect(answers).toHaveLength(1);
+      expect(String(answers[0]!.body)).toMatch(/^reply#/);
+      expect(
+        (await db.pool.query("SELECT state FROM sessions WHERE session_id = $1", [a.session_id]))
+          .rows[0].state,
+      ).toBe("poisoned");
+    });
+
     it("6. a session file the CLI cannot read: resume rejected, one fresh retry in the same task, one answer", async () => {
       const n = newIssue();
       const a = await stack.finishedTask(await stack.comment(n, "@tether one"));
@@ -169,8 +200,17 @@ describe(
         .map(String)
         .filter((f) => f.endsWith(`${a.session_id}.jsonl`));
       expect(files).toHaveLength(1);
-      // Held, so the decision resumes; empty, so the CLI finds no conversation in it.
-      fs.writeFileSync(path.join(store, files[0]!), "");
+      // Held (the store has it), so the decision resumes; emptied, in Postgres and in this
+      // runner's cache, so the CLI finds no conversation in what is restored.
+      await db.pool.query(
+        `UPDATE session_transcripts SET raw_bytes = 0, chunks = 0, stored_bytes = 0,
+                sha256 = sha256(''::bytea) WHERE session_id = $1`,
+        [a.session_id],
+      );
+      await db.pool.query("DELETE FROM session_transcript_chunks WHERE session_id = $1", [
+        a.session_id,
+      ]);
+      fs.rmSync(path.join(store, files[0]!));
       const m = mark();
       const b = await stack.finishedTask(await stack.comment(n, "@tether two"));
       expect(b).toMatchObject({
@@ -218,20 +258,41 @@ describe(
       expect(String(stack.taskComments(n, done.id as number)[0]!.body)).toMatch(/^reply#/);
     });
 
-    it("8. a different runtime id: fresh with runtime_mismatch", async () => {
+    it("8. a different runtime id with no session files and no workspaces: the follow-up resumes from the shared store, and the API sees the earlier messages", async () => {
       const n = newIssue();
-      const a = await stack.finishedTask(await stack.comment(n, "@tether hello"));
+      const a = await stack.finishedTask(await stack.comment(n, "@tether EARLIER-REQUEST hello"));
+      expect(
+        (
+          await db.pool.query("SELECT raw_bytes FROM session_transcripts WHERE session_id = $1", [
+            a.session_id,
+          ])
+        ).rows[0]?.raw_bytes,
+      ).toBeGreaterThan(0);
       await stack.app.stop();
-      await stack.startApp({ TETHER_RUNTIME_ID: "rt-other" });
+      // A runner redeployed without its volumes: the whole data directory (session cache,
+      // sandbox state, git HOME) and the workspace root are gone; HOME is a new, empty one.
+      fs.rmSync(stack.dataDir, { recursive: true, force: true });
+      fs.rmSync(stack.workspaces, { recursive: true, force: true });
+      const home2 = fs.mkdtempSync(path.join(path.dirname(stack.home), "home2-"));
+      await stack.startApp({ TETHER_RUNTIME_ID: "rt-other", HOME: home2 });
       try {
-        const b = await stack.finishedTask(await stack.comment(n, "@tether again"));
+        const m = mark();
+        const b = await stack.finishedTask(await stack.comment(n, "@tether LATER-REQUEST again"));
         expect(b).toMatchObject({
           status: "succeeded",
-          resume_decision: "fresh",
-          resume_reason: "runtime_mismatch",
+          resume_decision: "resume",
+          resume_reason: "resumed",
           runtime_id: "rt-other",
+          session_id: a.session_id,
+          session_restore: "store",
+          resumed_across: true,
         });
-        expect(b.session_id).not.toBe(a.session_id);
+        const texts = userTexts(requestsSince(m)[0]!);
+        expect(texts.some((t) => t.includes("EARLIER-REQUEST"))).toBe(true);
+        expect(lastUserText(requestsSince(m)[0]!)).toContain("LATER-REQUEST");
+        // The workspace was re-prepared from the repository.
+        expect(fs.existsSync(path.join(String(b.work_dir), "src", "split.js"))).toBe(true);
+        expect(stack.taskComments(n, b.id as number)).toHaveLength(1);
       } finally {
         await stack.app.stop();
         await stack.startApp();
@@ -336,6 +397,47 @@ describe(
       expect(prompt).toMatch(
         /\[Pull request review \(changes requested\) at commit [0-9a-f]{40}\.\]\n\nPlease add a test for old Mac line endings\./,
       );
+    });
+
+    it("12. every token a turn uses is scoped to the task's repository and the step's permissions", async () => {
+      const from = stack.gh.requests.length;
+      const n = newIssue();
+      const t = await stack.finishedTask(await stack.comment(n, "@tether look at split"));
+      expect(t).toMatchObject({ status: "succeeded" });
+      const seen = stack.gh.requests.slice(from);
+      const grantOf = (r: (typeof seen)[number]) => stack.gh.tokenGrant(r.token ?? "");
+      // The mirror's fetch: this repository, contents read, nothing else.
+      const fetches = seen.filter((r) => r.kind === "git");
+      expect(fetches.length).toBeGreaterThan(0);
+      for (const r of fetches)
+        expect(grantOf(r)).toMatchObject({
+          repositories: [REPO],
+          permissions: { contents: "read", metadata: "read" },
+        });
+      // The answer: this repository, no contents write, no other permission.
+      const answers = seen.filter(
+        (r) =>
+          r.method === "POST" &&
+          r.route?.endsWith("/comments") &&
+          String((r.body as { body?: string }).body).includes(`tether:task:${t.id}`),
+      );
+      expect(answers).toHaveLength(1);
+      expect(grantOf(answers[0]!)).toEqual({
+        token: answers[0]!.token,
+        repositories: [REPO],
+        permissions: {
+          issues: "write",
+          pull_requests: "write",
+          contents: "read",
+          metadata: "read",
+        },
+      });
+      // Such a token cannot touch another repository of the same installation.
+      await stack.gh.addRepo({ owner: "octo", name: "other", files: { "README.md": "x\n" } });
+      const other = await fetch(`${stack.gh.apiUrl}/repos/octo/other/issues`, {
+        headers: { authorization: `token ${answers[0]!.token}` },
+      });
+      expect(other.status).toBe(404);
     });
   },
 );

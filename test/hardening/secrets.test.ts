@@ -121,7 +121,12 @@ describe("secrets", { timeout: 120_000 }, () => {
     expect(task).toMatchObject({ status: "succeeded" });
 
     // A failing turn whose error quotes the secrets back (the API's own error message).
-    stack.api.script(replies.invalidRequest(`rejected: ${spill()}`));
+    // Twice: the resumed attempt breaks before any tool ran, so the turn is retried at once in a
+    // fresh session, which the API refuses the same way.
+    stack.api.script(
+      replies.invalidRequest(`rejected: ${spill()}`),
+      replies.invalidRequest(`rejected: ${spill()}`),
+    );
     const failed = await stack.finishedTask(await stack.comment(n, "@tether once more"));
     stack.api.reset();
     expect(failed).toMatchObject({ status: "failed" });

@@ -136,7 +136,10 @@ describe("a burst of webhook deliveries", { timeout: 240_000 }, () => {
     );
 
     expect(figures.statuses).toEqual({ 200: TOTAL });
-    expect(figures.p99ms).toBeLessThan(2000); // GitHub gives up after 10 s
+    // GitHub gives up on a delivery after 10 s: that is the bound that matters here. How far under
+    // it Tether stays is a benchmark's figure (bench/intake.ts), not a test's: the suite must pass
+    // on a loaded machine.
+    expect(figures.p99ms).toBeLessThan(10_000);
     expect(rows[0]).toEqual({ tasks: DISTINCT, queued: DISTINCT, comments: DISTINCT });
     for (const d of firsts)
       expect(byComment.get(d.commentId), `comment ${d.commentId}`).toHaveLength(1);

@@ -55,9 +55,9 @@ const done = (createdAt: Date, outcome: string, status = "succeeded"): Row => ({
  */
 export async function seedDashboardFixture(pool: Pool): Promise<Row[]> {
   await pool.query(
-    `INSERT INTO runtimes (id, hostname, home_dir, claude_path, cli_version, can_resume, concurrency, running, started_at, heartbeat_at)
-     VALUES ('runner-a', 'host-a', '/home/a', '/usr/bin/claude', '2.1.197', true, 4, 1, $1, $2),
-            ('runner-b', 'host-b', '/home/b', '/usr/bin/claude', '2.1.180', false, 2, 0, $1, $3)`,
+    `INSERT INTO runtimes (id, hostname, home_dir, claude_path, cli_version, can_resume, concurrency, running, started_at, heartbeat_at, sandbox)
+     VALUES ('runner-a', 'host-a', '/home/a', '/usr/bin/claude', '2.1.197', true, 4, 1, $1, $2, 'bwrap 0.8.0'),
+            ('runner-b', 'host-b', '/home/b', '/usr/bin/claude', '2.1.180', false, 2, 0, $1, $3, 'unavailable: bwrap: No permissions to create new namespace')`,
     [ago(3 * DAY), ago(10_000), ago(5 * MIN)],
   );
   const w = { repo: "octo/widgets", agent: "tether" };
@@ -149,10 +149,10 @@ export async function seedRealisticTasks(
   const days = opts.days ?? 30;
   const now = opts.now;
   await pool.query(
-    `INSERT INTO runtimes (id, hostname, home_dir, claude_path, cli_version, can_resume, concurrency, running, started_at, heartbeat_at)
-     VALUES ('runner-eu-1', 'ci-eu-1.internal', '/home/tether', '/usr/bin/claude', '2.1.197', true, 4, 2, $1::timestamptz - interval '3 days', $1::timestamptz - interval '8 seconds'),
-            ('runner-eu-2', 'ci-eu-2.internal', '/home/tether', '/usr/bin/claude', '2.1.197', true, 4, 1, $1::timestamptz - interval '3 days', $1::timestamptz - interval '21 seconds'),
-            ('runner-us-1', 'ci-us-1.internal', '/home/tether', '/usr/bin/claude', '2.1.180', true, 2, 0, $1::timestamptz - interval '9 days', $1::timestamptz - interval '47 minutes')`,
+    `INSERT INTO runtimes (id, hostname, home_dir, claude_path, cli_version, can_resume, concurrency, running, started_at, heartbeat_at, sandbox)
+     VALUES ('runner-eu-1', 'ci-eu-1.internal', '/home/tether', '/usr/bin/claude', '2.1.197', true, 4, 2, $1::timestamptz - interval '3 days', $1::timestamptz - interval '8 seconds', 'bwrap 0.8.0'),
+            ('runner-eu-2', 'ci-eu-2.internal', '/home/tether', '/usr/bin/claude', '2.1.197', true, 4, 1, $1::timestamptz - interval '3 days', $1::timestamptz - interval '21 seconds', 'bwrap 0.8.0'),
+            ('runner-us-1', 'ci-us-1.internal', '/home/tether', '/usr/bin/claude', '2.1.180', true, 2, 0, $1::timestamptz - interval '9 days', $1::timestamptz - interval '47 minutes', 'off')`,
     [now],
   );
   await pool.query(
@@ -213,6 +213,17 @@ export async function seedRealisticTasks(
             ('acme/docs', 1, 12, 'docs', 'queued', 'j-doe',
              'https://github.com/acme/docs/issues/12#issuecomment-3', '@tether docs', NULL, NULL, NULL, NULL,
              NULL, NULL, NULL, NULL, $1::timestamptz - interval '20 seconds', NULL)`,
+    [now],
+  );
+  // Turns a spend limit kept from running: not turns, counted beside them.
+  await pool.query(
+    `INSERT INTO tasks (repo, installation_id, issue_number, agent, status, outcome, failure_reason,
+                        trigger_author, trigger_url, trigger_body, created_at, finished_at)
+     SELECT 'acme/billing', 1, 88, 'tether', 'cancelled', 'limit_refused',
+            'not run: conversation: spent $5.1200 of $5', 'mona',
+            'https://github.com/acme/billing/issues/88#issuecomment-' || (700 + g), '@tether again',
+            $1::timestamptz - make_interval(hours => g), $1::timestamptz - make_interval(hours => g)
+       FROM generate_series(1, 3) g`,
     [now],
   );
 }

@@ -62,6 +62,10 @@ export interface Stack {
   dataDir: string;
   app: AppProcess;
   startApp(env?: Record<string, string>): Promise<AppProcess>;
+  /** Another process of the app (say, a runner-only one) beside `app`, stopped by close(). */
+  spawnApp(env?: Record<string, string>): Promise<AppProcess>;
+  /** The stack's temporary directory, removed by close(). */
+  tmp: string;
   /** A comment by `user` on the issue, delivered to the app as GitHub would. Returns its id. */
   comment(issueNumber: number, body: string, user?: string): Promise<number>;
   /** Edit a comment on GitHub and deliver issue_comment.edited. */
@@ -79,13 +83,19 @@ export async function startStack(opts: {
   config?: string;
   env?: Record<string, string>;
   anthropic?: FakeAnthropicOptions;
+  /** The app's working directory (where it looks for `.env`); default the repository. */
+  cwd?: string;
+  /** Files the stand-in repository starts with; default a README and src/split.js. */
+  files?: Record<string, string>;
+  /** Runs once GitHub's stand-in exists, before the app starts (to write its key to a file). */
+  beforeApp?: (gh: FakeGitHub) => void | Promise<void>;
 }): Promise<Stack> {
   const gh = await startFakeGitHub();
   const api = await startFakeAnthropic(opts.anthropic);
   await gh.addRepo({
     owner: "octo",
     name: "widgets",
-    files: {
+    files: opts.files ?? {
       "README.md": "# widgets\n",
       "src/split.js": "export const split = (s) => s.split('\\n');\n",
     },
@@ -98,6 +108,7 @@ export async function startStack(opts: {
   const dataDir = path.join(tmp, "data");
   fs.mkdirSync(home, { recursive: true });
   const children: AppProcess[] = [];
+  await opts.beforeApp?.(gh);
 
   const startApp = async (extra: Record<string, string> = {}): Promise<AppProcess> => {
     const port = await freePort();
@@ -126,7 +137,7 @@ export async function startStack(opts: {
       ...extra,
     };
     const child = spawn(process.execPath, [path.join(ROOT, "dist/src/main.js")], {
-      cwd: ROOT,
+      cwd: opts.cwd ?? ROOT,
       env,
       stdio: ["ignore", "pipe", "pipe"],
     });
@@ -173,6 +184,8 @@ export async function startStack(opts: {
     dataDir,
     app: await startApp(),
     startApp: async (env) => (stack.app = await startApp(env)),
+    spawnApp: startApp,
+    tmp,
     async comment(issueNumber, body, user = "alice") {
       const c = gh.addComment({ repo: REPO, issueNumber, body, user });
       const ev = gh.webhooks.issueComment({ repo: REPO, issueNumber, commentId: c.id as number });

@@ -11,7 +11,11 @@ import { execa } from "execa";
  */
 
 /** Files of a commit: path → content; null deletes the path. */
-export type FileMap = Record<string, string | Buffer | null>;
+/** Files to commit: content, null to delete, a symbolic link, or an executable file. */
+export type FileMap = Record<
+  string,
+  string | Buffer | null | { symlink: string } | { executable: string }
+>;
 
 const GIT_HTTP_BACKEND_TIMEOUT_MS = 60_000;
 
@@ -149,9 +153,15 @@ export async function commitFiles(
   if (parent) line(`from ${parent}`);
   for (const [file, content] of Object.entries(spec.files)) {
     if (content === null) line(`D ${quotePath(file)}`);
-    else {
+    else if (typeof content === "string" || Buffer.isBuffer(content)) {
       line(`M 100644 inline ${quotePath(file)}`);
       data(content);
+    } else if ("symlink" in content) {
+      line(`M 120000 inline ${quotePath(file)}`);
+      data(content.symlink);
+    } else {
+      line(`M 100755 inline ${quotePath(file)}`);
+      data(content.executable);
     }
   }
   line("");

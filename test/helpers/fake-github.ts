@@ -234,8 +234,45 @@ interface TokenState {
   revoked: boolean;
   /** Repository ids the token is limited to; null: all of the installation's. */
   repoIds: number[] | null;
-  /** What the token may do: the installation's permissions, or the subset asked for. */
+  /** What the token may do: the app's permissions, or the subset asked for when it was made. */
   permissions: Record<string, string>;
+}
+
+/** What a token was made with, for tests that check least privilege. */
+export interface TokenGrant {
+  token: string;
+  /** Full names the token is limited to; null: every repository of the installation. */
+  repositories: string[] | null;
+  permissions: Record<string, string>;
+}
+
+/**
+ * The permission a REST request needs, as GitHub decides it for an installation token:
+ * issues (and their comments and reactions), pull requests (and reviews), contents, and
+ * metadata for the rest. Reading needs `read`, anything else `write`.
+ */
+export function requiredPermission(
+  method: string,
+  pathname: string,
+): { name: string; level: "read" | "write" } | null {
+  const m = /^\/repos\/[^/]+\/[^/]+(\/[^/]+)?/.exec(pathname);
+  if (!m) return null;
+  const level = method === "GET" || method === "HEAD" ? "read" : "write";
+  const section = m[1] ?? "";
+  if (section === "/issues") return { name: "issues", level };
+  if (section === "/pulls") return { name: "pull_requests", level };
+  if (["/contents", "/git", "/commits", "/branches", "/compare"].includes(section))
+    return { name: "contents", level };
+  return { name: "metadata", level: "read" };
+}
+
+const LEVELS = { read: 1, write: 2 } as const;
+function grants(
+  have: Record<string, string>,
+  need: { name: string; level: "read" | "write" },
+): boolean {
+  const h = have[need.name];
+  return (h === "read" || h === "write") && LEVELS[h] >= LEVELS[need.level];
 }
 
 interface InstallationState {
@@ -779,6 +816,21 @@ export class FakeGitHub implements PayloadSource {
     return [...this.tokens.keys()];
   }
 
+  /** What `token` was made with (repositories and permissions); undefined if never issued. */
+  tokenGrant(token: string): TokenGrant | undefined {
+    const t = this.tokens.get(token);
+    if (!t) return undefined;
+    return {
+      token,
+      repositories: t.repoIds
+        ? t.repoIds.map((id) =>
+            this.fullName([...this.repos.values()].find((r) => r.id === id) as RepoState),
+          )
+        : null,
+      permissions: { ...t.permissions },
+    };
+  }
+
   revokeToken(token: string): void {
     const t = this.tokens.get(token);
     if (t) t.revoked = true;
@@ -1064,13 +1116,14 @@ export class FakeGitHub implements PayloadSource {
     const inst = this.installations.get(installationId);
     if (!inst) throw new Error(`no installation ${installationId}`);
     const t: TokenState = {
-      permissions: permissions ?? { ...inst.permissions },
       token: `ghs_${randomBytes(27).toString("base64url").replace(/[-_]/g, "x").slice(0, 36)}`,
       installationId,
       createdAt: this.now(),
       expiresAt: new Date(this.now().getTime() + this.tokenTtlMs),
       revoked: false,
       repoIds,
+      // GitHub adds metadata: read to every installation token.
+      permissions: { metadata: "read", ...(permissions ?? inst.permissions) },
     };
     this.tokens.set(t.token, t);
     return t;
@@ -1275,6 +1328,18 @@ export class FakeGitHub implements PayloadSource {
         return;
       }
     }
+    const need = token ? requiredPermission(rec.method, sub) : null;
+    if (token && need && !grants(token.permissions, need)) {
+      this.sendJson(res, rec, {
+        status: 403,
+        body: {
+          message: "Resource not accessible by integration",
+          documentation_url: DOCS,
+          status: "403",
+        },
+      });
+      return;
+    }
     const body =
       rec.body !== null && typeof rec.body === "object" && !Array.isArray(rec.body)
         ? (rec.body as Json)
@@ -1359,6 +1424,12 @@ export class FakeGitHub implements PayloadSource {
     }
     const pushing =
       rest === "/git-receive-pack" || url.searchParams.get("service") === "git-receive-pack";
+    if (!grants(token.permissions, { name: "contents", level: pushing ? "write" : "read" })) {
+      rec.status = 403;
+      res.writeHead(403, { "content-type": "text/plain" });
+      res.end(`Permission to ${this.fullName(repo)}.git denied to the integration.\n`);
+      return;
+    }
     if (pushing) {
       // Stricter than GitHub, to hold Tether to what it promises: a push must come with a token
       // minted for this one repository with contents: write and nothing else that writes.

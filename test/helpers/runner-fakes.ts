@@ -4,6 +4,8 @@ import path from "node:path";
 import type { Pool } from "pg";
 import type {
   AgentPort,
+  AgentSettings,
+  SpendSettings,
   AgentRunRequest,
   AgentRunResult,
   GitHubThread,
@@ -47,9 +49,9 @@ export interface FakeThreadOptions {
   strictUpdates?: boolean;
   /** The agents `.github/tether.yml` defines. */
   agents?: Record<string, AgentSettings>;
+  /** Its spend settings. Default: no monthly limits, `/fresh` keeps the count. */
+  spend?: SpendSettings;
 }
-
-type AgentSettings = { name: string; model?: string; timeoutMinutes: number; stallMinutes: number };
 
 /** One issue's thread in memory: what Tether posted is in `comments`, `creates` counts the posts. */
 export function fakeThread(
@@ -89,6 +91,7 @@ export function fakeThread(
       settings: {
         agents,
         resume: { enabled: true, ttlHours: 72, contextBudget: 0.8 },
+        spend: opts.spend ?? { freshResetsConversation: false },
       },
     }),
   };

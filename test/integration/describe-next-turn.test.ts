@@ -114,3 +114,73 @@ describe("/status with the runner's next-turn decision", () => {
     expect(text).toContain("`@reviewer` on this issue");
   });
 });
+
+describe("/status: the conversation's spend, from its recorded turns", () => {
+  it("sums the key's turns (not another agent's, not a refused task), the month where limited, and estimates what resuming saved", async () => {
+    const issue = 50;
+    const turn = (over: Record<string, unknown>) =>
+      seedTask(pool, {
+        issue_number: issue,
+        status: "succeeded",
+        resume_decision: "fresh",
+        resume_reason: "no_prior_session",
+        finished_at: now,
+        ...over,
+      });
+    await upsertSession(pool, {
+      repo: "octo/widgets",
+      issueNumber: issue,
+      agent: "tether",
+      sessionId: "sess-50",
+      runtimeId: "rt-a",
+      workDir: "/w/50",
+      model: "m",
+      historyEpoch: 0,
+    });
+    await pool.query(
+      `UPDATE sessions SET context_tokens = 45000, context_window = 200000 WHERE session_id = 'sess-50'`,
+    );
+    await turn({ session_id: "sess-50", cost_usd: 0.108, prompt_bytes: 12_000, answer_bytes: 400 });
+    await turn({
+      session_id: "sess-50",
+      resume_decision: "resume",
+      resume_reason: "resumed",
+      cost_usd: 0.009,
+      prompt_bytes: 2_600,
+      answer_bytes: 400,
+      input_tokens: 3,
+      cache_read_tokens: 29_000,
+      cache_creation_tokens: 700,
+    });
+    // Not this conversation's: another agent, and a task a limit refused.
+    await turn({ agent: "reviewer", session_id: "sess-r", cost_usd: 5 });
+    await seedTask(pool, {
+      issue_number: issue,
+      status: "cancelled",
+      outcome: "limit_refused",
+      finished_at: now,
+    });
+    const config = parseRepoConfig({
+      agents: { tether: { conversationLimitUsd: 1 } },
+      spend: { repositoryMonthlyUsd: 1000 },
+    });
+    if (!config.ok) throw new Error("config");
+    const text = await status(issue, ["tether"], config.config);
+    expect(text).toContain(
+      "- Spend: $0.1170 over 2 turns; the conversation limit is $1.00 ($0.8830 left).",
+    );
+    expect(text).toContain("- Context: 45k tokens of 200k (23%) in session `sess-50`");
+    // 0.9 × (12,000 + 400) ÷ 4 = 2,790 saved; the resumed turn used 0.1 × 29,000 + 703 = 3,603.
+    expect(text).toContain(
+      "- Resuming saved an estimated 2,790 billed-equivalent input tokens over 1 turn (they used 3,603; started fresh, about 6,393).",
+    );
+    const month = await pool.query<{ sum: number }>(
+      `SELECT sum(cost_usd) AS sum FROM tasks WHERE repo = 'octo/widgets'
+          AND created_at >= date_trunc('month', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'`,
+    );
+    const spent = month.rows[0]!.sum;
+    expect(text).toContain(
+      `- This repository: $${spent.toFixed(2)} of its $1000.00 for ${now.toLocaleString("en-GB", { month: "long", year: "numeric", timeZone: "UTC" })} (UTC).`,
+    );
+  });
+});

@@ -169,7 +169,7 @@ describe("a valid config", () => {
     );
     const [task] = await readTasks(db.pool, "issue_number = $1", [issue]);
     expect(task?.repo_settings).toMatchObject({
-      v: 1,
+      v: 2,
       agents: { tether: { name: "tether", model: "claude-opus-4-1", timeoutMinutes: 12 } },
       resume: { enabled: true },
     });

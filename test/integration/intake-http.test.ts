@@ -121,9 +121,9 @@ describe.each([
     if (probotPath) expect(await res.json()).toEqual({ error: "signature does not match" });
   });
 
-  it.runIf(probotPath)(
-    "Probot's middleware takes nothing: its old path is a 404, and a development proxy's target is Tether's route",
-    async () => {
+  // Only Tether's own route has an old path to compare with.
+  if (probotPath)
+    it("Probot's middleware takes nothing: its old path is a 404, and a development proxy's target is Tether's route", async () => {
       const root = url.replace(/\/api\/github\/webhooks$/, "");
       const body = JSON.stringify(
         commentCreated({ commentId: base + 5, issueNumber: 8, body: "@tether hi" }),
@@ -152,8 +152,7 @@ describe.each([
       expect(res.status).toBe(200);
       expect(await res.json()).toEqual({ ok: true }); // Tether's answer; Probot's is "ok\n"
       expect(await readDelivery(db.pool, proxied)).toMatchObject({ status: "pending" });
-    },
-  );
+    });
 
   it("answers a delivery without GitHub's headers with a 4xx and keeps nothing", async () => {
     const before = (await db.pool.query("SELECT count(*)::int AS n FROM webhook_deliveries"))

@@ -47,8 +47,12 @@ describe("Metrics.recordTurn", () => {
       usage: { inputTokens: 1000, cacheReadTokens: 5000, costUsd: 0.25 },
     });
     const text = await m.render();
-    expect(sample(text, 'tether_turns_total{outcome="success",reason="resumed"}')).toBe(2);
-    expect(sample(text, 'tether_turns_total{outcome="failed",reason="runtime_mismatch"}')).toBe(1);
+    expect(
+      sample(text, 'tether_turns_total{outcome="success",reason="resumed",cli="claude"}'),
+    ).toBe(2);
+    expect(
+      sample(text, 'tether_turns_total{outcome="failed",reason="runtime_mismatch",cli="claude"}'),
+    ).toBe(1);
     expect(sample(text, 'tether_turn_duration_seconds_count{outcome="success"}')).toBe(2);
     expect(sample(text, 'tether_turn_duration_seconds_sum{outcome="success"}')).toBe(57);
     expect(sample(text, 'tether_turn_duration_seconds_bucket{le="15",outcome="success"}')).toBe(1);
@@ -57,7 +61,31 @@ describe("Metrics.recordTurn", () => {
     expect(sample(text, 'tether_queue_wait_seconds_bucket{le="1"}')).toBe(2);
     expect(sample(text, 'tether_turn_tokens_total{kind="input",resumed="false"}')).toBe(1000);
     expect(sample(text, 'tether_turn_tokens_total{kind="cache_read",resumed="false"}')).toBe(5000);
-    expect(sample(text, 'tether_turn_cost_usd_total{resumed="false"}')).toBe(0.25);
+    expect(sample(text, 'tether_turn_cost_usd_total{resumed="false",cli="claude"}')).toBe(0.25);
+  });
+
+  it("splits turns and cost by agent CLI", async () => {
+    const m = new Metrics();
+    m.recordTurn({ outcome: "success", reason: "resumed", usage: { costUsd: 0.5 } });
+    m.recordTurn({
+      outcome: "success",
+      reason: "resumed",
+      cli: "codex",
+      usage: { costUsd: 0.125 },
+    });
+    m.recordTurn({ outcome: "poisoned", reason: "resumed", cli: "codex" });
+    const text = await m.render();
+    expect(
+      sample(text, 'tether_turns_total{outcome="success",reason="resumed",cli="claude"}'),
+    ).toBe(1);
+    expect(sample(text, 'tether_turns_total{outcome="success",reason="resumed",cli="codex"}')).toBe(
+      1,
+    );
+    expect(
+      sample(text, 'tether_turns_total{outcome="poisoned",reason="resumed",cli="codex"}'),
+    ).toBe(1);
+    expect(sample(text, 'tether_turn_cost_usd_total{resumed="true",cli="codex"}')).toBe(0.125);
+    expect(sample(text, 'tether_turn_cost_usd_total{resumed="true",cli="claude"}')).toBe(0.5);
   });
 
   it("counts publishes by result and reason, commits pushed and pull requests opened", async () => {
@@ -101,8 +129,10 @@ describe("Metrics.recordTurn", () => {
     ).not.toThrow();
     m.recordTurn({ outcome: "success", reason: null });
     const text = await m.render();
-    expect(sample(text, 'tether_turns_total{outcome="other",reason="other"}')).toBe(1);
-    expect(sample(text, 'tether_turns_total{outcome="success",reason="none"}')).toBe(1);
+    expect(sample(text, 'tether_turns_total{outcome="other",reason="other",cli="claude"}')).toBe(1);
+    expect(sample(text, 'tether_turns_total{outcome="success",reason="none",cli="claude"}')).toBe(
+      1,
+    );
     expect(sample(text, "tether_queue_wait_seconds_count")).toBe(0);
     expect(text).not.toContain("exploded");
     expect(text).not.toContain("made_up");
@@ -112,9 +142,12 @@ describe("Metrics.recordTurn", () => {
     const a = new Metrics();
     const b = new Metrics();
     a.recordTurn({ outcome: "success", reason: "resumed" });
-    expect(sample(await b.render(), 'tether_turns_total{outcome="success",reason="resumed"}')).toBe(
-      undefined,
-    );
+    expect(
+      sample(
+        await b.render(),
+        'tether_turns_total{outcome="success",reason="resumed",cli="claude"}',
+      ),
+    ).toBe(undefined);
   });
 });
 
@@ -176,7 +209,9 @@ describe("GET /metrics", () => {
     expect(res.headers.get("content-type")).toMatch(/^text\/plain; version=0\.0\.4/);
     const text = await res.text();
     expect(text).toContain("# TYPE tether_turns_total counter");
-    expect(sample(text, 'tether_turns_total{outcome="success",reason="resumed"}')).toBe(1);
+    expect(
+      sample(text, 'tether_turns_total{outcome="success",reason="resumed",cli="claude"}'),
+    ).toBe(1);
     expect(sample(text, "tether_queue_depth")).toBe(2);
   });
 

@@ -10,6 +10,8 @@ import { describe, expect, it } from "vitest";
 import { createLogger } from "../../src/log.js";
 import type {
   AgentPort,
+  AgentSettings,
+  SpendSettings,
   AgentRunRequest,
   AgentRunResult,
   GitHubThread,
@@ -605,11 +607,12 @@ describe("runTask when GitHub refuses the thread's writes past the retries", () 
       throw new Error("the config must not be read when the task carries its settings");
     };
     const snapshot = {
-      v: 1,
+      v: 2,
       agents: {
         tether: { name: "tether", model: "snapshot-model", timeoutMinutes: 7, stallMinutes: 3 },
       },
       resume: { enabled: true, ttlHours: 72, contextBudget: 0.8 },
+      spend: { freshResetsConversation: false },
     };
     const agent = new FakeAgent([ok("s-snap")]);
     const row = await turn(agent, thread, { repo_settings: JSON.stringify(snapshot) });
@@ -631,6 +634,81 @@ describe("runTask when GitHub refuses the thread's writes past the retries", () 
     await turn(agent, thread, { repo_settings: JSON.stringify({ v: 99 }) });
     expect(reads).toBe(1);
     expect(agent.calls[0]?.settings).toMatchObject({ model: "m" });
+  });
+});
+
+describe("runTask with projectInstructions", () => {
+  const project = {
+    text: "PROJECT-RULES: run make check\n",
+    bytes: 30,
+    cut: false,
+    branch: "main",
+  };
+  const threadWith = (projectInstructions: boolean) =>
+    sharedFakeThread({
+      agents: {
+        tether: { name: "tether", timeoutMinutes: 30, stallMinutes: 5, projectInstructions },
+      },
+    });
+
+  it("on: the default branch's CLAUDE.md (as the workspace read it) is in the system prompt", async () => {
+    issue++;
+    const asked: unknown[] = [];
+    const ws: WorkspacePort = {
+      ...fakeWorkspace(root, {
+        prepare: async (req) => ({
+          ...(await workspace.prepare(req)),
+          defaultBranch: "main",
+        }),
+      }),
+      projectInstructions: async (req) => {
+        asked.push(req);
+        return project;
+      },
+    };
+    const agent = new FakeAgent([ok("s-proj-1")]);
+    const row = await turnWith(agent, threadWith(true), ws);
+    expect(row).toMatchObject({ status: "succeeded" });
+    expect(asked).toEqual([expect.objectContaining({ repo: "octo/widgets", branch: "main" })]);
+    expect(agent.calls[0]!.systemPrompt).toContain(
+      "<project-instructions>\nPROJECT-RULES: run make check\n</project-instructions>",
+    );
+    // Never in the prompt itself: it is the system prompt's, the same on every turn.
+    expect(agent.calls[0]!.prompt).not.toContain("PROJECT-RULES");
+  });
+
+  it("off (the default): never read, never sent", async () => {
+    issue++;
+    let reads = 0;
+    const ws: WorkspacePort = {
+      ...fakeWorkspace(root, {
+        prepare: async (req) => ({ ...(await workspace.prepare(req)), defaultBranch: "main" }),
+      }),
+      projectInstructions: async () => {
+        reads++;
+        return project;
+      },
+    };
+    const agent = new FakeAgent([ok("s-proj-2")]);
+    await turnWith(agent, threadWith(false), ws);
+    expect(reads).toBe(0);
+    expect(agent.calls[0]!.systemPrompt).not.toContain("PROJECT-RULES");
+  });
+
+  it("a CLAUDE.md that cannot be read leaves the turn to run without it", async () => {
+    issue++;
+    const ws: WorkspacePort = {
+      ...fakeWorkspace(root, {
+        prepare: async (req) => ({ ...(await workspace.prepare(req)), defaultBranch: "main" }),
+      }),
+      projectInstructions: async () => {
+        throw new Error("could not read CLAUDE.md");
+      },
+    };
+    const agent = new FakeAgent([ok("s-proj-3")]);
+    const row = await turnWith(agent, threadWith(true), ws);
+    expect(row).toMatchObject({ status: "succeeded" });
+    expect(agent.calls[0]!.systemPrompt).not.toContain("project-instructions");
   });
 });
 
@@ -742,6 +820,63 @@ describe("runTask on a pull request", () => {
     expect(agent.calls[0]!.prompt).toContain(
       "The review discussion could not be read from GitHub for this turn.",
     );
+  });
+
+  it("the head's agent-control files are masked for the run (against the PR's base), and the masks go after it", async () => {
+    issue++;
+    const thread = prThread(async () => discussion(issue));
+    const asked: unknown[] = [];
+    const events: string[] = [];
+    const masks = [{ path: "CLAUDE.md", kind: "file" as const, replacement: "/base/CLAUDE.md" }];
+    const ws: WorkspacePort = {
+      ...workspace,
+      agentControl: async (req) => {
+        asked.push(req);
+        events.push("masks made");
+        return { masks, dispose: async () => void events.push("masks removed") };
+      },
+    };
+    const agent = new FakeAgent([
+      async (req) => {
+        events.push("run");
+        return ok("s-pr-masks")(req);
+      },
+    ]);
+    const row = await turnWith(agent, thread, ws, { is_pull_request: true });
+    expect(row).toMatchObject({ status: "succeeded" });
+    expect(asked).toEqual([
+      expect.objectContaining({
+        repo: "octo/widgets",
+        pullRequest: issue,
+        baseRef: "main",
+        dir: workspace.pathFor("octo/widgets", issue, "tether"),
+      }),
+    ]);
+    expect(agent.calls[0]!.masks).toEqual(masks);
+    expect(events).toEqual(["masks made", "run", "masks removed"]);
+
+    // An issue has no head to distrust: no masks asked for.
+    issue++;
+    const plain = new FakeAgent([ok("s-pr-masks-2")]);
+    await turnWith(plain, fakeThread(), ws);
+    expect(asked).toHaveLength(1);
+    expect(plain.calls[0]!.masks).toBeUndefined();
+  });
+
+  it("masks that cannot be made fail the turn before the agent runs", async () => {
+    issue++;
+    const thread = prThread(async () => discussion(issue));
+    const ws: WorkspacePort = {
+      ...workspace,
+      agentControl: async () => {
+        throw new Error("could not read octo/widgets: git failed");
+      },
+    };
+    const agent = new FakeAgent([]);
+    const row = await turnWith(agent, thread, ws, { is_pull_request: true });
+    expect(row).toMatchObject({ status: "failed", outcome: "failed" });
+    expect(String(row.failure_reason)).toContain("could not read octo/widgets");
+    expect(agent.calls).toEqual([]);
   });
 
   it("an issue never asks for a review discussion, and a resumed turn does not read it", async () => {
@@ -907,5 +1042,190 @@ describe("runTask: publishing the agent's changes", () => {
       thread_number: 9999,
     });
     expect(posted).toEqual([9999]);
+  });
+});
+
+describe("runTask and the spend limits", () => {
+  /** A thread whose config gives `tether` these limits and the repository these spend rules. */
+  const limited = (
+    agent: Partial<AgentSettings>,
+    spend: SpendSettings = { freshResetsConversation: false },
+  ) =>
+    sharedFakeThread({
+      agents: {
+        tether: {
+          name: "tether",
+          mention: "@tether",
+          timeoutMinutes: 30,
+          stallMinutes: 5,
+          ...agent,
+        },
+      },
+      spend,
+    });
+  /** A finished turn that cost `costUsd`. */
+  const costing =
+    (sessionId: string, costUsd: number, text = "done"): Script =>
+    async (req) => {
+      await req.onSession(sessionId, "m");
+      return {
+        outcome: "success",
+        sessionId,
+        text,
+        usage: { ...usage, costUsd },
+        contextWindow: 200_000,
+        toolRan: false,
+        detail: null,
+      };
+    };
+
+  it("a conversation at its limit: the next turn is not run, the thread is told, the task is not a turn", async () => {
+    issue++;
+    const thread = limited({ conversationLimitUsd: 0.0015 });
+    const agent = new FakeAgent([costing("s-lim", 0.001), costing("s-lim", 0.001)]);
+    await turn(agent, thread); // $0.001 spent: under the limit
+    const second = await turn(agent, thread); // starts under it, ends over it
+    expect(second).toMatchObject({ status: "succeeded", cost_usd: 0.001 });
+    expect(thread.comments[1]?.body).toContain("conversation $0.0020 of $0.0015");
+
+    const third = await turn(agent, thread);
+    expect(agent.calls).toHaveLength(2); // no run
+    expect(third).toMatchObject({
+      status: "cancelled",
+      outcome: "limit_refused",
+      resume_decision: null,
+      session_id: null,
+      cost_usd: null,
+      answer_comment_id: thread.comments[2]?.id,
+    });
+    expect(third.failure_reason).toBe("not run: conversation: spent $0.0020 of $0.0015");
+    const body = thread.comments[2]!.body;
+    expect(body).toMatch(/^💸 Not run/);
+    expect(body).toContain("has spent **$0.0020** of its **$0.0015** limit");
+    expect(body).toContain("`/fresh` does not help");
+    expect(findTaskMarker(body)).toBe(third.id);
+  });
+
+  it("/fresh, when the config does not let it reset the count: refused as well", async () => {
+    issue++;
+    const thread = limited({ conversationLimitUsd: 0.001 });
+    const agent = new FakeAgent([costing("s-nr", 0.001)]);
+    await turn(agent, thread);
+    const fresh = await turn(agent, thread, { force_fresh: true });
+    expect(agent.calls).toHaveLength(1);
+    expect(fresh).toMatchObject({ outcome: "limit_refused" });
+  });
+
+  it("/fresh, when the config lets it reset the count: runs, and later turns count from it", async () => {
+    issue++;
+    const thread = limited({ conversationLimitUsd: 0.0015 }, { freshResetsConversation: true });
+    const agent = new FakeAgent([
+      costing("s-r1", 0.001),
+      costing("s-r1", 0.001),
+      costing("s-r2", 0.001),
+      costing("s-r2", 0.001),
+    ]);
+    await turn(agent, thread);
+    await turn(agent, thread); // $0.002: the limit is reached
+    expect(await turn(agent, thread)).toMatchObject({ outcome: "limit_refused" });
+    const refusal = thread.comments.at(-1)!.body;
+    expect(refusal).toContain("Or start over with `@tether /fresh <request>`");
+
+    const fresh = await turn(agent, thread, { force_fresh: true });
+    expect(fresh).toMatchObject({ status: "succeeded", resume_reason: "forced_fresh" });
+    expect(thread.comments.at(-1)!.body).toContain("conversation $0.0010 of $0.0015");
+    // Counted from the /fresh turn on: $0.001, under the limit.
+    expect(await turn(agent, thread)).toMatchObject({ status: "succeeded" });
+    expect(thread.comments.at(-1)!.body).toContain("conversation $0.0020 of $0.0015");
+    expect(await turn(agent, thread)).toMatchObject({ outcome: "limit_refused" });
+    expect(agent.calls).toHaveLength(4);
+  });
+
+  it("a repository's month: its other issues' turns count, last month's do not", async () => {
+    issue++;
+    const repo = "octo/monthly";
+    const thread = limited({}, { freshResetsConversation: false, repositoryMonthlyUsd: 1 });
+    const now = new Date();
+    const lastMonth = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1) - 1000);
+    // Another issue of the repository spent $0.60 this month, and $5 last month.
+    await seedTask(pool, { repo, issue_number: 900, status: "succeeded", cost_usd: 0.6 });
+    await seedTask(pool, {
+      repo,
+      issue_number: 901,
+      status: "succeeded",
+      cost_usd: 5,
+      created_at: lastMonth,
+    });
+    const agent = new FakeAgent([costing("s-m1", 0.5)]);
+    expect(await turn(agent, thread, { repo })).toMatchObject({ status: "succeeded" });
+    const refused = await turn(agent, thread, { repo });
+    expect(refused).toMatchObject({ outcome: "limit_refused" });
+    expect(refused.failure_reason).toBe("not run: repository_month: spent $1.1000 of $1");
+    expect(thread.comments.at(-1)!.body).toContain("This repository has spent **$1.10**");
+    expect(thread.comments.at(-1)!.body).toContain("the monthly count starts again on 1 ");
+  });
+
+  it("an installation's month counts its other repositories", async () => {
+    issue++;
+    const thread = limited({}, { freshResetsConversation: false, installationMonthlyUsd: 2 });
+    await seedTask(pool, {
+      repo: "octo/elsewhere",
+      installation_id: 77,
+      status: "succeeded",
+      cost_usd: 2,
+    });
+    const agent = new FakeAgent([]);
+    const row = await turn(agent, thread, { repo: "octo/inst", installation_id: 77 });
+    expect(row).toMatchObject({ outcome: "limit_refused" });
+    expect(thread.comments.at(-1)!.body).toContain("`spend.installationMonthlyUsd`");
+    // Another installation is not held back by it.
+    const other = new FakeAgent([costing("s-i2", 0.1)]);
+    expect(await turn(other, thread, { repo: "octo/inst", installation_id: 78 })).toMatchObject({
+      status: "succeeded",
+    });
+  });
+
+  it("a run stopped at the per-turn limit: outcome turn_limit, the footer says so, the session is kept and resumed next", async () => {
+    issue++;
+    const thread = limited({ turnLimitUsd: 0.05 });
+    const agent = new FakeAgent([
+      async (req) => {
+        await req.onSession("s-tl", "m");
+        return {
+          outcome: "turn_limit",
+          sessionId: "s-tl",
+          text: "Half way there",
+          usage: { ...usage, costUsd: 0.06 },
+          contextWindow: 200_000,
+          toolRan: true,
+          detail: "stopped at the agent's per-turn spend limit after spending $0.0600",
+        };
+      },
+      costing("s-tl", 0.01),
+    ]);
+    const stopped = await turn(agent, thread);
+    expect(agent.calls[0]?.settings.turnLimitUsd).toBe(0.05);
+    expect(stopped).toMatchObject({
+      status: "failed",
+      outcome: "turn_limit",
+      session_id: "s-tl",
+      cost_usd: 0.06,
+    });
+    const body = thread.comments[0]!.body;
+    expect(body).toMatch(/^💸 The run reached this agent's per-turn spend limit of \$0\.05/);
+    expect(body).toContain("> Half way there");
+    expect(body).toContain("⛔ stopped at the $0.05 turn limit");
+    expect(body).toContain("$0.0600");
+    const next = await turn(agent, thread);
+    expect(next).toMatchObject({ resume_decision: "resume", session_id: "s-tl" });
+  });
+
+  it("records the bytes of the prompt and the answer", async () => {
+    issue++;
+    const thread = limited({});
+    const agent = new FakeAgent([costing("s-b", 0.001, "Ünïcode answer")]);
+    const row = await turn(agent, thread);
+    expect(row.prompt_bytes).toBe(Buffer.byteLength(agent.calls[0]!.prompt));
+    expect(row.answer_bytes).toBe(Buffer.byteLength("Ünïcode answer"));
   });
 });

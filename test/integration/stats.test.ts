@@ -73,6 +73,7 @@ describe("/api/stats on seeded tasks", () => {
       outputTokens: 4500,
       cacheReadTokens: 130000,
       cacheCreationTokens: 174000,
+      refused: 0,
     });
     expect(s.resumeRate).toBe(0.5);
     expect(s.reasons).toEqual({
@@ -92,6 +93,7 @@ describe("/api/stats on seeded tasks", () => {
       timed_out: 0,
       stalled: 0,
       cancelled: 0,
+      turn_limit: 0,
       pending: 1,
     });
     // Averages divide by the turns that reported usage: the running resumed turn has none.
@@ -153,6 +155,7 @@ describe("/api/stats on seeded tasks", () => {
         repo: "octo/widgets",
         agent: "tether",
         turns: 4,
+        refused: 0,
         followUps: 3,
         resumed: 2,
         resumeRate: 2 / 3,
@@ -166,6 +169,7 @@ describe("/api/stats on seeded tasks", () => {
         repo: "octo/gadgets",
         agent: "reviewer",
         turns: 3,
+        refused: 0,
         followUps: 3,
         resumed: 1,
         resumeRate: 1 / 3,
@@ -217,6 +221,10 @@ describe("/api/stats on seeded tasks", () => {
       ["runner-a", true, 10, 1],
       ["runner-b", false, 300, 0],
     ]);
+    expect(s.runners.map((r) => r.sandbox)).toEqual([
+      "bwrap 0.8.0",
+      "unavailable: bwrap: No permissions to create new namespace",
+    ]);
     expect(s.runners[0]).toMatchObject({
       cliVersion: "2.1.197",
       concurrency: 4,
@@ -266,6 +274,58 @@ describe("/api/stats on seeded tasks", () => {
       );
     }
     expect((await api("24h")).body.outcomes.pending).toBe(1);
+  });
+
+  it("counts resumes across runners, restores from Postgres and from a cache, in the window only", async () => {
+    const w = statsWindow("24h", NOW);
+    const before = (await api("24h")).body.sessions;
+    expect(before).toEqual({
+      resumedAcross: 0,
+      restoredFromStore: 0,
+      restoredFromCache: 0,
+      storeRestoreMsP50: null,
+      compacted: 0,
+    });
+    const { rows: ids } = await db.pool.query(
+      "SELECT id FROM tasks WHERE created_at >= $1 AND created_at < $2 ORDER BY id LIMIT 3",
+      [w.from, w.to],
+    );
+    const [a, b, c] = ids.map((r) => r.id as number);
+    await db.pool.query(
+      "UPDATE tasks SET session_restore = 'store', restore_ms = $2, resumed_across = true WHERE id = $1",
+      [a, 40],
+    );
+    await db.pool.query(
+      "UPDATE tasks SET session_restore = 'store', restore_ms = $2, resumed_across = true WHERE id = $1",
+      [b, 90],
+    );
+    await db.pool.query(
+      "UPDATE tasks SET session_restore = 'cache', restore_ms = 2 WHERE id = $1",
+      [c],
+    );
+    // Outside the window: not counted.
+    const old = await db.pool.query(
+      "SELECT id FROM tasks WHERE created_at < $1 ORDER BY id LIMIT 1",
+      [w.from],
+    );
+    if (old.rows[0])
+      await db.pool.query(
+        "UPDATE tasks SET session_restore = 'store', resumed_across = true WHERE id = $1",
+        [old.rows[0].id],
+      );
+    try {
+      expect((await api("24h")).body.sessions).toEqual({
+        resumedAcross: 2,
+        restoredFromStore: 2,
+        restoredFromCache: 1,
+        storeRestoreMsP50: 40,
+        compacted: 0,
+      });
+    } finally {
+      await db.pool.query(
+        "UPDATE tasks SET session_restore = NULL, restore_ms = NULL, resumed_across = false",
+      );
+    }
   });
 
   it("no follow-up in the window: resumeRate is null, every reason still listed", async () => {

@@ -8,6 +8,7 @@ import {
   recordDecision,
   sweepExpired,
 } from "../../src/sql/task-runs.js";
+import { canReadTranscript } from "../../src/runner/resume-decision.js";
 import { markSession, priorSession, upsertSession } from "../../src/sql/sessions.js";
 import { registerRuntime } from "../../src/sql/runtimes.js";
 import { createTestDatabase } from "../helpers/db.js";
@@ -97,6 +98,60 @@ describe("runtime affinity", () => {
     expect(mine?.id).toBe(t.id);
   });
 
+  it("claims at once a key whose session is in the shared store and readable by its CLI; waits when the CLI is older than the writer", async () => {
+    await pool.query("DELETE FROM tasks");
+    await pool.query("UPDATE runtimes SET heartbeat_at = now()");
+    const stored = async (cliVersion: string | null, overBound = false) => {
+      const k = key();
+      const sessionId = `port-${n}`;
+      await upsertSession(pool, {
+        repo: k.repo,
+        issueNumber: 1,
+        agent: "tether",
+        sessionId,
+        runtimeId: "rt2",
+        workDir: "/w",
+        model: null,
+        historyEpoch: 0,
+      });
+      await pool.query(
+        `INSERT INTO session_transcripts (session_id, sha256, cli_version, over_bound) VALUES ($1, '\\x00', $2, $3)`,
+        [sessionId, cliVersion, overBound],
+      );
+      return seedTask(pool, k);
+    };
+    const readable = await stored("2.1.100 (Claude Code)");
+    expect(
+      (await claimTasks(pool, "r-on-rt", "rt", 5, "2.1.197 (Claude Code)")).map((t) => t.id),
+    ).toEqual([readable.id]);
+    const newer = await stored("2.2.0 (Claude Code)");
+    expect(await claimTasks(pool, "r-on-rt", "rt", 5, "2.1.197 (Claude Code)")).toEqual([]);
+    expect(
+      (await claimTasks(pool, "r-on-rt", "rt", 5, "2.2.1 (Claude Code)")).map((t) => t.id),
+    ).toEqual([newer.id]);
+    // Over the bound it starts fresh wherever it runs: no reason to wait for the holder.
+    const big = await stored("2.1.100 (Claude Code)", true);
+    expect((await claimTasks(pool, "r-on-rt", "rt", 5, null)).map((t) => t.id)).toEqual([big.id]);
+  });
+
+  it("tether_cli_reads (SQL) and canReadTranscript agree", async () => {
+    const rows: Array<[string | null, string | null]> = [
+      ["2.1.197 (Claude Code)", "2.1.197 (Claude Code)"],
+      ["2.1.100", "2.1.197"],
+      ["2.1.197", "2.1.100"],
+      ["2.1.197", "2.2.0"],
+      ["2.9.0", "2.10.0"],
+      ["2.1.197", "3.0.0"],
+      [null, "2.1.197"],
+      ["2.1.197", null],
+      ["garbage", "2.1.197"],
+    ];
+    for (const [w, r] of rows) {
+      const { rows: out } = await pool.query("SELECT tether_cli_reads($1, $2) AS ok", [w, r]);
+      expect([w, r, out[0].ok]).toEqual([w, r, canReadTranscript(w, r)]);
+    }
+  });
+
   it("takes the task anyway once it waited past the affinity window, or when the other runtime is dead", async () => {
     await pool.query("DELETE FROM tasks");
     const k1 = key();
@@ -111,7 +166,9 @@ describe("runtime affinity", () => {
       historyEpoch: 0,
     });
     const old = await seedTask(pool, { ...k1, created_at: new Date(Date.now() - 60_000) });
-    expect((await claimTasks(pool, "r-on-rt", "rt", 5, 30_000)).map((t) => t.id)).toEqual([old.id]);
+    expect((await claimTasks(pool, "r-on-rt", "rt", 5, null, 30_000)).map((t) => t.id)).toEqual([
+      old.id,
+    ]);
 
     const k2 = key();
     await upsertSession(pool, {

@@ -41,6 +41,11 @@ describe("buildClaudeArgs", () => {
       ],
     },
     {
+      name: "a per-turn spend limit",
+      settings: { maxBudgetUsd: 0.5 },
+      args: [...BASE, "--max-budget-usd", "0.5"],
+    },
+    {
       name: "everything",
       settings: {
         model: "opus",
@@ -97,6 +102,10 @@ describe("AgentSettings", () => {
     { input: { ...limits, allowedTools: ["Bash\nRead"] }, valid: false },
     { input: { ...limits, permissionMode: "yolo" }, valid: false },
     { input: { ...limits, maxTurns: 1.5 }, valid: false },
+    { input: { ...limits, maxBudgetUsd: 0.25 }, valid: true },
+    // The CLI crashes on `--max-budget-usd 0` and on negative amounts: never passed.
+    { input: { ...limits, maxBudgetUsd: 0 }, valid: false },
+    { input: { ...limits, maxBudgetUsd: -1 }, valid: false },
     { input: { ...limits, appendSystemPrompt: "x".repeat(100_001) }, valid: false },
   ];
   it.each(rows)("%j valid=$valid", ({ input, valid }) => {

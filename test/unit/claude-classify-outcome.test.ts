@@ -123,6 +123,22 @@ const rows: Row[] = [
     kind: "failed",
     detail: /turn limit/,
   },
+  {
+    // --max-budget-usd 0.01: the first call's answer was complete, and it cost $0.108.
+    name: "per-turn spend limit reached after an answer",
+    lines: fixture(`${R}/max-budget-after-answer.jsonl`),
+    exit: { exitCode: 1 },
+    kind: "turn_limit",
+    detail: /per-turn spend limit after spending \$0\.10\d+: Reached maximum budget \(\$0\.01\)/,
+  },
+  {
+    // --max-budget-usd 0.112: the first tool ran; the second call asked for another, not run.
+    name: "per-turn spend limit reached between tool calls",
+    lines: fixture(`${R}/max-budget-before-tool.jsonl`),
+    exit: { exitCode: 1 },
+    kind: "turn_limit",
+    detail: /after spending \$0\.117\d: Reached maximum budget \(\$0\.112\)/,
+  },
 
   // Synthetic: what the stream cannot show by itself.
   {

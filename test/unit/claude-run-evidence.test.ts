@@ -130,6 +130,27 @@ describe("summarizeUsage", () => {
     });
   });
 
+  it("a run stopped by --max-budget-usd: its result's usage holds the first call only, modelUsage the whole run", () => {
+    const lines = fixtureLines(`${R}/max-budget-before-tool.jsonl`);
+    const result = JSON.parse(lines.at(-1)!) as { usage: { cache_read_input_tokens: number } };
+    expect(result.usage.cache_read_input_tokens).toBe(0); // the second call read 28,801 from cache
+    const { evidence, events } = evidenceOf(lines);
+    expect(events.map((e) => e.type)).toEqual([
+      "init",
+      "tool_use",
+      "tool_result",
+      "tool_use",
+      "result",
+    ]);
+    expect(summarizeUsage(evidence, 1)).toMatchObject({
+      inputTokens: 2,
+      cacheReadTokens: 28801,
+      cacheCreationTokens: 28882,
+      costUsd: 0.1173138,
+      numTurns: 2,
+    });
+  });
+
   it("sums several models and names the session's own model", () => {
     const { evidence } = evidenceOf([
       init,

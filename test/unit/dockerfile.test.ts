@@ -221,10 +221,10 @@ describe("Dockerfile", () => {
     expect(steps.some((s) => s.op === "CMD" && s.stage === finalStage)).toBe(false);
   });
 
-  it("installs git and ca-certificates (and tini) in the runtime image", () => {
+  it("installs git and ca-certificates (and tini, and the sandbox's bubblewrap and socat) in the runtime image", () => {
     const runs = inFinal("RUN").map((s) => s.args);
     const apt = runs.find((r) => r.includes("apt-get install"));
-    for (const p of ["git", "ca-certificates", "tini"])
+    for (const p of ["git", "ca-certificates", "tini", "bubblewrap", "socat"])
       expect(apt).toMatch(new RegExp(`\\s${p}(\\s|$)`));
     expect(apt).toContain("--no-install-recommends");
   });
@@ -343,6 +343,7 @@ describe("docker-compose.yml", () => {
     environment?: Record<string, string>;
     env_file?: string | string[];
     volumes?: string[];
+    security_opt?: string[];
     depends_on?: Record<string, { condition: string }>;
     healthcheck?: { test: string[] };
     stop_grace_period?: string;
@@ -410,6 +411,16 @@ describe("docker-compose.yml", () => {
           /POSTGRES_PASSWORD is missing a value: set it in \.env/,
         );
     expect(read("docker-compose.yml")).not.toMatch(/tether:tether@|POSTGRES_PASSWORD:\s*tether/);
+  });
+
+  it("lets bubblewrap make its namespaces in the tether container", () => {
+    expect(tether.security_opt).toEqual(
+      expect.arrayContaining([
+        "seccomp=unconfined",
+        "apparmor=unconfined",
+        "systempaths=unconfined",
+      ]),
+    );
   });
 
   it("mounts named volumes on every VOLUME of the image", () => {

@@ -8,6 +8,7 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { parse as parseYaml } from "yaml";
 import { isAllowedName, isDeniedName } from "../../src/claude/child-env.js";
+import { CODEX_MODEL_ENV } from "../../src/codex/model-endpoint.js";
 import {
   AccessConfig,
   AgentConfig,
@@ -103,7 +104,7 @@ describe("README: environment", () => {
     expect(missing).toEqual([]);
   });
 
-  it("documents only variables something reads: Tether, the Claude CLI or Probot", () => {
+  it("documents only variables something reads: Tether, the agent CLIs or Probot", () => {
     const probot = envReads(
       sourceFiles(path.join(ROOT, "node_modules/probot/lib"), ".js"),
       /\benv\.([A-Z][A-Z0-9_]*)/g,
@@ -113,7 +114,8 @@ describe("README: environment", () => {
     const unknown = [...documented].filter((name) => {
       if (name.endsWith("*")) return !isAllowedName(name.slice(0, -1) + "X");
       const forChild = isAllowedName(name) && !isDeniedName(name);
-      return !tether.has(name) && !src.has(name) && !probot.has(name) && !forChild;
+      const forCodex = (CODEX_MODEL_ENV as readonly string[]).includes(name);
+      return !tether.has(name) && !src.has(name) && !probot.has(name) && !forChild && !forCodex;
     });
     expect(unknown).toEqual([]);
   });

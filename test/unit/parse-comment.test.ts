@@ -225,6 +225,51 @@ describe("parseComment", () => {
   });
 });
 
+/**
+ * A repository whose own agent `claude` answers to `@tether`, beside `review` on `@tether-review`
+ * (the config a user writes first): one mention never reaches the other's agent.
+ */
+describe("mentions that share a prefix", () => {
+  const PREFIXED: AgentMention[] = [
+    { agent: "claude", mention: "@tether" },
+    { agent: "review", mention: "@tether-review" },
+  ];
+  it.each<{ body: string; addressed: Record<string, Command[]>; request?: string }>([
+    { body: "@tether fix it", addressed: { claude: [] }, request: "fix it" },
+    { body: "@tether-review look", addressed: { review: [] }, request: "look" },
+    { body: "@TETHER-Review look", addressed: { review: [] } },
+    { body: "@tether-review /status", addressed: { review: ["status"] } },
+    { body: "@tether /fresh again", addressed: { claude: ["fresh"] }, request: "again" },
+    { body: "@tether, @tether-review: both of you", addressed: { claude: [], review: [] } },
+    { body: "@tether-review @tether both", addressed: { review: [], claude: [] } },
+    { body: "ask @tether-reviewer", addressed: {} },
+    { body: "ask @tether-re", addressed: {} },
+    { body: "@tether-", addressed: {} },
+    { body: "@tether-review-bot hi", addressed: {} },
+    { body: "@tether_review hi", addressed: {} },
+    { body: "mail tether-review@tether.dev", addressed: {} },
+    { body: "`@tether-review` is the reviewer; @tether go", addressed: { claude: [] } },
+    { body: "@tether-review.", addressed: { review: [] } },
+    { body: "@tether.", addressed: { claude: [] } },
+  ])("$body", ({ body, addressed, request }) => {
+    const parsed = parseComment(body, PREFIXED);
+    expect(Object.fromEntries(parsed.addressed.map((a) => [a.agent, a.commands]))).toEqual(
+      addressed,
+    );
+    if (request !== undefined) expect(parsed.request).toBe(request);
+  });
+
+  it("in either order of configuration", () => {
+    const reversed = [...PREFIXED].reverse();
+    expect(parseComment("@tether-review go", reversed).addressed).toEqual([
+      { agent: "review", commands: [] },
+    ]);
+    expect(parseComment("@tether go", reversed).addressed).toEqual([
+      { agent: "claude", commands: [] },
+    ]);
+  });
+});
+
 describe("mentionedNames", () => {
   it.each([
     ["@Alice and @bob-2 and @tether", ["alice", "bob-2", "tether"]],

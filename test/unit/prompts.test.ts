@@ -8,6 +8,7 @@ import {
   type TurnFacts,
 } from "../../src/runner/prompts.js";
 import { sanitizeForPrompt } from "../../src/runner/sanitize.js";
+import { decodeCapped } from "../../src/workspace/project-instructions.js";
 
 const thread: ThreadContext = {
   title: "Parser drops the last line",
@@ -300,6 +301,96 @@ describe("system prompt", () => {
     expect(buildSystemPrompt("tether", "Use pnpm.")).toBe(buildSystemPrompt("tether", "Use pnpm."));
     expect(buildSystemPrompt("tether", "Use pnpm.")).toContain("Use pnpm.");
     expect(buildSystemPrompt("tether")).not.toContain("Repository-specific");
+  });
+
+  it("carries the default branch's CLAUDE.md when given, before the config's own instructions", () => {
+    const project = { text: "Run `make check`.\n\n", bytes: 19, cut: false, branch: "trunk" };
+    const p = buildSystemPrompt("tether", "Use pnpm.", project);
+    expect(p).toContain(
+      "Project instructions: the repository's CLAUDE.md as its default branch (trunk) has it.\n<project-instructions>\nRun `make check`.\n</project-instructions>",
+    );
+    expect(p.indexOf("make check")).toBeLessThan(p.indexOf("Use pnpm."));
+    expect(p).not.toContain("Cut:");
+    expect(buildSystemPrompt("tether", "Use pnpm.", project)).toBe(p);
+    // None, or an empty file: not a word about them.
+    expect(buildSystemPrompt("tether", undefined, null)).toBe(buildSystemPrompt("tether"));
+    expect(buildSystemPrompt("tether", undefined, { ...project, text: " \n" })).toBe(
+      buildSystemPrompt("tether"),
+    );
+  });
+
+  it("says when CLAUDE.md was cut, and how much of it there is", () => {
+    const p = buildSystemPrompt("tether", undefined, {
+      text: "a".repeat(32 * 1024),
+      bytes: 100_000,
+      cut: true,
+      branch: "main",
+    });
+    expect(p).toContain(
+      "[Cut: these are the first 32768 of CLAUDE.md's 100000 bytes (Tether passes at most 32 KiB). Read the file for the rest.]",
+    );
+  });
+});
+
+describe("decodeCapped", () => {
+  const euro = Buffer.from("€", "utf8"); // 3 bytes
+  const rows: Array<{
+    name: string;
+    buf: Buffer;
+    max: number;
+    total?: number;
+    text: string;
+    cut: boolean;
+  }> = [
+    {
+      name: "under the cap: all of it",
+      buf: Buffer.from("héllo"),
+      max: 10,
+      text: "héllo",
+      cut: false,
+    },
+    {
+      name: "exactly the cap: all of it",
+      buf: Buffer.from("abcd"),
+      max: 4,
+      text: "abcd",
+      cut: false,
+    },
+    { name: "over the cap, ASCII", buf: Buffer.from("abcdef"), max: 4, text: "abcd", cut: true },
+    {
+      name: "a character split by the cap is dropped, not mangled",
+      buf: Buffer.concat([Buffer.from("ab"), euro, Buffer.from("c")]),
+      max: 4,
+      text: "ab",
+      cut: true,
+    },
+    {
+      name: "a character ending at the cap is kept",
+      buf: Buffer.concat([Buffer.from("ab"), euro, Buffer.from("c")]),
+      max: 5,
+      text: "ab€",
+      cut: true,
+    },
+    {
+      name: "git stopped at the cap: the file's size says it was cut",
+      buf: Buffer.from("abcd"),
+      max: 4,
+      total: 9000,
+      text: "abcd",
+      cut: true,
+    },
+    {
+      name: "a four-byte character split after its third byte",
+      buf: Buffer.concat([Buffer.from("x"), Buffer.from("😀", "utf8")]),
+      max: 4,
+      text: "x",
+      cut: true,
+    },
+  ];
+  it.each(rows)("$name", ({ buf, max, total, text, cut }) => {
+    const r = decodeCapped(buf, max, total);
+    expect(r).toEqual({ text, cut });
+    expect(r.text).not.toContain("\uFFFD");
   });
 });
 

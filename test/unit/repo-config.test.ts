@@ -67,10 +67,27 @@ const ROWS: Row[] = [
     problem: /^agents\.tether\.modle: unknown setting; did you mean "model"\?/,
   },
   {
+    name: "a codex agent",
+    input: { agents: { coder: { cli: "codex" } } },
+    valid: true,
+  },
+  {
+    name: "an unknown cli",
+    input: { agents: { coder: { cli: "gemini" } } },
+    valid: false,
+    problem: /^agents\.coder\.cli: must be claude or codex/,
+  },
+  {
+    name: "Claude's tool rules on a codex agent",
+    input: { agents: { coder: { cli: "codex", allowedTools: ["Read"] } } },
+    valid: false,
+    problem: /^agents\.coder\.allowedTools: is a Claude setting/,
+  },
+  {
     name: "an unknown agent field",
     input: { agents: { tether: { colour: "red" } } },
     valid: false,
-    problem: /^agents\.tether\.colour: unknown setting \(known: mention, model/,
+    problem: /^agents\.tether\.colour: unknown setting \(known: mention, cli, model/,
   },
   {
     name: "an upper-case agent name",
@@ -88,13 +105,100 @@ const ROWS: Row[] = [
     name: "two agents with one mention",
     input: { agents: { a: { mention: "@x" }, b: { mention: "@X" } } },
     valid: false,
-    problem: /^agents\.b\.mention: @x already addresses agent "a"/,
+    problem: /^agents\.b\.mention: @x addresses both agents "a" and "b"/,
   },
   {
-    name: "an agent taking the default agent's mention",
-    input: { agents: { helper: { mention: "@tether" } } },
+    name: "an agent given the default mention: the built-in agent steps aside",
+    input: { agents: { claude: { mention: "@tether" } } },
+    valid: true,
+  },
+  {
+    name: "an agent given the default mention in other case",
+    input: { agents: { claude: { mention: "@Tether" } } },
+    valid: true,
+  },
+  {
+    name: "an agent given the default mention, and tether configured too",
+    input: { agents: { tether: {}, claude: { mention: "@tether" } } },
     valid: false,
-    problem: /^agents\.helper\.mention: @tether already addresses agent "tether"/,
+    problem: /^agents\.claude\.mention: @tether addresses both agents "tether" and "claude"/,
+  },
+  {
+    name: "tether renamed, and its old mention given to another agent",
+    input: { agents: { tether: { mention: "@bot" }, claude: { mention: "@tether" } } },
+    valid: true,
+  },
+  {
+    name: "an agent named like another's mention",
+    input: { agents: { review: {}, claude: { mention: "@review" } } },
+    valid: false,
+    problem: /^agents\.claude\.mention: @review addresses both agents "review" and "claude"/,
+  },
+  {
+    name: "three agents on one mention: each later one named with all of them",
+    input: { agents: { a: { mention: "@x" }, b: { mention: "@x" }, c: { mention: "@x" } } },
+    valid: false,
+    problem: /^agents\.c\.mention: @x addresses agents "a", "b" and "c"/,
+  },
+  {
+    name: "mentions that share a prefix are different mentions",
+    input: { agents: { claude: { mention: "@tether" }, review: { mention: "@tether-review" } } },
+    valid: true,
+  },
+  {
+    name: "spend limits",
+    input: {
+      agents: { tether: { turnLimitUsd: 0.5, conversationLimitUsd: 20 } },
+      spend: {
+        repositoryMonthlyUsd: 300,
+        installationMonthlyUsd: 2000,
+        freshResetsConversation: true,
+      },
+    },
+    valid: true,
+  },
+  { name: "an empty spend section", input: { spend: null }, valid: true },
+  {
+    name: "a turn limit of 0 (the CLI crashes on it)",
+    input: { agents: { tether: { turnLimitUsd: 0 } } },
+    valid: false,
+    problem: /^agents\.tether\.turnLimitUsd: must be more than 0/,
+  },
+  {
+    name: "a negative conversation limit",
+    input: { agents: { tether: { conversationLimitUsd: -5 } } },
+    valid: false,
+    problem: /^agents\.tether\.conversationLimitUsd: must be more than 0/,
+  },
+  {
+    name: "a limit written with a dollar sign",
+    input: { agents: { tether: { turnLimitUsd: "$2" } } },
+    valid: false,
+    problem: /^agents\.tether\.turnLimitUsd: must be a number of US dollars/,
+  },
+  {
+    name: "a monthly limit under the agent instead of spend",
+    input: { agents: { tether: { repositoryMonthlyUsd: 5 } } },
+    valid: false,
+    problem: /^agents\.tether\.repositoryMonthlyUsd: unknown setting/,
+  },
+  {
+    name: "a typo in spend",
+    input: { spend: { repositoryMontlyUsd: 5 } },
+    valid: false,
+    problem: /^spend\.repositoryMontlyUsd: unknown setting; did you mean "repositoryMonthlyUsd"\?/,
+  },
+  {
+    name: "freshResetsConversation as a string",
+    input: { spend: { freshResetsConversation: "yes" } },
+    valid: false,
+    problem: /^spend\.freshResetsConversation: /,
+  },
+  {
+    name: "an absurd monthly limit",
+    input: { spend: { installationMonthlyUsd: 1e12 } },
+    valid: false,
+    problem: /^spend\.installationMonthlyUsd: must be at most/,
   },
   {
     name: "maxTurns out of range",
@@ -221,11 +325,18 @@ describe("parseRepoConfig", () => {
     }
   });
 
+  it("gives a codex agent Codex's default model, and a claude agent Claude's", () => {
+    const r = parseRepoConfig({ agents: { coder: { cli: "codex" }, other: {} } });
+    expect(r.ok && r.config.agents.coder).toMatchObject({ cli: "codex", model: "gpt-5.5" });
+    expect(r.ok && r.config.agents.other).toMatchObject({ cli: "claude", model: DEFAULT_MODEL });
+  });
+
   it("fills every default when the file is absent", () => {
     expect(DEFAULT_CONFIG).toEqual({
       agents: {
         tether: {
           mention: "@tether",
+          cli: "claude",
           model: DEFAULT_MODEL,
           maxTurns: 30,
           timeoutMinutes: 30,
@@ -247,6 +358,73 @@ describe("parseRepoConfig", () => {
         maxFiles: 100,
         maxBytes: 1024 * 1024,
       },
+      spend: { freshResetsConversation: false },
+    });
+  });
+
+  /**
+   * The default-agent rule, as the agents a config ends up with: the built-in agent `tether`
+   * (answering to `@tether`) exists only while no configured agent answers to `@tether`, and
+   * listing `tether` configures it.
+   */
+  it.each([
+    { name: "no agents", agents: {}, want: { tether: "@tether" } },
+    {
+      name: "another agent only",
+      agents: { reviewer: {} },
+      want: { tether: "@tether", reviewer: "@reviewer" },
+    },
+    {
+      name: "an own agent with the default mention",
+      agents: { claude: { mention: "@tether" } },
+      want: { claude: "@tether" },
+    },
+    {
+      name: "an own agent with the default mention, beside a prefix-sharing agent",
+      agents: { claude: { mention: "@tether" }, review: { mention: "@tether-review" } },
+      want: { claude: "@tether", review: "@tether-review" },
+    },
+    {
+      name: "a prefix-sharing agent alone: the built-in agent keeps @tether",
+      agents: { review: { mention: "@tether-review" } },
+      want: { tether: "@tether", review: "@tether-review" },
+    },
+    {
+      name: "tether configured under its own name",
+      agents: { tether: { maxTurns: 3 } },
+      want: { tether: "@tether" },
+    },
+    {
+      name: "tether renamed: nobody answers @tether",
+      agents: { tether: { mention: "@bot" } },
+      want: { tether: "@bot" },
+    },
+    {
+      name: "tether renamed and @tether given away",
+      agents: { tether: { mention: "@bot" }, claude: { mention: "@TETHER" } },
+      want: { tether: "@bot", claude: "@TETHER" },
+    },
+  ])("agents of $name", ({ agents, want }) => {
+    const r = parseRepoConfig({ agents });
+    expect(r.ok).toBe(true);
+    if (!r.ok) return;
+    expect(
+      Object.fromEntries(Object.entries(r.config.agents).map(([n, a]) => [n, a.mention])),
+    ).toEqual(want);
+  });
+
+  it("gives an own agent on the default mention its own settings, not the built-in agent's", () => {
+    const r = parseRepoConfig({
+      agents: { claude: { mention: "@tether", model: "claude-opus-4-1", turnLimitUsd: 1 } },
+    });
+    expect(r.ok).toBe(true);
+    if (!r.ok) return;
+    expect(r.config.agents.tether).toBeUndefined();
+    expect(r.config.agents.claude).toMatchObject({
+      mention: "@tether",
+      model: "claude-opus-4-1",
+      turnLimitUsd: 1,
+      maxTurns: 30,
     });
   });
 
@@ -310,6 +488,12 @@ describe("mentionsOf (a file that failed validation)", () => {
     [{ agents: { reviewer: { mention: "@rb", maxTurns: -1 } } }, ["@tether", "@rb"]],
     [{ agents: { helper: { maxTurns: "x" } } }, ["@tether", "@helper"]],
     [{ agents: { tether: { mention: "@claude" } } }, ["@claude"]],
+    // An own agent on the default mention: the built-in agent is not there to answer too.
+    [{ agents: { claude: { mention: "@tether", maxTurns: -1 } } }, ["@tether"]],
+    [
+      { agents: { claude: { mention: "@tether" }, review: { mention: "@tether-review", x: 1 } } },
+      ["@tether", "@tether-review"],
+    ],
   ])("%j → %j", (raw, mentions) => {
     expect(mentionsOf(raw).map((m) => m.mention)).toEqual(mentions);
   });

@@ -16,9 +16,15 @@ describe("the settings snapshot on a task", () => {
   const cfg = config({
     agents: {
       tether: { model: "claude-opus-4-1", maxTurns: 12, allowedTools: ["Bash(npm test:*)"] },
-      reviewer: { mention: "@review-bot", appendSystemPrompt: "Be brief." },
+      reviewer: {
+        mention: "@review-bot",
+        appendSystemPrompt: "Be brief.",
+        turnLimitUsd: 0.5,
+        conversationLimitUsd: 4,
+      },
     },
     resume: { ttlHours: 6 },
+    spend: { repositoryMonthlyUsd: 300, freshResetsConversation: true },
   });
 
   it("reads back, through JSON as Postgres stores it, exactly what the runner would have read", () => {
@@ -49,7 +55,9 @@ describe("the settings snapshot on a task", () => {
 
   it.each([
     ["no snapshot (a task queued before snapshots)", null],
-    ["another version's", { ...snapshotSettings(cfg), v: 2 }],
+    ["another version's", { ...snapshotSettings(cfg), v: 3 }],
+    // v1 had no spend limits: its task reads the config, which may have limits now.
+    ["one taken before spend limits (v1)", { ...snapshotSettings(cfg), v: 1, spend: undefined }],
     ["one without a version", toRepoSettings(cfg)],
     ["a damaged one", { v: 1, agents: { tether: { name: "tether" } }, resume: {} }],
     ["not an object", "agents: {}"],

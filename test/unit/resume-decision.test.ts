@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import {
+  canReadTranscript,
   decideResume,
   describeReason,
   REASON_CODES,
@@ -12,6 +13,7 @@ const HOUR = 3600_000;
 
 const prior = (over: Partial<PriorSession> = {}): PriorSession => ({
   sessionId: "s-1",
+  cli: "claude",
   runtimeId: "rt-a",
   workDir: "/ws/octo/widgets/issue-7/tether",
   state: "active",
@@ -22,15 +24,20 @@ const prior = (over: Partial<PriorSession> = {}): PriorSession => ({
   ...over,
 });
 
+const LOCAL = { where: "local" } as const;
+const STORED = { where: "store", cliVersion: "2.1.197 (Claude Code)" } as const;
+
 const input = (over: Partial<ResumeInput> = {}): ResumeInput => ({
   prior: prior(),
   forceFresh: false,
   policy: { enabled: true, ttlMs: 72 * HOUR, contextBudget: 0.8 },
   runtimeId: "rt-a",
+  cli: "claude",
   workDir: "/ws/octo/widgets/issue-7/tether",
   workDirExists: true,
   historyEpoch: 2,
   cliCanResume: true,
+  cliVersion: "2.1.197 (Claude Code)",
   now: NOW,
   ...over,
 });
@@ -47,6 +54,17 @@ describe("decideResume", () => {
       "resume_disabled",
     ],
     ["another runtime", { runtimeId: "rt-b" }, "runtime_mismatch"],
+    ["a Claude session on a Codex agent", { cli: "codex" }, "runtime_mismatch"],
+    [
+      "a Codex thread on a Claude agent",
+      { prior: prior({ cli: "codex" }), cli: "claude" },
+      "runtime_mismatch",
+    ],
+    [
+      "a Codex thread on a Codex agent",
+      { prior: prior({ cli: "codex" }), cli: "codex" },
+      "resumed",
+    ],
     [
       "prior ran with no runtime recorded",
       { prior: prior({ runtimeId: null }) },
@@ -81,6 +99,63 @@ describe("decideResume", () => {
     ],
     ["unknown context use does not block", { prior: prior({ contextTokens: null }) }, "resumed"],
     ["CLI without --resume", { cliCanResume: false }, "cli_cannot_resume"],
+    // Sessions from before the shared store: only this runtime's disk has them.
+    ["held on this runner's disk", { transcript: LOCAL }, "resumed"],
+    ["held nowhere this runner can reach", { transcript: { where: "none" } }, "runtime_mismatch"],
+    ["local on another runtime", { transcript: LOCAL, runtimeId: "rt-b" }, "runtime_mismatch"],
+    // Portable sessions (the shared store holds them): the question is the CLI, not the host.
+    ["stored, another runtime", { transcript: STORED, runtimeId: "rt-b" }, "resumed"],
+    [
+      "stored, another runtime's paths, workspace gone (re-prepared)",
+      { transcript: STORED, runtimeId: "rt-b", workDir: "/other/ws", workDirExists: false },
+      "resumed",
+    ],
+    [
+      "stored, prior with no runtime recorded",
+      { transcript: STORED, prior: prior({ runtimeId: null }) },
+      "resumed",
+    ],
+    [
+      "stored by an older CLI of the same major",
+      { transcript: { where: "store", cliVersion: "2.0.5" }, runtimeId: "rt-b" },
+      "resumed",
+    ],
+    [
+      "stored by a newer CLI than this one",
+      { transcript: { where: "store", cliVersion: "2.2.0" }, runtimeId: "rt-b" },
+      "runtime_mismatch",
+    ],
+    [
+      "stored by another major version",
+      { transcript: { where: "store", cliVersion: "1.9.0" } },
+      "runtime_mismatch",
+    ],
+    [
+      "stored, this CLI's version unknown",
+      { transcript: STORED, cliVersion: null },
+      "runtime_mismatch",
+    ],
+    ["over the size bound", { transcript: { where: "over_bound" } }, "session_too_large"],
+    [
+      "over the size bound on another runtime",
+      { transcript: { where: "over_bound" }, runtimeId: "rt-b" },
+      "session_too_large",
+    ],
+    [
+      "poison named before the size bound",
+      { transcript: { where: "over_bound" }, prior: prior({ state: "poisoned" }) },
+      "poisoned",
+    ],
+    [
+      "stored still honours the TTL",
+      { transcript: STORED, prior: prior({ lastUsedAt: new Date(0) }) },
+      "expired",
+    ],
+    [
+      "stored still honours an edited history",
+      { transcript: STORED, historyEpoch: 3 },
+      "history_edited",
+    ],
     // Order matters: the first failing guard names the reason.
     [
       "runtime checked before poison",
@@ -109,6 +184,19 @@ describe("decideResume", () => {
       priorSessionId: "s-1",
     });
     expect(decideResume(input({ prior: null }))).toMatchObject({ priorSessionId: null });
+  });
+
+  it.each([
+    ["2.1.197 (Claude Code)", "2.1.197 (Claude Code)", true],
+    ["2.1.100", "2.1.197", true],
+    ["2.1.197", "2.1.100", false],
+    ["2.9.0", "2.10.0", true],
+    ["2.1.197", "3.0.0", false],
+    [null, "2.1.197", false],
+    ["2.1.197", null, false],
+    ["not a version", "2.1.197", false],
+  ] as const)("canReadTranscript(%s, %s) → %s", (writer, reader, ok) => {
+    expect(canReadTranscript(writer, reader)).toBe(ok);
   });
 
   it("has plain words for every reason code", () => {

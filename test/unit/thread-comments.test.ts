@@ -5,7 +5,9 @@ import {
   findTaskMarker,
   MAX_ANSWER,
   renderAnswer,
+  renderFailure,
   renderFooter,
+  renderRefusal,
   renderTracking,
 } from "../../src/runner/thread-comments.js";
 
@@ -98,6 +100,8 @@ describe("thread comments", () => {
       "stalled",
       "cancelled",
       "failed",
+      "turn_limit",
+      "limit_refused",
     ] as const) {
       const text = explainFailure({
         outcome,
@@ -115,6 +119,98 @@ describe("thread comments", () => {
     expect(explainFailure({ outcome: "auth_failed", detail: null, taskId: 1 })).toContain(
       "ANTHROPIC_API_KEY",
     );
+    const codex = explainFailure({ outcome: "auth_failed", detail: null, taskId: 1, cli: "codex" });
+    expect(codex).toContain("OPENAI_API_KEY");
+    expect(codex).not.toContain("ANTHROPIC");
+  });
+});
+
+describe("spend limits in the thread", () => {
+  const now = new Date("2026-07-15T10:00:00Z");
+
+  it("a turn stopped at its per-turn limit: the limit, the cost, what to do, the agent's last words; the footer says so too", () => {
+    const footer = {
+      resumed: false,
+      reason: "no_prior_session" as const,
+      sessionId: "d3526fa6-dfe2",
+      usage: { ...usage, costUsd: 0.1081 },
+      turnLimitUsd: 0.01,
+      conversation: { spentUsd: 0.1081, limitUsd: 1 },
+    };
+    const body = renderFailure(
+      {
+        outcome: "turn_limit",
+        detail: "stopped",
+        taskId: 5,
+        agent: "claude",
+        turnLimitUsd: 0.01,
+        costUsd: 0.1081,
+        lastText: "I read split()\nand found",
+      },
+      footer,
+    );
+    expect(body).toMatch(/^💸 The run reached this agent's per-turn spend limit of \$0\.01/);
+    expect(body).toContain("after spending $0.1081");
+    expect(body).toContain("`agents.claude.turnLimitUsd`");
+    expect(body).toContain("> I read split()\n> and found");
+    expect(body).toContain("⛔ stopped at the $0.01 turn limit · conversation $0.1081 of $1.00");
+    const { turnLimitUsd, ...finished } = footer;
+    expect(turnLimitUsd).toBe(0.01);
+    expect(renderFooter(finished)).not.toContain("⛔");
+  });
+
+  it("the footer keeps the turn's cost, with the conversation's spend when a limit applies", () => {
+    const f = renderFooter({
+      resumed: true,
+      reason: "resumed",
+      sessionId: null,
+      usage,
+      conversation: { spentUsd: 0.5 },
+    });
+    expect(f).toContain("$0.0123");
+    expect(f).toContain("conversation $0.5000</sub>");
+  });
+
+  it("a refusal says what was spent, the limit, the setting, and that /fresh does not help when it does not reset", () => {
+    const body = renderRefusal({
+      taskId: 8,
+      agent: "claude",
+      mention: "@tether",
+      reached: [{ kind: "conversation", spentUsd: 0.1081, limitUsd: 0.1 }],
+      freshResets: false,
+      now,
+    });
+    expect(body).toMatch(/^💸 Not run/);
+    expect(body).toContain(
+      "This conversation (`@tether` on this issue) has spent **$0.1081** of its **$0.10** limit (`agents.claude.conversationLimitUsd`).",
+    );
+    expect(body).toContain("raise the limit in `.github/tether.yml`");
+    expect(body).toContain("`/fresh` does not help");
+    expect(body).not.toContain("wait");
+    expect(findTaskMarker(body)).toBe(8);
+    expect(body).not.toMatch(/(^|\s)@tether\b/); // mentions only inside code: no ping, no trigger
+  });
+
+  it("a refusal offers /fresh when it resets the count, and the month's end for a monthly limit", () => {
+    const body = renderRefusal({
+      taskId: 8,
+      agent: "claude",
+      mention: "@tether",
+      reached: [
+        { kind: "conversation", spentUsd: 2, limitUsd: 1 },
+        { kind: "repository_month", spentUsd: 300.2, limitUsd: 300 },
+        { kind: "installation_month", spentUsd: 1000, limitUsd: 1000 },
+      ],
+      freshResets: true,
+      now,
+    });
+    expect(body).toContain("Or start over with `@tether /fresh <request>`");
+    expect(body).toContain(
+      "This repository has spent **$300.20** of its **$300.00** limit for July 2026 (UTC) (`spend.repositoryMonthlyUsd`).",
+    );
+    expect(body).toContain("**$1000.00** of its **$1000.00** limit");
+    expect(body).toContain("`spend.installationMonthlyUsd`");
+    expect(body).toContain("starts again on 1 August 2026 (UTC)");
   });
 });
 

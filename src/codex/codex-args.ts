@@ -1,0 +1,92 @@
+/**
+ * Codex's command line and environment for one turn (docs/codex-cli-facts.md, "Invocation" and
+ * "What a repository can make the CLI do"). No shell, the prompt on stdin.
+ */
+import type { AgentSettings } from "../claude/runtime-adapter.js";
+import { buildChildEnv } from "../claude/child-env.js";
+
+/** The model provider Tether defines on every run (the built-in one ignores OPENAI_BASE_URL). */
+export const PROVIDER_ID = "tether";
+
+/** Codex's sandbox modes (`-s`, or `sandbox_mode` on a resume). */
+export type CodexSandboxMode = "read-only" | "workspace-write" | "danger-full-access";
+
+/** A TOML basic string (a JSON string is one, for the characters JSON escapes). */
+function toml(s: string): string {
+  return JSON.stringify(s);
+}
+
+export interface CodexArgsOptions {
+  /** Where the provider sends requests: the sandbox's bridge, or the real API unsandboxed. */
+  baseUrl: string;
+  /**
+   * Codex's own sandbox for the agent's commands. Inside Tether's sandbox it is
+   * `danger-full-access`: Tether's bubblewrap is the boundary, and Codex's would cut the
+   * commands off from the egress bridge (it refuses all network, 127.0.0.1 included).
+   */
+  sandboxMode: CodexSandboxMode;
+}
+
+export function buildCodexArgs(
+  settings: AgentSettings,
+  resumeSessionId: string | undefined,
+  o: CodexArgsOptions,
+): string[] {
+  const provider =
+    `{name="Tether",base_url=${toml(o.baseUrl)},env_key="OPENAI_API_KEY",` +
+    `wire_api="responses",supports_websockets=false}`;
+  const args = ["exec"];
+  if (resumeSessionId !== undefined) args.push("resume");
+  args.push(
+    "--json",
+    "-c",
+    `model_provider="${PROVIDER_ID}"`,
+    "-c",
+    `model_providers.${PROVIDER_ID}=${provider}`,
+    // No traffic besides the API: no plugin marketplace sync, no analytics.
+    "--disable",
+    "plugins",
+    "-c",
+    "analytics.enabled=false",
+    // Nothing the checkout carries configures the agent: no AGENTS.md, no skills, no
+    // execpolicy rules, no user config; never --trust (its .codex/config.toml then stays off).
+    "-c",
+    "project_doc_max_bytes=0",
+    "-c",
+    "skills.include_instructions=false",
+    "-c",
+    "skills.bundled.enabled=false",
+    "--ignore-user-config",
+    "--ignore-rules",
+    // The agent's commands get no variable named like a key, secret or token.
+    "-c",
+    "shell_environment_policy.ignore_default_excludes=false",
+    "--skip-git-repo-check",
+  );
+  // Neither the model nor the sandbox mode is remembered by a thread: pass both every time
+  // (without -m a resume switches model and compacts, missing the whole prompt cache).
+  if (settings.model !== undefined) args.push("-m", settings.model);
+  if (resumeSessionId === undefined) args.push("-s", o.sandboxMode);
+  else args.push("-c", `sandbox_mode="${o.sandboxMode}"`);
+  if (settings.appendSystemPrompt)
+    args.push("-c", `developer_instructions=${toml(settings.appendSystemPrompt)}`);
+  if (resumeSessionId !== undefined) args.push(resumeSessionId);
+  args.push("-");
+  return args;
+}
+
+/** Claude's settings have no business in Codex's environment. */
+const NOT_FOR_CODEX = [/^ANTHROPIC_/, /^CLAUDE_CODE_/, /^IS_SANDBOX$/, /^DISABLE_/];
+
+/** The child's environment: the shared allow-list and denylist, minus Claude's settings. */
+export function buildCodexEnv(
+  base: Record<string, string | undefined>,
+  o: { home: string | undefined; extra: Record<string, string> | undefined },
+): Record<string, string> {
+  const env = buildChildEnv(base, { home: o.home, extra: o.extra });
+  for (const name of Object.keys(env)) {
+    if (NOT_FOR_CODEX.some((re) => re.test(name)) && !(o.extra && name in o.extra))
+      delete env[name];
+  }
+  return env;
+}

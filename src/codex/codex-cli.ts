@@ -1,0 +1,153 @@
+/**
+ * The Codex CLI (`@openai/codex`, pinned) as an AgentCli: the same run engine as Claude's
+ * (src/claude/cli-run.ts) with Codex's dialect. Facts it rests on: docs/codex-cli-facts.md.
+ */
+import fs from "node:fs";
+import { createRequire } from "node:module";
+import os from "node:os";
+import path from "node:path";
+import { execa } from "execa";
+import { buildChildEnv } from "../claude/child-env.js";
+import { createDialectCli, type CliDialect, type CliRunOptions } from "../claude/cli-run.js";
+import { parseVersion } from "../claude/probe-cli.js";
+import type { AgentCli, CliCapabilities, RunSpec } from "../claude/runtime-adapter.js";
+import { buildCodexArgs, buildCodexEnv } from "./codex-args.js";
+import {
+  classifyCodex,
+  codexEarlyStop,
+  codexToolRan,
+  codexUsage,
+  newCodexEvidence,
+  observeCodex,
+  type CodexEvidence,
+} from "./codex-outcome.js";
+import { CodexStreamParser, type CodexMessage } from "./codex-stream.js";
+import { codexModelAccess } from "./model-endpoint.js";
+import { findRollout, readRollout, THREAD_ID } from "./rollout.js";
+
+/** Rust target triple of the binary inside each platform package (the launcher's table). */
+const TARGETS: Record<string, { pkg: string; triple: string }> = {
+  "linux-x64": { pkg: "@openai/codex-linux-x64", triple: "x86_64-unknown-linux-musl" },
+  "linux-arm64": { pkg: "@openai/codex-linux-arm64", triple: "aarch64-unknown-linux-musl" },
+  "darwin-x64": { pkg: "@openai/codex-darwin-x64", triple: "x86_64-apple-darwin" },
+  "darwin-arm64": { pkg: "@openai/codex-darwin-arm64", triple: "aarch64-apple-darwin" },
+};
+
+/**
+ * The Codex binary: TETHER_CODEX_PATH; else the native binary in the pinned package's platform
+ * dependency (`vendor/<triple>/bin/codex`, called directly: the launcher only forwards to it);
+ * else plain `codex` (a run then says it could not be found).
+ */
+export function resolveCodexPath(env: { TETHER_CODEX_PATH?: string | undefined }): string {
+  if (env.TETHER_CODEX_PATH) return env.TETHER_CODEX_PATH;
+  const target = TARGETS[`${process.platform}-${process.arch}`];
+  if (target) {
+    try {
+      const require = createRequire(import.meta.url);
+      const dir = path.dirname(require.resolve(`${target.pkg}/package.json`));
+      const bin = path.join(dir, "vendor", target.triple, "bin", "codex");
+      fs.accessSync(bin, fs.constants.X_OK);
+      return bin;
+    } catch {
+      /* not installed */
+    }
+  }
+  return "codex";
+}
+
+/** Where the thread's rollout is for this run: `$CODEX_HOME`, by default `$HOME/.codex`. */
+function codexHomeOf(spec: RunSpec): string {
+  return spec.extraEnv?.CODEX_HOME ?? path.join(spec.home ?? os.homedir(), ".codex");
+}
+
+export const codexDialect: CliDialect<CodexMessage, CodexEvidence> = {
+  label: "Codex CLI",
+  short: "codex",
+  installHint: "set TETHER_CODEX_PATH or install @openai/codex",
+  sessionId: THREAD_ID,
+  args: (settings, resumeSessionId, where) =>
+    buildCodexArgs(settings, resumeSessionId, {
+      baseUrl: where.baseUrl ?? "https://api.openai.com/v1",
+      sandboxMode: where.sandboxed ? "danger-full-access" : "workspace-write",
+    }),
+  env: buildCodexEnv,
+  modelAccess: codexModelAccess,
+  parser: (maxLineBytes) => new CodexStreamParser(maxLineBytes),
+  newState: newCodexEvidence,
+  async beforeStart(state, spec, resumeSessionId) {
+    state.model = spec.settings.model ?? null;
+    if (resumeSessionId === undefined) return;
+    const found = await findRollout(codexHomeOf(spec), resumeSessionId);
+    if (found) state.before = await readRollout(found.file);
+  },
+  async afterExit(state, spec) {
+    if (!state.threadId) return;
+    const found = await findRollout(codexHomeOf(spec), state.threadId);
+    if (found) state.after = await readRollout(found.file);
+  },
+  // The binary's package directory (vendor/<triple>/): its bundled rg and resources beside it.
+  binds: (exe) =>
+    path.basename(path.dirname(exe)) === "bin" ? [path.dirname(path.dirname(exe))] : [exe],
+  observe: observeCodex,
+  earlyStop: codexEarlyStop,
+  isFinal: (m) => m.kind === "turn_completed" || m.kind === "turn_failed",
+  classify: classifyCodex,
+  sessionOf: (state) => state.threadId,
+  resultText: (state) => state.lastText,
+  toolRan: codexToolRan,
+  usage: codexUsage,
+  redactArgs: (args) =>
+    args.map((a) =>
+      a.startsWith("developer_instructions=")
+        ? `developer_instructions=(${a.length} characters)`
+        : a,
+    ),
+};
+
+export type CodexCliOptions = Partial<CliRunOptions>;
+
+/** The Codex CLI as an AgentCli. */
+export function createCodexCli(opts: CodexCliOptions = {}): AgentCli {
+  const file = opts.path ?? resolveCodexPath({ TETHER_CODEX_PATH: process.env.TETHER_CODEX_PATH });
+  const baseEnv = opts.baseEnv ?? process.env;
+  let probed: Promise<CliCapabilities> | undefined;
+  return createDialectCli("codex", codexDialect, { ...opts, path: file, baseEnv }, () => {
+    probed ??= probeCodex(file, baseEnv).then((c) => {
+      if (c.error) probed = undefined;
+      return c;
+    });
+    return probed;
+  });
+}
+
+/** `codex --version` ("codex-cli 0.169.0") and whether `codex exec --help` offers `resume`. */
+export async function probeCodex(
+  file: string,
+  baseEnv: Record<string, string | undefined>,
+): Promise<CliCapabilities> {
+  const run = (args: string[]) =>
+    execa(file, args, {
+      env: buildChildEnv(baseEnv),
+      extendEnv: false,
+      reject: false,
+      timeout: 15_000,
+      stdin: "ignore",
+      maxBuffer: 1024 * 1024,
+    });
+  const version = await run(["--version"]);
+  if (version.failed) {
+    return {
+      path: file,
+      version: null,
+      canResume: false,
+      error: `could not run ${file} --version: ${version.shortMessage}`,
+    };
+  }
+  const help = await run(["exec", "--help"]);
+  return {
+    path: file,
+    version: parseVersion(String(version.stdout)),
+    canResume: /^\s+resume\b/m.test(String(help.stdout)),
+    ...(help.failed ? { error: `could not run ${file} exec --help: ${help.shortMessage}` } : {}),
+  };
+}

@@ -1,0 +1,53 @@
+/**
+ * How the Codex CLI reaches the OpenAI Responses API, split as Claude's is
+ * (src/claude/model-endpoint.ts): Tether keeps `OPENAI_API_KEY` and `OPENAI_BASE_URL`; the
+ * sandboxed CLI gets a provider pointing at the in-sandbox bridge and a placeholder key, which
+ * the egress proxy swaps for the real one on each request.
+ */
+import type { DialectModelAccess } from "../claude/cli-run.js";
+import { BRIDGE_URL } from "../sandbox/init-script.js";
+
+export const CODEX_MODEL_ENV = [
+  "OPENAI_API_KEY",
+  "OPENAI_BASE_URL",
+  "OPENAI_ORGANIZATION",
+  "OPENAI_PROJECT",
+  "CODEX_API_KEY",
+] as const;
+
+/** What a sandboxed Codex holds in place of the key. Worthless outside Tether's proxy. */
+export const OPENAI_PLACEHOLDER = "sk-tether-sandbox-placeholder";
+
+export const DEFAULT_OPENAI_URL = "https://api.openai.com/v1";
+
+export function codexModelAccess(env: Record<string, string | undefined>): DialectModelAccess {
+  let upstream: URL;
+  try {
+    upstream = new URL(env.OPENAI_BASE_URL || DEFAULT_OPENAI_URL);
+  } catch {
+    upstream = new URL(DEFAULT_OPENAI_URL);
+  }
+  const headers: Record<string, string> = {};
+  const inside: Record<string, string> = {};
+  const outside: Record<string, string> = {};
+  if (env.OPENAI_API_KEY) {
+    headers.authorization = `Bearer ${env.OPENAI_API_KEY}`;
+    inside.OPENAI_API_KEY = OPENAI_PLACEHOLDER;
+    outside.OPENAI_API_KEY = env.OPENAI_API_KEY;
+  }
+  if (env.OPENAI_ORGANIZATION) headers["openai-organization"] = env.OPENAI_ORGANIZATION;
+  if (env.OPENAI_PROJECT) headers["openai-project"] = env.OPENAI_PROJECT;
+  return {
+    endpoint: {
+      upstream,
+      headers,
+      strip: ["authorization", "openai-organization", "openai-project"],
+    },
+    inside,
+    outside,
+    remove: CODEX_MODEL_ENV,
+    // The bridge takes origin-form paths and puts the upstream's own path (/v1) in front.
+    insideBaseUrl: BRIDGE_URL,
+    outsideBaseUrl: upstream.href.replace(/\/+$/, ""),
+  };
+}

@@ -1,0 +1,59 @@
+/**
+ * The spend limits, checked before a turn starts: what its conversation, repository and
+ * installation have spent, and which limits that reaches (src/spend/spend-limits.ts).
+ */
+import type { Pool } from "../db/pool.js";
+import { conversationSpend, spentSince, type ConversationSpend } from "../sql/spend.js";
+import type { Task } from "../sql/task-runs.js";
+import { monthStart, reachedLimits, type ReachedLimit } from "../spend/spend-limits.js";
+import type { AgentSettings, SpendSettings } from "./ports.js";
+
+export interface SpendCheck {
+  reached: ReachedLimit[];
+  /** The conversation's spend before this turn (for the answer's footer). */
+  conversation: ConversationSpend;
+}
+
+export async function checkSpend(
+  pool: Pool,
+  task: Task,
+  agent: AgentSettings,
+  spend: SpendSettings,
+  now: Date,
+): Promise<SpendCheck> {
+  const from = monthStart(now);
+  const [conversation, repositoryMonthUsd, installationMonthUsd] = await Promise.all([
+    conversationSpend(
+      pool,
+      { repo: task.repo, issueNumber: task.issueNumber, agent: task.agent },
+      { exceptTaskId: task.id, freshResets: spend.freshResetsConversation },
+    ),
+    spend.repositoryMonthlyUsd === undefined
+      ? undefined
+      : spentSince(pool, { repo: task.repo }, from),
+    spend.installationMonthlyUsd === undefined
+      ? undefined
+      : spentSince(pool, { installationId: task.installationId }, from),
+  ]);
+  const reached = reachedLimits(
+    {
+      freshResetsConversation: spend.freshResetsConversation,
+      ...(agent.conversationLimitUsd !== undefined
+        ? { conversationLimitUsd: agent.conversationLimitUsd }
+        : {}),
+      ...(spend.repositoryMonthlyUsd !== undefined
+        ? { repositoryMonthlyUsd: spend.repositoryMonthlyUsd }
+        : {}),
+      ...(spend.installationMonthlyUsd !== undefined
+        ? { installationMonthlyUsd: spend.installationMonthlyUsd }
+        : {}),
+    },
+    {
+      conversationUsd: conversation.countedUsd,
+      ...(repositoryMonthUsd !== undefined ? { repositoryMonthUsd } : {}),
+      ...(installationMonthUsd !== undefined ? { installationMonthUsd } : {}),
+    },
+    { forceFresh: task.forceFresh },
+  );
+  return { reached, conversation };
+}

@@ -1,0 +1,227 @@
+/**
+ * Session transcripts kept in Postgres (src/sql/transcripts.ts), with this runner's disk as a
+ * cache. Any runner can restore any session, so a runner's HOME and data directory hold nothing
+ * that cannot be lost: runners are cattle, Postgres holds what matters.
+ *
+ * A save sends only what the CLI appended since the last one (its JSONL is append-mostly): the
+ * file's prefix is hashed and compared with the stored length and sha256; when they differ (the
+ * CLI rewrote the file) the whole file is stored again. Chunks are gzip'd. A transcript over
+ * `maxBytes` is not kept: the session is marked over the bound and its next turn starts fresh
+ * (`session_too_large`).
+ *
+ * The cache is `<cacheRoot>/<key>/<session>.jsonl` beside a `.sha256` file naming the stored
+ * version it holds; a restore copies it when it is that version and reads the chunks otherwise.
+ */
+import { createHash, randomBytes } from "node:crypto";
+import { constants as fsConstants } from "node:fs";
+import fs from "node:fs/promises";
+import path from "node:path";
+import { promisify } from "node:util";
+import zlib from "node:zlib";
+import type { Pool } from "../db/pool.js";
+import type { Logger } from "../log.js";
+import {
+  markOverBound,
+  transcriptChunks,
+  transcriptHead,
+  writeTranscript,
+  type TranscriptChunk,
+} from "../sql/transcripts.js";
+import {
+  findTranscript,
+  keyDir,
+  sessionFile,
+  type Saved,
+  type TranscriptKey,
+  type TranscriptStore,
+} from "./transcripts.js";
+
+const gzip = promisify(zlib.gzip);
+const gunzip = promisify(zlib.gunzip);
+
+const SESSION_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/;
+
+export interface PostgresTranscriptsOptions {
+  pool: Pool;
+  /** This runner's cache directory (Tether's own, never bound into a sandbox). */
+  cacheRoot: string;
+  log: Logger;
+  /** A transcript larger than this is not kept; the session's next turn starts fresh. */
+  maxBytes: number;
+  /** `claude --version` of this runner: recorded with each save (which CLIs can read it). */
+  cliVersion: string | null;
+  /** Raw bytes per stored chunk. */
+  chunkBytes?: number;
+}
+
+export function postgresTranscripts(opts: PostgresTranscriptsOptions): TranscriptStore {
+  const { pool, log } = opts;
+  const chunkBytes = opts.chunkBytes ?? 4 * 1024 * 1024;
+  const cacheOf = (key: TranscriptKey, sessionId: string) => {
+    if (!SESSION_ID.test(sessionId))
+      throw new Error(`not a session id: ${JSON.stringify(sessionId)}`);
+    return path.join(opts.cacheRoot, keyDir(key), `${sessionId}.jsonl`);
+  };
+
+  /** Keeps `data` (of sha256 `hash`) as the cache of the session. */
+  const writeCache = async (file: string, data: Buffer, hash: Buffer) => {
+    await fs.mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
+    const tmp = `${file}.${randomBytes(4).toString("hex")}.tmp`;
+    await fs.writeFile(tmp, data, { mode: 0o600 });
+    await fs.rename(tmp, file);
+    await fs.writeFile(`${file}.sha256`, hash.toString("hex"), { mode: 0o600 });
+  };
+
+  return {
+    async state(key, sessionId) {
+      if (!SESSION_ID.test(sessionId)) return { where: "none" };
+      const head = await transcriptHead(pool, sessionId);
+      if (head?.overBound) return { where: "over_bound" };
+      if (head) return { where: "store", cliVersion: head.cliVersion };
+      // A session saved before the store existed is still on the disk of the runner that ran it.
+      const st = await fs.stat(cacheOf(key, sessionId)).catch(() => null);
+      return st?.isFile() ? { where: "local" } : { where: "none" };
+    },
+
+    async restore(key, sessionId, home, cwd) {
+      const t0 = performance.now();
+      const target = sessionFile(home, cwd, sessionId);
+      const cache = cacheOf(key, sessionId);
+      await fs.mkdir(path.dirname(target), { recursive: true, mode: 0o700 });
+      const head = await transcriptHead(pool, sessionId);
+      const done = (from: "cache" | "store" | null) => ({ from, ms: performance.now() - t0 });
+      if (!head || head.overBound) {
+        const ok = await fs.copyFile(cache, target).then(
+          () => true,
+          () => false,
+        );
+        return done(ok ? "cache" : null);
+      }
+      const want = head.sha256.toString("hex");
+      const [cachedHash, cachedStat] = await Promise.all([
+        fs.readFile(`${cache}.sha256`, "utf8").catch(() => null),
+        fs.stat(cache).catch(() => null),
+      ]);
+      if (cachedHash === want && cachedStat?.size === head.rawBytes) {
+        await fs.copyFile(cache, target);
+        return done("cache");
+      }
+      const chunks = await transcriptChunks(pool, sessionId);
+      const parts = await Promise.all(chunks.map((c) => gunzip(c.data)));
+      const data = Buffer.concat(parts);
+      const hash = createHash("sha256").update(data).digest();
+      if (data.length !== head.rawBytes || !hash.equals(head.sha256))
+        throw new Error(
+          `the stored transcript of session ${sessionId} fails its check (${data.length} bytes, expected ${head.rawBytes}); it cannot be restored`,
+        );
+      await fs.writeFile(target, data, { mode: 0o600 });
+      await writeCache(cache, data, hash).catch((err: Error) =>
+        log.warn({ err: err.message, sessionId }, "could not cache the restored transcript"),
+      );
+      return done("store");
+    },
+
+    async save(key, sessionId, home): Promise<Saved | null> {
+      const found = await findTranscript(home, sessionId);
+      if (!found) {
+        log.warn(
+          { sessionId },
+          "the session's transcript was not in the turn's HOME; it cannot be resumed",
+        );
+        return null;
+      }
+      const cache = cacheOf(key, sessionId);
+      if (found.size > opts.maxBytes) {
+        log.warn(
+          { sessionId, bytes: found.size, maxBytes: opts.maxBytes },
+          "transcript over the size bound; not kept, the next turn starts fresh",
+        );
+        await markOverBound(pool, sessionId, opts.cliVersion);
+        await fs.rm(cache, { force: true });
+        await fs.rm(`${cache}.sha256`, { force: true });
+        return { kind: "over_bound", bytes: found.size, addedBytes: 0 };
+      }
+      const handle = await fs.open(found.file, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW);
+      let data: Buffer;
+      try {
+        data = await handle.readFile();
+      } finally {
+        await handle.close();
+      }
+      // Two tries: a save that lost the compare-and-set to another reads the head again.
+      for (let attempt = 0; ; attempt++) {
+        const head = await transcriptHead(pool, sessionId);
+        const h = createHash("sha256");
+        let from = 0;
+        if (head && !head.overBound && head.rawBytes <= data.length) {
+          h.update(data.subarray(0, head.rawBytes));
+          if (h.copy().digest().equals(head.sha256)) from = head.rawBytes;
+        }
+        const whole = from === 0 ? createHash("sha256").update(data).digest() : null;
+        const sha256 = whole ?? h.update(data.subarray(from)).digest();
+        const kind: Saved["kind"] =
+          from === 0 ? "replace" : from === data.length ? "unchanged" : "append";
+        let ok = true;
+        if (kind !== "unchanged") {
+          const chunks = await compress(data, from, chunkBytes);
+          ok = await writeTranscript(
+            pool,
+            sessionId,
+            head && !head.overBound ? { rawBytes: head.rawBytes, sha256: head.sha256 } : null,
+            { kind: kind === "append" ? "append" : "replace", chunks },
+            { rawBytes: data.length, sha256, cliVersion: opts.cliVersion },
+          );
+        }
+        if (ok) {
+          // The cache usually holds the version this turn started from: then only the new
+          // bytes are written to it, not the whole file again.
+          const cached =
+            kind !== "replace" && head
+              ? await appendCache(cache, head.sha256, head.rawBytes, data.subarray(from), sha256)
+              : false;
+          if (!cached)
+            await writeCache(cache, data, sha256).catch((err: Error) =>
+              log.warn({ err: err.message, sessionId }, "could not cache the saved transcript"),
+            );
+          return { kind, bytes: data.length, addedBytes: data.length - from };
+        }
+        if (attempt >= 1)
+          throw new Error(`another save of session ${sessionId} kept changing it; not saved`);
+      }
+    },
+  };
+}
+
+/** Appends `added` to a cache that holds exactly the version (`sha256`, `bytes`) it continues. */
+async function appendCache(
+  file: string,
+  sha256: Buffer,
+  bytes: number,
+  added: Buffer,
+  after: Buffer,
+): Promise<boolean> {
+  try {
+    const [hash, st] = await Promise.all([fs.readFile(`${file}.sha256`, "utf8"), fs.lstat(file)]);
+    if (hash !== sha256.toString("hex") || !st.isFile() || st.size !== bytes) return false;
+    // The sidecar goes first: a crash in between leaves a cache no restore trusts.
+    await fs.rm(`${file}.sha256`);
+    if (added.length) await fs.appendFile(file, added);
+    await fs.writeFile(`${file}.sha256`, after.toString("hex"), { mode: 0o600 });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function compress(
+  data: Buffer,
+  from: number,
+  chunkBytes: number,
+): Promise<TranscriptChunk[]> {
+  const out: TranscriptChunk[] = [];
+  for (let at = from; at < data.length; at += chunkBytes) {
+    const raw = data.subarray(at, Math.min(at + chunkBytes, data.length));
+    out.push({ rawOffset: at, rawBytes: raw.length, data: await gzip(raw) });
+  }
+  return out;
+}

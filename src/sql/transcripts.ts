@@ -1,0 +1,174 @@
+/**
+ * The session_transcripts and session_transcript_chunks tables: each session's CLI transcript,
+ * as gzip'd chunks of consecutive bytes. Writes compare-and-set on the head (length and sha256),
+ * so two saves of one session (a runner whose lease was lost, still saving) cannot interleave.
+ */
+import type { Pool, PoolClient } from "../db/pool.js";
+
+type Db = Pool | PoolClient;
+
+export interface TranscriptHead {
+  rawBytes: number;
+  sha256: Buffer;
+  storedBytes: number;
+  chunks: number;
+  rewrites: number;
+  overBound: boolean;
+  cliVersion: string | null;
+  savedAt: Date;
+}
+
+export interface TranscriptChunk {
+  rawOffset: number;
+  rawBytes: number;
+  /** gzip'd bytes. */
+  data: Buffer;
+}
+
+function toHead(r: Record<string, unknown>): TranscriptHead {
+  return {
+    rawBytes: Number(r.raw_bytes),
+    sha256: r.sha256 as Buffer,
+    storedBytes: Number(r.stored_bytes),
+    chunks: r.chunks as number,
+    rewrites: r.rewrites as number,
+    overBound: r.over_bound as boolean,
+    cliVersion: (r.cli_version as string | null) ?? null,
+    savedAt: r.saved_at as Date,
+  };
+}
+
+export async function transcriptHead(db: Db, sessionId: string): Promise<TranscriptHead | null> {
+  const { rows } = await db.query(`SELECT * FROM session_transcripts WHERE session_id = $1`, [
+    sessionId,
+  ]);
+  return rows[0] ? toHead(rows[0] as Record<string, unknown>) : null;
+}
+
+/** Every chunk, in order. */
+export async function transcriptChunks(db: Db, sessionId: string): Promise<TranscriptChunk[]> {
+  const { rows } = await db.query(
+    `SELECT raw_offset, raw_bytes, data FROM session_transcript_chunks
+      WHERE session_id = $1 ORDER BY seq`,
+    [sessionId],
+  );
+  return rows.map((r) => ({
+    rawOffset: Number(r.raw_offset),
+    rawBytes: r.raw_bytes as number,
+    data: r.data as Buffer,
+  }));
+}
+
+export type TranscriptWrite =
+  /** `chunks` continue the stored bytes (their offsets start at the head's rawBytes). */
+  | { kind: "append"; chunks: TranscriptChunk[] }
+  /** `chunks` are the whole transcript (the first time, or the file was rewritten). */
+  | { kind: "replace"; chunks: TranscriptChunk[] };
+
+/**
+ * Store what a save computed, if the head is still `expected` (null: no head yet). Returns
+ * false when another save got there first, so the caller can read the head again.
+ */
+export async function writeTranscript(
+  pool: Pool,
+  sessionId: string,
+  expected: { rawBytes: number; sha256: Buffer } | null,
+  write: TranscriptWrite,
+  after: { rawBytes: number; sha256: Buffer; cliVersion: string | null },
+): Promise<boolean> {
+  const client = await pool.connect();
+  try {
+    await client.query("BEGIN");
+    const cur = await client.query(
+      `SELECT raw_bytes, sha256, chunks, over_bound FROM session_transcripts
+        WHERE session_id = $1 FOR UPDATE`,
+      [sessionId],
+    );
+    const row = cur.rows[0] as Record<string, unknown> | undefined;
+    const same = expected
+      ? row !== undefined &&
+        !row.over_bound &&
+        Number(row.raw_bytes) === expected.rawBytes &&
+        (row.sha256 as Buffer).equals(expected.sha256)
+      : row === undefined || write.kind === "replace";
+    if (!same) {
+      await client.query("ROLLBACK");
+      return false;
+    }
+    let seq = write.kind === "append" && row ? (row.chunks as number) : 0;
+    if (write.kind === "replace") {
+      await client.query(`DELETE FROM session_transcript_chunks WHERE session_id = $1`, [
+        sessionId,
+      ]);
+      await client.query(
+        `INSERT INTO session_transcripts (session_id, raw_bytes, sha256, cli_version)
+         VALUES ($1, 0, $2, $3)
+         ON CONFLICT (session_id) DO UPDATE SET raw_bytes = 0, stored_bytes = 0, chunks = 0,
+           over_bound = false, rewrites = session_transcripts.rewrites + 1`,
+        [sessionId, after.sha256, after.cliVersion],
+      );
+    }
+    for (const c of write.chunks) {
+      await client.query(
+        `INSERT INTO session_transcript_chunks (session_id, seq, raw_offset, raw_bytes, data)
+         VALUES ($1, $2, $3, $4, $5)`,
+        [sessionId, seq++, c.rawOffset, c.rawBytes, c.data],
+      );
+    }
+    await client.query(
+      `UPDATE session_transcripts
+          SET raw_bytes = $2, sha256 = $3, cli_version = COALESCE($4, cli_version), chunks = $5,
+              stored_bytes = (SELECT COALESCE(sum(length(data)), 0) FROM session_transcript_chunks
+                               WHERE session_id = $1),
+              saved_at = now()
+        WHERE session_id = $1`,
+      [sessionId, after.rawBytes, after.sha256, after.cliVersion, seq],
+    );
+    await client.query("COMMIT");
+    return true;
+  } catch (err) {
+    await client.query("ROLLBACK").catch(() => {});
+    throw err;
+  } finally {
+    client.release();
+  }
+}
+
+/** The transcript grew past the bound: drop what is stored, and say so for the next decision. */
+export async function markOverBound(
+  db: Db,
+  sessionId: string,
+  cliVersion: string | null,
+): Promise<void> {
+  await db.query(
+    `WITH gone AS (DELETE FROM session_transcript_chunks WHERE session_id = $1)
+     INSERT INTO session_transcripts (session_id, sha256, over_bound, cli_version)
+     VALUES ($1, '\\x', true, $2)
+     ON CONFLICT (session_id) DO UPDATE SET over_bound = true, raw_bytes = 0, stored_bytes = 0,
+       chunks = 0, sha256 = '\\x', saved_at = now()`,
+    [sessionId, cliVersion],
+  );
+}
+
+/**
+ * Collection: drop the stored transcripts of sessions no turn will resume again (poisoned or
+ * retired, or idle longer than `idleMs`, past any repository's time to live). Returns how many
+ * transcripts and how many compressed bytes went.
+ */
+export async function pruneTranscripts(
+  db: Db,
+  idleMs: number,
+): Promise<{ transcripts: number; bytes: number }> {
+  const { rows } = await db.query(
+    `DELETE FROM session_transcripts tr USING sessions s
+      WHERE s.session_id = tr.session_id
+        AND (s.state <> 'active' OR tr.over_bound
+             OR s.last_used_at < now() - make_interval(secs => $1::double precision / 1000))
+     RETURNING tr.stored_bytes`,
+    [idleMs],
+  );
+  return {
+    transcripts: rows.length,
+    bytes: rows.reduce((n, r) => n + Number(r.stored_bytes), 0),
+  };
+}

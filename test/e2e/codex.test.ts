@@ -1,0 +1,199 @@
+/**
+ * A `cli: codex` agent end to end: the built app as a process, real Postgres, the real Codex
+ * CLI in Tether's sandbox against the fake Responses API (the egress proxy holding the key),
+ * GitHub stood in for over HTTP. A Claude agent shares the issue to prove the two CLIs' sessions
+ * never mix.
+ */
+import fs from "node:fs";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createTestDatabase } from "../helpers/db.js";
+import { startStack, REPO, type Stack } from "../helpers/e2e-stack.js";
+import {
+  lastUserText,
+  messages,
+  replies,
+  startFakeOpenAI,
+  type FakeOpenAI,
+} from "../helpers/fake-openai.js";
+
+const CONFIG = `
+agents:
+  tether:
+    model: claude-sonnet-4-5
+  codex:
+    cli: codex
+    model: gpt-5.5
+`;
+const KEY = "sk-e2e-openai-key-000000000000";
+const DASH = "e2e-dashboard-token-0123456789abcdef0123456789";
+
+const db = await createTestDatabase();
+let stack: Stack;
+let openai: FakeOpenAI;
+let issueCount = 0;
+
+beforeAll(async () => {
+  openai = await startFakeOpenAI();
+  stack = await startStack({
+    pool: db.pool,
+    databaseUrl: db.url,
+    config: CONFIG,
+    env: { OPENAI_API_KEY: KEY, OPENAI_BASE_URL: openai.url, TETHER_DASHBOARD_TOKEN: DASH },
+  });
+}, 120_000);
+afterAll(async () => {
+  await stack?.close();
+  await openai?.close();
+});
+
+function newIssue(): number {
+  issueCount++;
+  const issue = stack.gh.addIssue({
+    repo: REPO,
+    title: `Codex issue ${issueCount}`,
+    body: `Issue body ${issueCount}: split() drops the last line.`,
+    user: "alice",
+  });
+  return issue.number as number;
+}
+const mark = () => openai.responseRequests().length;
+const since = (n: number) => openai.responseRequests().slice(n);
+
+/** The key's store of Codex rollouts in the app's data directory. */
+function storedRollouts(issue: number): string {
+  return path.join(stack.dataDir, "sessions", "octo", "widgets", `issue-${issue}`, "codex");
+}
+
+describe("a cli: codex agent end to end", { timeout: 180_000 }, () => {
+  it("fresh turn, then a resumed one: same thread, earlier turns re-sent, the focus guard last", async () => {
+    const n = newIssue();
+    const m0 = mark();
+    openai.script(replies.text("CODEX-FIRST-ANSWER"));
+    const first = await stack.finishedTask(await stack.comment(n, "@codex FIRST-REQUEST look"));
+    expect(first).toMatchObject({
+      status: "succeeded",
+      outcome: "success",
+      resume_reason: "no_prior_session",
+      cli: "codex",
+    });
+    expect(first.session_id).toMatch(/^[0-9a-f-]{36}$/);
+    const posted = stack.taskComments(n, first.id as number);
+    expect(String(posted[0]!.body)).toContain("CODEX-FIRST-ANSWER");
+    expect(since(m0)[0]!.headers.authorization).toBe(`Bearer ${KEY}`);
+    const session = await db.pool.query("SELECT cli, state FROM sessions WHERE session_id = $1", [
+      first.session_id,
+    ]);
+    expect(session.rows[0]).toEqual({ cli: "codex", state: "active" });
+    // The HOME was deleted; the rollout was kept in the session store.
+    expect(fs.readdirSync(storedRollouts(n))).toEqual([`codex-${String(first.session_id)}`]);
+    expect(Number(first.cost_usd)).toBeGreaterThan(0);
+
+    const m1 = mark();
+    openai.script(replies.text("CODEX-SECOND-ANSWER"));
+    const second = await stack.finishedTask(
+      await stack.comment(n, "@codex SECOND-REQUEST add a test", "bob"),
+    );
+    expect(second).toMatchObject({
+      status: "succeeded",
+      resume_decision: "resume",
+      resume_reason: "resumed",
+      session_id: first.session_id,
+      cli: "codex",
+    });
+    const req = since(m1)[0]!;
+    const said = messages(req).map((x) => x.text);
+    expect(said.some((t) => t.includes("FIRST-REQUEST"))).toBe(true);
+    expect(said.some((t) => t.includes("CODEX-FIRST-ANSWER"))).toBe(true);
+    const last = lastUserText(req);
+    expect(last).toContain("A NEW comment arrived");
+    expect(last).toContain("Focus on THIS comment");
+    expect(last).toContain("SECOND-REQUEST");
+    expect(last).not.toContain("FIRST-REQUEST");
+    // The turn's own tokens, not the thread's running total.
+    expect(Number(second.input_tokens) + Number(second.cache_read_tokens)).toBe(
+      req.usage!.input_tokens,
+    );
+  });
+
+  it("a thread Codex does not know → retired, and the same task runs fresh", async () => {
+    const n = newIssue();
+    const first = await stack.finishedTask(await stack.comment(n, "@codex start"));
+    const threadA = String(first.session_id);
+    // The store holds a rollout for thread B that Codex cannot resume as B (it holds A).
+    const threadB = "01a20d55-0000-7000-8000-00000000beef";
+    const dirA = path.join(storedRollouts(n), `codex-${threadA}`);
+    const [nameA] = fs.readdirSync(dirA);
+    const dirB = path.join(storedRollouts(n), `codex-${threadB}`);
+    fs.mkdirSync(dirB);
+    fs.writeFileSync(path.join(dirB, nameA!.replace(threadA, threadB)), "");
+    await db.pool.query(
+      `INSERT INTO sessions (session_id, repo, issue_number, agent, runtime_id, work_dir, model, cli)
+       SELECT $2, repo, issue_number, agent, runtime_id, work_dir, model, cli FROM sessions WHERE session_id = $1`,
+      [threadA, threadB],
+    );
+    await db.pool.query("UPDATE tasks SET session_id = $2 WHERE id = $1", [first.id, threadB]);
+
+    const second = await stack.finishedTask(await stack.comment(n, "@codex go on"));
+    expect(second).toMatchObject({
+      status: "succeeded",
+      resume_decision: "fresh",
+      resume_reason: "resume_rejected",
+      retried_fresh: true,
+    });
+    expect(second.session_id).not.toBe(threadB);
+    const b = await db.pool.query("SELECT state FROM sessions WHERE session_id = $1", [threadB]);
+    expect(b.rows[0]).toEqual({ state: "retired" });
+  });
+
+  it("a context overflow poisons the thread; the same turn is answered by a fresh one", async () => {
+    const n = newIssue();
+    const first = await stack.finishedTask(await stack.comment(n, "@codex start"));
+    openai.script(replies.contextOverflow());
+    const second = await stack.finishedTask(await stack.comment(n, "@codex more"));
+    // Nothing of the turn happened before the overflow, so it ran again at once in a fresh
+    // thread with the whole conversation: one answer, no "comment again".
+    expect(second).toMatchObject({
+      status: "succeeded",
+      resume_decision: "fresh",
+      resume_reason: "context_overflow",
+      retried_fresh: true,
+    });
+    expect(second.session_id).not.toBe(first.session_id);
+    expect(stack.taskComments(n, second.id as number)).toHaveLength(1);
+    const s = await db.pool.query("SELECT state FROM sessions WHERE session_id = $1", [
+      first.session_id,
+    ]);
+    expect(s.rows[0]).toEqual({ state: "poisoned" });
+  });
+
+  it("a 401 ends the turn as auth_failed and the thread says to check OPENAI_API_KEY", async () => {
+    const n = newIssue();
+    openai.setDefault(replies.unauthorized());
+    try {
+      const t = await stack.finishedTask(await stack.comment(n, "@codex hi"));
+      expect(t).toMatchObject({ status: "failed", outcome: "auth_failed" });
+      const body = String(stack.taskComments(n, t.id as number)[0]!.body);
+      expect(body).toContain("OPENAI_API_KEY");
+      expect(body).not.toContain(KEY);
+    } finally {
+      openai.reset();
+    }
+  });
+
+  it("a Claude agent on the same issue keeps its own session; stats split by CLI", async () => {
+    const n = newIssue();
+    const c = await stack.finishedTask(await stack.comment(n, "@codex hello"));
+    const t = await stack.finishedTask(await stack.comment(n, "@tether hello"));
+    expect(t).toMatchObject({ cli: "claude", resume_reason: "no_prior_session" });
+    expect(t.session_id).not.toBe(c.session_id);
+    const stats = await fetch(`${stack.app.url}/api/stats?range=24h`, {
+      headers: { authorization: `Bearer ${DASH}` },
+    }).then(
+      (r) => r.json() as Promise<{ byCli: Record<string, { turns: number; costUsd: number }> }>,
+    );
+    expect(stats.byCli.codex!.turns).toBeGreaterThan(0);
+    expect(stats.byCli.claude!.turns).toBeGreaterThan(0);
+    expect(stats.byCli.codex!.costUsd).toBeGreaterThan(0);
+  });
+});
