@@ -943,6 +943,7 @@ describe("runTask: publishing the agent's changes", () => {
           settings: {
             agents: agents as never,
             resume: { enabled: true, ttlHours: 72, contextBudget: 0.8 },
+            spend: { freshResetsConversation: false },
           },
         })
       : t.loadConfig;
