@@ -62,6 +62,9 @@ export const claudeDialect: CliDialect<StreamMessage, RunEvidence> = {
   resultText: (evidence) => evidence.result?.result ?? evidence.lastText ?? undefined,
   toolRan: (evidence) => evidence.toolUses > 0,
   usage: summarizeUsage,
+  // The CLI (a 245 MB native binary) takes about 430 ms here to print its --version, let alone
+  // send a request: socat listens long before that, so the run does not wait for it.
+  bootsAfterBridge: true,
   /** The extra system prompt may be long and is the repo's text: log its size, not its words. */
   redactArgs: (args) =>
     args.map((a, i) => (args[i - 1] === "--append-system-prompt" ? `(${a.length} characters)` : a)),

@@ -97,6 +97,12 @@ export interface CliDialect<M extends { kind: string }, S> {
   binds?(exe: string): string[];
   /** Arguments as logged (long user text shortened). */
   redactArgs?(args: string[]): string[];
+  /**
+   * Whether the CLI's first connection can come before the sandbox's egress bridge listens
+   * (socat starts in about 12 ms). A CLI that takes far longer than that to boot skips the
+   * wait for it (init-script.ts); default: wait.
+   */
+  bootsAfterBridge?: boolean;
 }
 
 export interface CliRunOptions {
@@ -303,7 +309,11 @@ export class CliRun<M extends { kind: string }, S> implements AgentRun {
           ...(spec.sandbox.origin ? { origin: spec.sandbox.origin } : {}),
           ...(spec.sandbox.masks ? { masks: spec.sandbox.masks } : {}),
           readOnly: this.dialect.binds?.(exe) ?? [exe],
-          egress: { model: access.endpoint, network: spec.sandbox.network },
+          egress: {
+            model: access.endpoint,
+            network: spec.sandbox.network,
+            waitForBridge: !this.dialect.bootsAfterBridge,
+          },
           env,
           modelEnv: { inside: access.inside, outside: access.outside },
           command: [exe, ...args],

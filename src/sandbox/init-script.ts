@@ -3,18 +3,21 @@ import { EGRESS_PORT, IN_SANDBOX } from "./bwrap-args.js";
 /**
  * The first process of a sandbox that may reach out: it bridges 127.0.0.1:EGRESS_PORT (inside
  * the sandbox's own network namespace, where nothing else listens) to the egress proxy's unix
- * socket, waits until the bridge listens, then becomes the command. socat starts in about
- * 12 ms here (it loads OpenSSL); a Node.js bridge would cost 40–150 ms of start-up on every turn.
+ * socket, then becomes the command. socat starts in about 12 ms here (it loads OpenSSL); a
+ * Node.js bridge would cost 40–150 ms of start-up on every turn.
  *
- * The wait reads /proc/net/tcp with shell builtins (no grep, no sleep: a fork each would cost
- * more than the check), for the first 300 rounds without pausing, then every 5 ms, 2 s at most.
- * Against a grep-and-sleep loop that took 8 ms off a sandbox's start (median of 30 bwrap runs).
+ * By default the command starts once the bridge listens. The wait reads /proc/net/tcp with
+ * shell builtins (no grep, no sleep: a fork each would cost more than the check), for the first
+ * 300 rounds without pausing, then every 5 ms, 2 s at most; against a grep-and-sleep loop that
+ * took 8 ms off a sandbox's start (median of 30 bwrap runs). A command that boots for far longer
+ * than socat (the Claude CLI: about 430 ms to its first output) starts at once instead, beside
+ * the bridge, and so does not pay for it at all.
  *
  * The bridge holds nothing secret: the agent may stop it, and then only loses its own way out.
  */
 const LISTENING = `:${EGRESS_PORT.toString(16).toUpperCase().padStart(4, "0")} 00000000:0000 0A`;
-const SCRIPT = `
-socat -lf /dev/null TCP-LISTEN:${EGRESS_PORT},bind=127.0.0.1,fork,reuseaddr UNIX-CONNECT:${IN_SANDBOX.egressSocket} &
+const START_BRIDGE = `socat -lf /dev/null TCP-LISTEN:${EGRESS_PORT},bind=127.0.0.1,fork,reuseaddr UNIX-CONNECT:${IN_SANDBOX.egressSocket} &`;
+const WAIT = `
 i=0
 up=
 while [ -z "$up" ] && [ "$i" -lt 700 ]; do
@@ -23,13 +26,13 @@ while [ -z "$up" ] && [ "$i" -lt 700 ]; do
   done < /proc/net/tcp
   i=$((i + 1))
   [ -n "$up" ] || [ "$i" -lt 300 ] || sleep 0.005
-done
-exec "$@"
-`.trim();
+done`;
+const EXEC = `exec "$@"`;
 
-/** `command` wrapped by the bridge. */
-export function bridgeCommand(command: string[]): string[] {
-  return ["/bin/sh", "-c", SCRIPT, "tether-bridge", ...command];
+/** `command` wrapped by the bridge; `wait: false` starts it without waiting for the bridge. */
+export function bridgeCommand(command: string[], opts: { wait?: boolean } = {}): string[] {
+  const script = [START_BRIDGE, ...(opts.wait === false ? [] : [WAIT.trim()]), EXEC].join("\n");
+  return ["/bin/sh", "-c", script, "tether-bridge", ...command];
 }
 
 /** The environment a process in the sandbox uses to go through the bridge. */

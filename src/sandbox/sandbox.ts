@@ -68,7 +68,12 @@ export interface SandboxRun {
   /** Workspace paths hidden or replaced (agent-control files of a pull request). */
   masks?: Mask[];
   /** The way out. Omitted: no network at all (git on the workspace needs none). */
-  egress?: { model: ModelEndpoint; network: NetworkPolicy };
+  egress?: {
+    model: ModelEndpoint;
+    network: NetworkPolicy;
+    /** Start the command once the bridge listens (default), or at once beside it (init-script.ts). */
+    waitForBridge?: boolean;
+  };
   /**
    * The process's environment, already allow-listed. With egress, `modelEnv.inside` (the
    * bridge's base URL, placeholder credentials) is added in the sandbox, `modelEnv.outside`
@@ -291,7 +296,7 @@ export class Sandbox {
         // bridge, and so get the policy's answer (a 403 that says why) rather than no network.
         // An operator's own proxy means nothing inside: the egress proxy is the way out.
         Object.assign(env, proxyEnv(), run.modelEnv?.inside ?? {});
-        command = bridgeCommand(run.command);
+        command = bridgeCommand(run.command, { wait: run.egress.waitForBridge ?? true });
       }
       const args = bwrapArgs({
         root: this.root,
