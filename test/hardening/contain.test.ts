@@ -46,6 +46,9 @@ agents:
     model: claude-sonnet-4-5
     allowedTools: [Bash, Read]
     projectInstructions: true
+    # What the agent plants stays in its workspace: these drills are about what it can reach, and
+    # the checkout keeps following the default branch (published changes are deliver.test.ts's).
+    changes: "off"
 `;
 
 const db = await createTestDatabase();
