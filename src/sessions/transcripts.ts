@@ -38,7 +38,10 @@ export interface TranscriptStore {
  */
 export interface TranscriptLayout {
   /** The session's file in a HOME a sandbox wrote: a regular file, reached through no link. */
-  find(home: string, sessionId: string): Promise<{ file: string; name: string; size: number } | null>;
+  find(
+    home: string,
+    sessionId: string,
+  ): Promise<{ file: string; name: string; size: number } | null>;
   /** Where the CLI, working in `cwd`, looks for the session's file (named `name`) in `home`. */
   place(home: string, cwd: string, sessionId: string, name: string | null): string;
   /** Whether the file's name is kept with it (Codex finds a rollout only under its own name). */

@@ -72,8 +72,7 @@ async function storedRollout(threadId: string) {
     [threadId],
   );
   return rows[0] as
-    | { raw_bytes: string; file_name: string; cli_version: string; chunks: number }
-    | undefined;
+    { raw_bytes: string; file_name: string; cli_version: string; chunks: number } | undefined;
 }
 
 describe("a cli: codex agent end to end", { timeout: 180_000 }, () => {
