@@ -25,12 +25,15 @@ export interface ClaudeAgentOptions {
 }
 
 export function claudeAgent(cli: AgentCli, opts: ClaudeAgentOptions): AgentPort {
-  let capabilities: Promise<boolean> | undefined;
+  let capabilities: Promise<{ canResume: boolean; version: string | null }> | undefined;
+  const probe = () => (capabilities ??= cli.probe());
   const contain = opts.contain;
   return {
-    canResume() {
-      capabilities ??= cli.probe().then((c) => c.canResume);
-      return capabilities;
+    async canResume() {
+      return (await probe()).canResume;
+    },
+    async cliVersion() {
+      return (await probe()).version;
     },
     ...(contain
       ? { transcriptState: (key, sessionId) => contain.transcripts.state(key, sessionId) }

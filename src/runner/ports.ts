@@ -217,6 +217,11 @@ export interface AgentPort {
   /** Whether the CLI (the agent's, default claude) can resume sessions. */
   canResume(cli?: CliKind): Promise<boolean>;
   /**
+   * The CLI's version (`claude --version`, `codex --version`), null when it did not say: what
+   * the resume decision compares a stored session's writer with. Absent: the runner's.
+   */
+  cliVersion?(cli?: CliKind): Promise<string | null>;
+  /**
    * Where this runner can restore the session's transcript from. Absent: the CLI's own store
    * on this runtime is used (every session of this runtime counts as held).
    */

@@ -299,8 +299,12 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
   const policy = config.settings.resume;
   const cli = settings.cli ?? "claude";
   const cliCanResume = await deps.agent.canResume(cli);
-  // Where the session's transcript is (Claude's in the portable store, Codex's on this runner),
-  // asked of its own CLI only: a Claude transcript means nothing to Codex.
+  // Where the session's transcript is (Claude's transcript or Codex's rollout, in the portable
+  // store), asked of its own CLI only: a Claude transcript means nothing to Codex. Whether this
+  // runner can read it is a question for the same CLI's version.
+  const cliVersion = deps.agent.cliVersion
+    ? await deps.agent.cliVersion(cli).catch(() => null)
+    : (deps.cliVersion ?? null);
   const transcript =
     prior && prior.cli === cli && deps.agent.transcriptState
       ? await deps.agent
@@ -321,7 +325,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     workDirExists,
     historyEpoch: epoch,
     cliCanResume,
-    cliVersion: deps.cliVersion ?? null,
+    cliVersion,
     ...(transcript === undefined ? {} : { transcript }),
     now: now(),
   });

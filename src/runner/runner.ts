@@ -28,6 +28,8 @@ export interface RunnerOptions extends Omit<RunTaskDeps, "runnerId"> {
     claudePath: string;
     cliVersion: string | null;
     canResume: boolean | null;
+    /** This runner's Codex version once its first probe said (null before: not run yet). */
+    codexVersion?: () => string | null;
   };
   pollMs?: number;
   heartbeatMs?: number;
@@ -186,6 +188,8 @@ export class Runner {
           this.opts.runtimeId,
           free,
           this.opts.runtime.cliVersion,
+          undefined,
+          this.opts.runtime.codexVersion?.() ?? null,
         );
         for (const t of tasks) this.launch(t);
         if (tasks.length === free) this.again = true;

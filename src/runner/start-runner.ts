@@ -5,7 +5,7 @@
 import os from "node:os";
 import path from "node:path";
 import { Probot } from "probot";
-import { createClaudeCli } from "../claude/index.js";
+import { createClaudeCli, type AgentCli } from "../claude/index.js";
 import { lookupClaudePath } from "../claude/claude-path.js";
 import { loadRepoConfig } from "../config/load-repo-config.js";
 import { formatConfigProblems } from "../config/repo-config.js";
@@ -23,7 +23,7 @@ import type { Logger } from "../log.js";
 import type { Metrics } from "../metrics.js";
 import { toRepoSettings } from "../config/repo-settings.js";
 import { createCodexCli, resolveCodexPath } from "../codex/codex-cli.js";
-import { localRollouts } from "../sessions/rollouts.js";
+import { codexLayout } from "../sessions/rollouts.js";
 import { agentForClis } from "./agent-clis.js";
 import { claudeAgent } from "./claude-agent.js";
 import { githubThread } from "./github-thread.js";
@@ -59,10 +59,20 @@ export async function startRunner(opts: {
     );
   // Codex is probed lazily, on the first turn of a cli: codex agent: a runner whose repos use
   // only Claude never runs it.
-  const codex = createCodexCli({
+  const codexCli = createCodexCli({
     path: resolveCodexPath(env),
     log: log.child({ component: "codex" }),
   });
+  // What the claim query compares a stored Codex rollout's version with, once known.
+  let codexVersion: string | null = null;
+  const codex: AgentCli = {
+    ...codexCli,
+    probe: () =>
+      codexCli.probe().then((c) => {
+        if (c.version) codexVersion = c.version;
+        return c;
+      }),
+  };
   const sandbox = await Sandbox.start({
     mode: env.TETHER_SANDBOX,
     stateDir: path.join(env.dataDir, "sandbox"),
@@ -101,6 +111,7 @@ export async function startRunner(opts: {
       claudePath: caps.path || claude.path,
       cliVersion: caps.version,
       canResume: caps.canResume,
+      codexVersion: () => codexVersion,
     },
     agent: agentForClis({
       claude: claudeAgent(cli, {
@@ -121,7 +132,16 @@ export async function startRunner(opts: {
         log,
         contain: {
           sandbox,
-          transcripts: localRollouts(path.join(env.dataDir, "sessions"), log),
+          // Codex's rollouts go to the same store as Claude's transcripts: any runner whose
+          // Codex reads them resumes the thread.
+          transcripts: postgresTranscripts({
+            pool,
+            cacheRoot: path.join(env.dataDir, "sessions"),
+            log: log.child({ component: "sessions" }),
+            maxBytes: env.TETHER_SESSION_MAX_BYTES,
+            cliVersion: () => codex.probe().then((c) => c.version),
+            layout: codexLayout,
+          }),
           homes: path.join(env.dataDir, "sandbox", "homes"),
         },
       }),

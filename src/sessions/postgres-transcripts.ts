@@ -11,6 +11,9 @@
  *
  * The cache is `<cacheRoot>/<key>/<session>.jsonl` beside a `.sha256` file naming the stored
  * version it holds; a restore copies it when it is that version and reads the chunks otherwise.
+ *
+ * The same store keeps Claude Code's transcripts and Codex's rollouts; a `layout` says where
+ * each CLI files a session in its HOME (transcripts.ts claudeLayout, rollouts.ts codexLayout).
  */
 import { createHash, randomBytes } from "node:crypto";
 import { constants as fsConstants } from "node:fs";
@@ -28,11 +31,11 @@ import {
   type TranscriptChunk,
 } from "../sql/transcripts.js";
 import {
-  findTranscript,
+  claudeLayout,
   keyDir,
-  sessionFile,
   type Saved,
   type TranscriptKey,
+  type TranscriptLayout,
   type TranscriptStore,
 } from "./transcripts.js";
 
@@ -48,8 +51,14 @@ export interface PostgresTranscriptsOptions {
   log: Logger;
   /** A transcript larger than this is not kept; the session's next turn starts fresh. */
   maxBytes: number;
-  /** `claude --version` of this runner: recorded with each save (which CLIs can read it). */
-  cliVersion: string | null;
+  /**
+   * This runner's version of the CLI whose sessions these are (`claude --version`, `codex
+   * --version`): recorded with each save (which CLIs can read it). A function is asked at each
+   * save (Codex is probed on its first turn, not at start).
+   */
+  cliVersion: string | null | (() => Promise<string | null>);
+  /** Where the CLI files a session in its HOME (default: Claude Code's). */
+  layout?: TranscriptLayout;
   /** Raw bytes per stored chunk. */
   chunkBytes?: number;
 }
@@ -57,6 +66,9 @@ export interface PostgresTranscriptsOptions {
 export function postgresTranscripts(opts: PostgresTranscriptsOptions): TranscriptStore {
   const { pool, log } = opts;
   const chunkBytes = opts.chunkBytes ?? 4 * 1024 * 1024;
+  const layout = opts.layout ?? claudeLayout;
+  const cliVersion = async () =>
+    typeof opts.cliVersion === "function" ? opts.cliVersion() : opts.cliVersion;
   const cacheOf = (key: TranscriptKey, sessionId: string) => {
     if (!SESSION_ID.test(sessionId))
       throw new Error(`not a session id: ${JSON.stringify(sessionId)}`);
@@ -79,24 +91,31 @@ export function postgresTranscripts(opts: PostgresTranscriptsOptions): Transcrip
       if (head?.overBound) return { where: "over_bound" };
       if (head) return { where: "store", cliVersion: head.cliVersion };
       // A session saved before the store existed is still on the disk of the runner that ran it.
-      const st = await fs.stat(cacheOf(key, sessionId)).catch(() => null);
-      return st?.isFile() ? { where: "local" } : { where: "none" };
+      const legacy = await layout.legacy(opts.cacheRoot, key, sessionId);
+      return legacy ? { where: "local" } : { where: "none" };
     },
 
     async restore(key, sessionId, home, cwd) {
       const t0 = performance.now();
-      const target = sessionFile(home, cwd, sessionId);
       const cache = cacheOf(key, sessionId);
-      await fs.mkdir(path.dirname(target), { recursive: true, mode: 0o700 });
       const head = await transcriptHead(pool, sessionId);
       const done = (from: "cache" | "store" | null) => ({ from, ms: performance.now() - t0 });
+      const placed = async (name: string | null) => {
+        const target = layout.place(home, cwd, sessionId, name);
+        await fs.mkdir(path.dirname(target), { recursive: true, mode: 0o700 });
+        return target;
+      };
       if (!head || head.overBound) {
-        const ok = await fs.copyFile(cache, target).then(
+        // Only a session saved before the store can be on this disk and not in Postgres.
+        const legacy = await layout.legacy(opts.cacheRoot, key, sessionId);
+        if (!legacy) return done(null);
+        const ok = await fs.copyFile(legacy.file, await placed(legacy.name)).then(
           () => true,
           () => false,
         );
         return done(ok ? "cache" : null);
       }
+      const target = await placed(head.fileName);
       const want = head.sha256.toString("hex");
       const [cachedHash, cachedStat] = await Promise.all([
         fs.readFile(`${cache}.sha256`, "utf8").catch(() => null),
@@ -122,7 +141,7 @@ export function postgresTranscripts(opts: PostgresTranscriptsOptions): Transcrip
     },
 
     async save(key, sessionId, home): Promise<Saved | null> {
-      const found = await findTranscript(home, sessionId);
+      const found = await layout.find(home, sessionId);
       if (!found) {
         log.warn(
           { sessionId },
@@ -136,7 +155,7 @@ export function postgresTranscripts(opts: PostgresTranscriptsOptions): Transcrip
           { sessionId, bytes: found.size, maxBytes: opts.maxBytes },
           "transcript over the size bound; not kept, the next turn starts fresh",
         );
-        await markOverBound(pool, sessionId, opts.cliVersion);
+        await markOverBound(pool, sessionId, await cliVersion());
         await fs.rm(cache, { force: true });
         await fs.rm(`${cache}.sha256`, { force: true });
         return { kind: "over_bound", bytes: found.size, addedBytes: 0 };
@@ -162,14 +181,21 @@ export function postgresTranscripts(opts: PostgresTranscriptsOptions): Transcrip
         const kind: Saved["kind"] =
           from === 0 ? "replace" : from === data.length ? "unchanged" : "append";
         let ok = true;
-        if (kind !== "unchanged") {
+        // A rollout's name is part of what is kept: a new name alone is written too.
+        const renamed = layout.keepsName && head?.fileName !== found.name;
+        if (kind !== "unchanged" || renamed) {
           const chunks = await compress(data, from, chunkBytes);
           ok = await writeTranscript(
             pool,
             sessionId,
             head && !head.overBound ? { rawBytes: head.rawBytes, sha256: head.sha256 } : null,
             { kind: kind === "append" ? "append" : "replace", chunks },
-            { rawBytes: data.length, sha256, cliVersion: opts.cliVersion },
+            {
+              rawBytes: data.length,
+              sha256,
+              cliVersion: await cliVersion(),
+              fileName: layout.keepsName ? found.name : null,
+            },
           );
         }
         if (ok) {

@@ -32,6 +32,44 @@ export interface TranscriptStore {
   save(key: TranscriptKey, sessionId: string, home: string): Promise<Saved | null>;
 }
 
+/**
+ * Where a CLI files a session in its HOME: Claude Code's `<session id>.jsonl` under its project
+ * directory (claudeLayout), Codex's rollout under `.codex/sessions/` (rollouts.ts codexLayout).
+ */
+export interface TranscriptLayout {
+  /** The session's file in a HOME a sandbox wrote: a regular file, reached through no link. */
+  find(
+    home: string,
+    sessionId: string,
+  ): Promise<{ file: string; name: string; size: number } | null>;
+  /** Where the CLI, working in `cwd`, looks for the session's file (named `name`) in `home`. */
+  place(home: string, cwd: string, sessionId: string, name: string | null): string;
+  /** Whether the file's name is kept with it (Codex finds a rollout only under its own name). */
+  keepsName: boolean;
+  /** A copy this runner's disk holds from before the shared store kept the CLI's sessions. */
+  legacy(
+    cacheRoot: string,
+    key: TranscriptKey,
+    sessionId: string,
+  ): Promise<{ file: string; name: string } | null>;
+}
+
+/** Claude Code's layout: `$HOME/.claude/projects/<cwd>/<session id>.jsonl`. */
+export const claudeLayout: TranscriptLayout = {
+  async find(home, sessionId) {
+    const found = await findTranscript(home, sessionId);
+    return found ? { ...found, name: `${sessionId}.jsonl` } : null;
+  },
+  place: (home, cwd, sessionId) => sessionFile(home, cwd, sessionId),
+  keepsName: false,
+  async legacy(cacheRoot, key, sessionId) {
+    if (!SESSION_FILE.test(sessionId)) return null;
+    const file = path.join(cacheRoot, keyDir(key), `${sessionId}.jsonl`);
+    const st = await fs.stat(file).catch(() => null);
+    return st?.isFile() ? { file, name: `${sessionId}.jsonl` } : null;
+  },
+};
+
 /** Where a restore came from (null: nothing held), and how long it took. */
 export interface Restored {
   from: "cache" | "store" | null;

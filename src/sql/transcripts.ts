@@ -15,6 +15,8 @@ export interface TranscriptHead {
   rewrites: number;
   overBound: boolean;
   cliVersion: string | null;
+  /** The name the CLI gave the file, where it matters (a Codex rollout's); null for Claude's. */
+  fileName: string | null;
   savedAt: Date;
 }
 
@@ -34,6 +36,7 @@ function toHead(r: Record<string, unknown>): TranscriptHead {
     rewrites: r.rewrites as number,
     overBound: r.over_bound as boolean,
     cliVersion: (r.cli_version as string | null) ?? null,
+    fileName: (r.file_name as string | null) ?? null,
     savedAt: r.saved_at as Date,
   };
 }
@@ -74,7 +77,7 @@ export async function writeTranscript(
   sessionId: string,
   expected: { rawBytes: number; sha256: Buffer } | null,
   write: TranscriptWrite,
-  after: { rawBytes: number; sha256: Buffer; cliVersion: string | null },
+  after: { rawBytes: number; sha256: Buffer; cliVersion: string | null; fileName?: string | null },
 ): Promise<boolean> {
   const client = await pool.connect();
   try {
@@ -118,11 +121,12 @@ export async function writeTranscript(
     await client.query(
       `UPDATE session_transcripts
           SET raw_bytes = $2, sha256 = $3, cli_version = COALESCE($4, cli_version), chunks = $5,
+              file_name = $6,
               stored_bytes = (SELECT COALESCE(sum(length(data)), 0) FROM session_transcript_chunks
                                WHERE session_id = $1),
               saved_at = now()
         WHERE session_id = $1`,
-      [sessionId, after.rawBytes, after.sha256, after.cliVersion, seq],
+      [sessionId, after.rawBytes, after.sha256, after.cliVersion, seq, after.fileName ?? null],
     );
     await client.query("COMMIT");
     return true;

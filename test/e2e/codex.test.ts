@@ -60,9 +60,19 @@ function newIssue(): number {
 const mark = () => openai.responseRequests().length;
 const since = (n: number) => openai.responseRequests().slice(n);
 
-/** The key's store of Codex rollouts in the app's data directory. */
+/** The key's directory in the runner's session cache (or its pre-store rollouts). */
 function storedRollouts(issue: number): string {
   return path.join(stack.dataDir, "sessions", "octo", "widgets", `issue-${issue}`, "codex");
+}
+
+/** The thread's rollout as the shared store (Postgres) holds it. */
+async function storedRollout(threadId: string) {
+  const { rows } = await db.pool.query(
+    `SELECT raw_bytes, file_name, cli_version, chunks FROM session_transcripts WHERE session_id = $1`,
+    [threadId],
+  );
+  return rows[0] as
+    { raw_bytes: string; file_name: string; cli_version: string; chunks: number } | undefined;
 }
 
 describe("a cli: codex agent end to end", { timeout: 180_000 }, () => {
@@ -85,8 +95,15 @@ describe("a cli: codex agent end to end", { timeout: 180_000 }, () => {
       first.session_id,
     ]);
     expect(session.rows[0]).toEqual({ cli: "codex", state: "active" });
-    // The HOME was deleted; the rollout was kept in the session store.
-    expect(fs.readdirSync(storedRollouts(n))).toEqual([`codex-${String(first.session_id)}`]);
+    // The HOME was deleted; the rollout was kept in the shared store under Codex's own name,
+    // with the Codex version that wrote it, and this runner's cache holds the same bytes.
+    const stored = await storedRollout(String(first.session_id));
+    expect(stored?.file_name).toMatch(
+      new RegExp(`^rollout-\\d{4}-\\d{2}-\\d{2}T[\\d-]+-${String(first.session_id)}\\.jsonl$`),
+    );
+    expect(stored?.cli_version).toMatch(/^0\.\d+\.\d+/);
+    const cached = path.join(storedRollouts(n), `${String(first.session_id)}.jsonl`);
+    expect(fs.statSync(cached).size).toBe(Number(stored?.raw_bytes));
     expect(Number(first.cost_usd)).toBeGreaterThan(0);
 
     const m1 = mark();
@@ -114,19 +131,68 @@ describe("a cli: codex agent end to end", { timeout: 180_000 }, () => {
     expect(Number(second.input_tokens) + Number(second.cache_read_tokens)).toBe(
       req.usage!.input_tokens,
     );
+    // The save after the resumed turn sent only what Codex appended: one more chunk.
+    const after = await storedRollout(String(first.session_id));
+    expect(after?.file_name).toBe(stored?.file_name);
+    expect(Number(after?.raw_bytes)).toBeGreaterThan(Number(stored?.raw_bytes));
+    expect(after?.chunks).toBe(stored!.chunks + 1);
+  });
+
+  it("another runtime with no session cache, no workspaces and a new HOME resumes the thread from Postgres", async () => {
+    const n = newIssue();
+    openai.script(replies.text("CODEX-EARLIER-ANSWER"));
+    const a = await stack.finishedTask(await stack.comment(n, "@codex EARLIER-REQUEST hello"));
+    expect(a).toMatchObject({ status: "succeeded", cli: "codex" });
+    expect(Number((await storedRollout(String(a.session_id)))?.raw_bytes)).toBeGreaterThan(0);
+    await stack.app.stop();
+    // A runner redeployed without its volumes: the whole data directory (session cache,
+    // sandbox state, git HOME) and the workspace root are gone; HOME is a new, empty one.
+    fs.rmSync(stack.dataDir, { recursive: true, force: true });
+    fs.rmSync(stack.workspaces, { recursive: true, force: true });
+    const home2 = fs.mkdtempSync(path.join(path.dirname(stack.home), "home2-"));
+    await stack.startApp({ TETHER_RUNTIME_ID: "rt-codex-other", HOME: home2 });
+    try {
+      const m = mark();
+      openai.script(replies.text("CODEX-LATER-ANSWER"));
+      const b = await stack.finishedTask(await stack.comment(n, "@codex LATER-REQUEST again"));
+      expect(b).toMatchObject({
+        status: "succeeded",
+        cli: "codex",
+        resume_decision: "resume",
+        resume_reason: "resumed",
+        runtime_id: "rt-codex-other",
+        session_id: a.session_id,
+        session_restore: "store",
+        resumed_across: true,
+      });
+      // The API got the earlier turn (the request and its answer) from the restored rollout.
+      const req = since(m)[0]!;
+      const said = messages(req).map((x) => x.text);
+      expect(said.some((t) => t.includes("EARLIER-REQUEST"))).toBe(true);
+      expect(said.some((t) => t.includes("CODEX-EARLIER-ANSWER"))).toBe(true);
+      expect(lastUserText(req)).toContain("LATER-REQUEST");
+      expect(String(stack.taskComments(n, b.id as number)[0]!.body)).toContain(
+        "CODEX-LATER-ANSWER",
+      );
+      // The workspace was re-prepared from the repository.
+      expect(fs.existsSync(path.join(String(b.work_dir), "src", "split.js"))).toBe(true);
+    } finally {
+      await stack.app.stop();
+      await stack.startApp();
+    }
   });
 
   it("a thread Codex does not know → retired, and the same task runs fresh", async () => {
     const n = newIssue();
     const first = await stack.finishedTask(await stack.comment(n, "@codex start"));
     const threadA = String(first.session_id);
-    // The store holds a rollout for thread B that Codex cannot resume as B (it holds A).
+    // This runner's disk holds, from before the shared store (`codex-<id>/` beside the cache),
+    // a rollout for thread B that Codex cannot resume as B (it holds A); Postgres holds none.
     const threadB = "01a20d55-0000-7000-8000-00000000beef";
-    const dirA = path.join(storedRollouts(n), `codex-${threadA}`);
-    const [nameA] = fs.readdirSync(dirA);
+    const nameA = (await storedRollout(threadA))!.file_name;
     const dirB = path.join(storedRollouts(n), `codex-${threadB}`);
     fs.mkdirSync(dirB);
-    fs.writeFileSync(path.join(dirB, nameA!.replace(threadA, threadB)), "");
+    fs.writeFileSync(path.join(dirB, nameA.replace(threadA, threadB)), "");
     await db.pool.query(
       `INSERT INTO sessions (session_id, repo, issue_number, agent, runtime_id, work_dir, model, cli)
        SELECT $2, repo, issue_number, agent, runtime_id, work_dir, model, cli FROM sessions WHERE session_id = $1`,

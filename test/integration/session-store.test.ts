@@ -10,6 +10,7 @@ import zlib from "node:zlib";
 import { describe, expect, it } from "vitest";
 import { createLogger } from "../../src/log.js";
 import { postgresTranscripts } from "../../src/sessions/postgres-transcripts.js";
+import { codexLayout } from "../../src/sessions/rollouts.js";
 import { sessionFile } from "../../src/sessions/transcripts.js";
 import { upsertSession } from "../../src/sql/sessions.js";
 import { pruneTranscripts, transcriptHead } from "../../src/sql/transcripts.js";
@@ -22,7 +23,10 @@ const CWD = "/workspace";
 let n = 0;
 
 /** One runner's view: its own cache directory and HOMEs. */
-function runner(name: string, over: { maxBytes?: number; cliVersion?: string } = {}) {
+function runner(
+  name: string,
+  over: { maxBytes?: number; cliVersion?: string; codex?: boolean } = {},
+) {
   const root = path.join(tmp, name);
   fs.mkdirSync(root, { recursive: true });
   const store = postgresTranscripts({
@@ -30,18 +34,21 @@ function runner(name: string, over: { maxBytes?: number; cliVersion?: string } =
     cacheRoot: path.join(root, "sessions"),
     log,
     maxBytes: over.maxBytes ?? 64 * 1024 * 1024,
-    cliVersion: over.cliVersion ?? "2.1.197 (Claude Code)",
+    cliVersion: over.codex
+      ? async () => over.cliVersion ?? "0.169.0"
+      : (over.cliVersion ?? "2.1.197 (Claude Code)"),
     chunkBytes: 64 * 1024,
+    ...(over.codex ? { layout: codexLayout } : {}),
   });
   let homes = 0;
   const home = () => fs.mkdtempSync(path.join(root, `home-${homes++}-`));
   return { store, root, home };
 }
 
-async function newSession() {
+async function newSession(threadId?: string) {
   n++;
   const key = { repo: "octo/store", issueNumber: n, agent: "tether" };
-  const sessionId = `sess-${n}-${process.pid}`;
+  const sessionId = threadId ?? `sess-${n}-${process.pid}`;
   await upsertSession(db.pool, {
     ...key,
     sessionId,
@@ -226,5 +233,132 @@ describe("the Postgres session store", () => {
     expect(await transcriptHead(db.pool, active.sessionId)).not.toBeNull();
     expect(await transcriptHead(db.pool, retired.sessionId)).toBeNull();
     expect(await transcriptHead(db.pool, idle.sessionId)).toBeNull();
+  });
+
+  describe("Codex rollouts (codexLayout)", () => {
+    /** A thread id (a UUID, as Codex makes them) unique to this test. */
+    const thread = () =>
+      `01a20d6e-2d35-7a90-b107-${String(process.pid % 1e6).padStart(6, "0")}${String(n + 1).padStart(6, "0")}`;
+    /** Where Codex files a rollout: `.codex/sessions/YYYY/MM/DD/rollout-<local time>-<id>.jsonl`. */
+    const writeRollout = (home: string, threadId: string, day: string, text: string) => {
+      const [y, m, d] = day.split("-");
+      const dir = path.join(home, ".codex", "sessions", y!, m!, d!);
+      fs.mkdirSync(dir, { recursive: true });
+      const file = path.join(dir, `rollout-${day}T10-11-12-${threadId}.jsonl`);
+      fs.writeFileSync(file, text);
+      return file;
+    };
+
+    it("restores on another runner under the name and date directory Codex gave it; saves append", async () => {
+      const { key, sessionId } = await newSession(thread());
+      const a = runner(`a-${n}`, { codex: true });
+      const b = runner(`b-${n}`, { codex: true, cliVersion: "0.170.0" });
+      const ha = a.home();
+      const file = writeRollout(ha, sessionId, "2026-05-06", lines(0, 500));
+      expect(await a.store.save(key, sessionId, ha)).toMatchObject({ kind: "replace" });
+      fs.appendFileSync(file, lines(500, 5));
+      expect(await a.store.save(key, sessionId, ha)).toMatchObject({
+        kind: "append",
+        addedBytes: Buffer.byteLength(lines(500, 5)),
+      });
+      const head = (await transcriptHead(db.pool, sessionId))!;
+      expect(head.fileName).toBe(path.basename(file));
+      expect(head.cliVersion).toBe("0.169.0");
+      expect(head.storedBytes).toBeLessThan(head.rawBytes / 4);
+      expect(await b.store.state(key, sessionId)).toEqual({
+        where: "store",
+        cliVersion: "0.169.0",
+      });
+
+      const hb = b.home();
+      expect((await b.store.restore(key, sessionId, hb, CWD)).from).toBe("store");
+      const placed = path.join(hb, ".codex", "sessions", "2026", "05", "06", path.basename(file));
+      expect(fs.readFileSync(placed, "utf8")).toBe(lines(0, 505));
+      // Nothing else lands in the HOME: only the rollout.
+      expect(fs.readdirSync(path.join(hb, ".codex"))).toEqual(["sessions"]);
+      // b's turn appends, and b's version is now the writer's.
+      fs.appendFileSync(placed, lines(505, 2));
+      expect(await b.store.save(key, sessionId, hb)).toMatchObject({ kind: "append" });
+      expect((await transcriptHead(db.pool, sessionId))!.cliVersion).toBe("0.170.0");
+      // a's cache holds an older version: it reads the newer one from Postgres.
+      const ha2 = a.home();
+      expect((await a.store.restore(key, sessionId, ha2, CWD)).from).toBe("store");
+      expect(
+        fs.readFileSync(
+          path.join(ha2, ".codex", "sessions", "2026", "05", "06", path.basename(file)),
+          "utf8",
+        ),
+      ).toBe(lines(0, 507));
+    });
+
+    it("keeps a rollout's new name even when its bytes did not change", async () => {
+      const { key, sessionId } = await newSession(thread());
+      const a = runner(`a-${n}`, { codex: true });
+      const h = a.home();
+      const old = writeRollout(h, sessionId, "2026-05-06", lines(0, 20));
+      await a.store.save(key, sessionId, h);
+      fs.rmSync(old);
+      const renamed = writeRollout(h, sessionId, "2026-05-07", lines(0, 20));
+      await a.store.save(key, sessionId, h);
+      expect((await transcriptHead(db.pool, sessionId))!.fileName).toBe(path.basename(renamed));
+    });
+
+    it("places only a rollout name of the thread, with no path in it", async () => {
+      const id = thread();
+      const home = "/h";
+      expect(codexLayout.place(home, CWD, id, `rollout-2026-05-06T10-11-12-${id}.jsonl`)).toBe(
+        `/h/.codex/sessions/2026/05/06/rollout-2026-05-06T10-11-12-${id}.jsonl`,
+      );
+      expect(codexLayout.place(home, CWD, id, `rollout-x-${id}.jsonl`)).toBe(
+        `/h/.codex/sessions/rollout-x-${id}.jsonl`,
+      );
+      for (const bad of [
+        null,
+        `${id}.jsonl`,
+        `rollout-../../../../etc/${id}.jsonl`,
+        `rollout-2026-05-06T10-11-12-01a20d6e-2d35-7a90-b107-000000000000.jsonl`,
+      ])
+        expect(() => codexLayout.place(home, CWD, id, bad)).toThrow(/not a rollout/);
+    });
+
+    it("a rollout over the size bound is not kept; a link in the HOME is not followed", async () => {
+      const { key, sessionId } = await newSession(thread());
+      const a = runner(`a-${n}`, { codex: true, maxBytes: 4096 });
+      const h = a.home();
+      writeRollout(h, sessionId, "2026-05-06", lines(0, 100));
+      expect(await a.store.save(key, sessionId, h)).toMatchObject({ kind: "over_bound" });
+      expect(await a.store.state(key, sessionId)).toEqual({ where: "over_bound" });
+
+      const other = await newSession(thread());
+      const h2 = a.home();
+      const secret = path.join(tmp, `secret-${n}`);
+      fs.writeFileSync(secret, "not a rollout\n");
+      fs.mkdirSync(path.join(h2, ".codex", "sessions"), { recursive: true });
+      fs.symlinkSync(
+        secret,
+        path.join(h2, ".codex", "sessions", `rollout-2026-05-06T10-11-12-${other.sessionId}.jsonl`),
+      );
+      expect(await a.store.save(other.key, other.sessionId, h2)).toBeNull();
+      expect(await transcriptHead(db.pool, other.sessionId)).toBeNull();
+    });
+
+    it("a rollout a runner kept on its disk before the store still resumes there", async () => {
+      const { key, sessionId } = await newSession(thread());
+      const a = runner(`a-${n}`, { codex: true });
+      const name = `rollout-2026-05-06T10-11-12-${sessionId}.jsonl`;
+      const dir = path.join(a.root, "sessions", "octo", "store", `issue-${n}`, "tether");
+      fs.mkdirSync(path.join(dir, `codex-${sessionId}`), { recursive: true });
+      fs.writeFileSync(path.join(dir, `codex-${sessionId}`, name), lines(0, 3));
+      expect(await a.store.state(key, sessionId)).toEqual({ where: "local" });
+      const h = a.home();
+      expect((await a.store.restore(key, sessionId, h, CWD)).from).toBe("cache");
+      expect(
+        fs.readFileSync(path.join(h, ".codex", "sessions", "2026", "05", "06", name), "utf8"),
+      ).toBe(lines(0, 3));
+      // Another runner has nothing.
+      expect(await runner(`b-${n}`, { codex: true }).store.state(key, sessionId)).toEqual({
+        where: "none",
+      });
+    });
   });
 });

@@ -134,6 +134,35 @@ describe("runtime affinity", () => {
     expect((await claimTasks(pool, "r-on-rt", "rt", 5, null)).map((t) => t.id)).toEqual([big.id]);
   });
 
+  it("a Codex session in the shared store is compared with this runner's Codex version, not Claude's", async () => {
+    await pool.query("DELETE FROM tasks");
+    await pool.query("UPDATE runtimes SET heartbeat_at = now(), stopped_at = NULL");
+    const k = key();
+    const sessionId = `codex-port-${n}`;
+    await upsertSession(pool, {
+      repo: k.repo,
+      issueNumber: 1,
+      agent: "tether",
+      sessionId,
+      runtimeId: "rt2",
+      workDir: "/w",
+      model: null,
+      historyEpoch: 0,
+      cli: "codex",
+    });
+    await pool.query(
+      `INSERT INTO session_transcripts (session_id, sha256, cli_version) VALUES ($1, '\\x00', '0.169.0')`,
+      [sessionId],
+    );
+    const t = await seedTask(pool, k);
+    // Claude's version says nothing about a rollout; no Codex version known yet: it waits for rt2.
+    expect(await claimTasks(pool, "r-on-rt", "rt", 5, "2.1.197 (Claude Code)")).toEqual([]);
+    expect(await claimTasks(pool, "r-on-rt", "rt", 5, "0.169.0", 30_000, "0.168.0")).toEqual([]);
+    expect(
+      (await claimTasks(pool, "r-on-rt", "rt", 5, "2.1.197", 30_000, "0.169.0")).map((x) => x.id),
+    ).toEqual([t.id]);
+  });
+
   it("tether_cli_reads (SQL) and canReadTranscript agree", async () => {
     const rows: Array<[string | null, string | null]> = [
       ["2.1.197 (Claude Code)", "2.1.197 (Claude Code)"],
