@@ -10,6 +10,9 @@ export function agentForClis(ports: Partial<Record<CliKind, AgentPort>>): AgentP
     async canResume(cli) {
       return (await portOf(cli)?.canResume(cli)) ?? false;
     },
+    canCompact(cli) {
+      return portOf(cli)?.canCompact?.(cli) ?? false;
+    },
     async holdsSession(key, sessionId, cli) {
       const port = portOf(cli);
       if (!port) return false;

@@ -22,6 +22,11 @@ export interface ClaudeAgentOptions {
   contain?: { sandbox: Sandbox; transcripts: TranscriptStore; homes: string };
   /** Without `contain`: the HOME the CLI keeps its sessions in (default: this process's). */
   home?: string;
+  /**
+   * The CLI compacts a session when a resumed run's prompt is `/compact` (Claude Code does, seen
+   * with 2.1.197; `codex exec` has no such command). Default false.
+   */
+  compacts?: boolean;
 }
 
 export function claudeAgent(cli: AgentCli, opts: ClaudeAgentOptions): AgentPort {
@@ -32,6 +37,7 @@ export function claudeAgent(cli: AgentCli, opts: ClaudeAgentOptions): AgentPort 
       capabilities ??= cli.probe().then((c) => c.canResume);
       return capabilities;
     },
+    canCompact: () => opts.compacts === true,
     ...(contain
       ? { transcriptState: (key, sessionId) => contain.transcripts.state(key, sessionId) }
       : {}),
@@ -66,6 +72,7 @@ export function claudeAgent(cli: AgentCli, opts: ClaudeAgentOptions): AgentPort 
         }
       }
       const s = req.settings;
+      let compacted: AgentRunResult["compacted"];
       try {
         const run = cli.start({
           cwd: req.cwd,
@@ -99,6 +106,8 @@ export function claudeAgent(cli: AgentCli, opts: ClaudeAgentOptions): AgentPort 
             else if (e.type === "text" && e.parentToolUseId === null)
               req.onProgress({ kind: "text", text: e.text });
             else if (e.type === "tool_use") req.onProgress({ kind: "tool", name: e.name });
+            else if (e.type === "compacted")
+              compacted = { trigger: e.trigger, preTokens: e.preTokens, postTokens: e.postTokens };
           },
         });
         const o = await run.outcome;
@@ -131,6 +140,7 @@ export function claudeAgent(cli: AgentCli, opts: ClaudeAgentOptions): AgentPort 
           toolRan: o.toolRan,
           detail: o.kind === "success" ? null : o.detail,
           ...(restored ? { restored } : {}),
+          ...(compacted ? { compacted } : {}),
         };
       } finally {
         if (contain && home) await fs.rm(home, { recursive: true, force: true }).catch(() => {});

@@ -81,6 +81,7 @@ describe("events from the stream", () => {
       type: "compacted",
       trigger: "auto",
       preTokens: 28882,
+      postTokens: 648,
     });
   });
 
