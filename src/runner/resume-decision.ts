@@ -163,7 +163,11 @@ export function decideResume(input: ResumeInput): ResumeDecision {
   if (overBudget && !(input.policy.compact === true && input.cliCanResume))
     return fresh("context_budget");
   if (!input.cliCanResume) return fresh("cli_cannot_resume");
-  return { kind: "resume", sessionId: prior.sessionId, reason: overBudget ? "compacted" : "resumed" };
+  return {
+    kind: "resume",
+    sessionId: prior.sessionId,
+    reason: overBudget ? "compacted" : "resumed",
+  };
 }
 
 /** Plain words for each reason, for the tracking comment, the footer and /status. */

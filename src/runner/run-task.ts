@@ -588,7 +588,11 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
             { session: decision.sessionId, detail: result.detail },
             "resume rejected; retrying fresh in the same task",
           );
-          decision = { kind: "fresh", reason: "resume_rejected", priorSessionId: decision.sessionId };
+          decision = {
+            kind: "fresh",
+            reason: "resume_rejected",
+            priorSessionId: decision.sessionId,
+          };
           if (!(await record(deps, task, decision, isFollowUp, epoch, workDir, true, cli))) return;
           result = await attempt(decision);
         }

@@ -76,7 +76,9 @@ export interface FooterFacts {
 export function renderFooter(f: FooterFacts): string {
   const parts: string[] = [];
   if (f.resumed)
-    parts.push(f.reason === "compacted" ? "🗜️ compacted and resumed session" : "🔗 resumed session");
+    parts.push(
+      f.reason === "compacted" ? "🗜️ compacted and resumed session" : "🔗 resumed session",
+    );
   else if (f.reason !== null) parts.push(`🆕 fresh session (${f.reason})`);
   else parts.push("no session started");
   if (f.sessionId) parts.push(`\`${f.sessionId.slice(0, 8)}\``);

@@ -59,7 +59,9 @@ describe("/status: spend, context and savings lines", () => {
         l.startsWith("- Context:"),
       );
     };
-    expect(line(undefined, "tether")).toMatch(/85%\).*under 80% of the window, compacted first past it\.$/);
+    expect(line(undefined, "tether")).toMatch(
+      /85%\).*under 80% of the window, compacted first past it\.$/,
+    );
     expect(line({ resume: { compact: false } }, "tether")).toMatch(/, started afresh past it\.$/);
     expect(line({ agents: { coder: { cli: "codex" } } }, "coder")).toMatch(
       /, started afresh past it\.$/,
