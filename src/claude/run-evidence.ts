@@ -83,7 +83,12 @@ export function observe(evidence: RunEvidence, message: StreamMessage): RunEvent
       evidence.compactions++;
       const meta = message.line.compact_metadata;
       return [
-        { type: "compacted", trigger: meta?.trigger ?? null, preTokens: meta?.pre_tokens ?? null },
+        {
+          type: "compacted",
+          trigger: meta?.trigger ?? null,
+          preTokens: meta?.pre_tokens ?? null,
+          postTokens: meta?.post_tokens ?? null,
+        },
       ];
     }
     case "assistant":

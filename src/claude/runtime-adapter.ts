@@ -183,8 +183,10 @@ export type RunEvent =
   | {
       /** The CLI compacted the conversation (it shrank the context to go on). */
       type: "compacted";
+      /** `manual` (a `/compact` prompt) or `auto` (the CLI's own, when the context filled). */
       trigger: string | null;
       preTokens: number | null;
+      postTokens: number | null;
     }
   | {
       /** The CLI's final report. Last event of every run that reached the API. */

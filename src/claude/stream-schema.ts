@@ -65,7 +65,11 @@ export const SystemCompactBoundary = z.object({
   type: z.literal("system"),
   subtype: z.literal("compact_boundary"),
   compact_metadata: z
-    .looseObject({ trigger: z.string().nullish(), pre_tokens: optionalNumber })
+    .looseObject({
+      trigger: z.string().nullish(),
+      pre_tokens: optionalNumber,
+      post_tokens: optionalNumber,
+    })
     .nullish()
     .catch(null),
 });

@@ -168,6 +168,12 @@ export const ResumeConfig = z.strictObject({
     .gt(0, "must be more than 0")
     .max(1, "must be at most 1 (the whole window)")
     .default(0.8),
+  /**
+   * A session past `contextBudget` is compacted (the CLI summarises it, `/compact`) and the
+   * summary resumed (reason `compacted`), instead of starting fresh (`context_budget`). Claude
+   * agents only: Codex cannot compact on request without a terminal. Default: true.
+   */
+  compact: z.boolean().default(true),
 });
 export type ResumeConfig = z.output<typeof ResumeConfig>;
 

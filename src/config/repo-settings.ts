@@ -89,6 +89,8 @@ const SettingsSnapshot = z.object({
     enabled: z.boolean(),
     ttlHours: z.number().nonnegative(),
     contextBudget: z.number().nonnegative(),
+    // Absent in snapshots taken before compaction: the default (compact) applies.
+    compact: z.boolean().optional(),
   }),
   publish: PublishConfig.optional(),
   spend: z.object({

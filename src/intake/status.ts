@@ -155,11 +155,16 @@ export function renderSpend(
   const s = f.session;
   if (s && s.contextTokens !== null) {
     const window = s.contextWindow;
+    // What a runner does past the budget: compact Claude sessions, drop the others.
+    const past =
+      config.resume.compact && (agent?.cli ?? "claude") === "claude"
+        ? ", compacted first past it"
+        : ", started afresh past it";
     const share = window
       ? ` of ${tokens(window)} (${Math.round((100 * s.contextTokens) / window)}%)`
       : "";
     lines.push(
-      `- Context: ${tokens(s.contextTokens)} tokens${share} in session \`${s.sessionId.slice(0, 8)}\` after its last turn; it is resumed while under ${Math.round(config.resume.contextBudget * 100)}% of the window.`,
+      `- Context: ${tokens(s.contextTokens)} tokens${share} in session \`${s.sessionId.slice(0, 8)}\` after its last turn; it is resumed while under ${Math.round(config.resume.contextBudget * 100)}% of the window${past}.`,
     );
   }
 

@@ -13,6 +13,9 @@ export function agentForClis(ports: Partial<Record<CliKind, AgentPort>>): AgentP
     async cliVersion(cli) {
       return (await portOf(cli)?.cliVersion?.(cli)) ?? null;
     },
+    canCompact(cli) {
+      return portOf(cli)?.canCompact?.(cli) ?? false;
+    },
     async holdsSession(key, sessionId, cli) {
       const port = portOf(cli);
       if (!port) return false;

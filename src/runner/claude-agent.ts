@@ -22,6 +22,11 @@ export interface ClaudeAgentOptions {
   contain?: { sandbox: Sandbox; transcripts: TranscriptStore; homes: string };
   /** Without `contain`: the HOME the CLI keeps its sessions in (default: this process's). */
   home?: string;
+  /**
+   * The CLI compacts a session when a resumed run's prompt is `/compact` (Claude Code does, seen
+   * with 2.1.197; `codex exec` has no such command). Default false.
+   */
+  compacts?: boolean;
 }
 
 export function claudeAgent(cli: AgentCli, opts: ClaudeAgentOptions): AgentPort {
@@ -35,6 +40,7 @@ export function claudeAgent(cli: AgentCli, opts: ClaudeAgentOptions): AgentPort 
     async cliVersion() {
       return (await probe()).version;
     },
+    canCompact: () => opts.compacts === true,
     ...(contain
       ? { transcriptState: (key, sessionId) => contain.transcripts.state(key, sessionId) }
       : {}),
@@ -69,6 +75,7 @@ export function claudeAgent(cli: AgentCli, opts: ClaudeAgentOptions): AgentPort 
         }
       }
       const s = req.settings;
+      let compacted: AgentRunResult["compacted"];
       try {
         const run = cli.start({
           cwd: req.cwd,
@@ -102,6 +109,8 @@ export function claudeAgent(cli: AgentCli, opts: ClaudeAgentOptions): AgentPort 
             else if (e.type === "text" && e.parentToolUseId === null)
               req.onProgress({ kind: "text", text: e.text });
             else if (e.type === "tool_use") req.onProgress({ kind: "tool", name: e.name });
+            else if (e.type === "compacted")
+              compacted = { trigger: e.trigger, preTokens: e.preTokens, postTokens: e.postTokens };
           },
         });
         const o = await run.outcome;
@@ -134,6 +143,7 @@ export function claudeAgent(cli: AgentCli, opts: ClaudeAgentOptions): AgentPort 
           toolRan: o.toolRan,
           detail: o.kind === "success" ? null : o.detail,
           ...(restored ? { restored } : {}),
+          ...(compacted ? { compacted } : {}),
         };
       } finally {
         if (contain && home) await fs.rm(home, { recursive: true, force: true }).catch(() => {});

@@ -25,6 +25,7 @@ export const describeNextTurn: DescribeStatus = async (req) => {
     // The web process may sit on another machine than the runner that takes the task, so the
     // runtime and CLI checks assume a runner that can resume it takes it (the claim query
     // prefers one, and runtime affinity keeps an unstored session with its runtime while alive).
+    const cli = req.config.agents[state.agent]?.cli ?? "claude";
     const decision = decideResume({
       prior,
       forceFresh: state.queued?.forceFresh ?? false,
@@ -32,9 +33,11 @@ export const describeNextTurn: DescribeStatus = async (req) => {
         enabled: policy.enabled,
         ttlMs: policy.ttlHours * 3600_000,
         contextBudget: policy.contextBudget,
+        // Runners compact Claude sessions (its /compact), not Codex ones.
+        compact: policy.compact !== false && cli === "claude",
       },
       runtimeId: prior?.runtimeId ?? "",
-      cli: req.config.agents[state.agent]?.cli ?? "claude",
+      cli,
       workDir: prior?.workDir ?? "",
       workDirExists: prior?.workDir != null,
       historyEpoch: await readEpoch(req.pool, key),
@@ -51,7 +54,7 @@ export const describeNextTurn: DescribeStatus = async (req) => {
     });
     const next =
       decision.kind === "resume"
-        ? `- Next turn: **resumes** session \`${decision.sessionId}\`${prior?.runtimeId ? ` on runtime \`${prior.runtimeId}\`` : ""} (\`resumed\`).`
+        ? `- Next turn: **${decision.reason === "compacted" ? "compacts, then resumes" : "resumes"}** session \`${decision.sessionId}\`${prior?.runtimeId ? ` on runtime \`${prior.runtimeId}\`` : ""} (\`${decision.reason}\`).`
         : `- Next turn: **fresh session** (\`${decision.reason}\`: ${describeReason(decision.reason)}).`;
     const spend = renderSpend(
       await readSpendFigures(req, state.agent),

@@ -42,6 +42,8 @@ export interface ResumeSettings {
   enabled: boolean;
   ttlHours: number;
   contextBudget: number;
+  /** Compact a session past the budget, then resume it, instead of starting fresh. Absent: true. */
+  compact?: boolean;
 }
 
 export interface SpendSettings {
@@ -210,6 +212,11 @@ export interface AgentRunResult {
   detail: string | null;
   /** How the resumed session's transcript was put in place (absent: nothing was restored). */
   restored?: { from: "cache" | "store"; ms: number };
+  /**
+   * The CLI compacted the session during the run (its stream said `compact_boundary`): by a
+   * `/compact` prompt (`manual`) or by itself (`auto`). Absent: it did not.
+   */
+  compacted?: { trigger: string | null; preTokens: number | null; postTokens: number | null };
 }
 
 /** A resumable agent CLI (Claude Code or Codex; see agent-clis.ts for the choice). */
@@ -221,6 +228,11 @@ export interface AgentPort {
    * the resume decision compares a stored session's writer with. Absent: the runner's.
    */
   cliVersion?(cli?: CliKind): Promise<string | null>;
+  /**
+   * Whether the CLI compacts a session on request without a terminal (a resumed run whose prompt
+   * is `/compact`). Absent: it cannot.
+   */
+  canCompact?(cli?: CliKind): boolean;
   /**
    * Where this runner can restore the session's transcript from. Absent: the CLI's own store
    * on this runtime is used (every session of this runtime counts as held).

@@ -17,10 +17,17 @@ export const FRESH_REASONS = [
   "resume_rejected",
   "session_too_large",
   "context_overflow",
+  "compaction_failed",
 ] as const;
 export type FreshReason = (typeof FRESH_REASONS)[number];
+/**
+ * Why a turn resumes: `resumed` (the session as it is) or `compacted` (the session was over the
+ * context budget, so it is compacted first, the CLI's `/compact`, and the summary resumed).
+ */
+export const RESUME_REASONS = ["resumed", "compacted"] as const;
+export type ResumeReason = (typeof RESUME_REASONS)[number];
 /** Every reason code a turn's decision can carry: what the dashboard and metrics count. */
-export const REASON_CODES = ["resumed", ...FRESH_REASONS] as const;
+export const REASON_CODES = [...RESUME_REASONS, ...FRESH_REASONS] as const;
 export type ReasonCode = (typeof REASON_CODES)[number];
 
 /** The session of the key's latest terminal task that has one, joined with the session's latest state. */
@@ -45,8 +52,14 @@ export interface ResumePolicy {
   enabled: boolean;
   /** A session idle longer than this is not resumed. */
   ttlMs: number;
-  /** Share (0–1) of the model's context window above which a session is not resumed. */
+  /** Share (0–1) of the model's context window above which a session is not resumed as it is. */
   contextBudget: number;
+  /**
+   * A session over the context budget is compacted and then resumed (reason `compacted`)
+   * instead of dropped (`context_budget`). Only for a CLI that can compact without a terminal;
+   * absent: false.
+   */
+  compact?: boolean;
 }
 
 export interface ResumeInput {
@@ -101,8 +114,13 @@ export function canReadTranscript(writer: string | null, reader: string | null):
   return true;
 }
 
+/**
+ * `resume` with reason `compacted`: the runner first compacts the session (a resumed run whose
+ * prompt is `/compact`), then resumes it; if the compaction fails the turn runs fresh
+ * (`compaction_failed`).
+ */
 export type ResumeDecision =
-  | { kind: "resume"; sessionId: string; reason: "resumed" }
+  | { kind: "resume"; sessionId: string; reason: ResumeReason }
   | { kind: "fresh"; reason: FreshReason; priorSessionId: string | null };
 
 /** Used when a session's window was never reported (older CLI output). */
@@ -139,11 +157,17 @@ export function decideResume(input: ResumeInput): ResumeDecision {
   if (input.now.getTime() - prior.lastUsedAt.getTime() > input.policy.ttlMs)
     return fresh("expired");
   const window = prior.contextWindow ?? DEFAULT_CONTEXT_WINDOW;
-  if (prior.contextTokens !== null && prior.contextTokens >= window * input.policy.contextBudget) {
+  const overBudget =
+    prior.contextTokens !== null && prior.contextTokens >= window * input.policy.contextBudget;
+  // Compacting is itself a resume of the session, so it needs a CLI that can resume.
+  if (overBudget && !(input.policy.compact === true && input.cliCanResume))
     return fresh("context_budget");
-  }
   if (!input.cliCanResume) return fresh("cli_cannot_resume");
-  return { kind: "resume", sessionId: prior.sessionId, reason: "resumed" };
+  return {
+    kind: "resume",
+    sessionId: prior.sessionId,
+    reason: overBudget ? "compacted" : "resumed",
+  };
 }
 
 /** Plain words for each reason, for the tracking comment, the footer and /status. */
@@ -151,6 +175,8 @@ export function describeReason(reason: ReasonCode): string {
   switch (reason) {
     case "resumed":
       return "resumed the session this issue already has";
+    case "compacted":
+      return "the session's context was nearly full, so it was compacted (summarised) and the summary resumed";
     case "no_prior_session":
       return "first turn for this agent on this issue";
     case "forced_fresh":
@@ -177,5 +203,7 @@ export function describeReason(reason: ReasonCode): string {
       return "the session's transcript grew past the size bound, so it was not kept";
     case "context_overflow":
       return "the session ran out of context, so the turn was run again in a fresh session";
+    case "compaction_failed":
+      return "the session's context was nearly full and compacting it failed, so the turn ran in a fresh session";
   }
 }

@@ -318,6 +318,8 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
       enabled: policy.enabled,
       ttlMs: policy.ttlHours * 3600_000,
       contextBudget: policy.contextBudget,
+      // Only a CLI that compacts on request (Claude's `/compact`; not Codex) compacts.
+      compact: (policy.compact ?? true) && (deps.agent.canCompact?.(cli) ?? false),
     },
     runtimeId: deps.runtimeId,
     cli,
@@ -545,47 +547,123 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     });
   };
 
-  let result: AgentRunResult;
+  /**
+   * The session is over the context budget: compact it first, with a resumed run whose prompt
+   * is `/compact` (the same sandbox, settings and transcript store as the turn), so the turn
+   * resumes the CLI's summary instead of starting cold. When the CLI did not compact, the turn
+   * runs fresh instead (`compaction_failed`; `resume_rejected` when it could not even resume).
+   * Returns the compaction's result (its cost is the turn's too) and whether it compacted.
+   */
+  const compactFirst = async (sessionId: string): Promise<AgentRunResult> => {
+    const c = await deps.agent.run({
+      key,
+      cwd: workDir,
+      ...(prepared.origin ? { origin: prepared.origin } : {}),
+      ...(control?.masks.length ? { masks: control.masks } : {}),
+      prompt: COMPACT_PROMPT,
+      resumeSessionId: sessionId,
+      settings,
+      systemPrompt,
+      signal,
+      // The turn after it pins the session (the same id) and reports progress.
+      onSession: () => {},
+      onProgress: () => {},
+    });
+    if (compactedSession(c, sessionId)) {
+      log.info(
+        {
+          session: sessionId,
+          preTokens: c.compacted?.preTokens ?? null,
+          postTokens: c.compacted?.postTokens ?? null,
+          costUsd: c.usage?.costUsd ?? null,
+        },
+        "session compacted; resuming its summary",
+      );
+      // Its context is the summary's now: were the turn to report none, the next one must not
+      // compact it again.
+      await touchSession(deps.pool, sessionId, c.compacted?.postTokens ?? null, null);
+    }
+    return c;
+  };
+
+  let result: AgentRunResult | null = null;
+  /** The compaction run before the turn, when there was one: its cost is the turn's too. */
+  let compaction: AgentRunResult | null = null;
   try {
-    result = await attempt(decision);
-    if (result.outcome === "resume_rejected" && decision.kind === "resume") {
-      await markSession(deps.pool, decision.sessionId, "retired", "the CLI could not resume it");
-      if (!result.toolRan && !signal.aborted) {
+    if (decision.kind === "resume" && decision.reason === "compacted") {
+      const sessionId = decision.sessionId;
+      compaction = await compactFirst(sessionId);
+      if (signal.aborted) {
+        // Stopped while compacting: the turn ends here, as a stopped run does.
+        result = { ...compaction, usage: null };
+      } else if (!compactedSession(compaction, sessionId)) {
+        // The CLI says "success" even when it could not compact (too few messages, or the
+        // summary request failed): only its compact_boundary line proves it did.
+        const c = compaction;
+        log.warn(
+          {
+            session: sessionId,
+            outcome: c.outcome,
+            detail: c.outcome === "success" ? c.text : c.detail,
+          },
+          "could not compact the session; the turn runs fresh",
+        );
+        if (c.outcome === "resume_rejected") {
+          await markSession(deps.pool, sessionId, "retired", "the CLI could not resume it");
+        }
+        decision = {
+          kind: "fresh",
+          reason: c.outcome === "resume_rejected" ? "resume_rejected" : "compaction_failed",
+          priorSessionId: sessionId,
+        };
+        if (!(await record(deps, task, decision, isFollowUp, epoch, workDir, false, cli))) return;
+      }
+    }
+    if (result === null) {
+      result = await attempt(decision);
+      if (result.outcome === "resume_rejected" && decision.kind === "resume") {
+        await markSession(deps.pool, decision.sessionId, "retired", "the CLI could not resume it");
+        if (!result.toolRan && !signal.aborted) {
+          log.warn(
+            { session: decision.sessionId, detail: result.detail },
+            "resume rejected; retrying fresh in the same task",
+          );
+          decision = {
+            kind: "fresh",
+            reason: "resume_rejected",
+            priorSessionId: decision.sessionId,
+          };
+          if (!(await record(deps, task, decision, isFollowUp, epoch, workDir, true, cli))) return;
+          result = await attempt(decision);
+        }
+      } else if (
+        result.outcome === "poisoned" &&
+        decision.kind === "resume" &&
+        !result.toolRan &&
+        !signal.aborted
+      ) {
+        // The resumed session broke before it did anything (its context overflowed, or the API
+        // refused its history): nothing of this turn happened, so the same turn runs again at
+        // once in a fresh session with the whole thread, and the person gets the one answer they
+        // asked for instead of being told to comment again.
+        // Claude says "prompt is too long"; Codex's verdict says the thread no longer fits.
+        const overflow =
+          /prompt_too_long|prompt is too long|no longer fits the model's context/i.test(
+            result.detail ?? "",
+          );
+        await markSession(deps.pool, decision.sessionId, "poisoned", result.detail ?? "poisoned");
         log.warn(
           { session: decision.sessionId, detail: result.detail },
-          "resume rejected; retrying fresh in the same task",
+          "the resumed session broke before any tool ran; retrying fresh in the same task",
         );
-        decision = { kind: "fresh", reason: "resume_rejected", priorSessionId: decision.sessionId };
+        decision = {
+          kind: "fresh",
+          reason: overflow ? "context_overflow" : "poisoned",
+          priorSessionId: decision.sessionId,
+        };
         if (!(await record(deps, task, decision, isFollowUp, epoch, workDir, true, cli))) return;
         result = await attempt(decision);
       }
-    } else if (
-      result.outcome === "poisoned" &&
-      decision.kind === "resume" &&
-      !result.toolRan &&
-      !signal.aborted
-    ) {
-      // The resumed session broke before it did anything (its context overflowed, or the API
-      // refused its history): nothing of this turn happened, so the same turn runs again at
-      // once in a fresh session with the whole thread, and the person gets the one answer they
-      // asked for instead of being told to comment again.
-      // Claude says "prompt is too long"; Codex's verdict says the thread no longer fits.
-      const overflow =
-        /prompt_too_long|prompt is too long|no longer fits the model's context/i.test(
-          result.detail ?? "",
-        );
-      await markSession(deps.pool, decision.sessionId, "poisoned", result.detail ?? "poisoned");
-      log.warn(
-        { session: decision.sessionId, detail: result.detail },
-        "the resumed session broke before any tool ran; retrying fresh in the same task",
-      );
-      decision = {
-        kind: "fresh",
-        reason: overflow ? "context_overflow" : "poisoned",
-        priorSessionId: decision.sessionId,
-      };
-      if (!(await record(deps, task, decision, isFollowUp, epoch, workDir, true, cli))) return;
-      result = await attempt(decision);
     }
   } catch (err) {
     result = {
@@ -608,10 +686,13 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     return;
   }
 
-  if (decision.kind === "resume" || result.restored) {
+  // The session was compacted before this turn (even if the turn then had to run fresh).
+  const compacted = compaction !== null && compactedSession(compaction, compaction.sessionId);
+  if (decision.kind === "resume" || result.restored || compacted) {
     await recordSessionMove(deps.pool, task.id, deps.runnerId, {
-      restore: result.restored ?? null,
+      restore: result.restored ?? compaction?.restored ?? null,
       resumedAcross: decision.kind === "resume" && prior?.runtimeId !== deps.runtimeId,
+      compacted,
     }).catch((err: Error) => log.warn({ err: err.message }, "could not record the restore"));
   }
   if (result.sessionId) {
@@ -665,15 +746,17 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     await recordPublish(deps.pool, task.id, deps.runnerId, toRecord(published, scrub));
   }
 
+  // What the turn cost, the compaction before it included (the context is the turn's).
+  const usage = withCompaction(result.usage, compaction?.usage ?? null);
   const footer: FooterFacts = {
-    ...footerOf(decision, result.sessionId, result.usage),
+    ...footerOf(decision, result.sessionId, usage),
     ...(result.outcome === "turn_limit" && settings.turnLimitUsd !== undefined
       ? { turnLimitUsd: settings.turnLimitUsd }
       : {}),
     ...(settings.conversationLimitUsd !== undefined || settings.turnLimitUsd !== undefined
       ? {
           conversation: {
-            spentUsd: spentBefore + (result.usage?.costUsd ?? 0),
+            spentUsd: spentBefore + (usage?.costUsd ?? 0),
             ...(settings.conversationLimitUsd !== undefined
               ? { limitUsd: settings.conversationLimitUsd }
               : {}),
@@ -693,7 +776,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
             stallMinutes: settings.stallMinutes,
             agent: task.agent,
             ...(settings.turnLimitUsd !== undefined ? { turnLimitUsd: settings.turnLimitUsd } : {}),
-            ...(result.usage ? { costUsd: result.usage.costUsd } : {}),
+            ...(usage ? { costUsd: usage.costUsd } : {}),
             lastText: result.outcome === "turn_limit" ? result.text : null,
             cli,
           },
@@ -721,7 +804,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     outcome: result.outcome,
     failureReason: result.outcome === "success" ? null : scrub(result.detail ?? result.outcome),
     sessionId: result.sessionId,
-    usage: result.usage,
+    usage,
     answer: posted,
     promptBytes,
     answerBytes: result.text === null ? null : Buffer.byteLength(result.text),
@@ -734,7 +817,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
       cli,
       resumed: decision.kind === "resume",
       isFollowUp,
-      usage: result.usage,
+      usage,
       durationMs: now().getTime() - started.getTime(),
       queueWaitMs: started.getTime() - task.createdAt.getTime(),
       publish: published,
@@ -864,6 +947,33 @@ function toRecord(r: PublishReport, scrub: (s: string) => string): PublishRecord
 }
 
 const none = { reason: null, detail: null, sha: null, commits: null, pullOpened: null };
+/** What a resumed run's prompt is to compact the session (Claude Code's slash command). */
+export const COMPACT_PROMPT = "/compact";
+
+/**
+ * Whether a compaction run compacted the session: it finished, in the session it was asked to
+ * resume, and its stream said `compact_boundary`. Exit 0 and a success result alone prove
+ * nothing: the CLI reports both when it could not compact.
+ */
+function compactedSession(c: AgentRunResult, sessionId: string | null): boolean {
+  return c.outcome === "success" && c.compacted !== undefined && c.sessionId === sessionId;
+}
+
+/** A turn's usage with the compaction run's before it added: tokens and cost sum, context is the turn's. */
+export function withCompaction(turn: Usage | null, compaction: Usage | null): Usage | null {
+  if (!compaction) return turn;
+  if (!turn) return compaction.costUsd > 0 ? { ...compaction, contextTokens: null } : null;
+  return {
+    ...turn,
+    inputTokens: turn.inputTokens + compaction.inputTokens,
+    outputTokens: turn.outputTokens + compaction.outputTokens,
+    cacheReadTokens: turn.cacheReadTokens + compaction.cacheReadTokens,
+    cacheCreationTokens: turn.cacheCreationTokens + compaction.cacheCreationTokens,
+    costUsd: turn.costUsd + compaction.costUsd,
+    numTurns: turn.numTurns + compaction.numTurns,
+    durationMs: turn.durationMs + compaction.durationMs,
+  };
+}
 
 function footerOf(d: ResumeDecision, sessionId: string | null, usage: Usage | null): FooterFacts {
   return { resumed: d.kind === "resume", reason: d.reason, sessionId, usage };

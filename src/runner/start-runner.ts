@@ -116,6 +116,7 @@ export async function startRunner(opts: {
     agent: agentForClis({
       claude: claudeAgent(cli, {
         log,
+        compacts: true,
         contain: {
           sandbox,
           transcripts: postgresTranscripts({

@@ -38,7 +38,9 @@ export interface TrackingState {
 
 export function renderTracking(s: TrackingState): string {
   const how = s.resumed
-    ? "🔗 Resuming the session this issue already has."
+    ? s.reason === "compacted"
+      ? "🗜️ The session's context is nearly full: compacting it (a summary), then resuming it."
+      : "🔗 Resuming the session this issue already has."
     : `🆕 Starting a fresh session: ${describeReason(s.reason)}.`;
   const lines = [`⏳ **${s.agent}** is working on this.`, "", how];
   const secs = Math.max(0, Math.round((s.now.getTime() - s.startedAt.getTime()) / 1000));
@@ -73,7 +75,10 @@ export interface FooterFacts {
 
 export function renderFooter(f: FooterFacts): string {
   const parts: string[] = [];
-  if (f.resumed) parts.push("🔗 resumed session");
+  if (f.resumed)
+    parts.push(
+      f.reason === "compacted" ? "🗜️ compacted and resumed session" : "🔗 resumed session",
+    );
   else if (f.reason !== null) parts.push(`🆕 fresh session (${f.reason})`);
   else parts.push("no session started");
   if (f.sessionId) parts.push(`\`${f.sessionId.slice(0, 8)}\``);

@@ -273,7 +273,11 @@ const SCRIPT = String.raw`
     expired: "The session is older than its time to live",
     context_budget: "The session's context is too full",
     cli_cannot_resume: "The Claude binary cannot resume",
-    resume_rejected: "The CLI rejected the resume; retried fresh"
+    resume_rejected: "The CLI rejected the resume; retried fresh",
+    session_too_large: "The session's transcript grew past the size bound",
+    context_overflow: "The resumed session ran out of context; retried fresh",
+    compacted: "The session's context was nearly full: compacted (summarised), then resumed",
+    compaction_failed: "The session's context was nearly full and compacting it failed; ran fresh"
   };
   var FAILED = ["failed", "poisoned", "resume_rejected", "auth_failed", "timed_out", "stalled", "turn_limit"];
   var REFRESH_MS = 30000;
@@ -502,7 +506,7 @@ const SCRIPT = String.raw`
       var count = d.reasons[code];
       var fill = h("span");
       fill.style.width = (max ? (100 * count) / max : 0) + "%";
-      var kind = code === "resumed" ? "resumed" : code === "no_prior_session" ? "first" : "";
+      var kind = code === "resumed" || code === "compacted" ? "resumed" : code === "no_prior_session" ? "first" : "";
       list.appendChild(h("li", { cls: kind + (count ? "" : " zero"), "data-reason": code },
         h("span", { cls: "name mono", title: REASONS[code] || "A reason code this dashboard does not know", text: code }),
         h("span", { cls: "bar" }, fill),
@@ -643,7 +647,7 @@ const SCRIPT = String.raw`
       { t: "Decision" }, { t: "Session" }, { t: "Duration", n: true }, { t: "Cost", n: true }, { t: "Answer" }
     ], d.latest.map(function (t) {
       var decision = t.resumeDecision
-        ? h("span", { cls: "pill " + (t.resumeReason === "resumed" ? "resumed" : "fresh"), title: REASONS[t.resumeReason] || "" ,
+        ? h("span", { cls: "pill " + (t.resumeDecision === "resume" ? "resumed" : "fresh"), title: REASONS[t.resumeReason] || "" ,
             text: t.resumeDecision + (t.resumeReason && t.resumeReason !== "resumed" ? " · " + t.resumeReason : "") })
         : h("span", { cls: "muted", text: "–" });
       return h("tr", { "data-task": String(t.id) },

@@ -439,5 +439,65 @@ describe(
       });
       expect(other.status).toBe(404);
     });
+
+    it("13. a session over the context budget is compacted (/compact on a resumed run) and resumed: the API gets the summary, not the old history; one answer", async () => {
+      const n = newIssue();
+      const a = await stack.finishedTask(
+        await stack.comment(n, "@tether ALPHA-REQUEST explain split()"),
+      );
+      const b = await stack.finishedTask(
+        await stack.comment(n, "@tether BETA-REQUEST and join()?"),
+      );
+      expect(b).toMatchObject({ resume_reason: "resumed", session_id: a.session_id });
+      // The session's recorded context use is past resume.contextBudget (0.8) of its window.
+      await db.pool.query(
+        "UPDATE sessions SET context_tokens = 190000, context_window = 200000 WHERE session_id = $1",
+        [a.session_id],
+      );
+      // The model's answer to the CLI's summarising request is the summary.
+      stack.api.script(
+        replies.text("<summary>SUMMARY-OF-EARLIER-WORK: split() and join() explained.</summary>"),
+      );
+      const m = mark();
+      const c = await stack.finishedTask(
+        await stack.comment(n, "@tether GAMMA-REQUEST now add a test"),
+      );
+      expect(c).toMatchObject({
+        status: "succeeded",
+        outcome: "success",
+        resume_decision: "resume",
+        resume_reason: "compacted",
+        compacted: true,
+        session_id: a.session_id, // the CLI keeps the id through a compaction
+      });
+      const [compaction, turn, ...more] = requestsSince(m);
+      expect(more).toHaveLength(0);
+      // 1: the compaction: the whole history, then the CLI's instruction to summarise it.
+      const asked = userTexts(compaction!).join("\n");
+      expect(asked).toContain("ALPHA-REQUEST");
+      expect(asked).toContain("BETA-REQUEST");
+      expect(lastUserText(compaction!)).toContain("create a detailed summary of the conversation");
+      expect(asked).not.toContain("GAMMA-REQUEST");
+      // 2: the turn resumed the compacted session: the summary, not the earlier requests.
+      const sent = userTexts(turn!).join("\n");
+      expect(sent).toContain("SUMMARY-OF-EARLIER-WORK");
+      expect(sent).not.toContain("ALPHA-REQUEST");
+      expect(sent).not.toContain("BETA-REQUEST");
+      expect(lastUserText(turn!)).toContain("GAMMA-REQUEST");
+      expect(lastUserText(turn!)).toContain("A NEW comment arrived");
+      // One answer, the turn's, in the task's one comment.
+      const posted = stack.taskComments(n, c.id as number);
+      expect(posted).toHaveLength(1);
+      expect(String(posted[0]!.body)).toMatch(new RegExp(`^reply#${turn!.n} `));
+      expect(String(posted[0]!.body)).toContain("compacted and resumed session");
+      // The context the session holds now is the summary's, so the next turn resumes as it is.
+      const after = await db.pool.query(
+        "SELECT context_tokens FROM sessions WHERE session_id = $1",
+        [a.session_id],
+      );
+      expect(after.rows[0].context_tokens).toBeLessThan(160_000);
+      const d = await stack.finishedTask(await stack.comment(n, "@tether DELTA-REQUEST thanks"));
+      expect(d).toMatchObject({ resume_reason: "resumed", session_id: a.session_id });
+    });
   },
 );

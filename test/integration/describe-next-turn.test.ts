@@ -57,6 +57,36 @@ describe("/status with the runner's next-turn decision", () => {
     expect(text).toContain("Last session: `sess-2` (active)");
   });
 
+  it("a session over the context budget: compacted then resumed (Claude), fresh with compact off", async () => {
+    await upsertSession(pool, {
+      repo: "octo/widgets",
+      issueNumber: 20,
+      agent: "tether",
+      sessionId: "sess-20",
+      runtimeId: "rt-a",
+      workDir: "/w/20",
+      model: "m",
+      historyEpoch: 0,
+    });
+    await pool.query(
+      "UPDATE sessions SET context_tokens = 190000, context_window = 200000 WHERE session_id = 'sess-20'",
+    );
+    await seedTask(pool, {
+      issue_number: 20,
+      status: "succeeded",
+      session_id: "sess-20",
+      finished_at: now,
+    });
+    expect(await status(20)).toContain(
+      "Next turn: **compacts, then resumes** session `sess-20` on runtime `rt-a` (`compacted`)",
+    );
+    const off = parseRepoConfig({ resume: { compact: false } });
+    if (!off.ok) throw new Error("config");
+    expect(await status(20, ["tether"], off.config)).toMatch(
+      /Next turn: \*\*fresh session\*\* \(`context_budget`/,
+    );
+  });
+
   it("gives the reason when the next turn cannot resume: history edited, /fresh queued, resume disabled", async () => {
     await upsertSession(pool, {
       repo: "octo/widgets",

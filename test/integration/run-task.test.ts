@@ -1230,3 +1230,163 @@ describe("runTask and the spend limits", () => {
     expect(row.answer_bytes).toBe(Buffer.byteLength("Ünïcode answer"));
   });
 });
+
+describe("runTask: a session over the context budget", () => {
+  /** An agent whose CLI compacts on request (Claude Code's `/compact`). */
+  class CompactingAgent extends FakeAgent {
+    canCompact() {
+      return true;
+    }
+  }
+  const full =
+    (sessionId: string, contextTokens = 190_000): Script =>
+    async (req) => {
+      await req.onSession(sessionId, "m");
+      return {
+        outcome: "success",
+        sessionId,
+        text: "a long answer",
+        usage: { ...usage, contextTokens },
+        contextWindow: 200_000,
+        toolRan: false,
+        detail: null,
+      };
+    };
+  /** What the CLI does with `/compact`: a success, with compact_boundary when it compacted. */
+  const compaction =
+    (sessionId: string, compacted: boolean, costUsd = 0.002): Script =>
+    async (req) => {
+      expect(req.prompt).toBe("/compact");
+      expect(req.resumeSessionId).toBe(sessionId);
+      return {
+        outcome: "success",
+        sessionId,
+        text: compacted ? "" : "Not enough messages to compact.",
+        usage: { ...usage, contextTokens: null, numTurns: 0, costUsd },
+        contextWindow: 200_000,
+        toolRan: false,
+        detail: null,
+        ...(compacted
+          ? { compacted: { trigger: "manual", preTokens: 190_000, postTokens: 4_000 } }
+          : {}),
+      };
+    };
+  const contextOf = async (sessionId: string) =>
+    (await pool.query("SELECT context_tokens FROM sessions WHERE session_id = $1", [sessionId]))
+      .rows[0]?.context_tokens as number | undefined;
+
+  it("is compacted first (/compact on a resumed run), then the turn resumes it: reason compacted, both runs' cost", async () => {
+    issue++;
+    const thread = fakeThread();
+    const agent = new CompactingAgent([
+      full("s-c1"),
+      compaction("s-c1", true),
+      ok("s-c1", "answer after compaction"),
+    ]);
+    await turn(agent, thread);
+    const row = await turn(agent, thread, { trigger_body: "@tether and the tests" });
+    expect(agent.calls.map((c) => [c.resumeSessionId, c.prompt.slice(0, 14)])).toEqual([
+      [null, expect.any(String)],
+      ["s-c1", "/compact"],
+      ["s-c1", "A NEW comment "],
+    ]);
+    // The compaction ran with the turn's settings and system prompt, in its workspace.
+    expect(agent.calls[1]?.settings).toEqual(agent.calls[2]?.settings);
+    expect(agent.calls[1]?.systemPrompt).toBe(agent.calls[2]?.systemPrompt);
+    expect(agent.calls[1]?.cwd).toBe(agent.calls[2]?.cwd);
+    expect(row).toMatchObject({
+      status: "succeeded",
+      resume_decision: "resume",
+      resume_reason: "compacted",
+      compacted: true,
+      session_id: "s-c1",
+      num_turns: 1,
+    });
+    expect(row.cost_usd).toBeCloseTo(0.003, 9); // the compaction's $0.002 and the turn's $0.001
+    expect(thread.comments.at(-1)?.body).toContain("answer after compaction");
+    expect(thread.comments.at(-1)?.body).toContain("compacted and resumed session");
+    expect(thread.creates).toBe(2);
+    expect(await contextOf("s-c1")).toBe(1000); // the turn's, not the old 190k
+  });
+
+  it("a compaction the CLI refused (no compact_boundary): the turn runs fresh with the whole thread, compaction_failed", async () => {
+    issue++;
+    const thread = fakeThread();
+    const agent = new CompactingAgent([
+      full("s-c2"),
+      compaction("s-c2", false, 0),
+      ok("s-c3", "fresh answer"),
+    ]);
+    await turn(agent, thread);
+    const row = await turn(agent, thread);
+    expect(agent.calls.map((c) => c.resumeSessionId)).toEqual([null, "s-c2", null]);
+    expect(agent.calls[2]?.prompt).toContain("# Instruction"); // the full context again
+    expect(row).toMatchObject({
+      status: "succeeded",
+      resume_decision: "fresh",
+      resume_reason: "compaction_failed",
+      compacted: false,
+      session_id: "s-c3",
+    });
+    expect(thread.comments.at(-1)?.body).toContain("fresh session (compaction_failed)");
+  });
+
+  it("a compaction that could not resume the session retires it; the turn runs fresh (resume_rejected)", async () => {
+    issue++;
+    const thread = fakeThread();
+    const agent = new CompactingAgent([
+      full("s-c4"),
+      () => ({
+        outcome: "resume_rejected",
+        sessionId: null,
+        text: null,
+        usage: null,
+        contextWindow: null,
+        toolRan: false,
+        detail: "No conversation found",
+      }),
+      ok("s-c5"),
+    ]);
+    await turn(agent, thread);
+    const row = await turn(agent, thread);
+    expect(agent.calls.map((c) => c.resumeSessionId)).toEqual([null, "s-c4", null]);
+    expect(row).toMatchObject({ resume_reason: "resume_rejected", session_id: "s-c5" });
+    expect(
+      (await pool.query("SELECT state FROM sessions WHERE session_id = 's-c4'")).rows[0].state,
+    ).toBe("retired");
+  });
+
+  it("not compacted when resume.compact is false, nor by a CLI that cannot: fresh, context_budget", async () => {
+    for (const [agent, compact] of [
+      [new CompactingAgent([full("s-c6"), ok("s-c7")]), false],
+      [new FakeAgent([full("s-c8"), ok("s-c9")]), true],
+    ] as const) {
+      issue++;
+      const thread = fakeThread();
+      const loaded = await thread.loadConfig();
+      if (!loaded.ok) throw new Error(loaded.message);
+      thread.loadConfig = async () => ({
+        ...loaded,
+        settings: { ...loaded.settings, resume: { ...loaded.settings.resume, compact } },
+      });
+      await turn(agent, thread);
+      const row = await turn(agent, thread);
+      expect(agent.calls.map((c) => c.resumeSessionId)).toEqual([null, null]);
+      expect(row).toMatchObject({
+        resume_decision: "fresh",
+        resume_reason: "context_budget",
+        compacted: false,
+      });
+    }
+  });
+
+  it("/fresh on a session over the budget is not compacted", async () => {
+    issue++;
+    const thread = fakeThread();
+    const agent = new CompactingAgent([full("s-c10"), ok("s-c11")]);
+    await turn(agent, thread);
+    const row = await turn(agent, thread, { force_fresh: true });
+    expect(agent.calls.map((c) => c.resumeSessionId)).toEqual([null, null]);
+    expect(row).toMatchObject({ resume_reason: "forced_fresh", compacted: false });
+  });
+});

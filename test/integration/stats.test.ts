@@ -276,7 +276,7 @@ describe("/api/stats on seeded tasks", () => {
     expect((await api("24h")).body.outcomes.pending).toBe(1);
   });
 
-  it("counts resumes across runners, restores from Postgres and from a cache, in the window only", async () => {
+  it("counts resumes across runners, restores from Postgres and from a cache, compactions, in the window only", async () => {
     const w = statsWindow("24h", NOW);
     const before = (await api("24h")).body.sessions;
     expect(before).toEqual({
@@ -300,7 +300,7 @@ describe("/api/stats on seeded tasks", () => {
       [b, 90],
     );
     await db.pool.query(
-      "UPDATE tasks SET session_restore = 'cache', restore_ms = 2 WHERE id = $1",
+      "UPDATE tasks SET session_restore = 'cache', restore_ms = 2, compacted = true WHERE id = $1",
       [c],
     );
     // Outside the window: not counted.
@@ -310,7 +310,7 @@ describe("/api/stats on seeded tasks", () => {
     );
     if (old.rows[0])
       await db.pool.query(
-        "UPDATE tasks SET session_restore = 'store', resumed_across = true WHERE id = $1",
+        "UPDATE tasks SET session_restore = 'store', resumed_across = true, compacted = true WHERE id = $1",
         [old.rows[0].id],
       );
     try {
@@ -319,11 +319,11 @@ describe("/api/stats on seeded tasks", () => {
         restoredFromStore: 2,
         restoredFromCache: 1,
         storeRestoreMsP50: 40,
-        compacted: 0,
+        compacted: 1,
       });
     } finally {
       await db.pool.query(
-        "UPDATE tasks SET session_restore = NULL, restore_ms = NULL, resumed_across = false",
+        "UPDATE tasks SET session_restore = NULL, restore_ms = NULL, resumed_across = false, compacted = false",
       );
     }
   });

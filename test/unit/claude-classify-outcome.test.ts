@@ -49,6 +49,26 @@ const rows: Row[] = [
     resume: FRESH_ID,
     kind: "success",
   },
+  // `/compact` as the prompt of a resumed run: a success either way; only compact_boundary
+  // (run-evidence) tells a compaction from a refusal.
+  {
+    name: "/compact that compacted",
+    lines: fixture(`${R}/compact-success.jsonl`),
+    resume: "989986d2-0f52-4c8d-8522-7992a684be16",
+    kind: "success",
+  },
+  {
+    name: "/compact refused: not enough messages",
+    lines: fixture(`${R}/compact-not-enough-messages.jsonl`),
+    resume: "d38f1093-a5a7-4a1d-80e5-bb1fc7dd60aa",
+    kind: "success",
+  },
+  {
+    name: "/compact whose summary request failed",
+    lines: fixture(`${R}/compact-failed-context-limit.jsonl`),
+    resume: "d38f1093-a5a7-4a1d-80e5-bb1fc7dd60aa",
+    kind: "success",
+  },
   {
     name: "resumed turn, but the CLI ran another session",
     lines: fixture(`${A}/resumed-turn.jsonl`),

@@ -81,7 +81,31 @@ describe("events from the stream", () => {
       type: "compacted",
       trigger: "auto",
       preTokens: 28882,
+      postTokens: 648,
     });
+  });
+
+  it("/compact on a resumed run: compacted (manual) only when the CLI printed compact_boundary", () => {
+    const ok = evidenceOf(fixtureLines(`${R}/compact-success.jsonl`));
+    expect(ok.events.map((e) => e.type)).toEqual(["init", "compacted", "result"]);
+    expect(ok.events[1]).toEqual({
+      type: "compacted",
+      trigger: "manual",
+      preTokens: 28822,
+      postTokens: 644,
+    });
+    expect(ok.events[2]).toMatchObject({ type: "result", isError: false, text: "", numTurns: 0 });
+    // The summary request is billed: the result's modelUsage carries it (its usage is zeros).
+    expect(summarizeUsage(ok.evidence, 0).costUsd).toBeCloseTo(0.013608, 6);
+
+    for (const name of ["compact-not-enough-messages", "compact-failed-context-limit"]) {
+      const refused = evidenceOf(fixtureLines(`${R}/${name}.jsonl`));
+      expect(refused.evidence.compactions).toBe(0);
+      expect(refused.events.find((e) => e.type === "result")).toMatchObject({
+        subtype: "success",
+        isError: false,
+      });
+    }
   });
 
   it("only the first init names the session", () => {

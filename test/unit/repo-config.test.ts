@@ -36,7 +36,7 @@ const ROWS: Row[] = [
   },
   {
     name: "resume settings",
-    input: { resume: { enabled: false, ttlHours: 1.5, contextBudget: 0.5 } },
+    input: { resume: { enabled: false, ttlHours: 1.5, contextBudget: 0.5, compact: false } },
     valid: true,
   },
   {
@@ -349,7 +349,7 @@ describe("parseRepoConfig", () => {
           changes: "pull_request",
         },
       },
-      resume: { enabled: true, ttlHours: 72, contextBudget: 0.8 },
+      resume: { enabled: true, ttlHours: 72, contextBudget: 0.8, compact: true },
       access: { minPermission: "write", allowUsers: [], allowBots: [] },
       publish: {
         draft: true,

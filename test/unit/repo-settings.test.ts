@@ -53,6 +53,19 @@ describe("the settings snapshot on a task", () => {
     expect(read?.agents.tether?.changes).toBeUndefined();
   });
 
+  it("keeps resume.compact, and reads a snapshot taken before it as compacting (the default)", () => {
+    const off = config({ resume: { compact: false } });
+    const stored = JSON.parse(JSON.stringify(snapshotSettings(off))) as unknown;
+    expect(readSettingsSnapshot(stored)?.resume.compact).toBe(false);
+    const before = JSON.parse(JSON.stringify(snapshotSettings(cfg))) as {
+      resume: Record<string, unknown>;
+    };
+    delete before.resume.compact;
+    const read = readSettingsSnapshot(before);
+    expect(read).not.toBeNull();
+    expect(read!.resume.compact ?? true).toBe(true);
+  });
+
   it.each([
     ["no snapshot (a task queued before snapshots)", null],
     ["another version's", { ...snapshotSettings(cfg), v: 3 }],

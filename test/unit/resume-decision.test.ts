@@ -177,6 +177,72 @@ describe("decideResume", () => {
     else expect(d.kind).toBe("fresh");
   });
 
+  describe("a session over the context budget, with compaction on (resume.compact, a CLI that can)", () => {
+    const COMPACT = { enabled: true, ttlMs: 72 * HOUR, contextBudget: 0.8, compact: true };
+    const over = prior({ contextTokens: 160_000 });
+    const compactRows: Array<[string, Partial<ResumeInput>, string]> = [
+      ["at the budget: compacted, then resumed", { prior: over }, "compacted"],
+      [
+        "stored, on another runtime: compacted",
+        { prior: over, transcript: STORED, runtimeId: "rt-b" },
+        "compacted",
+      ],
+      [
+        "unknown window uses 200k",
+        { prior: prior({ contextTokens: 170_000, contextWindow: null }) },
+        "compacted",
+      ],
+      [
+        "under the budget: resumed as it is",
+        { prior: prior({ contextTokens: 159_999 }) },
+        "resumed",
+      ],
+      [
+        "unknown context use: resumed as it is",
+        { prior: prior({ contextTokens: null }) },
+        "resumed",
+      ],
+      // Compacting is a resume of the session: every other guard still wins.
+      ["/fresh", { prior: over, forceFresh: true }, "forced_fresh"],
+      ["expired", { prior: prior({ contextTokens: 160_000, lastUsedAt: new Date(0) }) }, "expired"],
+      ["poisoned", { prior: prior({ contextTokens: 160_000, state: "poisoned" }) }, "poisoned"],
+      ["history edited", { prior: over, historyEpoch: 3 }, "history_edited"],
+      ["another runtime, not stored", { prior: over, runtimeId: "rt-b" }, "runtime_mismatch"],
+      [
+        "over the size bound",
+        { prior: over, transcript: { where: "over_bound" } },
+        "session_too_large",
+      ],
+      [
+        "resume disabled",
+        { prior: over, policy: { ...COMPACT, enabled: false } },
+        "resume_disabled",
+      ],
+      // A CLI that cannot resume cannot compact: the budget names the reason, as without compaction.
+      ["CLI without --resume", { prior: over, cliCanResume: false }, "context_budget"],
+    ];
+
+    it.each(compactRows)("%s → %s", (_name, o, reason) => {
+      const d = decideResume(input({ policy: COMPACT, ...o }));
+      expect(d.reason).toBe(reason);
+      if (reason === "compacted" || reason === "resumed")
+        expect(d).toEqual({ kind: "resume", sessionId: "s-1", reason });
+      else expect(d.kind).toBe("fresh");
+    });
+
+    it("compaction off (resume.compact: false, or a CLI that cannot): fresh, context_budget", () => {
+      for (const policy of [
+        { ...COMPACT, compact: false },
+        { enabled: true, ttlMs: 72 * HOUR, contextBudget: 0.8 },
+      ])
+        expect(decideResume(input({ prior: over, policy }))).toEqual({
+          kind: "fresh",
+          reason: "context_budget",
+          priorSessionId: "s-1",
+        });
+    });
+  });
+
   it("names the prior session on a fresh decision so the dashboard can link it", () => {
     expect(decideResume(input({ forceFresh: true }))).toEqual({
       kind: "fresh",

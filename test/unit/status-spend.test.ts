@@ -44,11 +44,28 @@ describe("/status: spend, context and savings lines", () => {
     );
     expect(lines).toEqual([
       "- Spend: $0.1261 over 3 turns; the conversation limit is $1.00 ($0.8739 left); at most $0.50 a turn.",
-      "- Context: 31.2k tokens of 200k (16%) in session `d3526fa6` after its last turn; it is resumed while under 80% of the window.",
+      "- Context: 31.2k tokens of 200k (16%) in session `d3526fa6` after its last turn; it is resumed while under 80% of the window, compacted first past it.",
       expect.stringMatching(
         /^- Resuming saved an estimated 7,100 billed-equivalent input tokens over 2 turns \(they used 9,600; started fresh, about 16\.7k\)\. Estimated by the savings benchmark's accounting/,
       ),
     ]);
+  });
+
+  it("the context line says what happens past the budget: compacted (Claude), afresh (Codex, or compact off)", () => {
+    const session = { sessionId: "d3526fa6-dfe2", contextTokens: 170_000, contextWindow: 200_000 };
+    const line = (raw: unknown, agent: string) => {
+      const c = config(raw);
+      return renderSpend(figures({ session }), c.agents[agent], c, now).find((l) =>
+        l.startsWith("- Context:"),
+      );
+    };
+    expect(line(undefined, "tether")).toMatch(
+      /85%\).*under 80% of the window, compacted first past it\.$/,
+    );
+    expect(line({ resume: { compact: false } }, "tether")).toMatch(/, started afresh past it\.$/);
+    expect(line({ agents: { coder: { cli: "codex" } } }, "coder")).toMatch(
+      /, started afresh past it\.$/,
+    );
   });
 
   it("a reached conversation limit says the next turn will not run", () => {
