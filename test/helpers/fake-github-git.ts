@@ -262,6 +262,11 @@ export function serveGitHttp(
   res: ServerResponse,
   cgi: CgiRequest,
   children: Set<ReturnType<typeof spawn>>,
+  /**
+   * Runs after the backend exited and before the response ends, so what it records (a push) is
+   * there by the time the client's `git push` returns.
+   */
+  beforeEnd?: () => Promise<void>,
 ): Promise<number> {
   const header = (name: string) => {
     const v = req.headers[name];
@@ -329,10 +334,15 @@ export function serveGitHttp(
         status = 500;
         res.writeHead(500, { "content-type": "text/plain" });
         res.end(`git http-backend failed: ${stderr}`);
-      } else {
-        res.end();
+        resolve(status);
+        return;
       }
-      resolve(status);
+      void (beforeEnd ?? (async () => {}))()
+        .catch((err: unknown) => console.error("fake GitHub: after the git backend:", err))
+        .finally(() => {
+          res.end();
+          resolve(status);
+        });
     });
     child.stdin.on("error", () => undefined);
     child.stdin.end(cgi.body);

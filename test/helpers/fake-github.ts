@@ -1465,8 +1465,9 @@ export class FakeGitHub implements PayloadSource {
         },
       },
       this.children,
+      // Recorded before the response ends: a test that asserts right after `git push` sees it.
+      before ? () => this.recordPush(repo, before, token) : undefined,
     );
-    if (before) await this.recordPush(repo, before, token);
   }
 
   /** After a push: what moved, and the pull requests whose head branch it was. */
