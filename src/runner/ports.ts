@@ -3,7 +3,7 @@
  * with the real thing (Postgres, the Claude CLI, a local GitHub stand-in) or a narrow fake.
  */
 import type { IssueComment, IssueInfo, ReviewDiscussion, RepoWriter } from "../core/github.js";
-import type { AgentSettings, CliKind, ConfigResult, RepoSettings } from "../core/settings.js";
+import type { AgentSettings, CliKind, ConfigResult } from "../core/settings.js";
 import type { Mask } from "../sandbox/sandbox.js";
 import type { ProjectInstructions } from "../workspace/project-instructions.js";
 import type { TranscriptState } from "../core/resume-decision.js";
