@@ -32,7 +32,7 @@ CREATE TABLE session_transcript_chunks (
 ALTER TABLE session_transcript_chunks ALTER COLUMN data SET STORAGE EXTERNAL;
 
 -- Whether a CLI of version `reader` can resume a transcript written by version `writer`
--- (src/runner/resume-decision.ts canReadTranscript says the same): same major version, and
+-- (src/core/resume-decision.ts canReadTranscript says the same): same major version, and
 -- not older than the writer. Versions are `claude --version` output ("2.1.197 (Claude Code)").
 CREATE FUNCTION tether_cli_reads(writer text, reader text) RETURNS boolean
 LANGUAGE sql IMMUTABLE AS $$

@@ -1,5 +1,5 @@
 import { pino, type Logger } from "pino";
-import { redact } from "./runner/redact.js";
+import { redact } from "./core/redact.js";
 
 export type { Logger };
 

@@ -1,3 +1,4 @@
+import { CHANGES_MODES } from "../core/settings.js";
 import { z } from "zod";
 
 /** Where a repository configures Tether (Probot's `context.config` path, under `.github/`). */
@@ -69,8 +70,7 @@ const Login = z
     "must be a GitHub login (bots may end in [bot])",
   );
 
-export const CHANGES_MODES = ["pull_request", "branch", "off"] as const;
-export type ChangesMode = (typeof CHANGES_MODES)[number];
+export { CHANGES_MODES, type ChangesMode } from "../core/settings.js";
 export const PERMISSION_MODES = ["default", "acceptEdits", "bypassPermissions", "plan"] as const;
 export const REPO_PERMISSIONS = ["read", "triage", "write", "maintain", "admin"] as const;
 export type RepoPermission = (typeof REPO_PERMISSIONS)[number];

@@ -7,8 +7,9 @@
  * one this version cannot read, is run with a fresh read as before.
  */
 import { z } from "zod";
-import type { RepoSettings, SpendSettings } from "../runner/ports.js";
-import { CHANGES_MODES, PublishConfig, type RepoConfig } from "./repo-config.js";
+import type { RepoSettings, SpendSettings } from "../core/settings.js";
+import { CHANGES_MODES } from "../core/settings.js";
+import { PublishConfig, type RepoConfig } from "./repo-config.js";
 
 export function toRepoSettings(config: RepoConfig): RepoSettings {
   const agents: RepoSettings["agents"] = {};

@@ -1,4 +1,4 @@
-import type { ReplyParent } from "../intake/review-request.js";
+import type { ReplyParent } from "../core/github.js";
 import { httpStatusOf, isRetryable } from "./errors.js";
 import type { GitHub, RepoRef } from "./types.js";
 

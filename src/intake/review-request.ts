@@ -10,16 +10,11 @@
  * by whoever opened the pull request, and the request is the one part of a prompt the agent
  * treats as an instruction.
  */
-import type { ReviewCommentPlace } from "../runner/ports.js";
-import { sanitizeForPrompt } from "../runner/sanitize.js";
+import type { ReplyParent, ReviewCommentPlace } from "../core/github.js";
+import { sanitizeForPrompt } from "../core/sanitize.js";
 import type { Review, ReviewComment } from "./payloads.js";
 
-/**
- * The comment a reply in a review thread answers, as intake found it: its author and words, or
- * gone (deleted before the reply was taken in), or out of reach (GitHub refused to show it).
- */
-export type ReplyParent =
-  { kind: "found"; author: string; body: string } | { kind: "deleted" } | { kind: "unreadable" };
+export type { ReplyParent } from "../core/github.js";
 
 /** How much of a parent comment's text the note quotes. */
 export const PARENT_LIMIT = 4096;

@@ -1,6 +1,6 @@
 import type { AgentConfig, RepoConfig } from "../config/repo-config.js";
 import type { Pool } from "../db/pool.js";
-import type { PriorSession } from "../runner/resume-decision.js";
+import type { PriorSession } from "../core/resume-decision.js";
 import { priorSession } from "../sql/sessions.js";
 import {
   conversationSpend,

@@ -16,7 +16,7 @@
 import type { PublishConfig } from "../config/repo-config.js";
 import type { Pool } from "../db/pool.js";
 import type { Logger } from "../log.js";
-import type { IssueInfo, RepoWriter } from "../runner/ports.js";
+import type { IssueInfo, RepoWriter } from "../core/github.js";
 import { getConversation, recordPull, recordPush } from "../sql/conversations.js";
 import type { TaskKey } from "../sql/tasks.js";
 import { pullRef } from "../workspace/mirror.js";

@@ -5,7 +5,7 @@
  * model API key, installation token). A hit blocks the push. Pure, so every rule is a table row
  * (test/unit/publish-checks.test.ts).
  */
-import { SECRET_SHAPES, secretValues } from "../runner/redact.js";
+import { SECRET_SHAPES, secretValues } from "../core/redact.js";
 
 export interface SecretHit {
   /** The file the line is in; null for a commit message. */

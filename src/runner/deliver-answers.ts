@@ -22,8 +22,8 @@ import {
 import type { Outcome, Task } from "../sql/task-runs.js";
 import { afterFailedDelivery, answerRetryPolicy, type AnswerRetryPolicy } from "./answer-retry.js";
 import type { GitHubThread } from "./ports.js";
-import { redact } from "./redact.js";
-import { REASON_CODES, type ReasonCode } from "./resume-decision.js";
+import { redact } from "../core/redact.js";
+import { REASON_CODES, type ReasonCode } from "../core/resume-decision.js";
 import { findTaskMarker, renderFailure } from "./thread-comments.js";
 
 export interface DeliverAnswersDeps {

@@ -10,7 +10,7 @@ import { priorSession } from "../sql/sessions.js";
 import { getConversation } from "../sql/conversations.js";
 import { conversationBranch } from "../publish/publisher.js";
 import { transcriptHead } from "../sql/transcripts.js";
-import { decideResume, describeReason } from "./resume-decision.js";
+import { decideResume, describeReason } from "../core/resume-decision.js";
 
 export const describeNextTurn: DescribeStatus = async (req) => {
   const others = await agentsOnIssue(req.pool, req.repo, req.issueNumber);

@@ -2,128 +2,34 @@
  * The edges the runner talks through. Each is an interface so the runner's logic can be tested
  * with the real thing (Postgres, the Claude CLI, a local GitHub stand-in) or a narrow fake.
  */
-import type { ChangesMode, PublishConfig } from "../config/repo-config.js";
+import type { IssueComment, IssueInfo, ReviewDiscussion, RepoWriter } from "../core/github.js";
+import type { AgentSettings, CliKind, ConfigResult } from "../core/settings.js";
 import type { Mask } from "../sandbox/sandbox.js";
 import type { ProjectInstructions } from "../workspace/project-instructions.js";
-import type { TranscriptState } from "./resume-decision.js";
+import type { TranscriptState } from "../core/resume-decision.js";
 import type { Outcome, Usage } from "../sql/task-runs.js";
 
-/** Which agent CLI runs an agent. A session belongs to the CLI that made it. */
-export type CliKind = "claude" | "codex";
-
-/** One agent's settings, as the repo config resolves them. */
-export interface AgentSettings {
-  name: string;
-  /** What addresses the agent in a comment, e.g. `@tether`. */
-  mention?: string;
-  /** Default claude. */
-  cli?: CliKind;
-  model?: string;
-  maxTurns?: number;
-  timeoutMinutes: number;
-  stallMinutes: number;
-  allowedTools?: string[];
-  disallowedTools?: string[];
-  permissionMode?: string;
-  appendSystemPrompt?: string;
-  /** Egress besides the model API: none, any public host, or these hosts. Default model-only. */
-  network?: "model-only" | "open" | string[];
-  /** Append the default branch's CLAUDE.md to the system prompt. */
-  projectInstructions?: boolean;
-  /** What becomes of the agent's changes. Absent: the config's default (`pull_request`). */
-  changes?: ChangesMode;
-  /** Most one turn may spend, US dollars (`--max-budget-usd`). */
-  turnLimitUsd?: number;
-  /** Most this agent's conversation on one issue may spend, US dollars. */
-  conversationLimitUsd?: number;
-}
-
-export interface ResumeSettings {
-  enabled: boolean;
-  ttlHours: number;
-  contextBudget: number;
-  /** Compact a session past the budget, then resume it, instead of starting fresh. Absent: true. */
-  compact?: boolean;
-}
-
-export interface SpendSettings {
-  /** A `/fresh` turn starts the conversation's spend count again. */
-  freshResetsConversation: boolean;
-  /** Most the repository may spend in a calendar month (UTC), US dollars. */
-  repositoryMonthlyUsd?: number;
-  /** Most the installation may spend in a calendar month (UTC), US dollars. */
-  installationMonthlyUsd?: number;
-}
-
-export interface RepoSettings {
-  agents: Record<string, AgentSettings>;
-  resume: ResumeSettings;
-  /** How changes are published. Absent (an old snapshot): the config's defaults. */
-  publish?: PublishConfig;
-  spend: SpendSettings;
-}
-
-export type ConfigResult = { ok: true; settings: RepoSettings } | { ok: false; message: string };
-
-export interface IssueInfo {
-  title: string;
-  body: string;
-  author: string;
-  url: string;
-  isPullRequest: boolean;
-  pullRequest?: {
-    headRef: string;
-    baseRef: string;
-    headSha: string;
-    /** `owner/name` of the head's repository; null when it was deleted. */
-    headRepo?: string | null;
-    /** open or closed. */
-    state?: string;
-  };
-}
-
-export interface IssueComment {
-  id: number;
-  author: string;
-  url: string;
-  body: string;
-  createdAt: string;
-}
-
-/** Where a review comment sits in a pull request's diff, as GitHub's structured fields say. */
-export interface ReviewCommentPlace {
-  path: string;
-  /** `line` (a line or range of the diff) or `file` (the file as a whole). */
-  subject: "line" | "file";
-  /** The line in the diff's current version; null once the diff has moved on (outdated). */
-  line: number | null;
-  startLine: number | null;
-  originalLine: number | null;
-  originalStartLine: number | null;
-  side: "LEFT" | "RIGHT" | null;
-  commitId: string | null;
-  originalCommitId: string | null;
-}
-
-/** A comment on a line (or a file) of a pull request's diff. */
-export interface ReviewLineComment extends IssueComment {
-  place: ReviewCommentPlace;
-}
-
-/** A submitted review with something written in its body. */
-export interface ReviewSummary extends IssueComment {
-  /** `approved`, `changes_requested`, `commented` or `dismissed`, lower case. */
-  state: string;
-  commitId: string | null;
-}
-
-/** A pull request's review discussion, which its conversation (issue comments) leaves out. */
-export interface ReviewDiscussion {
-  comments: ReviewLineComment[];
-  reviews: ReviewSummary[];
-  /** Line comments older than the ones read were left unread (that fetch is bounded). */
-  truncated: boolean;
-}
+export type {
+  IssueComment,
+  IssueInfo,
+  PullRef,
+  ReplyParent,
+  RepoWriter,
+  ReviewCommentPlace,
+  ReviewDiscussion,
+  ReviewLineComment,
+  ReviewSummary,
+} from "../core/github.js";
+export type {
+  AgentSettings,
+  ChangesMode,
+  CliKind,
+  ConfigResult,
+  PublishSettings,
+  RepoSettings,
+  ResumeSettings,
+  SpendSettings,
+} from "../core/settings.js";
 
 /** GitHub, for one installation and repository (REST only). */
 export interface GitHubThread {
@@ -143,42 +49,6 @@ export interface GitHubThread {
   loadConfig(): Promise<ConfigResult>;
   /** Publishing the agent's changes (src/publish/). Absent: the thread cannot publish. */
   writer?: RepoWriter;
-}
-
-/** A pull request as publishing needs it. */
-export interface PullRef {
-  number: number;
-  url: string;
-  state: "open" | "closed";
-  merged: boolean;
-  draft: boolean;
-}
-
-/** What publishing the agent's changes needs of GitHub, for one repository (REST only). */
-export interface RepoWriter {
-  /** https://github.com/owner/repo (or the GHE equivalent), for links. */
-  webUrl: string;
-  /**
-   * A token for pushing: this repository alone, `contents: write` (and `workflows: write` when
-   * asked), nothing else (src/github/scoped-auth.ts).
-   */
-  pushToken(o: { workflows: boolean }): Promise<string>;
-  /** A branch on GitHub, or null when there is none. */
-  branch(name: string): Promise<{ sha: string; protected: boolean } | null>;
-  /** The pull request (open or not) whose head is this repository's `branch`, newest first. */
-  findPull(branch: string): Promise<PullRef | null>;
-  getPull(number: number): Promise<PullRef | null>;
-  createPull(o: {
-    title: string;
-    body: string;
-    head: string;
-    base: string;
-    draft: boolean;
-  }): Promise<PullRef>;
-  /** Who Tether's commits are by: the app's bot account. */
-  identity(): Promise<{ name: string; email: string }>;
-  /** `Name <email>` for a `Co-authored-by:` trailer (GitHub's no-reply address). */
-  coAuthor(login: string): Promise<string>;
 }
 
 export type ProgressEvent = { kind: "text"; text: string } | { kind: "tool"; name: string };

@@ -2,7 +2,7 @@ import {
   PROJECT_INSTRUCTIONS_MAX_BYTES,
   type ProjectInstructions,
 } from "../workspace/project-instructions.js";
-import { sanitizeForPrompt } from "./sanitize.js";
+import { sanitizeForPrompt } from "../core/sanitize.js";
 
 /** A comment (or the issue body) as it goes into a prompt. */
 export interface PromptComment {

@@ -50,14 +50,14 @@ import {
 } from "./prompts.js";
 import { answerRetryPolicy, type AnswerRetryPolicy } from "./answer-retry.js";
 import { checkSpend } from "./spend-check.js";
-import { redact } from "./redact.js";
+import { redact } from "../core/redact.js";
 import { reviewContext } from "./review-context.js";
 import {
   decideResume,
   type ReasonCode,
   type ResumeDecision,
   type TranscriptState,
-} from "./resume-decision.js";
+} from "../core/resume-decision.js";
 import {
   findTaskMarker,
   renderAnswer,

@@ -3,7 +3,7 @@
  * when the run starts, edited with progress, and finally replaced by the answer, so a task has
  * exactly one answer even when it is retried or its runner crashed (the marker finds it again).
  */
-import { describeReason, type ReasonCode } from "./resume-decision.js";
+import { describeReason, type ReasonCode } from "../core/resume-decision.js";
 import type { Outcome, Usage } from "../sql/task-runs.js";
 import {
   dayName,

@@ -15,7 +15,7 @@ import fs from "node:fs/promises";
 import { constants as fsConstants } from "node:fs";
 import path from "node:path";
 import type { Logger } from "../log.js";
-import type { TranscriptState } from "../runner/resume-decision.js";
+import type { TranscriptState } from "../core/resume-decision.js";
 
 export interface TranscriptKey {
   repo: string;

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import type { Pool, PoolClient } from "../db/pool.js";
-import { REASON_CODES } from "../runner/resume-decision.js";
+import { REASON_CODES } from "../core/resume-decision.js";
 import { OUTCOMES } from "./task-runs.js";
 
 /**

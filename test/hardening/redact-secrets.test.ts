@@ -1,6 +1,6 @@
 import { generateKeyPairSync } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { redact } from "../../src/runner/redact.js";
+import { redact } from "../../src/core/redact.js";
 
 const pem = generateKeyPairSync("rsa", { modulusLength: 1024 })
   .privateKey.export({ type: "pkcs1", format: "pem" })

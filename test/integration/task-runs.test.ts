@@ -8,7 +8,7 @@ import {
   recordDecision,
   sweepExpired,
 } from "../../src/sql/task-runs.js";
-import { canReadTranscript } from "../../src/runner/resume-decision.js";
+import { canReadTranscript } from "../../src/core/resume-decision.js";
 import { markSession, priorSession, upsertSession } from "../../src/sql/sessions.js";
 import { registerRuntime } from "../../src/sql/runtimes.js";
 import { createTestDatabase } from "../helpers/db.js";

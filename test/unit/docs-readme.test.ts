@@ -20,7 +20,7 @@ import {
 import { EnvSchema } from "../../src/env.js";
 import { COMMANDS } from "../../src/intake/parse-comment.js";
 import { Metrics } from "../../src/metrics.js";
-import { REASON_CODES } from "../../src/runner/resume-decision.js";
+import { REASON_CODES } from "../../src/core/resume-decision.js";
 import { OUTCOMES } from "../../src/sql/stats.js";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");

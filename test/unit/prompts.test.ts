@@ -7,7 +7,7 @@ import {
   type ThreadContext,
   type TurnFacts,
 } from "../../src/runner/prompts.js";
-import { sanitizeForPrompt } from "../../src/runner/sanitize.js";
+import { sanitizeForPrompt } from "../../src/core/sanitize.js";
 import { decodeCapped } from "../../src/workspace/project-instructions.js";
 
 const thread: ThreadContext = {

@@ -6,7 +6,7 @@ import {
   REASON_CODES,
   type PriorSession,
   type ResumeInput,
-} from "../../src/runner/resume-decision.js";
+} from "../../src/core/resume-decision.js";
 
 const NOW = new Date("2026-11-22T12:00:00Z");
 const HOUR = 3600_000;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { redact } from "../../src/runner/redact.js";
+import { redact } from "../../src/core/redact.js";
 import {
   explainFailure,
   findTaskMarker,

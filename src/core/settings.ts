@@ -1,0 +1,74 @@
+/**
+ * The settings shapes every layer uses, from the repo config (src/config/) to the runner and the
+ * CLIs: plain types, so this floor imports nothing. The config's zod schemas produce them.
+ */
+
+/** What becomes of the files an agent changes (README "Changes"). */
+export const CHANGES_MODES = ["pull_request", "branch", "off"] as const;
+export type ChangesMode = (typeof CHANGES_MODES)[number];
+
+/** How changes are published (the config's `publish:`, defaults applied). */
+export interface PublishSettings {
+  draft: boolean;
+  link: "closes" | "refs";
+  workflows: boolean;
+  maxFiles: number;
+  maxBytes: number;
+}
+
+/** Which agent CLI runs an agent. A session belongs to the CLI that made it. */
+export type CliKind = "claude" | "codex";
+
+/** One agent's settings, as the repo config resolves them. */
+export interface AgentSettings {
+  name: string;
+  /** What addresses the agent in a comment, e.g. `@tether`. */
+  mention?: string;
+  /** Default claude. */
+  cli?: CliKind;
+  model?: string;
+  maxTurns?: number;
+  timeoutMinutes: number;
+  stallMinutes: number;
+  allowedTools?: string[];
+  disallowedTools?: string[];
+  permissionMode?: string;
+  appendSystemPrompt?: string;
+  /** Egress besides the model API: none, any public host, or these hosts. Default model-only. */
+  network?: "model-only" | "open" | string[];
+  /** Append the default branch's CLAUDE.md to the system prompt. */
+  projectInstructions?: boolean;
+  /** What becomes of the agent's changes. Absent: the config's default (`pull_request`). */
+  changes?: ChangesMode;
+  /** Most one turn may spend, US dollars (`--max-budget-usd`). */
+  turnLimitUsd?: number;
+  /** Most this agent's conversation on one issue may spend, US dollars. */
+  conversationLimitUsd?: number;
+}
+
+export interface ResumeSettings {
+  enabled: boolean;
+  ttlHours: number;
+  contextBudget: number;
+  /** Compact a session past the budget, then resume it, instead of starting fresh. Absent: true. */
+  compact?: boolean;
+}
+
+export interface SpendSettings {
+  /** A `/fresh` turn starts the conversation's spend count again. */
+  freshResetsConversation: boolean;
+  /** Most the repository may spend in a calendar month (UTC), US dollars. */
+  repositoryMonthlyUsd?: number;
+  /** Most the installation may spend in a calendar month (UTC), US dollars. */
+  installationMonthlyUsd?: number;
+}
+
+export interface RepoSettings {
+  agents: Record<string, AgentSettings>;
+  resume: ResumeSettings;
+  /** How changes are published. Absent (an old snapshot): the config's defaults. */
+  publish?: PublishSettings;
+  spend: SpendSettings;
+}
+
+export type ConfigResult = { ok: true; settings: RepoSettings } | { ok: false; message: string };

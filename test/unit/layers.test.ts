@@ -1,0 +1,88 @@
+/**
+ * The floors of src/: imports run downward only. `core/` imports nothing of src/; the rooms
+ * below the runner (sql, config, github, publish, sessions, the CLIs, workspace, sandbox, db,
+ * process, spend, and log.ts) never import the runner, intake or the web; intake never imports
+ * the runner. And the README's folder map names every folder of src/, and only those.
+ */
+import fs from "node:fs";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+
+const SRC = path.resolve(import.meta.dirname, "../../src");
+const README = fs.readFileSync(path.resolve(SRC, "../README.md"), "utf8");
+
+/** Every .ts file under src/, relative to it. */
+function sources(dir = SRC): string[] {
+  return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory()) return sources(p);
+    return e.name.endsWith(".ts") ? [path.relative(SRC, p)] : [];
+  });
+}
+
+/** The src/-relative files a source file imports (relative specifiers only). */
+function importsOf(file: string): string[] {
+  const text = fs.readFileSync(path.join(SRC, file), "utf8");
+  const out: string[] = [];
+  for (const m of text.matchAll(/(?:^|\n)\s*(?:import|export)[^"'`;]*?from\s*["'](\.[^"']+)["']/g))
+    out.push(path.relative(SRC, path.resolve(SRC, path.dirname(file), m[1]!)));
+  return out;
+}
+
+const room = (file: string) => (file.includes("/") ? file.split("/")[0]! : file);
+const HIGH = new Set(["runner", "intake", "web"]);
+const BELOW_RUNNER = [
+  "sql",
+  "config",
+  "github",
+  "publish",
+  "sessions",
+  "claude",
+  "codex",
+  "workspace",
+  "sandbox",
+  "db",
+  "process",
+  "spend",
+  "log.ts",
+  "env.ts",
+];
+
+describe("the floors of src/", () => {
+  const files = sources();
+  const edges = files.flatMap((f) => importsOf(f).map((to) => ({ from: f, to })));
+
+  it("reads the imports it judges (a parser that found none would pass anything)", () => {
+    expect(files.length).toBeGreaterThan(50);
+    expect(edges.length).toBeGreaterThan(200);
+    expect(edges).toContainEqual({ from: "log.ts", to: "core/redact.js" });
+  });
+
+  it("core/ imports nothing outside core/", () => {
+    const out = edges.filter((e) => room(e.from) === "core" && room(e.to) !== "core");
+    expect(out).toEqual([]);
+  });
+
+  it("nothing below the runner imports the runner, intake or the web", () => {
+    const up = edges.filter((e) => BELOW_RUNNER.includes(room(e.from)) && HIGH.has(room(e.to)));
+    expect(up).toEqual([]);
+  });
+
+  it("intake does not import the runner", () => {
+    const up = edges.filter((e) => room(e.from) === "intake" && room(e.to) === "runner");
+    expect(up).toEqual([]);
+  });
+
+  it("the README's folder map names every folder of src/, and only those", () => {
+    const folders = fs
+      .readdirSync(SRC, { withFileTypes: true })
+      .filter((e) => e.isDirectory())
+      .map((e) => `${e.name}/`)
+      .sort();
+    const start = README.indexOf("The source, one line per folder of `src/`");
+    expect(start).toBeGreaterThan(-1);
+    const table = README.slice(start).split("\n\n")[1]!;
+    const mapped = [...table.matchAll(/^\| `([a-z-]+\/)` /gm)].map((m) => m[1]!).sort();
+    expect(mapped).toEqual(folders);
+  });
+});
