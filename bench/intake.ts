@@ -72,7 +72,7 @@ interface LoadResult {
 
 async function runBench(): Promise<void> {
   const n = positiveInt(process.argv[2] ?? process.env.BENCH_DELIVERIES, 200);
-  const concurrencyArg = process.argv[3] ?? process.env.BENCH_CONCURRENCY;
+  const concurrencyArg = process.argv[3] || process.env.BENCH_CONCURRENCY || undefined;
   const concurrency = positiveInt(concurrencyArg, n);
   const duplicates = Math.min(
     n - 1,

@@ -2,7 +2,7 @@
  * The savings benchmark's agent policy for the fake Messages API: turns that read files.
  *
  * The repository holds a few source files of fixed size; every comment needs a fixed pair of
- * them (the same in both arms). Asked to answer, the fake looks at the conversation it was sent:
+ * them (the same in both arms; see needsOf). Asked to answer, the fake looks at the conversation it was sent:
  * for the first needed file whose contents are not in it yet (each file carries a marker line
  * that only its contents contain), it asks the CLI to Read it (one tool call a request, as a
  * model reading files one after another would); once all are there, it answers with text. The
@@ -41,17 +41,18 @@ export function repoFiles(bytes: number): Record<string, string> {
   return out;
 }
 
-/** The files comment `turn` (1-based) needs: two of them, fixed per comment. */
+/**
+ * The files comment `turn` (1-based) needs, fixed per comment: the module the thread is about
+ * and one of four others in turn, so a thread keeps coming back to code it has read.
+ */
 export function needsOf(turn: number): string[] {
-  const n = FILE_NAMES.length;
-  const a = (turn - 1) % n;
-  const b = (turn * 3 + 1) % n;
-  return [FILE_NAMES[a]!, FILE_NAMES[b === a ? (b + 1) % n : b]!];
+  return [FILE_NAMES[0]!, FILE_NAMES[((turn - 1) % 4) + 1]!];
 }
 
 /** The workspace the CLI runs in, as its system prompt states it. */
 function workingDirectory(req: FakeRequest): string | null {
-  const m = /Working directory: ([^\s"\\]+)/.exec(JSON.stringify(req.body?.system ?? ""));
+  const text = JSON.stringify([req.body?.system ?? "", req.body?.messages?.[0] ?? ""]);
+  const m = /[Ww]orking directory:\s*([^\s"\\]+)/.exec(text);
   return m?.[1] ?? null;
 }
 

@@ -213,7 +213,6 @@ export function summarize(
 function checksOf(records: TurnRecord[], figures: TurnFigures[]): Check[] {
   const resumeArm = records.filter((r) => r.arm === "resume");
   const coldArm = records.filter((r) => r.arm === "cold");
-  const resumed = figures.filter((f) => f.arm === "resume" && f.turn > 1);
   const list = (rs: TurnRecord[]) =>
     rs.map((r) => `${r.turn}:${r.reason}${r.resumeFlag ? "(--resume)" : ""}`).join(", ");
   const checks: Check[] = [];

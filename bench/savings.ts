@@ -101,7 +101,13 @@ try {
     pool,
     databaseUrl: pg.url,
     config: ARMS.resume.config,
-    env: { TETHER_CLAUDE_PATH: wrapper, LOG_LEVEL: "warn" },
+    // The wrapper records each run into `calls`, from inside the sandbox too, and runs the real
+    // binary from there.
+    env: {
+      TETHER_CLAUDE_PATH: wrapper,
+      TETHER_SANDBOX_BIND: `${calls}:rw,${path.dirname(realClaude.path)}`,
+      LOG_LEVEL: "warn",
+    },
     anthropic: {
       defaultReply:
         opts.agent === "reads"
