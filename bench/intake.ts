@@ -5,11 +5,20 @@
  * response (p50/p99/max) and, once the intake processor has drained the inbox, the tasks
  * created, which must equal the distinct comments (the duplicates are redeliveries).
  *
- * The same deliveries also go, first, to two baselines on the same machine: a bare node:http
- * server that reads the body and answers 200, and Probot's Server with an empty handler. They
- * show what the machine and Probot cost before Tether does anything.
+ * The same deliveries also go to two baselines in the same process: a bare node:http server
+ * that reads the body and answers 200 (the machine's floor: a 2-core machine misses an absolute
+ * target with it too), and Probot's Server with an empty handler. Tether is measured against
+ * the floor: at three levels (50 concurrent fresh connections, N concurrent fresh connections,
+ * N concurrent keep-alive connections) every round runs each level on the three servers in a
+ * rotating order, after an unmeasured warm-up round, and the report gives the median of the
+ * per-round ratios Tether ÷ bare (p50 and p99): the spread between runs is larger than the
+ * effect, so only figures taken minutes apart under the same load are compared. Target: p99
+ * ≤ 1.3× the bare server at every level. Tether's processor drains each of its runs' inbox
+ * before the next run starts.
  *
- *   npx tsx bench/intake.ts [deliveries=200] [concurrency=deliveries] [duplicates=10%] [rounds=3]
+ *   npx tsx bench/intake.ts [deliveries=200] [concurrency] [duplicates=10%] [rounds=5]
+ *
+ * A concurrency argument replaces the three levels with that one (fresh connections).
  *
  * The load generator runs in a child process so that nock (which patches http in this process
  * to stand in for GitHub) does not sit on the client's side of the measurement.
@@ -38,8 +47,21 @@ interface Delivery {
 interface LoadPlan {
   url: string;
   concurrency: number;
+  /** Reuse connections (one agent for the warm-up and the burst) instead of one per delivery. */
+  keepAlive: boolean;
   warmup: Delivery[];
   deliveries: Delivery[];
+}
+
+interface Level {
+  name: string;
+  concurrency: number;
+  keepAlive: boolean;
+}
+
+interface ServerArm {
+  name: string;
+  url: string;
 }
 
 interface LoadResult {
@@ -50,12 +72,13 @@ interface LoadResult {
 
 async function runBench(): Promise<void> {
   const n = positiveInt(process.argv[2] ?? process.env.BENCH_DELIVERIES, 200);
-  const concurrency = positiveInt(process.argv[3] ?? process.env.BENCH_CONCURRENCY, n);
+  const concurrencyArg = process.argv[3] || process.env.BENCH_CONCURRENCY || undefined;
+  const concurrency = positiveInt(concurrencyArg, n);
   const duplicates = Math.min(
     n - 1,
     positiveInt(process.argv[4] ?? process.env.BENCH_DUPLICATES, Math.ceil(n / 10)),
   );
-  const rounds = positiveInt(process.argv[5] ?? process.env.BENCH_ROUNDS, 3);
+  const rounds = positiveInt(process.argv[5] ?? process.env.BENCH_ROUNDS, 5);
 
   const nock = (await import("nock")).default;
   const { Probot, ProbotOctokit, Server } = await import("probot");
@@ -128,8 +151,9 @@ async function runBench(): Promise<void> {
       p.comment.body = `@tether please look at case ${comment}`;
       return { id: randomUUID(), body: JSON.stringify(p) };
     };
-    const makePlan = (url: string): LoadPlan & { distinct: number } => {
-      const warmup = Array.from({ length: 20 }, delivery);
+    const makePlan = (url: string, level: Level): LoadPlan & { distinct: number } => {
+      // Keep-alive: as many warm-up deliveries as connections, so the burst finds them all open.
+      const warmup = Array.from({ length: level.keepAlive ? level.concurrency : 20 }, delivery);
       const distinct = Array.from({ length: n - duplicates }, delivery);
       // Half the duplicates repeat a delivery id (GitHub retrying), half send a known comment
       // under a new id (someone pressing "Redeliver").
@@ -139,31 +163,48 @@ async function runBench(): Promise<void> {
       });
       return {
         url,
-        concurrency,
+        concurrency: level.concurrency,
+        keepAlive: level.keepAlive,
         warmup,
         deliveries: shuffle([...distinct, ...dupes]),
         distinct: warmup.length + distinct.length,
       };
     };
 
+    const levels: Level[] = [
+      { name: "50 concurrent, fresh connections", concurrency: Math.min(50, n), keepAlive: false },
+      { name: `${n} concurrent, fresh connections`, concurrency: n, keepAlive: false },
+      { name: `${n} concurrent, keep-alive connections`, concurrency: n, keepAlive: true },
+    ];
+    if (concurrencyArg !== undefined)
+      levels.splice(0, levels.length, {
+        name: `${concurrency} concurrent, fresh connections`,
+        concurrency,
+        keepAlive: false,
+      });
     console.log(
-      `${n} deliveries a round (${n - duplicates} distinct comments, ${duplicates} duplicates), ` +
-        `${concurrency} at a time, on fresh connections, after 20 warm-up deliveries; ${rounds} rounds each`,
+      `${n} deliveries a run (${n - duplicates} distinct comments, ${duplicates} duplicates), after 20 warm-up deliveries (keep-alive: one per connection); ` +
+        `levels: ${levels.map((l) => l.name).join("; ")}`,
     );
-    console.log(`machine: ${os.cpus().length} cores, load average ${os.loadavg()[0]!.toFixed(2)}`);
+    console.log(
+      `servers interleaved: every round runs each level on every server, in a rotating order; one unmeasured round first, then ${rounds} measured`,
+    );
+    console.log(
+      `machine: ${os.cpus().length} cores, load average ${os
+        .loadavg()
+        .map((l) => l.toFixed(2))
+        .join(" ")}`,
+    );
     console.log("");
 
-    // 1. bare node:http
+    // 1. bare node:http: the floor, what the machine costs
     const bare = http.createServer((req, res) => {
       req.resume();
       req.on("end", () => res.end("ok\n"));
     });
     await new Promise<void>((r) => bare.listen(0, "127.0.0.1", () => r()));
+    cleanup.push(() => new Promise((r) => bare.close(r)));
     const bareUrl = `http://127.0.0.1:${(bare.address() as AddressInfo).port}/`;
-    const bareRuns = [];
-    for (let i = 0; i < rounds; i++) bareRuns.push(await runLoadChild(makePlan(bareUrl)));
-    bare.close();
-    report("bare node:http, reads the body, answers 200", bareRuns);
 
     // 2. Probot's Server, an empty handler
     const startProbot = async (
@@ -183,10 +224,7 @@ async function runBench(): Promise<void> {
       return { server, url: `http://127.0.0.1:${port}/api/github/webhooks` };
     };
     const noop = await startProbot((app) => app.on("issue_comment.created", async () => {}));
-    const noopRuns = [];
-    for (let i = 0; i < rounds; i++) noopRuns.push(await runLoadChild(makePlan(noop.url)));
-    await noop.server.stop();
-    report("Probot Server, empty handler (verifies, parses, builds a Context)", noopRuns);
+    cleanup.push(() => noop.server.stop());
 
     // 3. Tether: the inbox, the intake processor (in the same process, as in the web role)
     let probot: InstanceType<typeof Probot> | undefined;
@@ -205,23 +243,63 @@ async function runBench(): Promise<void> {
     });
     await processor.start();
     cleanup.push(() => processor.stop());
-    const tetherRuns = [];
+
+    const servers: ServerArm[] = [
+      { name: "bare node:http", url: bareUrl },
+      { name: "Probot, empty handler", url: noop.url },
+      { name: "Tether", url: tether.url },
+    ];
     let expected = 0;
     const drains: number[] = [];
-    for (let i = 0; i < rounds; i++) {
-      const plan = makePlan(tether.url);
-      expected += plan.distinct;
-      tetherRuns.push(await runLoadChild(plan));
-      const started = Date.now();
-      for (;;) {
-        await processor.processPending();
-        if ((await countDeliveries(pool)).pending === 0) break;
-        if (Date.now() - started > 120_000) throw new Error("the inbox did not drain in 2 minutes");
-        await sleep(20);
+    // results[level][server] = one LoadResult per measured round
+    const results = levels.map(() => servers.map((): LoadResult[] => []));
+    for (let round = 0; round <= rounds; round++) {
+      for (const [li, level] of levels.entries()) {
+        const order = servers.map((_, i) => servers[(i + round + li) % servers.length]!);
+        for (const server of order) {
+          const plan = makePlan(server.url, level);
+          const r = await runLoadChild(plan);
+          if (server.name === "Tether") {
+            expected += plan.distinct;
+            // Let the processor finish this run's inbox before anything else is measured.
+            const started = Date.now();
+            for (;;) {
+              await processor.processPending();
+              if ((await countDeliveries(pool)).pending === 0) break;
+              if (Date.now() - started > 120_000)
+                throw new Error("the inbox did not drain in 2 minutes");
+              await sleep(20);
+            }
+            drains.push(Date.now() - started);
+          }
+          if (round > 0) results[li]![servers.indexOf(server)]!.push(r);
+        }
       }
-      drains.push(Date.now() - started);
+      process.stderr.write(
+        round === 0 ? "warm-up round done\n" : `round ${round} of ${rounds} done\n`,
+      );
     }
-    report("Tether (inbox insert, group commit, processor running alongside)", tetherRuns);
+
+    const t = servers.findIndex((s) => s.name === "Tether");
+    const ratioRows: string[] = [];
+    for (const [li, level] of levels.entries()) {
+      console.log(level.name);
+      for (const [si, server] of servers.entries()) report(`  ${server.name}`, results[li]![si]!);
+      const perRound = (p: number, si: number) =>
+        results[li]![t]!.map(
+          (r, i) => percentile(r.ms, p) / percentile(results[li]![si]!.at(i)!.ms, p),
+        );
+      const p50 = perRound(50, 0);
+      const p99 = perRound(99, 0);
+      const vsProbot = perRound(99, 1);
+      const line =
+        `  Tether ÷ bare, median of ${p99.length} per-round ratios: p50 ${median(p50).toFixed(2)}×, p99 ${median(p99).toFixed(2)}× ` +
+        `(p99 per round ${p99.map((x) => x.toFixed(2)).join(" ")}); Tether ÷ Probot p99 ${median(vsProbot).toFixed(2)}×`;
+      console.log(line);
+      ratioRows.push(
+        `${level.name}: p99 ${median(p99).toFixed(2)}× ${median(p99) <= 1.3 ? "met" : "not met"}`,
+      );
+    }
 
     const tasks = (await pool.query("SELECT count(*)::int AS n FROM tasks")).rows[0].n as number;
     const fed = (await pool.query("SELECT count(DISTINCT source)::int AS n FROM task_comments"))
@@ -229,25 +307,18 @@ async function runBench(): Promise<void> {
     const counts = await countDeliveries(pool);
     console.log("");
     console.log(
-      `processor drained each round's inbox ${drains.map((d) => `${d} ms`).join(", ")} after its last response`,
+      `processor drained each Tether run's inbox in ${median(drains)} ms (median; max ${Math.max(...drains)} ms) after its last response`,
     );
     console.log(`deliveries: ${JSON.stringify(counts)}`);
     console.log(
       `tasks created: ${tasks} for ${expected} distinct comments (warm-up included; comments in task_comments: ${fed})`,
     );
-    // The first round is cold (JIT, new pool connections, the processor's first GitHub calls);
-    // a webhook server runs warm, so the ratios and the target use the later rounds.
-    const warm = (runs: LoadResult[]) =>
-      (runs.length > 1 ? runs.slice(1) : runs).flatMap((r) => r.ms);
-    const p99 = percentile(warm(tetherRuns), 99);
-    const floor = percentile(warm(bareRuns), 99);
-    const probotFloor = percentile(warm(noopRuns), 99);
+    console.log(`target p99 ≤ 1.3× the bare server at every level: ${ratioRows.join("; ")}`);
     console.log(
-      `warm p99 ratios: Tether / bare node:http = ${(p99 / floor).toFixed(1)}, Tether / Probot empty handler = ${(p99 / probotFloor).toFixed(2)}`,
-    );
-    console.log(
-      `target p99 <= 50 ms (warm): ${p99 <= 50 ? "met" : "not met"} (p99 ${p99.toFixed(1)} ms; bare node:http ${floor.toFixed(1)} ms); ` +
-        `one task per distinct comment: ${tasks === expected && fed === expected ? "yes" : "NO"}`,
+      `one task per distinct comment: ${tasks === expected && fed === expected ? "yes" : "NO"}; load average after: ${os
+        .loadavg()
+        .map((l) => l.toFixed(2))
+        .join(" ")}`,
     );
     process.exitCode = tasks === expected && fed === expected ? 0 : 1;
   } finally {
@@ -264,15 +335,14 @@ function report(label: string, runs: LoadResult[]): void {
   for (const r of runs)
     for (const [k, v] of Object.entries(r.statuses)) statuses[k] = (statuses[k] ?? 0) + v;
   const perRound = runs.map((r) => percentile(r.ms, 99).toFixed(0)).join("/");
-  const warm = runs.slice(1).flatMap((r) => r.ms);
-  console.log(label);
-  if (warm.length)
-    console.log(
-      `  warm rounds (2-${runs.length}): p50 ${percentile(warm, 50).toFixed(1)} ms   p99 ${percentile(warm, 99).toFixed(1)} ms`,
-    );
   console.log(
-    `  all rounds:      p50 ${percentile(all, 50).toFixed(1)} ms   p99 ${percentile(all, 99).toFixed(1)} ms   max ${Math.max(...all).toFixed(1)} ms` +
-      `   (p99 per round ${perRound}; median round wall time ${median(runs.map((r) => r.wallMs)).toFixed(0)} ms; statuses ${JSON.stringify(statuses)})`,
+    `${label.padEnd(24)} p50 ${median(runs.map((r) => percentile(r.ms, 50)))
+      .toFixed(1)
+      .padStart(6)} ms   ` +
+      `p99 ${median(runs.map((r) => percentile(r.ms, 99)))
+        .toFixed(1)
+        .padStart(6)} ms (medians of the rounds; p99 per round ${perRound}; ` +
+      `max ${Math.max(...all).toFixed(0)} ms; statuses ${JSON.stringify(statuses)})`,
   );
 }
 
@@ -347,16 +417,20 @@ async function runLoad(): Promise<void> {
       req.on("error", reject);
       req.end(d.body);
     });
+  // Keep-alive: one agent for the warm-up and the burst, so the burst reuses open connections.
+  const shared = plan.keepAlive
+    ? new http.Agent({ keepAlive: true, maxSockets: plan.concurrency })
+    : undefined;
   const runAll = async (list: Array<Delivery & { signature: string }>) => {
-    // A fresh agent: every delivery opens its own connection, as GitHub's do.
-    const agent = new http.Agent({ keepAlive: false, maxSockets: plan.concurrency });
+    // Otherwise a fresh agent: every delivery opens its own connection, as GitHub's do.
+    const agent = shared ?? new http.Agent({ keepAlive: false, maxSockets: plan.concurrency });
     const results: Array<{ ms: number; status: number }> = [];
     let next = 0;
     const worker = async () => {
       while (next < list.length) results.push(await post(agent, list[next++]!));
     };
     await Promise.all(Array.from({ length: Math.min(plan.concurrency, list.length) }, worker));
-    agent.destroy();
+    if (!shared) agent.destroy();
     return results;
   };
   await runAll(signed(plan.warmup));
@@ -366,6 +440,7 @@ async function runLoad(): Promise<void> {
   const t0 = performance.now();
   const results = await runAll(measured);
   const wallMs = performance.now() - t0;
+  shared?.destroy();
   const statuses: Record<string, number> = {};
   for (const r of results) statuses[r.status] = (statuses[r.status] ?? 0) + 1;
   process.stdout.write(JSON.stringify({ ms: results.map((r) => r.ms), statuses, wallMs }));

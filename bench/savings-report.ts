@@ -11,6 +11,10 @@ export interface BenchOptions {
   bodyBytes: number;
   commentBytes: number;
   replyBytes: number;
+  /** The fake's policy: read the files a comment needs (savings-agent.ts), or answer with text. */
+  agent: "reads" | "text";
+  /** Size of each repository file the reading agent reads. */
+  fileBytes: number;
   /** Path of the result files without extension. */
   out: string;
 }
@@ -34,6 +38,10 @@ export interface TurnRecord {
   resumeFlag: boolean;
   /** POST /v1/messages requests the turn made. */
   apiRequests: number;
+  /** Tool calls the fake asked for (Reads), one a request at most. */
+  toolCalls: number;
+  /** The files this turn's comment needs (reading agent); [] for text-only. */
+  needs: string[];
   /** Their bodies' size as sent. */
   apiRequestBytes: number;
   /** Comment to answer: the task's created_at to finished_at. */
@@ -41,6 +49,8 @@ export interface TurnRecord {
   /** What the CLI reported as its run's duration. */
   cliDurationMs: number;
   accounts: RequestAccount[];
+  /** The same requests with the cache cold at the turn's start (accounted on their own). */
+  coldCacheAccounts: RequestAccount[];
   /** The fake API's own usage simulation, for reference only (not used for any figure). */
   fakeUsage: unknown[];
 }
@@ -54,7 +64,10 @@ export interface TurnFigures {
   /** promptBytes − commentBytes: guard, markers and turn facts (resumed), or the thread (cold). */
   promptOverheadBytes: number;
   apiRequests: number;
+  toolCalls: number;
   apiRequestBytes: number;
+  /** Billed-equivalent input with the cache cold at the start of the turn. */
+  coldCacheTokens: number;
   /** Bytes of block JSON in cache order (what the accounting prices). */
   cacheOrderBytes: number;
   readShare: number;
@@ -88,6 +101,14 @@ export interface Summary {
     ratio: number;
     cumulativeRatio: number;
   }>;
+  /** The same, with the cache cold at the start of every turn. */
+  coldCacheRatios: Array<{
+    turn: number;
+    resume: number;
+    cold: number;
+    ratio: number;
+    cumulativeRatio: number;
+  }>;
   totals: Record<
     Arm,
     {
@@ -95,6 +116,9 @@ export interface Summary {
       billedWithWritesTokens: number;
       strictBilledTokens: number;
       wallMs: number;
+      coldCacheTokens: number;
+      apiRequests: number;
+      toolCalls: number;
     }
   >;
   checks: Check[];
@@ -124,7 +148,9 @@ export function figuresOf(r: TurnRecord): TurnFigures {
     promptBytes: r.promptBytes,
     promptOverheadBytes: r.promptBytes - r.commentBytes,
     apiRequests: r.apiRequests,
+    toolCalls: r.toolCalls,
     apiRequestBytes: r.apiRequestBytes,
+    coldCacheTokens: tokens(r.coldCacheAccounts.reduce((n, a) => n + a.billedBytes, 0)),
     cacheOrderBytes,
     readShare: cacheOrderBytes ? sum((a) => a.readBytes) / cacheOrderBytes : 0,
     billedTokens: tokens(billed),
@@ -138,39 +164,47 @@ export function figuresOf(r: TurnRecord): TurnFigures {
 
 export function summarize(
   records: TurnRecord[],
-  meta: Omit<Summary, "figures" | "ratios" | "totals" | "checks">,
+  meta: Omit<Summary, "figures" | "ratios" | "coldCacheRatios" | "totals" | "checks">,
 ): Summary {
   const figures = records.map(figuresOf);
   const arm = (a: Arm) => figures.filter((f) => f.arm === a).sort((x, y) => x.turn - y.turn);
   const resume = arm("resume");
   const cold = arm("cold");
-  let sumResume = 0;
-  let sumCold = 0;
-  const ratios = resume.flatMap((r) => {
-    const c = cold.find((x) => x.turn === r.turn);
-    if (!c) return [];
-    sumResume += r.billedTokens;
-    sumCold += c.billedTokens;
-    return [
-      {
-        turn: r.turn,
-        resume: r.billedTokens,
-        cold: c.billedTokens,
-        ratio: r.billedTokens / c.billedTokens,
-        cumulativeRatio: sumResume / sumCold,
-      },
-    ];
-  });
+  const ratiosOf = (pick: (f: TurnFigures) => number) => {
+    let sumResume = 0;
+    let sumCold = 0;
+    return resume.flatMap((r) => {
+      const c = cold.find((x) => x.turn === r.turn);
+      if (!c) return [];
+      sumResume += pick(r);
+      sumCold += pick(c);
+      return [
+        {
+          turn: r.turn,
+          resume: pick(r),
+          cold: pick(c),
+          ratio: pick(r) / pick(c),
+          cumulativeRatio: sumResume / sumCold,
+        },
+      ];
+    });
+  };
+  const ratios = ratiosOf((f) => f.billedTokens);
+  const coldCacheRatios = ratiosOf((f) => f.coldCacheTokens);
   const total = (list: TurnFigures[]) => ({
     billedTokens: list.reduce((n, f) => n + f.billedTokens, 0),
     billedWithWritesTokens: list.reduce((n, f) => n + f.billedWithWritesTokens, 0),
     strictBilledTokens: list.reduce((n, f) => n + f.strictBilledTokens, 0),
     wallMs: list.reduce((n, f) => n + f.wallMs, 0),
+    coldCacheTokens: list.reduce((n, f) => n + f.coldCacheTokens, 0),
+    apiRequests: list.reduce((n, f) => n + f.apiRequests, 0),
+    toolCalls: list.reduce((n, f) => n + f.toolCalls, 0),
   });
   return {
     ...meta,
     figures,
     ratios,
+    coldCacheRatios,
     totals: { resume: total(resume), cold: total(cold) },
     checks: checksOf(records, figures),
   };
@@ -179,7 +213,6 @@ export function summarize(
 function checksOf(records: TurnRecord[], figures: TurnFigures[]): Check[] {
   const resumeArm = records.filter((r) => r.arm === "resume");
   const coldArm = records.filter((r) => r.arm === "cold");
-  const resumed = figures.filter((f) => f.arm === "resume" && f.turn > 1);
   const list = (rs: TurnRecord[]) =>
     rs.map((r) => `${r.turn}:${r.reason}${r.resumeFlag ? "(--resume)" : ""}`).join(", ");
   const checks: Check[] = [];
@@ -210,6 +243,30 @@ function checksOf(records: TurnRecord[], figures: TurnFigures[]): Check[] {
     pass: badCold.length === 0 && coldArm.length > 0,
     detail: badCold.length ? `unexpected: ${list(badCold)}` : "as expected",
   });
+  if (records.some((r) => r.needs.length)) {
+    // The reading agent: a cold start reads every file its comment needs; a resumed session
+    // reads only the files no earlier turn of it read.
+    const known = new Set<string>();
+    const bad = records.filter((r) => {
+      const expected =
+        r.arm === "cold" ? r.needs.length : r.needs.filter((f) => !known.has(f)).length;
+      if (r.arm === "resume") for (const f of r.needs) known.add(f);
+      return r.cliRuns !== 1 || r.toolCalls !== expected || r.apiRequests !== expected + 1;
+    });
+    checks.push({
+      name: "one CLI run a turn; the cold arm reads every file its comment needs, the resumed session only those it has not read (one request per Read, then the answer)",
+      pass: bad.length === 0,
+      detail: bad.length
+        ? bad
+            .map(
+              (r) =>
+                `${r.arm} ${r.turn}: ${r.cliRuns} runs, ${r.toolCalls} reads, ${r.apiRequests} requests`,
+            )
+            .join("; ")
+        : "as expected",
+    });
+    return checksAfter(checks, figures);
+  }
   const notOne = records.filter((r) => r.cliRuns !== 1 || r.apiRequests !== 1);
   checks.push({
     name: "one CLI run and one POST /v1/messages per turn (the fake answers with text, no tools)",
@@ -220,6 +277,11 @@ function checksOf(records: TurnRecord[], figures: TurnFigures[]): Check[] {
           .join("; ")
       : "as expected",
   });
+  return checksAfter(checks, figures);
+}
+
+function checksAfter(checks: Check[], figures: TurnFigures[]): Check[] {
+  const resumed = figures.filter((f) => f.arm === "resume" && f.turn > 1);
   if (resumed.length) {
     const overheads = resumed.map((f) => f.promptOverheadBytes);
     const max = Math.max(...overheads);
@@ -265,9 +327,12 @@ export function renderReport(s: Summary): string {
         "turn",
         "reason",
         "prompt → CLI (B)",
-        "API request (KB)",
+        "API requests",
+        "tool calls",
+        "API requests (KB)",
         "cache read",
         "billed-eq. input (tokens)",
+        "… cache cold between turns",
         ...(arm === "resume" ? ["floor (tokens)", "billed ÷ floor"] : []),
         "wall (s)",
       ],
@@ -275,9 +340,12 @@ export function renderReport(s: Summary): string {
         String(f.turn),
         `\`${f.reason}\``,
         int(f.promptBytes),
+        String(f.apiRequests),
+        String(f.toolCalls),
         kb(f.apiRequestBytes),
         pct(f.readShare),
         int(f.billedTokens),
+        int(f.coldCacheTokens),
         ...(arm === "resume"
           ? f.turn === 1
             ? ["—", "—"]
@@ -290,6 +358,16 @@ export function renderReport(s: Summary): string {
   const ratioTable = table(
     ["turn", "resume (tokens)", "cold (tokens)", "resume ÷ cold", "cumulative resume ÷ cold"],
     s.ratios.map((r) => [
+      key.includes(r.turn) ? `**${r.turn}**` : String(r.turn),
+      int(r.resume),
+      int(r.cold),
+      key.includes(r.turn) ? `**${r.ratio.toFixed(2)}**` : r.ratio.toFixed(2),
+      r.cumulativeRatio.toFixed(2),
+    ]),
+  );
+  const coldCacheTable = table(
+    ["turn", "resume (tokens)", "cold (tokens)", "resume ÷ cold", "cumulative resume ÷ cold"],
+    s.coldCacheRatios.map((r) => [
       key.includes(r.turn) ? `**${r.turn}**` : String(r.turn),
       int(r.resume),
       int(r.cold),
@@ -310,12 +388,19 @@ export function renderReport(s: Summary): string {
       variant("the rule above (reads 0.1×, the rest 1×)", "billedTokens"),
       variant("… and cache writes at 1.25×", "billedWithWritesTokens"),
       variant("reads only up to an earlier breakpoint", "strictBilledTokens"),
+      variant("the cache cold at the start of every turn", "coldCacheTokens"),
     ],
   );
-  const at = key.flatMap((n) => {
-    const r = s.ratios.find((x) => x.turn === n);
-    return r ? [`turn ${n}: **${r.ratio.toFixed(2)}**`] : [];
-  });
+  const atOf = (list: Summary["ratios"]) =>
+    key.flatMap((n) => {
+      const r = list.find((x) => x.turn === n);
+      return r ? [`turn ${n}: **${r.ratio.toFixed(2)}**`] : [];
+    });
+  const at = atOf(s.ratios);
+  const agent =
+    o.agent === "reads"
+      ? `The fake model reads files: each comment needs two of the repository's eight files (${kb(o.fileBytes)} KB each), and it asks the CLI to Read each one whose contents are not in the conversation it was sent, one Read a request, then answers with ~${o.replyBytes} B of text. A cold start re-reads what its comment needs; a resumed session reads only files it has not read before.`
+      : `The fake model answers every request with ~${o.replyBytes} B of text and calls no tool: one request a turn.`;
   const medianWall = (a: Arm) => {
     const w = s.figures
       .filter((f) => f.arm === a)
@@ -330,8 +415,12 @@ export function renderReport(s: Summary): string {
 \`${command}\` (${o.turns} turns; issue body ${kb(o.bodyBytes)} KB, comments ${kb(o.commentBytes)} KB, answers ${o.replyBytes} B; 1 KB = 1000 bytes).
 Claude Code ${s.cliVersion}, model \`${s.model}\`, ${s.machine}; the run took ${s.benchSeconds.toFixed(0)} s.
 
+${agent}
+
 Resume arm ÷ cold arm, billed-equivalent input per turn: ${at.join(", ")}.
 Whole thread: ${(t.resume.billedTokens / t.cold.billedTokens).toFixed(2)} (${int(t.resume.billedTokens)} vs ${int(t.cold.billedTokens)} tokens).
+API requests over the thread: resume arm ${t.resume.apiRequests} (${t.resume.toolCalls} tool calls), cold arm ${t.cold.apiRequests} (${t.cold.toolCalls} tool calls).
+With the cache cold at the start of every turn (turns further apart than its lifetime): ${atOf(s.coldCacheRatios).join(", ")}; whole thread ${(t.resume.coldCacheTokens / t.cold.coldCacheTokens).toFixed(2)}.
 
 ## How it is measured
 
@@ -343,9 +432,9 @@ Whole thread: ${(t.resume.billedTokens / t.cold.billedTokens).toFixed(2)} (${int
   answers, turns alternating between the arms.
 - **prompt → CLI**: the bytes the runner wrote to the CLI's stdin, recorded by a wrapper
   (\`TETHER_CLAUDE_PATH\`) that then runs the real binary.
-- **API request**: the size of the \`POST /v1/messages\` bodies the CLI sent. The fake answers
-  with a ~${o.replyBytes} B text and no tool call, so each turn is one request. Other requests
-  (\`HEAD /\` probes) are left out.
+- **API requests**: the \`POST /v1/messages\` requests the CLI sent for the turn and their
+  bodies' size; **tool calls**: how many of them the fake answered with a tool call (a Read).
+  Other requests (\`HEAD /\` probes) are left out.
 - **Billed-equivalent input**, a stated approximation of Anthropic's prompt-cache pricing: each
   request is read in cache order (tools, system, messages) as whole content blocks
   (\`cache_control\` ignored, a string and a one-block list with the same text are the same
@@ -356,6 +445,9 @@ Whole thread: ${(t.resume.billedTokens / t.cold.billedTokens).toFixed(2)} (${int
 - **Floor** of a resumed turn: everything before the new user message read from cache
   (${PRICE.cacheRead}×), the new message (focus guard + comment + turn facts) at ${PRICE.input}×.
   The gap to it is the previous answer, which no earlier request had sent.
+- **… cache cold between turns**: the same requests, each turn accounted on its own, so
+  only a turn's later requests read from its earlier ones: what a turn costs when it comes
+  more than the cache's lifetime (five minutes by default, an hour at most) after the last.
 - **cache read**: the share of the request's bytes read from cache. **wall**: comment to
   answer (the task's created_at to finished_at), CLI start-up included.
 - The CLI's own prompt, ${kb(s.cliPrefixBytes.toolsAndSystem)} KB of tool definitions and system
@@ -375,6 +467,10 @@ ${armTable("cold")}
 
 ${ratioTable}
 
+With the cache cold at the start of every turn:
+
+${coldCacheTable}
+
 Totals over the thread, under the rule and two variants of it. Counting cache writes charges
 both arms for the new part of each request; reading only up to an earlier request's
 \`cache_control\` breakpoint (as the real API does) takes from the cold arm the CLI's reminder
@@ -382,7 +478,7 @@ blocks, which sit before its prompt with no breakpoint after them.
 
 ${totalsTable}
 
-Wall time, comment to answer: resume arm ${secs(t.resume.wallMs)} s over the thread (median ${secs(medianWall("resume"))} s a turn), cold arm ${secs(t.cold.wallMs)} s (median ${secs(medianWall("cold"))} s). The fake answers at once, so this is mostly the CLI's start-up.
+Wall time, comment to answer: resume arm ${secs(t.resume.wallMs)} s over the thread (median ${secs(medianWall("resume"))} s a turn), cold arm ${secs(t.cold.wallMs)} s (median ${secs(medianWall("cold"))} s). The fake answers at once, so this is the CLI's start-up, its requests and its tool calls, not the model's time.
 
 ## Checks
 

@@ -13,7 +13,14 @@
  * machine up first.
  *
  *   npx tsx bench/savings.ts [--turns=10] [--body-kb=10] [--comment-kb=2] [--reply-bytes=300]
- *                            [--out=bench/results/savings]
+ *                            [--agent=reads|text] [--file-kb=4] [--out=bench/results/savings]
+ *
+ * --agent=reads (the default) gives the fake an agent policy (savings-agent.ts): each comment
+ * needs two of the repository's files, and the fake asks the CLI to Read each one whose contents
+ * are not already in the conversation it was sent, then answers; the real CLI runs the Reads.
+ * --agent=text answers every request with text (one request a turn), as before. Every turn is
+ * also accounted with the cache cold between turns (each turn's requests on their own), as
+ * turns more than the cache's lifetime apart would be billed.
  *
  * Builds dist first when it is missing or older than src (the app runs from dist). Writes
  * <out>.md (the tables printed here) and <out>.json (every figure, per turn and request).
@@ -37,6 +44,7 @@ import {
   type BenchOptions,
   type TurnRecord,
 } from "./savings-report.js";
+import { readingAgent, repoFiles, needsOf } from "./savings-agent.js";
 import { answerText, planThread } from "./savings-thread.js";
 import { benchDatabase } from "./support.js";
 
@@ -57,7 +65,10 @@ const WARMUP_REPO = "octo/widgets";
 const opts = parseOptions(process.argv.slice(2));
 const started = Date.now();
 console.log(
-  `savings benchmark: ${opts.turns} turns, issue body ${opts.bodyBytes} B, comments ${opts.commentBytes} B, answers ${opts.replyBytes} B`,
+  `savings benchmark: ${opts.turns} turns, issue body ${opts.bodyBytes} B, comments ${opts.commentBytes} B, answers ${opts.replyBytes} B, ` +
+    (opts.agent === "reads"
+      ? `agent reads the 2 files (${opts.fileBytes} B each) a comment needs unless the conversation holds them`
+      : "agent answers with text only"),
 );
 console.log(ensureBuilt());
 
@@ -83,14 +94,26 @@ try {
   const calls = path.join(tmp, "calls");
   const realClaude = lookupClaudePath({ TETHER_CLAUDE_PATH: process.env.TETHER_CLAUDE_PATH });
   const wrapper = writeWrapper(path.join(tmp, "claude"), calls, realClaude.path);
+  const agent = readingAgent(opts.replyBytes);
   console.log(`Claude CLI: ${realClaude.path} (${realClaude.source}), through ${wrapper}`);
 
   const stack = await startStack({
     pool,
     databaseUrl: pg.url,
     config: ARMS.resume.config,
-    env: { TETHER_CLAUDE_PATH: wrapper, LOG_LEVEL: "warn" },
-    anthropic: { defaultReply: (req) => replies.text(answerText(opts.replyBytes, req.n)) },
+    // The wrapper records each run into `calls`, from inside the sandbox too, and runs the real
+    // binary from there.
+    env: {
+      TETHER_CLAUDE_PATH: wrapper,
+      TETHER_SANDBOX_BIND: `${calls}:rw,${path.dirname(realClaude.path)}`,
+      LOG_LEVEL: "warn",
+    },
+    anthropic: {
+      defaultReply:
+        opts.agent === "reads"
+          ? (req) => agent.reply(req)
+          : (req) => replies.text(answerText(opts.replyBytes, req.n)),
+    },
   });
   cleanup.unshift(() => stack.close());
 
@@ -106,10 +129,13 @@ try {
     await stack.gh.addRepo({
       owner,
       name,
-      files: {
-        "README.md": "# widgets\n",
-        "src/split.js": "export const split = (s) => s.split('\\n');\n",
-      },
+      files:
+        opts.agent === "reads"
+          ? repoFiles(opts.fileBytes)
+          : {
+              "README.md": "# widgets\n",
+              "src/split.js": "export const split = (s) => s.split('\\n');\n",
+            },
     });
     await stack.gh.setConfig(ARMS[arm].repo, ARMS[arm].config);
     const issue = stack.gh.addIssue({
@@ -130,6 +156,7 @@ try {
   const requestsOf: Record<Arm, FakeRequest[]> = { resume: [], cold: [] };
   for (let t = 0; t < opts.turns; t++) {
     const comment = plan.comments[t]!;
+    agent.setTurn(t + 1);
     for (const arm of ["resume", "cold"] as const) {
       const r = await runTurn(
         stack,
@@ -153,14 +180,17 @@ try {
         promptBytes: r.cli.reduce((n, c) => n + c.stdinBytes, 0),
         resumeFlag: r.cli.some((c) => c.args.includes("--resume")),
         apiRequests: r.requests.length,
+        toolCalls: r.requests.filter((q) => q.reply === "tool_use").length,
+        needs: opts.agent === "reads" ? needsOf(t + 1) : [],
         apiRequestBytes: r.requests.reduce((n, q) => n + q.rawBytes, 0),
         wallMs: r.wallMs,
         cliDurationMs: Number(r.task.duration_ms ?? 0),
         accounts: [], // filled below, once the arm's requests are accounted in order
+        coldCacheAccounts: [],
         fakeUsage: r.requests.map((q) => q.usage ?? null),
       });
       process.stdout.write(
-        `turn ${t + 1} ${arm.padEnd(6)} ${String(r.task.resume_reason).padEnd(16)} ${(r.wallMs / 1000).toFixed(2)} s\n`,
+        `turn ${t + 1} ${arm.padEnd(6)} ${String(r.task.resume_reason).padEnd(16)} ${r.requests.length} requests ${(r.wallMs / 1000).toFixed(2)} s\n`,
       );
     }
   }
@@ -172,6 +202,11 @@ try {
     let i = 0;
     for (const rec of records.filter((r) => r.arm === arm)) {
       rec.accounts = accounts.slice(i, i + rec.apiRequests);
+      // The cache gone between turns (turns further apart than its lifetime): each turn's
+      // requests are accounted on their own, so only a turn's later requests read its earlier ones.
+      rec.coldCacheAccounts = accountRequests(
+        requestsOf[arm].slice(i, i + rec.apiRequests).map((q) => q.body ?? {}),
+      );
       i += rec.apiRequests;
     }
   }
@@ -365,7 +400,7 @@ function parseOptions(argv: string[]): BenchOptions {
     const m = /^--([\w-]+)=(.*)$/.exec(a);
     if (!m)
       throw new Error(
-        `unknown argument ${a}; use --turns=N --body-kb=N --comment-kb=N --reply-bytes=N --out=PATH`,
+        `unknown argument ${a}; use --turns=N --body-kb=N --comment-kb=N --reply-bytes=N --agent=reads|text --file-kb=N --out=PATH`,
       );
     named.set(m[1]!, m[2]!);
   }
@@ -378,7 +413,12 @@ function parseOptions(argv: string[]): BenchOptions {
     return n;
   };
   const turns = Math.round(num("turns", "BENCH_TURNS", 10));
+  const agent = named.get("agent") ?? process.env.BENCH_AGENT ?? "reads";
+  if (agent !== "reads" && agent !== "text")
+    throw new Error(`--agent must be reads or text, got ${agent}`);
   return {
+    agent,
+    fileBytes: Math.round(num("file-kb", "BENCH_FILE_KB", 4) * 1000),
     turns,
     bodyBytes: Math.round(num("body-kb", "BENCH_BODY_KB", 10) * 1000),
     commentBytes: Math.round(num("comment-kb", "BENCH_COMMENT_KB", 2) * 1000),

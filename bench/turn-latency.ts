@@ -15,12 +15,20 @@
  *
  * --phases runs the app at LOG_LEVEL=debug (a little slower) and also prints, per kind of turn,
  * the median time from the webhook to each step the app logs: where the time goes.
+ *
+ * Besides the spawn it reports what a person sees first, from the requests the GitHub stand-in
+ * recorded: comment → 👀 (the reaction's POST arriving) and comment → the tracking comment (its
+ * POST arriving). And, interleaved with the turns, the stand-in's own git cost: a bare `git
+ * fetch` of the same repository into a mirror, with no Tether at all (the stand-in runs `git
+ * http-backend` per request), so the part of a follow-up's time that is Tether's is plain.
+ * The stand-in CLI writes a transcript where the real one does, so follow-ups really resume.
  */
-import { execFileSync } from "node:child_process";
+import { execFile, execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { createPool } from "../src/db/pool.js";
+import { gitAuthEnv } from "../src/github/git-auth.js";
 import { startStack, REPO, type Stack } from "../test/helpers/e2e-stack.js";
 import { benchDatabase, percentile } from "./support.js";
 
@@ -39,6 +47,13 @@ interface Arm {
   spawnLog: string;
   first: number[];
   follow: number[];
+  /** comment → 👀 and comment → tracking comment, ms, every turn. */
+  eyes: number[];
+  tracking: number[];
+  /** A bare `git fetch` against this arm's stand-in, ms, once a round. */
+  bareFetch: number[];
+  /** What the app logged the workspace's git steps took (--phases): host fetch, sandboxed look. */
+  gitMs: { mirrorFetch: number[]; sandboxLook: number[] };
   steps: { first: Map<string, number[]>; follow: Map<string, number[]> };
   close(): Promise<void>;
 }
@@ -67,6 +82,10 @@ async function startArm(name: string, env: Record<string, string>): Promise<Arm>
     spawnLog,
     first: [],
     follow: [],
+    eyes: [],
+    tracking: [],
+    bareFetch: [],
+    gitMs: { mirrorFetch: [], sandboxLook: [] },
     steps: { first: new Map(), follow: new Map() },
     async close() {
       await stack.close();
@@ -104,13 +123,29 @@ async function oneTurn(
   const before = spawnsSoFar(arm).length;
   const outBefore = stack.app.output().length;
   const t0 = Date.now();
+  const ghBefore = stack.gh.requests.length;
   const commentId = await stack.comment(issueNumber, body);
   const deadline = Date.now() + 30_000;
   for (;;) {
     const spawns = spawnsSoFar(arm);
     if (spawns.length > before) {
       await stack.finishedTask(commentId);
-      if (phases && kind) noteSteps(stack.app.output().slice(outBefore), t0, arm.steps[kind]);
+      if (kind) {
+        const seen = stack.gh.requests.slice(ghBefore);
+        const eyes = seen.find(
+          (r) => r.method === "POST" && r.path.endsWith(`/issues/comments/${commentId}/reactions`),
+        );
+        const tracking = seen.find(
+          (r) => r.method === "POST" && r.path.endsWith(`/issues/${issueNumber}/comments`),
+        );
+        if (eyes) arm.eyes.push(eyes.at - t0);
+        if (tracking) arm.tracking.push(tracking.at - t0);
+      }
+      if (phases && kind) {
+        const out = stack.app.output().slice(outBefore);
+        noteSteps(out, t0, arm.steps[kind]);
+        if (kind === "follow") noteGit(out, arm.gitMs);
+      }
       return spawns[before]! - t0;
     }
     if (Date.now() > deadline)
@@ -137,6 +172,67 @@ function noteSteps(output: string, t0: number, into: Map<string, number[]>): voi
   for (const [name, ms] of seen) into.set(name, [...(into.get(name) ?? []), ms]);
 }
 
+/** How long the workspace's git steps took, as the app logged them (debug). */
+function noteGit(output: string, into: Arm["gitMs"]): void {
+  for (const line of output.split("\n")) {
+    let e: { msg?: unknown; ms?: unknown; git?: unknown; step?: unknown };
+    try {
+      e = JSON.parse(line) as typeof e;
+    } catch {
+      continue;
+    }
+    if (typeof e.ms !== "number") continue;
+    if (e.msg === "git" && Array.isArray(e.git) && e.git[0] === "fetch")
+      into.mirrorFetch.push(e.ms);
+    if (e.msg === "git in the workspace" && e.step === "main") into.sandboxLook.push(e.ms);
+  }
+}
+
+/**
+ * The stand-in's own cost: a bare mirror of the repository made once, then one `git fetch`
+ * into it (what the runner's mirror fetch asks, with nothing new), timed. Asynchronous: the
+ * stand-in serves from this process.
+ */
+async function standInFetcher(stack: Stack): Promise<() => Promise<number>> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "tether-lat-git-"));
+  const { GHE_PROTOCOL, GHE_HOST } = stack.gh.appEnv("unused");
+  const url = `${GHE_PROTOCOL}://${GHE_HOST}/${REPO}.git`;
+  const env = {
+    PATH: process.env.PATH ?? "/usr/bin:/bin",
+    HOME: dir,
+    LC_ALL: "C",
+    GIT_CONFIG_NOSYSTEM: "1",
+    GIT_CONFIG_GLOBAL: "/dev/null",
+    ...gitAuthEnv(url, stack.gh.createInstallationToken()),
+  };
+  const git = (args: string[], cwd: string) =>
+    new Promise<number>((resolve, reject) => {
+      const t = performance.now();
+      execFile(
+        "git",
+        ["-c", "maintenance.auto=false", "-c", "gc.auto=0", ...args],
+        { env, cwd },
+        (err) => (err ? reject(err) : resolve(Math.round(performance.now() - t))),
+      );
+    });
+  await git(["clone", "--bare", "--quiet", "--no-tags", "--", url, "m.git"], dir);
+  const mirror = path.join(dir, "m.git");
+  return () =>
+    git(
+      [
+        "fetch",
+        "--quiet",
+        "--prune",
+        "--no-tags",
+        "--no-recurse-submodules",
+        "--",
+        url,
+        "+refs/heads/*:refs/heads/*",
+      ],
+      mirror,
+    );
+}
+
 const median = (xs: number[]) =>
   percentile(
     [...xs].sort((a, b) => a - b),
@@ -153,8 +249,11 @@ try {
     const warm = arm.stack.gh.addIssue({ repo: REPO, title: "warm-up", body: "-", user: "alice" });
     await oneTurn(arm, warm.number as number, "@tether warm up");
   }
+  const bareFetch = new Map<Arm, () => Promise<number>>();
+  for (const arm of arms) bareFetch.set(arm, await standInFetcher(arm.stack));
   for (let i = 0; i < turns; i++) {
     for (const arm of i % 2 ? [...arms].reverse() : arms) {
+      arm.bareFetch.push(await bareFetch.get(arm)!());
       const issue = arm.stack.gh.addIssue({
         repo: REPO,
         title: `latency ${i}`,
@@ -192,10 +291,27 @@ try {
   ] as const) {
     const d = median(pick(sb)) - median(pick(off));
     console.log(
-      `  ${label.padEnd(12)} +${d} ms  (${median(pick(sb))} vs ${median(pick(off))} ms, ×${(median(pick(sb)) / median(pick(off))).toFixed(2)})`,
+      `  ${label.padEnd(12)} ${d >= 0 ? "+" : ""}${d} ms  (${median(pick(sb))} vs ${median(pick(off))} ms, ×${(median(pick(sb)) / median(pick(off))).toFixed(2)})`,
     );
   }
   console.log("targets: p50 ≤ 100 ms, p99 ≤ 300 ms; the sandbox adds ≤ 50 ms to the median");
+  console.log("\nwhat a person sees first (arrival at the GitHub stand-in), every turn");
+  for (const arm of arms) {
+    console.log(arm.name);
+    show("comment → 👀", arm.eyes);
+    show("comment → tracking comment", arm.tracking);
+  }
+  console.log("targets: 👀 p50 ≤ 300 ms, tracking comment p50 ≤ 1 s");
+  console.log(
+    "\nthe stand-in's own git: a bare `git fetch` with nothing new, no Tether, once a round",
+  );
+  for (const arm of arms) show(`${arm.name}'s stand-in`, arm.bareFetch);
+  const [fsb, foff] = arms as [Arm, Arm];
+  const standIn = median([...fsb.bareFetch, ...foff.bareFetch]);
+  console.log(
+    `follow-up p50 less the stand-in's fetch: sandboxed ${median(fsb.follow) - standIn} ms, unsandboxed ${median(foff.follow) - standIn} ms ` +
+      `(bare fetch p50 ${standIn} ms; load average ${os.loadavg()[0]!.toFixed(2)})`,
+  );
   if (phases) {
     for (const arm of arms) {
       console.log(`\n${arm.name}: median ms from the webhook to each step (LOG_LEVEL=debug)`);
@@ -206,6 +322,11 @@ try {
           `${name.padEnd(18)} ${med(arm.steps.first.get(name)).padStart(11)} ${med(arm.steps.follow.get(name)).padStart(10)}`,
         );
       }
+      const g = arm.gitMs;
+      if (g.mirrorFetch.length)
+        console.log(
+          `follow-up git, as logged: mirror fetch (host) ${median(g.mirrorFetch)} ms, the checkout's look (sandboxed, alongside) ${g.sandboxLook.length ? median(g.sandboxLook) : "-"} ms`,
+        );
     }
   }
 } finally {

@@ -89,6 +89,8 @@ export async function startStack(opts: {
   files?: Record<string, string>;
   /** Runs once GitHub's stand-in exists, before the app starts (to write its key to a file). */
   beforeApp?: (gh: FakeGitHub) => void | Promise<void>;
+  /** Options for the app's node (say, `--cpu-prof`, which NODE_OPTIONS does not take). */
+  nodeArgs?: string[];
 }): Promise<Stack> {
   const gh = await startFakeGitHub();
   const api = await startFakeAnthropic(opts.anthropic);
@@ -136,11 +138,15 @@ export async function startStack(opts: {
       ...opts.env,
       ...extra,
     };
-    const child = spawn(process.execPath, [path.join(ROOT, "dist/src/main.js")], {
-      cwd: opts.cwd ?? ROOT,
-      env,
-      stdio: ["ignore", "pipe", "pipe"],
-    });
+    const child = spawn(
+      process.execPath,
+      [...(opts.nodeArgs ?? []), path.join(ROOT, "dist/src/main.js")],
+      {
+        cwd: opts.cwd ?? ROOT,
+        env,
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
     let out = "";
     child.stdout?.on("data", (d) => (out += d));
     child.stderr?.on("data", (d) => (out += d));

@@ -49,6 +49,8 @@ function goodRun(): TurnRecord[] {
       commentBytes: 2_000,
       cliRuns: 1,
       apiRequests: 1,
+      toolCalls: 0,
+      needs: [],
       apiRequestBytes: 130_000,
       wallMs: 800,
       cliDurationMs: 500,
@@ -63,6 +65,7 @@ function goodRun(): TurnRecord[] {
       promptBytes: first ? 12_000 : 2_650,
       resumeFlag: !first,
       accounts: [account(first ? {} : { readBytes: 97_700 })],
+      coldCacheAccounts: [account({})],
     });
     out.push({
       ...common,
@@ -73,13 +76,22 @@ function goodRun(): TurnRecord[] {
       promptBytes: 12_000 + turn * 2_600,
       resumeFlag: false,
       accounts: [account(first ? {} : { readBytes: 80_000 })],
+      coldCacheAccounts: [account({})],
     });
   }
   return out;
 }
 
 const meta = {
-  options: { turns: 10, bodyBytes: 10_000, commentBytes: 2_000, replyBytes: 300, out: "x" },
+  options: {
+    turns: 10,
+    bodyBytes: 10_000,
+    commentBytes: 2_000,
+    replyBytes: 300,
+    agent: "text" as const,
+    fileBytes: 4_000,
+    out: "x",
+  },
   cliVersion: "2.1.197",
   model: "m",
   cliPrefixBytes: { toolsAndSystem: 109_000, reminders: 6_800 },
