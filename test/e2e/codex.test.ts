@@ -4,6 +4,7 @@
  * GitHub stood in for over HTTP. A Claude agent shares the issue to prove the two CLIs' sessions
  * never mix.
  */
+import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -245,6 +246,38 @@ describe("a cli: codex agent end to end", { timeout: 180_000 }, () => {
     } finally {
       openai.reset();
     }
+  });
+
+  it("what a Codex agent changes is published as for Claude: its branch holds the file, one draft pull request, linked in the answer", async () => {
+    const n = newIssue();
+    const mainBefore = await stack.gh.sha(REPO, "main");
+    openai.script(
+      replies.shell(
+        "mkdir -p src && echo 'export const splitLines = (s) => s.split(/\\r?\\n/);' > src/split.js",
+      ),
+      replies.text("CODEX-FIXED it"),
+    );
+    const t = await stack.finishedTask(await stack.comment(n, "@codex fix the split"));
+    expect(t).toMatchObject({
+      cli: "codex",
+      status: "succeeded",
+      publish_result: "published",
+      commits_pushed: 1,
+    });
+    const branch = `tether/${n}-codex`;
+    const sha = (await stack.gh.sha(REPO, branch))!;
+    const show = (ref: string) =>
+      execFileSync("git", ["-C", stack.gh.barePath(REPO), "show", `${ref}:src/split.js`], {
+        encoding: "utf8",
+      });
+    expect(show(sha)).toBe("export const splitLines = (s) => s.split(/\\r?\\n/);\n");
+    expect(await stack.gh.sha(REPO, "main")).toBe(mainBefore);
+    const pulls = stack.gh.pulls(REPO).filter((p) => (p.head as { ref: string }).ref === branch);
+    expect(pulls).toHaveLength(1);
+    expect(pulls[0]).toMatchObject({ draft: true, state: "open" });
+    const body = String(stack.taskComments(n, t.id as number).at(-1)!.body);
+    expect(body).toContain("CODEX-FIXED it");
+    expect(body).toContain(`#${pulls[0]!.number as number}`);
   });
 
   it("a Claude agent on the same issue keeps its own session; stats split by CLI", async () => {
