@@ -2,7 +2,9 @@
  * The Postgres session store (src/sessions/postgres-transcripts.ts): for transcripts of 1, 10
  * and 50 MB, the time to restore one on a runner that has never seen it (from Postgres) and on
  * one whose cache holds it, and the time a turn's save adds (the turn appended ~20 KB: the
- * prefix is hashed, the new bytes gzip'd and appended). Prints medians.
+ * prefix is compared with the runner's cache, the new bytes hashed, gzip'd and appended), and
+ * the same save on a runner that lost its cache (the prefix hashed along the stored chunks).
+ * Prints medians.
  *
  *   npx tsx bench/session-store.ts [sizesMB=1,10,50] [rounds=5]
  */
@@ -103,6 +105,17 @@ try {
       saves.push(performance.now() - t);
       if (s?.kind !== "append") throw new Error(`expected an append, got ${s?.kind}`);
     }
+    // The same on a runner whose cache is gone: the prefix is hashed along the stored chunks.
+    const cacheDir = path.join(tmp, "writer", "sessions");
+    const noCache: number[] = [];
+    for (let r = 0; r < rounds; r++) {
+      fs.rmSync(cacheDir, { recursive: true, force: true });
+      fs.appendFileSync(file, turnLines(1000 + r, 20 * 1024));
+      t = performance.now();
+      const s = await writer.save(key, sessionId, h);
+      noCache.push(performance.now() - t);
+      if (s?.kind !== "append") throw new Error(`expected an append, got ${s?.kind}`);
+    }
     const head = (await transcriptHead(pool, sessionId))!;
 
     // A runner that never saw it: from Postgres. One whose cache holds it: a copy.
@@ -122,6 +135,7 @@ try {
     console.log(
       `${String(mb).padStart(3)} MB  stored ${(head.storedBytes / MB).toFixed(2)} MB gzip'd  ` +
         `first save ${firstSave.toFixed(0)} ms  save per turn (+20 KB) ${median(saves).toFixed(1)} ms  ` +
+        `without the cache ${median(noCache).toFixed(0)} ms  ` +
         `restore from Postgres ${median(fromStore).toFixed(0)} ms  from cache ${median(fromCache).toFixed(1)} ms`,
     );
   }

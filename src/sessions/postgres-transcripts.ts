@@ -4,8 +4,11 @@
  * that cannot be lost: runners are cattle, Postgres holds what matters.
  *
  * A save sends only what the CLI appended since the last one (its JSONL is append-mostly): the
- * file's prefix is hashed and compared with the stored length and sha256; when they differ (the
- * CLI rewrote the file) the whole file is stored again. Chunks are gzip'd. A transcript over
+ * file's prefix is compared with the stored version (with this runner's cache of it, byte for
+ * byte, or else by hashing it along the stored chunks); when they differ (the CLI rewrote the
+ * file) the whole file is stored again. The head's digest is chained over the chunks
+ * (sql/transcripts.ts chainDigest), so a save hashes only what it adds and its cost does not
+ * grow with the transcript. Chunks are gzip'd. A transcript over
  * `maxBytes` is not kept: the session is marked over the bound and its next turn starts fresh
  * (`session_too_large`).
  *
@@ -17,18 +20,22 @@
  */
 import { createHash, randomBytes } from "node:crypto";
 import { constants as fsConstants } from "node:fs";
-import fs from "node:fs/promises";
+import fs, { type FileHandle } from "node:fs/promises";
 import path from "node:path";
 import { promisify } from "node:util";
 import zlib from "node:zlib";
 import type { Pool } from "../db/pool.js";
 import type { Logger } from "../log.js";
 import {
+  chainDigest,
+  EMPTY_DIGEST,
   markOverBound,
   transcriptChunks,
+  transcriptChunkSizes,
   transcriptHead,
   writeTranscript,
   type TranscriptChunk,
+  type TranscriptHead,
 } from "../sql/transcripts.js";
 import {
   claudeLayout,
@@ -128,8 +135,14 @@ export function postgresTranscripts(opts: PostgresTranscriptsOptions): Transcrip
       const chunks = await transcriptChunks(pool, sessionId);
       const parts = await Promise.all(chunks.map((c) => gunzip(c.data)));
       const data = Buffer.concat(parts);
-      const hash = createHash("sha256").update(data).digest();
-      if (data.length !== head.rawBytes || !hash.equals(head.sha256))
+      const hash = head.chained
+        ? chainDigest(EMPTY_DIGEST, parts)
+        : createHash("sha256").update(data).digest();
+      if (
+        data.length !== head.rawBytes ||
+        parts.some((p, i) => p.length !== chunks[i]!.rawBytes) ||
+        !hash.equals(head.sha256)
+      )
         throw new Error(
           `the stored transcript of session ${sessionId} fails its check (${data.length} bytes, expected ${head.rawBytes}); it cannot be restored`,
         );
@@ -160,62 +173,137 @@ export function postgresTranscripts(opts: PostgresTranscriptsOptions): Transcrip
         await fs.rm(`${cache}.sha256`, { force: true });
         return { kind: "over_bound", bytes: found.size, addedBytes: 0 };
       }
-      const handle = await fs.open(found.file, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW);
-      let data: Buffer;
+      const file = await fs.open(found.file, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW);
       try {
-        data = await handle.readFile();
-      } finally {
-        await handle.close();
-      }
-      // Two tries: a save that lost the compare-and-set to another reads the head again.
-      for (let attempt = 0; ; attempt++) {
-        const head = await transcriptHead(pool, sessionId);
-        const h = createHash("sha256");
-        let from = 0;
-        if (head && !head.overBound && head.rawBytes <= data.length) {
-          h.update(data.subarray(0, head.rawBytes));
-          if (h.copy().digest().equals(head.sha256)) from = head.rawBytes;
-        }
-        const whole = from === 0 ? createHash("sha256").update(data).digest() : null;
-        const sha256 = whole ?? h.update(data.subarray(from)).digest();
-        const kind: Saved["kind"] =
-          from === 0 ? "replace" : from === data.length ? "unchanged" : "append";
-        let ok = true;
-        // A rollout's name is part of what is kept: a new name alone is written too.
-        const renamed = layout.keepsName && head?.fileName !== found.name;
-        if (kind !== "unchanged" || renamed) {
-          const chunks = await compress(data, from, chunkBytes);
-          ok = await writeTranscript(
-            pool,
-            sessionId,
-            head && !head.overBound ? { rawBytes: head.rawBytes, sha256: head.sha256 } : null,
-            { kind: kind === "append" ? "append" : "replace", chunks },
-            {
-              rawBytes: data.length,
-              sha256,
-              cliVersion: await cliVersion(),
-              fileName: layout.keepsName ? found.name : null,
-            },
-          );
-        }
-        if (ok) {
-          // The cache usually holds the version this turn started from: then only the new
-          // bytes are written to it, not the whole file again.
-          const cached =
-            kind !== "replace" && head
-              ? await appendCache(cache, head.sha256, head.rawBytes, data.subarray(from), sha256)
-              : false;
-          if (!cached)
-            await writeCache(cache, data, sha256).catch((err: Error) =>
-              log.warn({ err: err.message, sessionId }, "could not cache the saved transcript"),
+        const size = (await file.stat()).size;
+        // Two tries: a save that lost the compare-and-set to another reads the head again.
+        for (let attempt = 0; ; attempt++) {
+          const head = await transcriptHead(pool, sessionId);
+          const live = head && !head.overBound ? head : null;
+          // What is stored is a prefix of the file: then only the rest goes out. Checked
+          // against this runner's cache of the stored version (a byte compare, no hashing),
+          // else by re-hashing the prefix along the stored chunks' links. A scheme 1 head
+          // (the whole file's sha256, saved before chaining) is stored whole once, chained.
+          const continues =
+            live?.chained &&
+            live.rawBytes <= size &&
+            ((await cacheHolds(cache, live, file)) ||
+              (await prefixChains(file, live, await transcriptChunkSizes(pool, sessionId))));
+          const from = continues ? live.rawBytes : 0;
+          const added = await readRange(file, from, size);
+          const pieces = split(added, chunkBytes);
+          const digest = chainDigest(continues ? live.sha256 : EMPTY_DIGEST, pieces);
+          const kind: Saved["kind"] =
+            from === 0 ? "replace" : from === size ? "unchanged" : "append";
+          let ok = true;
+          // A rollout's name is part of what is kept: a new name alone is written too.
+          const renamed = layout.keepsName && head?.fileName !== found.name;
+          if (kind !== "unchanged" || renamed) {
+            ok = await writeTranscript(
+              pool,
+              sessionId,
+              live ? { rawBytes: live.rawBytes, sha256: live.sha256 } : null,
+              {
+                kind: kind === "append" ? "append" : "replace",
+                chunks: await compress(pieces, from),
+              },
+              {
+                rawBytes: size,
+                sha256: digest,
+                cliVersion: await cliVersion(),
+                fileName: layout.keepsName ? found.name : null,
+              },
             );
-          return { kind, bytes: data.length, addedBytes: data.length - from };
+          }
+          if (ok) {
+            // The cache usually holds the version this turn started from: then only the new
+            // bytes are written to it, not the whole file again.
+            const cached =
+              kind !== "replace" && live
+                ? await appendCache(cache, live.sha256, live.rawBytes, added, digest)
+                : false;
+            if (!cached)
+              await writeCache(
+                cache,
+                kind === "replace" ? added : await readRange(file, 0, size),
+                digest,
+              ).catch((err: Error) =>
+                log.warn({ err: err.message, sessionId }, "could not cache the saved transcript"),
+              );
+            return { kind, bytes: size, addedBytes: size - from };
+          }
+          if (attempt >= 1)
+            throw new Error(`another save of session ${sessionId} kept changing it; not saved`);
         }
-        if (attempt >= 1)
-          throw new Error(`another save of session ${sessionId} kept changing it; not saved`);
+      } finally {
+        await file.close();
       }
     },
   };
+}
+
+/** Bytes [from, to) of an open file. */
+async function readRange(file: FileHandle, from: number, to: number): Promise<Buffer> {
+  const buf = Buffer.allocUnsafe(to - from);
+  let done = 0;
+  while (done < buf.length) {
+    const { bytesRead } = await file.read(buf, done, buf.length - done, from + done);
+    if (bytesRead === 0) throw new Error("the transcript shrank while it was being saved");
+    done += bytesRead;
+  }
+  return buf;
+}
+
+const COMPARE_BYTES = 1024 * 1024;
+
+/**
+ * Whether this runner's cache holds the stored version `head` (its sidecar names it and its size
+ * is the head's) and the file begins with exactly the cache's bytes: compared a piece at a time.
+ */
+async function cacheHolds(cache: string, head: TranscriptHead, file: FileHandle): Promise<boolean> {
+  const sidecar = await fs.readFile(`${cache}.sha256`, "utf8").catch(() => null);
+  if (sidecar !== head.sha256.toString("hex")) return false;
+  const cached = await fs
+    .open(cache, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW)
+    .catch(() => null);
+  if (!cached) return false;
+  try {
+    if ((await cached.stat()).size !== head.rawBytes) return false;
+    const a = Buffer.allocUnsafe(Math.min(COMPARE_BYTES, head.rawBytes));
+    const b = Buffer.allocUnsafe(a.length);
+    for (let at = 0; at < head.rawBytes; at += a.length) {
+      const n = Math.min(a.length, head.rawBytes - at);
+      const [x, y] = await Promise.all([cached.read(a, 0, n, at), file.read(b, 0, n, at)]);
+      if (x.bytesRead !== n || y.bytesRead !== n) return false;
+      if (!a.subarray(0, n).equals(b.subarray(0, n))) return false;
+    }
+    return true;
+  } finally {
+    await cached.close();
+  }
+}
+
+/** Whether the file's first bytes, cut where the stored chunks are, chain to `head`'s digest. */
+async function prefixChains(
+  file: FileHandle,
+  head: TranscriptHead,
+  sizes: number[],
+): Promise<boolean> {
+  if (sizes.reduce((n, s) => n + s, 0) !== head.rawBytes) return false;
+  let d: Buffer = EMPTY_DIGEST;
+  let at = 0;
+  for (const n of sizes) {
+    d = chainDigest(d, [await readRange(file, at, at + n)]);
+    at += n;
+  }
+  return d.equals(head.sha256);
+}
+
+function split(data: Buffer, chunkBytes: number): Buffer[] {
+  const out: Buffer[] = [];
+  for (let at = 0; at < data.length; at += chunkBytes)
+    out.push(data.subarray(at, Math.min(at + chunkBytes, data.length)));
+  return out;
 }
 
 /** Appends `added` to a cache that holds exactly the version (`sha256`, `bytes`) it continues. */
@@ -239,15 +327,13 @@ async function appendCache(
   }
 }
 
-async function compress(
-  data: Buffer,
-  from: number,
-  chunkBytes: number,
-): Promise<TranscriptChunk[]> {
+/** Gzip'd chunks of `pieces`, the first at raw offset `from`. */
+async function compress(pieces: Buffer[], from: number): Promise<TranscriptChunk[]> {
   const out: TranscriptChunk[] = [];
-  for (let at = from; at < data.length; at += chunkBytes) {
-    const raw = data.subarray(at, Math.min(at + chunkBytes, data.length));
+  let at = from;
+  for (const raw of pieces) {
     out.push({ rawOffset: at, rawBytes: raw.length, data: await gzip(raw) });
+    at += raw.length;
   }
   return out;
 }

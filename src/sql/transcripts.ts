@@ -1,15 +1,23 @@
 /**
  * The session_transcripts and session_transcript_chunks tables: each session's CLI transcript,
- * as gzip'd chunks of consecutive bytes. Writes compare-and-set on the head (length and sha256),
+ * as gzip'd chunks of consecutive bytes. Writes compare-and-set on the head (length and digest),
  * so two saves of one session (a runner whose lease was lost, still saving) cannot interleave.
+ *
+ * The head's digest (column `sha256`) is, under `digest_scheme` 2, chained over the chunks
+ * (chainDigest below), so an append hashes only what it adds; scheme 1 heads (saved before it)
+ * hold the sha256 of the whole file and are stored whole again at their next save.
  */
+import { createHash } from "node:crypto";
 import type { Pool, PoolClient } from "../db/pool.js";
 
 type Db = Pool | PoolClient;
 
 export interface TranscriptHead {
   rawBytes: number;
+  /** The stored version's digest: chained over the chunks when `chained`, else the file's sha256. */
   sha256: Buffer;
+  /** digest_scheme 2 (chainDigest); false for a head saved before it. */
+  chained: boolean;
   storedBytes: number;
   chunks: number;
   rewrites: number;
@@ -31,6 +39,7 @@ function toHead(r: Record<string, unknown>): TranscriptHead {
   return {
     rawBytes: Number(r.raw_bytes),
     sha256: r.sha256 as Buffer,
+    chained: Number(r.digest_scheme) === 2,
     storedBytes: Number(r.stored_bytes),
     chunks: r.chunks as number,
     rewrites: r.rewrites as number,
@@ -48,6 +57,26 @@ export async function transcriptHead(db: Db, sessionId: string): Promise<Transcr
   return rows[0] ? toHead(rows[0] as Record<string, unknown>) : null;
 }
 
+/** The chained digest of nothing stored: sha256 of no bytes. */
+export const EMPTY_DIGEST = createHash("sha256").digest();
+
+/** The chained digest after `chunks` (their raw bytes, in order) follow the version `from`. */
+export function chainDigest(from: Buffer, chunks: Iterable<Buffer>): Buffer {
+  let d: Buffer = from;
+  for (const c of chunks)
+    d = createHash("sha256").update(d).update(createHash("sha256").update(c).digest()).digest();
+  return d;
+}
+
+/** The raw length of each stored chunk, in order (no data): where the chain's links fall. */
+export async function transcriptChunkSizes(db: Db, sessionId: string): Promise<number[]> {
+  const { rows } = await db.query(
+    `SELECT raw_bytes FROM session_transcript_chunks WHERE session_id = $1 ORDER BY seq`,
+    [sessionId],
+  );
+  return rows.map((r) => r.raw_bytes as number);
+}
+
 /** Every chunk, in order. */
 export async function transcriptChunks(db: Db, sessionId: string): Promise<TranscriptChunk[]> {
   const { rows } = await db.query(
@@ -63,7 +92,8 @@ export async function transcriptChunks(db: Db, sessionId: string): Promise<Trans
 }
 
 export type TranscriptWrite =
-  /** `chunks` continue the stored bytes (their offsets start at the head's rawBytes). */
+  /** `chunks` continue the stored bytes (their offsets start at the head's rawBytes); the head
+   * must be chained (a scheme 1 head is only ever replaced). */
   | { kind: "append"; chunks: TranscriptChunk[] }
   /** `chunks` are the whole transcript (the first time, or the file was rewritten). */
   | { kind: "replace"; chunks: TranscriptChunk[] };
@@ -83,7 +113,7 @@ export async function writeTranscript(
   try {
     await client.query("BEGIN");
     const cur = await client.query(
-      `SELECT raw_bytes, sha256, chunks, over_bound FROM session_transcripts
+      `SELECT raw_bytes, sha256, chunks, over_bound, digest_scheme FROM session_transcripts
         WHERE session_id = $1 FOR UPDATE`,
       [sessionId],
     );
@@ -92,7 +122,8 @@ export async function writeTranscript(
       ? row !== undefined &&
         !row.over_bound &&
         Number(row.raw_bytes) === expected.rawBytes &&
-        (row.sha256 as Buffer).equals(expected.sha256)
+        (row.sha256 as Buffer).equals(expected.sha256) &&
+        (write.kind === "replace" || Number(row.digest_scheme) === 2)
       : row === undefined || write.kind === "replace";
     if (!same) {
       await client.query("ROLLBACK");
@@ -121,7 +152,7 @@ export async function writeTranscript(
     await client.query(
       `UPDATE session_transcripts
           SET raw_bytes = $2, sha256 = $3, cli_version = COALESCE($4, cli_version), chunks = $5,
-              file_name = $6,
+              file_name = $6, digest_scheme = 2,
               stored_bytes = (SELECT COALESCE(sum(length(data)), 0) FROM session_transcript_chunks
                                WHERE session_id = $1),
               saved_at = now()

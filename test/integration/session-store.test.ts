@@ -3,6 +3,7 @@
  * real files: what one runner saves, another restores byte for byte into the place the CLI
  * looks; saves send only what was appended; a rewrite is stored whole; the size bound holds.
  */
+import { createHash } from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -13,7 +14,13 @@ import { postgresTranscripts } from "../../src/sessions/postgres-transcripts.js"
 import { codexLayout } from "../../src/sessions/rollouts.js";
 import { sessionFile } from "../../src/sessions/transcripts.js";
 import { upsertSession } from "../../src/sql/sessions.js";
-import { pruneTranscripts, transcriptHead } from "../../src/sql/transcripts.js";
+import {
+  chainDigest,
+  EMPTY_DIGEST,
+  pruneTranscripts,
+  transcriptChunks,
+  transcriptHead,
+} from "../../src/sql/transcripts.js";
 import { createTestDatabase } from "../helpers/db.js";
 
 const db = await createTestDatabase();
@@ -155,6 +162,109 @@ describe("the Postgres session store", () => {
     const hb = b.home();
     await b.store.restore(key, sessionId, hb, CWD);
     expect(fs.readFileSync(sessionFile(hb, CWD, sessionId), "utf8")).toBe(rewritten);
+  });
+
+  it("chains the head's digest over the chunks, so a save hashes only what it adds", async () => {
+    const { key, sessionId } = await newSession();
+    const a = runner(`a-${n}`);
+    const h = a.home();
+    writeSession(h, sessionId, lines(0, 3000));
+    await a.store.save(key, sessionId, h);
+    for (let t = 0; t < 3; t++) {
+      fs.appendFileSync(sessionFile(h, CWD, sessionId), lines(3000 + t * 10, 10));
+      expect(await a.store.save(key, sessionId, h)).toMatchObject({ kind: "append" });
+    }
+    const head = (await transcriptHead(db.pool, sessionId))!;
+    expect(head.chained).toBe(true);
+    const raw = (await transcriptChunks(db.pool, sessionId)).map((c) => zlib.gunzipSync(c.data));
+    expect(raw.length).toBeGreaterThan(4);
+    // The digest is the chain over the stored chunks' raw bytes, link by link ...
+    expect(head.sha256.equals(chainDigest(EMPTY_DIGEST, raw))).toBe(true);
+    // ... which is not the whole file's sha256 (what a scheme 1 head held).
+    const whole = createHash("sha256").update(Buffer.concat(raw)).digest();
+    expect(head.sha256.equals(whole)).toBe(false);
+    expect(Buffer.concat(raw).toString()).toBe(lines(0, 3030));
+  });
+
+  it("appends without its cache too (the prefix is checked along the stored chunks), and a change inside the prefix is stored whole, with or without a cache", async () => {
+    const { key, sessionId } = await newSession();
+    const a = runner(`a-${n}`);
+    const h = a.home();
+    const file = sessionFile(h, CWD, sessionId);
+    writeSession(h, sessionId, lines(0, 3000));
+    await a.store.save(key, sessionId, h);
+    fs.appendFileSync(file, lines(3000, 5));
+    await a.store.save(key, sessionId, h);
+    const cache = fs
+      .readdirSync(path.join(a.root, "sessions"), { recursive: true })
+      .map(String)
+      .find((f) => f.endsWith(`${sessionId}.jsonl`))!;
+    const dropCache = () => {
+      fs.rmSync(path.join(a.root, "sessions", cache));
+      fs.rmSync(path.join(a.root, "sessions", `${cache}.sha256`));
+    };
+
+    // No cache: the prefix is hashed along the stored links, and it continues them.
+    dropCache();
+    fs.appendFileSync(file, lines(3005, 5));
+    expect(await a.store.save(key, sessionId, h)).toMatchObject({
+      kind: "append",
+      addedBytes: Buffer.byteLength(lines(3005, 5)),
+    });
+    expect(fs.existsSync(path.join(a.root, "sessions", cache))).toBe(true);
+
+    // One byte changed in the middle, the length the same, then an append: the prefix is not
+    // what is stored, whichever way it is checked.
+    const flip = (text: string) => text.replace("turn 1500:", "turn 1501:");
+    for (const withCache of [true, false]) {
+      const before = (await transcriptHead(db.pool, sessionId))!;
+      if (!withCache) dropCache();
+      const text = flip(fs.readFileSync(file, "utf8")) + lines(4000 + (withCache ? 0 : 1), 1);
+      fs.writeFileSync(file, text);
+      expect(await a.store.save(key, sessionId, h), `with cache: ${withCache}`).toMatchObject({
+        kind: "replace",
+      });
+      const after = (await transcriptHead(db.pool, sessionId))!;
+      expect(after.rewrites).toBe(before.rewrites + 1);
+      const b = runner(`b-${n}-${withCache}`);
+      const hb = b.home();
+      expect((await b.store.restore(key, sessionId, hb, CWD)).from).toBe("store");
+      expect(fs.readFileSync(sessionFile(hb, CWD, sessionId), "utf8")).toBe(text);
+      // Flip it back for the next round.
+      fs.writeFileSync(file, text.replace("turn 1501:", "turn 1500:"));
+      await a.store.save(key, sessionId, h);
+    }
+  });
+
+  it("a head saved before chaining (the whole file's sha256) still restores, and its next save stores it whole, chained", async () => {
+    const { key, sessionId } = await newSession();
+    const a = runner(`a-${n}`);
+    const h = a.home();
+    const text = lines(0, 200);
+    writeSession(h, sessionId, text);
+    await a.store.save(key, sessionId, h);
+    // What the store held before the migration: scheme 1, the file's own sha256.
+    const sha = createHash("sha256").update(text).digest();
+    await db.pool.query(
+      "UPDATE session_transcripts SET digest_scheme = 1, sha256 = $2 WHERE session_id = $1",
+      [sessionId, sha],
+    );
+    const b = runner(`b-${n}`);
+    const hb = b.home();
+    expect((await b.store.restore(key, sessionId, hb, CWD)).from).toBe("store");
+    expect(fs.readFileSync(sessionFile(hb, CWD, sessionId), "utf8")).toBe(text);
+    expect((await transcriptHead(db.pool, sessionId))!.chained).toBe(false);
+
+    fs.appendFileSync(sessionFile(hb, CWD, sessionId), lines(200, 3));
+    expect(await b.store.save(key, sessionId, hb)).toMatchObject({ kind: "replace" });
+    const head = (await transcriptHead(db.pool, sessionId))!;
+    expect(head.chained).toBe(true);
+    expect(head.rawBytes).toBe(Buffer.byteLength(lines(0, 203)));
+    fs.appendFileSync(sessionFile(hb, CWD, sessionId), lines(203, 3));
+    expect(await b.store.save(key, sessionId, hb)).toMatchObject({ kind: "append" });
+    const hc = runner(`c-${n}`).home();
+    await runner(`c-${n}`).store.restore(key, sessionId, hc, CWD);
+    expect(fs.readFileSync(sessionFile(hc, CWD, sessionId), "utf8")).toBe(lines(0, 206));
   });
 
   it("keeps nothing over the size bound, and says so", async () => {
