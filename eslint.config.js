@@ -20,4 +20,27 @@ export default tseslint.config(
     files: ["**/*.js", "**/*.mjs", "**/*.cjs"],
     languageOptions: { globals: { process: "readonly", console: "readonly" } },
   },
+  {
+    // The dashboard's browser script: a classic script in the page, with the browser's globals
+    // and none of Node's. tsc checks it too, with the DOM's types (src/web/browser/tsconfig.json).
+    files: ["src/web/browser/**/*.js"],
+    languageOptions: {
+      sourceType: "script",
+      globals: {
+        process: "off",
+        window: "readonly",
+        document: "readonly",
+        location: "readonly",
+        history: "readonly",
+        localStorage: "readonly",
+        fetch: "readonly",
+        AbortController: "readonly",
+        URLSearchParams: "readonly",
+        setTimeout: "readonly",
+        clearTimeout: "readonly",
+        setInterval: "readonly",
+        clearInterval: "readonly",
+      },
+    },
+  },
 );

@@ -264,16 +264,13 @@ function ensureBuilt(): string {
       fs
         .readdirSync(path.join(ROOT, d), { recursive: true })
         .map(String)
-        .filter((f) => /\.(ts|sql)$/.test(f))
+        .filter((f) => /\.(ts|js|sql)$/.test(f))
         .map((f) => fs.statSync(path.join(ROOT, d, f)).mtimeMs),
     ),
   );
   if (builtAt >= newest) return "dist is up to date with src";
-  execFileSync(path.join(ROOT, "node_modules/.bin/tsc"), ["-p", "tsconfig.build.json"], {
-    cwd: ROOT,
-    stdio: "inherit",
-  });
-  return "dist was missing or older than src: built it (tsc -p tsconfig.build.json)";
+  execFileSync("npm", ["run", "--silent", "build"], { cwd: ROOT, stdio: "inherit" });
+  return "dist was missing or older than src: built it (npm run build)";
 }
 
 function parseOptions(argv: string[]) {

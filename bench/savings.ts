@@ -381,17 +381,14 @@ function ensureBuilt(): string {
       fs
         .readdirSync(path.join(ROOT, d), { recursive: true })
         .map(String)
-        .filter((f) => /\.(ts|sql)$/.test(f))
+        .filter((f) => /\.(ts|js|sql)$/.test(f))
         .map((f) => fs.statSync(path.join(ROOT, d, f)).mtimeMs),
     ),
   );
   if (builtAt >= newest) return "dist is up to date with src";
   const why = builtAt === 0 ? "dist is missing" : "dist is older than src";
-  execFileSync(path.join(ROOT, "node_modules/.bin/tsc"), ["-p", "tsconfig.build.json"], {
-    cwd: ROOT,
-    stdio: "inherit",
-  });
-  return `${why}: built it (tsc -p tsconfig.build.json)`;
+  execFileSync("npm", ["run", "--silent", "build"], { cwd: ROOT, stdio: "inherit" });
+  return `${why}: built it (npm run build)`;
 }
 
 function parseOptions(argv: string[]): BenchOptions {

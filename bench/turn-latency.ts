@@ -38,7 +38,7 @@ const turns = Number(args.find((a) => /^\d+$/.test(a)) ?? 20);
 const ROOT = path.resolve(import.meta.dirname, "..");
 if (!fs.existsSync(path.join(ROOT, "dist/src/main.js")) || process.env.BENCH_BUILD !== "0") {
   console.log("building dist (npm run build) …");
-  execFileSync("npx", ["tsc", "-p", "tsconfig.build.json"], { cwd: ROOT, stdio: "inherit" });
+  execFileSync("npm", ["run", "--silent", "build"], { cwd: ROOT, stdio: "inherit" });
 }
 
 interface Arm {

@@ -19,6 +19,7 @@ import {
   sessionCookieHeader,
   sessionCookieValue,
 } from "./access.js";
+import type { DashboardStats } from "./browser/stats.js";
 import { dashboardPage, forbiddenPage, loginPage } from "./dashboard-page.js";
 import { pathOf, sendJson, type Handler } from "./http.js";
 
@@ -116,7 +117,8 @@ export function dashboardRoutes(deps: AppDeps, opts: DashboardOptions = {}): Han
       });
     }
     res.setHeader("server-timing", `db;dur=${(performance.now() - started).toFixed(1)}`);
-    return sendJson(res, 200, body);
+    // What the page's script reads of it (browser/stats.d.ts): checked here, at compile time.
+    return sendJson(res, 200, body satisfies DashboardStats);
   }
 
   async function page(

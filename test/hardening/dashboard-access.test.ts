@@ -97,6 +97,25 @@ describe("the dashboard of a process started without TETHER_DASHBOARD_TOKEN", ()
     expect(stack.app.output()).not.toContain(token);
   });
 
+  it("serves the signed-in page with its browser script inlined and nonced", async () => {
+    // The built app reads the script from dist/ (npm run build copies it there), not from src/.
+    const base = stack.app.url;
+    const signIn = await fetch(`${base}/dashboard?token=${readToken()}`, { redirect: "manual" });
+    const cookie = (signIn.headers.get("set-cookie") ?? "").split(";")[0]!;
+    const page = await fetch(`${base}/dashboard`, { headers: { cookie } });
+    expect(page.status).toBe(200);
+    const nonce = /script-src 'nonce-([^']+)'/.exec(
+      page.headers.get("content-security-policy") ?? "",
+    )?.[1];
+    expect(nonce).toBeTruthy();
+    const script = fs.readFileSync(
+      path.resolve(import.meta.dirname, "../../dist/src/web/browser/dashboard.js"),
+      "utf8",
+    );
+    expect(script).toContain("selectRange(state.range);");
+    expect(await page.text()).toContain(`<script nonce="${nonce}">\n${script}</script>`);
+  });
+
   it("refuses a Host it does not know, and answers any Host on /healthz, /metrics and the webhook", async () => {
     const base = stack.app.url;
     const auth = { authorization: `Bearer ${readToken()}` };

@@ -160,7 +160,7 @@ describe("Dockerfile", () => {
     }
   });
 
-  it("gives the build stage everything the TypeScript build reads", () => {
+  it("gives the build stage everything the build reads", () => {
     const copied = new Set(
       copies()
         .filter((c) => c.stage === 0 && !c.from)
@@ -175,7 +175,33 @@ describe("Dockerfile", () => {
       ...build.include,
     ])
       expect(copied, `the build stage copies ${needed}`).toContain(needed);
-    expect(pkg.scripts.build).toBe("tsc -p tsconfig.build.json");
+    // tsc, then the files it does not emit copied into dist/ (the dashboard's browser script).
+    const [tsc, ...rest] = (pkg.scripts.build ?? "").split(" && ");
+    expect(tsc).toBe("tsc -p tsconfig.build.json");
+    for (const step of rest) {
+      const [cmd, ...args] = step.split(/\s+/);
+      expect(["mkdir", "cp"], step).toContain(cmd);
+      if (cmd !== "cp") continue;
+      for (const src of args.filter((a) => !a.startsWith("-")).slice(0, -1))
+        expect(
+          [...copied].some((c) => src === c || src.startsWith(`${c}/`)),
+          `the build stage copies ${src}`,
+        ).toBe(true);
+    }
+  });
+
+  it("puts the dashboard's browser script in dist/, beside the page that inlines it", () => {
+    // src/web/dashboard-page.ts reads ./browser/dashboard.js; the image has dist/ and no src/.
+    expect(pkg.scripts.build).toContain("cp src/web/browser/dashboard.js dist/src/web/browser/");
+    expect(read("src/web/dashboard-page.ts")).toContain(
+      'new URL("./browser/dashboard.js", import.meta.url)',
+    );
+    expect(copies().some((c) => c.stage === finalStage && c.sources.includes("/app/dist"))).toBe(
+      true,
+    );
+    // The global test setup builds dist/ (unless told to skip it), so the copy is there to see.
+    if (process.env.TETHER_TEST_SKIP_BUILD !== "1")
+      expect(read("dist/src/web/browser/dashboard.js")).toBe(read("src/web/browser/dashboard.js"));
   });
 
   it("takes from the build stage only what the build stage produces", () => {

@@ -1,0 +1,133 @@
+/**
+ * What the dashboard's script (dashboard.js) reads of GET /api/stats: the fields it uses, as the
+ * server sends them. The server's own type is `Stats` (src/sql/stats.ts); dashboard-routes.ts
+ * checks that it satisfies this one, so a field renamed or retyped there fails `npm run
+ * typecheck` here instead of blanking a panel. Types only, no imports: both the Node program and
+ * the browser program (tsconfig.json in this folder) read this file.
+ */
+
+export interface DashboardStats {
+  range: string;
+  bucket: "hour" | "day";
+  totals: {
+    turns: number;
+    followUps: number;
+    resumed: number;
+    freshFollowUps: number;
+    firstTurns: number;
+    costUsd: number;
+    refused: number;
+  };
+  resumeRate: number | null;
+  reasons: Record<string, number>;
+  outcomes: Record<string, number>;
+  byCli: Record<string, DashboardCli>;
+  series: DashboardPoint[];
+  savings: {
+    resumed: DashboardCostProfile;
+    freshFollowUp: DashboardCostProfile;
+    freshFirst: DashboardCostProfile;
+    costSavedPerResumedTurnUsd: number | null;
+    uncachedTokensSavedPerResumedTurn: number | null;
+  };
+  sessions: {
+    resumedAcross: number;
+    restoredFromStore: number;
+    restoredFromCache: number;
+    storeRestoreMsP50: number | null;
+    compacted: number;
+  };
+  repos: DashboardRepo[];
+  reposTotal: number;
+  queue: {
+    depth: number;
+    oldestAgeSeconds: number | null;
+    running: number;
+    runnersAlive: number;
+    answersPending: number;
+  };
+  runners: DashboardRunner[];
+  latest: DashboardTask[];
+  changes: {
+    published: number;
+    commitsPushed: number;
+    pullRequestsOpened: number;
+    patches: number;
+    refused: Record<string, number>;
+    failed: Record<string, number>;
+  };
+}
+
+export interface DashboardCostProfile {
+  turns: number;
+  avgInputTokens: number | null;
+  avgOutputTokens: number | null;
+  avgCacheReadTokens: number | null;
+  avgCacheCreationTokens: number | null;
+  avgCostUsd: number | null;
+  avgDurationMs: number | null;
+}
+
+export interface DashboardPoint {
+  start: string;
+  turns: number;
+  followUps: number;
+  resumed: number;
+  resumeRate: number | null;
+  costUsd: number;
+}
+
+export interface DashboardCli {
+  turns: number;
+  followUps: number;
+  resumed: number;
+  resumeRate: number | null;
+  reasons: Record<string, number>;
+  costUsd: number;
+  costEstimated: boolean;
+}
+
+export interface DashboardRepo {
+  repo: string;
+  agent: string;
+  turns: number;
+  refused: number;
+  followUps: number;
+  resumed: number;
+  resumeRate: number | null;
+  costUsd: number;
+  inputTokens: number;
+  outputTokens: number;
+  cacheReadTokens: number;
+  cacheCreationTokens: number;
+}
+
+export interface DashboardRunner {
+  id: string;
+  hostname: string;
+  cliVersion: string | null;
+  canResume: boolean | null;
+  heartbeatAt: string;
+  alive: boolean;
+  concurrency: number;
+  runningTasks: number;
+  sandbox: string | null;
+}
+
+export interface DashboardTask {
+  id: number;
+  repo: string;
+  issueNumber: number;
+  agent: string;
+  status: string;
+  outcome: string | null;
+  resumeDecision: "resume" | "fresh" | null;
+  resumeReason: string | null;
+  sessionId: string | null;
+  triggerAuthor: string;
+  triggerUrl: string;
+  answerUrl: string | null;
+  createdAt: string;
+  durationMs: number | null;
+  costUsd: number | null;
+}
