@@ -205,18 +205,23 @@ function noConversation(id: string | undefined): string {
   return `the CLI has no conversation ${id} for this working directory and HOME (moved, deleted, or made elsewhere)`;
 }
 
-function exitWords(exit: ExitFacts): string {
+/**
+ * How the CLI ended, in words ("exited with code 1"). This and the two below are the words of
+ * every CLI's verdict: Codex's classification (src/codex/codex-outcome.ts) uses them too.
+ */
+export function exitWords(exit: ExitFacts): string {
   if (exit.signal) return `was killed by ${exit.signal}`;
   if (exit.exitCode !== null) return `exited with code ${exit.exitCode}`;
   return "ended";
 }
 
-function firstLine(text: string): string {
+/** The first line of a text (stderr refusing the arguments), at most 300 characters. */
+export function firstLine(text: string): string {
   return text.trim().split("\n")[0]?.slice(0, 300) ?? "";
 }
 
 /** The last lines of stderr, where a crash usually says why. */
-function stderrWords(stderr: string): string {
+export function stderrWords(stderr: string): string {
   const lines = stderr
     .split("\n")
     .map((l) => l.trim())

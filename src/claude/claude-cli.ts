@@ -1,42 +1,17 @@
-import type { Logger } from "../log.js";
 import { buildChildEnv } from "./child-env.js";
 import { buildClaudeArgs, SESSION_ID } from "./claude-args.js";
 import { resolveClaudePath } from "./claude-path.js";
 import { CLAUDE_MODEL_ENV, claudeModelAccess } from "./model-endpoint.js";
 import { classifyOutcome, earlyStop } from "./classify-outcome.js";
-import { createDialectCli, type CliDialect } from "./cli-run.js";
+import { createDialectCli, type CliDialect, type CliRunOptions } from "./cli-run.js";
 import { probeCli } from "./probe-cli.js";
 import { newEvidence, observe, type RunEvidence } from "./run-evidence.js";
 import type { AgentCli, CliCapabilities } from "./runtime-adapter.js";
 import { StreamParser, type StreamMessage } from "./stream-parser.js";
 import { summarizeUsage } from "./usage.js";
 
-export interface ClaudeCliOptions {
-  /** The binary; default resolveClaudePath(process.env). */
-  path?: string;
-  log?: Logger;
-  /** What the child's environment is built from (see child-env.ts); default process.env. */
-  baseEnv?: Record<string, string | undefined>;
-  /** After SIGTERM, how long before SIGKILL. Default 5000 ms. */
-  killGraceMs?: number;
-  /** How long the CLI may linger after its result line before it is stopped. Default 10 s. */
-  afterResultGraceMs?: number;
-  /**
-   * How long the CLI may take to print its first line. The real one prints its init line
-   * within a second or two; a binary that has printed nothing by then is wedged (stuck on a
-   * lock, a prompt, a broken install) and is stopped, so the thread hears about it within
-   * half a minute rather than after the stall limit (minutes). Default 20 s.
-   */
-  startTimeoutMs?: number;
-  /** Longest stdout line kept; longer ones are skipped and counted. Default 32 MiB. */
-  maxLineBytes?: number;
-  /** How much of stderr the outcome keeps. Default 8 KiB. */
-  stderrTailBytes?: number;
-  /** How often the run's process tree is looked at. Default 1000 ms. */
-  sampleIntervalMs?: number;
-  /** Unread events kept for the `events` iterator. Default 10000. */
-  maxBufferedEvents?: number;
-}
+/** The run options (cli-run.ts), every one optional: the binary defaults to resolveClaudePath. */
+export type ClaudeCliOptions = Partial<CliRunOptions>;
 
 /** What is Claude's own in a run: its arguments, environment, stream and verdicts. */
 export const claudeDialect: CliDialect<StreamMessage, RunEvidence> = {

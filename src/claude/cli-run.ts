@@ -105,16 +105,34 @@ export interface CliDialect<M extends { kind: string }, S> {
   bootsAfterBridge?: boolean;
 }
 
+/**
+ * How a CLI's runs are made, the same for every CLI: createClaudeCli and createCodexCli take
+ * them all optional (each finds its binary when `path` is not given).
+ */
 export interface CliRunOptions {
+  /** The binary. */
   path: string;
   log?: Logger;
+  /** What the child's environment is built from (see child-env.ts); default process.env. */
   baseEnv?: Record<string, string | undefined>;
+  /** After SIGTERM, how long before SIGKILL. Default 5000 ms. */
   killGraceMs?: number;
+  /** How long the CLI may linger after its result line before it is stopped. Default 10 s. */
   afterResultGraceMs?: number;
+  /**
+   * How long the CLI may take to print its first line. The real one prints its init line
+   * within a second or two; a binary that has printed nothing by then is wedged (stuck on a
+   * lock, a prompt, a broken install) and is stopped, so the thread hears about it within
+   * half a minute rather than after the stall limit (minutes). Default 20 s.
+   */
   startTimeoutMs?: number;
+  /** Longest stdout line kept; longer ones are skipped and counted. Default 32 MiB. */
   maxLineBytes?: number;
+  /** How much of stderr the outcome keeps. Default 8 KiB. */
   stderrTailBytes?: number;
+  /** How often the run's process tree is looked at. Default 1000 ms. */
   sampleIntervalMs?: number;
+  /** Unread events kept for the `events` iterator. Default 10000. */
   maxBufferedEvents?: number;
 }
 
@@ -161,18 +179,8 @@ export function createDialectCli<M extends { kind: string }, S>(
   };
 }
 
-interface RunConfig {
-  path: string;
-  log: Logger;
-  baseEnv: Record<string, string | undefined>;
-  killGraceMs: number;
-  afterResultGraceMs: number;
-  startTimeoutMs: number;
-  maxLineBytes: number;
-  stderrTailBytes: number;
-  sampleIntervalMs: number;
-  maxBufferedEvents: number;
-}
+/** The options with their defaults filled in. */
+type RunConfig = Required<CliRunOptions>;
 
 /** If this process exits with runs going, their processes go with it. */
 const allRuns = new Set<CliRun<{ kind: string }, unknown>>();

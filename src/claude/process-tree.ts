@@ -14,16 +14,8 @@ export interface ProcEntry {
 
 /** Every process, from /proc. Empty where there is no /proc (then only group kills work). */
 export function readProcTable(procDir = "/proc"): ProcEntry[] {
-  let names: string[];
-  try {
-    names = fs.readdirSync(procDir);
-  } catch {
-    return [];
-  }
   const table: ProcEntry[] = [];
-  for (const name of names) {
-    const c = name.charCodeAt(0);
-    if (c < 48 || c > 57) continue;
+  for (const name of pidDirs(procDir)) {
     let stat: string;
     try {
       stat = fs.readFileSync(`${procDir}/${name}/stat`, "utf8");
@@ -34,6 +26,20 @@ export function readProcTable(procDir = "/proc"): ProcEntry[] {
     if (entry) table.push(entry);
   }
   return table;
+}
+
+/** The names of /proc's process directories (their pids); empty where there is no /proc. */
+function pidDirs(procDir: string): string[] {
+  let names: string[];
+  try {
+    names = fs.readdirSync(procDir);
+  } catch {
+    return [];
+  }
+  return names.filter((name) => {
+    const c = name.charCodeAt(0);
+    return c >= 48 && c <= 57;
+  });
 }
 
 /** Parses /proc/<pid>/stat. The command name is in parentheses and may hold spaces or ")". */
@@ -156,18 +162,11 @@ function trySignal(pid: number, signal: NodeJS.Signals): boolean {
  */
 export function processesIn(dir: string, procDir = "/proc"): ProcEntry[] {
   const prefix = dir.endsWith("/") ? dir : `${dir}/`;
-  let names: string[];
-  try {
-    names = fs.readdirSync(procDir);
-  } catch {
-    return [];
-  }
   // The cwd link first: it rules out nearly every process, so only the few working in `dir`
   // have their stat read (this runs before every turn's spawn).
   const inDir: ProcEntry[] = [];
-  for (const name of names) {
-    const c = name.charCodeAt(0);
-    if (c < 48 || c > 57 || Number(name) === process.pid) continue;
+  for (const name of pidDirs(procDir)) {
+    if (Number(name) === process.pid) continue;
     let cwd: string;
     try {
       cwd = fs.readlinkSync(`${procDir}/${name}/cwd`);

@@ -3,7 +3,14 @@
  * CLI early, the outcome in the same set as Claude's, and the turn's usage and estimated cost.
  * Every rule here rests on a case in docs/codex-cli-facts.md ("Failures seen").
  */
-import type { Classification, ExitFacts, StopReason } from "../claude/classify-outcome.js";
+import {
+  exitWords,
+  firstLine,
+  stderrWords,
+  type Classification,
+  type ExitFacts,
+  type StopReason,
+} from "../claude/classify-outcome.js";
 import type { RunEvent, RunUsage, TokenUsage } from "../claude/runtime-adapter.js";
 import type { CodexMessage, CodexUsage } from "./codex-stream.js";
 import { estimateCostUsd } from "./pricing.js";
@@ -208,11 +215,7 @@ export function classifyCodex({
   if (ev.failed !== undefined && (!exit.stop || !exit.resultAfterStop)) return fromFailure(ev);
   if (exit.stop) return { kind: exit.stop.reason, detail: exit.stop.detail };
 
-  const how = exit.signal
-    ? `was killed by ${exit.signal}`
-    : exit.exitCode !== null
-      ? `exited with code ${exit.exitCode}`
-      : "ended";
+  const how = exitWords(exit);
   if (resumed && NO_ROLLOUT.test(stderr)) {
     return {
       kind: "resume_rejected",
@@ -255,20 +258,6 @@ function fromFailure(ev: CodexEvidence): Classification {
 
 function authDetail(said: string): string {
   return `the OpenAI API refused the credentials (${/\d{3} \w+/.exec(said)?.[0] ?? said.slice(0, 120)}); check OPENAI_API_KEY in the runner's environment`;
-}
-
-function firstLine(text: string): string {
-  return text.trim().split("\n")[0]?.slice(0, 300) ?? "";
-}
-
-function stderrWords(stderr: string): string {
-  const lines = stderr
-    .split("\n")
-    .map((l) => l.trim())
-    .filter(Boolean)
-    .slice(-3)
-    .join(" / ");
-  return lines ? `; stderr: ${lines.slice(-500)}` : "";
 }
 
 const ZERO: CodexUsage = {

@@ -15,29 +15,17 @@ export async function addReaction(
   where: RepoRef & { target: ReactionTarget; content: "eyes" | "confused" },
 ): Promise<void> {
   const { owner, repo, target, content } = where;
-  switch (target.kind) {
-    case "comment":
-      await octokit.rest.reactions.createForIssueComment({
-        owner,
-        repo,
-        comment_id: target.commentId,
-        content,
-      });
-      return;
-    case "review_comment":
-      await octokit.rest.reactions.createForPullRequestReviewComment({
-        owner,
-        repo,
-        comment_id: target.commentId,
-        content,
-      });
-      return;
-    case "issue":
-      await octokit.rest.reactions.createForIssue({
-        owner,
-        repo,
-        issue_number: target.issueNumber,
-        content,
-      });
+  if (target.kind === "issue") {
+    await octokit.rest.reactions.createForIssue({
+      owner,
+      repo,
+      issue_number: target.issueNumber,
+      content,
+    });
+    return;
   }
+  // Both kinds of comment take the same parameters; only the route differs.
+  const params = { owner, repo, comment_id: target.commentId, content };
+  if (target.kind === "comment") await octokit.rest.reactions.createForIssueComment(params);
+  else await octokit.rest.reactions.createForPullRequestReviewComment(params);
 }

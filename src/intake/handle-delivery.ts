@@ -31,11 +31,13 @@ import {
   type Command,
 } from "./parse-comment.js";
 import {
-  IssueCommentEvent,
-  IssuesEvent,
-  PullRequestReviewCommentEvent,
-  PullRequestReviewEvent,
+  parseIntakeEvent,
+  previousBody,
   repoKey,
+  type IssueCommentEvent,
+  type IssuesEvent,
+  type PullRequestReviewCommentEvent,
+  type PullRequestReviewEvent,
 } from "./payloads.js";
 import { getReplyParent } from "../github/review-comment.js";
 import { reviewCommentRequest, reviewRequest, type ReplyParent } from "./review-request.js";
@@ -149,35 +151,23 @@ type Change =
 type Read = { trigger: Trigger; change: Change } | { problem: string } | undefined;
 
 function readPayload(d: Delivery): Read {
-  switch (d.event) {
-    case "issue_comment": {
-      const parsed = IssueCommentEvent.safeParse(d.payload);
-      if (!parsed.success) return { problem: parsed.error.message };
-      const e = parsed.data;
+  const read = parseIntakeEvent(d.event, d.payload);
+  if (read === undefined) return undefined;
+  if ("problem" in read) return { problem: read.problem.message };
+  const { name, event: e } = read;
+  switch (name) {
+    case "issue_comment":
       return { trigger: triggerFromComment(e), change: changeOf(e) };
-    }
-    case "pull_request_review_comment": {
-      const parsed = PullRequestReviewCommentEvent.safeParse(d.payload);
-      if (!parsed.success) return { problem: parsed.error.message };
-      const e = parsed.data;
+    case "pull_request_review_comment":
       return { trigger: triggerFromReviewComment(e), change: changeOf(e) };
-    }
-    case "pull_request_review": {
-      const parsed = PullRequestReviewEvent.safeParse(d.payload);
-      if (!parsed.success) return { problem: parsed.error.message };
-      return { trigger: triggerFromReview(parsed.data), change: { action: "created" } };
-    }
-    case "issues": {
-      const parsed = IssuesEvent.safeParse(d.payload);
-      if (!parsed.success) return { problem: parsed.error.message };
-      const e = parsed.data;
+    case "pull_request_review":
+      return { trigger: triggerFromReview(e), change: { action: "created" } };
+    case "issues":
       return {
         trigger: triggerFromIssue(e),
         change: changeOf({ ...e, action: e.action === "opened" ? "created" : e.action }),
       };
-    }
   }
-  return undefined;
 }
 
 function changeOf(e: {
@@ -191,7 +181,7 @@ function changeOf(e: {
     case "edited":
       return {
         action: "edited",
-        previousText: e.changes?.body === undefined ? undefined : (e.changes.body.from ?? ""),
+        previousText: previousBody(e.changes),
         by: e.sender.login,
       };
     case "deleted":

@@ -136,6 +136,43 @@ export const IssuesEvent = z.object({
 });
 export type IssuesEvent = z.infer<typeof IssuesEvent>;
 
+/** Each event intake takes in, and the schema its payload is read with. */
+const EVENT_SCHEMAS = {
+  issue_comment: IssueCommentEvent,
+  pull_request_review_comment: PullRequestReviewCommentEvent,
+  pull_request_review: PullRequestReviewEvent,
+  issues: IssuesEvent,
+} as const;
+type IntakeEventName = keyof typeof EVENT_SCHEMAS;
+
+/** A payload read with its event's schema, tagged with the event's name. */
+export type IntakeEvent = {
+  [N in IntakeEventName]: { name: N; event: z.infer<(typeof EVENT_SCHEMAS)[N]> };
+}[IntakeEventName];
+
+/**
+ * Reads a delivery's payload with its event's schema: the webhook's screening and the
+ * processor's handling read it alike. `problem` when it lacks what intake reads; undefined for
+ * an event intake does not take in.
+ */
+export function parseIntakeEvent(
+  name: string,
+  payload: unknown,
+): IntakeEvent | { problem: z.ZodError } | undefined {
+  if (!Object.hasOwn(EVENT_SCHEMAS, name)) return undefined;
+  const parsed = EVENT_SCHEMAS[name as IntakeEventName].safeParse(payload);
+  // The schema is the name's, so the pair matches; TypeScript cannot follow that through.
+  return parsed.success ? ({ name, event: parsed.data } as IntakeEvent) : { problem: parsed.error };
+}
+
+/**
+ * The body before an edit, from the payload's `changes`: GitHub sends `changes.body` only when
+ * the edit changed the body, so undefined means it did not.
+ */
+export function previousBody(changes: z.infer<typeof BodyChange> | undefined): string | undefined {
+  return changes?.body === undefined ? undefined : (changes.body.from ?? "");
+}
+
 /** `owner/name` lower case: the repo part of every task key. */
 export function repoKey(fullName: string): string {
   return fullName.toLowerCase();

@@ -12,6 +12,7 @@
  */
 import type { ReplyParent, ReviewCommentPlace } from "../core/github.js";
 import { sanitizeForPrompt } from "../core/sanitize.js";
+import { reviewCommentPlace } from "../github/review-comment.js";
 import type { Review, ReviewComment } from "./payloads.js";
 
 export type { ReplyParent } from "../core/github.js";
@@ -79,17 +80,7 @@ export function reviewRequest(r: Review): string {
 }
 
 export function describeReviewCommentPlace(c: ReviewComment): string {
-  return describeReviewPlace({
-    path: c.path,
-    subject: c.subject_type === "file" ? "file" : "line",
-    line: c.line ?? null,
-    startLine: c.start_line ?? null,
-    originalLine: c.original_line ?? null,
-    originalStartLine: c.original_start_line ?? null,
-    side: c.side === "LEFT" ? "LEFT" : c.side === "RIGHT" ? "RIGHT" : null,
-    commitId: c.commit_id ?? null,
-    originalCommitId: c.original_commit_id ?? null,
-  });
+  return describeReviewPlace(reviewCommentPlace(c));
 }
 
 /**

@@ -31,13 +31,20 @@ export interface StatusRequest {
  */
 export type DescribeStatus = (req: StatusRequest) => Promise<string>;
 
-/** Every agent on the issue: the addressed ones first, then any other with tasks there. */
-export const describeIssueStatus: DescribeStatus = async (req) => {
+/**
+ * The keys /status reports on, every agent on the issue: the addressed ones first, then any other
+ * with tasks there. Shared with the runner's /status (src/runner/describe-next-turn.ts).
+ */
+export async function issueKeyStates(req: StatusRequest): Promise<KeyState[]> {
   const others = await agentsOnIssue(req.pool, req.repo, req.issueNumber);
   const agents = [...new Set([...req.agents, ...others])];
-  const states = await readKeyStates(req.pool, req.repo, req.issueNumber, agents);
+  return readKeyStates(req.pool, req.repo, req.issueNumber, agents);
+}
+
+/** What intake knows of every agent on the issue (issueKeyStates), and its spend. */
+export const describeIssueStatus: DescribeStatus = async (req) => {
   const blocks: string[] = [];
-  for (const state of states) {
+  for (const state of await issueKeyStates(req)) {
     const figures = await readSpendFigures(req, state.agent);
     blocks.push(
       [

@@ -7,11 +7,13 @@ import { issueHasTasks } from "../sql/tasks.js";
 import { InboxWriter } from "./inbox-writer.js";
 import { addedMentionNames, mentionedNames } from "./parse-comment.js";
 import {
-  IssueCommentEvent,
-  IssuesEvent,
-  PullRequestReviewCommentEvent,
-  PullRequestReviewEvent,
+  parseIntakeEvent,
+  previousBody,
   repoKey,
+  type IssueCommentEvent,
+  type IssuesEvent,
+  type PullRequestReviewCommentEvent,
+  type PullRequestReviewEvent,
 } from "./payloads.js";
 
 /** The webhook events intake takes in. */
@@ -77,10 +79,11 @@ interface Text {
 export function screenDelivery(name: string, payload: unknown, appId?: number): Screened {
   const action = (payload as { action?: unknown } | null)?.action;
   const kind = `${name}.${typeof action === "string" ? action : "?"}`;
-  if (!(INTAKE_EVENTS as readonly string[]).includes(kind))
+  const read = (INTAKE_EVENTS as readonly string[]).includes(kind)
+    ? readText(name, payload)
+    : undefined;
+  if (read === undefined)
     return { take: false, reason: `${EVENT_NAMES.has(name) ? kind : name} is not handled` };
-
-  const read = readText(name, payload);
   if ("problem" in read) return { take: false, reason: unexpected(kind, read.problem) };
   const { text: t, event: e } = read;
   if (appId !== undefined && t.viaAppId === appId)
@@ -113,50 +116,21 @@ export function screenDelivery(name: string, payload: unknown, appId?: number): 
   }
 }
 
-type Read = { text: Text; event: IntakePayload } | { problem: z.ZodError };
+type Read = { text: Text; event: IntakePayload } | { problem: z.ZodError } | undefined;
 
 function readText(name: string, payload: unknown): Read {
-  switch (name) {
-    case "issue_comment": {
-      const parsed = IssueCommentEvent.safeParse(payload);
-      if (!parsed.success) return { problem: parsed.error };
-      const e = parsed.data;
+  const read = parseIntakeEvent(name, payload);
+  if (read === undefined || "problem" in read) return read;
+  const { name: eventName, event: e } = read;
+  switch (eventName) {
+    case "issue_comment":
+      return { event: e, text: commentText(e, `comment:${e.comment.id}`, e.issue.number) };
+    case "pull_request_review_comment":
       return {
         event: e,
-        text: {
-          what: "comment",
-          base: `comment:${e.comment.id}`,
-          creation: "created",
-          ...bodies(e.comment.body, e.changes),
-          updatedAt: e.comment.updated_at ?? "",
-          viaAppId: e.comment.performed_via_github_app?.id,
-          repo: repoKey(e.repository.full_name),
-          issueNumber: e.issue.number,
-        },
+        text: commentText(e, `review_comment:${e.comment.id}`, e.pull_request.number),
       };
-    }
-    case "pull_request_review_comment": {
-      const parsed = PullRequestReviewCommentEvent.safeParse(payload);
-      if (!parsed.success) return { problem: parsed.error };
-      const e = parsed.data;
-      return {
-        event: e,
-        text: {
-          what: "comment",
-          base: `review_comment:${e.comment.id}`,
-          creation: "created",
-          ...bodies(e.comment.body, e.changes),
-          updatedAt: e.comment.updated_at ?? "",
-          viaAppId: e.comment.performed_via_github_app?.id,
-          repo: repoKey(e.repository.full_name),
-          issueNumber: e.pull_request.number,
-        },
-      };
-    }
-    case "pull_request_review": {
-      const parsed = PullRequestReviewEvent.safeParse(payload);
-      if (!parsed.success) return { problem: parsed.error };
-      const e = parsed.data;
+    case "pull_request_review":
       return {
         event: e,
         text: {
@@ -171,35 +145,43 @@ function readText(name: string, payload: unknown): Read {
           issueNumber: e.pull_request.number,
         },
       };
-    }
-    default: {
-      const parsed = IssuesEvent.safeParse(payload);
-      if (!parsed.success) return { problem: parsed.error };
-      const e = parsed.data;
+    case "issues":
       return {
         event: e,
         text: {
           what: "issue",
           base: `issue:${e.issue.id}`,
           creation: "opened",
-          ...bodies(e.issue.body, e.changes),
+          body: e.issue.body ?? "",
+          previousBody: previousBody(e.changes),
           updatedAt: e.issue.updated_at ?? "",
           viaAppId: e.issue.performed_via_github_app?.id,
           repo: repoKey(e.repository.full_name),
           issueNumber: e.issue.number,
         },
       };
-    }
   }
 }
 
-function bodies(
-  body: string | null | undefined,
-  changes: { body?: { from?: string | null | undefined } | undefined } | undefined,
-): { body: string; previousBody: string | undefined } {
+/**
+ * A comment in the conversation or on the diff: screening reads both alike, and tells them apart
+ * by `base` (their ids are GitHub's separate series).
+ */
+function commentText(
+  e: IssueCommentEvent | PullRequestReviewCommentEvent,
+  base: string,
+  issueNumber: number,
+): Text {
   return {
-    body: body ?? "",
-    previousBody: changes?.body === undefined ? undefined : (changes.body.from ?? ""),
+    what: "comment",
+    base,
+    creation: "created",
+    body: e.comment.body ?? "",
+    previousBody: previousBody(e.changes),
+    updatedAt: e.comment.updated_at ?? "",
+    viaAppId: e.comment.performed_via_github_app?.id,
+    repo: repoKey(e.repository.full_name),
+    issueNumber,
   };
 }
 

@@ -23,7 +23,7 @@ import { pullRef } from "../workspace/mirror.js";
 import { WorkspaceError } from "../workspace/errors.js";
 import type { Workspaces } from "../workspace/workspace.js";
 import { PushTokenError } from "../github/scoped-auth.js";
-import { checkPublish, touchesWorkflows } from "./checks.js";
+import { checkPublish, touchesWorkflows, type Refusal } from "./checks.js";
 import { MirrorGit, type FileChange } from "./mirror-git.js";
 import { MAX_PATCH, type PublishReport } from "./report.js";
 import { scanDiff, scanMessage } from "./secret-scan.js";
@@ -303,6 +303,14 @@ async function judgeAndPush(
     maxBytes: req.config.maxBytes,
     workflows: req.config.workflows,
   };
+  // A change the rules refuse: the first refusal is its reason, and the answer shows them all.
+  const refused = (refusals: Refusal[]): Step =>
+    done({
+      result: "refused",
+      reason: refusals[0]!.reason,
+      messages: refusals.map((r) => r.message),
+      files,
+    });
 
   if (target.kind === "fork") {
     // Nothing is pushed: the refusals that protect the repository do not apply, those that
@@ -316,13 +324,7 @@ async function judgeAndPush(
       secrets,
       limits: { ...limits, workflows: true },
     });
-    if (refusals.length)
-      return done({
-        result: "refused",
-        reason: refusals[0]!.reason,
-        messages: refusals.map((r) => r.message),
-        files,
-      });
+    if (refusals.length) return refused(refusals);
     const patch = await m.diff(c.base, commit, MAX_PATCH);
     return done({ result: "patch", files, patch: patch.text, cut: patch.cut });
   }
@@ -341,13 +343,7 @@ async function judgeAndPush(
     secrets,
     limits,
   });
-  if (refusals.length)
-    return done({
-      result: "refused",
-      reason: refusals[0]!.reason,
-      messages: refusals.map((r) => r.message),
-      files,
-    });
+  if (refusals.length) return refused(refusals);
 
   const token = await req.writer.pushToken({ workflows: touchesWorkflows(files).length > 0 });
   const result = await m.push(req.cloneUrl, token, pushed, target.branch);

@@ -2,7 +2,13 @@
  * The runner's one AgentPort over several CLIs: each request goes to the port of its agent's
  * `cli` (default claude). A CLI this runner does not have fails the turn with words saying so.
  */
-import type { AgentPort, AgentRunRequest, AgentRunResult, CliKind } from "./ports.js";
+import {
+  failedRun,
+  type AgentPort,
+  type AgentRunRequest,
+  type AgentRunResult,
+  type CliKind,
+} from "./ports.js";
 
 export function agentForClis(ports: Partial<Record<CliKind, AgentPort>>): AgentPort {
   const portOf = (cli: CliKind | undefined) => ports[cli ?? "claude"];
@@ -31,15 +37,9 @@ export function agentForClis(ports: Partial<Record<CliKind, AgentPort>>): AgentP
       const cli = req.settings.cli ?? "claude";
       const port = portOf(cli);
       if (port) return port.run(req);
-      return {
-        outcome: "failed",
-        sessionId: null,
-        text: null,
-        usage: null,
-        contextWindow: null,
-        toolRan: false,
-        detail: `agent "${req.settings.name}" runs on the ${cli} CLI, which this runner does not have`,
-      };
+      return failedRun(
+        `agent "${req.settings.name}" runs on the ${cli} CLI, which this runner does not have`,
+      );
     },
   };
 }

@@ -3,8 +3,7 @@
  * queued, last session) and what the next turn would do — resume or fresh, and why.
  */
 import type { DescribeStatus } from "../intake/status.js";
-import { readSpendFigures, renderSpend, renderStatus } from "../intake/status.js";
-import { agentsOnIssue, readKeyStates } from "../sql/tasks.js";
+import { issueKeyStates, readSpendFigures, renderSpend, renderStatus } from "../intake/status.js";
 import { readEpoch } from "../sql/history.js";
 import { priorSession } from "../sql/sessions.js";
 import { getConversation } from "../sql/conversations.js";
@@ -13,11 +12,8 @@ import { transcriptHead } from "../sql/transcripts.js";
 import { decideResume, describeReason } from "../core/resume-decision.js";
 
 export const describeNextTurn: DescribeStatus = async (req) => {
-  const others = await agentsOnIssue(req.pool, req.repo, req.issueNumber);
-  const agents = [...new Set([...req.agents, ...others])];
-  const states = await readKeyStates(req.pool, req.repo, req.issueNumber, agents);
   const blocks: string[] = [];
-  for (const state of states) {
+  for (const state of await issueKeyStates(req)) {
     const key = { repo: req.repo, issueNumber: req.issueNumber, agent: state.agent };
     const prior = await priorSession(req.pool, key);
     const policy = req.config.resume;

@@ -12,6 +12,7 @@ import type {
   ReviewSummary,
 } from "./ports.js";
 
+import { reviewCommentPlace } from "../github/review-comment.js";
 import { pushToken } from "../github/scoped-auth.js";
 
 type Octokit = InstanceType<typeof ProbotOctokit>;
@@ -108,17 +109,7 @@ export function githubThread(o: GitHubThreadOptions): GitHubThread {
             url: c.html_url,
             body: c.body ?? "",
             createdAt: c.created_at,
-            place: {
-              path: c.path,
-              subject: c.subject_type === "file" ? "file" : "line",
-              line: c.line ?? null,
-              startLine: c.start_line ?? null,
-              originalLine: c.original_line ?? null,
-              originalStartLine: c.original_start_line ?? null,
-              side: c.side === "LEFT" || c.side === "RIGHT" ? c.side : null,
-              commitId: c.commit_id || null,
-              originalCommitId: c.original_commit_id || null,
-            },
+            place: reviewCommentPlace(c),
           }))
           .reverse(),
         // A review's body is usually empty (the comments carry it); a pending one is a draft.

@@ -89,6 +89,19 @@ export interface AgentRunResult {
   compacted?: { trigger: string | null; preTokens: number | null; postTokens: number | null };
 }
 
+/** A turn that failed with nothing from the CLI (no session, text, usage or tool run). */
+export function failedRun(detail: string): AgentRunResult {
+  return {
+    outcome: "failed",
+    sessionId: null,
+    text: null,
+    usage: null,
+    contextWindow: null,
+    toolRan: false,
+    detail,
+  };
+}
+
 /** A resumable agent CLI (Claude Code or Codex; see agent-clis.ts for the choice). */
 export interface AgentPort {
   /** Whether the CLI (the agent's, default claude) can resume sessions. */

@@ -29,17 +29,18 @@ import {
   type Task,
   type Usage,
 } from "../sql/task-runs.js";
-import type {
-  AgentPort,
-  AgentRunResult,
-  AgentSettings,
-  CliKind,
-  ConfigResult,
-  GitHubThread,
-  IssueComment,
-  PreparedWorkspace,
-  ReviewDiscussion,
-  WorkspacePort,
+import {
+  failedRun,
+  type AgentPort,
+  type AgentRunResult,
+  type AgentSettings,
+  type CliKind,
+  type ConfigResult,
+  type GitHubThread,
+  type IssueComment,
+  type PreparedWorkspace,
+  type ReviewDiscussion,
+  type WorkspacePort,
 } from "./ports.js";
 import {
   buildColdPrompt,
@@ -666,15 +667,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
       }
     }
   } catch (err) {
-    result = {
-      outcome: "failed",
-      sessionId: null,
-      text: null,
-      usage: null,
-      contextWindow: null,
-      toolRan: false,
-      detail: (err as Error).message,
-    };
+    result = failedRun((err as Error).message);
   } finally {
     await control?.dispose();
   }

@@ -29,7 +29,10 @@ import { claudeAgent } from "./claude-agent.js";
 import { githubThread } from "./github-thread.js";
 import type { ConfigResult } from "./ports.js";
 import { Sandbox } from "../sandbox/sandbox.js";
-import { postgresTranscripts } from "../sessions/postgres-transcripts.js";
+import {
+  postgresTranscripts,
+  type PostgresTranscriptsOptions,
+} from "../sessions/postgres-transcripts.js";
 import { publisher } from "../publish/publisher.js";
 import { Runner } from "./runner.js";
 import { collectIdle } from "../sessions/collect.js";
@@ -99,6 +102,20 @@ export async function startRunner(opts: {
     gitHome: path.join(env.dataDir, "git-home"),
   });
   const workspace = workspacePort(workspaces);
+  // Each CLI's sessions are contained alike: the same sandbox and homes, and Codex's rollouts go
+  // to the same store as Claude's transcripts, so any runner whose CLI reads them resumes the
+  // thread. What differs is the CLI's version and where it files a session.
+  const contain = (cliSessions: Pick<PostgresTranscriptsOptions, "cliVersion" | "layout">) => ({
+    sandbox,
+    transcripts: postgresTranscripts({
+      pool,
+      cacheRoot: path.join(env.dataDir, "sessions"),
+      log: log.child({ component: "sessions" }),
+      maxBytes: env.TETHER_SESSION_MAX_BYTES,
+      ...cliSessions,
+    }),
+    homes: path.join(env.dataDir, "sandbox", "homes"),
+  });
   const webUrl = env.GHE_HOST ? `${env.GHE_PROTOCOL}://${env.GHE_HOST}` : "https://github.com";
   let app: Awaited<ReturnType<Probot["auth"]>> | undefined;
   const runner = new Runner({
@@ -117,34 +134,14 @@ export async function startRunner(opts: {
       claude: claudeAgent(cli, {
         log,
         compacts: true,
-        contain: {
-          sandbox,
-          transcripts: postgresTranscripts({
-            pool,
-            cacheRoot: path.join(env.dataDir, "sessions"),
-            log: log.child({ component: "sessions" }),
-            maxBytes: env.TETHER_SESSION_MAX_BYTES,
-            cliVersion: caps.version,
-          }),
-          homes: path.join(env.dataDir, "sandbox", "homes"),
-        },
+        contain: contain({ cliVersion: caps.version }),
       }),
       codex: claudeAgent(codex, {
         log,
-        contain: {
-          sandbox,
-          // Codex's rollouts go to the same store as Claude's transcripts: any runner whose
-          // Codex reads them resumes the thread.
-          transcripts: postgresTranscripts({
-            pool,
-            cacheRoot: path.join(env.dataDir, "sessions"),
-            log: log.child({ component: "sessions" }),
-            maxBytes: env.TETHER_SESSION_MAX_BYTES,
-            cliVersion: () => codex.probe().then((c) => c.version),
-            layout: codexLayout,
-          }),
-          homes: path.join(env.dataDir, "sandbox", "homes"),
-        },
+        contain: contain({
+          cliVersion: () => codex.probe().then((c) => c.version),
+          layout: codexLayout,
+        }),
       }),
     }),
     sandbox: () => sandbox.status,

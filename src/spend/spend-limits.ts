@@ -45,37 +45,20 @@ export function reachedLimits(
   turn: { forceFresh: boolean },
 ): ReachedLimit[] {
   const out: ReachedLimit[] = [];
+  // A limit is reached when it is set, its sum was read, and the sum is at or over it. A `/fresh`
+  // turn that starts the conversation's count again is not held by the conversation limit.
+  const check = (kind: LimitKind, spentUsd: number | undefined, limitUsd: number | undefined) => {
+    if (limitUsd !== undefined && spentUsd !== undefined && spentUsd >= limitUsd)
+      out.push({ kind, spentUsd, limitUsd });
+  };
   const conversationCounts = !(limits.freshResetsConversation && turn.forceFresh);
-  if (
-    limits.conversationLimitUsd !== undefined &&
-    conversationCounts &&
-    spent.conversationUsd >= limits.conversationLimitUsd
-  )
-    out.push({
-      kind: "conversation",
-      spentUsd: spent.conversationUsd,
-      limitUsd: limits.conversationLimitUsd,
-    });
-  if (
-    limits.repositoryMonthlyUsd !== undefined &&
-    spent.repositoryMonthUsd !== undefined &&
-    spent.repositoryMonthUsd >= limits.repositoryMonthlyUsd
-  )
-    out.push({
-      kind: "repository_month",
-      spentUsd: spent.repositoryMonthUsd,
-      limitUsd: limits.repositoryMonthlyUsd,
-    });
-  if (
-    limits.installationMonthlyUsd !== undefined &&
-    spent.installationMonthUsd !== undefined &&
-    spent.installationMonthUsd >= limits.installationMonthlyUsd
-  )
-    out.push({
-      kind: "installation_month",
-      spentUsd: spent.installationMonthUsd,
-      limitUsd: limits.installationMonthlyUsd,
-    });
+  check(
+    "conversation",
+    conversationCounts ? spent.conversationUsd : undefined,
+    limits.conversationLimitUsd,
+  );
+  check("repository_month", spent.repositoryMonthUsd, limits.repositoryMonthlyUsd);
+  check("installation_month", spent.installationMonthUsd, limits.installationMonthlyUsd);
   return out;
 }
 

@@ -41,6 +41,19 @@ export const GIT_SAFETY = [
   "gc.auto=0",
 ];
 
+/**
+ * Instead of GIT_SAFETY when git's housekeeping is wanted (`gc --auto` in a mirror or a workspace,
+ * after turns): hooks and the fsmonitor stay off, and gc runs in the foreground, not detached.
+ */
+export const GIT_MAINTENANCE = [
+  "-c",
+  "core.hooksPath=/dev/null",
+  "-c",
+  "core.fsmonitor=false",
+  "-c",
+  "gc.autoDetach=false",
+];
+
 /** The environment of Tether's own git: no config but Tether's, a HOME of its own. */
 export function hostGitEnv(
   home: string,
@@ -111,16 +124,7 @@ export function hostGit(opts: HostGitOptions): HostGit {
       ...call.env,
       ...(call.auth ? gitAuthEnv(call.auth.cloneUrl, call.auth.token) : {}),
     };
-    const safety = call.maintenance
-      ? [
-          "-c",
-          "core.hooksPath=/dev/null",
-          "-c",
-          "core.fsmonitor=false",
-          "-c",
-          "gc.autoDetach=false",
-        ]
-      : GIT_SAFETY;
+    const safety = call.maintenance ? GIT_MAINTENANCE : GIT_SAFETY;
     const started = Date.now();
     const command = {
       cwd: call.cwd,

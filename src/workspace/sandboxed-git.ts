@@ -14,7 +14,7 @@ import type { Logger } from "../log.js";
 import { runCommand } from "../process/run-command.js";
 import { IN_SANDBOX } from "../sandbox/bwrap-args.js";
 import type { Sandbox } from "../sandbox/sandbox.js";
-import { GIT_SAFETY } from "./git.js";
+import { GIT_MAINTENANCE, GIT_SAFETY } from "./git.js";
 
 export interface ScriptResult {
   exitCode: number;
@@ -45,15 +45,6 @@ export interface SandboxedGit {
     },
   ): Promise<ScriptResult>;
 }
-
-const MAINTENANCE_CONFIG = [
-  "-c",
-  "core.hooksPath=/dev/null",
-  "-c",
-  "core.fsmonitor=false",
-  "-c",
-  "gc.autoDetach=false",
-];
 
 /** git -c pairs as environment (GIT_CONFIG_COUNT): they beat every config file, for every git the script runs. */
 function configEnv(pairs: string[]): Record<string, string> {
@@ -87,7 +78,7 @@ export function sandboxedGit(opts: {
         // sandbox off, the workspace root may sit inside another checkout).
         GIT_CEILING_DIRECTORIES: sandboxed ? "/" : path.dirname(dir),
         ...o.env,
-        ...configEnv([...(o.maintenance ? MAINTENANCE_CONFIG : GIT_SAFETY), ...(o.config ?? [])]),
+        ...configEnv([...(o.maintenance ? GIT_MAINTENANCE : GIT_SAFETY), ...(o.config ?? [])]),
         ORIGIN: o.origin ? (sandboxed ? IN_SANDBOX.origin : o.origin) : "",
         OUT: o.outbox ? (sandboxed ? IN_SANDBOX.outbox : o.outbox) : "",
       };

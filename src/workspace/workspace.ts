@@ -458,12 +458,8 @@ export class Workspaces {
       ...(mirrorUpstream ? { report: [mirrorUpstream] } : {}),
       signal: req.signal,
     });
-    const target = pr
-      ? pr.headRef
-      : follow && mirror.refs[`refs/heads/${follow}`]
-        ? follow
-        : mirror.defaultBranch;
-    const upstreamRef = pr ? pullRef(pr.number) : `refs/remotes/origin/${target}`;
+    const target = targetBranch(pr, follow, mirror);
+    const upstreamRef = upstreamOf(pr, target);
     const tmpRoot = path.join(this.root, TMP_DIR);
     await fs.mkdir(tmpRoot, { recursive: true });
     await sweepStale(tmpRoot, this.opts.log);
@@ -496,10 +492,8 @@ export class Workspaces {
     const knownFollow =
       follow && (await refFiles(mirrorDir).resolve(`refs/heads/${follow}`))?.sha ? follow : null;
     const guess = knownFollow ?? knownDefault;
-    const upstreamOf = (target: string) =>
-      pr ? pullRef(pr.number) : `refs/remotes/origin/${target}`;
     const look = (target: string) =>
-      this.git.run(dir, STATE, [target, upstreamOf(target)], {
+      this.git.run(dir, STATE, [target, upstreamOf(pr, target)], {
         origin: mirrorDir,
         signal: req.signal,
       });
@@ -516,12 +510,8 @@ export class Workspaces {
         : [knownDefault, follow].filter((b): b is string => !!b).map((b) => `refs/heads/${b}`),
       signal: req.signal,
     });
-    const target = pr
-      ? pr.headRef
-      : follow && mirror.refs[`refs/heads/${follow}`]
-        ? follow
-        : mirror.defaultBranch;
-    const upstreamRef = upstreamOf(target);
+    const target = targetBranch(pr, follow, mirror);
+    const upstreamRef = upstreamOf(pr, target);
     let mirrorSha = mirror.refs[mirrorRef(target)];
     if (mirrorSha === undefined) {
       // The default branch changed under us: read its commit now.
@@ -841,6 +831,24 @@ async function isPresent(dir: string): Promise<boolean> {
     throw err;
   });
   return entries !== null && entries.length > 0;
+}
+
+/**
+ * The branch a checkout follows, once the mirror is synced: the pull request's head; else the
+ * issue's conversation branch, once the server has it; else the default branch.
+ */
+function targetBranch(
+  pr: PullRequestRef | undefined,
+  follow: string | undefined,
+  mirror: MirrorSync,
+): string {
+  if (pr) return pr.headRef;
+  return follow && mirror.refs[`refs/heads/${follow}`] ? follow : mirror.defaultBranch;
+}
+
+/** The checkout's ref for what it follows: the pull request's own ref, or origin's branch. */
+function upstreamOf(pr: PullRequestRef | undefined, target: string): string {
+  return pr ? pullRef(pr.number) : `refs/remotes/origin/${target}`;
 }
 
 /** The mirror's HEAD branch (Tether's own file), or null when there is no mirror yet. */
