@@ -4,7 +4,8 @@
  * spawned. One comment at a time (no queueing), so each figure is the path itself: the webhook
  * into the inbox, the intake processor (token, config, permission, 👀), the task and its
  * NOTIFY, the runner's claim, the decision, the tracking comment, the workspace (clone on a
- * first turn, fetch on a follow-up), the prompt, and the spawn.
+ * first turn; on a follow-up, a fetch unless GitHub's REST API says the turn's branches are as
+ * the mirror has them), the prompt, and the spawn.
  *
  * Two apps run side by side, each with its own database and stand-ins: one runs agents in the
  * sandbox (TETHER_SANDBOX=bwrap, the default), the other unsandboxed (off). Their turns are
@@ -53,7 +54,7 @@ interface Arm {
   /** A bare `git fetch` against this arm's stand-in, ms, once a round. */
   bareFetch: number[];
   /** What the app logged the workspace's git steps took (--phases): host fetch, sandboxed look. */
-  gitMs: { mirrorFetch: number[]; sandboxLook: number[] };
+  gitMs: { mirrorFetch: number[]; sandboxLook: number[]; skipped: number; turns: number };
   steps: { first: Map<string, number[]>; follow: Map<string, number[]> };
   close(): Promise<void>;
 }
@@ -85,7 +86,7 @@ async function startArm(name: string, env: Record<string, string>): Promise<Arm>
     eyes: [],
     tracking: [],
     bareFetch: [],
-    gitMs: { mirrorFetch: [], sandboxLook: [] },
+    gitMs: { mirrorFetch: [], sandboxLook: [], skipped: 0, turns: 0 },
     steps: { first: new Map(), follow: new Map() },
     async close() {
       await stack.close();
@@ -174,6 +175,8 @@ function noteSteps(output: string, t0: number, into: Map<string, number[]>): voi
 
 /** How long the workspace's git steps took, as the app logged them (debug). */
 function noteGit(output: string, into: Arm["gitMs"]): void {
+  into.turns += 1;
+  if (output.includes("fetch skipped")) into.skipped += 1;
   for (const line of output.split("\n")) {
     let e: { msg?: unknown; ms?: unknown; git?: unknown; step?: unknown };
     try {
@@ -278,7 +281,7 @@ try {
   for (const arm of arms) {
     console.log(arm.name);
     show("first turn (clone)", arm.first);
-    show("follow-up (fetch, resume)", arm.follow);
+    show("follow-up (warm, resume)", arm.follow);
     show("all", [...arm.first, ...arm.follow]);
   }
   const [sb, off] = arms as [Arm, Arm];
@@ -308,9 +311,14 @@ try {
   for (const arm of arms) show(`${arm.name}'s stand-in`, arm.bareFetch);
   const [fsb, foff] = arms as [Arm, Arm];
   const standIn = median([...fsb.bareFetch, ...foff.bareFetch]);
+  // A follow-up whose branches GitHub says did not move skips the fetch (--phases counts them):
+  // then there is nothing of the stand-in's git to take off.
+  const fetched = !phases || arms.every((a) => a.gitMs.skipped === 0);
   console.log(
-    `follow-up p50 less the stand-in's fetch: sandboxed ${median(fsb.follow) - standIn} ms, unsandboxed ${median(foff.follow) - standIn} ms ` +
-      `(bare fetch p50 ${standIn} ms; load average ${os.loadavg()[0]!.toFixed(2)})`,
+    fetched
+      ? `follow-up p50 less the stand-in's fetch: sandboxed ${median(fsb.follow) - standIn} ms, unsandboxed ${median(foff.follow) - standIn} ms ` +
+          `(bare fetch p50 ${standIn} ms; load average ${os.loadavg()[0]!.toFixed(2)})`
+      : `bare fetch p50 ${standIn} ms; follow-ups that skipped the mirror's fetch run none of it (load average ${os.loadavg()[0]!.toFixed(2)})`,
   );
   if (phases) {
     for (const arm of arms) {
@@ -323,10 +331,12 @@ try {
         );
       }
       const g = arm.gitMs;
-      if (g.mirrorFetch.length)
-        console.log(
-          `follow-up git, as logged: mirror fetch (host) ${median(g.mirrorFetch)} ms, the checkout's look (sandboxed, alongside) ${g.sandboxLook.length ? median(g.sandboxLook) : "-"} ms`,
-        );
+      const look = g.sandboxLook.length ? `${median(g.sandboxLook)} ms` : "-";
+      console.log(
+        `follow-up git, as logged: the mirror's fetch skipped in ${g.skipped} of ${g.turns} (GitHub's branches as the mirror had them)` +
+          (g.mirrorFetch.length ? `; where it ran, ${median(g.mirrorFetch)} ms` : "") +
+          `; the checkout's look (sandboxed, alongside) ${look}`,
+      );
     }
   }
 } finally {

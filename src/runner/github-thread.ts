@@ -73,6 +73,11 @@ export function githubThread(o: GitHubThreadOptions): GitHubThread {
       }
       return info;
     },
+    async branchHead(branch, signal) {
+      const data = await getBranch(octokit, owner, repo, branch, signal);
+      // A renamed branch answers (through a redirect) as its new name: the name asked is gone.
+      return data?.name === branch ? data.commit.sha : null;
+    },
     async listComments(issueNumber): Promise<IssueComment[]> {
       const all = await octokit.paginate(octokit.rest.issues.listComments, {
         owner,
@@ -187,13 +192,8 @@ function repoWriter(
       });
     },
     async branch(name) {
-      try {
-        const { data } = await octokit.rest.repos.getBranch({ owner, repo, branch: name });
-        return { sha: data.commit.sha, protected: data.protected };
-      } catch (err) {
-        if ((err as { status?: number }).status === 404) return null;
-        throw err;
-      }
+      const data = await getBranch(octokit, owner, repo, name);
+      return data ? { sha: data.commit.sha, protected: data.protected } : null;
     },
     async findPull(branch) {
       const { data } = await octokit.rest.pulls.list({
@@ -233,6 +233,28 @@ function repoWriter(
       return `${login} <${await email(login).catch(() => `${login}@${noreply}`)}>`;
     },
   };
+}
+
+/** A branch as GitHub has it now; null when there is none of that name (404). */
+async function getBranch(
+  octokit: Octokit,
+  owner: string,
+  repo: string,
+  branch: string,
+  signal?: AbortSignal,
+): Promise<{ name: string; commit: { sha: string }; protected: boolean } | null> {
+  try {
+    const { data } = await octokit.rest.repos.getBranch({
+      owner,
+      repo,
+      branch,
+      ...(signal ? { request: { signal } } : {}),
+    });
+    return data;
+  } catch (err) {
+    if ((err as { status?: number }).status === 404) return null;
+    throw err;
+  }
 }
 
 /**

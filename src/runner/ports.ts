@@ -42,6 +42,11 @@ export interface GitHubThread {
   listReviewDiscussion?(pullNumber: number): Promise<ReviewDiscussion>;
   createComment(issueNumber: number, body: string): Promise<number>;
   updateComment(commentId: number, body: string): Promise<void>;
+  /**
+   * A branch's commit on GitHub now; null when there is no branch of that name. One REST
+   * request. Optional: without it, every turn's workspace fetches the mirror.
+   */
+  branchHead?(branch: string, signal?: AbortSignal): Promise<string | null>;
   /** The installation token, for git over HTTPS. Never logged, never given to the agent. */
   token(): Promise<string>;
   /** https://github.com/owner/repo.git or the GHE equivalent. */
@@ -151,9 +156,11 @@ export interface WorkspacePort {
     agent: string;
     cloneUrl: string;
     token: string;
-    pullRequest?: { number: number; headRef: string; headSha?: string };
+    pullRequest?: { number: number; headRef: string; headSha?: string; baseRef?: string };
     /** An issue's conversation branch: followed once it exists on the server. */
     follow?: string;
+    /** A branch's commit on GitHub (GitHubThread.branchHead): lets an unchanged mirror skip its fetch. */
+    serverHead?: (branch: string, signal?: AbortSignal) => Promise<string | null>;
     signal?: AbortSignal;
   }): Promise<PreparedWorkspace>;
   /**

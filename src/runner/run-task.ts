@@ -206,9 +206,11 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
               number: task.issueNumber,
               headRef: issue.pullRequest.headRef,
               headSha: issue.pullRequest.headSha,
+              baseRef: issue.pullRequest.baseRef,
             }
           : undefined,
         ...(task.isPullRequest ? {} : { follow: conversationBranch(task.issueNumber, task.agent) }),
+        ...(gh.branchHead ? { serverHead: gh.branchHead.bind(gh) } : {}),
         signal: preparing.signal,
       }),
     )

@@ -15,7 +15,7 @@ import path from "node:path";
 import type { Logger } from "../log.js";
 import type { FailureContext } from "./errors.js";
 import type { HostGit } from "./git.js";
-import { refFiles } from "./git-refs.js";
+import { refFiles, type RefFiles } from "./git-refs.js";
 import { repoSegments } from "./paths.js";
 
 export interface MirrorSync {
@@ -25,6 +25,8 @@ export interface MirrorSync {
   defaultBranch: string;
   /** The commit of each ref asked for after the fetch (null: not in the mirror). */
   refs: Record<string, string | null>;
+  /** False when the fetch was skipped: the mirror already had what `expect` named. */
+  fetched: boolean;
 }
 
 export interface SyncRequest {
@@ -35,15 +37,43 @@ export interface SyncRequest {
   pullRequest?: number | undefined;
   /** Refs whose commits to report (e.g. refs/heads/main). */
   report?: string[];
+  /**
+   * What GitHub said, just now, the refs the turn stands on point at (ref → commit; null: no
+   * such ref). When the mirror already holds exactly these and this process fetched every
+   * branch into it less than `freshMs` ago, the fetch is skipped: the turn's own refs are as
+   * GitHub has them, and the mirror's other branches are at most that old.
+   */
+  expect?: Record<string, string | null> | undefined;
   signal?: AbortSignal | undefined;
 }
 
+/** How old the mirror's other branches may be when a turn skips the fetch (10 minutes). */
+export const MIRROR_FRESH_MS = 10 * 60_000;
+
 export class Mirrors {
   private readonly queues = new Map<string, Promise<unknown>>();
+  /** When this process last started a fetch (or clone) of every branch that succeeded, per repo. */
+  private readonly fetchedAt = new Map<string, number>();
 
   constructor(
-    private readonly opts: { root: string; git: HostGit; log: Logger; timeoutMs?: number },
+    private readonly opts: {
+      root: string;
+      git: HostGit;
+      log: Logger;
+      timeoutMs?: number;
+      /** See SyncRequest.expect. Default MIRROR_FRESH_MS; 0 never skips. */
+      freshMs?: number;
+    },
   ) {}
+
+  /**
+   * Whether a fetch could be skipped for this repository now (SyncRequest.expect): this process
+   * fetched every branch of it less than `freshMs` ago. Lets a caller not ask GitHub in vain.
+   */
+  recentlyFetched(repo: string): boolean {
+    const at = this.fetchedAt.get(repo.toLowerCase());
+    return at !== undefined && Date.now() - at < (this.opts.freshMs ?? MIRROR_FRESH_MS);
+  }
 
   /** Tether's own git, for what publishing does in a mirror (src/publish/mirror-git.ts). */
   get git(): HostGit {
@@ -90,7 +120,38 @@ export class Mirrors {
       ? [`+${pullRef(req.pullRequest)}:${pullRef(req.pullRequest)}`]
       : [];
     const exists = (await fs.stat(path.join(dir, "HEAD")).catch(() => null))?.isFile() ?? false;
-    if (!exists) {
+    // The files answer without a process; git decides whenever they are odd (packed oddly, a
+    // reftable repository). A reader caches packed-refs: one before the fetch, one after.
+    const reader =
+      (refs: RefFiles) =>
+      async (name: string): Promise<string | null> => {
+        const r = await refs.resolve(name);
+        if (r) return r.sha;
+        const v = await this.opts.git(["rev-parse", "--verify", "--quiet", `${name}^{commit}`], {
+          cwd: dir,
+          step: "fetch",
+          ctx,
+          allowFailure: true,
+        });
+        return v.exitCode === 0 ? v.stdout.trim() : null;
+      };
+    const holds = async (expect: Record<string, string | null>): Promise<boolean> => {
+      const shaBefore = reader(refFiles(dir));
+      for (const [name, sha] of Object.entries(expect)) {
+        if ((await shaBefore(name)) !== sha) return false;
+      }
+      return true;
+    };
+    const key = req.repo.toLowerCase();
+    const started = Date.now();
+    let fetched = true;
+    if (exists && req.expect && this.recentlyFetched(req.repo) && (await holds(req.expect))) {
+      fetched = false;
+      this.opts.log.debug(
+        { repo: req.repo, refs: Object.keys(req.expect) },
+        "the mirror already has the turn's refs as GitHub has them: fetch skipped",
+      );
+    } else if (!exists) {
       await fs.mkdir(path.dirname(dir), { recursive: true });
       const tmp = `${dir}.${randomBytes(4).toString("hex")}.tmp`;
       try {
@@ -143,20 +204,9 @@ export class Mirrors {
         { cwd: dir, step: "fetch", ctx, auth, signal: req.signal },
       );
     }
+    if (fetched) this.fetchedAt.set(key, started);
     const refs = refFiles(dir);
-    // The files answer without a process; git decides whenever they are odd (packed oddly, a
-    // reftable repository).
-    const shaOf = async (name: string): Promise<string | null> => {
-      const r = await refs.resolve(name);
-      if (r) return r.sha;
-      const v = await this.opts.git(["rev-parse", "--verify", "--quiet", `${name}^{commit}`], {
-        cwd: dir,
-        step: "fetch",
-        ctx,
-        allowFailure: true,
-      });
-      return v.exitCode === 0 ? v.stdout.trim() : null;
-    };
+    const shaOf = reader(refs);
     let defaultBranch = await headBranch(refs);
     if (defaultBranch === null || (await shaOf(`refs/heads/${defaultBranch}`)) === null) {
       // GitHub renamed the default branch (or HEAD is odd): ask it which one it is now.
@@ -178,7 +228,7 @@ export class Mirrors {
     }
     const out: Record<string, string | null> = {};
     for (const name of req.report ?? []) out[name] = await shaOf(name);
-    return { dir, defaultBranch, refs: out };
+    return { dir, defaultBranch, refs: out, fetched };
   }
 
   /** git's housekeeping in a mirror, after turns. Never throws. */

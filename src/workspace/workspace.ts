@@ -39,8 +39,13 @@ export interface PullRequestRef {
   number: number;
   /** The head branch's name; the workspace checks out a local branch of this name. */
   headRef: string;
-  /** The head commit the webhook reported; only logged when the server's head has moved on. */
+  /**
+   * The head commit GitHub reported when the turn began: logged when the mirror's head differs,
+   * and what the mirror must already hold for the fetch to be skipped (`serverHead`).
+   */
   headSha?: string;
+  /** The branch the pull request merges into; with `serverHead`, checked like the head. */
+  baseRef?: string;
 }
 
 export interface PrepareRequest extends TaskKey {
@@ -55,6 +60,14 @@ export interface PrepareRequest extends TaskKey {
    * branch once it exists on the server. Ignored for pull requests.
    */
   follow?: string | undefined;
+  /**
+   * A branch's commit on GitHub now (null: no such branch), asked by REST. With it, a later
+   * turn skips the mirror's `git fetch` when the mirror already holds every ref the turn stands
+   * on (the default branch, the conversation branch or the pull request's head and base) as
+   * GitHub has them, and was fetched whole less than `mirrorFreshMs` ago. Absent, or when it
+   * fails: the mirror fetches.
+   */
+  serverHead?: ((branch: string, signal?: AbortSignal) => Promise<string | null>) | undefined;
   /** Aborting stops the running git and rejects with a "cancelled" WorkspaceError. */
   signal?: AbortSignal | undefined;
 }
@@ -159,6 +172,8 @@ export interface WorkspacesOptions {
   gitPath?: string;
   /** Limit for each git step. Default 10 minutes (a first clone of a large repository). */
   timeoutMs?: number;
+  /** How old the mirror's other branches may be when a turn skips its fetch (PrepareRequest.serverHead). Default 10 minutes. */
+  mirrorFreshMs?: number;
 }
 
 /** Temporary clones live beside the workspaces (same file system, so the final rename is atomic). */
@@ -301,6 +316,7 @@ export class Workspaces {
       git: this.hostGit,
       log: opts.log,
       timeoutMs: this.timeoutMs,
+      ...(opts.mirrorFreshMs !== undefined ? { freshMs: opts.mirrorFreshMs } : {}),
     });
     this.git = sandboxedGit({ sandbox: opts.sandbox, log: opts.log, timeoutMs: this.timeoutMs });
   }
@@ -488,7 +504,8 @@ export class Workspaces {
     // The default branch as the mirror last saw it: the checkout can be looked at while the
     // mirror fetches (it rarely changes; when it did, the look is taken again). An issue's
     // conversation branch, once the mirror has it, is followed instead.
-    const knownDefault = pr ? null : await mirrorHead(mirrorDir);
+    const mirrorDefault = await mirrorHead(mirrorDir);
+    const knownDefault = pr ? null : mirrorDefault;
     const knownFollow =
       follow && (await refFiles(mirrorDir).resolve(`refs/heads/${follow}`))?.sha ? follow : null;
     const guess = knownFollow ?? knownDefault;
@@ -505,6 +522,7 @@ export class Workspaces {
       cloneUrl: req.cloneUrl,
       token: req.token,
       pullRequest: pr?.number,
+      expect: await this.serverRefs(req, mirrorDefault),
       report: pr
         ? [pullRef(pr.number)]
         : [knownDefault, follow].filter((b): b is string => !!b).map((b) => `refs/heads/${b}`),
@@ -589,6 +607,40 @@ export class Workspaces {
             : { kind: "switched", branch: target },
         );
       }
+    }
+  }
+
+  /**
+   * What GitHub says the refs this turn stands on point at, for the mirror to compare before it
+   * fetches: the default branch (as the mirror last saw it), and the conversation branch or the
+   * pull request's base branch and head. Undefined when there is nothing to skip the fetch on:
+   * no `serverHead`, a mirror not fetched whole lately, a pull request without its head commit,
+   * or GitHub did not answer (the fetch then tells the real story).
+   */
+  private async serverRefs(
+    req: PrepareRequest,
+    mirrorDefault: string | null,
+  ): Promise<Record<string, string | null> | undefined> {
+    const ask = req.serverHead;
+    const pr = req.pullRequest;
+    if (!ask || mirrorDefault === null || !this.mirrors.recentlyFetched(req.repo)) return;
+    if (pr && !(pr.headSha && isObjectId(pr.headSha) && pr.baseRef)) return;
+    const branches = [
+      ...new Set([mirrorDefault, ...(pr ? [pr.baseRef!] : req.follow ? [req.follow] : [])]),
+    ];
+    try {
+      const heads = await Promise.all(branches.map((b) => ask(b, req.signal)));
+      if (heads.some((h) => h !== null && !isObjectId(h))) return;
+      const out: Record<string, string | null> = {};
+      branches.forEach((b, i) => (out[`refs/heads/${b}`] = heads[i] ?? null));
+      if (pr) out[pullRef(pr.number)] = pr.headSha!;
+      return out;
+    } catch (err) {
+      this.opts.log.debug(
+        { repo: req.repo, err: err instanceof Error ? err.message : String(err) },
+        "could not ask GitHub for the turn's branches; the mirror fetches",
+      );
+      return;
     }
   }
 

@@ -526,6 +526,142 @@ describe("steps on the hot path", () => {
   });
 });
 
+describe("a later turn whose branches GitHub says are as the mirror has them (serverHead)", () => {
+  /** GitHub's answer for a branch, read off the stand-in's repository, and who asked what. */
+  function server(fail = false) {
+    const asked: string[] = [];
+    const serverHead = async (branch: string) => {
+      asked.push(branch);
+      if (fail) throw new Error("HttpError: Service Unavailable");
+      return (await gh.sha(repo, branch)) ?? null;
+    };
+    return { asked, serverHead };
+  }
+  const fetches = () => steps().host.filter((g) => g.startsWith("fetch "));
+
+  it("skips the mirror's fetch while nothing moved, fetches once a branch the turn stands on did", async () => {
+    const branch = "tether/1-tether";
+    await prepare({ follow: branch });
+    const s = server();
+
+    logLines = [];
+    const quiet = await prepare({ follow: branch, serverHead: s.serverHead });
+    expect(quiet.update).toEqual({ kind: "up-to-date", ahead: 0 });
+    expect(fetches()).toEqual([]);
+    expect(s.asked.sort()).toEqual(["main", branch]);
+    expect(logLines.join("\n")).toContain("fetch skipped");
+
+    // A branch the turn does not stand on: not fetched while the turn's own are unchanged
+    // (the mirror's other branches are at most mirrorFreshMs old).
+    const other = await gh.commit(repo, { branch: "other", files: { "x.txt": "x\n" } });
+    logLines = [];
+    await prepare({ follow: branch, serverHead: s.serverHead });
+    expect(fetches()).toEqual([]);
+    expect(await agentGit(ws.mirrorFor(repo), "branch", "--list", "other")).toBe("");
+
+    // The default branch moved: fetched, fast-forwarded, and the other branch came along.
+    const tip = await gh.commit(repo, { files: { "src/app.ts": "export const v = 4;\n" } });
+    logLines = [];
+    const moved = await prepare({ follow: branch, serverHead: s.serverHead });
+    expect(fetches()).toHaveLength(1);
+    expect(moved.update).toMatchObject({ kind: "fast-forwarded", to: tip });
+    expect(await agentGit(ws.mirrorFor(repo), "rev-parse", "other")).toBe(other);
+
+    // The conversation branch appeared on GitHub: fetched and switched to.
+    const conv = await gh.commit(repo, { branch, files: { "NOTES.md": "hi\n" } });
+    logLines = [];
+    const switched = await prepare({ follow: branch, serverHead: s.serverHead });
+    expect(fetches()).toHaveLength(1);
+    expect(switched.update).toEqual({ kind: "switched", branch });
+    expect(switched.upstream.sha).toBe(conv);
+
+    // And it is followed, unfetched, while it stays where it is.
+    logLines = [];
+    expect((await prepare({ follow: branch, serverHead: s.serverHead })).headSha).toBe(conv);
+    expect(fetches()).toEqual([]);
+  });
+
+  it("a pull request: skipped while its head and base are unchanged; fetched when the head moved or is not known", async () => {
+    const pr = await gh.addPullRequest({ repo, headRef: "feature/x", files: { "a.ts": "1\n" } });
+    const n = pr.number as number;
+    const s = server();
+    const turn = async (headSha?: string) =>
+      prepare({
+        issueNumber: n,
+        pullRequest: {
+          number: n,
+          headRef: "feature/x",
+          baseRef: "main",
+          ...(headSha ? { headSha } : {}),
+        },
+        serverHead: s.serverHead,
+      });
+    const first = await turn();
+    logLines = [];
+    expect((await turn(first.headSha)).update).toEqual({ kind: "up-to-date", ahead: 0 });
+    expect(fetches()).toEqual([]);
+    expect(s.asked).toEqual(["main"]); // the base is the default branch: asked once
+
+    const next = await gh.pushToPullRequest(repo, n, { files: { "a.ts": "2\n" } });
+    logLines = [];
+    // The turn's head commit as GitHub gave it: the mirror lacks it, so it fetches.
+    expect((await turn(next)).update).toEqual({
+      kind: "fast-forwarded",
+      from: first.headSha,
+      to: next,
+    });
+    expect(fetches()).toHaveLength(1);
+
+    logLines = [];
+    await turn(); // no head commit to compare: fetch
+    expect(fetches()).toHaveLength(1);
+
+    await gh.commit(repo, { files: { "base.txt": "b\n" } });
+    logLines = [];
+    await turn(next); // the base moved (its agent-control files are read from the mirror)
+    expect(fetches()).toHaveLength(1);
+  });
+
+  it("fetches when GitHub does not answer, and when the mirror was not fetched whole lately", async () => {
+    await prepare();
+    const down = server(true);
+    logLines = [];
+    expect((await prepare({ serverHead: down.serverHead })).update.kind).toBe("up-to-date");
+    expect(fetches()).toHaveLength(1);
+    expect(down.asked).toEqual(["main"]);
+
+    const strict = await Workspaces.open({
+      root,
+      sandbox,
+      log,
+      gitHome: path.join(scratch, "git-home"),
+      mirrorFreshMs: 0,
+    });
+    const s = server();
+    logLines = [];
+    await prepare({ serverHead: s.serverHead }, strict);
+    expect(fetches()).toHaveLength(1);
+    expect(s.asked).toEqual([]); // nothing to skip on, so GitHub is not asked
+  });
+
+  it("a fresh process fetches its first turn of a repository, however the branches stand", async () => {
+    await prepare();
+    const other = await Workspaces.open({
+      root,
+      sandbox,
+      log,
+      gitHome: path.join(scratch, "git-home"),
+    });
+    const s = server();
+    logLines = [];
+    await prepare({ serverHead: s.serverHead }, other);
+    expect(fetches()).toHaveLength(1);
+    logLines = [];
+    await prepare({ serverHead: s.serverHead }, other);
+    expect(fetches()).toEqual([]);
+  });
+});
+
 describe("with the sandbox off (TETHER_SANDBOX=off)", () => {
   it("works the same, unsandboxed, and never finds a repository above the workspace", async () => {
     const off = await Sandbox.start({ mode: "off", stateDir: path.join(scratch, "off"), log });

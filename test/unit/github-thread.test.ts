@@ -142,3 +142,24 @@ describe("githubThread.listReviewDiscussion", () => {
     expect(d.comments[0]?.id).toBe(100_000 - REVIEW_FETCH_CAP + 1);
   });
 });
+
+describe("githubThread.branchHead", () => {
+  it("gives the branch's commit, null for a missing branch or one GitHub renamed, and throws on other errors", async () => {
+    const sha = "a".repeat(40);
+    nock(API)
+      .get("/repos/octo/widgets/branches/main")
+      .reply(200, { name: "main", commit: { sha }, protected: false })
+      .get("/repos/octo/widgets/branches/gone")
+      .reply(404, { message: "Branch not found" })
+      // What a renamed branch's redirect ends at: the branch under its new name.
+      .get("/repos/octo/widgets/branches/old")
+      .reply(200, { name: "new", commit: { sha }, protected: false })
+      .get("/repos/octo/widgets/branches/flaky")
+      .reply(500, { message: "boom" });
+    const t = thread();
+    expect(await t.branchHead!("main")).toBe(sha);
+    expect(await t.branchHead!("gone")).toBeNull();
+    expect(await t.branchHead!("old")).toBeNull();
+    await expect(t.branchHead!("flaky")).rejects.toMatchObject({ status: 500 });
+  });
+});
