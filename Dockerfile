@@ -6,7 +6,7 @@
 #     --security-opt seccomp=unconfined --security-opt apparmor=unconfined \
 #     --security-opt systempaths=unconfined \
 #     -v tether-data:/data -v tether-claude:/home/node/.claude tether [all|web|runner|migrate]
-# docker-compose.yml runs it with Postgres. test/unit/dockerfile.test.ts checks this file.
+# docker-compose.yml runs it with Postgres. test/repo/dockerfile.test.ts checks this file.
 #
 # Builds for linux/amd64 or linux/arm64: @anthropic-ai/claude-code (pinned in package.json) brings
 # the Claude CLI's native binary for the build platform as an optional dependency.

@@ -26,7 +26,7 @@ const boolFrom = z
  * Every environment variable Tether reads, validated once at start.
  * Probot's own variables keep Probot's names; Tether's are prefixed TETHER_.
  * Only the process environment counts: `.env` is not read (start with `node --env-file=.env`).
- * README.md's environment table lists each of them (test/unit/docs-readme.test.ts checks).
+ * README.md's environment table lists each of them (test/repo/docs-readme.test.ts checks).
  */
 export const EnvSchema = z.object({
   /** GitHub App id. Without it (and a private key) Tether serves Probot's app-registration flow. */
