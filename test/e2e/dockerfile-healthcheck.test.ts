@@ -3,16 +3,16 @@
  * "runner" container) serves /healthz and /metrics on PORT, reports its runner, and turns
  * unhealthy when its database goes away.
  */
-import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { promisify } from "node:util";
 import pg from "pg";
 import { afterAll, describe, expect, inject, it } from "vitest";
 import { freePort } from "../../src/db/embedded.js";
 import { createTestDatabase } from "../helpers/db.js";
 import { startFakeGitHub } from "../helpers/fake-github.js";
+import { runHealthcheck } from "../helpers/healthcheck.js";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 const db = await createTestDatabase();
@@ -39,18 +39,7 @@ function healthcheckCommand(): string[] {
   return JSON.parse(json) as string[];
 }
 
-async function healthcheck(port: number): Promise<number> {
-  const [file, ...args] = healthcheckCommand();
-  try {
-    await promisify(execFile)(file === "node" ? process.execPath : file!, args, {
-      env: { PATH: process.env.PATH, PORT: String(port) },
-      timeout: 10_000,
-    });
-    return 0;
-  } catch (err) {
-    return (err as { code?: number }).code ?? -1;
-  }
-}
+const healthcheck = (port: number) => runHealthcheck(healthcheckCommand(), port);
 
 async function until<T>(
   what: string,

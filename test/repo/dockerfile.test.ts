@@ -4,10 +4,8 @@
  * is produced there, the paths and variables agree with the code, and the HEALTHCHECK command
  * itself works against Tether's /healthz.
  */
-import { execFile } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
-import { promisify } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
 import { parse as parseYaml } from "yaml";
 import { platformPackage } from "../../src/claude/claude-path.js";
@@ -16,6 +14,7 @@ import { freePort } from "../../src/db/embedded.js";
 import { EnvSchema, loadEnv } from "../../src/env.js";
 import { createLogger } from "../../src/log.js";
 import { healthRoutes } from "../../src/web/health.js";
+import { runHealthcheck } from "../helpers/healthcheck.js";
 import { serveHandlers } from "../../src/web/http.js";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
@@ -308,20 +307,6 @@ describe("the Dockerfile's HEALTHCHECK command", () => {
     for (const close of closers) await close();
   });
 
-  /** Runs the command as Docker would, with PORT from the image's environment. */
-  async function runHealthcheck(port: number): Promise<number> {
-    const [file, ...args] = healthcheckCommand();
-    try {
-      await promisify(execFile)(file === "node" ? process.execPath : file!, args, {
-        env: { PATH: process.env.PATH, PORT: String(port) },
-        timeout: 10_000,
-      });
-      return 0;
-    } catch (err) {
-      return (err as { code?: number }).code ?? -1;
-    }
-  }
-
   async function serveHealth(databaseUp: boolean): Promise<number> {
     const pool = {
       query: async () => {
@@ -339,12 +324,12 @@ describe("the Dockerfile's HEALTHCHECK command", () => {
   it("fetches /healthz with node (no curl in a slim image) and passes on 200", async () => {
     expect(healthcheckCommand()[0]).toBe("node");
     expect(healthcheckCommand().join(" ")).toContain("/healthz");
-    expect(await runHealthcheck(await serveHealth(true))).toBe(0);
+    expect(await runHealthcheck(healthcheckCommand(), await serveHealth(true))).toBe(0);
   });
 
   it("fails on 503 and when nothing listens", async () => {
-    expect(await runHealthcheck(await serveHealth(false))).toBe(1);
-    expect(await runHealthcheck(await freePort())).toBe(1);
+    expect(await runHealthcheck(healthcheckCommand(), await serveHealth(false))).toBe(1);
+    expect(await runHealthcheck(healthcheckCommand(), await freePort())).toBe(1);
   });
 
   it("gives up before Docker's own timeout", () => {
