@@ -3,7 +3,7 @@
  * comments and one runner killed (SIGKILL) and restarted mid-way. Two processes share the
  * work: a long-running one (webhooks, intake and a runner; its memory is sampled every
  * second) and a runner-only one, the one that gets killed. GitHub is the local stand-in; the
- * CLI is the scripted stand-in (test/hardening/helpers/standin-claude.mjs), or the real one
+ * CLI is the scripted stand-in (test/helpers/standin-claude.mjs), or the real one
  * against the fake Messages API with --real-cli.
  *
  * Afterwards it checks and prints: every task terminal (tasks by status); every request in

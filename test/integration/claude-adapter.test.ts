@@ -8,11 +8,11 @@ import type { RunEvent, RunSpec } from "../../src/claude/runtime-adapter.js";
 import { FIXTURES } from "../helpers/fake-claude-replay.js";
 
 /*
- * The adapter's process handling, driven by a scripted stand-in CLI (fake-claude.mjs) for what
+ * The adapter's process handling, driven by a scripted stand-in CLI (standin-claude.mjs) for what
  * the real CLI cannot be made to do on demand. claude-cli.test.ts runs the real one.
  */
 
-const FAKE = path.resolve(import.meta.dirname, "../helpers/fake-claude.mjs");
+const FAKE = path.resolve(import.meta.dirname, "../helpers/standin-claude.mjs");
 const root = fs.mkdtempSync(path.join(os.tmpdir(), "tether-adapter-"));
 afterAll(() => fs.rmSync(root, { recursive: true, force: true }));
 
@@ -43,7 +43,12 @@ function spec(
     prompt: "hello",
     settings,
     ...over,
-    extraEnv: { FAKE_CLAUDE_SCENARIO: scenario, ...env, ...over.extraEnv },
+    extraEnv: {
+      CLAUDE_CODE_STANDIN_MODE: scenario,
+      CLAUDE_CODE_STANDIN_SESSION: "11111111-2222-4333-8444-555555555555",
+      ...env,
+      ...over.extraEnv,
+    },
   };
 }
 
@@ -54,11 +59,11 @@ function alive(pid: number): boolean {
 describe("Claude adapter with a scripted CLI", () => {
   it("sends a large prompt on stdin and reads the answer", async () => {
     const prompt = "p".repeat(300_000);
-    const outcome = await cli.start(spec("success", { prompt })).outcome;
+    const outcome = await cli.start(spec("answer", { prompt })).outcome;
     expect(outcome).toMatchObject({
       kind: "success",
       sessionId: "11111111-2222-4333-8444-555555555555",
-      resultText: "prompt bytes=300000",
+      resultText: "stand-in answer (fresh) to 300000 bytes",
       toolRan: false,
       exitCode: 0,
       signal: null,
@@ -113,7 +118,8 @@ describe("Claude adapter with a scripted CLI", () => {
       baseEnv: { PATH: process.env.PATH },
       maxLineBytes: 4096,
     });
-    const outcome = await small.start(spec("garbage", {}, { FAKE_CLAUDE_HUGE: "100000" })).outcome;
+    const outcome = await small.start(spec("garbage", {}, { CLAUDE_CODE_STANDIN_HUGE: "100000" }))
+      .outcome;
     expect(outcome.kind).toBe("success");
     expect(outcome.resultText).toBe("done despite garbage");
     // not json, array, no type, bad assistant, the 100 kB line, the half line
@@ -146,7 +152,7 @@ describe("Claude adapter with a scripted CLI", () => {
 
   it("a cancelled run leaves no process behind, not even one in its own session", async () => {
     const pidFile = path.join(root, "grandchild.pid");
-    const run = cli.start(spec("grandchild", {}, { FAKE_CLAUDE_PIDFILE: pidFile }));
+    const run = cli.start(spec("grandchild", {}, { CLAUDE_CODE_STANDIN_PIDFILE: pidFile }));
     await firstEvent(run, "init");
     const grandchild = Number(fs.readFileSync(pidFile, "utf8"));
     const entry = readProcTable().find((p) => p.pid === grandchild);
@@ -168,7 +174,7 @@ describe("Claude adapter with a scripted CLI", () => {
       detail: "cancelled: task cancelled in the database",
     });
 
-    const before = cli.start(spec("success", { signal: AbortSignal.abort() }));
+    const before = cli.start(spec("answer", { signal: AbortSignal.abort() }));
     expect(before.pid).toBeUndefined();
     expect((await before.outcome).kind).toBe("cancelled");
   });
@@ -205,11 +211,11 @@ describe("Claude adapter with a scripted CLI", () => {
         "replay",
         {},
         {
-          FAKE_CLAUDE_REPLAY: path.join(
+          CLAUDE_CODE_STANDIN_REPLAY: path.join(
             FIXTURES,
             "claude-code-2.1.197/auth-failure-retrying-killed-at-60s.jsonl",
           ),
-          FAKE_CLAUDE_THEN_HANG: "1",
+          CLAUDE_CODE_STANDIN_THEN_HANG: "1",
         },
       ),
     ).outcome;
@@ -225,12 +231,12 @@ describe("Claude adapter with a scripted CLI", () => {
         "replay",
         { resumeSessionId: id },
         {
-          FAKE_CLAUDE_REPLAY: path.join(
+          CLAUDE_CODE_STANDIN_REPLAY: path.join(
             FIXTURES,
             "claude-code-2.1.197/resume-unknown-session.jsonl",
           ),
-          FAKE_CLAUDE_STDERR: `No conversation found with session ID: ${id}\n`,
-          FAKE_CLAUDE_EXIT: "1",
+          CLAUDE_CODE_STANDIN_STDERR: `No conversation found with session ID: ${id}\n`,
+          CLAUDE_CODE_STANDIN_EXIT: "1",
         },
       ),
     ).outcome;
@@ -257,19 +263,19 @@ describe("Claude adapter with a scripted CLI", () => {
   });
 
   it("bad input never throws: settings, session id, working directory, binary", async () => {
-    const bad = await cli.start({ ...spec("success"), settings: { timeoutMs: -1, stallMs: 1 } })
+    const bad = await cli.start({ ...spec("answer"), settings: { timeoutMs: -1, stallMs: 1 } })
       .outcome;
     expect(bad).toMatchObject({ kind: "failed" });
     expect(bad.detail).toMatch(/invalid agent settings.*timeoutMs/s);
 
-    const id = await cli.start(spec("success", { resumeSessionId: "--fork-session" })).outcome;
+    const id = await cli.start(spec("answer", { resumeSessionId: "--fork-session" })).outcome;
     expect(id.kind).toBe("resume_rejected");
 
-    const nodir = await cli.start({ ...spec("success"), cwd: path.join(root, "missing") }).outcome;
+    const nodir = await cli.start({ ...spec("answer"), cwd: path.join(root, "missing") }).outcome;
     expect(nodir.detail).toMatch(/working directory .*missing does not exist/);
 
     const nobin = await createClaudeCli({ path: path.join(root, "no-claude") }).start(
-      spec("success"),
+      spec("answer"),
     ).outcome;
     expect(nobin.kind).toBe("failed");
     expect(nobin.detail).toMatch(
@@ -280,7 +286,7 @@ describe("Claude adapter with a scripted CLI", () => {
   it("a failing onEvent handler does not stop the run; a slow one delays reading, not the verdict", async () => {
     const seen: string[] = [];
     const outcome = await cli.start(
-      spec("success", {
+      spec("answer", {
         onEvent: async (e) => {
           seen.push(e.type);
           if (e.type === "init") {
@@ -291,7 +297,7 @@ describe("Claude adapter with a scripted CLI", () => {
       }),
     ).outcome;
     expect(outcome.kind).toBe("success");
-    expect(seen).toEqual(["init", "result"]);
+    expect(seen).toEqual(["init", "text", "result"]);
   });
 
   it("a slow onEvent loses no output, even after the CLI has exited", async () => {
@@ -309,7 +315,7 @@ describe("Claude adapter with a scripted CLI", () => {
     expect(texts).toBe(2000);
 
     const small = await cli.start(
-      spec("success", {
+      spec("answer", {
         settings: { timeoutMs: 20_000, stallMs: 1000 },
         onEvent: async (e) => {
           if (e.type === "init") await new Promise((r) => setTimeout(r, 2600));
@@ -321,11 +327,11 @@ describe("Claude adapter with a scripted CLI", () => {
   });
 
   it("events iterate in order and end with the run, even when iterated late", async () => {
-    const run = cli.start(spec("success"));
+    const run = cli.start(spec("answer"));
     await run.outcome;
     const types: string[] = [];
     for await (const e of run.events) types.push(e.type);
-    expect(types).toEqual(["init", "result"]);
+    expect(types).toEqual(["init", "text", "result"]);
   });
 
   it("cancelAll stops every run and waits for them", async () => {

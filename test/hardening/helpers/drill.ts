@@ -7,7 +7,7 @@ import { REPO, SECRET, type Stack } from "../../helpers/e2e-stack.js";
 import { signedWebhook } from "../../helpers/fake-github.js";
 
 /** The scripted stand-in CLI (see its header for the CLAUDE_CODE_STANDIN_* switches). */
-export const STANDIN_CLAUDE = path.resolve(import.meta.dirname, "standin-claude.mjs");
+export const STANDIN_CLAUDE = path.resolve(import.meta.dirname, "../../helpers/standin-claude.mjs");
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
