@@ -113,7 +113,7 @@ export interface CliRunOptions {
   /** The binary. */
   path: string;
   log?: Logger;
-  /** What the child's environment is built from (see child-env.ts); default process.env. */
+  /** What the child's environment is built from (see src/process/child-env.ts); default process.env. */
   baseEnv?: Record<string, string | undefined>;
   /** After SIGTERM, how long before SIGKILL. Default 5000 ms. */
   killGraceMs?: number;

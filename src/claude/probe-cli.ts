@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { execa } from "execa";
-import { buildChildEnv } from "./child-env.js";
+import { buildChildEnv } from "../process/child-env.js";
 import type { CliCapabilities } from "./runtime-adapter.js";
 
 /** Runs the binary with some arguments; replaceable in tests. */

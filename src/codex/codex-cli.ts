@@ -7,7 +7,7 @@ import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
 import { execa } from "execa";
-import { buildChildEnv } from "../claude/child-env.js";
+import { buildChildEnv } from "../process/child-env.js";
 import { createDialectCli, type CliDialect, type CliRunOptions } from "../claude/cli-run.js";
 import { parseVersion } from "../claude/probe-cli.js";
 import type { AgentCli, CliCapabilities, RunSpec } from "../claude/runtime-adapter.js";
