@@ -17,7 +17,7 @@ import type { PreparedCommand } from "../sandbox/sandbox.js";
 import type { Classification, ExitFacts, StopReason } from "./classify-outcome.js";
 import { EventChannel } from "./event-channel.js";
 import { DEFAULT_MAX_LINE_BYTES } from "./line-splitter.js";
-import { killProcessesIn, ProcessTracker } from "./process-tree.js";
+import { killProcessesIn, ProcessTracker } from "../process/process-tree.js";
 import {
   AgentSettings,
   type AgentCli,

@@ -21,4 +21,3 @@ export { buildClaudeArgs } from "./claude-args.js";
 export { classifyOutcome, earlyStop, type StopReason } from "./classify-outcome.js";
 export { StreamParser, parseStreamLine, type StreamMessage } from "./stream-parser.js";
 export { summarizeUsage } from "./usage.js";
-export { killProcessesIn, processesIn } from "./process-tree.js";

@@ -3,10 +3,11 @@
  * an argument array and no shell, an explicit environment (nothing inherited), bounded output,
  * its own process group so a stop reaches everything it started, a timeout and an abort signal
  * that stop it the same way (SIGTERM to the group, SIGKILL after a grace period). The agent
- * CLI's long, streaming run is in src/claude/claude-cli.ts; it stops its process group with
- * the same killGroup.
+ * CLI's long, streaming run (src/claude/cli-run.ts) stops its process group with the same
+ * killGroup (kill.ts), through process-tree.ts.
  */
 import { execa } from "execa";
+import { killGroup } from "./kill.js";
 
 export interface RunCommandOptions {
   cwd: string;
@@ -104,15 +105,5 @@ export async function runCommand(
   } finally {
     clearTimeout(timer);
     opts.signal?.removeEventListener("abort", onAbort);
-  }
-}
-
-/** Signal a whole process group; a group that is gone is no error. */
-export function killGroup(pid: number | undefined, signal: NodeJS.Signals): void {
-  if (pid === undefined) return;
-  try {
-    process.kill(-pid, signal);
-  } catch {
-    /* already gone */
   }
 }
