@@ -34,6 +34,12 @@ export interface CommandResult<Out = string> {
   stoppedBy: "timeout" | "cancelled" | undefined;
   /** Set when it never ran (ENOENT, EACCES …): execa's message, naming the command. */
   startError: string | undefined;
+  /**
+   * Set when it did not end well (it never ran, exited with another code than 0, was killed or
+   * stopped): what happened, in one line naming the command, in execa's words ("Command failed
+   * with exit code 2: git …", "Command timed out after 15000 milliseconds: claude --version").
+   */
+  failure: string | undefined;
   signal: string | undefined;
 }
 
@@ -59,6 +65,7 @@ export async function runCommand(
       stderr: "",
       stoppedBy: "cancelled",
       startError: undefined,
+      failure: `Command was canceled: ${[file, ...args].join(" ")}`,
       signal: undefined,
     };
   }
@@ -88,6 +95,10 @@ export async function runCommand(
   try {
     const r = await child;
     const started = r.exitCode !== undefined || r.signal !== undefined;
+    const failure = r.failed ? (r.shortMessage ?? String(r.message)) : undefined;
+    // Stopped here, execa saw only a signal: say why, as execa's own timeout would have.
+    const forced =
+      r.signal === "SIGKILL" ? ` and was forcefully terminated after ${grace} milliseconds` : "";
     return {
       exitCode: r.exitCode ?? -1,
       // execa gives bytes as a Uint8Array; callers get a Buffer (toString("utf8"), latin1…).
@@ -99,7 +110,13 @@ export async function runCommand(
           : String(r.stdout ?? ""),
       stderr: String(r.stderr ?? ""),
       stoppedBy,
-      startError: !started && r.failed ? (r.shortMessage ?? String(r.message)) : undefined,
+      startError: started ? undefined : failure,
+      failure:
+        stoppedBy === "timeout"
+          ? `Command timed out after ${opts.timeoutMs} milliseconds${forced}: ${r.escapedCommand}`
+          : stoppedBy === "cancelled"
+            ? `Command was canceled${forced}: ${r.escapedCommand}`
+            : failure,
       signal: r.signal ?? undefined,
     };
   } finally {
