@@ -1,11 +1,13 @@
 /**
- * The one way Tether runs a short-lived command (git, the CLI's probe, a sandboxed script):
- * an argument array and no shell, an explicit environment (nothing inherited), bounded output,
- * its own process group so a stop reaches everything it started, a timeout and an abort signal
- * that stop it the same way (SIGTERM to the group, SIGKILL after a grace period). The agent
- * CLI's long, streaming run (src/claude/cli-run.ts) stops its process group with the same
- * killGroup (kill.ts), through process-tree.ts.
+ * The one way Tether runs a child process. A short-lived command (git, the CLI's probe, a
+ * sandboxed script) goes through runCommand: an argument array and no shell, an explicit
+ * environment (nothing inherited), bounded output, its own process group so a stop reaches
+ * everything it started, a timeout and an abort signal that stop it the same way (SIGTERM to
+ * the group, SIGKILL after a grace period). The agent CLI's turn goes through spawnStreaming:
+ * the same spawn, its output read as it comes; its run (src/claude/cli-run.ts) stops it with
+ * the same killGroup (kill.ts), through process-tree.ts, which also finds what left the group.
  */
+import type { Readable } from "node:stream";
 import { execa } from "execa";
 import { killGroup } from "./kill.js";
 
@@ -123,4 +125,60 @@ export async function runCommand(
     clearTimeout(timer);
     opts.signal?.removeEventListener("abort", onAbort);
   }
+}
+
+export interface StreamingOptions {
+  cwd: string;
+  /** The whole environment of the child. */
+  env: Record<string, string>;
+  /** Written to stdin, which is then closed. */
+  input: string;
+}
+
+/** A child whose output is read as it comes; stopping it is the caller's (killGroup). */
+export interface StreamingChild {
+  /** Undefined when it could not start; startError() then says why. */
+  readonly pid: number | undefined;
+  readonly stdout: Readable;
+  readonly stderr: Readable;
+  /** Its exit; code and signal both null when it could not start. */
+  readonly exited: Promise<{ code: number | null; signal: string | null }>;
+  /** Why it could not start ("ENOENT", …). Ask only when pid is undefined. */
+  startError(): Promise<string>;
+}
+
+/** Starts a long-running command in its own session and process group, its output unbuffered. */
+export function spawnStreaming(
+  file: string,
+  args: string[],
+  opts: StreamingOptions,
+): StreamingChild {
+  const child = execa(file, args, {
+    cwd: opts.cwd,
+    env: opts.env,
+    extendEnv: false,
+    // Its own session and process group, so a kill reaches everything it started in it.
+    detached: true,
+    input: opts.input,
+    buffer: false,
+    reject: false,
+    stdout: "pipe",
+    stderr: "pipe",
+    windowsHide: true,
+  });
+  const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) => {
+    child.once("exit", (code, signal) => resolve({ code, signal }));
+    child.once("error", () => resolve({ code: null, signal: null }));
+  });
+  void child.catch(() => undefined); // settles with reject: false; the caller reads the streams
+  return {
+    pid: child.pid,
+    stdout: child.stdout,
+    stderr: child.stderr,
+    exited,
+    startError: async () => {
+      const result = await child;
+      return String(result.code ?? result.shortMessage);
+    },
+  };
 }
