@@ -1,4 +1,4 @@
-import { buildChildEnv } from "./child-env.js";
+import { buildChildEnv } from "../process/child-env.js";
 import { buildClaudeArgs, SESSION_ID } from "./claude-args.js";
 import { resolveClaudePath } from "./claude-path.js";
 import { CLAUDE_MODEL_ENV, claudeModelAccess } from "./model-endpoint.js";

@@ -1,23 +1,24 @@
 /**
- * Runs one agent CLI turn as a child process: the spawn (inside the sandbox when there is one),
- * the stream read line by line, the limits (start-up, stall, wall clock), cancellation, the
- * sweep of everything the CLI left, and the outcome. What differs between CLIs (arguments,
- * environment, how the model API is reached, the stream's shape, how an end is classified and
- * what it cost) is a CliDialect: Claude Code's is in claude-cli.ts, Codex's in src/codex/.
+ * Runs one agent CLI turn as a child process: the spawn (spawnStreaming, src/process/; inside
+ * the sandbox when there is one), the stream read line by line, the limits (start-up, stall,
+ * wall clock), cancellation, the sweep of everything the CLI left, and the outcome. What
+ * differs between CLIs (arguments, environment, how the model API is reached, the stream's
+ * shape, how an end is classified and what it cost) is a CliDialect: Claude Code's is in
+ * claude-cli.ts, Codex's in src/codex/.
  */
 import fs from "node:fs";
 import os from "node:os";
 import type { Readable } from "node:stream";
-import { execa, type ResultPromise } from "execa";
 import { pino } from "pino";
 import { prettifyError } from "zod";
 import type { Logger } from "../log.js";
+import { killProcessesIn, ProcessTracker } from "../process/process-tree.js";
+import { spawnStreaming, type StreamingChild } from "../process/run-command.js";
 import type { ModelEndpoint } from "../sandbox/egress.js";
 import type { PreparedCommand } from "../sandbox/sandbox.js";
 import type { Classification, ExitFacts, StopReason } from "./classify-outcome.js";
 import { EventChannel } from "./event-channel.js";
 import { DEFAULT_MAX_LINE_BYTES } from "./line-splitter.js";
-import { killProcessesIn, ProcessTracker } from "./process-tree.js";
 import {
   AgentSettings,
   type AgentCli,
@@ -113,7 +114,7 @@ export interface CliRunOptions {
   /** The binary. */
   path: string;
   log?: Logger;
-  /** What the child's environment is built from (see child-env.ts); default process.env. */
+  /** What the child's environment is built from (see src/process/child-env.ts); default process.env. */
   baseEnv?: Record<string, string | undefined>;
   /** After SIGTERM, how long before SIGKILL. Default 5000 ms. */
   killGraceMs?: number;
@@ -202,7 +203,7 @@ export class CliRun<M extends { kind: string }, S> implements AgentRun {
   private readonly state: S;
   private readonly log: Logger;
   private readonly startedAt = Date.now();
-  private child: ResultPromise | undefined;
+  private child: StreamingChild | undefined;
   private prepared: PreparedCommand | undefined;
   private tracker: ProcessTracker | undefined;
   private stop: { reason: StopReason; detail: string } | undefined;
@@ -335,29 +336,17 @@ export class CliRun<M extends { kind: string }, S> implements AgentRun {
       command = this.prepared;
     }
     installExitHook();
-    const child = execa(command.file, command.args, {
+    const child = spawnStreaming(command.file, command.args, {
       cwd: command.cwd,
       env: command.env,
-      extendEnv: false,
-      // Its own session and process group, so a kill reaches everything it started in it.
-      detached: true,
       input: spec.prompt,
-      buffer: false,
-      reject: false,
-      stdout: "pipe",
-      stderr: "pipe",
-      windowsHide: true,
     });
     this.child = child;
-    const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) => {
-      child.once("exit", (code, signal) => resolve({ code, signal }));
-      child.once("error", () => resolve({ code: null, signal: null }));
-    });
+    const { exited } = child;
     this.exitWaiter = exited.then(() => undefined);
 
     if (child.pid === undefined) {
-      const result = await child;
-      return this.finish("failed", this.cannotStart(String(result.code ?? result.shortMessage)), {
+      return this.finish("failed", this.cannotStart(await child.startError()), {
         exitCode: null,
         signal: null,
       });
@@ -373,8 +362,8 @@ export class CliRun<M extends { kind: string }, S> implements AgentRun {
     if (this.cancelRequest !== undefined)
       this.requestStop("cancelled", cancelDetail(this.cancelRequest));
 
-    child.stderr?.on("data", (chunk: Buffer) => this.keepStderr(chunk));
-    const reading = this.readStdout(child.stdout!, resumeSessionId);
+    child.stderr.on("data", (chunk: Buffer) => this.keepStderr(chunk));
+    const reading = this.readStdout(child.stdout, resumeSessionId);
 
     // bwrap reports a child killed by signal N as exit code 128 + N, as a shell does.
     const exit = spec.sandbox ? signalFromExitCode(await exited) : await exited;
@@ -390,8 +379,7 @@ export class CliRun<M extends { kind: string }, S> implements AgentRun {
         this.log.warn({ pids: strays }, "ended processes of the run left in its workspace");
     }
     await this.prepared?.dispose();
-    await this.drain(reading, child.stdout!, child.stderr);
-    void child.catch(() => undefined); // settled with reject: false; nothing more to learn
+    await this.drain(reading, child.stdout, child.stderr);
     spec.signal?.removeEventListener("abort", onAbort);
     this.clearTimers();
 

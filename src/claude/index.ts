@@ -18,8 +18,6 @@ export { createClaudeCli, type ClaudeCliOptions } from "./claude-cli.js";
 export { lookupClaudePath, resolveClaudePath, type ClaudePathLookup } from "./claude-path.js";
 export { probeCli, clearProbeCache } from "./probe-cli.js";
 export { buildClaudeArgs } from "./claude-args.js";
-export { buildChildEnv, withheldNames } from "./child-env.js";
 export { classifyOutcome, earlyStop, type StopReason } from "./classify-outcome.js";
 export { StreamParser, parseStreamLine, type StreamMessage } from "./stream-parser.js";
 export { summarizeUsage } from "./usage.js";
-export { killProcessesIn, processesIn } from "./process-tree.js";

@@ -1,22 +1,49 @@
 import fs from "node:fs";
 import path from "node:path";
-import { execa } from "execa";
-import { buildChildEnv } from "./child-env.js";
+import { buildChildEnv } from "../process/child-env.js";
+import { runCommand } from "../process/run-command.js";
 import type { CliCapabilities } from "./runtime-adapter.js";
 
-/** Runs the binary with some arguments; replaceable in tests. */
-export type ProbeExec = (
-  file: string,
-  args: string[],
-) => Promise<{
+/** What one probe run printed, and how it ended. */
+export interface ProbeResult {
   stdout: string;
   stderr: string;
   exitCode: number | undefined;
   failed: boolean;
+  /** What went wrong, naming the command, when it failed. */
   error?: string;
-}>;
+}
+
+/** Runs the binary with some arguments; replaceable in tests. */
+export type ProbeExec = (file: string, args: string[]) => Promise<ProbeResult>;
 
 const PROBE_TIMEOUT_MS = 15_000;
+
+/**
+ * Runs a CLI binary to ask it something (`--version`, `--help`), for Claude's probe and
+ * Codex's: the children's environment built from `source`, no stdin, 15 s, 1 MiB of output.
+ */
+export async function runProbe(
+  file: string,
+  args: string[],
+  source: Record<string, string | undefined>,
+): Promise<ProbeResult> {
+  const r = await runCommand(file, args, {
+    cwd: process.cwd(),
+    env: buildChildEnv(source),
+    timeoutMs: PROBE_TIMEOUT_MS,
+    maxBuffer: 1024 * 1024,
+    // SIGKILL 5 s after the SIGTERM at the timeout, as execa's own timeout did.
+    killGraceMs: 5000,
+  });
+  return {
+    stdout: r.stdout,
+    stderr: r.stderr,
+    exitCode: r.exitCode === -1 ? undefined : r.exitCode,
+    failed: r.failure !== undefined,
+    ...(r.failure !== undefined ? { error: r.failure } : {}),
+  };
+}
 
 /**
  * Version and resume support of a CLI binary, from `--version` and `--help`. Cached per binary
@@ -105,21 +132,5 @@ function resolveOnPath(file: string, pathEnv: string | undefined): string {
 }
 
 function defaultExec(source: Record<string, string | undefined>): ProbeExec {
-  return async (file, args) => {
-    const r = await execa(file, args, {
-      env: buildChildEnv(source),
-      extendEnv: false,
-      reject: false,
-      timeout: PROBE_TIMEOUT_MS,
-      stdin: "ignore",
-      maxBuffer: 1024 * 1024,
-    });
-    return {
-      stdout: String(r.stdout ?? ""),
-      stderr: String(r.stderr ?? ""),
-      exitCode: r.exitCode,
-      failed: r.failed,
-      ...(r.failed ? { error: r.shortMessage } : {}),
-    };
-  };
+  return (file, args) => runProbe(file, args, source);
 }

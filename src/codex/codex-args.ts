@@ -3,7 +3,7 @@
  * "What a repository can make the CLI do"). No shell, the prompt on stdin.
  */
 import type { AgentSettings } from "../claude/runtime-adapter.js";
-import { buildChildEnv } from "../claude/child-env.js";
+import { buildChildEnv } from "../process/child-env.js";
 
 /** The model provider Tether defines on every run (the built-in one ignores OPENAI_BASE_URL). */
 export const PROVIDER_ID = "tether";

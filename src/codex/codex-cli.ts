@@ -6,10 +6,8 @@ import fs from "node:fs";
 import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
-import { execa } from "execa";
-import { buildChildEnv } from "../claude/child-env.js";
 import { createDialectCli, type CliDialect, type CliRunOptions } from "../claude/cli-run.js";
-import { parseVersion } from "../claude/probe-cli.js";
+import { parseVersion, runProbe } from "../claude/probe-cli.js";
 import type { AgentCli, CliCapabilities, RunSpec } from "../claude/runtime-adapter.js";
 import { buildCodexArgs, buildCodexEnv } from "./codex-args.js";
 import {
@@ -125,29 +123,21 @@ export async function probeCodex(
   file: string,
   baseEnv: Record<string, string | undefined>,
 ): Promise<CliCapabilities> {
-  const run = (args: string[]) =>
-    execa(file, args, {
-      env: buildChildEnv(baseEnv),
-      extendEnv: false,
-      reject: false,
-      timeout: 15_000,
-      stdin: "ignore",
-      maxBuffer: 1024 * 1024,
-    });
+  const run = (args: string[]) => runProbe(file, args, baseEnv);
   const version = await run(["--version"]);
   if (version.failed) {
     return {
       path: file,
       version: null,
       canResume: false,
-      error: `could not run ${file} --version: ${version.shortMessage}`,
+      error: `could not run ${file} --version: ${version.error}`,
     };
   }
   const help = await run(["exec", "--help"]);
   return {
     path: file,
-    version: parseVersion(String(version.stdout)),
-    canResume: /^\s+resume\b/m.test(String(help.stdout)),
-    ...(help.failed ? { error: `could not run ${file} exec --help: ${help.shortMessage}` } : {}),
+    version: parseVersion(version.stdout),
+    canResume: /^\s+resume\b/m.test(help.stdout),
+    ...(help.failed ? { error: `could not run ${file} exec --help: ${help.error}` } : {}),
   };
 }

@@ -1,12 +1,15 @@
 /**
- * The one way Tether runs a short-lived command (git, the CLI's probe, a sandboxed script):
- * an argument array and no shell, an explicit environment (nothing inherited), bounded output,
- * its own process group so a stop reaches everything it started, a timeout and an abort signal
- * that stop it the same way (SIGTERM to the group, SIGKILL after a grace period). The agent
- * CLI's long, streaming run is in src/claude/claude-cli.ts; it stops its process group with
- * the same killGroup.
+ * The one way Tether runs a child process. A short-lived command (git, the CLI's probe, a
+ * sandboxed script) goes through runCommand: an argument array and no shell, an explicit
+ * environment (nothing inherited), bounded output, its own process group so a stop reaches
+ * everything it started, a timeout and an abort signal that stop it the same way (SIGTERM to
+ * the group, SIGKILL after a grace period). The agent CLI's turn goes through spawnStreaming:
+ * the same spawn, its output read as it comes; its run (src/claude/cli-run.ts) stops it with
+ * the same killGroup (kill.ts), through process-tree.ts, which also finds what left the group.
  */
+import type { Readable } from "node:stream";
 import { execa } from "execa";
+import { killGroup } from "./kill.js";
 
 export interface RunCommandOptions {
   cwd: string;
@@ -33,6 +36,12 @@ export interface CommandResult<Out = string> {
   stoppedBy: "timeout" | "cancelled" | undefined;
   /** Set when it never ran (ENOENT, EACCES …): execa's message, naming the command. */
   startError: string | undefined;
+  /**
+   * Set when it did not end well (it never ran, exited with another code than 0, was killed or
+   * stopped): what happened, in one line naming the command, in execa's words ("Command failed
+   * with exit code 2: git …", "Command timed out after 15000 milliseconds: claude --version").
+   */
+  failure: string | undefined;
   signal: string | undefined;
 }
 
@@ -58,6 +67,7 @@ export async function runCommand(
       stderr: "",
       stoppedBy: "cancelled",
       startError: undefined,
+      failure: `Command was canceled: ${[file, ...args].join(" ")}`,
       signal: undefined,
     };
   }
@@ -87,6 +97,10 @@ export async function runCommand(
   try {
     const r = await child;
     const started = r.exitCode !== undefined || r.signal !== undefined;
+    const failure = r.failed ? (r.shortMessage ?? String(r.message)) : undefined;
+    // Stopped here, execa saw only a signal: say why, as execa's own timeout would have.
+    const forced =
+      r.signal === "SIGKILL" ? ` and was forcefully terminated after ${grace} milliseconds` : "";
     return {
       exitCode: r.exitCode ?? -1,
       // execa gives bytes as a Uint8Array; callers get a Buffer (toString("utf8"), latin1…).
@@ -98,7 +112,13 @@ export async function runCommand(
           : String(r.stdout ?? ""),
       stderr: String(r.stderr ?? ""),
       stoppedBy,
-      startError: !started && r.failed ? (r.shortMessage ?? String(r.message)) : undefined,
+      startError: started ? undefined : failure,
+      failure:
+        stoppedBy === "timeout"
+          ? `Command timed out after ${opts.timeoutMs} milliseconds${forced}: ${r.escapedCommand}`
+          : stoppedBy === "cancelled"
+            ? `Command was canceled${forced}: ${r.escapedCommand}`
+            : failure,
       signal: r.signal ?? undefined,
     };
   } finally {
@@ -107,12 +127,58 @@ export async function runCommand(
   }
 }
 
-/** Signal a whole process group; a group that is gone is no error. */
-export function killGroup(pid: number | undefined, signal: NodeJS.Signals): void {
-  if (pid === undefined) return;
-  try {
-    process.kill(-pid, signal);
-  } catch {
-    /* already gone */
-  }
+export interface StreamingOptions {
+  cwd: string;
+  /** The whole environment of the child. */
+  env: Record<string, string>;
+  /** Written to stdin, which is then closed. */
+  input: string;
+}
+
+/** A child whose output is read as it comes; stopping it is the caller's (killGroup). */
+export interface StreamingChild {
+  /** Undefined when it could not start; startError() then says why. */
+  readonly pid: number | undefined;
+  readonly stdout: Readable;
+  readonly stderr: Readable;
+  /** Its exit; code and signal both null when it could not start. */
+  readonly exited: Promise<{ code: number | null; signal: string | null }>;
+  /** Why it could not start ("ENOENT", …). Ask only when pid is undefined. */
+  startError(): Promise<string>;
+}
+
+/** Starts a long-running command in its own session and process group, its output unbuffered. */
+export function spawnStreaming(
+  file: string,
+  args: string[],
+  opts: StreamingOptions,
+): StreamingChild {
+  const child = execa(file, args, {
+    cwd: opts.cwd,
+    env: opts.env,
+    extendEnv: false,
+    // Its own session and process group, so a kill reaches everything it started in it.
+    detached: true,
+    input: opts.input,
+    buffer: false,
+    reject: false,
+    stdout: "pipe",
+    stderr: "pipe",
+    windowsHide: true,
+  });
+  const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) => {
+    child.once("exit", (code, signal) => resolve({ code, signal }));
+    child.once("error", () => resolve({ code: null, signal: null }));
+  });
+  void child.catch(() => undefined); // settles with reject: false; the caller reads the streams
+  return {
+    pid: child.pid,
+    stdout: child.stdout,
+    stderr: child.stderr,
+    exited,
+    startError: async () => {
+      const result = await child;
+      return String(result.code ?? result.shortMessage);
+    },
+  };
 }

@@ -6,7 +6,7 @@
 import fs from "node:fs/promises";
 import type { Logger } from "../log.js";
 import type { AgentCli, RunEvent } from "../claude/index.js";
-import { killProcessesIn } from "../claude/process-tree.js";
+import { killProcessesIn } from "../process/process-tree.js";
 import { IN_SANDBOX } from "../sandbox/bwrap-args.js";
 import type { NetworkPolicy } from "../sandbox/egress.js";
 import type { Sandbox } from "../sandbox/sandbox.js";

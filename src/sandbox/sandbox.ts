@@ -12,8 +12,9 @@ import { randomBytes } from "node:crypto";
 import fs from "node:fs/promises";
 import fsSync from "node:fs";
 import path from "node:path";
-import { execa } from "execa";
 import type { Logger } from "../log.js";
+import { buildChildEnv, SYSTEM_PATH } from "../process/child-env.js";
+import { runCommand } from "../process/run-command.js";
 import {
   bwrapArgs,
   ETC_ALLOWLIST,
@@ -162,13 +163,15 @@ export class Sandbox {
       detail,
       version: null,
     });
-    const version = await execa(this.opts.bwrapPath, ["--version"], {
-      reject: false,
-      timeout: 10_000,
+    const version = await runCommand(this.opts.bwrapPath, ["--version"], {
+      cwd: process.cwd(),
+      env: buildChildEnv(process.env),
+      timeoutMs: 10_000,
+      killGraceMs: 5000,
     });
-    if (version.failed || version.exitCode !== 0) {
+    if (version.failure !== undefined || version.exitCode !== 0) {
       return fail(
-        `bubblewrap (${this.opts.bwrapPath}) did not run: ${version.shortMessage ?? version.stderr}. ` +
+        `bubblewrap (${this.opts.bwrapPath}) did not run: ${version.failure ?? version.stderr}. ` +
           "Install it (Debian/Ubuntu: apt-get install bubblewrap socat), or set TETHER_SANDBOX=off to run agents unsandboxed.",
       );
     }
@@ -176,19 +179,18 @@ export class Sandbox {
     try {
       const prepared = await this.prepare({
         workspace: dir,
-        env: { PATH: "/usr/local/bin:/usr/bin:/bin" },
+        env: { PATH: SYSTEM_PATH },
         command: [
           "/bin/sh",
           "-c",
           `command -v ${shellWord(path.basename(socat))} >/dev/null || exit 3; command -v git >/dev/null || exit 4; exit 0`,
         ],
       });
-      const r = await execa(prepared.file, prepared.args, {
-        env: prepared.env,
-        extendEnv: false,
+      const r = await runCommand(prepared.file, prepared.args, {
         cwd: prepared.cwd,
-        reject: false,
-        timeout: 20_000,
+        env: prepared.env,
+        timeoutMs: 20_000,
+        killGraceMs: 5000,
       });
       await prepared.dispose();
       const v = version.stdout.trim();
@@ -205,7 +207,7 @@ export class Sandbox {
         );
       if (r.exitCode === 4) return fail("git is not installed: apt-get install git");
       return fail(
-        `bubblewrap could not make a sandbox: ${(r.stderr || r.shortMessage || "").trim().slice(0, 400)}. ` +
+        `bubblewrap could not make a sandbox: ${(r.stderr || r.failure || "").trim().slice(0, 400)}. ` +
           "It needs unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1; on Ubuntu 24.04 also an AppArmor profile for bwrap) " +
           "and, in a container, --security-opt seccomp=unconfined --security-opt apparmor=unconfined --security-opt systempaths=unconfined (README, Deploying). " +
           "Or set TETHER_SANDBOX=off to run agents unsandboxed.",

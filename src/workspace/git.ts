@@ -7,25 +7,22 @@
  * in the sandbox (sandboxed-git.ts), where the checkout's own config can harm nothing.
  */
 import type { Logger } from "../log.js";
+import { NETWORK_NAMES, passEnv, SYSTEM_PATH } from "../process/child-env.js";
 import { runCommand, type CommandResult } from "../process/run-command.js";
 import { gitAuthEnv, redactToken } from "../github/git-auth.js";
 import { gitFailure, WorkspaceError, type FailureContext, type Step } from "./errors.js";
 
-/** Passed through from the runner's environment: the way to the network, and TLS roots. */
+/**
+ * Passed through from the runner's environment: PATH, the way to the network and its TLS roots
+ * (the children's shared names, child-env.ts), and git's own proxy and TLS settings.
+ */
 const PASS_ENV = [
   "PATH",
-  "HTTPS_PROXY",
-  "https_proxy",
-  "HTTP_PROXY",
-  "http_proxy",
-  "NO_PROXY",
-  "no_proxy",
+  ...NETWORK_NAMES,
   "ALL_PROXY",
   "all_proxy",
   "GIT_SSL_CAINFO",
   "GIT_SSL_CAPATH",
-  "SSL_CERT_FILE",
-  "SSL_CERT_DIR",
 ];
 
 /** Every git command Tether runs gets these first (they beat any config file). */
@@ -66,12 +63,9 @@ export function hostGitEnv(
     GIT_CONFIG_GLOBAL: "/dev/null",
     HOME: home,
     XDG_CONFIG_HOME: home,
+    ...passEnv(source, PASS_ENV),
   };
-  for (const name of PASS_ENV) {
-    const v = source[name];
-    if (v !== undefined) env[name] = v;
-  }
-  env.PATH ||= "/usr/local/bin:/usr/bin:/bin";
+  env.PATH ||= SYSTEM_PATH;
   return env;
 }
 

@@ -11,6 +11,7 @@
  */
 import path from "node:path";
 import type { Logger } from "../log.js";
+import { SYSTEM_PATH } from "../process/child-env.js";
 import { runCommand } from "../process/run-command.js";
 import { IN_SANDBOX } from "../sandbox/bwrap-args.js";
 import type { Sandbox } from "../sandbox/sandbox.js";
@@ -68,7 +69,7 @@ export function sandboxedGit(opts: {
     async run(dir, script, args, o) {
       const sandboxed = opts.sandbox.sandboxed;
       const env: Record<string, string> = {
-        PATH: "/usr/local/bin:/usr/bin:/bin",
+        PATH: SYSTEM_PATH,
         LC_ALL: "C",
         GIT_TERMINAL_PROMPT: "0",
         // The agent's own HOME never counts; Tether's git reads the checkout's config and no other.

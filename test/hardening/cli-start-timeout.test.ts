@@ -8,7 +8,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { createClaudeCli } from "../../src/claude/claude-cli.js";
-import { readProcTable } from "../../src/claude/process-tree.js";
+import { readProcTable } from "../../src/process/process-tree.js";
 import { STANDIN_CLAUDE } from "./helpers/drill.js";
 
 const root = fs.mkdtempSync(path.join(os.tmpdir(), "tether-cli-start-"));

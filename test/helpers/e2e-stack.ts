@@ -10,7 +10,7 @@ import os from "node:os";
 import path from "node:path";
 import type { Pool } from "../../src/db/pool.js";
 import { freePort } from "../../src/db/embedded.js";
-import { readProcTable } from "../../src/claude/process-tree.js";
+import { readProcTable } from "../../src/process/process-tree.js";
 import {
   startFakeAnthropic,
   type FakeAnthropic,

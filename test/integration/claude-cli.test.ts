@@ -3,7 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createClaudeCli } from "../../src/claude/claude-cli.js";
-import { readProcTable } from "../../src/claude/process-tree.js";
+import { readProcTable } from "../../src/process/process-tree.js";
 import type { AgentCli, RunEvent, RunSpec } from "../../src/claude/runtime-adapter.js";
 import {
   lastUserText,

@@ -7,7 +7,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { parse as parseYaml } from "yaml";
-import { isAllowedName, isDeniedName } from "../../src/claude/child-env.js";
+import { isAllowedName, isDeniedName } from "../../src/process/child-env.js";
 import { CODEX_MODEL_ENV } from "../../src/codex/model-endpoint.js";
 import {
   AccessConfig,

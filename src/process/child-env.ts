@@ -1,9 +1,24 @@
 /**
- * The environment the Claude CLI runs with. It is built up from nothing: only what the CLI
- * needs and the user's own Claude settings pass, and a denylist of Tether's secrets wins over
- * everything (the caller's extra variables included). The agent runs arbitrary shell commands
- * in this environment, so anything in it is as good as published.
+ * The environment of every child Tether starts: one allow-list and one denylist. The agent
+ * CLIs (Claude Code, Codex) and their probes run with buildChildEnv: built up from nothing,
+ * only what a CLI needs and the user's own Claude settings pass, and a denylist of Tether's
+ * secrets wins over everything (the caller's extra variables included). The agent runs
+ * arbitrary shell commands in this environment, so anything in it is as good as published.
+ * Tether's own git (src/workspace/git.ts) takes fewer names, through passEnv: the way to the
+ * network below, and git's own TLS settings.
  */
+
+/** The way to the network, and the TLS roots to trust on it. */
+export const NETWORK_NAMES = [
+  "HTTP_PROXY",
+  "HTTPS_PROXY",
+  "NO_PROXY",
+  "http_proxy",
+  "https_proxy",
+  "no_proxy",
+  "SSL_CERT_FILE",
+  "SSL_CERT_DIR",
+] as const;
 
 /** Names passed through as they are. */
 const ALLOWED_NAMES = new Set([
@@ -18,14 +33,7 @@ const ALLOWED_NAMES = new Set([
   "TERM",
   "TMPDIR",
   "NODE_EXTRA_CA_CERTS",
-  "SSL_CERT_FILE",
-  "SSL_CERT_DIR",
-  "HTTP_PROXY",
-  "HTTPS_PROXY",
-  "NO_PROXY",
-  "http_proxy",
-  "https_proxy",
-  "no_proxy",
+  ...NETWORK_NAMES,
   "DISABLE_TELEMETRY",
   "DISABLE_AUTOUPDATER",
   "DISABLE_ERROR_REPORTING",
@@ -56,7 +64,8 @@ const DEFAULTS: Record<string, string> = {
   CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
 };
 
-const FALLBACK_PATH = "/usr/local/bin:/usr/bin:/bin";
+/** PATH where the source has none, and inside a sandbox: the system's programs. */
+export const SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin";
 
 export function isDeniedName(name: string): boolean {
   return DENIED.some((re) => re.test(name));
@@ -89,7 +98,20 @@ export function buildChildEnv(
     env[name] = value;
   }
   if (opts.home !== undefined) env.HOME = opts.home;
-  env.PATH ||= FALLBACK_PATH;
+  env.PATH ||= SYSTEM_PATH;
+  return env;
+}
+
+/** Those of `names` that `source` has; a denied name never passes. Pure. */
+export function passEnv(
+  source: Record<string, string | undefined>,
+  names: readonly string[],
+): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const name of names) {
+    const value = source[name];
+    if (value !== undefined && !isDeniedName(name)) env[name] = value;
+  }
   return env;
 }
 

@@ -1,4 +1,11 @@
+/**
+ * The processes of a run, from /proc: the agent CLI's tree while it runs (ProcessTracker, which
+ * also finds what left the CLI's process group), and whatever still works in a directory
+ * (processesIn, killProcessesIn). Where there is no /proc, only group kills work. Signals go
+ * out through kill.ts, as runCommand's do.
+ */
 import fs from "node:fs";
+import { killGroup, killProcess } from "./kill.js";
 
 /** One process as /proc shows it. */
 export interface ProcEntry {
@@ -100,8 +107,8 @@ export class ProcessTracker {
   /** Sends `signal` to the CLI's group and to every live process of the run. Returns how many. */
   signal(signal: NodeJS.Signals, members = this.sample()): number {
     let sent = 0;
-    if (trySignal(-this.rootPid, signal)) sent++;
-    for (const p of members) if (trySignal(p.pid, signal)) sent++;
+    if (killGroup(this.rootPid, signal)) sent++;
+    for (const p of members) if (killProcess(p.pid, signal)) sent++;
     return sent;
   }
 
@@ -142,15 +149,6 @@ export class ProcessTracker {
     if (p.start) this.ids.add(`${p.pid}:${p.start}`);
     if (p.sid > 1 && p.sid !== this.selfSid) this.sids.add(p.sid);
     if (p.pgid > 1 && p.pgid !== this.selfPgid) this.pgids.add(p.pgid);
-  }
-}
-
-function trySignal(pid: number, signal: NodeJS.Signals): boolean {
-  try {
-    process.kill(pid, signal);
-    return true;
-  } catch {
-    return false; // already gone (ESRCH) or not ours (EPERM)
   }
 }
 
@@ -195,11 +193,11 @@ export function processesIn(dir: string, procDir = "/proc"): ProcEntry[] {
 export async function killProcessesIn(dir: string, graceMs = 2000): Promise<number[]> {
   const found = processesIn(dir);
   if (found.length === 0) return [];
-  for (const p of found) trySignal(p.pid, "SIGTERM");
+  for (const p of found) killProcess(p.pid, "SIGTERM");
   const deadline = Date.now() + graceMs;
   while (Date.now() < deadline && processesIn(dir).length > 0) {
     await new Promise((r) => setTimeout(r, 50));
   }
-  for (const p of processesIn(dir)) trySignal(p.pid, "SIGKILL");
+  for (const p of processesIn(dir)) killProcess(p.pid, "SIGKILL");
   return found.map((p) => p.pid);
 }

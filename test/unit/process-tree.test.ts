@@ -10,7 +10,7 @@ import {
   ProcessTracker,
   readProcTable,
   type ProcEntry,
-} from "../../src/claude/process-tree.js";
+} from "../../src/process/process-tree.js";
 
 const started: number[] = [];
 afterAll(() => {

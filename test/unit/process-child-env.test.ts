@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { buildChildEnv, withheldNames } from "../../src/claude/child-env.js";
+import { buildChildEnv, withheldNames } from "../../src/process/child-env.js";
 
 /** Everything a Tether process may have in its environment. */
 const RUNNER_ENV: Record<string, string> = {
