@@ -17,9 +17,9 @@ import {
   queuedTasksFedBy,
   updateQueuedComment,
   type CancelResult,
-  type TaskKey,
   type TriggerComment,
 } from "../sql/tasks.js";
+import type { TaskKey } from "../core/task.js";
 import { decideAccess, isBot, type Author } from "./access.js";
 import type { RepoHints } from "./repo-hints.js";
 import { renderHelp } from "./help.js";

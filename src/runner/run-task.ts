@@ -25,10 +25,9 @@ import {
   type FinalAnswer,
   type Finish,
   type PublishRecord,
-  type Outcome,
   type Task,
-  type Usage,
 } from "../sql/task-runs.js";
+import type { Outcome, Usage } from "../core/task.js";
 import {
   failedRun,
   type AgentPort,

@@ -10,7 +10,8 @@
  * delivery's result.
  */
 import type { Pool, PoolClient } from "../db/pool.js";
-import { toTask, type Outcome, type Task, type Usage } from "./task-runs.js";
+import type { Outcome, Usage } from "../core/task.js";
+import { toTask, type Task } from "./task-runs.js";
 
 type Db = Pool | PoolClient;
 type Row = Record<string, unknown>;

@@ -5,7 +5,7 @@
  * the pull request belongs to the issue's key) and by /status.
  */
 import type { Pool, PoolClient } from "../db/pool.js";
-import type { TaskKey } from "./tasks.js";
+import type { TaskKey } from "../core/task.js";
 
 type Db = Pool | PoolClient;
 

@@ -1,4 +1,4 @@
-import type { TaskKey } from "./tasks.js";
+import type { TaskKey } from "../core/task.js";
 import type { Queryable } from "./notify.js";
 
 /**

@@ -1,7 +1,7 @@
 /** The sessions table: one row per agent CLI session (a Claude session or a Codex thread), holding its latest state. */
 import type { Pool, PoolClient } from "../db/pool.js";
 import type { PriorSession } from "../core/resume-decision.js";
-import type { TaskKey } from "./tasks.js";
+import type { TaskKey } from "../core/task.js";
 
 type Db = Pool | PoolClient;
 

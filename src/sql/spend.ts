@@ -4,7 +4,7 @@
  * and by /status.
  */
 import type { Pool, PoolClient } from "../db/pool.js";
-import type { TaskKey } from "./tasks.js";
+import type { TaskKey } from "../core/task.js";
 
 type Db = Pool | PoolClient;
 

@@ -4,24 +4,9 @@
  * sweeper cannot overwrite what the new owner does.
  */
 import type { Pool, PoolClient } from "../db/pool.js";
+import type { Outcome, TaskStatus, Usage } from "../core/task.js";
 
 type Db = Pool | PoolClient;
-
-export type TaskStatus = "queued" | "running" | "succeeded" | "failed" | "cancelled";
-/** How a turn ended (the tasks.outcome check constraint; the adapter's outcome kinds). */
-export const OUTCOMES = [
-  "success",
-  "failed",
-  "poisoned",
-  "resume_rejected",
-  "auth_failed",
-  "timed_out",
-  "stalled",
-  "cancelled",
-  "turn_limit",
-  "limit_refused",
-] as const;
-export type Outcome = (typeof OUTCOMES)[number];
 
 export interface TaskComment {
   commentId: number | null;
@@ -300,18 +285,6 @@ export async function recordPublish(
     [taskId, runnerId, p.result, p.reason, p.detail, p.sha, p.commits, p.pullOpened],
   );
   return res.rowCount === 1;
-}
-
-export interface Usage {
-  model: string | null;
-  inputTokens: number;
-  outputTokens: number;
-  cacheReadTokens: number;
-  cacheCreationTokens: number;
-  contextTokens: number | null;
-  costUsd: number;
-  numTurns: number;
-  durationMs: number;
 }
 
 /**

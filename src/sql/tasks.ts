@@ -1,4 +1,5 @@
 import type { Pool, PoolClient } from "../db/pool.js";
+import { keyName, type TaskKey, type TaskStatus } from "../core/task.js";
 import { CHANNELS, notify, type Queryable } from "./notify.js";
 
 /**
@@ -9,15 +10,6 @@ import { CHANNELS, notify, type Queryable } from "./notify.js";
 
 // ---------------------------------------------------------------------------------------------
 // Shared types
-
-/** (repository `owner/name` lower case, issue or PR number, agent). */
-export interface TaskKey {
-  repo: string;
-  issueNumber: number;
-  agent: string;
-}
-
-export type TaskStatus = "queued" | "running" | "succeeded" | "failed" | "cancelled";
 
 /** A comment (or an issue body, or a pull request review) that asks an agent for something. */
 export interface TriggerComment {
@@ -465,10 +457,6 @@ export async function readKeyStates(
 
 // ---------------------------------------------------------------------------------------------
 // Helpers
-
-export function keyName(key: TaskKey): string {
-  return `${key.repo}#${key.issueNumber}/${key.agent}`;
-}
 
 async function inTransaction<T>(pool: Pool, fn: (tx: PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
