@@ -3,10 +3,10 @@
  * is scoped to the claiming runner (`locked_by`), so a runner whose task was taken back by the
  * sweeper cannot overwrite what the new owner does.
  */
-import type { Pool, PoolClient } from "../db/pool.js";
+import type { Pool } from "../db/pool.js";
 import type { Outcome, TaskStatus, Usage } from "../core/task.js";
-
-type Db = Pool | PoolClient;
+import type { Queryable } from "./db.js";
+import { CHANNELS, notify } from "./notify.js";
 
 export interface TaskComment {
   commentId: number | null;
@@ -83,7 +83,7 @@ export function toTask(r: Row): Task {
  * partial unique index on running tasks is the last word if two ever raced for one key.
  */
 export async function claimTasks(
-  db: Db,
+  db: Queryable,
   runnerId: string,
   runtimeId: string,
   limit: number,
@@ -138,7 +138,7 @@ export async function claimTasks(
 }
 
 /** Every comment that fed the task, oldest first (several when comments coalesced while it waited). */
-export async function taskComments(db: Db, taskId: number): Promise<TaskComment[]> {
+export async function taskComments(db: Queryable, taskId: number): Promise<TaskComment[]> {
   const { rows } = await db.query(
     `SELECT comment_id, author, url, body, created_at FROM task_comments
       WHERE task_id = $1 ORDER BY created_at, comment_id NULLS FIRST`,
@@ -167,7 +167,7 @@ export interface DecisionRecord {
 
 /** Store the resume decision before the CLI starts. Returns false when the lease was lost. */
 export async function recordDecision(
-  db: Db,
+  db: Queryable,
   taskId: number,
   runnerId: string,
   d: DecisionRecord,
@@ -199,7 +199,7 @@ export async function recordDecision(
  * keeps it (COALESCE), so nothing ever erases it.
  */
 export async function pinSession(
-  db: Db,
+  db: Queryable,
   taskId: number,
   runnerId: string,
   sessionId: string,
@@ -218,7 +218,7 @@ export async function pinSession(
  * it was compacted first: what the dashboard counts as portability.
  */
 export async function recordSessionMove(
-  db: Db,
+  db: Queryable,
   taskId: number,
   runnerId: string,
   m: {
@@ -243,7 +243,7 @@ export async function recordSessionMove(
 }
 
 export async function setTrackingComment(
-  db: Db,
+  db: Queryable,
   taskId: number,
   runnerId: string,
   commentId: number,
@@ -255,7 +255,7 @@ export async function setTrackingComment(
   );
 }
 
-export async function markToolRan(db: Db, taskId: number, runnerId: string): Promise<void> {
+export async function markToolRan(db: Queryable, taskId: number, runnerId: string): Promise<void> {
   await db.query(
     `UPDATE tasks SET tool_ran = true WHERE id = $1 AND locked_by = $2 AND NOT tool_ran`,
     [taskId, runnerId],
@@ -273,7 +273,7 @@ export interface PublishRecord {
 }
 
 export async function recordPublish(
-  db: Db,
+  db: Queryable,
   taskId: number,
   runnerId: string,
   p: PublishRecord,
@@ -318,7 +318,7 @@ export interface Finish {
  * when the lease had been lost.
  */
 export async function finishTask(
-  db: Db,
+  db: Queryable,
   taskId: number,
   runnerId: string,
   f: Finish,
@@ -371,7 +371,7 @@ export async function finishTask(
  * for as long as this process lives.
  */
 export async function heartbeatTasks(
-  db: Db,
+  db: Queryable,
   runnerId: string,
   taskIds?: readonly number[],
 ): Promise<{ held: number[]; cancel: number[] }> {
@@ -387,7 +387,7 @@ export async function heartbeatTasks(
   };
 }
 
-export async function isCancelRequested(db: Db, taskId: number): Promise<boolean> {
+export async function isCancelRequested(db: Queryable, taskId: number): Promise<boolean> {
   const { rows } = await db.query(`SELECT cancel_requested FROM tasks WHERE id = $1`, [taskId]);
   return rows[0]?.cancel_requested === true;
 }
@@ -399,7 +399,7 @@ export async function isCancelRequested(db: Db, taskId: number): Promise<boolean
  * that holds a task is dead. Each task is taken with a compare-and-set on its old holder.
  */
 export async function adoptOrphans(
-  db: Db,
+  db: Queryable,
   runnerId: string,
   runtimeId: string,
   isGone: (lockedBy: string) => boolean,
@@ -498,7 +498,7 @@ export async function sweepExpired(
           throw err;
         }
       }
-      if (requeued.length) await client.query(`SELECT pg_notify('tether_tasks', 'sweep')`);
+      if (requeued.length) await notify(client, CHANNELS.tasks, "sweep");
     } finally {
       await client.query(`SELECT pg_advisory_unlock(hashtext('tether:sweeper'))`);
     }

@@ -1,6 +1,7 @@
-import type { Pool, PoolClient } from "../db/pool.js";
+import type { Pool } from "../db/pool.js";
 import { keyName, type TaskKey, type TaskStatus } from "../core/task.js";
-import { CHANNELS, notify, type Queryable } from "./notify.js";
+import { inTransaction, type Queryable } from "./db.js";
+import { CHANNELS, notify } from "./notify.js";
 
 /**
  * The `tasks` table (and the `task_comments` that feed each task). Organised by who calls:
@@ -457,20 +458,3 @@ export async function readKeyStates(
 
 // ---------------------------------------------------------------------------------------------
 // Helpers
-
-async function inTransaction<T>(pool: Pool, fn: (tx: PoolClient) => Promise<T>): Promise<T> {
-  const client = await pool.connect();
-  let broken: Error | undefined;
-  try {
-    await client.query("BEGIN");
-    const result = await fn(client);
-    await client.query("COMMIT");
-    return result;
-  } catch (err) {
-    // A connection that cannot even roll back is gone: destroy it rather than pool it.
-    await client.query("ROLLBACK").catch((e: Error) => (broken = e));
-    throw err;
-  } finally {
-    client.release(broken);
-  }
-}
