@@ -20,7 +20,7 @@ import {
   type PendingAnswer,
 } from "../sql/answer-outbox.js";
 import type { Outcome } from "../core/task.js";
-import type { Task } from "../sql/task-runs.js";
+import type { Task } from "../sql/tasks/claim.js";
 import { afterFailedDelivery, answerRetryPolicy, type AnswerRetryPolicy } from "./answer-retry.js";
 import type { GitHubThread } from "./ports.js";
 import { redact } from "../core/redact.js";

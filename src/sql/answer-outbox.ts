@@ -1,6 +1,6 @@
 /**
  * The tasks table, answer-outbox side: finished tasks whose final answer the thread has not
- * heard yet (`answer_pending`). finishTask and sweepExpired (task-runs.ts) put answers here;
+ * heard yet (`answer_pending`). finishTask and sweepExpired (tasks/finish.ts, tasks/sweep.ts) put answers here;
  * the runner's deliverer claims due ones, posts them and records the outcome.
  *
  * A claim is the one lease: it moves `answer_next_at` a lease ahead and counts the attempt, so
@@ -11,7 +11,7 @@
  */
 import type { Outcome, Usage } from "../core/task.js";
 import type { Queryable } from "./db.js";
-import { toTask, type Task } from "./task-runs.js";
+import { toTask, type Task } from "./tasks/claim.js";
 
 type Row = Record<string, unknown>;
 
