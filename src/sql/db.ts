@@ -9,11 +9,16 @@ import type { Pool, PoolClient } from "../db/pool.js";
 export type Queryable = Pick<pg.ClientBase, "query">;
 
 /**
- * Run `fn` in a transaction on a connection of its own: COMMIT when it returns, ROLLBACK when it
- * throws (and the error goes on).
+ * Run `fn` in a transaction: COMMIT when it returns, ROLLBACK when it throws (and the error goes
+ * on). Given a pool it takes a connection of its own and gives it back after; given a client
+ * (one holding a session lock, say) it runs there and leaves the client to its holder.
  */
-export async function inTransaction<T>(pool: Pool, fn: (tx: PoolClient) => Promise<T>): Promise<T> {
-  const client = await pool.connect();
+export async function inTransaction<T>(
+  db: Pool | PoolClient,
+  fn: (tx: PoolClient) => Promise<T>,
+): Promise<T> {
+  const own = !("release" in db);
+  const client = "release" in db ? db : await db.connect();
   let broken: Error | undefined;
   try {
     await client.query("BEGIN");
@@ -25,6 +30,6 @@ export async function inTransaction<T>(pool: Pool, fn: (tx: PoolClient) => Promi
     await client.query("ROLLBACK").catch((e: Error) => (broken = e));
     throw err;
   } finally {
-    client.release(broken);
+    if (own) client.release(broken);
   }
 }

@@ -3,6 +3,7 @@
  * at a time.
  */
 import type { Pool } from "../../db/pool.js";
+import { inTransaction } from "../db.js";
 import { CHANNELS, notify } from "../notify.js";
 import type { Row } from "./claim.js";
 
@@ -30,22 +31,18 @@ export async function sweepExpired(
         [leaseMs],
       );
       for (const { id } of rows as Array<{ id: number }>) {
-        await client.query("BEGIN");
-        try {
-          const cur = await client.query(
+        await inTransaction(client, async (tx) => {
+          const cur = await tx.query(
             `SELECT * FROM tasks WHERE id = $1 AND status = 'running'
                AND heartbeat_at < now() - make_interval(secs => $2::double precision / 1000) FOR UPDATE SKIP LOCKED`,
             [id, leaseMs],
           );
           const t = cur.rows[0] as Row | undefined;
-          if (!t) {
-            await client.query("ROLLBACK");
-            continue;
-          }
+          if (!t) return;
           if ((t.attempts as number) >= (t.max_attempts as number)) {
             // Nobody else will tell the thread: its runner is gone. The deliverer renders the
             // failure from failure_reason and posts it into the task's comment.
-            await client.query(
+            await tx.query(
               `UPDATE tasks SET status = 'failed', outcome = 'failed', locked_by = NULL, heartbeat_at = NULL,
                       failure_reason = 'the runner running it stopped responding ' || attempts || ' times',
                       answer_pending = answer_comment_id IS NULL, answer_body = NULL,
@@ -55,31 +52,27 @@ export async function sweepExpired(
             );
             failed.push(id);
           } else {
-            const newer = await client.query(
+            const newer = await tx.query(
               `SELECT id, force_fresh FROM tasks WHERE repo = $1 AND issue_number = $2 AND agent = $3
                  AND status = 'queued' FOR UPDATE`,
               [t.repo, t.issue_number, t.agent],
             );
             const q = newer.rows[0] as Row | undefined;
             if (q) {
-              await client.query(`UPDATE task_comments SET task_id = $1 WHERE task_id = $2`, [
+              await tx.query(`UPDATE task_comments SET task_id = $1 WHERE task_id = $2`, [
                 id,
                 q.id,
               ]);
-              await client.query(`DELETE FROM tasks WHERE id = $1`, [q.id]);
+              await tx.query(`DELETE FROM tasks WHERE id = $1`, [q.id]);
             }
-            await client.query(
+            await tx.query(
               `UPDATE tasks SET status = 'queued', locked_by = NULL, locked_at = NULL, heartbeat_at = NULL,
                       force_fresh = force_fresh OR $2, updated_at = now() WHERE id = $1`,
               [id, q?.force_fresh === true],
             );
             requeued.push(id);
           }
-          await client.query("COMMIT");
-        } catch (err) {
-          await client.query("ROLLBACK").catch(() => {});
-          throw err;
-        }
+        });
       }
       if (requeued.length) await notify(client, CHANNELS.tasks, "sweep");
     } finally {
