@@ -9,7 +9,7 @@
  */
 import { createHash } from "node:crypto";
 import type { Pool } from "../db/pool.js";
-import type { Queryable } from "./db.js";
+import { inTransaction, type Queryable } from "./db.js";
 
 export interface TranscriptHead {
   rawBytes: number;
@@ -114,9 +114,7 @@ export async function writeTranscript(
   write: TranscriptWrite,
   after: { rawBytes: number; sha256: Buffer; cliVersion: string | null; fileName?: string | null },
 ): Promise<boolean> {
-  const client = await pool.connect();
-  try {
-    await client.query("BEGIN");
+  return inTransaction(pool, async (client) => {
     const cur = await client.query(
       `SELECT raw_bytes, sha256, chunks, over_bound, digest_scheme FROM session_transcripts
         WHERE session_id = $1 FOR UPDATE`,
@@ -130,10 +128,7 @@ export async function writeTranscript(
         (row.sha256 as Buffer).equals(expected.sha256) &&
         (write.kind === "replace" || Number(row.digest_scheme) === 2)
       : row === undefined || write.kind === "replace";
-    if (!same) {
-      await client.query("ROLLBACK");
-      return false;
-    }
+    if (!same) return false;
     let seq = write.kind === "append" && row ? (row.chunks as number) : 0;
     if (write.kind === "replace") {
       await client.query(`DELETE FROM session_transcript_chunks WHERE session_id = $1`, [
@@ -164,14 +159,8 @@ export async function writeTranscript(
         WHERE session_id = $1`,
       [sessionId, after.rawBytes, after.sha256, after.cliVersion, seq, after.fileName ?? null],
     );
-    await client.query("COMMIT");
     return true;
-  } catch (err) {
-    await client.query("ROLLBACK").catch(() => {});
-    throw err;
-  } finally {
-    client.release();
-  }
+  });
 }
 
 /** The transcript grew past the bound: drop what is stored, and say so for the next decision. */
