@@ -7,7 +7,8 @@
  */
 import { createPool } from "../src/db/pool.js";
 import { registerRuntime } from "../src/sql/runtimes.js";
-import { claimTasks, finishTask } from "../src/sql/task-runs.js";
+import { claimTasks } from "../src/sql/tasks/claim.js";
+import { finishTask } from "../src/sql/tasks/finish.js";
 import { benchDatabase, median } from "./support.js";
 
 const [tasks = 10_000, runners = 4, concurrency = 8, rounds = 3] = process.argv

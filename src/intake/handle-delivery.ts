@@ -10,16 +10,10 @@ import type { Logger } from "../log.js";
 import { conversationOfPull, conversationsOfPull } from "../sql/conversations.js";
 import { isDeliveryPending, type Delivery } from "../sql/deliveries.js";
 import { bumpEpochsForComment, bumpEpochsForIssueBody } from "../sql/history.js";
-import {
-  cancelKey,
-  enqueueComment,
-  removeQueuedComment,
-  queuedTasksFedBy,
-  updateQueuedComment,
-  type CancelResult,
-  type TaskKey,
-  type TriggerComment,
-} from "../sql/tasks.js";
+import { cancelKey, type CancelResult } from "../sql/tasks/cancel.js";
+import { queuedTasksFedBy, removeQueuedComment, updateQueuedComment } from "../sql/tasks/edit.js";
+import { enqueueComment, type TriggerComment } from "../sql/tasks/enqueue.js";
+import type { TaskKey } from "../core/task.js";
 import { decideAccess, isBot, type Author } from "./access.js";
 import type { RepoHints } from "./repo-hints.js";
 import { renderHelp } from "./help.js";

@@ -8,7 +8,12 @@ import {
   spentSince,
   type ConversationSpend,
 } from "../sql/spend.js";
-import { agentsOnIssue, readKeyStates, type KeyState, type TaskSummary } from "../sql/tasks.js";
+import {
+  agentsOnIssue,
+  readKeyStates,
+  type KeyState,
+  type TaskSummary,
+} from "../sql/tasks/read.js";
 import { estimateSavings, type SavingsEstimate } from "../spend/savings-estimate.js";
 import { formatLimit, formatSpent, monthName, monthStart } from "../spend/spend-limits.js";
 

@@ -3,7 +3,7 @@ import type { z } from "zod";
 import type { Logger } from "../log.js";
 import type { Pool } from "../db/pool.js";
 import { isDeliveryPending, type InsertResult } from "../sql/deliveries.js";
-import { issueHasTasks } from "../sql/tasks.js";
+import { issueHasTasks } from "../sql/tasks/read.js";
 import { InboxWriter } from "./inbox-writer.js";
 import { addedMentionNames, mentionedNames } from "./parse-comment.js";
 import {

@@ -18,7 +18,7 @@ import type { Pool } from "../db/pool.js";
 import type { Logger } from "../log.js";
 import type { IssueInfo, RepoWriter } from "../core/github.js";
 import { getConversation, recordPull, recordPush } from "../sql/conversations.js";
-import type { TaskKey } from "../sql/tasks.js";
+import type { TaskKey } from "../core/task.js";
 import { pullRef } from "../workspace/mirror.js";
 import { WorkspaceError } from "../workspace/errors.js";
 import type { Workspaces } from "../workspace/workspace.js";

@@ -19,7 +19,8 @@ import {
   retryAnswer,
   type PendingAnswer,
 } from "../sql/answer-outbox.js";
-import type { Outcome, Task } from "../sql/task-runs.js";
+import type { Outcome } from "../core/task.js";
+import type { Task } from "../sql/tasks/claim.js";
 import { afterFailedDelivery, answerRetryPolicy, type AnswerRetryPolicy } from "./answer-retry.js";
 import type { GitHubThread } from "./ports.js";
 import { redact } from "../core/redact.js";

@@ -7,7 +7,7 @@ import type { AgentSettings, CliKind, ConfigResult } from "../core/settings.js";
 import type { Mask } from "../sandbox/sandbox.js";
 import type { ProjectInstructions } from "../workspace/project-instructions.js";
 import type { TranscriptState } from "../core/resume-decision.js";
-import type { Outcome, Usage } from "../sql/task-runs.js";
+import type { Outcome, Usage } from "../core/task.js";
 
 export type {
   IssueComment,

@@ -13,22 +13,18 @@ import type { Logger } from "../log.js";
 import type { Mask } from "../sandbox/sandbox.js";
 import type { ProjectInstructions } from "../workspace/project-instructions.js";
 import { markSession, priorSession, touchSession, upsertSession } from "../sql/sessions.js";
+import { taskComments, type Task } from "../sql/tasks/claim.js";
+import { finishTask, type FinalAnswer, type Finish } from "../sql/tasks/finish.js";
 import {
-  finishTask,
   markToolRan,
   pinSession,
   recordDecision,
   recordPublish,
   recordSessionMove,
   setTrackingComment,
-  taskComments,
-  type FinalAnswer,
-  type Finish,
   type PublishRecord,
-  type Outcome,
-  type Task,
-  type Usage,
-} from "../sql/task-runs.js";
+} from "../sql/tasks/record.js";
+import type { Outcome, Usage } from "../core/task.js";
 import {
   failedRun,
   type AgentPort,

@@ -10,13 +10,9 @@ import { retryingPool } from "../db/retry-on-disconnect.js";
 import type { Logger } from "../log.js";
 import { CHANNELS, listen, type Listener } from "../sql/notify.js";
 import { heartbeatRuntime, markRuntimeStopped, registerRuntime } from "../sql/runtimes.js";
-import {
-  adoptOrphans,
-  claimTasks,
-  heartbeatTasks,
-  sweepExpired,
-  type Task,
-} from "../sql/task-runs.js";
+import { claimTasks, type Task } from "../sql/tasks/claim.js";
+import { adoptOrphans, heartbeatTasks } from "../sql/tasks/lease.js";
+import { sweepExpired } from "../sql/tasks/sweep.js";
 import { sandboxLabel, type SandboxStatus } from "../sandbox/sandbox.js";
 import { deliverAnswers } from "./deliver-answers.js";
 import { runTask, SHUTDOWN, type RunTaskDeps } from "./run-task.js";

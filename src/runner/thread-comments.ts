@@ -4,7 +4,7 @@
  * exactly one answer even when it is retried or its runner crashed (the marker finds it again).
  */
 import { describeReason, type ReasonCode } from "../core/resume-decision.js";
-import type { Outcome, Usage } from "../sql/task-runs.js";
+import type { Outcome, Usage } from "../core/task.js";
 import {
   dayName,
   formatLimit,

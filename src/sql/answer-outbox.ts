@@ -1,6 +1,6 @@
 /**
  * The tasks table, answer-outbox side: finished tasks whose final answer the thread has not
- * heard yet (`answer_pending`). finishTask and sweepExpired (task-runs.ts) put answers here;
+ * heard yet (`answer_pending`). finishTask and sweepExpired (tasks/finish.ts, tasks/sweep.ts) put answers here;
  * the runner's deliverer claims due ones, posts them and records the outcome.
  *
  * A claim is the one lease: it moves `answer_next_at` a lease ahead and counts the attempt, so
@@ -9,10 +9,10 @@
  * so a deliverer whose lease ran out and whose row was claimed again cannot overwrite the newer
  * delivery's result.
  */
-import type { Pool, PoolClient } from "../db/pool.js";
-import { toTask, type Outcome, type Task, type Usage } from "./task-runs.js";
+import type { Outcome, Usage } from "../core/task.js";
+import type { Queryable } from "./db.js";
+import { toTask, type Task } from "./tasks/claim.js";
 
-type Db = Pool | PoolClient;
 type Row = Record<string, unknown>;
 
 /** A claimed pending answer and what rendering it needs when no body was stored. */
@@ -61,7 +61,7 @@ function toPendingAnswer(r: Row): PendingAnswer {
  * `leaseMs` (a delivery that outlives it may be claimed again elsewhere).
  */
 export async function claimAnswers(
-  db: Db,
+  db: Queryable,
   limit: number,
   leaseMs: number,
 ): Promise<PendingAnswer[]> {
@@ -86,7 +86,7 @@ export async function claimAnswers(
 
 /** The answer is in the thread: record its comment and clear the outbox. False: lease lost. */
 export async function answerDelivered(
-  db: Db,
+  db: Queryable,
   taskId: number,
   attempt: number,
   commentId: number,
@@ -107,7 +107,7 @@ export async function answerDelivered(
  * the delivery found or made the task's comment before failing, is kept so the next one edits it.
  */
 export async function retryAnswer(
-  db: Db,
+  db: Queryable,
   taskId: number,
   attempt: number,
   waitMs: number,
@@ -130,7 +130,7 @@ export async function retryAnswer(
  * would have been posted, for an operator to read.
  */
 export async function giveUpAnswer(
-  db: Db,
+  db: Queryable,
   taskId: number,
   attempt: number,
   error: string,
@@ -145,7 +145,7 @@ export async function giveUpAnswer(
 }
 
 /** Answers waiting for GitHub, due or not. */
-export async function countPendingAnswers(db: Db): Promise<number> {
+export async function countPendingAnswers(db: Queryable): Promise<number> {
   const { rows } = await db.query(`SELECT count(*)::int AS n FROM tasks WHERE answer_pending`);
   return (rows[0]?.n as number | undefined) ?? 0;
 }

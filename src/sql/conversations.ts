@@ -4,10 +4,8 @@
  * (which branch the workspace follows, whether a pull request exists), by intake (a comment on
  * the pull request belongs to the issue's key) and by /status.
  */
-import type { Pool, PoolClient } from "../db/pool.js";
-import type { TaskKey } from "./tasks.js";
-
-type Db = Pool | PoolClient;
+import type { TaskKey } from "../core/task.js";
+import type { Queryable } from "./db.js";
 
 export interface Conversation extends TaskKey {
   branch: string;
@@ -34,7 +32,7 @@ function toConversation(r: Record<string, unknown>): Conversation {
   };
 }
 
-export async function getConversation(db: Db, key: TaskKey): Promise<Conversation | null> {
+export async function getConversation(db: Queryable, key: TaskKey): Promise<Conversation | null> {
   const { rows } = await db.query(
     `SELECT * FROM conversation_branches WHERE repo = $1 AND issue_number = $2 AND agent = $3`,
     [key.repo, key.issueNumber, key.agent],
@@ -44,7 +42,7 @@ export async function getConversation(db: Db, key: TaskKey): Promise<Conversatio
 
 /** The key whose pull request `pullNumber` is, for `agent`; null when it is no key's. */
 export async function conversationOfPull(
-  db: Db,
+  db: Queryable,
   repo: string,
   pullNumber: number,
   agent: string,
@@ -58,7 +56,7 @@ export async function conversationOfPull(
 
 /** Every key with a pull request numbered `pullNumber` (one at most; a list for the intake loop). */
 export async function conversationsOfPull(
-  db: Db,
+  db: Queryable,
   repo: string,
   pullNumber: number,
 ): Promise<Conversation[]> {
@@ -71,7 +69,7 @@ export async function conversationsOfPull(
 
 /** After a push: the branch's new head, and the commits counted. Creates the row on the first. */
 export async function recordPush(
-  db: Db,
+  db: Queryable,
   c: TaskKey & { branch: string; baseBranch: string; headSha: string; commits: number },
 ): Promise<void> {
   await db.query(
@@ -86,7 +84,7 @@ export async function recordPush(
 
 /** The pull request opened (or found) for the key's branch. */
 export async function recordPull(
-  db: Db,
+  db: Queryable,
   key: TaskKey,
   pull: { number: number; url: string },
 ): Promise<void> {

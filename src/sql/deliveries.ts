@@ -1,5 +1,6 @@
 import type { Pool } from "../db/pool.js";
-import { CHANNELS, type Queryable } from "./notify.js";
+import type { Queryable } from "./db.js";
+import { CHANNELS } from "./notify.js";
 
 /**
  * The intake inbox (`webhook_deliveries`). A delivery is pending until the intake processor has
@@ -287,9 +288,7 @@ export async function readDelivery(
 }
 
 /** Counts by status, for health, metrics and tests. */
-export async function countDeliveries(
-  db: Pool | Queryable,
-): Promise<Record<DeliveryStatus, number>> {
+export async function countDeliveries(db: Queryable): Promise<Record<DeliveryStatus, number>> {
   const { rows } = await db.query<{ status: DeliveryStatus; n: number }>(
     "SELECT status, count(*)::int AS n FROM webhook_deliveries GROUP BY status",
   );

@@ -1,5 +1,5 @@
-import type { TaskKey } from "./tasks.js";
-import type { Queryable } from "./notify.js";
+import type { TaskKey } from "../core/task.js";
+import type { Queryable } from "./db.js";
 
 /**
  * `history_epochs`: one counter per task key, bumped when something in the key's session

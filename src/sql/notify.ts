@@ -1,6 +1,7 @@
 import type pg from "pg";
 import type { Logger } from "../log.js";
 import type { Pool, PoolClient } from "../db/pool.js";
+import type { Queryable } from "./db.js";
 
 /**
  * Postgres NOTIFY channels. A notification is only ever a latency hint: every listener also
@@ -15,9 +16,6 @@ export const CHANNELS = {
   cancel: "tether_cancel",
 } as const;
 export type Channel = (typeof CHANNELS)[keyof typeof CHANNELS];
-
-/** Anything that runs a query: a pool, a client, a client inside a transaction. */
-export type Queryable = Pick<pg.ClientBase, "query">;
 
 /** NOTIFY `channel` with `payload`; inside a transaction it is sent at commit, or never. */
 export async function notify(db: Queryable, channel: Channel, payload = ""): Promise<void> {

@@ -1,7 +1,5 @@
 /** The runtimes table: where sessions live, and which runners are alive there. */
-import type { Pool, PoolClient } from "../db/pool.js";
-
-type Db = Pool | PoolClient;
+import type { Queryable } from "./db.js";
 
 export interface RuntimeInfo {
   id: string;
@@ -15,7 +13,7 @@ export interface RuntimeInfo {
   sandbox?: string | null;
 }
 
-export async function registerRuntime(db: Db, r: RuntimeInfo): Promise<void> {
+export async function registerRuntime(db: Queryable, r: RuntimeInfo): Promise<void> {
   await db.query(
     `INSERT INTO runtimes (id, hostname, home_dir, claude_path, cli_version, can_resume, concurrency, sandbox)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
@@ -36,7 +34,7 @@ export async function registerRuntime(db: Db, r: RuntimeInfo): Promise<void> {
   );
 }
 
-export async function heartbeatRuntime(db: Db, id: string, running: number): Promise<void> {
+export async function heartbeatRuntime(db: Queryable, id: string, running: number): Promise<void> {
   await db.query(
     `UPDATE runtimes SET heartbeat_at = now(), running = $2, stopped_at = NULL WHERE id = $1`,
     [id, running],
@@ -44,6 +42,6 @@ export async function heartbeatRuntime(db: Db, id: string, running: number): Pro
 }
 
 /** A clean stop: other runtimes need not wait for this one to take its keys' tasks. */
-export async function markRuntimeStopped(db: Db, id: string): Promise<void> {
+export async function markRuntimeStopped(db: Queryable, id: string): Promise<void> {
   await db.query(`UPDATE runtimes SET stopped_at = now(), running = 0 WHERE id = $1`, [id]);
 }

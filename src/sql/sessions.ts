@@ -1,13 +1,11 @@
 /** The sessions table: one row per agent CLI session (a Claude session or a Codex thread), holding its latest state. */
-import type { Pool, PoolClient } from "../db/pool.js";
 import type { PriorSession } from "../core/resume-decision.js";
-import type { TaskKey } from "./tasks.js";
-
-type Db = Pool | PoolClient;
+import type { TaskKey } from "../core/task.js";
+import type { Queryable } from "./db.js";
 
 /** Record (or refresh) a session when the CLI reports it. */
 export async function upsertSession(
-  db: Db,
+  db: Queryable,
   s: TaskKey & {
     sessionId: string;
     runtimeId: string;
@@ -39,7 +37,7 @@ export async function upsertSession(
 
 /** After a turn: how full the context is now, and that it was used. */
 export async function touchSession(
-  db: Db,
+  db: Queryable,
   sessionId: string,
   contextTokens: number | null,
   contextWindow: number | null,
@@ -54,7 +52,7 @@ export async function touchSession(
 
 /** Poisoned (it overflowed, or the API rejected its history) or retired (the CLI would not resume it). */
 export async function markSession(
-  db: Db,
+  db: Queryable,
   sessionId: string,
   state: "poisoned" | "retired",
   reason: string,
@@ -69,7 +67,7 @@ export async function markSession(
  * The key's prior session: the one of its latest finished task that has a session, with the
  * session's latest state (so a newer poisoned turn outweighs older good ones).
  */
-export async function priorSession(db: Db, key: TaskKey): Promise<PriorSession | null> {
+export async function priorSession(db: Queryable, key: TaskKey): Promise<PriorSession | null> {
   const { rows } = await db.query(
     `SELECT s.session_id, s.cli, COALESCE(s.last_runtime_id, s.runtime_id) AS runtime_id, s.work_dir, s.state, s.history_epoch, s.last_used_at,
             s.context_tokens, s.context_window

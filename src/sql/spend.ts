@@ -3,10 +3,8 @@
  * reported for finished turns (`tasks.cost_usd`). Read before a turn starts (the spend limits)
  * and by /status.
  */
-import type { Pool, PoolClient } from "../db/pool.js";
-import type { TaskKey } from "./tasks.js";
-
-type Db = Pool | PoolClient;
+import type { TaskKey } from "../core/task.js";
+import type { Queryable } from "./db.js";
 
 /** One finished turn of a conversation, as the spend accounting reads it. */
 export interface ConversationTurn {
@@ -40,7 +38,7 @@ export interface ConversationSpend {
  * part starts at the latest turn that ran because of `/fresh`.
  */
 export async function conversationSpend(
-  db: Db,
+  db: Queryable,
   key: TaskKey,
   opts: { exceptTaskId?: number | null; freshResets: boolean },
 ): Promise<ConversationSpend> {
@@ -79,7 +77,7 @@ export async function conversationSpend(
 export const MAX_TURNS_READ = 500;
 
 /** The conversation's turns that ran, oldest first (the newest MAX_TURNS_READ of them). */
-export async function conversationTurns(db: Db, key: TaskKey): Promise<ConversationTurn[]> {
+export async function conversationTurns(db: Queryable, key: TaskKey): Promise<ConversationTurn[]> {
   const { rows } = await db.query<{
     id: number;
     resume_decision: string | null;
@@ -122,7 +120,7 @@ export async function conversationTurns(db: Db, key: TaskKey): Promise<Conversat
  * running are not known yet, so they are not in the sum.
  */
 export async function spentSince(
-  db: Db,
+  db: Queryable,
   scope: { repo: string } | { installationId: number },
   from: Date,
 ): Promise<number> {

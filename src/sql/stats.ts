@@ -1,7 +1,7 @@
 import { z } from "zod";
 import type { Pool, PoolClient } from "../db/pool.js";
 import { REASON_CODES } from "../core/resume-decision.js";
-import { OUTCOMES } from "./task-runs.js";
+import { OUTCOMES } from "../core/task.js";
 
 /**
  * Read-only queries behind /dashboard, /api/stats and the /metrics gauges.

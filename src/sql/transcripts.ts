@@ -8,9 +8,8 @@
  * hold the sha256 of the whole file and are stored whole again at their next save.
  */
 import { createHash } from "node:crypto";
-import type { Pool, PoolClient } from "../db/pool.js";
-
-type Db = Pool | PoolClient;
+import type { Pool } from "../db/pool.js";
+import { inTransaction, type Queryable } from "./db.js";
 
 export interface TranscriptHead {
   rawBytes: number;
@@ -50,7 +49,10 @@ function toHead(r: Record<string, unknown>): TranscriptHead {
   };
 }
 
-export async function transcriptHead(db: Db, sessionId: string): Promise<TranscriptHead | null> {
+export async function transcriptHead(
+  db: Queryable,
+  sessionId: string,
+): Promise<TranscriptHead | null> {
   const { rows } = await db.query(`SELECT * FROM session_transcripts WHERE session_id = $1`, [
     sessionId,
   ]);
@@ -69,7 +71,7 @@ export function chainDigest(from: Buffer, chunks: Iterable<Buffer>): Buffer {
 }
 
 /** The raw length of each stored chunk, in order (no data): where the chain's links fall. */
-export async function transcriptChunkSizes(db: Db, sessionId: string): Promise<number[]> {
+export async function transcriptChunkSizes(db: Queryable, sessionId: string): Promise<number[]> {
   const { rows } = await db.query(
     `SELECT raw_bytes FROM session_transcript_chunks WHERE session_id = $1 ORDER BY seq`,
     [sessionId],
@@ -78,7 +80,10 @@ export async function transcriptChunkSizes(db: Db, sessionId: string): Promise<n
 }
 
 /** Every chunk, in order. */
-export async function transcriptChunks(db: Db, sessionId: string): Promise<TranscriptChunk[]> {
+export async function transcriptChunks(
+  db: Queryable,
+  sessionId: string,
+): Promise<TranscriptChunk[]> {
   const { rows } = await db.query(
     `SELECT raw_offset, raw_bytes, data FROM session_transcript_chunks
       WHERE session_id = $1 ORDER BY seq`,
@@ -109,9 +114,7 @@ export async function writeTranscript(
   write: TranscriptWrite,
   after: { rawBytes: number; sha256: Buffer; cliVersion: string | null; fileName?: string | null },
 ): Promise<boolean> {
-  const client = await pool.connect();
-  try {
-    await client.query("BEGIN");
+  return inTransaction(pool, async (client) => {
     const cur = await client.query(
       `SELECT raw_bytes, sha256, chunks, over_bound, digest_scheme FROM session_transcripts
         WHERE session_id = $1 FOR UPDATE`,
@@ -125,10 +128,7 @@ export async function writeTranscript(
         (row.sha256 as Buffer).equals(expected.sha256) &&
         (write.kind === "replace" || Number(row.digest_scheme) === 2)
       : row === undefined || write.kind === "replace";
-    if (!same) {
-      await client.query("ROLLBACK");
-      return false;
-    }
+    if (!same) return false;
     let seq = write.kind === "append" && row ? (row.chunks as number) : 0;
     if (write.kind === "replace") {
       await client.query(`DELETE FROM session_transcript_chunks WHERE session_id = $1`, [
@@ -159,19 +159,13 @@ export async function writeTranscript(
         WHERE session_id = $1`,
       [sessionId, after.rawBytes, after.sha256, after.cliVersion, seq, after.fileName ?? null],
     );
-    await client.query("COMMIT");
     return true;
-  } catch (err) {
-    await client.query("ROLLBACK").catch(() => {});
-    throw err;
-  } finally {
-    client.release();
-  }
+  });
 }
 
 /** The transcript grew past the bound: drop what is stored, and say so for the next decision. */
 export async function markOverBound(
-  db: Db,
+  db: Queryable,
   sessionId: string,
   cliVersion: string | null,
 ): Promise<void> {
@@ -191,7 +185,7 @@ export async function markOverBound(
  * transcripts and how many compressed bytes went.
  */
 export async function pruneTranscripts(
-  db: Db,
+  db: Queryable,
   idleMs: number,
 ): Promise<{ transcripts: number; bytes: number }> {
   const { rows } = await db.query(

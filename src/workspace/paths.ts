@@ -4,14 +4,8 @@
  */
 import path from "node:path";
 import { parseRepoName } from "../github/git-auth.js";
+import type { TaskKey } from "../core/task.js";
 import { WorkspaceError } from "./errors.js";
-
-export interface TaskKey {
-  /** "owner/name"; GitHub treats it case-insensitively, so the path uses it lower-cased. */
-  repo: string;
-  issueNumber: number;
-  agent: string;
-}
 
 /** Owner and name as path segments: lower-cased, anything outside [A-Za-z0-9._-] percent-encoded. */
 export function repoSegments(repo: string): { owner: string; name: string } {

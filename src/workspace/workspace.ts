@@ -23,7 +23,8 @@ import { readProjectInstructions, type ProjectInstructions } from "./project-ins
 import { hostGit, type HostGit } from "./git.js";
 import { isObjectId, isValidBranchName, refFiles } from "./git-refs.js";
 import { Mirrors, pullRef, type MirrorSync } from "./mirror.js";
-import { workspacePath, type TaskKey } from "./paths.js";
+import type { TaskKey } from "../core/task.js";
+import { workspacePath } from "./paths.js";
 import {
   parseReport,
   sandboxedGit,
@@ -33,7 +34,7 @@ import {
 
 export { classifyGitFailure, WorkspaceError } from "./errors.js";
 export { isValidBranchName } from "./git-refs.js";
-export { workspacePath, type TaskKey } from "./paths.js";
+export { workspacePath } from "./paths.js";
 
 export interface PullRequestRef {
   number: number;

@@ -11,7 +11,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { createLogger } from "../../src/log.js";
 import { runTask, SHUTDOWN, type RunTaskDeps } from "../../src/runner/run-task.js";
 import { registerRuntime } from "../../src/sql/runtimes.js";
-import { claimTasks } from "../../src/sql/task-runs.js";
+import { claimTasks } from "../../src/sql/tasks/claim.js";
 import { createTestDatabase } from "../helpers/db.js";
 import { readTask, seedTask } from "../helpers/seed.js";
 import { GatedAgent, fakeThread, fakeWorkspace } from "../helpers/runner-fakes.js";

@@ -19,7 +19,9 @@ import {
   giveUpAnswer,
   retryAnswer,
 } from "../../src/sql/answer-outbox.js";
-import { claimTasks, finishTask, sweepExpired } from "../../src/sql/task-runs.js";
+import { claimTasks } from "../../src/sql/tasks/claim.js";
+import { finishTask } from "../../src/sql/tasks/finish.js";
+import { sweepExpired } from "../../src/sql/tasks/sweep.js";
 import { createTestDatabase } from "../helpers/db.js";
 import { readTask, seedTask } from "../helpers/seed.js";
 import { GatedAgent, fakeWorkspace, registerTestRuntime } from "../helpers/runner-fakes.js";

@@ -1,7 +1,7 @@
 import pg from "pg";
 import { beforeEach, describe, expect, it } from "vitest";
 import type { DescribeStatus, StatusRequest } from "../../src/intake/status.js";
-import { cancelKey } from "../../src/sql/tasks.js";
+import { cancelKey } from "../../src/sql/tasks/cancel.js";
 import { createTestDatabase } from "../helpers/db.js";
 import {
   commentCreated,

@@ -13,7 +13,7 @@ import { runTask } from "../../src/runner/run-task.js";
 import { readDelivery } from "../../src/sql/deliveries.js";
 import { readEpoch } from "../../src/sql/history.js";
 import { registerRuntime } from "../../src/sql/runtimes.js";
-import { claimTasks } from "../../src/sql/task-runs.js";
+import { claimTasks } from "../../src/sql/tasks/claim.js";
 import { createTestDatabase } from "../helpers/db.js";
 import { fakeThread, fakeWorkspace } from "../helpers/runner-fakes.js";
 import {

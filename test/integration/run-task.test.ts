@@ -21,7 +21,7 @@ import type {
 import { deliverAnswers } from "../../src/runner/deliver-answers.js";
 import { runTask, type RunTaskDeps } from "../../src/runner/run-task.js";
 import { findTaskMarker } from "../../src/runner/thread-comments.js";
-import { claimTasks } from "../../src/sql/task-runs.js";
+import { claimTasks } from "../../src/sql/tasks/claim.js";
 import { createTestDatabase } from "../helpers/db.js";
 import { readTask, seedTask } from "../helpers/seed.js";
 import {

@@ -1,13 +1,9 @@
 import { describe, expect, it } from "vitest";
-import {
-  adoptOrphans,
-  claimTasks,
-  finishTask,
-  heartbeatTasks,
-  pinSession,
-  recordDecision,
-  sweepExpired,
-} from "../../src/sql/task-runs.js";
+import { claimTasks } from "../../src/sql/tasks/claim.js";
+import { finishTask } from "../../src/sql/tasks/finish.js";
+import { adoptOrphans, heartbeatTasks } from "../../src/sql/tasks/lease.js";
+import { pinSession, recordDecision } from "../../src/sql/tasks/record.js";
+import { sweepExpired } from "../../src/sql/tasks/sweep.js";
 import { canReadTranscript } from "../../src/core/resume-decision.js";
 import { markSession, priorSession, upsertSession } from "../../src/sql/sessions.js";
 import { registerRuntime } from "../../src/sql/runtimes.js";

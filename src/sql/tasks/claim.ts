@@ -1,0 +1,154 @@
+/**
+ * Claim: the runner takes the oldest queued tasks whose key has no running task; and the Task it
+ * sees, with the comments that fed it. Every write after the claim is scoped to the claiming
+ * runner (`locked_by`), so a runner whose task was taken back by the sweeper cannot overwrite
+ * what the new owner does.
+ */
+import type { TaskStatus } from "../../core/task.js";
+import type { Queryable } from "../db.js";
+
+export interface TaskComment {
+  commentId: number | null;
+  author: string;
+  url: string;
+  body: string;
+  createdAt: Date;
+}
+
+/** A task as the runner sees it. */
+export interface Task {
+  id: number;
+  repo: string;
+  repoId: number | null;
+  installationId: number;
+  issueNumber: number;
+  /** Where the task's comments go: the key's own thread, or the key's pull request. */
+  threadNumber: number;
+  isPullRequest: boolean;
+  agent: string;
+  status: TaskStatus;
+  triggerCommentId: number | null;
+  triggerAuthor: string;
+  triggerUrl: string;
+  triggerBody: string;
+  forceFresh: boolean;
+  cancelRequested: boolean;
+  runtimeId: string | null;
+  sessionId: string | null;
+  trackingCommentId: number | null;
+  answerCommentId: number | null;
+  attempts: number;
+  maxAttempts: number;
+  createdAt: Date;
+  startedAt: Date | null;
+  /** The settings snapshot intake stored (src/config/repo-settings.ts), unread. */
+  repoSettings: unknown;
+}
+
+/** A tasks row as node-postgres returns it. */
+export type Row = Record<string, unknown>;
+
+export function toTask(r: Row): Task {
+  return {
+    id: r.id as number,
+    repo: r.repo as string,
+    repoId: (r.repo_id as number | null) ?? null,
+    installationId: r.installation_id as number,
+    issueNumber: r.issue_number as number,
+    threadNumber: ((r.thread_number as number | null) ?? r.issue_number) as number,
+    isPullRequest: r.is_pull_request as boolean,
+    agent: r.agent as string,
+    status: r.status as TaskStatus,
+    triggerCommentId: (r.trigger_comment_id as number | null) ?? null,
+    triggerAuthor: r.trigger_author as string,
+    triggerUrl: r.trigger_url as string,
+    triggerBody: r.trigger_body as string,
+    forceFresh: r.force_fresh as boolean,
+    cancelRequested: r.cancel_requested as boolean,
+    runtimeId: (r.runtime_id as string | null) ?? null,
+    sessionId: (r.session_id as string | null) ?? null,
+    trackingCommentId: (r.tracking_comment_id as number | null) ?? null,
+    answerCommentId: (r.answer_comment_id as number | null) ?? null,
+    attempts: r.attempts as number,
+    maxAttempts: r.max_attempts as number,
+    createdAt: r.created_at as Date,
+    startedAt: (r.started_at as Date | null) ?? null,
+    repoSettings: r.repo_settings ?? null,
+  };
+}
+
+/**
+ * Claim up to `limit` of the oldest queued tasks whose key has no running task, in one
+ * statement. SKIP LOCKED lets many runners claim at once without waiting on each other; the
+ * partial unique index on running tasks is the last word if two ever raced for one key.
+ */
+export async function claimTasks(
+  db: Queryable,
+  runnerId: string,
+  runtimeId: string,
+  limit: number,
+  cliVersion: string | null = null,
+  affinityWaitMs = 30_000,
+  /** This runner's Codex version, once known (Codex is probed on its first turn). */
+  codexVersion: string | null = null,
+): Promise<Task[]> {
+  if (limit <= 0) return [];
+  // Runtime affinity, only where it matters: a session held in the shared store
+  // (session_transcripts) resumes on any runner whose CLI (Claude's or Codex's, as the session's
+  // cli says) reads it (tether_cli_reads), so such
+  // a key's task is anyone's at once; one over the size bound starts fresh anyway. A session
+  // only its runtime holds (from before the store), or one this CLI cannot read, is left to
+  // that runtime while it is alive — for affinityWaitMs at most, after which anyone takes it
+  // (and starts fresh with runtime_mismatch) rather than letting it starve.
+  const { rows } = await db.query(
+    `WITH candidates AS (
+       SELECT t.id FROM tasks t
+        WHERE t.status = 'queued'
+          AND NOT EXISTS (
+            SELECT 1 FROM tasks r
+             WHERE r.repo = t.repo AND r.issue_number = t.issue_number AND r.agent = t.agent
+               AND r.status = 'running')
+          AND (t.created_at < now() - make_interval(secs => $4::double precision / 1000)
+               OR COALESCE((
+                 SELECT COALESCE(s.last_runtime_id, s.runtime_id) = $2
+                        OR COALESCE(tr.over_bound, false) OR tether_cli_reads(tr.cli_version,
+                             CASE s.cli WHEN 'codex' THEN $6 ELSE $5 END)
+                        OR rt.heartbeat_at IS NULL OR rt.stopped_at IS NOT NULL
+                        OR rt.heartbeat_at < now() - interval '1 minute'
+                   FROM sessions s
+                   LEFT JOIN runtimes rt ON rt.id = COALESCE(s.last_runtime_id, s.runtime_id)
+                   LEFT JOIN session_transcripts tr ON tr.session_id = s.session_id
+                  WHERE s.repo = t.repo AND s.issue_number = t.issue_number AND s.agent = t.agent
+                  ORDER BY s.last_used_at DESC LIMIT 1), true))
+        ORDER BY t.created_at, t.id
+        LIMIT $3
+        FOR UPDATE SKIP LOCKED)
+     UPDATE tasks t
+        SET status = 'running', locked_by = $1, runtime_id = $2, locked_at = now(),
+            heartbeat_at = now(), attempts = t.attempts + 1,
+            started_at = COALESCE(t.started_at, now()), updated_at = now()
+       FROM candidates c
+      WHERE t.id = c.id
+     RETURNING t.*`,
+    [runnerId, runtimeId, limit, affinityWaitMs, cliVersion, codexVersion],
+  );
+  return rows
+    .map(toTask)
+    .sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || a.id - b.id);
+}
+
+/** Every comment that fed the task, oldest first (several when comments coalesced while it waited). */
+export async function taskComments(db: Queryable, taskId: number): Promise<TaskComment[]> {
+  const { rows } = await db.query(
+    `SELECT comment_id, author, url, body, created_at FROM task_comments
+      WHERE task_id = $1 ORDER BY created_at, comment_id NULLS FIRST`,
+    [taskId],
+  );
+  return rows.map((r) => ({
+    commentId: (r.comment_id as number | null) ?? null,
+    author: r.author as string,
+    url: r.url as string,
+    body: r.body as string,
+    createdAt: r.created_at as Date,
+  }));
+}

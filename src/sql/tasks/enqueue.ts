@@ -1,0 +1,156 @@
+/**
+ * Enqueue: a comment that asks an agent for something becomes a queued task of its key, or joins
+ * the key's queued task (coalesced), once, however often its delivery arrives.
+ */
+import type { Pool } from "../../db/pool.js";
+import { keyName, type TaskKey } from "../../core/task.js";
+import { inTransaction, type Queryable } from "../db.js";
+import { CHANNELS, notify } from "../notify.js";
+
+/** A comment (or an issue body, or a pull request review) that asks an agent for something. */
+export interface TriggerComment {
+  /**
+   * With the agent, the idempotency key of intake: `comment:<id>` (a conversation comment),
+   * `review_comment:<id>` (a comment on a pull request's diff), `review:<id>` (a review's
+   * body) or `issue:<id>` (an issue's body).
+   */
+  source: string;
+  /** The comment's (or review's) id; null when the issue body itself asked. */
+  commentId: number | null;
+  author: string;
+  url: string;
+  /** What the agent reads as the request (a review comment's starts with where it sits). */
+  body: string;
+  /** When GitHub says it was written: orders coalesced comments, decides history membership. */
+  createdAt: Date;
+}
+
+export interface EnqueueInput {
+  key: TaskKey;
+  repoId: number | null;
+  installationId: number;
+  isPullRequest: boolean;
+  comment: TriggerComment;
+  forceFresh: boolean;
+  deliveryId: string;
+  /** The repository settings the comment was accepted under (a newer comment's replace them). */
+  settings?: unknown;
+  /**
+   * Where the answer goes when it is not the key's own thread: a comment on the key's pull
+   * request is a turn of the issue's key, answered on the pull request.
+   */
+  threadNumber?: number;
+}
+
+export type EnqueueResult =
+  /** A new queued task. */
+  | { kind: "created"; taskId: number }
+  /** Added to the key's queued task, which will answer both. */
+  | { kind: "coalesced"; taskId: number }
+  /** This comment already fed a task for this agent: nothing new. */
+  | { kind: "duplicate"; taskId: number };
+
+/**
+ * Queue a comment for its key, in one transaction: into the key's queued task if there is one
+ * (coalesce), otherwise as a new queued task. The partial unique index `tasks_one_queued_per_key`
+ * settles races between two intakes; `task_comments`' primary key (source, agent) makes a
+ * repeated comment a no-op. A task the runner has already claimed is no longer queued, so a
+ * comment arriving then becomes the next queued task: no comment is ever dropped.
+ * Then NOTIFY tether_tasks (sent at commit).
+ */
+export async function enqueueComment(pool: Pool, input: EnqueueInput): Promise<EnqueueResult> {
+  const { key, comment } = input;
+  const settingsJson = input.settings === undefined ? null : JSON.stringify(input.settings);
+  return inTransaction(pool, async (tx): Promise<EnqueueResult> => {
+    const seen = await findCommentTask(tx, comment.source, key.agent);
+    if (seen !== undefined) return { kind: "duplicate", taskId: seen };
+
+    // Bounded: each turn of the loop follows a concurrent insert or claim that just committed.
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const queued = await tx.query<{ id: number }>(
+        `SELECT id FROM tasks
+          WHERE repo = $1 AND issue_number = $2 AND agent = $3 AND status = 'queued'
+          FOR UPDATE`,
+        [key.repo, key.issueNumber, key.agent],
+      );
+      let taskId = queued.rows[0]?.id;
+      let kind: "created" | "coalesced" = "coalesced";
+      if (taskId !== undefined) {
+        await tx.query(
+          `UPDATE tasks SET force_fresh = force_fresh OR $2,
+                  repo_settings = COALESCE($3::jsonb, repo_settings), updated_at = now()
+            WHERE id = $1`,
+          [taskId, input.forceFresh, settingsJson],
+        );
+      } else {
+        const created = await tx.query<{ id: number }>(
+          `INSERT INTO tasks (repo, repo_id, installation_id, issue_number, is_pull_request, agent,
+                              trigger_comment_id, trigger_author, trigger_url, trigger_body,
+                              delivery_id, force_fresh, repo_settings, thread_number)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13::jsonb, $14)
+           ON CONFLICT (repo, issue_number, agent) WHERE status = 'queued' DO NOTHING
+           RETURNING id`,
+          [
+            key.repo,
+            input.repoId,
+            input.installationId,
+            key.issueNumber,
+            input.isPullRequest,
+            key.agent,
+            comment.commentId,
+            comment.author,
+            comment.url,
+            comment.body,
+            input.deliveryId,
+            input.forceFresh,
+            settingsJson,
+            input.threadNumber ?? null,
+          ],
+        );
+        taskId = created.rows[0]?.id;
+        if (taskId === undefined) continue; // another intake queued one meanwhile: coalesce into it
+        kind = "created";
+      }
+      const added = await tx.query(
+        `INSERT INTO task_comments (source, agent, task_id, comment_id, author, url, body, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+         ON CONFLICT (source, agent) DO NOTHING`,
+        [
+          comment.source,
+          key.agent,
+          taskId,
+          comment.commentId,
+          comment.author,
+          comment.url,
+          comment.body,
+          comment.createdAt,
+        ],
+      );
+      if (!added.rowCount) throw new DuplicateComment();
+      await notify(tx, CHANNELS.tasks, String(taskId));
+      return { kind, taskId };
+    }
+    throw new Error(
+      `Could not queue ${comment.source} for ${keyName(key)}: the key's queued task kept changing; the delivery will be retried`,
+    );
+  }).catch(async (err: unknown): Promise<EnqueueResult> => {
+    // The same comment was queued by a concurrent intake, which committed first.
+    if (!(err instanceof DuplicateComment)) throw err;
+    const taskId = await findCommentTask(pool, comment.source, key.agent);
+    return { kind: "duplicate", taskId: taskId ?? 0 };
+  });
+}
+
+class DuplicateComment extends Error {}
+
+async function findCommentTask(
+  db: Queryable,
+  source: string,
+  agent: string,
+): Promise<number | undefined> {
+  const { rows } = await db.query<{ task_id: number }>(
+    "SELECT task_id FROM task_comments WHERE source = $1 AND agent = $2",
+    [source, agent],
+  );
+  return rows[0]?.task_id;
+}

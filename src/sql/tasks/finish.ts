@@ -1,0 +1,83 @@
+/**
+ * Finish: the task gets the status its run earned, its usage, and where its final answer stands
+ * (posted, or pending in the answer outbox).
+ */
+import type { Outcome, TaskStatus, Usage } from "../../core/task.js";
+import type { Queryable } from "../db.js";
+
+/**
+ * Where the task's final answer stands as it finishes: in the thread, or pending in the answer
+ * outbox (GitHub refused it past the retries) for the deliverer to post after `retryInMs`.
+ */
+export type FinalAnswer =
+  | { kind: "posted"; commentId: number }
+  | {
+      kind: "pending";
+      /** The rendered, scrubbed body; null: render the failure from outcome and failureReason. */
+      body: string | null;
+      retryInMs: number;
+    };
+
+export interface Finish {
+  status: Extract<TaskStatus, "succeeded" | "failed" | "cancelled">;
+  outcome: Outcome;
+  failureReason: string | null;
+  sessionId: string | null;
+  usage: Usage | null;
+  answer: FinalAnswer;
+  /** Bytes of the prompt written to the CLI, and of the answer it gave (what the turn added to the thread). */
+  promptBytes?: number | null;
+  answerBytes?: number | null;
+}
+
+/**
+ * Finish the task with the status its run earned, whether or not the thread has heard yet (a
+ * pending answer goes to the outbox in the same statement). Scoped to its runner; returns false
+ * when the lease had been lost.
+ */
+export async function finishTask(
+  db: Queryable,
+  taskId: number,
+  runnerId: string,
+  f: Finish,
+): Promise<boolean> {
+  const u = f.usage;
+  const a = f.answer;
+  const res = await db.query(
+    `UPDATE tasks SET status = $3, outcome = $4, failure_reason = $5,
+            session_id = COALESCE(session_id, $6),
+            model = COALESCE($7, model), input_tokens = $8, output_tokens = $9,
+            cache_read_tokens = $10, cache_creation_tokens = $11, context_tokens = $12,
+            cost_usd = $13, num_turns = $14, duration_ms = $15,
+            answer_comment_id = COALESCE(answer_comment_id, $16),
+            answer_pending = $17, answer_body = $18,
+            answer_next_at = CASE WHEN $17 THEN now() + make_interval(secs => $19::double precision / 1000) END,
+            prompt_bytes = $20, answer_bytes = $21,
+            finished_at = now(), updated_at = now(), locked_by = NULL, heartbeat_at = NULL
+      WHERE id = $1 AND locked_by = $2 AND status = 'running'`,
+    [
+      taskId,
+      runnerId,
+      f.status,
+      f.outcome,
+      f.failureReason,
+      f.sessionId,
+      u?.model ?? null,
+      u?.inputTokens ?? null,
+      u?.outputTokens ?? null,
+      u?.cacheReadTokens ?? null,
+      u?.cacheCreationTokens ?? null,
+      u?.contextTokens ?? null,
+      u?.costUsd ?? null,
+      u?.numTurns ?? null,
+      u?.durationMs ?? null,
+      a.kind === "posted" ? a.commentId : null,
+      a.kind === "pending",
+      a.kind === "pending" ? a.body : null,
+      a.kind === "pending" ? a.retryInMs : null,
+      f.promptBytes ?? null,
+      f.answerBytes ?? null,
+    ],
+  );
+  return res.rowCount === 1;
+}

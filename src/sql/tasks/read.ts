@@ -1,0 +1,131 @@
+/**
+ * Intake's reads of tasks: which agents work on an issue, whether it has tasks at all, and each
+ * key's state for /status.
+ */
+import type { TaskStatus } from "../../core/task.js";
+import type { Queryable } from "../db.js";
+
+/** Agents with any task on this issue, in order of their first task. */
+export async function agentsOnIssue(
+  db: Queryable,
+  repo: string,
+  issueNumber: number,
+): Promise<string[]> {
+  const { rows } = await db.query<{ agent: string }>(
+    `SELECT agent FROM tasks WHERE repo = $1 AND issue_number = $2
+      GROUP BY agent ORDER BY min(id)`,
+    [repo, issueNumber],
+  );
+  return rows.map((r) => r.agent);
+}
+
+/** Does any task exist on this issue? (The webhook's cheap check for edits and deletions.) */
+export async function issueHasTasks(
+  db: Queryable,
+  repo: string,
+  issueNumber: number,
+): Promise<boolean> {
+  // A conversation's pull request has no tasks of its own: its comments are the issue's turns.
+  const { rows } = await db.query(
+    `SELECT 1 FROM tasks WHERE repo = $1 AND issue_number = $2
+     UNION ALL
+     SELECT 1 FROM tasks WHERE repo = $1 AND thread_number = $2
+     LIMIT 1`,
+    [repo, issueNumber],
+  );
+  return rows.length > 0;
+}
+
+export interface TaskSummary {
+  id: number;
+  status: TaskStatus;
+  triggerAuthor: string;
+  triggerUrl: string;
+  createdAt: Date;
+  startedAt: Date | null;
+  cancelRequested: boolean;
+  forceFresh: boolean;
+  /** Comments the task answers (more than one when comments were coalesced). */
+  comments: number;
+}
+
+export interface KeyState {
+  agent: string;
+  running?: TaskSummary;
+  queued?: TaskSummary;
+  /** The newest session a task of this key ran in, with the session's latest state. */
+  lastSession?: { sessionId: string; state: string; taskId: number; lastUsedAt: Date | null };
+}
+
+/**
+ * The state of each of `agents` on one issue, for /status. Reads sessions too: the key's last
+ * session is found through its tasks.
+ */
+export async function readKeyStates(
+  db: Queryable,
+  repo: string,
+  issueNumber: number,
+  agents: readonly string[],
+): Promise<KeyState[]> {
+  const active = await db.query<{
+    id: number;
+    agent: string;
+    status: TaskStatus;
+    trigger_author: string;
+    trigger_url: string;
+    created_at: Date;
+    started_at: Date | null;
+    cancel_requested: boolean;
+    force_fresh: boolean;
+    comments: number;
+  }>(
+    `SELECT t.id, t.agent, t.status, t.trigger_author, t.trigger_url, t.created_at, t.started_at,
+            t.cancel_requested, t.force_fresh,
+            (SELECT count(*)::int FROM task_comments tc WHERE tc.task_id = t.id) AS comments
+       FROM tasks t
+      WHERE t.repo = $1 AND t.issue_number = $2 AND t.agent = ANY($3)
+        AND t.status IN ('queued', 'running')`,
+    [repo, issueNumber, agents],
+  );
+  const sessions = await db.query<{
+    agent: string;
+    id: number;
+    session_id: string;
+    state: string | null;
+    last_used_at: Date | null;
+  }>(
+    `SELECT DISTINCT ON (t.agent) t.agent, t.id, t.session_id, s.state, s.last_used_at
+       FROM tasks t LEFT JOIN sessions s ON s.session_id = t.session_id
+      WHERE t.repo = $1 AND t.issue_number = $2 AND t.agent = ANY($3) AND t.session_id IS NOT NULL
+      ORDER BY t.agent, t.id DESC`,
+    [repo, issueNumber, agents],
+  );
+  return agents.map((agent) => {
+    const state: KeyState = { agent };
+    for (const r of active.rows) {
+      if (r.agent !== agent) continue;
+      const summary: TaskSummary = {
+        id: r.id,
+        status: r.status,
+        triggerAuthor: r.trigger_author,
+        triggerUrl: r.trigger_url,
+        createdAt: r.created_at,
+        startedAt: r.started_at,
+        cancelRequested: r.cancel_requested,
+        forceFresh: r.force_fresh,
+        comments: r.comments,
+      };
+      if (r.status === "running") state.running = summary;
+      else state.queued = summary;
+    }
+    const s = sessions.rows.find((r) => r.agent === agent);
+    if (s)
+      state.lastSession = {
+        sessionId: s.session_id,
+        state: s.state ?? "active",
+        taskId: s.id,
+        lastUsedAt: s.last_used_at,
+      };
+    return state;
+  });
+}
