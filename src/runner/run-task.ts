@@ -5,9 +5,8 @@
  */
 import { DEFAULT_CONFIG } from "../config/repo-config.js";
 import { readSettingsSnapshot } from "../config/repo-settings.js";
-import { conversationBranch, publishTarget, type Publisher } from "../publish/publisher.js";
+import { conversationBranch, publishTarget } from "../publish/publisher.js";
 import { renderChanges, type PublishReport } from "../publish/report.js";
-import type { Pool } from "../db/pool.js";
 import { readEpoch } from "../sql/history.js";
 import type { Logger } from "../log.js";
 import type { Mask } from "../sandbox/sandbox.js";
@@ -15,23 +14,19 @@ import type { ProjectInstructions } from "../workspace/project-instructions.js";
 import { markSession, priorSession, touchSession, upsertSession } from "../sql/sessions.js";
 import {
   finishTask,
-  markToolRan,
   pinSession,
   recordDecision,
   recordPublish,
   recordSessionMove,
-  setTrackingComment,
   taskComments,
   type FinalAnswer,
   type Finish,
   type PublishRecord,
-  type Outcome,
   type Task,
   type Usage,
 } from "../sql/task-runs.js";
 import {
   failedRun,
-  type AgentPort,
   type AgentRunResult,
   type AgentSettings,
   type CliKind,
@@ -40,7 +35,6 @@ import {
   type IssueComment,
   type PreparedWorkspace,
   type ReviewDiscussion,
-  type WorkspacePort,
 } from "./ports.js";
 import {
   buildColdPrompt,
@@ -49,13 +43,12 @@ import {
   type PromptComment,
   type TurnFacts,
 } from "./prompts.js";
-import { answerRetryPolicy, type AnswerRetryPolicy } from "./answer-retry.js";
+import { answerRetryPolicy } from "./answer-retry.js";
 import { checkSpend } from "./spend-check.js";
 import { redact } from "../core/redact.js";
 import { reviewContext } from "./review-context.js";
 import {
   decideResume,
-  type ReasonCode,
   type ResumeDecision,
   type TranscriptState,
 } from "../core/resume-decision.js";
@@ -64,52 +57,14 @@ import {
   renderAnswer,
   renderFailure,
   renderRefusal,
-  renderTracking,
   taskMarker,
   type FooterFacts,
 } from "./thread-comments.js";
 
-/** The abort reason a runner uses when the process stops (as opposed to a user's /cancel). */
-export const SHUTDOWN = "shutdown";
+import { trackingComment } from "./tracking-comment.js";
+import { SHUTDOWN, type RunTaskDeps } from "./turn.js";
 
-export interface RunTaskDeps {
-  pool: Pool;
-  log: Logger;
-  runnerId: string;
-  runtimeId: string;
-  agent: AgentPort;
-  workspace: WorkspacePort;
-  github: (task: Task) => Promise<GitHubThread>;
-  now?: () => Date;
-  /** Minimum time between progress edits of the tracking comment. */
-  progressIntervalMs?: number;
-  /** Secrets to scrub from anything posted (the API key, for one). */
-  secrets?: () => Iterable<string | undefined>;
-  /** Told about every finished turn (metrics). */
-  onFinished?: (t: FinishedTurn) => void;
-  /** Told about every task a spend limit kept from running. */
-  onRefused?: (t: { task: Task; limits: string[] }) => void;
-  /** How an answer GitHub refused is retried (its baseMs: the wait before the first delivery). */
-  answerRetry?: Partial<AnswerRetryPolicy>;
-  /** Publishes the agent's changes after a turn (src/publish/). Absent: they stay in the workspace. */
-  publish?: Publisher;
-  /** `claude --version` of this runner's CLI: which stored sessions it can read. */
-  cliVersion?: string | null;
-}
-
-export interface FinishedTurn {
-  task: Task;
-  outcome: Outcome;
-  reason: ReasonCode;
-  cli: CliKind;
-  resumed: boolean;
-  isFollowUp: boolean;
-  usage: Usage | null;
-  durationMs: number;
-  queueWaitMs: number;
-  /** What became of the turn's changes; null when publishing did not run. */
-  publish: PublishReport | null;
-}
+export { SHUTDOWN, type FinishedTurn, type RunTaskDeps } from "./turn.js";
 
 export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal): Promise<void> {
   const now = deps.now ?? (() => new Date());
@@ -123,6 +78,20 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
   const secrets = new Set<string | undefined>(deps.secrets?.() ?? []);
   const key = { repo: task.repo, issueNumber: task.issueNumber, agent: task.agent };
   const retryInMs = answerRetryPolicy(deps.answerRetry).baseMs;
+  /**
+   * Every turn that ends here ends through this: its last word in the thread, then the task's
+   * row, under this runner's lease. False: the lease was lost (the task was finished or taken
+   * over elsewhere). A turn left to another runner (a shutdown, a lost lease) just returns.
+   */
+  const end = async (
+    last: FinalAnswer | Promise<FinalAnswer>,
+    f: Omit<Finish, "answer">,
+  ): Promise<boolean> => {
+    const ok = await finishTask(deps.pool, task.id, deps.runnerId, { ...f, answer: await last });
+    if (!ok)
+      deps.log.warn({ task: task.id }, "lease lost: the task was finished or taken over elsewhere");
+    return ok;
+  };
 
   let gh: GitHubThread;
   try {
@@ -130,58 +99,33 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
   } catch (err) {
     log.error({ err }, "no GitHub access for the task's installation");
     // The thread still hears of it, once GitHub lets the deliverer in.
-    await finish(deps, task, {
-      status: "failed",
-      outcome: "failed",
-      failureReason: redact(`GitHub access failed: ${(err as Error).message}`, secrets),
-      sessionId: null,
-      usage: null,
-      answer: { kind: "pending", body: null, retryInMs },
-    });
+    await end(
+      { kind: "pending", body: null, retryInMs },
+      {
+        status: "failed",
+        outcome: "failed",
+        failureReason: redact(`GitHub access failed: ${(err as Error).message}`, secrets),
+        sessionId: null,
+        usage: null,
+      },
+    );
     return;
   }
   const token = await gh.token().catch(() => undefined);
   secrets.add(token);
   const scrub = (s: string) => redact(s, secrets);
 
-  // Everything posted from here on goes into one comment per task. Posts run one after another
-  // (the tracking comment is not awaited before the run starts, so the answer may queue behind
-  // it), and the first one creates the comment.
-  let commentId = task.trackingCommentId;
-  const postNow = async (text: string): Promise<PostResult> => {
-    try {
-      if (commentId === null) commentId = await findOwnComment(gh, task);
-      if (commentId === null) {
-        commentId = await gh.createComment(task.threadNumber, text);
-      } else {
-        await gh.updateComment(commentId, text);
-      }
-      await setTrackingComment(deps.pool, task.id, deps.runnerId, commentId);
-      return { ok: true, commentId };
-    } catch (err) {
-      const error = scrub(String(err));
-      log.warn({ err: error }, "could not write the task's comment");
-      return { ok: false, error };
-    }
-  };
-  let posts: Promise<unknown> = Promise.resolve();
-  const enqueue = (text: string): Promise<PostResult> => {
-    const p = posts.then(() => postNow(text));
-    posts = p;
-    return p;
-  };
-  const post = (body: string): Promise<PostResult> => enqueue(scrub(body));
-  /**
-   * The task's last word. GitHub refusing it past the request policy's retries does not lose
-   * it: the task finishes with the body pending, and the deliverer posts it once GitHub is back.
-   */
-  const answer = async (body: string): Promise<FinalAnswer> => {
-    const text = scrub(body);
-    const res = await enqueue(text);
-    if (res.ok) return { kind: "posted", commentId: res.commentId };
-    log.warn({ retryInMs }, "the answer could not be posted; it is pending for the deliverer");
-    return { kind: "pending", body: text, retryInMs };
-  };
+  // Everything posted from here on goes into one comment per task (the tracking comment is not
+  // awaited before the run starts, so the answer may queue behind it).
+  const comment = trackingComment({
+    pool: deps.pool,
+    runnerId: deps.runnerId,
+    gh,
+    task,
+    log,
+    scrub,
+    retryInMs,
+  });
 
   // The workspace update (git) is the slowest step before the spawn, and needs nothing the
   // decision does: start it now. An issue needs nothing from GitHub first; a pull request needs
@@ -234,14 +178,13 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
   ]);
   if (!config.ok) {
     await abandonWorkspace();
-    const posted = await answer(`⚠️ ${config.message}\n${taskMarker(task.id)}`);
-    await finish(deps, task, {
+    const posted = await comment.answer(`⚠️ ${config.message}\n${taskMarker(task.id)}`);
+    await end(posted, {
       status: "failed",
       outcome: "failed",
       failureReason: config.message,
       sessionId: null,
       usage: null,
-      answer: posted,
     });
     return;
   }
@@ -249,14 +192,13 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
   if (!settings) {
     const msg = `Agent "${task.agent}" is no longer configured in .github/tether.yml, so this request was not run.`;
     await abandonWorkspace();
-    const posted = await answer(`⚠️ ${msg}\n${taskMarker(task.id)}`);
-    await finish(deps, task, {
+    const posted = await comment.answer(`⚠️ ${msg}\n${taskMarker(task.id)}`);
+    await end(posted, {
       status: "failed",
       outcome: "failed",
       failureReason: msg,
       sessionId: null,
       usage: null,
-      answer: posted,
     });
     return;
   }
@@ -271,7 +213,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
       (l) => `${l.kind}: spent $${l.spentUsd.toFixed(4)} of $${String(l.limitUsd)}`,
     );
     log.info({ limits }, "a spend limit is reached; the turn is not run");
-    const posted = await answer(
+    const posted = await comment.answer(
       renderRefusal({
         taskId: task.id,
         agent: task.agent,
@@ -282,13 +224,12 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
       }),
     );
     if (
-      await finish(deps, task, {
+      await end(posted, {
         status: "cancelled",
         outcome: "limit_refused",
         failureReason: `not run: ${limits.join("; ")}`,
         sessionId: null,
         usage: null,
-        answer: posted,
       })
     )
       deps.onRefused?.({ task, limits: spend.reached.map((l) => l.kind) });
@@ -352,32 +293,12 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
   let threadP: Promise<ThreadRead> | null = decision.kind === "fresh" ? readThread() : null;
   threadP?.catch(() => {});
 
-  // Progress in the thread, throttled.
-  const tracking = { tools: [] as string[], lastText: null as string | null };
-  const trackingBody = () =>
-    renderTracking({
-      taskId: task.id,
-      agent: task.agent,
-      resumed: decision.kind === "resume",
-      reason: decision.reason,
-      tools: tracking.tools,
-      lastText: tracking.lastText,
-      startedAt: started,
-      now: now(),
-    });
-  void post(trackingBody()); // not awaited: the run need not wait for GitHub to store it
-  let lastEdit = Date.now();
-  const interval = deps.progressIntervalMs ?? 3000;
-  const onProgress = (ev: { kind: "text"; text: string } | { kind: "tool"; name: string }) => {
-    if (ev.kind === "tool") {
-      tracking.tools.push(ev.name);
-      void markToolRan(deps.pool, task.id, deps.runnerId).catch(() => {});
-    } else tracking.lastText = ev.text;
-    if (Date.now() - lastEdit >= interval) {
-      lastEdit = Date.now();
-      void post(trackingBody());
-    }
-  };
+  const onProgress = comment.track({
+    decision: () => decision,
+    startedAt: started,
+    now,
+    intervalMs: deps.progressIntervalMs ?? 3000,
+  });
 
   let issue: Awaited<ReturnType<GitHubThread["getIssue"]>>;
   let prepared: PreparedWorkspace;
@@ -422,34 +343,32 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
         log.warn("stopped by shutdown while preparing the workspace; the task will be taken over");
         return;
       }
-      const posted = await answer(
+      const posted = await comment.answer(
         renderFailure(
           { outcome: "cancelled", detail: null, taskId: task.id },
           footerOf(decision, null, null),
         ),
       );
-      await finish(deps, task, {
+      await end(posted, {
         status: "cancelled",
         outcome: "cancelled",
         failureReason: "cancelled while the workspace was being prepared",
         sessionId: null,
         usage: null,
-        answer: posted,
       });
       return;
     }
     const detail = scrub((err as Error).message);
     log.warn({ err: detail }, "workspace preparation failed");
-    const posted = await answer(
+    const posted = await comment.answer(
       renderFailure({ outcome: "failed", detail, taskId: task.id }, footerOf(decision, null, null)),
     );
-    await finish(deps, task, {
+    await end(posted, {
       status: "failed",
       outcome: "failed",
       failureReason: detail,
       sessionId: null,
       usage: null,
-      answer: posted,
     });
     return;
   }
@@ -673,7 +592,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
   } finally {
     await control?.dispose();
   }
-  await posts;
+  await comment.settled();
   if (signal.aborted && signal.reason === SHUTDOWN) {
     // Not the user's cancel: the process is stopping. Leave the task running under our lease;
     // the next start on this runtime adopts it, or the sweeper hands it to another runner.
@@ -777,7 +696,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
           },
           footer,
         );
-  const posted = await answer(body);
+  const posted = await comment.answer(body);
   // git's housekeeping, kept off the hot path before the spawn (fetch runs with gc.auto off):
   // here, after the answer and while the task still holds its key, so it never meets the next
   // turn's fetch. One cheap process when there is nothing to do.
@@ -794,13 +713,12 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
       : result.outcome === "cancelled"
         ? "cancelled"
         : "failed";
-  const finished = await finish(deps, task, {
+  const finished = await end(posted, {
     status,
     outcome: result.outcome,
     failureReason: result.outcome === "success" ? null : scrub(result.detail ?? result.outcome),
     sessionId: result.sessionId,
     usage,
-    answer: posted,
     promptBytes,
     answerBytes: result.text === null ? null : Buffer.byteLength(result.text),
   });
@@ -855,20 +773,6 @@ async function record(
   return ok;
 }
 
-async function finish(deps: RunTaskDeps, task: Task, f: Finish): Promise<boolean> {
-  const ok = await finishTask(deps.pool, task.id, deps.runnerId, f);
-  if (!ok)
-    deps.log.warn({ task: task.id }, "lease lost: the task was finished or taken over elsewhere");
-  return ok;
-}
-
-/** A crash between creating the comment and recording its id must not produce a second one. */
-async function findOwnComment(gh: GitHubThread, task: Task): Promise<number | null> {
-  if (task.attempts <= 1) return null;
-  const comments = await gh.listComments(task.threadNumber);
-  return comments.find((c) => findTaskMarker(c.body) === task.id)?.id ?? null;
-}
-
 async function requestsOf(deps: RunTaskDeps, task: Task): Promise<PromptComment[]> {
   const rows = await taskComments(deps.pool, task.id);
   if (rows.length === 0)
@@ -916,8 +820,6 @@ function isInProgress(c: IssueComment): boolean {
 function toPromptComment(c: IssueComment): PromptComment {
   return { author: c.author, url: c.url, body: c.body, createdAt: c.createdAt };
 }
-
-type PostResult = { ok: true; commentId: number } | { ok: false; error: string };
 
 function toRecord(r: PublishReport, scrub: (s: string) => string): PublishRecord {
   switch (r.result) {
