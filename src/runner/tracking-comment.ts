@@ -1,0 +1,119 @@
+/**
+ * The task's one comment in the thread: the first post creates it ("working on it"), the run's
+ * progress edits it (throttled), and the task's last word (its answer, or why there is none)
+ * lands in it. Posts run one after another, so the answer may queue behind a progress edit.
+ */
+import type { Pool } from "../db/pool.js";
+import type { Logger } from "../log.js";
+import type { ResumeDecision } from "../core/resume-decision.js";
+import type { Task } from "../sql/tasks/claim.js";
+import type { FinalAnswer } from "../sql/tasks/finish.js";
+import { markToolRan, setTrackingComment } from "../sql/tasks/record.js";
+import type { GitHubThread, ProgressEvent } from "./ports.js";
+import { findTaskMarker, renderTracking } from "./thread-comments.js";
+
+type PostResult = { ok: true; commentId: number } | { ok: false; error: string };
+
+export interface TrackingComment {
+  /**
+   * The task's last word. GitHub refusing it past the request policy's retries does not lose
+   * it: the task finishes with the body pending, and the deliverer posts it once GitHub is back.
+   */
+  answer(body: string): Promise<FinalAnswer>;
+  /**
+   * Progress in the thread, throttled: posts the "working on it" body now (not awaited: the run
+   * need not wait for GitHub to store it) and returns the run's progress handler, which edits it.
+   */
+  track(t: {
+    /** The turn's decision as it stands when the body is rendered (a retry may change it). */
+    decision: () => ResumeDecision;
+    startedAt: Date;
+    now: () => Date;
+    /** Minimum time between progress edits. */
+    intervalMs: number;
+  }): (ev: ProgressEvent) => void;
+  /** Settles when every post so far has. */
+  settled(): Promise<unknown>;
+}
+
+export function trackingComment(o: {
+  pool: Pool;
+  runnerId: string;
+  gh: GitHubThread;
+  task: Task;
+  log: Logger;
+  scrub: (s: string) => string;
+  /** How long the deliverer waits before its first try at an answer GitHub refused. */
+  retryInMs: number;
+}): TrackingComment {
+  const { pool, runnerId, gh, task, log, scrub, retryInMs } = o;
+  // Everything posted goes into one comment per task, and the first post creates it.
+  let commentId = task.trackingCommentId;
+  const postNow = async (text: string): Promise<PostResult> => {
+    try {
+      if (commentId === null) commentId = await findOwnComment(gh, task);
+      if (commentId === null) {
+        commentId = await gh.createComment(task.threadNumber, text);
+      } else {
+        await gh.updateComment(commentId, text);
+      }
+      await setTrackingComment(pool, task.id, runnerId, commentId);
+      return { ok: true, commentId };
+    } catch (err) {
+      const error = scrub(String(err));
+      log.warn({ err: error }, "could not write the task's comment");
+      return { ok: false, error };
+    }
+  };
+  let posts: Promise<unknown> = Promise.resolve();
+  const enqueue = (text: string): Promise<PostResult> => {
+    const p = posts.then(() => postNow(text));
+    posts = p;
+    return p;
+  };
+  const post = (body: string): Promise<PostResult> => enqueue(scrub(body));
+
+  return {
+    answer: async (body) => {
+      const text = scrub(body);
+      const res = await enqueue(text);
+      if (res.ok) return { kind: "posted", commentId: res.commentId };
+      log.warn({ retryInMs }, "the answer could not be posted; it is pending for the deliverer");
+      return { kind: "pending", body: text, retryInMs };
+    },
+    track: ({ decision, startedAt, now, intervalMs }) => {
+      const tracking = { tools: [] as string[], lastText: null as string | null };
+      const trackingBody = () =>
+        renderTracking({
+          taskId: task.id,
+          agent: task.agent,
+          resumed: decision().kind === "resume",
+          reason: decision().reason,
+          tools: tracking.tools,
+          lastText: tracking.lastText,
+          startedAt,
+          now: now(),
+        });
+      void post(trackingBody()); // not awaited: the run need not wait for GitHub to store it
+      let lastEdit = Date.now();
+      return (ev) => {
+        if (ev.kind === "tool") {
+          tracking.tools.push(ev.name);
+          void markToolRan(pool, task.id, runnerId).catch(() => {});
+        } else tracking.lastText = ev.text;
+        if (Date.now() - lastEdit >= intervalMs) {
+          lastEdit = Date.now();
+          void post(trackingBody());
+        }
+      };
+    },
+    settled: () => posts,
+  };
+}
+
+/** A crash between creating the comment and recording its id must not produce a second one. */
+async function findOwnComment(gh: GitHubThread, task: Task): Promise<number | null> {
+  if (task.attempts <= 1) return null;
+  const comments = await gh.listComments(task.threadNumber);
+  return comments.find((c) => findTaskMarker(c.body) === task.id)?.id ?? null;
+}

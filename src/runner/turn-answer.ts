@@ -1,0 +1,66 @@
+/**
+ * The body of a turn's answer: the agent's reply (with what became of its changes) or what
+ * went wrong, and the footer with the decision, the session and what the turn cost.
+ */
+import type { ResumeDecision } from "../core/resume-decision.js";
+import { renderChanges, type PublishReport } from "../publish/report.js";
+import type { Usage } from "../core/task.js";
+import type { Task } from "../sql/tasks/claim.js";
+import type { AgentRunResult, AgentSettings, CliKind } from "./ports.js";
+import { renderAnswer, renderFailure, type FooterFacts } from "./thread-comments.js";
+
+export function answerBody(a: {
+  task: Task;
+  settings: AgentSettings;
+  cli: CliKind;
+  decision: ResumeDecision;
+  result: AgentRunResult;
+  /** The turn's usage, the compaction before it included. */
+  usage: Usage | null;
+  /** What the conversation had cost before this turn, as the footer counts it. */
+  spentBefore: number;
+  published: PublishReport | null;
+}): string {
+  const { task, settings, cli, decision, result, usage, spentBefore, published } = a;
+  const footer: FooterFacts = {
+    ...footerOf(decision, result.sessionId, usage),
+    ...(result.outcome === "turn_limit" && settings.turnLimitUsd !== undefined
+      ? { turnLimitUsd: settings.turnLimitUsd }
+      : {}),
+    ...(settings.conversationLimitUsd !== undefined || settings.turnLimitUsd !== undefined
+      ? {
+          conversation: {
+            spentUsd: spentBefore + (usage?.costUsd ?? 0),
+            ...(settings.conversationLimitUsd !== undefined
+              ? { limitUsd: settings.conversationLimitUsd }
+              : {}),
+          },
+        }
+      : {}),
+  };
+  return result.outcome === "success"
+    ? renderAnswer(task.id, result.text ?? "", footer, published ? renderChanges(published) : "")
+    : renderFailure(
+        {
+          outcome: result.outcome,
+          detail: result.detail,
+          taskId: task.id,
+          timeoutMinutes: settings.timeoutMinutes,
+          stallMinutes: settings.stallMinutes,
+          agent: task.agent,
+          ...(settings.turnLimitUsd !== undefined ? { turnLimitUsd: settings.turnLimitUsd } : {}),
+          ...(usage ? { costUsd: usage.costUsd } : {}),
+          lastText: result.outcome === "turn_limit" ? result.text : null,
+          cli,
+        },
+        footer,
+      );
+}
+
+export function footerOf(
+  d: ResumeDecision,
+  sessionId: string | null,
+  usage: Usage | null,
+): FooterFacts {
+  return { resumed: d.kind === "resume", reason: d.reason, sessionId, usage };
+}

@@ -1,0 +1,92 @@
+/**
+ * The turn's resume decision: what the key's history, the config and this runtime say (resume
+ * session X, or fresh, with a reason code), and its record on the task.
+ */
+import {
+  decideResume,
+  type PriorSession,
+  type ResumeDecision,
+  type TranscriptState,
+} from "../core/resume-decision.js";
+import type { Task } from "../sql/tasks/claim.js";
+import { recordDecision } from "../sql/tasks/record.js";
+import type { CliKind, ResumeSettings } from "./ports.js";
+import type { RunTaskDeps, TurnKey } from "./turn.js";
+
+export async function decide(
+  deps: Pick<RunTaskDeps, "agent" | "cliVersion" | "runtimeId">,
+  d: {
+    key: TurnKey;
+    task: Task;
+    cli: CliKind;
+    policy: ResumeSettings;
+    prior: PriorSession | null;
+    epoch: number;
+    workDir: string;
+    workDirExists: boolean;
+    now: () => Date;
+  },
+): Promise<ResumeDecision> {
+  const { key, task, cli, policy, prior, epoch, workDir, workDirExists, now } = d;
+  const cliCanResume = await deps.agent.canResume(cli);
+  // Where the session's transcript is (Claude's transcript or Codex's rollout, in the portable
+  // store), asked of its own CLI only: a Claude transcript means nothing to Codex. Whether this
+  // runner can read it is a question for the same CLI's version.
+  const cliVersion = deps.agent.cliVersion
+    ? await deps.agent.cliVersion(cli).catch(() => null)
+    : (deps.cliVersion ?? null);
+  const transcript =
+    prior && prior.cli === cli && deps.agent.transcriptState
+      ? await deps.agent
+          .transcriptState(key, prior.sessionId, cli)
+          .catch((): TranscriptState => ({ where: "none" }))
+      : undefined;
+  return decideResume({
+    prior,
+    forceFresh: task.forceFresh,
+    policy: {
+      enabled: policy.enabled,
+      ttlMs: policy.ttlHours * 3600_000,
+      contextBudget: policy.contextBudget,
+      // Only a CLI that compacts on request (Claude's `/compact`; not Codex) compacts.
+      compact: (policy.compact ?? true) && (deps.agent.canCompact?.(cli) ?? false),
+    },
+    runtimeId: deps.runtimeId,
+    cli,
+    workDir,
+    workDirExists,
+    historyEpoch: epoch,
+    cliCanResume,
+    cliVersion,
+    ...(transcript === undefined ? {} : { transcript }),
+    now: now(),
+  });
+}
+
+export async function record(
+  deps: Pick<RunTaskDeps, "pool" | "runnerId" | "log">,
+  task: Task,
+  d: ResumeDecision,
+  isFollowUp: boolean,
+  epoch: number,
+  workDir: string,
+  retriedFresh: boolean,
+  cli: CliKind,
+): Promise<boolean> {
+  const ok = await recordDecision(deps.pool, task.id, deps.runnerId, {
+    cli,
+    decision: d.kind,
+    reason: d.reason,
+    resumeSessionId: d.kind === "resume" ? d.sessionId : d.priorSessionId,
+    isFollowUp,
+    historyEpoch: epoch,
+    workDir,
+    retriedFresh,
+  });
+  if (!ok)
+    deps.log.warn(
+      { task: task.id },
+      "lease lost before the run started; leaving the task to its new owner",
+    );
+  return ok;
+}

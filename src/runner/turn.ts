@@ -1,0 +1,58 @@
+/**
+ * The words of one turn that every step of it shares: what a runner gives `runTask`, what it
+ * is told of a finished turn, and the abort reason that leaves a task to the next start.
+ */
+import type { Pool } from "../db/pool.js";
+import type { Logger } from "../log.js";
+import type { Publisher } from "../publish/publisher.js";
+import type { PublishReport } from "../publish/report.js";
+import type { ReasonCode } from "../core/resume-decision.js";
+import type { Outcome, Usage } from "../core/task.js";
+import type { Task } from "../sql/tasks/claim.js";
+import type { AnswerRetryPolicy } from "./answer-retry.js";
+import type { AgentPort, CliKind, GitHubThread, WorkspacePort } from "./ports.js";
+
+/** The abort reason a runner uses when the process stops (as opposed to a user's /cancel). */
+export const SHUTDOWN = "shutdown";
+
+/** The task key: whose session, workspace and history a turn is. */
+export type TurnKey = { repo: string; issueNumber: number; agent: string };
+
+export interface RunTaskDeps {
+  pool: Pool;
+  log: Logger;
+  runnerId: string;
+  runtimeId: string;
+  agent: AgentPort;
+  workspace: WorkspacePort;
+  github: (task: Task) => Promise<GitHubThread>;
+  now?: () => Date;
+  /** Minimum time between progress edits of the tracking comment. */
+  progressIntervalMs?: number;
+  /** Secrets to scrub from anything posted (the API key, for one). */
+  secrets?: () => Iterable<string | undefined>;
+  /** Told about every finished turn (metrics). */
+  onFinished?: (t: FinishedTurn) => void;
+  /** Told about every task a spend limit kept from running. */
+  onRefused?: (t: { task: Task; limits: string[] }) => void;
+  /** How an answer GitHub refused is retried (its baseMs: the wait before the first delivery). */
+  answerRetry?: Partial<AnswerRetryPolicy>;
+  /** Publishes the agent's changes after a turn (src/publish/). Absent: they stay in the workspace. */
+  publish?: Publisher;
+  /** `claude --version` of this runner's CLI: which stored sessions it can read. */
+  cliVersion?: string | null;
+}
+
+export interface FinishedTurn {
+  task: Task;
+  outcome: Outcome;
+  reason: ReasonCode;
+  cli: CliKind;
+  resumed: boolean;
+  isFollowUp: boolean;
+  usage: Usage | null;
+  durationMs: number;
+  queueWaitMs: number;
+  /** What became of the turn's changes; null when publishing did not run. */
+  publish: PublishReport | null;
+}
