@@ -6,7 +6,7 @@ import { classifyOutcome, earlyStop } from "./classify-outcome.js";
 import { createDialectCli, type CliDialect, type CliRunOptions } from "./cli-run.js";
 import { probeCli } from "./probe-cli.js";
 import { newEvidence, observe, type RunEvidence } from "./run-evidence.js";
-import type { AgentCli, CliCapabilities } from "./runtime-adapter.js";
+import type { CliAdapter, CliCapabilities } from "./runtime-adapter.js";
 import { StreamParser, type StreamMessage } from "./stream-parser.js";
 import { summarizeUsage } from "./usage.js";
 
@@ -45,8 +45,8 @@ export const claudeDialect: CliDialect<StreamMessage, RunEvidence> = {
     args.map((a, i) => (args[i - 1] === "--append-system-prompt" ? `(${a.length} characters)` : a)),
 };
 
-/** The Claude Code CLI as an AgentCli. */
-export function createClaudeCli(opts: ClaudeCliOptions = {}): AgentCli {
+/** The Claude Code CLI as an CliAdapter. */
+export function createClaudeCli(opts: ClaudeCliOptions = {}): CliAdapter {
   const path =
     opts.path ?? resolveClaudePath({ TETHER_CLAUDE_PATH: process.env.TETHER_CLAUDE_PATH });
   const baseEnv = opts.baseEnv ?? process.env;

@@ -21,7 +21,7 @@ import { EventChannel } from "./event-channel.js";
 import { DEFAULT_MAX_LINE_BYTES } from "./line-splitter.js";
 import {
   AgentSettings,
-  type AgentCli,
+  type CliAdapter,
   type AgentRun,
   type CliCapabilities,
   type OutcomeKind,
@@ -137,13 +137,13 @@ export interface CliRunOptions {
   maxBufferedEvents?: number;
 }
 
-/** An AgentCli over a dialect. */
+/** An CliAdapter over a dialect. */
 export function createDialectCli<M extends { kind: string }, S>(
   name: string,
   dialect: CliDialect<M, S>,
   opts: CliRunOptions,
   probe: () => Promise<CliCapabilities>,
-): AgentCli {
+): CliAdapter {
   const live = new Set<CliRun<M, S>>();
   const config: RunConfig = {
     path: opts.path,

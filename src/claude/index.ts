@@ -3,7 +3,7 @@
  * The contract (runtime-adapter.ts) is CLI-neutral; the rest is Claude's implementation.
  */
 export type {
-  AgentCli,
+  CliAdapter,
   AgentRun,
   CliCapabilities,
   OutcomeKind,

@@ -4,7 +4,7 @@ import type { Mask, Sandbox } from "../sandbox/sandbox.js";
 
 /*
  * The seam between Tether and an agent CLI that keeps resumable sessions. Claude Code is the
- * only implementation today; another CLI (Codex, Gemini) fits by implementing AgentCli with
+ * only implementation today; another CLI (Codex, Gemini) fits by implementing CliAdapter with
  * the same settings, events and outcome, so the runner never learns which one it drives.
  */
 
@@ -275,8 +275,11 @@ export interface AgentRun extends AsyncIterable<RunEvent> {
   cancel(reason?: string): void;
 }
 
-/** A resumable agent CLI. */
-export interface AgentCli {
+/**
+ * One agent CLI binary (Claude Code's, or Codex's through the same run engine): probe it, start
+ * runs of it. The runner's Agent (runner/cli-agent.ts) is built over one.
+ */
+export interface CliAdapter {
   /** Which CLI this is, e.g. "claude-code". */
   readonly name: string;
   /** The binary it runs. */

@@ -1,5 +1,5 @@
 /**
- * The Codex CLI (`@openai/codex`, pinned) as an AgentCli: the same run engine as Claude's
+ * The Codex CLI (`@openai/codex`, pinned) as an CliAdapter: the same run engine as Claude's
  * (src/claude/cli-run.ts) with Codex's dialect. Facts it rests on: docs/codex-cli-facts.md.
  */
 import fs from "node:fs";
@@ -8,7 +8,7 @@ import os from "node:os";
 import path from "node:path";
 import { createDialectCli, type CliDialect, type CliRunOptions } from "../claude/cli-run.js";
 import { parseVersion, runProbe } from "../claude/probe-cli.js";
-import type { AgentCli, CliCapabilities, RunSpec } from "../claude/runtime-adapter.js";
+import type { CliAdapter, CliCapabilities, RunSpec } from "../claude/runtime-adapter.js";
 import { buildCodexArgs, buildCodexEnv } from "./codex-args.js";
 import {
   classifyCodex,
@@ -104,8 +104,8 @@ export const codexDialect: CliDialect<CodexMessage, CodexEvidence> = {
 
 export type CodexCliOptions = Partial<CliRunOptions>;
 
-/** The Codex CLI as an AgentCli. */
-export function createCodexCli(opts: CodexCliOptions = {}): AgentCli {
+/** The Codex CLI as an CliAdapter. */
+export function createCodexCli(opts: CodexCliOptions = {}): CliAdapter {
   const file = opts.path ?? resolveCodexPath({ TETHER_CODEX_PATH: process.env.TETHER_CODEX_PATH });
   const baseEnv = opts.baseEnv ?? process.env;
   let probed: Promise<CliCapabilities> | undefined;

@@ -1,42 +1,42 @@
 /**
- * The runner's one AgentPort over several CLIs: each request goes to the port of its agent's
+ * The runner's one Agent over several CLIs: each request goes to the Agent of its agent's
  * `cli` (default claude). A CLI this runner does not have fails the turn with words saying so.
  */
 import {
   failedRun,
-  type AgentPort,
+  type Agent,
   type AgentRunRequest,
   type AgentRunResult,
   type CliKind,
 } from "./ports.js";
 
-export function agentForClis(ports: Partial<Record<CliKind, AgentPort>>): AgentPort {
-  const portOf = (cli: CliKind | undefined) => ports[cli ?? "claude"];
+export function agentForClis(agents: Partial<Record<CliKind, Agent>>): Agent {
+  const agentOf = (cli: CliKind | undefined) => agents[cli ?? "claude"];
   return {
     async canResume(cli) {
-      return (await portOf(cli)?.canResume(cli)) ?? false;
+      return (await agentOf(cli)?.canResume(cli)) ?? false;
     },
     async cliVersion(cli) {
-      return (await portOf(cli)?.cliVersion?.(cli)) ?? null;
+      return (await agentOf(cli)?.cliVersion?.(cli)) ?? null;
     },
     canCompact(cli) {
-      return portOf(cli)?.canCompact?.(cli) ?? false;
+      return agentOf(cli)?.canCompact?.(cli) ?? false;
     },
     async holdsSession(key, sessionId, cli) {
-      const port = portOf(cli);
-      if (!port) return false;
-      return port.holdsSession ? port.holdsSession(key, sessionId, cli) : true;
+      const agent = agentOf(cli);
+      if (!agent) return false;
+      return agent.holdsSession ? agent.holdsSession(key, sessionId, cli) : true;
     },
     async transcriptState(key, sessionId, cli) {
-      const port = portOf(cli);
-      return port?.transcriptState
-        ? port.transcriptState(key, sessionId, cli)
+      const agent = agentOf(cli);
+      return agent?.transcriptState
+        ? agent.transcriptState(key, sessionId, cli)
         : { where: "local" as const };
     },
     async run(req: AgentRunRequest): Promise<AgentRunResult> {
       const cli = req.settings.cli ?? "claude";
-      const port = portOf(cli);
-      if (port) return port.run(req);
+      const agent = agentOf(cli);
+      if (agent) return agent.run(req);
       return failedRun(
         `agent "${req.settings.name}" runs on the ${cli} CLI, which this runner does not have`,
       );

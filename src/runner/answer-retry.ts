@@ -10,11 +10,11 @@
 import { httpStatusOf } from "../github/errors.js";
 
 export interface AnswerRetryPolicy {
-  /** Wait before the first delivery of an answer the run could not post; doubles per failure. */
+  /** Wait before the first retry of an answer the run could not post; doubles per failure. */
   baseMs: number;
-  /** The longest wait between two deliveries. */
+  /** The longest wait between two tries. */
   capMs: number;
-  /** Deliveries to try before giving up (and logging an error). */
+  /** Tries before giving up (and logging an error). */
   maxAttempts: number;
 }
 
@@ -29,7 +29,7 @@ export function answerRetryPolicy(given: Partial<AnswerRetryPolicy> = {}): Answe
   return { ...p, capMs: Math.max(p.capMs, p.baseMs), maxAttempts: Math.max(1, p.maxAttempts) };
 }
 
-/** The wait after `failed` failed deliveries (0: the run's own failed post). */
+/** The wait after `failed` failed tries (0: the run's own failed post). */
 export function answerBackoffMs(failed: number, p: AnswerRetryPolicy): number {
   // 2^n overflows nothing that matters before the cap: n is at most maxAttempts.
   return Math.min(p.capMs, p.baseMs * 2 ** Math.max(0, Math.min(failed, 40)));
@@ -46,8 +46,8 @@ const PERMANENT = new Set([404, 410, 422]);
 export type AfterFailure =
   { kind: "retry"; waitMs: number } | { kind: "give_up"; why: "permanent" | "attempts" };
 
-/** What to do after delivery number `attempts` (1-based, this one included) failed with `err`. */
-export function afterFailedDelivery(
+/** What to do after try number `attempts` (1-based, this one included) failed with `err`. */
+export function afterFailedPost(
   attempts: number,
   err: unknown,
   p: AnswerRetryPolicy,

@@ -107,8 +107,12 @@ export function failedRun(detail: string): AgentRunResult {
   };
 }
 
-/** A resumable agent CLI (Claude Code or Codex; see agent-clis.ts for the choice). */
-export interface AgentPort {
+/**
+ * The agent seam: what a turn runs, one request in and one result out, whichever CLI is behind
+ * it. cli-agent.ts makes one over a CliAdapter (Claude Code's or Codex's); agent-clis.ts puts
+ * several behind one by the agent's `cli`.
+ */
+export interface Agent {
   /** Whether the CLI (the agent's, default claude) can resume sessions. */
   canResume(cli?: CliKind): Promise<boolean>;
   /**

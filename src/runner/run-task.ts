@@ -58,7 +58,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     gh = await deps.github(task);
   } catch (err) {
     log.error({ err }, "no GitHub access for the task's installation");
-    // The thread still hears of it, once GitHub lets the deliverer in.
+    // The thread still hears of it, once GitHub lets the answer poster in.
     await end(
       { kind: "pending", body: null, retryInMs },
       {

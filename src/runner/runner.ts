@@ -1,6 +1,6 @@
 /**
  * The runner: claims tasks up to its concurrency, runs them, heartbeats their leases, stops
- * cancelled ones, (one replica at a time) sweeps tasks whose runner died, and delivers the
+ * cancelled ones, (one replica at a time) sweeps tasks whose runner died, and posts the
  * final answers GitHub refused earlier. LISTEN/NOTIFY wakes it at once; a poll is the floor,
  * because a NOTIFY is only ever a latency hint.
  */
@@ -14,7 +14,7 @@ import { claimTasks, type Task } from "../sql/tasks/claim.js";
 import { adoptOrphans, heartbeatTasks } from "../sql/tasks/lease.js";
 import { sweepExpired } from "../sql/tasks/sweep.js";
 import { sandboxLabel, type SandboxStatus } from "../sandbox/sandbox.js";
-import { deliverAnswers } from "./deliver-answers.js";
+import { postPendingAnswers } from "./post-answers.js";
 import { runTask, SHUTDOWN, type RunTaskDeps } from "./run-task.js";
 
 export interface RunnerOptions extends Omit<RunTaskDeps, "runnerId"> {
@@ -56,7 +56,7 @@ export class Runner {
   private stopping = false;
   private ticking: Promise<void> | undefined;
   private again = false;
-  private delivering: Promise<void> | undefined;
+  private posting: Promise<void> | undefined;
   private lastHeartbeat = Date.now();
   /** The pool turns write through: a Postgres restart mid-turn waits for the server instead of failing the turn. */
   private readonly taskPool: Pool;
@@ -134,9 +134,9 @@ export class Runner {
       if (res.requeued.length || res.failed.length)
         this.log.warn(res, "swept tasks whose runner stopped heartbeating");
       // A swept failure is told to its thread at once, not a poll later.
-      if (res.failed.length) await this.deliverAnswers();
+      if (res.failed.length) await this.postPendingAnswers();
     });
-    every(this.opts.answerPollMs ?? 5000, async () => this.deliverAnswers());
+    every(this.opts.answerPollMs ?? 5000, async () => this.postPendingAnswers());
     const collect = this.opts.collect;
     if (collect) {
       const busy = () =>
@@ -218,12 +218,12 @@ export class Runner {
   }
 
   /**
-   * Post due pending answers. One delivery round at a time per runner: a round waiting on a
+   * Post due pending answers. One posting round at a time per runner: a round waiting on a
    * slow GitHub is not joined by another from the next interval.
    */
-  deliverAnswers(): Promise<void> {
+  postPendingAnswers(): Promise<void> {
     if (this.stopping) return Promise.resolve();
-    this.delivering ??= deliverAnswers({
+    this.posting ??= postPendingAnswers({
       pool: this.pool,
       log: this.log,
       github: this.opts.github,
@@ -232,15 +232,15 @@ export class Runner {
     })
       .then(
         (r) => {
-          if (r.delivered.length || r.retrying.length || r.gaveUp.length)
-            this.log.info(r, "pending answers delivered");
+          if (r.posted.length || r.retrying.length || r.gaveUp.length)
+            this.log.info(r, "pending answers posted");
         },
-        (err) => this.log.error({ err }, "delivering pending answers failed; will retry"),
+        (err) => this.log.error({ err }, "posting pending answers failed; will retry"),
       )
       .finally(() => {
-        this.delivering = undefined;
+        this.posting = undefined;
       });
-    return this.delivering;
+    return this.posting;
   }
 
   /** Stop a task this runner holds (a /cancel). */
@@ -288,21 +288,21 @@ export class Runner {
     this.timers = [];
     await this.listener?.close().catch(() => {});
     this.listener = undefined;
-    // A delivery in flight gets the same deadline as the turns; one cut short stays pending and
-    // is delivered again once its lease runs out, into the same comment.
-    const delivering = this.delivering ?? Promise.resolve();
+    // A posting in flight gets the same deadline as the turns; one cut short stays pending and
+    // is posted again once its lease runs out, into the same comment.
+    const posting = this.posting ?? Promise.resolve();
     const all = [...this.running.values()];
     const deadline = new Promise<boolean>((r) =>
       setTimeout(() => r(false), Math.max(0, deadlineMs - 1500)).unref(),
     );
     if (all.length === 0) {
-      await Promise.race([delivering, deadline]);
+      await Promise.race([posting, deadline]);
       await markRuntimeStopped(this.pool, this.opts.runtimeId).catch(() => {});
       return;
     }
     this.log.info({ running: all.length }, "waiting for running tasks before stopping");
     const waited = await Promise.race([
-      Promise.all([...all.map((r) => r.done), delivering]).then(() => true),
+      Promise.all([...all.map((r) => r.done), posting]).then(() => true),
       deadline,
     ]);
     if (!waited) {

@@ -5,7 +5,7 @@
 import os from "node:os";
 import path from "node:path";
 import { Probot } from "probot";
-import { createClaudeCli, type AgentCli } from "../claude/index.js";
+import { createClaudeCli, type CliAdapter } from "../claude/index.js";
 import { lookupClaudePath } from "../claude/claude-path.js";
 import { loadRepoConfig } from "../config/load-repo-config.js";
 import { formatConfigProblems } from "../config/repo-config.js";
@@ -25,7 +25,7 @@ import { toRepoSettings } from "../config/repo-settings.js";
 import { createCodexCli, resolveCodexPath } from "../codex/codex-cli.js";
 import { codexLayout } from "../sessions/rollouts.js";
 import { agentForClis } from "./agent-clis.js";
-import { claudeAgent } from "./claude-agent.js";
+import { cliAgent } from "./cli-agent.js";
 import { githubThread } from "./github-thread.js";
 import type { ConfigResult } from "./ports.js";
 import { Sandbox } from "../sandbox/sandbox.js";
@@ -68,7 +68,7 @@ export async function startRunner(opts: {
   });
   // What the claim query compares a stored Codex rollout's version with, once known.
   let codexVersion: string | null = null;
-  const codex: AgentCli = {
+  const codex: CliAdapter = {
     ...codexCli,
     probe: () =>
       codexCli.probe().then((c) => {
@@ -131,12 +131,12 @@ export async function startRunner(opts: {
       codexVersion: () => codexVersion,
     },
     agent: agentForClis({
-      claude: claudeAgent(cli, {
+      claude: cliAgent(cli, {
         log,
         compacts: true,
         contain: contain({ cliVersion: caps.version }),
       }),
-      codex: claudeAgent(codex, {
+      codex: cliAgent(codex, {
         log,
         contain: contain({
           cliVersion: () => codex.probe().then((c) => c.version),

@@ -17,7 +17,7 @@ type PostResult = { ok: true; commentId: number } | { ok: false; error: string }
 export interface TrackingComment {
   /**
    * The task's last word. GitHub refusing it past the request policy's retries does not lose
-   * it: the task finishes with the body pending, and the deliverer posts it once GitHub is back.
+   * it: the task finishes with the body pending, and the answer poster posts it once GitHub is back.
    */
   answer(body: string): Promise<FinalAnswer>;
   /**
@@ -43,7 +43,7 @@ export function trackingComment(o: {
   task: Task;
   log: Logger;
   scrub: (s: string) => string;
-  /** How long the deliverer waits before its first try at an answer GitHub refused. */
+  /** How long the answer poster waits before its first try at an answer GitHub refused. */
   retryInMs: number;
 }): TrackingComment {
   const { pool, runnerId, gh, task, log, scrub, retryInMs } = o;
@@ -78,7 +78,10 @@ export function trackingComment(o: {
       const text = scrub(body);
       const res = await enqueue(text);
       if (res.ok) return { kind: "posted", commentId: res.commentId };
-      log.warn({ retryInMs }, "the answer could not be posted; it is pending for the deliverer");
+      log.warn(
+        { retryInMs },
+        "the answer could not be posted; it is pending for the answer poster",
+      );
       return { kind: "pending", body: text, retryInMs };
     },
     track: ({ decision, startedAt, now, intervalMs }) => {

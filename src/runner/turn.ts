@@ -10,7 +10,7 @@ import type { ReasonCode } from "../core/resume-decision.js";
 import type { Outcome, Usage } from "../core/task.js";
 import type { Task } from "../sql/tasks/claim.js";
 import type { AnswerRetryPolicy } from "./answer-retry.js";
-import type { AgentPort, CliKind, GitHubThread, WorkspacePort } from "./ports.js";
+import type { Agent, CliKind, GitHubThread, WorkspacePort } from "./ports.js";
 
 /** The abort reason a runner uses when the process stops (as opposed to a user's /cancel). */
 export const SHUTDOWN = "shutdown";
@@ -23,7 +23,7 @@ export interface RunTaskDeps {
   log: Logger;
   runnerId: string;
   runtimeId: string;
-  agent: AgentPort;
+  agent: Agent;
   workspace: WorkspacePort;
   github: (task: Task) => Promise<GitHubThread>;
   now?: () => Date;
@@ -35,7 +35,7 @@ export interface RunTaskDeps {
   onFinished?: (t: FinishedTurn) => void;
   /** Told about every task a spend limit kept from running. */
   onRefused?: (t: { task: Task; limits: string[] }) => void;
-  /** How an answer GitHub refused is retried (its baseMs: the wait before the first delivery). */
+  /** How an answer GitHub refused is retried (its baseMs: the wait before the first retry). */
   answerRetry?: Partial<AnswerRetryPolicy>;
   /** Publishes the agent's changes after a turn (src/publish/). Absent: they stay in the workspace. */
   publish?: Publisher;

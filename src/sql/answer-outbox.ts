@@ -1,13 +1,13 @@
 /**
  * The tasks table, answer-outbox side: finished tasks whose final answer the thread has not
  * heard yet (`answer_pending`). finishTask and sweepExpired (tasks/finish.ts, tasks/sweep.ts) put answers here;
- * the runner's deliverer claims due ones, posts them and records the outcome.
+ * the runner's answer poster claims due ones, posts them and records the outcome.
  *
  * A claim is the one lease: it moves `answer_next_at` a lease ahead and counts the attempt, so
  * another runner replica skips the row (SKIP LOCKED while the claim commits, then the future
  * `answer_next_at`). Every later write is a compare-and-set on the attempt the claim returned,
- * so a deliverer whose lease ran out and whose row was claimed again cannot overwrite the newer
- * delivery's result.
+ * so an answer poster whose lease ran out and whose row was claimed again cannot overwrite the newer
+ * posting's result.
  */
 import type { Outcome, Usage } from "../core/task.js";
 import type { Queryable } from "./db.js";
@@ -20,7 +20,7 @@ export interface PendingAnswer {
   task: Task;
   /** The rendered, scrubbed body; null: render the failure from the facts below. */
   body: string | null;
-  /** This delivery's number, 1-based (the claim counted it). */
+  /** This try's number, 1-based (the claim counted it). */
   attempt: number;
   outcome: Outcome | null;
   failureReason: string | null;
@@ -58,7 +58,7 @@ function toPendingAnswer(r: Row): PendingAnswer {
 
 /**
  * Claim up to `limit` due pending answers, oldest due first, in one statement, leasing each for
- * `leaseMs` (a delivery that outlives it may be claimed again elsewhere).
+ * `leaseMs` (a posting that outlives it may be claimed again elsewhere).
  */
 export async function claimAnswers(
   db: Queryable,
@@ -85,7 +85,7 @@ export async function claimAnswers(
 }
 
 /** The answer is in the thread: record its comment and clear the outbox. False: lease lost. */
-export async function answerDelivered(
+export async function answerPosted(
   db: Queryable,
   taskId: number,
   attempt: number,
@@ -103,8 +103,8 @@ export async function answerDelivered(
 }
 
 /**
- * The delivery failed: try again in `waitMs`, keeping the error for operators. `commentId`, when
- * the delivery found or made the task's comment before failing, is kept so the next one edits it.
+ * The posting failed: try again in `waitMs`, keeping the error for operators. `commentId`, when
+ * the posting found or made the task's comment before failing, is kept so the next one edits it.
  */
 export async function retryAnswer(
   db: Queryable,

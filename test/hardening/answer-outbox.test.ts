@@ -2,7 +2,7 @@
  * Drill: GitHub refuses the answer for longer than the request policy retries, then recovers.
  * The built app runs against the GitHub stand-in; the turn is the stand-in CLI's. The run's
  * edit of its comment into the answer gets 503 four times (the first try and all three
- * retries, about 14 s), so the turn ends with the answer pending; the runner's deliverer posts
+ * retries, about 14 s), so the turn ends with the answer pending; the runner's answer poster posts
  * it once GitHub answers again. Exactly one answer comment appears, and the task kept the
  * status its run earned throughout.
  */
@@ -53,7 +53,7 @@ describe("GitHub down when the answer is due", { timeout: 60_000 }, () => {
       outcome: "success",
     });
     const delivered = await waitFor(
-      "the deliverer to post the pending answer",
+      "the answer poster to post the pending answer",
       async () => {
         const { rows } = await db.pool.query(
           `SELECT * FROM tasks WHERE id = $1 AND NOT answer_pending AND answer_comment_id IS NOT NULL`,
@@ -75,18 +75,18 @@ describe("GitHub down when the answer is due", { timeout: 60_000 }, () => {
     expect(patched.filter((r) => r.status === 503)).toHaveLength(4);
     expect(patched.filter((r) => r.status === 200)).toHaveLength(1);
 
-    // The deliverer logs after it has written the row, and the app's stdout reaches this
+    // The answer poster logs after it has written the row, and the app's stdout reaches this
     // process later still: wait for the line rather than read the log the moment the row moved.
     await waitFor(
-      "the deliverer's log line",
+      "the answer poster's log line",
       async () => stack.app.output().includes("pending answer posted") || undefined,
       15_000,
     );
     const log = stack.app.output();
-    expect(log).toContain("the answer could not be posted; it is pending for the deliverer");
+    expect(log).toContain("the answer could not be posted; it is pending for the answer poster");
     expect(log).not.toContain("pending answer posted after its lease ran out");
 
-    // The deliverer keeps running: nothing more is ever written for this task.
+    // The answer poster keeps running: nothing more is ever written for this task.
     await new Promise((r) => setTimeout(r, 1500));
     expect(stack.taskComments(n, task.id as number)).toHaveLength(1);
     const last = patched.find((r) => r.status === 200)!.seq;

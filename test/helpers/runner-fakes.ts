@@ -3,7 +3,7 @@ import fs from "node:fs";
 import path from "node:path";
 import type { Pool } from "pg";
 import type {
-  AgentPort,
+  Agent,
   AgentSettings,
   SpendSettings,
   AgentRunRequest,
@@ -15,7 +15,7 @@ import type {
 import { registerRuntime } from "../../src/sql/runtimes.js";
 
 /** An agent whose runs end only when the test lets them. */
-export class GatedAgent implements AgentPort {
+export class GatedAgent implements Agent {
   readonly started: string[] = [];
   private readonly gates = new Map<string, () => void>();
   async canResume() {

@@ -1,6 +1,6 @@
 /**
  * The answer outbox on real Postgres: finishing with an answer pending, the sweeper's failures,
- * the deliverer's claim, lease, backoff and give-up, and what it writes in the thread (one
+ * the answer poster's claim, lease, backoff and give-up, and what it writes in the thread (one
  * comment per task, found again by id or marker, never a second).
  */
 import fs from "node:fs";
@@ -8,12 +8,12 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeEach, describe, expect, it } from "vitest";
 import { createLogger } from "../../src/log.js";
-import { deliverAnswers, type DeliverAnswersDeps } from "../../src/runner/deliver-answers.js";
+import { postPendingAnswers, type PostAnswersDeps } from "../../src/runner/post-answers.js";
 import type { GitHubThread, IssueComment } from "../../src/runner/ports.js";
 import { Runner } from "../../src/runner/runner.js";
 import { findTaskMarker } from "../../src/runner/thread-comments.js";
 import {
-  answerDelivered,
+  answerPosted,
   claimAnswers,
   countPendingAnswers,
   giveUpAnswer,
@@ -93,16 +93,16 @@ function thread(comments: IssueComment[] = []) {
   return t satisfies GitHubThread;
 }
 
-function deliverer(gh: GitHubThread, over: Partial<DeliverAnswersDeps> = {}) {
+function poster(gh: GitHubThread, over: Partial<PostAnswersDeps> = {}) {
   const lines: Array<Record<string, unknown>> = [];
-  const deps: DeliverAnswersDeps = {
+  const deps: PostAnswersDeps = {
     pool,
     log: createLogger("info", { write: (l: string) => void lines.push(JSON.parse(l)) }),
     github: async () => gh,
     answerRetry: { baseMs: 30_000 },
     ...over,
   };
-  return { run: () => deliverAnswers(deps), lines };
+  return { run: () => postPendingAnswers(deps), lines };
 }
 
 /** Seconds from the database's now() to the task's answer_next_at. */
@@ -217,7 +217,7 @@ describe("claiming pending answers", () => {
     // Leased: nobody else gets it until the lease runs out.
     expect(await dueInSeconds(due.id)).toBeGreaterThan(110);
     expect(await claimAnswers(pool, 10, 120_000)).toEqual([]);
-    // A deliverer that died mid-delivery: once its lease is over the answer is claimed again.
+    // A answer poster that died mid-delivery: once its lease is over the answer is claimed again.
     await pool.query(
       `UPDATE tasks SET answer_next_at = now() - interval '1 second' WHERE id = $1`,
       [due.id],
@@ -225,10 +225,10 @@ describe("claiming pending answers", () => {
     const [again] = await claimAnswers(pool, 10, 120_000);
     expect(again).toMatchObject({ attempt: 2 });
     // The first delivery's late result is refused; the current one's taken.
-    expect(await answerDelivered(pool, due.id as number, 1, 900)).toBe(false);
+    expect(await answerPosted(pool, due.id as number, 1, 900)).toBe(false);
     expect(await retryAnswer(pool, due.id as number, 1, 1000, "late")).toBe(false);
     expect(await giveUpAnswer(pool, due.id as number, 1, "late")).toBe(false);
-    expect(await answerDelivered(pool, due.id as number, 2, 901)).toBe(true);
+    expect(await answerPosted(pool, due.id as number, 2, 901)).toBe(true);
     expect(await readTask(pool, due.id)).toMatchObject({
       answer_pending: false,
       answer_comment_id: 901,
@@ -240,7 +240,7 @@ describe("claiming pending answers", () => {
     expect(await countPendingAnswers(pool)).toBe(1);
   });
 
-  it("hands each due answer to exactly one of many concurrent deliverers", async () => {
+  it("hands each due answer to exactly one of many concurrent answer posters", async () => {
     for (let i = 0; i < 40; i++) await pending();
     const claims = await Promise.all(
       Array.from({ length: 6 }, () => claimAnswers(pool, 10, 60_000)),
@@ -276,7 +276,7 @@ describe("claiming pending answers", () => {
   });
 });
 
-describe("the deliverer", () => {
+describe("the answer poster", () => {
   it("tells the thread of a swept failure in plain words, once", async () => {
     const t = await seedTask(pool, {
       ...key(),
@@ -288,8 +288,8 @@ describe("the deliverer", () => {
     });
     await sweepExpired(pool, 60_000);
     const gh = thread();
-    const d = deliverer(gh);
-    expect(await d.run()).toEqual({ delivered: [t.id], retrying: [], gaveUp: [] });
+    const d = poster(gh);
+    expect(await d.run()).toEqual({ posted: [t.id], retrying: [], gaveUp: [] });
     expect(gh.comments).toHaveLength(1);
     const body = gh.comments[0]!.body;
     expect(body).toMatch(
@@ -304,9 +304,9 @@ describe("the deliverer", () => {
       answer_attempts: 1,
     });
     // Nothing more, however often it runs.
-    expect(await d.run()).toEqual({ delivered: [], retrying: [], gaveUp: [] });
+    expect(await d.run()).toEqual({ posted: [], retrying: [], gaveUp: [] });
     await sweepExpired(pool, 60_000);
-    expect(await d.run()).toEqual({ delivered: [], retrying: [], gaveUp: [] });
+    expect(await d.run()).toEqual({ posted: [], retrying: [], gaveUp: [] });
     expect(gh.creates).toBe(1);
     expect(gh.updates).toBe(0);
   });
@@ -328,7 +328,7 @@ describe("the deliverer", () => {
       tracking_comment_id: 55,
     });
     await sweepExpired(pool, 60_000);
-    expect((await deliverer(gh).run()).delivered).toEqual([t.id]);
+    expect((await poster(gh).run()).posted).toEqual([t.id]);
     expect(gh.creates).toBe(0);
     expect(gh.comments).toHaveLength(1);
     expect(gh.comments[0]!.body).toContain("stopped responding 3 times");
@@ -348,7 +348,7 @@ describe("the deliverer", () => {
         createdAt: "",
       },
     ]);
-    expect((await deliverer(gh).run()).delivered).toEqual([t.id]);
+    expect((await poster(gh).run()).posted).toEqual([t.id]);
     expect(gh.creates).toBe(0);
     expect(gh.comments.map((c) => c.body)).toEqual(["@tether hi", "the answer"]);
     expect(await readTask(pool, t.id)).toMatchObject({
@@ -360,7 +360,7 @@ describe("the deliverer", () => {
   it("replaces a tracking comment someone deleted with a new one", async () => {
     const t = await pending({ tracking_comment_id: 4040 });
     const gh = thread();
-    expect((await deliverer(gh).run()).delivered).toEqual([t.id]);
+    expect((await poster(gh).run()).posted).toEqual([t.id]);
     expect(gh.creates).toBe(1);
     expect(await readTask(pool, t.id)).toMatchObject({
       answer_pending: false,
@@ -373,8 +373,8 @@ describe("the deliverer", () => {
     const second = await pending({}, -1000);
     const gh = thread();
     gh.down = true;
-    const d = deliverer(gh);
-    expect(await d.run()).toEqual({ delivered: [], retrying: [first.id], gaveUp: [] });
+    const d = poster(gh);
+    expect(await d.run()).toEqual({ posted: [], retrying: [first.id], gaveUp: [] });
     // The second was not even tried: GitHub is down for it too.
     expect(await readTask(pool, second.id)).toMatchObject({ answer_attempts: 0 });
     expect(await readTask(pool, first.id)).toMatchObject({
@@ -384,10 +384,10 @@ describe("the deliverer", () => {
     });
     expect(await dueInSeconds(first.id)).toBeGreaterThan(55); // 30 s doubled
     expect(await dueInSeconds(first.id)).toBeLessThanOrEqual(60);
-    expect(await d.run()).toEqual({ delivered: [], retrying: [second.id], gaveUp: [] });
+    expect(await d.run()).toEqual({ posted: [], retrying: [second.id], gaveUp: [] });
 
     await pool.query(`UPDATE tasks SET answer_next_at = now() WHERE answer_pending`);
-    expect(await d.run()).toEqual({ delivered: [], retrying: [first.id], gaveUp: [] });
+    expect(await d.run()).toEqual({ posted: [], retrying: [first.id], gaveUp: [] });
     expect(await dueInSeconds(first.id)).toBeGreaterThan(115); // and again
     expect(
       d.lines.filter((l) => l.msg === "GitHub refused a pending answer; will try again"),
@@ -395,13 +395,13 @@ describe("the deliverer", () => {
 
     gh.down = false;
     await pool.query(`UPDATE tasks SET answer_next_at = now() WHERE answer_pending`);
-    expect(await d.run()).toEqual({ delivered: [first.id, second.id], retrying: [], gaveUp: [] });
+    expect(await d.run()).toEqual({ posted: [first.id, second.id], retrying: [], gaveUp: [] });
     expect(gh.comments.map((c) => c.body)).toEqual(["the answer", "the answer"]);
     expect(await readTask(pool, first.id)).toMatchObject({
       answer_attempts: 3,
       answer_error: null,
     });
-    expect(await d.run()).toEqual({ delivered: [], retrying: [], gaveUp: [] });
+    expect(await d.run()).toEqual({ posted: [], retrying: [], gaveUp: [] });
     expect(gh.creates).toBe(2);
   });
 
@@ -409,8 +409,8 @@ describe("the deliverer", () => {
     const tired = await pending({ answer_attempts: 2 });
     const gh = thread();
     gh.down = true;
-    const d = deliverer(gh, { answerRetry: { baseMs: 30_000, maxAttempts: 3 } });
-    expect(await d.run()).toEqual({ delivered: [], retrying: [], gaveUp: [tired.id] });
+    const d = poster(gh, { answerRetry: { baseMs: 30_000, maxAttempts: 3 } });
+    expect(await d.run()).toEqual({ posted: [], retrying: [], gaveUp: [tired.id] });
     expect(await readTask(pool, tired.id)).toMatchObject({
       answer_pending: false,
       answer_attempts: 3,
@@ -419,11 +419,11 @@ describe("the deliverer", () => {
     expect(String((await readTask(pool, tired.id)).answer_error)).toMatch(/^gave up: .*503/);
     const gone = await pending();
     gh.downStatus = 404;
-    expect(await d.run()).toEqual({ delivered: [], retrying: [], gaveUp: [gone.id] });
+    expect(await d.run()).toEqual({ posted: [], retrying: [], gaveUp: [gone.id] });
     expect((await readTask(pool, gone.id)).answer_attempts).toBe(1);
     const errors = d.lines.filter((l) => l.level === "error");
     expect(errors.map((l) => l.msg)).toEqual([
-      "gave up on a pending answer after 3 deliveries; the answer stays in tasks.answer_body",
+      "gave up on a pending answer after 3 tries; the answer stays in tasks.answer_body",
       "gave up on a pending answer: GitHub says the thread is gone or refuses it; the answer stays in tasks.answer_body",
     ]);
     expect(gh.creates).toBe(0);
@@ -432,12 +432,12 @@ describe("the deliverer", () => {
 
   it("no GitHub access for the installation is a failed delivery too, retried later", async () => {
     const t = await pending();
-    const d = deliverer(thread(), {
+    const d = poster(thread(), {
       github: async () => {
         throw new Error("installation 1 is suspended");
       },
     });
-    expect(await d.run()).toEqual({ delivered: [], retrying: [t.id], gaveUp: [] });
+    expect(await d.run()).toEqual({ posted: [], retrying: [t.id], gaveUp: [] });
     expect((await readTask(pool, t.id)).answer_error).toContain("installation 1 is suspended");
   });
 
@@ -449,8 +449,8 @@ describe("the deliverer", () => {
       answer_body: null,
       failure_reason: `GitHub access failed: bad key sk-operator-secret-1 with ${gh.tokenValue}`,
     });
-    const d = deliverer(gh, { secrets: () => ["sk-operator-secret-1"] });
-    expect((await d.run()).delivered).toEqual([t.id]);
+    const d = poster(gh, { secrets: () => ["sk-operator-secret-1"] });
+    expect((await d.run()).posted).toEqual([t.id]);
     const body = gh.comments[0]!.body;
     expect(body).toContain("The run failed: GitHub access failed: bad key");
     expect(body).not.toContain("sk-operator-secret-1");

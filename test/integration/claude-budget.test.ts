@@ -9,7 +9,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createClaudeCli } from "../../src/claude/claude-cli.js";
-import type { AgentCli, RunEvent, RunSpec } from "../../src/claude/runtime-adapter.js";
+import type { CliAdapter, RunEvent, RunSpec } from "../../src/claude/runtime-adapter.js";
 import {
   replies,
   startFakeAnthropic,
@@ -21,7 +21,7 @@ const root = fs.mkdtempSync(path.join(os.tmpdir(), "tether-budget-"));
 const home = path.join(root, "home");
 fs.mkdirSync(home);
 let fake: FakeAnthropic;
-let cli: AgentCli;
+let cli: CliAdapter;
 const MODEL = "claude-sonnet-4-5";
 const limits = { model: MODEL, timeoutMs: 60_000, stallMs: 30_000 };
 const PER_CALL = 100_000;

@@ -4,7 +4,7 @@ import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createClaudeCli } from "../../src/claude/claude-cli.js";
 import { readProcTable } from "../../src/process/process-tree.js";
-import type { AgentCli, RunEvent, RunSpec } from "../../src/claude/runtime-adapter.js";
+import type { CliAdapter, RunEvent, RunSpec } from "../../src/claude/runtime-adapter.js";
 import {
   lastUserText,
   replies,
@@ -22,7 +22,7 @@ const root = fs.mkdtempSync(path.join(os.tmpdir(), "tether-claude-"));
 const home = path.join(root, "home"); // one $HOME: sessions live in $HOME/.claude/projects
 fs.mkdirSync(home);
 let fake: FakeAnthropic;
-let cli: AgentCli;
+let cli: CliAdapter;
 const MODEL = "claude-sonnet-4-5";
 const settings = { model: MODEL, timeoutMs: 60_000, stallMs: 30_000 };
 

@@ -8,7 +8,7 @@ import os from "node:os";
 import path from "node:path";
 import { beforeEach, describe, expect, it } from "vitest";
 import { createLogger } from "../../src/log.js";
-import type { AgentPort, AgentRunRequest } from "../../src/runner/ports.js";
+import type { Agent, AgentRunRequest } from "../../src/runner/ports.js";
 import { runTask } from "../../src/runner/run-task.js";
 import { readDelivery } from "../../src/sql/deliveries.js";
 import { readEpoch } from "../../src/sql/history.js";
@@ -124,7 +124,7 @@ describe("pull_request_review_comment.created", () => {
     const [task] = await claimTasks(db.pool, "runner-review", "rt-review", 1);
     expect(task?.id).toBe(queued!.id);
     const prompts: string[] = [];
-    const agent: AgentPort = {
+    const agent: Agent = {
       canResume: async () => true,
       run: async (req: AgentRunRequest) => {
         prompts.push(req.prompt);

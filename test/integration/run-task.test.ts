@@ -9,7 +9,7 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { createLogger } from "../../src/log.js";
 import type {
-  AgentPort,
+  Agent,
   AgentSettings,
   SpendSettings,
   AgentRunRequest,
@@ -18,7 +18,7 @@ import type {
   ReviewDiscussion,
   WorkspacePort,
 } from "../../src/runner/ports.js";
-import { deliverAnswers } from "../../src/runner/deliver-answers.js";
+import { postPendingAnswers } from "../../src/runner/post-answers.js";
 import { runTask, type RunTaskDeps } from "../../src/runner/run-task.js";
 import { findTaskMarker } from "../../src/runner/thread-comments.js";
 import { claimTasks } from "../../src/sql/tasks/claim.js";
@@ -37,7 +37,7 @@ const root = fs.mkdtempSync(path.join(os.tmpdir(), "tether-rt-"));
 
 type Script = (req: AgentRunRequest) => Promise<AgentRunResult> | AgentRunResult;
 
-class FakeAgent implements AgentPort {
+class FakeAgent implements Agent {
   calls: AgentRunRequest[] = [];
   constructor(private readonly script: Script[]) {}
   async canResume() {
@@ -444,12 +444,12 @@ describe("runTask when GitHub refuses the thread's writes past the retries", () 
     };
     return state;
   }
-  const deliver = (thread: GitHubThread) =>
-    deliverAnswers({ pool, log: createLogger("silent"), github: async () => thread });
+  const post = (thread: GitHubThread) =>
+    postPendingAnswers({ pool, log: createLogger("silent"), github: async () => thread });
   const overdue = (id: unknown) =>
     pool.query(`UPDATE tasks SET answer_next_at = now() WHERE id = $1`, [id]);
 
-  it("finishes with the status the run earned and the answer pending; the deliverer posts it once GitHub is back, and never again", async () => {
+  it("finishes with the status the run earned and the answer pending; the answer poster posts it once GitHub is back, and never again", async () => {
     issue++;
     const thread = fakeThread();
     const gh = outage(thread);
@@ -473,16 +473,16 @@ describe("runTask when GitHub refuses the thread's writes past the retries", () 
       [row.id],
     );
     expect(rows[0].later).toBe(true);
-    expect(await deliver(thread)).toEqual({ delivered: [], retrying: [], gaveUp: [] });
+    expect(await post(thread)).toEqual({ posted: [], retrying: [], gaveUp: [] });
 
     // Still down at the first delivery: backs off.
     await overdue(row.id);
-    expect((await deliver(thread)).retrying).toEqual([row.id]);
+    expect((await post(thread)).retrying).toEqual([row.id]);
     expect(thread.comments).toHaveLength(0);
 
     gh.down = false;
     await overdue(row.id);
-    expect((await deliver(thread)).delivered).toEqual([row.id]);
+    expect((await post(thread)).posted).toEqual([row.id]);
     expect(thread.comments).toHaveLength(1);
     expect(thread.comments[0]!.body).toBe(row.answer_body);
     expect(await readTask(pool, row.id)).toMatchObject({
@@ -492,12 +492,12 @@ describe("runTask when GitHub refuses the thread's writes past the retries", () 
     });
     const before = thread.comments[0]!.body;
     await overdue(row.id);
-    expect(await deliver(thread)).toEqual({ delivered: [], retrying: [], gaveUp: [] });
+    expect(await post(thread)).toEqual({ posted: [], retrying: [], gaveUp: [] });
     expect(thread.creates).toBe(1);
     expect(thread.comments[0]!.body).toBe(before);
   });
 
-  it("when only the answer's edit failed, the deliverer edits the tracking comment instead of adding one", async () => {
+  it("when only the answer's edit failed, the answer poster edits the tracking comment instead of adding one", async () => {
     issue++;
     const thread = fakeThread();
     const gh = outage(thread, 1); // the tracking comment goes through
@@ -525,7 +525,7 @@ describe("runTask when GitHub refuses the thread's writes past the retries", () 
 
     gh.down = false;
     await overdue(row.id);
-    expect((await deliver(thread)).delivered).toEqual([row.id]);
+    expect((await post(thread)).posted).toEqual([row.id]);
     expect(thread.creates).toBe(1);
     expect(thread.comments).toHaveLength(1);
     expect(thread.comments[0]!.body).toBe(row.answer_body);
@@ -542,11 +542,11 @@ describe("runTask when GitHub refuses the thread's writes past the retries", () 
     expect(String(row.answer_body)).toContain("bad yaml at line 9");
     gh.down = false;
     await overdue(row.id);
-    expect((await deliver(thread)).delivered).toEqual([row.id]);
+    expect((await post(thread)).posted).toEqual([row.id]);
     expect(findTaskMarker(thread.comments[0]!.body)).toBe(row.id);
   });
 
-  it("no GitHub access at all: failed, and the failure pending for the deliverer to render", async () => {
+  it("no GitHub access at all: failed, and the failure pending for the answer poster to render", async () => {
     issue++;
     const thread = fakeThread();
     let reachable = false;
@@ -570,7 +570,7 @@ describe("runTask when GitHub refuses the thread's writes past the retries", () 
     });
     reachable = true;
     await overdue(row.id);
-    expect((await deliver(thread)).delivered).toEqual([row.id]);
+    expect((await post(thread)).posted).toEqual([row.id]);
     expect(thread.comments[0]!.body).toMatch(
       /^⚠️ The run failed: GitHub access failed: could not get an installation token: HTTP 502\. Comment again to retry/,
     );

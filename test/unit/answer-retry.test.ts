@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import {
-  afterFailedDelivery,
+  afterFailedPost,
   answerBackoffMs,
   answerRetryPolicy,
   DEFAULT_ANSWER_RETRY,
@@ -38,7 +38,7 @@ describe("answerBackoffMs", () => {
   });
 });
 
-describe("afterFailedDelivery", () => {
+describe("afterFailedPost", () => {
   const rows: Array<[string, number, unknown, AfterFailure]> = [
     ["503 on the first delivery", 1, httpError(503), { kind: "retry", waitMs: 60_000 }],
     ["network failure (no status)", 3, new Error("ECONNRESET"), { kind: "retry", waitMs: 240_000 }],
@@ -50,7 +50,7 @@ describe("afterFailedDelivery", () => {
     ["GitHub refuses the body", 1, httpError(422), { kind: "give_up", why: "permanent" }],
     ["the last allowed delivery", 20, httpError(503), { kind: "give_up", why: "attempts" }],
     [
-      "beyond the last (a crashed deliverer)",
+      "beyond the last (a crashed answer poster)",
       23,
       httpError(503),
       { kind: "give_up", why: "attempts" },
@@ -58,6 +58,6 @@ describe("afterFailedDelivery", () => {
     ["one short of the last", 19, httpError(502), { kind: "retry", waitMs: 1_800_000 }],
   ];
   it.each(rows)("%s", (_name, attempts, err, expected) => {
-    expect(afterFailedDelivery(attempts, err, p)).toEqual(expected);
+    expect(afterFailedPost(attempts, err, p)).toEqual(expected);
   });
 });

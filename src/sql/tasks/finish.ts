@@ -7,7 +7,7 @@ import type { Queryable } from "../db.js";
 
 /**
  * Where the task's final answer stands as it finishes: in the thread, or pending in the answer
- * outbox (GitHub refused it past the retries) for the deliverer to post after `retryInMs`.
+ * outbox (GitHub refused it past the retries) for the answer poster to post after `retryInMs`.
  */
 export type FinalAnswer =
   | { kind: "posted"; commentId: number }

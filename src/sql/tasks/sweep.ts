@@ -40,7 +40,7 @@ export async function sweepExpired(
           const t = cur.rows[0] as Row | undefined;
           if (!t) return;
           if ((t.attempts as number) >= (t.max_attempts as number)) {
-            // Nobody else will tell the thread: its runner is gone. The deliverer renders the
+            // Nobody else will tell the thread: its runner is gone. The answer poster renders the
             // failure from failure_reason and posts it into the task's comment.
             await tx.query(
               `UPDATE tasks SET status = 'failed', outcome = 'failed', locked_by = NULL, heartbeat_at = NULL,

@@ -1,19 +1,19 @@
 /**
- * The runner's AgentPort over one agent CLI adapter (Claude Code's or Codex's): a fresh HOME per
+ * The runner's Agent over one CliAdapter (Claude Code's or Codex's): a fresh HOME per
  * turn holding only the session it resumes (a Claude transcript, or a Codex rollout, from the
  * store given), the sandbox, and the session saved back after the run.
  */
 import fs from "node:fs/promises";
 import type { Logger } from "../log.js";
-import type { AgentCli, RunEvent } from "../claude/index.js";
+import type { CliAdapter, RunEvent } from "../claude/index.js";
 import { killProcessesIn } from "../process/process-tree.js";
 import { IN_SANDBOX } from "../sandbox/bwrap-args.js";
 import type { NetworkPolicy } from "../sandbox/egress.js";
 import type { Sandbox } from "../sandbox/sandbox.js";
 import { turnHome, type TranscriptStore } from "../sessions/transcripts.js";
-import type { AgentPort, AgentRunRequest, AgentRunResult, AgentSettings } from "./ports.js";
+import type { Agent, AgentRunRequest, AgentRunResult, AgentSettings } from "./ports.js";
 
-export interface ClaudeAgentOptions {
+export interface CliAgentOptions {
   log: Logger;
   /**
    * Where runs happen. With it, every run gets a fresh HOME (under `homes`) holding only the
@@ -29,7 +29,7 @@ export interface ClaudeAgentOptions {
   compacts?: boolean;
 }
 
-export function claudeAgent(cli: AgentCli, opts: ClaudeAgentOptions): AgentPort {
+export function cliAgent(cli: CliAdapter, opts: CliAgentOptions): Agent {
   let capabilities: Promise<{ canResume: boolean; version: string | null }> | undefined;
   const probe = () => (capabilities ??= cli.probe());
   const contain = opts.contain;

@@ -1,11 +1,11 @@
 /**
- * The answer deliverer: posts the final answers the thread has not heard yet (the answer
+ * The answer answer poster: posts the final answers the thread has not heard yet (the answer
  * outbox, src/sql/answer-outbox.ts). A run whose last write GitHub refused past the request
  * policy's retries, and a task the sweeper failed, finish with their answer pending; a runner
  * calls this every few seconds, and any replica may, at the same time.
  *
  * Exactly one answer per task: the answer goes into the task's own comment (its recorded id,
- * else the one carrying the task marker, else a new one), so a delivery that is repeated (a
+ * else the one carrying the task marker, else a new one), so a posting that is repeated (a
  * lost lease, a crash after the post but before the record) edits that comment again instead
  * of posting a second.
  */
@@ -13,7 +13,7 @@ import { httpStatusOf, describeError } from "../github/errors.js";
 import type { Pool } from "../db/pool.js";
 import type { Logger } from "../log.js";
 import {
-  answerDelivered,
+  answerPosted,
   claimAnswers,
   giveUpAnswer,
   retryAnswer,
@@ -21,13 +21,13 @@ import {
 } from "../sql/answer-outbox.js";
 import type { Outcome } from "../core/task.js";
 import type { Task } from "../sql/tasks/claim.js";
-import { afterFailedDelivery, answerRetryPolicy, type AnswerRetryPolicy } from "./answer-retry.js";
+import { afterFailedPost, answerRetryPolicy, type AnswerRetryPolicy } from "./answer-retry.js";
 import type { GitHubThread } from "./ports.js";
 import { redact } from "../core/redact.js";
 import { REASON_CODES, type ReasonCode } from "../core/resume-decision.js";
 import { findTaskMarker, renderFailure } from "./thread-comments.js";
 
-export interface DeliverAnswersDeps {
+export interface PostAnswersDeps {
   pool: Pool;
   log: Logger;
   github: (task: Task) => Promise<GitHubThread>;
@@ -35,46 +35,46 @@ export interface DeliverAnswersDeps {
   secrets?: () => Iterable<string | undefined>;
   answerRetry?: Partial<AnswerRetryPolicy>;
   /**
-   * How long a claimed answer is this deliverer's before another may claim it again. One
-   * delivery is a handful of requests, each retried for at most ~15 s.
+   * How long a claimed answer is this answer poster's before another may claim it again. One
+   * posting is a handful of requests, each retried for at most ~15 s.
    */
   leaseMs?: number;
-  /** Deliveries per call at most. */
+  /** Answers posted per call at most. */
   limit?: number;
 }
 
-export interface DeliveryReport {
-  delivered: number[];
+export interface PostingReport {
+  posted: number[];
   retrying: number[];
   gaveUp: number[];
 }
 
-export const DEFAULT_DELIVERY_LEASE_MS = 2 * 60_000;
+export const DEFAULT_POSTING_LEASE_MS = 2 * 60_000;
 
 /**
- * Deliver due pending answers, one claim at a time (each lease covers only its own delivery),
+ * Post due pending answers, one claim at a time (each lease covers only its own posting),
  * until none is due, `limit` is reached, or one fails: when GitHub refuses one it is most
  * likely down, and the rest wait for the next call rather than each waiting out the retries.
  */
-export async function deliverAnswers(deps: DeliverAnswersDeps): Promise<DeliveryReport> {
-  const report: DeliveryReport = { delivered: [], retrying: [], gaveUp: [] };
+export async function postPendingAnswers(deps: PostAnswersDeps): Promise<PostingReport> {
+  const report: PostingReport = { posted: [], retrying: [], gaveUp: [] };
   const policy = answerRetryPolicy(deps.answerRetry);
   const limit = deps.limit ?? 20;
   for (let i = 0; i < limit; i++) {
-    const [claimed] = await claimAnswers(deps.pool, 1, deps.leaseMs ?? DEFAULT_DELIVERY_LEASE_MS);
+    const [claimed] = await claimAnswers(deps.pool, 1, deps.leaseMs ?? DEFAULT_POSTING_LEASE_MS);
     if (!claimed) break;
-    const result = await deliverOne(deps, policy, claimed);
+    const result = await postOne(deps, policy, claimed);
     report[result].push(claimed.task.id);
-    if (result !== "delivered") break;
+    if (result !== "posted") break;
   }
   return report;
 }
 
-async function deliverOne(
-  deps: DeliverAnswersDeps,
+async function postOne(
+  deps: PostAnswersDeps,
   policy: AnswerRetryPolicy,
   a: PendingAnswer,
-): Promise<keyof DeliveryReport> {
+): Promise<keyof PostingReport> {
   const { task } = a;
   const log = deps.log.child({
     task: task.id,
@@ -89,18 +89,18 @@ async function deliverOne(
     secrets.add(await gh.token().catch(() => undefined));
     const body = redact(a.body ?? renderPendingFailure(a), secrets);
     const commentId = await writeTaskComment(gh, task, body, written);
-    if (await answerDelivered(deps.pool, task.id, a.attempt, commentId)) {
+    if (await answerPosted(deps.pool, task.id, a.attempt, commentId)) {
       log.info({ comment: commentId }, "pending answer posted");
     } else {
       log.warn(
         { comment: commentId },
-        "pending answer posted after its lease ran out; another delivery may edit the same comment",
+        "pending answer posted after its lease ran out; another posting may edit the same comment",
       );
     }
-    return "delivered";
+    return "posted";
   } catch (err) {
     const error = redact(describeError(err), secrets);
-    const next = afterFailedDelivery(a.attempt, err, policy);
+    const next = afterFailedPost(a.attempt, err, policy);
     if (next.kind === "retry") {
       await retryAnswer(deps.pool, task.id, a.attempt, next.waitMs, error, written.commentId);
       log.warn(
@@ -114,7 +114,7 @@ async function deliverOne(
       { err: error, why: next.why },
       next.why === "permanent"
         ? "gave up on a pending answer: GitHub says the thread is gone or refuses it; the answer stays in tasks.answer_body"
-        : `gave up on a pending answer after ${a.attempt} deliveries; the answer stays in tasks.answer_body`,
+        : `gave up on a pending answer after ${a.attempt} tries; the answer stays in tasks.answer_body`,
     );
     return "gaveUp";
   }
