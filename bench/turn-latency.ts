@@ -5,7 +5,8 @@
  * into the inbox, the intake processor (token, config, permission, 👀), the task and its
  * NOTIFY, the runner's claim, the decision, the tracking comment, the workspace (clone on a
  * first turn; on a follow-up, a fetch unless GitHub's REST API says the turn's branches are as
- * the mirror has them), the prompt, and the spawn.
+ * the mirror has them; and the look at the checkout that housekeeping took after the last turn),
+ * the prompt, and the spawn.
  *
  * Two apps run side by side, each with its own database and stand-ins: one runs agents in the
  * sandbox (TETHER_SANDBOX=bwrap, the default), the other unsandboxed (off). Their turns are
@@ -54,7 +55,14 @@ interface Arm {
   /** A bare `git fetch` against this arm's stand-in, ms, once a round. */
   bareFetch: number[];
   /** What the app logged the workspace's git steps took (--phases): host fetch, sandboxed look. */
-  gitMs: { mirrorFetch: number[]; sandboxLook: number[]; skipped: number; turns: number };
+  gitMs: {
+    mirrorFetch: number[];
+    sandboxLook: number[];
+    skipped: number;
+    /** Follow-ups whose workspace used the look taken after the last turn (no look of their own). */
+    reused: number;
+    turns: number;
+  };
   steps: { first: Map<string, number[]>; follow: Map<string, number[]> };
   close(): Promise<void>;
 }
@@ -86,7 +94,7 @@ async function startArm(name: string, env: Record<string, string>): Promise<Arm>
     eyes: [],
     tracking: [],
     bareFetch: [],
-    gitMs: { mirrorFetch: [], sandboxLook: [], skipped: 0, turns: 0 },
+    gitMs: { mirrorFetch: [], sandboxLook: [], skipped: 0, reused: 0, turns: 0 },
     steps: { first: new Map(), follow: new Map() },
     async close() {
       await stack.close();
@@ -177,6 +185,7 @@ function noteSteps(output: string, t0: number, into: Map<string, number[]>): voi
 function noteGit(output: string, into: Arm["gitMs"]): void {
   into.turns += 1;
   if (output.includes("fetch skipped")) into.skipped += 1;
+  if (output.includes("checkout as the last turn left it")) into.reused += 1;
   for (const line of output.split("\n")) {
     let e: { msg?: unknown; ms?: unknown; git?: unknown; step?: unknown };
     try {
@@ -184,6 +193,9 @@ function noteGit(output: string, into: Arm["gitMs"]): void {
     } catch {
       continue;
     }
+    // Up to the workspace's readiness: what runs after the turn (housekeeping, the look for
+    // the next turn) is not on this turn's path.
+    if (typeof e.msg === "string" && /^workspace /.test(e.msg)) break;
     if (typeof e.ms !== "number") continue;
     if (e.msg === "git" && Array.isArray(e.git) && e.git[0] === "fetch")
       into.mirrorFetch.push(e.ms);
@@ -335,7 +347,8 @@ try {
       console.log(
         `follow-up git, as logged: the mirror's fetch skipped in ${g.skipped} of ${g.turns} (GitHub's branches as the mirror had them)` +
           (g.mirrorFetch.length ? `; where it ran, ${median(g.mirrorFetch)} ms` : "") +
-          `; the checkout's look (sandboxed, alongside) ${look}`,
+          `; the checkout's look (sandboxed, alongside) ${look}` +
+          `; the look taken after the last turn used in ${g.reused} of ${g.turns}`,
       );
     }
   }

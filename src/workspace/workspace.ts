@@ -22,7 +22,7 @@ import { gitFailure, tail, WorkspaceError, type FailureContext } from "./errors.
 import { readProjectInstructions, type ProjectInstructions } from "./project-instructions.js";
 import { hostGit, type HostGit } from "./git.js";
 import { isObjectId, isValidBranchName, refFiles } from "./git-refs.js";
-import { Mirrors, pullRef, type MirrorSync } from "./mirror.js";
+import { MIRROR_FRESH_MS, Mirrors, pullRef, type MirrorSync } from "./mirror.js";
 import type { TaskKey } from "../core/task.js";
 import { workspacePath } from "./paths.js";
 import {
@@ -299,6 +299,14 @@ export class Workspaces {
   private readonly git: SandboxedGit;
   private readonly hostGit: HostGit;
   private readonly timeoutMs: number;
+  /**
+   * Per checkout: what the last prepare() stood it on, and the look maintain() took at the end
+   * of that turn. Nothing touches a checkout between two turns of its key (the agent runs only
+   * inside a turn, and the key is held by one task at a time), so the next prepare() on this
+   * runner uses that look instead of taking its own: one sandboxed git fewer before the spawn.
+   * Taken by the prepare() that uses it; kept for at most the mirror's freshness window.
+   */
+  private readonly afterTurn = new Map<string, AfterTurn>();
 
   private constructor(
     root: string,
@@ -434,10 +442,11 @@ export class Workspaces {
       pullRequest: pr?.number,
     };
     const started = Date.now();
+    const remembered = this.takeLook(dir);
     let ws: Workspace;
     try {
       const present = await isPresent(dir);
-      ws = present ? await this.update(dir, req, ctx) : await this.clone(dir, req, ctx);
+      ws = present ? await this.update(dir, req, ctx, remembered) : await this.clone(dir, req, ctx);
     } catch (err) {
       if (err instanceof WorkspaceError) throw err;
       const code = (err as NodeJS.ErrnoException).code;
@@ -460,6 +469,8 @@ export class Workspaces {
       },
       ws.created ? "workspace cloned" : `workspace ${ws.update.kind}`,
     );
+    if (ws.upstream && ws.branch !== null)
+      this.rememberTarget(dir, { target: ws.branch, upstreamRef: ws.upstream.ref, repo });
     return ws;
   }
 
@@ -498,7 +509,12 @@ export class Workspaces {
     }
   }
 
-  private async update(dir: string, req: PrepareRequest, ctx: FailureContext): Promise<Workspace> {
+  private async update(
+    dir: string,
+    req: PrepareRequest,
+    ctx: FailureContext,
+    remembered: AfterTurn | undefined,
+  ): Promise<Workspace> {
     const pr = req.pullRequest;
     const follow = pr ? undefined : req.follow;
     const mirrorDir = this.mirrors.pathFor(req.repo);
@@ -510,11 +526,18 @@ export class Workspaces {
     const knownFollow =
       follow && (await refFiles(mirrorDir).resolve(`refs/heads/${follow}`))?.sha ? follow : null;
     const guess = knownFollow ?? knownDefault;
-    const look = (target: string) =>
-      this.git.run(dir, STATE, [target, upstreamOf(pr, target)], {
+    const look = (target: string) => {
+      const upstream = upstreamOf(pr, target);
+      const after = remembered?.look;
+      if (after && remembered.target === target && remembered.upstreamRef === upstream) {
+        this.opts.log.debug({ repo: req.repo, dir }, "checkout as the last turn left it");
+        return Promise.resolve(after);
+      }
+      return this.git.run(dir, STATE, [target, upstream], {
         origin: mirrorDir,
         signal: req.signal,
       });
+    };
     const early = pr ? look(pr.headRef) : guess ? look(guess) : null;
     early?.catch(() => undefined); // awaited below
     const mirrorRef = (target: string) => (pr ? pullRef(pr.number) : `refs/heads/${target}`);
@@ -714,6 +737,8 @@ export class Workspaces {
    */
   async collect(req: CollectRequest): Promise<Collected> {
     const dir = this.pathFor(req);
+    const turn = this.afterTurn.get(dir);
+    if (turn) delete turn.look;
     if (!isValidBranchName(req.branch) || !req.upstreamRef.startsWith("refs/")) {
       throw new WorkspaceError(
         "invalid-key",
@@ -797,6 +822,38 @@ export class Workspaces {
     }
   }
 
+  /** The remembered turn of a checkout, taken: a look is used by one prepare() at most. */
+  private takeLook(dir: string): AfterTurn | undefined {
+    const turn = this.afterTurn.get(dir);
+    this.afterTurn.delete(dir);
+    const freshMs = this.opts.mirrorFreshMs ?? MIRROR_FRESH_MS;
+    if (turn?.look && !(Date.now() - turn.lookedAt < freshMs)) delete turn.look;
+    return turn;
+  }
+
+  private rememberTarget(dir: string, turn: Omit<AfterTurn, "look" | "lookedAt">): void {
+    this.afterTurn.delete(dir);
+    if (this.afterTurn.size >= AFTER_TURN_MAX) {
+      const oldest = this.afterTurn.keys().next().value;
+      if (oldest !== undefined) this.afterTurn.delete(oldest);
+    }
+    this.afterTurn.set(dir, { ...turn, lookedAt: 0 });
+  }
+
+  /** The STATE look at the end of a turn, for the next prepare() (see `afterTurn`). */
+  private async lookAfterTurn(dir: string, signal: AbortSignal | undefined): Promise<void> {
+    const turn = this.afterTurn.get(dir);
+    if (!turn || signal?.aborted) return;
+    const r = await this.git.run(dir, STATE, [turn.target, turn.upstreamRef], {
+      origin: this.mirrors.pathFor(turn.repo),
+      signal,
+    });
+    // Only a clean look is kept, and only if nothing took the checkout meanwhile.
+    if (this.afterTurn.get(dir) !== turn || r.stoppedBy || r.startError || r.exitCode !== 0) return;
+    turn.look = r;
+    turn.lookedAt = Date.now();
+  }
+
   /**
    * git's automatic housekeeping (`gc --auto`) in a key's workspace, inside the sandbox, after
    * the turn (it takes locks the agent's own git would trip over, and is kept off the hot path:
@@ -815,6 +872,7 @@ export class Workspaces {
       if (r.exitCode === 3) return "no-checkout";
       if (r.exitCode !== 0)
         throw new Error(r.stderr.trim() || r.startError || `exit ${r.exitCode}`);
+      await this.lookAfterTurn(dir, signal);
       return "done";
     } catch (err) {
       this.opts.log.warn(
@@ -827,6 +885,20 @@ export class Workspaces {
 }
 
 export type MaintenanceOutcome = "done" | "no-checkout" | "cancelled" | "failed";
+
+/** Checkouts whose last turn a runner remembers, at most (the oldest is forgotten first). */
+const AFTER_TURN_MAX = 10_000;
+
+/** What a runner remembers of a checkout's last turn (Workspaces.afterTurn). */
+interface AfterTurn {
+  repo: string;
+  /** The branch the checkout stood on after prepare(), and the ref it follows: the look's args. */
+  target: string;
+  upstreamRef: string;
+  /** STATE as maintain() found the checkout after the turn, and when. */
+  look?: ScriptResult;
+  lookedAt: number;
+}
 
 export interface CollectRequest extends TaskKey {
   /** The branch the work goes to: the conversation branch, or a pull request's head. */

@@ -716,6 +716,100 @@ describe("housekeeping", () => {
   });
 });
 
+describe("a later turn after maintain(): the checkout as the last turn left it", () => {
+  const key = () => ({ repo, issueNumber: 1, agent: "tether" });
+
+  it("uses the look maintain() took after the agent's turn instead of taking one, once", async () => {
+    const first = await prepare();
+    // The agent's turn: a commit of its own and an edit it did not commit.
+    await fs.writeFile(path.join(first.dir, "local.txt"), "local\n");
+    await agentGit(first.dir, "add", "local.txt");
+    await agentGit(first.dir, "commit", "-qm", "local work");
+    const local = await agentGit(first.dir, "rev-parse", "HEAD");
+    await fs.writeFile(path.join(first.dir, "src/app.ts"), "agent's edit\n");
+    expect(await ws.maintain(key())).toBe("done");
+
+    logLines = [];
+    const second = await prepare();
+    // What the agent did after the first prepare() is there: the look is the one after the turn.
+    expect(second.update).toEqual({ kind: "up-to-date", ahead: 1 });
+    expect(second.headSha).toBe(local);
+    expect(steps().sandboxed).toEqual([]);
+    expect(logLines.some((l) => l.includes("checkout as the last turn left it"))).toBe(true);
+
+    // Used once: a turn that did not reach maintain() leaves the next prepare() to look itself.
+    await agentGit(first.dir, "checkout", "-qb", "agent-branch");
+    logLines = [];
+    const third = await prepare();
+    expect(third.update).toMatchObject({ kind: "left", reason: "other-branch" });
+    expect(steps().sandboxed).toHaveLength(1);
+  });
+
+  it("a new upstream commit still fetches into the checkout and fast-forwards", async () => {
+    await prepare();
+    expect(await ws.maintain(key())).toBe("done");
+    const sha = await gh.commit(repo, { files: { "src/app.ts": "export const v = 2;\n" } });
+    logLines = [];
+    const second = await prepare();
+    expect(second.update).toMatchObject({ kind: "fast-forwarded", to: sha });
+    expect(await read(second.dir, "src/app.ts")).toBe("export const v = 2;\n");
+    // The checkout's own fetch and the move; no look before them.
+    expect(steps().sandboxed).toHaveLength(2);
+  });
+
+  it("publishing's commit in the checkout drops the look; a cancelled maintain() takes none", async () => {
+    const first = await prepare();
+    expect(await ws.maintain(key())).toBe("done");
+    await fs.writeFile(path.join(first.dir, "new.txt"), "new\n");
+    const collected = await ws.collect({
+      ...key(),
+      branch: "main",
+      upstreamRef: first.upstream.ref,
+      identity: { name: "Tether", email: "tether@example.invalid" },
+      message: "the turn's changes",
+      trailers: [],
+    });
+    expect(collected.kind).toBe("committed");
+    if (collected.kind === "committed") await collected.dispose();
+    logLines = [];
+    expect((await prepare()).update).toEqual({ kind: "up-to-date", ahead: 1 });
+    expect(steps().sandboxed).toHaveLength(1);
+
+    const aborted = new AbortController();
+    aborted.abort();
+    expect(await ws.maintain(key(), aborted.signal)).toBe("cancelled");
+    logLines = [];
+    await prepare();
+    expect(steps().sandboxed).toHaveLength(1);
+  });
+
+  it("is not used past the freshness window (mirrorFreshMs: 0), nor by another process", async () => {
+    const strict = await Workspaces.open({
+      root,
+      sandbox,
+      log,
+      gitHome: path.join(scratch, "git-home"),
+      mirrorFreshMs: 0,
+    });
+    await prepare({}, strict);
+    expect(await strict.maintain(key())).toBe("done");
+    logLines = [];
+    await prepare({}, strict);
+    expect(steps().sandboxed).toHaveLength(1);
+
+    expect(await ws.maintain(key())).toBe("done");
+    const other = await Workspaces.open({
+      root,
+      sandbox,
+      log,
+      gitHome: path.join(scratch, "git-home"),
+    });
+    logLines = [];
+    await prepare({}, other);
+    expect(steps().sandboxed).toHaveLength(1);
+  });
+});
+
 describe("submodules", () => {
   /** Commits a gitlink `lib` (and its .gitmodules) straight into the stand-in's bare repository. */
   async function commitGitlink(bareRepo: string, libUrl: string, libSha: string): Promise<void> {
