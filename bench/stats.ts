@@ -23,7 +23,9 @@ import { migrate } from "../src/db/migrate.js";
 import { createPool } from "../src/db/pool.js";
 import { loadEnv } from "../src/env.js";
 import { createLogger } from "../src/log.js";
-import { hourRowsQuery, repoRowsQuery, statsWindow, type StatsRange } from "../src/sql/stats.js";
+import { repoRowsQuery } from "../src/sql/stats/repos.js";
+import { hourRowsQuery } from "../src/sql/stats/turns.js";
+import { statsWindow, type StatsRange } from "../src/sql/stats/window.js";
 import { dashboardRoutes } from "../src/web/dashboard-routes.js";
 import { serveHandlers } from "../src/web/http.js";
 

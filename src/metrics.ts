@@ -3,11 +3,11 @@ import type { Pool } from "./db/pool.js";
 import {
   OUTCOMES,
   REASON_CODES,
-  readQueueFigures,
   type Outcome,
   type QueueFigures,
   type ReasonCode,
-} from "./sql/stats.js";
+} from "./sql/stats/figures.js";
+import { readQueueFigures } from "./sql/stats/read.js";
 import { LIMIT_KINDS } from "./spend/spend-limits.js";
 
 /** What the runner reports once per finished turn. */

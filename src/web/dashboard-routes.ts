@@ -2,13 +2,10 @@ import { randomBytes } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { z } from "zod";
 import type { AppDeps } from "../deps.js";
-import {
-  readStats,
-  StatsRange,
-  StatsTimeoutError,
-  type ReadStatsOptions,
-  type Stats,
-} from "../sql/stats.js";
+import type { Stats } from "../sql/stats/figures.js";
+import { readStats, type ReadStatsOptions } from "../sql/stats/read.js";
+import { StatsTimeoutError } from "../sql/stats/snapshot.js";
+import { StatsRange } from "../sql/stats/window.js";
 import {
   clearSessionCookieHeader,
   dashboardAccess,

@@ -4,7 +4,7 @@ import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadEnv } from "../../src/env.js";
 import { createLogger } from "../../src/log.js";
-import type { Stats } from "../../src/sql/stats.js";
+import type { Stats } from "../../src/sql/stats/figures.js";
 import { dashboardRoutes } from "../../src/web/dashboard-routes.js";
 import { serveHandlers, type Served } from "../../src/web/http.js";
 import { seedRealisticTasks } from "../helpers/dashboard-seed.js";

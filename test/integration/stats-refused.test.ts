@@ -3,7 +3,7 @@
  * beside the spend, in the window by their created_at, and never as turns.
  */
 import { describe, expect, it } from "vitest";
-import { readStats } from "../../src/sql/stats.js";
+import { readStats } from "../../src/sql/stats/read.js";
 import { createTestDatabase } from "../helpers/db.js";
 import { seedTask } from "../helpers/seed.js";
 

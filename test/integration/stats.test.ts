@@ -2,13 +2,10 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadEnv } from "../../src/env.js";
 import { createLogger } from "../../src/log.js";
-import {
-  readStats,
-  REASON_CODES,
-  statsWindow,
-  StatsTimeoutError,
-  type Stats,
-} from "../../src/sql/stats.js";
+import { REASON_CODES, type Stats } from "../../src/sql/stats/figures.js";
+import { readStats } from "../../src/sql/stats/read.js";
+import { StatsTimeoutError } from "../../src/sql/stats/snapshot.js";
+import { statsWindow } from "../../src/sql/stats/window.js";
 import { dashboardRoutes } from "../../src/web/dashboard-routes.js";
 import { serveHandlers, type Served } from "../../src/web/http.js";
 import { createTestDatabase } from "../helpers/db.js";

@@ -21,7 +21,7 @@ import { EnvSchema } from "../../src/env.js";
 import { COMMANDS } from "../../src/intake/parse-comment.js";
 import { Metrics } from "../../src/metrics.js";
 import { REASON_CODES } from "../../src/core/resume-decision.js";
-import { OUTCOMES } from "../../src/sql/stats.js";
+import { OUTCOMES } from "../../src/sql/stats/figures.js";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 const README = fs.readFileSync(path.join(ROOT, "README.md"), "utf8");

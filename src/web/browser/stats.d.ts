@@ -1,8 +1,8 @@
 /**
  * What the dashboard's script (dashboard.js) reads of GET /api/stats: the fields it uses, as the
- * server sends them. The server's own type is `Stats` (src/sql/stats.ts); dashboard-routes.ts
- * checks that it satisfies this one, so a field renamed or retyped there fails `npm run
- * typecheck` here instead of blanking a panel. Types only, no imports: both the Node program and
+ * server sends them. The server's own type is `Stats` (src/sql/stats/figures.ts);
+ * dashboard-routes.ts checks that it satisfies this one, so a field renamed or retyped there fails
+ * `npm run typecheck` here instead of blanking a panel. Types only, no imports: both the Node program and
  * the browser program (tsconfig.json in this folder) read this file.
  */
 
