@@ -18,19 +18,18 @@ import path from "node:path";
 import type { Logger } from "../log.js";
 import type { Sandbox } from "../sandbox/sandbox.js";
 import { agentControlMasks, type AgentControlMasks } from "./agent-control.js";
-import { gitFailure, tail, WorkspaceError, type FailureContext } from "./errors.js";
+import { AfterTurnLooks, type AfterTurn } from "./after-turn.js";
+import { planUpdate, readState, type LeftReason, type LocalState } from "./checkout-state.js";
+import { collectWork, type Collected, type CollectRequest } from "./collect.js";
+import { gitFailure, WorkspaceError, type FailureContext } from "./errors.js";
 import { readProjectInstructions, type ProjectInstructions } from "./project-instructions.js";
 import { hostGit, type HostGit } from "./git.js";
 import { isObjectId, isValidBranchName, refFiles } from "./git-refs.js";
 import { MIRROR_FRESH_MS, Mirrors, pullRef, type MirrorSync } from "./mirror.js";
 import type { TaskKey } from "../core/task.js";
 import { workspacePath } from "./paths.js";
-import {
-  parseReport,
-  sandboxedGit,
-  type ScriptResult,
-  type SandboxedGit,
-} from "./sandboxed-git.js";
+import { sandboxedGit, type SandboxedGit } from "./sandboxed-git.js";
+import { CLONE, FETCH, MAINTAIN, MOVE, STATE } from "./scripts.js";
 
 export { classifyGitFailure, WorkspaceError } from "./errors.js";
 export { isValidBranchName } from "./git-refs.js";
@@ -73,15 +72,6 @@ export interface PrepareRequest extends TaskKey {
   signal?: AbortSignal | undefined;
 }
 
-/** Why a later turn left the checkout as it was. */
-export type LeftReason =
-  | "uncommitted-changes"
-  | "diverged"
-  | "other-branch"
-  | "detached"
-  | "operation-in-progress"
-  | "untracked-files-in-the-way";
-
 export type WorkspaceUpdate =
   | { kind: "cloned" }
   /** Already at the upstream commit; `ahead` counts local commits upstream does not have. */
@@ -109,60 +99,6 @@ export interface Workspace {
   update: WorkspaceUpdate;
 }
 
-/** What a later turn sees in the checkout, gathered before deciding how to update it. */
-export interface CheckoutState {
-  /** Branch HEAD points at; null when detached. */
-  currentBranch: string | null;
-  /** The branch the workspace follows: the default branch, or the PR's head ref. */
-  targetBranch: string;
-  targetExists: boolean;
-  /** Tracked files modified, staged or unmerged. Untracked files do not count: a fast-forward keeps them. */
-  trackedChanges: boolean;
-  /** A merge, rebase, cherry-pick, revert or bisect is under way. */
-  operationInProgress: boolean;
-  /** Commits on the target branch that upstream lacks, and the reverse (0 when the target is missing). */
-  ahead: number;
-  behind: number;
-}
-
-export type UpdatePlan =
-  | { action: "up-to-date"; ahead: number }
-  | { action: "fast-forward" }
-  | { action: "create-branch" }
-  | { action: "leave"; reason: LeftReason; detail: string };
-
-/** How a later turn updates the checkout: only moves that cannot lose the agent's work. */
-export function planUpdate(s: CheckoutState): UpdatePlan {
-  if (s.targetExists && s.currentBranch === s.targetBranch && s.behind === 0) {
-    return { action: "up-to-date", ahead: s.ahead };
-  }
-  if (s.operationInProgress) {
-    return leave("operation-in-progress", "a merge, rebase or cherry-pick is under way");
-  }
-  if (s.currentBranch === null) {
-    return leave("detached", `HEAD is detached, not on ${s.targetBranch}`);
-  }
-  if (!s.targetExists) {
-    return s.trackedChanges
-      ? leave("uncommitted-changes", `${s.targetBranch} does not exist and files are modified`)
-      : { action: "create-branch" };
-  }
-  if (s.currentBranch !== s.targetBranch) {
-    return leave("other-branch", `on ${s.currentBranch}, not ${s.targetBranch}`);
-  }
-  if (s.trackedChanges) {
-    return leave("uncommitted-changes", `files are modified; upstream is ${s.behind} ahead`);
-  }
-  if (s.ahead > 0) {
-    return leave("diverged", `${s.ahead} local and ${s.behind} upstream commits differ`);
-  }
-  return { action: "fast-forward" };
-}
-
-function leave(reason: LeftReason, detail: string): UpdatePlan {
-  return { action: "leave", reason, detail };
-}
-
 export interface WorkspacesOptions {
   /** TETHER_WORKSPACE_DIR. */
   root: string;
@@ -186,127 +122,14 @@ const OUTBOX_DIR = ".outbox";
 const MASKS_DIR = ".masks";
 const STALE_TMP_MS = 6 * 60 * 60_000;
 
-const OPERATION_MARKERS =
-  "MERGE_HEAD rebase-merge rebase-apply CHERRY_PICK_HEAD REVERT_HEAD BISECT_LOG";
-
-/**
- * What the checkout is like (args: target branch, upstream ref). Exit 3: not a git checkout.
- * `git status` comes last, after a marker, since it prints file names.
- */
-const STATE = `
-target=$1; upstream=$2
-emit() { printf '%s=%s\\n' "$1" "$2"; }
-gd=$(git rev-parse --git-dir 2>/dev/null) || exit 3
-t=; u=
-refs=$(git for-each-ref --format='%(refname) %(objectname)' "refs/heads/$target" "$upstream")
-while IFS=' ' read -r name sha; do
-  [ "$name" = "refs/heads/$target" ] && t=$sha
-  [ "$name" = "$upstream" ] && u=$sha
-done <<EOF
-$refs
-EOF
-emit target_sha "$t"
-emit upstream_sha "$u"
-if [ -n "$t" ] && [ -n "$u" ] && [ "$t" != "$u" ]; then
-  c=$(git rev-list --left-right --count "$t...$u") || exit 4
-  emit counts "$c"
-fi
-op=0
-for m in ${OPERATION_MARKERS}; do [ -e "$gd/$m" ] && op=1; done
-emit operation "$op"
-if [ -n "$ORIGIN" ] && [ "$(git config --get remote.origin.url)" != "$ORIGIN" ]; then
-  git remote set-url origin "$ORIGIN" 2>/dev/null || git remote add origin "$ORIGIN"
-  emit repointed 1
-fi
-printf '@status\\n'
-git status --porcelain=v2 --branch --no-ahead-behind --untracked-files=no -z || exit 5
-`;
-
-/** Fetch from the mirror, then STATE (args: target, upstream, pull request number or ""). */
-const FETCH = `
-pr=$3
-git fetch --quiet --prune --no-tags --no-recurse-submodules "$ORIGIN" '+refs/heads/*:refs/remotes/origin/*' \${pr:+"+refs/pull/$pr/head:refs/pull/$pr/head"} || exit 6
-${STATE}`;
-
-/** A first clone from the mirror into the (empty) working directory, then STATE. */
-const CLONE = `
-pr=$3; head=$1
-if [ -n "$pr" ]; then
-  git clone --quiet --no-hardlinks --no-tags --no-checkout "--config=remote.origin.fetch=+refs/pull/$pr/head:refs/pull/$pr/head" -- "$ORIGIN" . || exit 6
-  git checkout --quiet --no-track -B "$head" "refs/pull/$pr/head" || exit 7
-else
-  git clone --quiet --no-hardlinks --no-tags -- "$ORIGIN" . || exit 6
-  if [ "$(git symbolic-ref --quiet --short HEAD)" != "$head" ]; then
-    git checkout --quiet --no-track -b "$head" "$2" || exit 7
-  fi
-fi
-${STATE}`;
-
-/** Moves the plan allows (args: ff|create, target, upstream). */
-const MOVE = `
-if [ "$1" = ff ]; then exec git merge --ff-only --quiet "$3"; fi
-exec git checkout --quiet --no-track -b "$2" "$3"
-`;
-
-/**
- * After a turn: the agent's work as one commit on `branch` (args: branch, upstream ref), and a
- * bundle of it for Tether. Everything the checkout holds beyond `base` (the last commit it
- * shares with upstream: uncommitted files, untracked ones git does not ignore, commits the
- * agent made itself) becomes one commit whose parent is `base`, authored by Tether
- * ($GIT_AUTHOR_*), with the agent's own message if it made one commit, else $OUT/message; the
- * lines of $OUT/trailers close it. The checkout then stands on that commit, on `branch`: index
- * and files are exactly its tree, so nothing is checked out and nothing of the agent's is lost.
- *
- * Nothing here is trusted by what runs next: a filter or a hook of the checkout's own could
- * make this script report anything. Tether checks the commit it takes from the bundle itself.
- */
-const COLLECT = `
-branch=$1; upstream=$2
-emit() { printf '%s=%s\\n' "$1" "$2"; }
-gd=$(git rev-parse --git-dir 2>/dev/null) || exit 3
-for m in ${OPERATION_MARKERS}; do
-  if [ -e "$gd/$m" ]; then emit state operation-in-progress; exit 0; fi
-done
-tip=$(git rev-parse --quiet --verify 'HEAD^{commit}') || { emit state no-commit; exit 0; }
-up=$(git rev-parse --quiet --verify "$upstream^{commit}") || { emit state no-upstream; exit 0; }
-base=$(git merge-base "$tip" "$up") || { emit state unrelated; exit 0; }
-emit base "$base"
-git add --all . || exit 5
-tree=$(git write-tree) || exit 5
-if [ "$tree" = "$(git rev-parse "$base^{tree}")" ]; then emit state unchanged; exit 0; fi
-n=$(git rev-list --count "$base..$tip") || exit 5
-emit agent_commits "$n"
-{
-  if [ "$n" -eq 1 ]; then git log -1 --format=%B "$tip"
-  elif [ "$n" -gt 1 ]; then sed -n 1p "$OUT/message"; echo; git log --reverse --format='- %s' "$base..$tip"
-  else cat "$OUT/message"; fi
-} | git stripspace > "$OUT/commit-message" || exit 5
-if [ -s "$OUT/trailers" ]; then { echo; cat "$OUT/trailers"; } >> "$OUT/commit-message"; fi
-commit=$(git commit-tree "$tree" -p "$base" -F "$OUT/commit-message") || exit 6
-git update-ref -m "tether: the turn's changes" "refs/heads/$branch" "$commit" || exit 7
-git symbolic-ref HEAD "refs/heads/$branch" || exit 7
-git bundle create --quiet "$OUT/changes.bundle" "refs/heads/$branch" "^$base" || exit 8
-emit commit "$commit"
-emit state committed
-`;
-
-const MAINTAIN = `git rev-parse --git-dir >/dev/null 2>&1 || exit 3
-exec git gc --auto --quiet`;
-
 export class Workspaces {
   readonly root: string;
   readonly mirrors: Mirrors;
   private readonly git: SandboxedGit;
   private readonly hostGit: HostGit;
   private readonly timeoutMs: number;
-  /**
-   * Per checkout: what the last prepare() stood it on, and the look maintain() took at the end
-   * of that turn. Nothing touches a checkout between two turns of its key (the agent runs only
-   * inside a turn, and the key is held by one task at a time), so the next prepare() on this
-   * runner uses that look instead of taking its own: one sandboxed git fewer before the spawn.
-   * Taken by the prepare() that uses it; kept for at most the mirror's freshness window.
-   */
-  private readonly afterTurn = new Map<string, AfterTurn>();
+  /** Per checkout, its last turn (after-turn.ts): the next prepare() may use its look. */
+  private readonly afterTurn: AfterTurnLooks;
 
   private constructor(
     root: string,
@@ -328,6 +151,7 @@ export class Workspaces {
       ...(opts.mirrorFreshMs !== undefined ? { freshMs: opts.mirrorFreshMs } : {}),
     });
     this.git = sandboxedGit({ sandbox: opts.sandbox, log: opts.log, timeoutMs: this.timeoutMs });
+    this.afterTurn = new AfterTurnLooks(opts.mirrorFreshMs ?? MIRROR_FRESH_MS);
   }
 
   /**
@@ -442,7 +266,7 @@ export class Workspaces {
       pullRequest: pr?.number,
     };
     const started = Date.now();
-    const remembered = this.takeLook(dir);
+    const remembered = this.afterTurn.take(dir);
     let ws: Workspace;
     try {
       const present = await isPresent(dir);
@@ -470,7 +294,7 @@ export class Workspaces {
       ws.created ? "workspace cloned" : `workspace ${ws.update.kind}`,
     );
     if (ws.upstream && ws.branch !== null)
-      this.rememberTarget(dir, { target: ws.branch, upstreamRef: ws.upstream.ref, repo });
+      this.afterTurn.remember(dir, { target: ws.branch, upstreamRef: ws.upstream.ref, repo });
     return ws;
   }
 
@@ -498,7 +322,7 @@ export class Workspaces {
         origin: mirror.dir,
         signal: req.signal,
       });
-      const state = this.readState(r, ctx, "clone");
+      const state = readState(r, ctx, "clone");
       await fs.mkdir(path.dirname(dir), { recursive: true });
       await fs.rmdir(dir).catch(() => undefined); // an empty leftover; a full one makes rename fail
       await fs.rename(tmp, dir);
@@ -561,11 +385,11 @@ export class Workspaces {
     }
     let state =
       early && (pr || guess === target)
-        ? this.readState(await early, ctx, "update")
-        : this.readState(await look(target), ctx, "update");
+        ? readState(await early, ctx, "update")
+        : readState(await look(target), ctx, "update");
     if (mirrorSha !== null && state.upstreamSha !== mirrorSha) {
       // The mirror has what the checkout has not seen yet: fetch it from there, look again.
-      state = this.readState(
+      state = readState(
         await this.git.run(dir, FETCH, [target, upstreamRef, pr ? String(pr.number) : ""], {
           origin: mirror.dir,
           signal: req.signal,
@@ -668,49 +492,6 @@ export class Workspaces {
     }
   }
 
-  private readState(
-    r: ScriptResult,
-    ctx: FailureContext,
-    step: "clone" | "update" | "fetch",
-  ): LocalState {
-    if (r.stoppedBy) throw gitFailure(ctx, step, r.stderr, r.stoppedBy);
-    if (r.startError)
-      throw new WorkspaceError(
-        "git-failed",
-        ctx.repo,
-        `could not ${step} ${ctx.repo}: the runner could not start its sandbox or git`,
-        { detail: r.startError },
-      );
-    if (r.exitCode === 3)
-      throw new WorkspaceError(
-        "not-a-checkout",
-        ctx.repo,
-        `the workspace for ${ctx.repo} exists but is not a git checkout; an operator must move it away`,
-        { detail: r.stderr.trim() },
-      );
-    if (r.exitCode !== 0) throw gitFailure(ctx, step, r.stderr, "git-failed", r.exitCode);
-    const { values, status } = parseReport(r.stdout);
-    const fields = status.split("\0");
-    const header = (name: string) =>
-      fields.find((f) => f.startsWith(`# ${name} `))?.slice(`# ${name} `.length);
-    const head = header("branch.head");
-    const [ahead, behind] = (values.get("counts") ?? "0 0").trim().split(/\s+/).map(Number);
-    const sha = (k: string) => {
-      const v = values.get(k) ?? "";
-      return isObjectId(v) ? v : null;
-    };
-    return {
-      headSha: header("branch.oid") ?? null,
-      branch: head === undefined || head === "(detached)" ? null : head,
-      trackedChanges: fields.some((f) => /^[12u] /.test(f)),
-      operationInProgress: values.get("operation") === "1",
-      targetSha: sha("target_sha"),
-      upstreamSha: sha("upstream_sha"),
-      ahead: ahead ?? 0,
-      behind: behind ?? 0,
-    };
-  }
-
   private result(
     dir: string,
     mirror: MirrorSync,
@@ -737,107 +518,13 @@ export class Workspaces {
    */
   async collect(req: CollectRequest): Promise<Collected> {
     const dir = this.pathFor(req);
-    const turn = this.afterTurn.get(dir);
-    if (turn) delete turn.look;
-    if (!isValidBranchName(req.branch) || !req.upstreamRef.startsWith("refs/")) {
-      throw new WorkspaceError(
-        "invalid-key",
-        req.repo,
-        `cannot publish to ${JSON.stringify(req.branch)}: not a valid branch name`,
-      );
-    }
-    const outRoot = path.join(this.root, OUTBOX_DIR);
-    await fs.mkdir(outRoot, { recursive: true, mode: 0o700 });
-    const out = await fs.mkdtemp(path.join(outRoot, "collect-"));
-    const dispose = () => fs.rm(out, { recursive: true, force: true });
-    try {
-      const oneLine = (s: string) => s.replace(/[\r\n]+/g, " ").trim();
-      await fs.writeFile(path.join(out, "message"), `${req.message.trim()}\n`);
-      await fs.writeFile(
-        path.join(out, "trailers"),
-        req.trailers.map((t) => `${oneLine(t)}\n`).join(""),
-      );
-      const id = req.identity;
-      const r = await this.git.run(dir, COLLECT, [req.branch, req.upstreamRef], {
-        outbox: out,
-        signal: req.signal,
-        env: {
-          GIT_AUTHOR_NAME: oneLine(id.name),
-          GIT_AUTHOR_EMAIL: oneLine(id.email),
-          GIT_COMMITTER_NAME: oneLine(id.name),
-          GIT_COMMITTER_EMAIL: oneLine(id.email),
-        },
-        config: ["-c", "commit.gpgSign=false", "-c", "core.autocrlf=false"],
-      });
-      const ctx: FailureContext = { repo: req.repo, host: "", timeoutMs: this.timeoutMs };
-      if (r.stoppedBy) throw gitFailure(ctx, "update", r.stderr, r.stoppedBy);
-      if (r.exitCode === 3)
-        throw new WorkspaceError(
-          "not-a-checkout",
-          req.repo,
-          `the workspace for ${req.repo} is not a git checkout, so its changes cannot be published`,
-        );
-      if (r.startError || r.exitCode !== 0)
-        throw new WorkspaceError(
-          "git-failed",
-          req.repo,
-          `could not commit the agent's changes in ${req.repo}: git failed${r.exitCode ? ` (exit ${r.exitCode})` : ""}`,
-          { detail: tail(r.stderr || r.startError || "") },
-        );
-      const { values } = parseReport(r.stdout);
-      const state = values.get("state");
-      if (state === "unchanged") {
-        await dispose();
-        return { kind: "unchanged" };
-      }
-      if (
-        state === "operation-in-progress" ||
-        state === "no-commit" ||
-        state === "no-upstream" ||
-        state === "unrelated"
-      ) {
-        await dispose();
-        return { kind: "blocked", reason: state };
-      }
-      const base = values.get("base") ?? "";
-      const commit = values.get("commit") ?? "";
-      if (state !== "committed" || !isObjectId(base) || !isObjectId(commit))
-        throw new WorkspaceError(
-          "git-failed",
-          req.repo,
-          `could not commit the agent's changes in ${req.repo}: git's report was not understood`,
-          { detail: tail(r.stdout) },
-        );
-      return {
-        kind: "committed",
-        base,
-        commit,
-        agentCommits: Number(values.get("agent_commits") ?? "0") || 0,
-        bundle: path.join(out, "changes.bundle"),
-        dispose,
-      };
-    } catch (err) {
-      await dispose();
-      throw err;
-    }
-  }
-
-  /** The remembered turn of a checkout, taken: a look is used by one prepare() at most. */
-  private takeLook(dir: string): AfterTurn | undefined {
-    const turn = this.afterTurn.get(dir);
-    this.afterTurn.delete(dir);
-    const freshMs = this.opts.mirrorFreshMs ?? MIRROR_FRESH_MS;
-    if (turn?.look && !(Date.now() - turn.lookedAt < freshMs)) delete turn.look;
-    return turn;
-  }
-
-  private rememberTarget(dir: string, turn: Omit<AfterTurn, "look" | "lookedAt">): void {
-    this.afterTurn.delete(dir);
-    if (this.afterTurn.size >= AFTER_TURN_MAX) {
-      const oldest = this.afterTurn.keys().next().value;
-      if (oldest !== undefined) this.afterTurn.delete(oldest);
-    }
-    this.afterTurn.set(dir, { ...turn, lookedAt: 0 });
+    this.afterTurn.dropLook(dir);
+    return collectWork(req, {
+      dir,
+      git: this.git,
+      outRoot: path.join(this.root, OUTBOX_DIR),
+      timeoutMs: this.timeoutMs,
+    });
   }
 
   /** The STATE look at the end of a turn, for the next prepare() (see `afterTurn`). */
@@ -849,9 +536,8 @@ export class Workspaces {
       signal,
     });
     // Only a clean look is kept, and only if nothing took the checkout meanwhile.
-    if (this.afterTurn.get(dir) !== turn || r.stoppedBy || r.startError || r.exitCode !== 0) return;
-    turn.look = r;
-    turn.lookedAt = Date.now();
+    if (r.stoppedBy || r.startError || r.exitCode !== 0) return;
+    this.afterTurn.store(dir, turn, r);
   }
 
   /**
@@ -885,66 +571,6 @@ export class Workspaces {
 }
 
 export type MaintenanceOutcome = "done" | "no-checkout" | "cancelled" | "failed";
-
-/** Checkouts whose last turn a runner remembers, at most (the oldest is forgotten first). */
-const AFTER_TURN_MAX = 10_000;
-
-/** What a runner remembers of a checkout's last turn (Workspaces.afterTurn). */
-interface AfterTurn {
-  repo: string;
-  /** The branch the checkout stood on after prepare(), and the ref it follows: the look's args. */
-  target: string;
-  upstreamRef: string;
-  /** STATE as maintain() found the checkout after the turn, and when. */
-  look?: ScriptResult;
-  lookedAt: number;
-}
-
-export interface CollectRequest extends TaskKey {
-  /** The branch the work goes to: the conversation branch, or a pull request's head. */
-  branch: string;
-  /** The ref in the checkout the work is measured against (Workspace.upstream.ref). */
-  upstreamRef: string;
-  /** Who commits: Tether. */
-  identity: { name: string; email: string };
-  /** The message when the agent made no commit of its own; its first line is the subject. */
-  message: string;
-  /** Lines that end every message (`Co-authored-by: …`). */
-  trailers: string[];
-  signal?: AbortSignal | undefined;
-}
-
-/** Why the checkout's work could not be taken. */
-export type CollectBlock = "operation-in-progress" | "no-commit" | "no-upstream" | "unrelated";
-
-export type Collected =
-  | { kind: "unchanged" }
-  | { kind: "blocked"; reason: CollectBlock }
-  | {
-      kind: "committed";
-      /** The commit's parent: the last one the checkout shares with upstream. */
-      base: string;
-      commit: string;
-      /** Commits the agent made itself, now folded into `commit`. */
-      agentCommits: number;
-      /** Host path of the bundle (`refs/heads/<branch>`, `^base`); gone after dispose(). */
-      bundle: string;
-      dispose(): Promise<void>;
-    };
-
-/** The checkout as the sandboxed look found it. */
-interface LocalState {
-  /** From status's "# branch.oid"; "(initial)" on an unborn branch. */
-  headSha: string | null;
-  /** Checked-out branch; null when detached. */
-  branch: string | null;
-  trackedChanges: boolean;
-  operationInProgress: boolean;
-  targetSha: string | null;
-  upstreamSha: string | null;
-  ahead: number;
-  behind: number;
-}
 
 /**
  * Whether the key's directory has anything in it. Only the directory itself is looked at from

@@ -3,13 +3,15 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { cloneUrlFor, gitAuthEnv, redactToken } from "../../src/github/git-auth.js";
 import {
-  classifyGitFailure,
-  isValidBranchName,
   planUpdate,
-  workspacePath,
-  WorkspaceError,
   type CheckoutState,
   type UpdatePlan,
+} from "../../src/workspace/checkout-state.js";
+import {
+  classifyGitFailure,
+  isValidBranchName,
+  workspacePath,
+  WorkspaceError,
 } from "../../src/workspace/workspace.js";
 
 const base: CheckoutState = {
