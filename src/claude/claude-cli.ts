@@ -3,14 +3,15 @@ import { buildClaudeArgs, SESSION_ID } from "./claude-args.js";
 import { resolveClaudePath } from "./claude-path.js";
 import { CLAUDE_MODEL_ENV, claudeModelAccess } from "./model-endpoint.js";
 import { classifyOutcome, earlyStop } from "./classify-outcome.js";
-import { createDialectCli, type CliDialect, type CliRunOptions } from "./cli-run.js";
+import { createDialectCli } from "./cli-adapter.js";
+import type { CliDialect, CliRunOptions } from "./cli-dialect.js";
 import { probeCli } from "./probe-cli.js";
 import { newEvidence, observe, type RunEvidence } from "./run-evidence.js";
 import type { CliAdapter, CliCapabilities } from "./runtime-adapter.js";
 import { StreamParser, type StreamMessage } from "./stream-parser.js";
 import { summarizeUsage } from "./usage.js";
 
-/** The run options (cli-run.ts), every one optional: the binary defaults to resolveClaudePath. */
+/** The run options (cli-dialect.ts), every one optional: the binary defaults to resolveClaudePath. */
 export type ClaudeCliOptions = Partial<CliRunOptions>;
 
 /** What is Claude's own in a run: its arguments, environment, stream and verdicts. */

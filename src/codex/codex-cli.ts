@@ -1,12 +1,14 @@
 /**
  * The Codex CLI (`@openai/codex`, pinned) as an CliAdapter: the same run engine as Claude's
- * (src/claude/cli-run.ts) with Codex's dialect. Facts it rests on: docs/codex-cli-facts.md.
+ * (src/claude/cli-run.ts) with Codex's dialect (a CliDialect, src/claude/cli-dialect.ts).
+ * Facts it rests on: docs/codex-cli-facts.md.
  */
 import fs from "node:fs";
 import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
-import { createDialectCli, type CliDialect, type CliRunOptions } from "../claude/cli-run.js";
+import { createDialectCli } from "../claude/cli-adapter.js";
+import type { CliDialect, CliRunOptions } from "../claude/cli-dialect.js";
 import { parseVersion, runProbe } from "../claude/probe-cli.js";
 import type { CliAdapter, CliCapabilities, RunSpec } from "../claude/runtime-adapter.js";
 import { buildCodexArgs, buildCodexEnv } from "./codex-args.js";

@@ -4,7 +4,7 @@
  * sandboxed CLI gets a provider pointing at the in-sandbox bridge and a placeholder key, which
  * the egress proxy swaps for the real one on each request.
  */
-import type { DialectModelAccess } from "../claude/cli-run.js";
+import type { DialectModelAccess } from "../claude/cli-dialect.js";
 import { BRIDGE_URL } from "../sandbox/init-script.js";
 
 export const CODEX_MODEL_ENV = [
