@@ -1,11 +1,11 @@
-import type { AgentSettings } from "./runtime-adapter.js";
+import type { RunSettings } from "./runtime-adapter.js";
 
 /**
  * The Claude CLI's argument list for one run. No shell is involved and the prompt goes in on
  * stdin, so nothing here is quoted and no argument carries user text except the extra system
- * prompt (bounded by AgentSettings).
+ * prompt (bounded by RunSettings).
  */
-export function buildClaudeArgs(settings: AgentSettings, resumeSessionId?: string): string[] {
+export function buildClaudeArgs(settings: RunSettings, resumeSessionId?: string): string[] {
   // stream-json needs --verbose in print mode.
   const args = [
     "-p",

@@ -7,7 +7,7 @@
 import type { ModelEndpoint } from "../sandbox/egress.js";
 import type { Logger } from "../log.js";
 import type { Classification, ExitFacts, StopReason } from "./classify-outcome.js";
-import type { AgentSettings, RunEvent, RunSpec, RunUsage } from "./runtime-adapter.js";
+import type { RunSettings, RunEvent, RunSpec, RunUsage } from "./runtime-adapter.js";
 
 /** How the CLI reaches the model API, split between Tether and the sandboxed CLI. */
 export interface DialectModelAccess {
@@ -42,7 +42,7 @@ export interface CliDialect<M extends { kind: string }, S> {
   /** A session id the CLI could have made; anything else never reaches argv. */
   sessionId: RegExp;
   args(
-    settings: AgentSettings,
+    settings: RunSettings,
     resumeSessionId: string | undefined,
     where: { sandboxed: boolean; baseUrl: string | undefined },
   ): string[];

@@ -19,7 +19,7 @@ import { abortReason, buildOutcome, cancelDetail, StderrTail } from "./cli-run-o
 import { installExitHook, RunProcesses, signalFromExitCode, sleep } from "./cli-run-processes.js";
 import { EventChannel } from "./event-channel.js";
 import {
-  AgentSettings,
+  RunSettings,
   type AgentRun,
   type OutcomeKind,
   type RunEvent,
@@ -101,7 +101,7 @@ export class CliRun<M extends { kind: string }, S> implements AgentRun {
 
   private async run(): Promise<RunOutcome> {
     const { spec } = this;
-    const settings = AgentSettings.safeParse(spec.settings);
+    const settings = RunSettings.safeParse(spec.settings);
     if (!settings.success) {
       return this.finishEarly("failed", `invalid agent settings: ${prettifyError(settings.error)}`);
     }

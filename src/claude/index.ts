@@ -13,7 +13,7 @@ export type {
   RunUsage,
   TokenUsage,
 } from "./runtime-adapter.js";
-export { AgentSettings, PermissionMode } from "./runtime-adapter.js";
+export { RunSettings, PermissionMode } from "./runtime-adapter.js";
 export { createClaudeCli, type ClaudeCliOptions } from "./claude-cli.js";
 export { lookupClaudePath, resolveClaudePath, type ClaudePathLookup } from "./claude-path.js";
 export { probeCli, clearProbeCache } from "./probe-cli.js";

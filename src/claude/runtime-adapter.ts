@@ -28,8 +28,12 @@ export const PermissionMode = z.enum([
 ]);
 export type PermissionMode = z.infer<typeof PermissionMode>;
 
-/** How one agent runs: taken from the repo's agent config by the runner. */
-export const AgentSettings = z.object({
+/**
+ * One run's options, as the CLI takes them: made by the runner (runner/cli-agent.ts) from the
+ * agent's settings (core/settings.ts, the one shape from the config file on), with its minutes
+ * turned into milliseconds there and nowhere else.
+ */
+export const RunSettings = z.object({
   /**
    * Model for `--model`. Pass it on every run of a session: without it the CLI's first resume
    * switches model variant and misses the whole prompt cache (claude-cli-facts.md).
@@ -77,7 +81,7 @@ export const AgentSettings = z.object({
     .min(1)
     .max(7 * 24 * 3_600_000),
 });
-export type AgentSettings = z.infer<typeof AgentSettings>;
+export type RunSettings = z.infer<typeof RunSettings>;
 
 /** What a binary can do, learned by running it (`--version`, `--help`). */
 export interface CliCapabilities {
@@ -99,7 +103,7 @@ export interface RunSpec {
   prompt: string;
   /** Resume this session; omit for a fresh one. */
   resumeSessionId?: string;
-  settings: AgentSettings;
+  settings: RunSettings;
   /** Aborting it cancels the run: the outcome is `cancelled` and no process of it remains. */
   signal?: AbortSignal;
   /** HOME for the child, where the CLI keeps its sessions; default: this process's HOME. */

@@ -2,7 +2,7 @@
  * Codex's command line and environment for one turn (docs/codex-cli-facts.md, "Invocation" and
  * "What a repository can make the CLI do"). No shell, the prompt on stdin.
  */
-import type { AgentSettings } from "../claude/runtime-adapter.js";
+import type { RunSettings } from "../claude/runtime-adapter.js";
 import { buildChildEnv } from "../process/child-env.js";
 
 /** The model provider Tether defines on every run (the built-in one ignores OPENAI_BASE_URL). */
@@ -28,7 +28,7 @@ export interface CodexArgsOptions {
 }
 
 export function buildCodexArgs(
-  settings: AgentSettings,
+  settings: RunSettings,
   resumeSessionId: string | undefined,
   o: CodexArgsOptions,
 ): string[] {

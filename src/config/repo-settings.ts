@@ -7,7 +7,7 @@
  * one this version cannot read, is run with a fresh read as before.
  */
 import { z } from "zod";
-import type { RepoSettings, SpendSettings } from "../core/settings.js";
+import type { AgentSettings, RepoSettings, SpendSettings } from "../core/settings.js";
 import { CHANGES_MODES } from "../core/settings.js";
 import { PublishConfig, type RepoConfig } from "./repo-config.js";
 
@@ -100,6 +100,24 @@ const SettingsSnapshot = z.object({
     installationMonthlyUsd: z.number().positive().optional(),
   }),
 });
+
+/**
+ * The config's agent, core's settings and the snapshot hold the same fields: a field added to one
+ * and not the others would be dropped on the way to the CLI without a word, so it fails the
+ * typecheck instead.
+ */
+type SameKeys<A, B> = [Exclude<keyof A, keyof B> | Exclude<keyof B, keyof A>] extends [never]
+  ? true
+  : { differ: Exclude<keyof A, keyof B> | Exclude<keyof B, keyof A> };
+type StoredAgent = z.output<typeof SettingsSnapshot>["agents"][string];
+type StoredRepo = Omit<z.output<typeof SettingsSnapshot>, "v">;
+export const snapshotHoldsEverySetting: [
+  SameKeys<StoredAgent, AgentSettings>,
+  SameKeys<StoredRepo, RepoSettings>,
+  SameKeys<z.output<typeof SettingsSnapshot>["resume"], RepoSettings["resume"]>,
+  SameKeys<z.output<typeof SettingsSnapshot>["spend"], SpendSettings>,
+  SameKeys<RepoConfig["agents"][string] & { name: string }, AgentSettings>,
+] = [true, true, true, true, true];
 
 export function snapshotSettings(config: RepoConfig): z.input<typeof SettingsSnapshot> {
   return { v: 2, ...toRepoSettings(config) };

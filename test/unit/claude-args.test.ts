@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { buildClaudeArgs, SESSION_ID } from "../../src/claude/claude-args.js";
-import { AgentSettings } from "../../src/claude/runtime-adapter.js";
+import { RunSettings } from "../../src/claude/runtime-adapter.js";
 
 // Every run: print mode, the stream, and nothing the checkout or HOME carries configures the
 // agent (no settings sources, no MCP servers but Tether's: none).
@@ -18,7 +18,7 @@ const limits = { timeoutMs: 60_000, stallMs: 30_000 };
 describe("buildClaudeArgs", () => {
   const rows: Array<{
     name: string;
-    settings: Partial<AgentSettings>;
+    settings: Partial<RunSettings>;
     resume?: string;
     args: string[];
   }> = [
@@ -87,7 +87,7 @@ describe("buildClaudeArgs", () => {
   });
 });
 
-describe("AgentSettings", () => {
+describe("RunSettings", () => {
   const rows: Array<{ input: Record<string, unknown>; valid: boolean }> = [
     { input: limits, valid: true },
     {
@@ -109,7 +109,7 @@ describe("AgentSettings", () => {
     { input: { ...limits, appendSystemPrompt: "x".repeat(100_001) }, valid: false },
   ];
   it.each(rows)("%j valid=$valid", ({ input, valid }) => {
-    expect(AgentSettings.safeParse(input).success).toBe(valid);
+    expect(RunSettings.safeParse(input).success).toBe(valid);
   });
 });
 
