@@ -28,11 +28,6 @@ export async function heartbeatTasks(
   };
 }
 
-export async function isCancelRequested(db: Queryable, taskId: number): Promise<boolean> {
-  const { rows } = await db.query(`SELECT cancel_requested FROM tasks WHERE id = $1`, [taskId]);
-  return rows[0]?.cancel_requested === true;
-}
-
 /**
  * A runner starting on a runtime takes over the tasks an earlier process of the same runtime
  * left running (it crashed or was killed): they are this runtime's sessions, so this runner can
