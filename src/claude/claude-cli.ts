@@ -46,7 +46,7 @@ export const claudeDialect: CliDialect<StreamMessage, RunEvidence> = {
     args.map((a, i) => (args[i - 1] === "--append-system-prompt" ? `(${a.length} characters)` : a)),
 };
 
-/** The Claude Code CLI as an CliAdapter. */
+/** The Claude Code CLI as a CliAdapter. */
 export function createClaudeCli(opts: ClaudeCliOptions = {}): CliAdapter {
   const path =
     opts.path ?? resolveClaudePath({ TETHER_CLAUDE_PATH: process.env.TETHER_CLAUDE_PATH });

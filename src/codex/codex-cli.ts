@@ -1,5 +1,5 @@
 /**
- * The Codex CLI (`@openai/codex`, pinned) as an CliAdapter: the same run engine as Claude's
+ * The Codex CLI (`@openai/codex`, pinned) as a CliAdapter: the same run engine as Claude's
  * (src/claude/cli-run.ts) with Codex's dialect (a CliDialect, src/claude/cli-dialect.ts).
  * Facts it rests on: docs/codex-cli-facts.md.
  */
@@ -106,7 +106,7 @@ export const codexDialect: CliDialect<CodexMessage, CodexEvidence> = {
 
 export type CodexCliOptions = Partial<CliRunOptions>;
 
-/** The Codex CLI as an CliAdapter. */
+/** The Codex CLI as a CliAdapter. */
 export function createCodexCli(opts: CodexCliOptions = {}): CliAdapter {
   const file = opts.path ?? resolveCodexPath({ TETHER_CODEX_PATH: process.env.TETHER_CODEX_PATH });
   const baseEnv = opts.baseEnv ?? process.env;

@@ -13,8 +13,7 @@ export interface AfterTurn {
   target: string;
   upstreamRef: string;
   /** STATE as maintain() found the checkout after the turn, and when. */
-  look?: ScriptResult;
-  lookedAt: number;
+  look?: { result: ScriptResult; at: number };
 }
 
 /**
@@ -34,18 +33,18 @@ export class AfterTurnLooks {
   take(dir: string): AfterTurn | undefined {
     const turn = this.afterTurn.get(dir);
     this.afterTurn.delete(dir);
-    if (turn?.look && !(Date.now() - turn.lookedAt < this.freshMs)) delete turn.look;
+    if (turn?.look && !(Date.now() - turn.look.at < this.freshMs)) delete turn.look;
     return turn;
   }
 
   /** What prepare() stood the checkout on; its look is taken after the turn (store). */
-  remember(dir: string, turn: Omit<AfterTurn, "look" | "lookedAt">): void {
+  remember(dir: string, turn: Omit<AfterTurn, "look">): void {
     this.afterTurn.delete(dir);
     if (this.afterTurn.size >= AFTER_TURN_MAX) {
       const oldest = this.afterTurn.keys().next().value;
       if (oldest !== undefined) this.afterTurn.delete(oldest);
     }
-    this.afterTurn.set(dir, { ...turn, lookedAt: 0 });
+    this.afterTurn.set(dir, { ...turn });
   }
 
   /** The checkout's remembered turn, left in place. */
@@ -62,7 +61,6 @@ export class AfterTurnLooks {
   /** Keeps `look` for `turn`, only if nothing took the checkout meanwhile. */
   store(dir: string, turn: AfterTurn, look: ScriptResult): void {
     if (this.afterTurn.get(dir) !== turn) return;
-    turn.look = look;
-    turn.lookedAt = Date.now();
+    turn.look = { result: look, at: Date.now() };
   }
 }

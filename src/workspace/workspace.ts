@@ -352,7 +352,7 @@ export class Workspaces {
     const guess = knownFollow ?? knownDefault;
     const look = (target: string) => {
       const upstream = upstreamOf(pr, target);
-      const after = remembered?.look;
+      const after = remembered?.look?.result;
       if (after && remembered.target === target && remembered.upstreamRef === upstream) {
         this.opts.log.debug({ repo: req.repo, dir }, "checkout as the last turn left it");
         return Promise.resolve(after);
