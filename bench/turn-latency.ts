@@ -20,10 +20,17 @@
  *
  * Besides the spawn it reports what a person sees first, from the requests the GitHub stand-in
  * recorded: comment → 👀 (the reaction's POST arriving) and comment → the tracking comment (its
- * POST arriving). And, interleaved with the turns, the stand-in's own git cost: a bare `git
- * fetch` of the same repository into a mirror, with no Tether at all (the stand-in runs `git
- * http-backend` per request), so the part of a follow-up's time that is Tether's is plain.
+ * POST arriving). It splits each turn's time into GitHub's part and Tether's: GitHub's is the
+ * time the stand-in spent answering the requests the turn waited for before its spawn (the
+ * union of their time in flight, from arrival to the response's end; the 👀 and the tracking
+ * comment, which the turn does not wait for, are left out), and the rest is Tether's own,
+ * printed with the requests a follow-up waited for. And, interleaved with the turns, a bare
+ * `git fetch` of the same repository with no Tether at all (the stand-in runs `git
+ * http-backend` per request): what a follow-up would pay when it must fetch.
  * The stand-in CLI writes a transcript where the real one does, so follow-ups really resume.
+ *
+ * BENCH_DUMP=<file> appends, for every follow-up, the stand-in's requests and the app's log
+ * lines, each with its time from the webhook: where one turn's time went.
  */
 import { execFile, execFileSync } from "node:child_process";
 import fs from "node:fs";
@@ -32,6 +39,7 @@ import path from "node:path";
 import { createPool } from "../src/db/pool.js";
 import { gitAuthEnv } from "../src/github/git-auth.js";
 import { startStack, REPO, type Stack } from "../test/helpers/e2e-stack.js";
+import type { RecordedRequest } from "../test/helpers/fake-github.js";
 import { benchDatabase, percentile } from "./support.js";
 
 const args = process.argv.slice(2);
@@ -49,6 +57,11 @@ interface Arm {
   spawnLog: string;
   first: number[];
   follow: number[];
+  /**
+   * Per turn: how much of webhook → spawn GitHub's stand-in spent answering requests the app
+   * waited for (the union of their time in flight), and which requests those were.
+   */
+  github: { first: number[]; follow: number[]; routes: Map<string, number[]> };
   /** comment → 👀 and comment → tracking comment, ms, every turn. */
   eyes: number[];
   tracking: number[];
@@ -91,6 +104,7 @@ async function startArm(name: string, env: Record<string, string>): Promise<Arm>
     spawnLog,
     first: [],
     follow: [],
+    github: { first: [], follow: [], routes: new Map() },
     eyes: [],
     tracking: [],
     bareFetch: [],
@@ -139,8 +153,16 @@ async function oneTurn(
     const spawns = spawnsSoFar(arm);
     if (spawns.length > before) {
       await stack.finishedTask(commentId);
+      const spawnedAt = spawns[before]!;
       if (kind) {
         const seen = stack.gh.requests.slice(ghBefore);
+        const waited = onPath(seen, spawnedAt);
+        arm.github[kind].push(unionMs(waited, t0, spawnedAt));
+        if (kind === "follow")
+          for (const r of waited) {
+            const name = `${r.method} ${r.route ?? r.kind}`;
+            arm.github.routes.set(name, [...(arm.github.routes.get(name) ?? []), r.doneAt! - r.at]);
+          }
         const eyes = seen.find(
           (r) => r.method === "POST" && r.path.endsWith(`/issues/comments/${commentId}/reactions`),
         );
@@ -154,13 +176,65 @@ async function oneTurn(
         const out = stack.app.output().slice(outBefore);
         noteSteps(out, t0, arm.steps[kind]);
         if (kind === "follow") noteGit(out, arm.gitMs);
+        if (kind === "follow" && process.env.BENCH_DUMP)
+          fs.appendFileSync(
+            process.env.BENCH_DUMP,
+            `--- ${arm.name}\n` +
+              stack.gh.requests
+                .slice(ghBefore)
+                .map((r) => `  gh ${r.at - t0}..${(r.doneAt ?? NaN) - t0} ${r.method} ${r.path}\n`)
+                .join("") +
+              out
+                .split("\n")
+                .map((l) => {
+                  try {
+                    const e = JSON.parse(l) as { time: number; msg: string; component?: string };
+                    return `${String(e.time - t0).padStart(5)} ${e.component ?? ""} ${e.msg} ${l.length > 300 ? "" : l}`;
+                  } catch {
+                    return "";
+                  }
+                })
+                .filter(Boolean)
+                .join("\n") +
+              "\n",
+          );
       }
-      return spawns[before]! - t0;
+      return spawnedAt - t0;
     }
     if (Date.now() > deadline)
       throw new Error(`no spawn for comment ${commentId}:\n${stack.app.output().slice(-4000)}`);
     await new Promise((r) => setTimeout(r, 2));
   }
+}
+
+/**
+ * The stand-in's requests a turn waits for before its spawn: everything that arrived before the
+ * spawn except what the app sends without waiting (the 👀 reaction, the tracking comment).
+ */
+function onPath(seen: RecordedRequest[], spawnedAt: number): RecordedRequest[] {
+  return seen.filter(
+    (r) =>
+      r.at <= spawnedAt &&
+      r.doneAt !== undefined &&
+      !(r.method === "POST" && /\/reactions$/.test(r.path)) &&
+      !(/^(POST|PATCH)$/.test(r.method) && /\/issues\/(\d+\/)?comments(\/\d+)?$/.test(r.path)),
+  );
+}
+
+/** Time within [from, to] during which at least one of the requests was being answered. */
+function unionMs(reqs: RecordedRequest[], from: number, to: number): number {
+  const spans = reqs
+    .map((r) => [Math.max(from, r.at), Math.min(to, r.doneAt!)] as const)
+    .filter(([a, b]) => b > a)
+    .sort((x, y) => x[0] - y[0]);
+  let total = 0;
+  let end = -Infinity;
+  for (const [a, b] of spans) {
+    if (b <= end) continue;
+    total += b - Math.max(a, end);
+    end = b;
+  }
+  return total;
 }
 
 /** The first time each step was logged in this turn's output, relative to the webhook. */
@@ -310,6 +384,27 @@ try {
     );
   }
   console.log("targets: p50 ≤ 100 ms, p99 ≤ 300 ms; the sandbox adds ≤ 50 ms to the median");
+  console.log(
+    "\nGitHub's part: the time the GitHub stand-in spent answering requests the turn waited for before its spawn" +
+      " (union of their time in flight; not the 👀 or the tracking comment), and the rest, which is Tether's",
+  );
+  for (const arm of arms) {
+    console.log(arm.name);
+    for (const kind of ["first", "follow"] as const) {
+      const total = arm[kind];
+      const gh = arm.github[kind];
+      const own = total.map((t, i) => t - (gh[i] ?? 0));
+      const s = (xs: number[]) => [...xs].sort((a, b) => a - b);
+      console.log(
+        `  ${(kind === "first" ? "first turn" : "follow-up").padEnd(12)} GitHub p50 ${percentile(s(gh), 50)} ms; Tether's own p50 ${percentile(s(own), 50)} ms, p99 ${percentile(s(own), 99)} ms (of p50 ${percentile(s(total), 50)} ms)`,
+      );
+    }
+    const routes = [...arm.github.routes].map(
+      ([name, ms]) =>
+        `${name} ×${(ms.length / arm.follow.length).toFixed(1)} (p50 ${median(ms)} ms)`,
+    );
+    console.log(`  a follow-up waited for: ${routes.join("; ")}`);
+  }
   console.log("\nwhat a person sees first (arrival at the GitHub stand-in), every turn");
   for (const arm of arms) {
     console.log(arm.name);

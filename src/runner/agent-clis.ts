@@ -33,6 +33,9 @@ export function agentForClis(agents: Partial<Record<CliKind, Agent>>): Agent {
         ? agent.transcriptState(key, sessionId, cli)
         : { where: "local" as const };
     },
+    stage(req, cli) {
+      return agentOf(cli)?.stage?.(req, cli) ?? null;
+    },
     async run(req: AgentRunRequest): Promise<AgentRunResult> {
       const cli = req.settings.cli ?? "claude";
       const agent = agentOf(cli);

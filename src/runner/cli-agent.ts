@@ -11,7 +11,14 @@ import { IN_SANDBOX } from "../sandbox/bwrap-args.js";
 import type { NetworkPolicy } from "../sandbox/egress.js";
 import type { Sandbox } from "../sandbox/sandbox.js";
 import { turnHome, type TranscriptStore } from "../sessions/transcripts.js";
-import type { Agent, AgentRunRequest, AgentRunResult, AgentSettings } from "./ports.js";
+import type { Agent, AgentRunRequest, AgentRunResult, AgentSettings, StagedRun } from "./ports.js";
+
+/** A run's HOME, and how the resumed session's transcript was put in it. */
+interface TurnHome {
+  home: string;
+  restored: AgentRunResult["restored"];
+}
+type HomeRequest = Pick<AgentRunRequest, "key" | "cwd" | "resumeSessionId">;
 
 export interface CliAgentOptions {
   log: Logger;
@@ -33,6 +40,28 @@ export function cliAgent(cli: CliAdapter, opts: CliAgentOptions): Agent {
   let capabilities: Promise<{ canResume: boolean; version: string | null }> | undefined;
   const probe = () => (capabilities ??= cli.probe());
   const contain = opts.contain;
+  /** A fresh HOME holding only the transcript of the session the run resumes. */
+  const makeHome = async (
+    c: NonNullable<CliAgentOptions["contain"]>,
+    req: HomeRequest,
+  ): Promise<TurnHome> => {
+    const home = await turnHome(c.homes);
+    if (!req.resumeSessionId) return { home, restored: undefined };
+    // The CLI files a session under its working directory; in the sandbox that is
+    // /workspace on every runner, so a transcript saved on one runner resumes on another.
+    const cwd = c.sandbox.sandboxed ? IN_SANDBOX.workspace : req.cwd;
+    // A transcript that cannot be restored leaves the CLI nothing to resume: it says so,
+    // and the turn retries fresh (resume_rejected).
+    const r = await c.transcripts
+      .restore(req.key, req.resumeSessionId, home, cwd)
+      .catch((err: Error) => {
+        opts.log.warn({ err: err.message }, "could not restore the session's transcript");
+        return null;
+      });
+    return { home, restored: r?.from ? { from: r.from, ms: Math.round(r.ms) } : undefined };
+  };
+  /** The HOMEs staged by this agent, each taken by at most one run. */
+  const staged = new WeakMap<StagedRun, () => Promise<TurnHome> | null>();
   return {
     async canResume() {
       return (await probe()).canResume;
@@ -44,6 +73,29 @@ export function cliAgent(cli: CliAdapter, opts: CliAgentOptions): Agent {
     ...(contain
       ? { transcriptState: (key, sessionId) => contain.transcripts.state(key, sessionId) }
       : {}),
+    stage(req) {
+      if (!contain) return null;
+      const made = makeHome(contain, req);
+      made.catch(() => {}); // the run that takes it sees the failure
+      let state: "staged" | "taken" | "released" = "staged";
+      const run: StagedRun = {
+        key: req.key,
+        cwd: req.cwd,
+        resumeSessionId: req.resumeSessionId,
+        async release() {
+          if (state !== "staged") return;
+          state = "released";
+          const h = await made.catch(() => null);
+          if (h) await fs.rm(h.home, { recursive: true, force: true }).catch(() => {});
+        },
+      };
+      staged.set(run, () => {
+        if (state !== "staged") return null;
+        state = "taken";
+        return made;
+      });
+      return run;
+    },
     async run(req: AgentRunRequest): Promise<AgentRunResult> {
       if (!contain?.sandbox.sandboxed) {
         // A CLI left by a process that was killed (it is re-parented to init and keeps going)
@@ -58,21 +110,16 @@ export function cliAgent(cli: CliAdapter, opts: CliAgentOptions): Agent {
       let home = opts.home;
       let restored: AgentRunResult["restored"];
       if (contain) {
-        home = await turnHome(contain.homes);
-        if (req.resumeSessionId) {
-          // The CLI files a session under its working directory; in the sandbox that is
-          // /workspace on every runner, so a transcript saved on one runner resumes on another.
-          const cwd = contain.sandbox.sandboxed ? IN_SANDBOX.workspace : req.cwd;
-          // A transcript that cannot be restored leaves the CLI nothing to resume: it says so,
-          // and the turn retries fresh (resume_rejected).
-          const r = await contain.transcripts
-            .restore(req.key, req.resumeSessionId, home, cwd)
-            .catch((err: Error) => {
-              opts.log.warn({ err: err.message }, "could not restore the session's transcript");
-              return null;
-            });
-          if (r?.from) restored = { from: r.from, ms: Math.round(r.ms) };
-        }
+        const s = req.staged;
+        const fits =
+          s &&
+          s.cwd === req.cwd &&
+          s.resumeSessionId === req.resumeSessionId &&
+          s.key.repo === req.key.repo &&
+          s.key.issueNumber === req.key.issueNumber &&
+          s.key.agent === req.key.agent;
+        const made = (fits && staged.get(s)?.()) || makeHome(contain, req);
+        ({ home, restored } = await made);
       }
       const s = req.settings;
       let compacted: AgentRunResult["compacted"];

@@ -72,9 +72,27 @@ export interface AgentRunRequest {
   settings: AgentSettings;
   systemPrompt: string;
   signal: AbortSignal;
+  /**
+   * The run's HOME, made ahead by Agent.stage. Used when it was staged for this run's key, cwd
+   * and session and is still unused; otherwise the run makes its own.
+   */
+  staged?: StagedRun | null;
   /** Called the moment the CLI reports its session id (before the run ends). */
   onSession(sessionId: string, model: string | null): Promise<void> | void;
   onProgress(event: ProgressEvent): void;
+}
+
+/**
+ * A run's HOME being made before the run (Agent.stage): the per-turn HOME and, for a resume,
+ * the session's transcript restored into it, while the turn still waits for its workspace.
+ * One run takes it; whatever is not taken is removed by `release`.
+ */
+export interface StagedRun {
+  readonly key: AgentRunRequest["key"];
+  readonly cwd: string;
+  readonly resumeSessionId: string | null;
+  /** Removes the HOME unless a run took it. Safe to call more than once. */
+  release(): Promise<void>;
 }
 
 export interface AgentRunResult {
@@ -135,6 +153,14 @@ export interface Agent {
     sessionId: string,
     cli?: CliKind,
   ): Promise<TranscriptState>;
+  /**
+   * Starts making the HOME a run of `req` will need (the transcript restore above all) and
+   * returns at once; pass the result as the run's `staged`. Null or absent: nothing to stage.
+   */
+  stage?(
+    req: Pick<AgentRunRequest, "key" | "cwd" | "resumeSessionId">,
+    cli?: CliKind,
+  ): StagedRun | null;
   run(req: AgentRunRequest): Promise<AgentRunResult>;
 }
 

@@ -16,6 +16,7 @@ import {
   type AgentSettings,
   type CliKind,
   type ProgressEvent,
+  type StagedRun,
 } from "./ports.js";
 import type { ReadyWorkspace } from "./turn-workspace.js";
 import type { RunTaskDeps, TurnKey } from "./turn.js";
@@ -37,6 +38,8 @@ export interface AgentTurn {
   systemPrompt: string;
   prompt: (d: ResumeDecision) => Promise<string>;
   onProgress: (ev: ProgressEvent) => void;
+  /** The HOME staged for the turn's first run (Agent.stage), if any. */
+  staged?: StagedRun | null;
   /** Takes and records the decision a retry runs under; false: the lease was lost. */
   redecide: (d: ResumeDecision, retriedFresh: boolean) => Promise<boolean>;
 }
@@ -67,6 +70,7 @@ export async function runAgent(a: AgentTurn, decision: ResumeDecision): Promise<
     settings,
     systemPrompt,
     signal,
+    ...(a.staged ? { staged: a.staged } : {}),
     ...on,
   });
 

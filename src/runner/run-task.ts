@@ -187,6 +187,17 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     await ws.abandon();
     return;
   }
+  // The run's HOME (a resume's transcript restored into it) is made while the workspace is
+  // still being prepared; a run that does not fit it (a fresh retry) makes its own.
+  const staged =
+    deps.agent.stage?.(
+      {
+        key,
+        cwd: workDir,
+        resumeSessionId: decision.kind === "resume" ? decision.sessionId : null,
+      },
+      cli,
+    ) ?? null;
   // A fresh run needs the thread (on a pull request, its review discussion too): fetch it while
   // git works.
   const readThread = threadReader(gh, task, log);
@@ -206,6 +217,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
   try {
     ready = await readyWorkspace(deps.workspace, task, ws, settings, log, signal);
   } catch (err) {
+    await staged?.release();
     if (signal.aborted) {
       // Stopped mid-clone: a shutdown leaves the task to the next start, like a stopped run; a
       // /cancel ends it as cancelled. Neither is the workspace failing.
@@ -244,14 +256,14 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
   const { issue, prepared, control, project } = ready;
 
   // The prompt: the turn's facts (with where its changes go), and the thread when it runs fresh.
-  const plan = await planChanges(deps, gh, settings, key, issue, prepared, log);
-  const turn = turnFacts(task, requests, plan.target, plan.news, prepared);
-  const prompt = promptFor({ turn, issue, requests, thread: threadP, readThread });
-  const systemPrompt = buildSystemPrompt(task.agent, settings.appendSystemPrompt, project);
-
+  let plan: Awaited<ReturnType<typeof planChanges>>;
   // The agent's run (a compaction first, a fresh retry after, when the turn needs them).
   let ran: AgentRan | null;
   try {
+    plan = await planChanges(deps, gh, settings, key, issue, prepared, log);
+    const turn = turnFacts(task, requests, plan.target, plan.news, prepared);
+    const prompt = promptFor({ turn, issue, requests, thread: threadP, readThread });
+    const systemPrompt = buildSystemPrompt(task.agent, settings.appendSystemPrompt, project);
     ran = await runAgent(
       {
         deps,
@@ -267,11 +279,13 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
         systemPrompt,
         prompt,
         onProgress,
+        staged,
         redecide: take,
       },
       decision,
     );
   } finally {
+    await staged?.release(); // a HOME no run took
     await control?.dispose();
   }
   if (!ran) return; // the lease was lost before a retry

@@ -107,6 +107,8 @@ export interface RecordedRequest {
   token: string | undefined;
   /** Response status; 0 until answered. */
   status: number;
+  /** When its response was finished (ms since the epoch); undefined until then. */
+  doneAt?: number;
 }
 
 export type RequestMatcher =
@@ -1197,6 +1199,7 @@ export class FakeGitHub implements PayloadSource {
       status: 0,
     };
     this.requests.push(rec);
+    res.once("finish", () => (rec.doneAt = Date.now()));
     try {
       const body = await readBody(req);
       const git = GIT_PATH.exec(url.pathname);

@@ -16,6 +16,7 @@ import type {
   AgentRunResult,
   GitHubThread,
   ReviewDiscussion,
+  StagedRun,
   WorkspacePort,
 } from "../../src/runner/ports.js";
 import { postPendingAnswers } from "../../src/runner/post-answers.js";
@@ -367,6 +368,53 @@ describe("runTask", () => {
     };
     const row = await turnWith(new FakeAgent([ok("s-par-2")]), thread, ws);
     expect(row).toMatchObject({ status: "succeeded", resume_decision: "fresh" });
+  });
+
+  it("stages the run's HOME while the workspace is prepared; the run gets it, and an unused one is released", async () => {
+    issue++;
+    const thread = fakeThread();
+    const stagedRuns: Array<{ released: number; req: unknown }> = [];
+    let staged!: () => void;
+    const stagedP = new Promise<void>((r) => (staged = r));
+    class StagingAgent extends FakeAgent {
+      stage(req: Pick<AgentRunRequest, "key" | "cwd" | "resumeSessionId">): StagedRun {
+        const s = { released: 0, req };
+        stagedRuns.push(s);
+        staged();
+        return { ...req, release: async () => void s.released++ };
+      }
+    }
+    const ws: WorkspacePort = {
+      ...workspace,
+      prepare: async (req) => {
+        await within(stagedP, "the HOME being staged while git worked");
+        return workspace.prepare(req);
+      },
+    };
+    const agent = new StagingAgent([ok("s-stage-1")]);
+    const row = await turnWith(agent, thread, ws);
+    expect(row).toMatchObject({ status: "succeeded", resume_decision: "fresh" });
+    expect(stagedRuns).toHaveLength(1);
+    expect(stagedRuns[0]!.req).toMatchObject({
+      key: { repo: "octo/widgets", issueNumber: issue, agent: "tether" },
+      resumeSessionId: null,
+    });
+    expect(agent.calls[0]!.staged).toMatchObject({ resumeSessionId: null });
+    // The turn always offers to release it; the agent's release is a no-op once a run took it.
+    expect(stagedRuns[0]!.released).toBe(1);
+
+    // A turn that ends before its run (the workspace failed) releases what it staged.
+    issue++;
+    const failing: WorkspacePort = {
+      ...workspace,
+      prepare: async () => {
+        throw new Error("git failed");
+      },
+    };
+    const failed = await turnWith(new StagingAgent([]), fakeThread(), failing);
+    expect(failed).toMatchObject({ status: "failed" });
+    expect(stagedRuns).toHaveLength(2);
+    expect(stagedRuns[1]!.released).toBe(1);
   });
 
   it("starts the run without waiting for the tracking comment to be stored, then answers in it", async () => {
