@@ -1,4 +1,5 @@
 import { spawn } from "node:child_process";
+import { constants as fsConstants } from "node:fs";
 import fs from "node:fs/promises";
 import path from "node:path";
 import type { IncomingMessage, ServerResponse } from "node:http";
@@ -40,7 +41,33 @@ export async function initBareRepo(
   });
 }
 
+/**
+ * The commit `ref` names, as `git rev-parse --verify --quiet <ref>^{commit}` gives it. A branch
+ * (`refs/heads/<name>`) is read from the ref files when that is certain to give git's answer
+ * (see {@link dwimRef}); anything else asks git.
+ *
+ * Assumption: a branch points at a commit. git refuses to write anything else under
+ * refs/heads/, so the file's sha is what `^{commit}` peels to; the files are not checked for it.
+ */
 export async function refSha(
+  bare: string,
+  ref: string,
+  env: Record<string, string>,
+): Promise<string | undefined> {
+  if (ref.startsWith("refs/heads/") && isSafeRefName(ref)) {
+    const found = await dwimRef(bare, ref, env);
+    // Found under the name itself (the first of git's rules). Found under a later rule
+    // (refs/heads/refs/heads/<name>, refs/tags/refs/heads/<name>…) is git's to peel.
+    if (found && found.rule === 0) return found.sha;
+    // No ref under any rule. git would still try "<anything>-g<hex>" as `git describe` output
+    // naming an abbreviated commit; such a name is left to git.
+    if (found === null && !/-g[0-9a-fA-F]*$/.test(ref)) return undefined;
+  }
+  return refShaByGit(bare, ref, env);
+}
+
+/** {@link refSha} by asking git, always. */
+export async function refShaByGit(
   bare: string,
   ref: string,
   env: Record<string, string>,
@@ -52,6 +79,149 @@ export async function refSha(
     reject: false,
   });
   return r.exitCode === 0 ? r.stdout.trim() : undefined;
+}
+
+/*
+ * Refs read straight from a bare repository's files: every git process costs the machine 30–50
+ * ms under load, while a branch's sha is a small file (or a line of packed-refs) away. Only
+ * git's "files" ref store is understood; whatever these readers do not recognise gives
+ * `undefined`, and the caller then asks git, so an odd repository costs a process, never a
+ * wrong answer.
+ */
+
+/**
+ * A ref name turned into a file path: git-check-ref-format's rules on the characters
+ * [A-Za-z0-9._/-], and no leading "-" (git would read that as an option).
+ */
+export function isSafeRefName(name: string): boolean {
+  return (
+    /^[A-Za-z0-9._/-]+$/.test(name) &&
+    !name.startsWith("-") &&
+    !name.startsWith("/") &&
+    !name.endsWith("/") &&
+    !name.endsWith(".") &&
+    !name.includes("..") &&
+    !name.includes("//") &&
+    name.split("/").every((c) => !c.startsWith(".") && !c.endsWith(".lock"))
+  );
+}
+
+/** Object id as git writes it in ref files (SHA-1, lower case); anything else is left to git. */
+const REF_SHA = /^[0-9a-f]{40}$/;
+
+/** Environment variables that move git's idea of where the refs are. */
+const REF_LOCATION_ENV = ["GIT_DIR", "GIT_COMMON_DIR", "GIT_NAMESPACE"];
+
+/**
+ * packed-refs as a name → sha map when `bare` is a files-backend repository of its own (a
+ * refs/ directory, no reftable/, no commondir, no environment pointing git elsewhere) whose
+ * packed-refs (absent: empty) reads cleanly; undefined otherwise.
+ */
+async function packedRefs(
+  bare: string,
+  env: Record<string, string>,
+): Promise<Map<string, string> | undefined> {
+  if (REF_LOCATION_ENV.some((k) => k in env)) return undefined;
+  const [refsDir, reftable, commondir, text] = await Promise.all([
+    fs.lstat(path.join(bare, "refs")).then(
+      (st) => st.isDirectory(),
+      () => false,
+    ),
+    absent(path.join(bare, "reftable")),
+    absent(path.join(bare, "commondir")),
+    fs.readFile(path.join(bare, "packed-refs"), "utf8").then(
+      (t) => t,
+      (err: NodeJS.ErrnoException) => (err.code === "ENOENT" ? "" : undefined),
+    ),
+  ]);
+  if (!refsDir || !reftable || !commondir || text === undefined) return undefined;
+  const refs = new Map<string, string>();
+  for (const line of text.split("\n")) {
+    // The `# pack-refs with: …` header, and `^<sha>`: the peeled value of the tag above.
+    if (line === "" || line.startsWith("#") || line.startsWith("^")) continue;
+    const m = /^([0-9a-f]{40}) (refs\/[^ ]+)$/.exec(line);
+    if (!m || refs.has(m[2]!)) return undefined;
+    refs.set(m[2]!, m[1]!);
+  }
+  return refs;
+}
+
+/** True when nothing is at `file`; false when something is or it cannot be told. */
+async function absent(file: string): Promise<boolean> {
+  return fs.lstat(file).then(
+    () => false,
+    (err: NodeJS.ErrnoException) => err.code === "ENOENT" || err.code === "ENOTDIR",
+  );
+}
+
+/**
+ * One ref under refs/, as git's files backend reads it: the loose file `<bare>/<name>` wins,
+ * else its line in packed-refs. A sha; null when the ref does not exist (no loose file, or a
+ * directory there, and no packed line); undefined when git must say (a symbolic ref, a symbolic
+ * link, content git would not write, an unexpected error).
+ */
+async function fileRef(
+  bare: string,
+  name: string,
+  packed: Map<string, string>,
+): Promise<string | null | undefined> {
+  let text: string;
+  try {
+    // O_NOFOLLOW: git reads a symlinked ref its own way; ELOOP sends that to git.
+    text = await fs.readFile(path.join(bare, name), {
+      encoding: "utf8",
+      flag: fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW,
+    });
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === "ENOENT" || code === "ENOTDIR" || code === "EISDIR")
+      return packed.get(name) ?? null;
+    return undefined;
+  }
+  const sha = text.endsWith("\n") ? text.slice(0, -1) : text;
+  return REF_SHA.test(sha) ? sha : undefined;
+}
+
+/**
+ * git's rules for what a short name means, in git's order (the first that exists wins):
+ * `<name>`, refs/<name>, refs/tags/<name>, refs/heads/<name>, refs/remotes/<name>,
+ * refs/remotes/<name>/HEAD.
+ */
+const DWIM_RULES = [
+  (n: string) => n,
+  (n: string) => `refs/${n}`,
+  (n: string) => `refs/tags/${n}`,
+  (n: string) => `refs/heads/${n}`,
+  (n: string) => `refs/remotes/${n}`,
+  (n: string) => `refs/remotes/${n}/HEAD`,
+];
+
+/**
+ * What git makes of `name` (safe, see {@link isSafeRefName}) as a ref, from the files: the
+ * first of git's rules that names an existing ref, with its raw sha (not peeled) and the rule's
+ * index; null when no rule names a ref; undefined when only git can tell. A candidate outside
+ * refs/ (rule 0 for a name like `main`: `<bare>/main`, where git keeps HEAD, FETCH_HEAD…) is
+ * git's whenever anything is there.
+ */
+async function dwimRef(
+  bare: string,
+  name: string,
+  env: Record<string, string>,
+): Promise<{ sha: string; rule: number } | null | undefined> {
+  const packed = await packedRefs(bare, env);
+  if (!packed) return undefined;
+  const values = await Promise.all(
+    DWIM_RULES.map((rule) => {
+      const candidate = rule(name);
+      if (candidate.startsWith("refs/")) return fileRef(bare, candidate, packed);
+      return absent(path.join(bare, candidate)).then((gone) => (gone ? null : undefined));
+    }),
+  );
+  for (const [rule, sha] of values.entries()) {
+    if (sha === undefined) return undefined;
+    if (sha !== null) return { sha, rule };
+  }
+  return null;
 }
 
 export async function updateRef(
@@ -189,26 +359,134 @@ export type TreeEntry = {
   size: number;
 };
 
-/** A file's bytes, a directory's entries, or undefined when `path` is absent at `ref`. */
+/** What {@link readPath} answers. */
+export type PathContent =
+  | { type: "file"; sha: string; size: number; content: Buffer }
+  | { type: "dir"; entries: TreeEntry[] }
+  | undefined;
+
+/**
+ * Answers already read, by `<bare>\0<object sha>\0<path>`. An object never changes, so a hit is
+ * exactly what git would say again. Oldest out first past the bound; large files are not kept.
+ */
+const pathCache = new Map<string, PathContent>();
+const PATH_CACHE_MAX_ENTRIES = 2_000;
+const PATH_CACHE_MAX_FILE_BYTES = 1 << 20;
+
+/**
+ * A file's bytes, a directory's entries, or undefined when `path` is absent at `ref` (or `ref`
+ * names nothing git can list: then the root reads as an empty directory). `ref` is resolved to
+ * an object first — from the ref files when certain, else by one `git rev-parse` — and the
+ * answer for that object is kept, so asking again costs no git process. The caller gets its own
+ * copy each time.
+ */
 export async function readPath(
   bare: string,
   ref: string,
   filePath: string,
   env: Record<string, string>,
-): Promise<
-  | { type: "file"; sha: string; size: number; content: Buffer }
-  | { type: "dir"; entries: TreeEntry[] }
-  | undefined
-> {
-  const clean = filePath.replace(/^\/+|\/+$/g, "");
+): Promise<PathContent> {
+  const clean = cleanPath(filePath);
+  const sha = await treeishSha(bare, ref, env);
+  // What a failing ls-tree gave: no entries, so an empty root and no path.
+  if (sha === null) return clean === "" ? { type: "dir", entries: [] } : undefined;
+  // Nothing to key on: git answers for the name itself, exactly as before.
+  if (sha === undefined) return (await listPath(bare, ref, clean, env)).value;
+  const key = `${bare}\0${sha}\0${clean}`;
+  if (pathCache.has(key)) {
+    const hit = pathCache.get(key);
+    pathCache.delete(key);
+    pathCache.set(key, hit);
+    return copyContent(hit);
+  }
+  const { value, complete } = await listPath(bare, sha, clean, env);
+  // Not kept when git failed (an object not in the repository yet may arrive with a push).
+  if (complete && !(value?.type === "file" && value.size > PATH_CACHE_MAX_FILE_BYTES)) {
+    pathCache.set(key, copyContent(value));
+    while (pathCache.size > PATH_CACHE_MAX_ENTRIES) {
+      const oldest = pathCache.keys().next().value;
+      if (oldest === undefined) break;
+      pathCache.delete(oldest);
+    }
+  }
+  return value;
+}
+
+/** {@link readPath} by asking git, always (git resolves `ref` itself). */
+export async function readPathByGit(
+  bare: string,
+  ref: string,
+  filePath: string,
+  env: Record<string, string>,
+): Promise<PathContent> {
+  return (await listPath(bare, ref, cleanPath(filePath), env)).value;
+}
+
+function cleanPath(filePath: string): string {
+  return filePath.replace(/^\/+|\/+$/g, "");
+}
+
+function copyContent(value: PathContent): PathContent {
+  if (value === undefined) return undefined;
+  if (value.type === "dir") return { type: "dir", entries: value.entries.map((e) => ({ ...e })) };
+  return { ...value, content: Buffer.from(value.content) };
+}
+
+/**
+ * The object `ref` names, as `git ls-tree <ref>` would find it: a full sha as is; a safe name
+ * from the ref files when git's rules are certain to pick that ref (see {@link dwimRef});
+ * otherwise `git rev-parse --verify --quiet <ref>`. Not `<ref>^{commit}`: without a type to
+ * peel to, rev-parse resolves the name exactly as ls-tree does (an ambiguous short sha fails for
+ * both; `main:dir`, a tree or a tag is listed by both), and any object is immutable, so the key
+ * is exact. Null when git is certain to find nothing: a safe name that is no ref under any of
+ * git's rules and cannot be read as an abbreviated sha (all hex) or as `git describe` output
+ * (`…-g<hex>`). Undefined when nothing resolves cleanly: the caller lets ls-tree read the name.
+ */
+async function treeishSha(
+  bare: string,
+  ref: string,
+  env: Record<string, string>,
+): Promise<string | null | undefined> {
+  if (/^[0-9a-fA-F]{40}$/.test(ref)) return ref;
+  if (isSafeRefName(ref)) {
+    const found = await dwimRef(bare, ref, env);
+    if (found) return found.sha;
+    if (found === null && !/^[0-9a-fA-F]+$/.test(ref) && !/-g[0-9a-fA-F]*$/.test(ref)) return null;
+  }
+  // A leading "-" is an option to git; the old path gives git's answer for it.
+  if (ref === "" || ref.startsWith("-")) return undefined;
+  const r = await execa("git", ["rev-parse", "--verify", "--quiet", ref], {
+    cwd: bare,
+    env,
+    extendEnv: false,
+    reject: false,
+  });
+  const out = typeof r.stdout === "string" ? r.stdout.trim() : "";
+  return r.exitCode === 0 && REF_SHA.test(out) ? out : undefined;
+}
+
+/**
+ * `git ls-tree` (and `git cat-file`) at `treeish`; a failing ls-tree reads as no entries.
+ * `complete` is false when one failed, so the answer says nothing lasting about the object.
+ */
+async function listPath(
+  bare: string,
+  treeish: string,
+  clean: string,
+  env: Record<string, string>,
+): Promise<{ value: PathContent; complete: boolean }> {
+  let complete = true;
   const lsTree = async (spec: string[]) => {
-    const r = await execa("git", ["ls-tree", "-l", "-z", ref, "--", ...spec], {
+    const r = await execa("git", ["ls-tree", "-l", "-z", treeish, "--", ...spec], {
       cwd: bare,
       env,
       extendEnv: false,
       reject: false,
     });
-    if (r.exitCode !== 0) return [];
+    if (r.exitCode !== 0) {
+      complete = false;
+      return [];
+    }
     return r.stdout
       .split("\0")
       .filter(Boolean)
@@ -225,10 +503,11 @@ export async function readPath(
         return entry;
       });
   };
-  if (clean === "") return { type: "dir", entries: await lsTree([]) };
+  const done = (value: PathContent) => ({ value, complete });
+  if (clean === "") return done({ type: "dir", entries: await lsTree([]) });
   const [self] = await lsTree([clean]);
-  if (!self || self.path !== clean) return undefined;
-  if (self.type === "dir") return { type: "dir", entries: await lsTree([`${clean}/`]) };
+  if (!self || self.path !== clean) return done(undefined);
+  if (self.type === "dir") return done({ type: "dir", entries: await lsTree([`${clean}/`]) });
   const blob = await execa("git", ["cat-file", "blob", self.sha], {
     cwd: bare,
     env,
@@ -236,7 +515,12 @@ export async function readPath(
     encoding: "buffer",
     stripFinalNewline: false,
   });
-  return { type: "file", sha: self.sha, size: self.size, content: Buffer.from(blob.stdout) };
+  return done({
+    type: "file",
+    sha: self.sha,
+    size: self.size,
+    content: Buffer.from(blob.stdout),
+  });
 }
 
 export interface CgiRequest {
