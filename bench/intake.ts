@@ -5,9 +5,12 @@
  * response (p50/p99/max) and, once the intake processor has drained the inbox, the tasks
  * created, which must equal the distinct comments (the duplicates are redeliveries).
  *
- * The same deliveries also go to two baselines in the same process: a bare node:http server
+ * The same deliveries also go to three baselines in the same process: a bare node:http server
  * that reads the body and answers 200 (the machine's floor: a 2-core machine misses an absolute
- * target with it too), and Probot's Server with an empty handler. Tether is measured against
+ * target with it too); the same bare server making the durable write Tether makes before it
+ * answers (the same group-committed INSERT into a copy of the inbox table, and nothing else: the
+ * floor for any intake that keeps a delivery before its 200); and Probot's Server with an empty
+ * handler. Tether is measured against
  * the floor: at three levels (50 concurrent fresh connections, N concurrent fresh connections,
  * N concurrent keep-alive connections) every round runs each level on the three servers in a
  * rotating order, after an unmeasured warm-up round, and the report gives the median of the
@@ -90,6 +93,7 @@ async function runBench(): Promise<void> {
   const { IntakeProcessor } = await import("../src/intake/processor.js");
   const { createLogger } = await import("../src/log.js");
   const { countDeliveries } = await import("../src/sql/deliveries.js");
+  const { InboxWriter } = await import("../src/intake/inbox-writer.js");
   const examples = (await import("@octokit/webhooks-examples")).default as unknown as Array<{
     name: string;
     examples: Array<Record<string, any>>; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -244,8 +248,48 @@ async function runBench(): Promise<void> {
     await processor.start();
     cleanup.push(() => processor.stop());
 
+    // 4. bare node:http plus the durable write alone: the same group-committed INSERT
+    // (InboxWriter, insertDeliveries) into a copy of the inbox table in its own schema, nothing
+    // else: no signature check, no parsing, no screening. The floor for an intake that keeps a
+    // delivery before it answers; what Tether costs above it is its own request handling.
+    await pool.query(
+      "CREATE SCHEMA floor; CREATE TABLE floor.webhook_deliveries (LIKE public.webhook_deliveries INCLUDING ALL)",
+    );
+    const floorPool = createPool(
+      `${pg.url}${pg.url.includes("?") ? "&" : "?"}options=-c%20search_path%3Dfloor`,
+      {
+        max: 10,
+      },
+    );
+    cleanup.push(() => floorPool.end());
+    const floorInbox = new InboxWriter(floorPool);
+    const floor = http.createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on("data", (c: Buffer) => chunks.push(c));
+      req.on("end", () => {
+        const id = String(req.headers["x-github-delivery"]);
+        floorInbox
+          .insert({
+            deliveryId: id,
+            event: "issue_comment",
+            action: "created",
+            installationId: 1,
+            dedupeKey: id,
+            payloadJson: Buffer.concat(chunks).toString("utf8"),
+          })
+          .then(
+            () => res.end("ok\n"),
+            () => res.writeHead(500).end(),
+          );
+      });
+    });
+    await new Promise<void>((r) => floor.listen(0, "127.0.0.1", () => r()));
+    cleanup.push(() => new Promise((r) => floor.close(r)));
+    const floorUrl = `http://127.0.0.1:${(floor.address() as AddressInfo).port}/`;
+
     const servers: ServerArm[] = [
       { name: "bare node:http", url: bareUrl },
+      { name: "bare + the inbox write", url: floorUrl },
       { name: "Probot, empty handler", url: noop.url },
       { name: "Tether", url: tether.url },
     ];
@@ -291,10 +335,19 @@ async function runBench(): Promise<void> {
         );
       const p50 = perRound(50, 0);
       const p99 = perRound(99, 0);
-      const vsProbot = perRound(99, 1);
+      const vsProbot = perRound(
+        99,
+        servers.findIndex((s) => s.name.startsWith("Probot")),
+      );
+      const fi = servers.findIndex((s) => s.name.startsWith("bare +"));
+      const floorP99 = results[li]![fi]!.map(
+        (r, i) => percentile(r.ms, 99) / percentile(results[li]![0]!.at(i)!.ms, 99),
+      );
+      const vsFloor = perRound(99, fi);
       const line =
         `  Tether ÷ bare, median of ${p99.length} per-round ratios: p50 ${median(p50).toFixed(2)}×, p99 ${median(p99).toFixed(2)}× ` +
-        `(p99 per round ${p99.map((x) => x.toFixed(2)).join(" ")}); Tether ÷ Probot p99 ${median(vsProbot).toFixed(2)}×`;
+        `(p99 per round ${p99.map((x) => x.toFixed(2)).join(" ")}); Tether ÷ Probot p99 ${median(vsProbot).toFixed(2)}×\n` +
+        `  the durable write alone ÷ bare p99 ${median(floorP99).toFixed(2)}×; Tether ÷ (bare + the inbox write) p99 ${median(vsFloor).toFixed(2)}× (per round ${vsFloor.map((x) => x.toFixed(2)).join(" ")})`;
       console.log(line);
       ratioRows.push(
         `${level.name}: p99 ${median(p99).toFixed(2)}× ${median(p99) <= 1.3 ? "met" : "not met"}`,
