@@ -1,6 +1,6 @@
 /**
  * Intake benchmark: N signed `issue_comment.created` deliveries posted concurrently to the real
- * HTTP server (Probot's Server with the Tether app, an RSA key made here, a webhook secret), on
+ * HTTP server (as main.ts serves it: serveTether, an RSA key made here, a webhook secret), on
  * an embedded PostgreSQL with default durability, GitHub mocked with nock. Prints the time to
  * response (p50/p99/max) and, once the intake processor has drained the inbox, the tasks
  * created, which must equal the distinct comments (the duplicates are redeliveries).
@@ -85,7 +85,7 @@ async function runBench(): Promise<void> {
 
   const nock = (await import("nock")).default;
   const { Probot, ProbotOctokit, Server } = await import("probot");
-  const { PROBOT_WEBHOOK_PATH, tetherApp } = await import("../src/app.js");
+  const { serveTether } = await import("../src/app.js");
   const { startEmbeddedPostgres, freePort } = await import("../src/db/embedded.js");
   const { migrate } = await import("../src/db/migrate.js");
   const { createPool } = await import("../src/db/pool.js");
@@ -210,38 +210,29 @@ async function runBench(): Promise<void> {
     cleanup.push(() => new Promise((r) => bare.close(r)));
     const bareUrl = `http://127.0.0.1:${(bare.address() as AddressInfo).port}/`;
 
-    // 2. Probot's Server, an empty handler
-    const startProbot = async (
-      load: Parameters<InstanceType<typeof Server>["load"]>[0],
-      webhookPath?: string,
-    ) => {
-      const port = await freePort();
-      const server = new Server({
-        host: "127.0.0.1",
-        port,
-        log,
-        ...(webhookPath ? { webhookPath } : {}),
-        Probot: Probot.defaults({ appId: APP_ID, privateKey, secret: SECRET, Octokit, log }),
-      });
-      await server.load(load);
-      await server.start();
-      return { server, url: `http://127.0.0.1:${port}/api/github/webhooks` };
-    };
-    const noop = await startProbot((app) => app.on("issue_comment.created", async () => {}));
-    cleanup.push(() => noop.server.stop());
+    // 2. Probot's Server with an empty handler (Tether served through one before)
+    const noopPort = await freePort();
+    const noopServer = new Server({
+      host: "127.0.0.1",
+      port: noopPort,
+      log,
+      Probot: Probot.defaults({ appId: APP_ID, privateKey, secret: SECRET, Octokit, log }),
+    });
+    await noopServer.load((app) => app.on("issue_comment.created", async () => {}));
+    await noopServer.start();
+    const noop = { url: `http://127.0.0.1:${noopPort}/api/github/webhooks` };
+    cleanup.push(() => noopServer.stop());
 
-    // 3. Tether: the inbox, the intake processor (in the same process, as in the web role)
-    let probot: InstanceType<typeof Probot> | undefined;
-    // As main.ts runs it: Tether's own webhook route, Probot's middleware moved aside.
-    const tether = await startProbot((app, options) => {
-      probot = app;
-      return tetherApp({ env, log, pool })(app, options);
-    }, PROBOT_WEBHOOK_PATH);
-    cleanup.push(() => tether.server.stop());
+    // 3. Tether as main.ts runs it: its own server and webhook route, the inbox, and the intake
+    // processor in the same process (as in the web role)
+    const probot = new Probot({ appId: APP_ID, privateKey, secret: SECRET, Octokit, log });
+    const served = await serveTether({ env, log, pool }, probot, { host: "127.0.0.1" });
+    const tether = { url: `${served.url}/api/github/webhooks` };
+    cleanup.push(() => served.close());
     const processor = new IntakeProcessor({
       pool,
       log,
-      auth: (id) => probot!.auth(id),
+      auth: (id) => probot.auth(id),
       appId: APP_ID,
       concurrency: env.TETHER_INTAKE_CONCURRENCY,
     });

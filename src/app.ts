@@ -1,22 +1,12 @@
-import type { ApplicationFunction } from "probot";
+import type { ApplicationFunction, Probot } from "probot";
 import type { AppDeps } from "./deps.js";
 import { INTAKE_EVENTS, takeDelivery } from "./intake/webhook.js";
 import { processMetrics } from "./metrics.js";
 import { dashboardRoutes } from "./web/dashboard-routes.js";
 import { healthRoutes } from "./web/health.js";
 import { metricsRoute } from "./web/metrics-route.js";
-import { WEBHOOK_PATH, webhookRoute } from "./web/webhook-route.js";
-
-/**
- * The webhookPath main.ts gives Probot's Server, so that Tether's own route
- * (src/web/webhook-route.ts, with its body cap, in-flight bound and deadline) is the only one
- * that reads a delivery. Probot's middleware takes a request only when its URL's pathname
- * equals this string, and a pathname never holds a `?`, so the middleware never takes one:
- * every POST reaches Tether's route (or a 404). A development webhook proxy (WEBHOOK_PROXY_URL)
- * forwards to `http://<host>:<port>` + this string, whose path is Tether's route; the query is
- * ignored there.
- */
-export const PROBOT_WEBHOOK_PATH = `${WEBHOOK_PATH}?via=probot`;
+import { serveHandlers, type Handler, type Served } from "./web/http.js";
+import { webhookRoute } from "./web/webhook-route.js";
 
 /**
  * The Probot app: routes webhook events and HTTP paths to their modules. No logic lives here.
@@ -25,12 +15,13 @@ export function tetherApp(deps: AppDeps): ApplicationFunction {
   return (app, { addHandler }) => {
     const intake = takeDelivery({ pool: deps.pool, log: deps.log, appId: deps.env.APP_ID });
     const metrics = processMetrics().useDatabase(deps.pool);
-    // Deliveries through Probot (probot.receive in tests; Probot's middleware when a Server
-    // keeps its default webhookPath).
+    // Deliveries through Probot (probot.receive in tests; Probot's middleware when the app is
+    // loaded into a Probot Server, which Tether itself no longer uses).
     app.on([...INTAKE_EVENTS], async (context) => {
       await intake(context);
     });
-    // Reached only when the Server's webhookPath is moved out of the way (main.ts does).
+    // What main.ts serves: Tether's own webhook route, with its body cap, in-flight bound and
+    // deadline (src/web/webhook-route.ts).
     addHandler(
       webhookRoute({
         secret: deps.env.WEBHOOK_SECRET ?? "development",
@@ -44,4 +35,25 @@ export function tetherApp(deps: AppDeps): ApplicationFunction {
     addHandler(dashboardRoutes(deps));
     addHandler(metricsRoute(deps, metrics));
   };
+}
+
+/**
+ * Tether's HTTP server as main.ts runs it: every route of tetherApp (the webhook, health,
+ * dashboard, metrics) on a plain node:http server with an access log. Probot's own Server is
+ * not in the way: its per-request logger and middleware chain were most of what a delivery cost
+ * above the inbox write (bench/intake.ts); Probot is kept for what it does well, the app's
+ * authentication (`probot.auth`).
+ */
+export async function serveTether(
+  deps: AppDeps,
+  probot: Probot,
+  opts: { host?: string; port?: number } = {},
+): Promise<Served> {
+  const handlers: Handler[] = [];
+  await tetherApp(deps)(probot, {
+    cwd: process.cwd(),
+    // Probot's handler type also allows void; a route that says nothing did not answer.
+    addHandler: (handler) => handlers.push(async (req, res) => (await handler(req, res)) === true),
+  });
+  return serveHandlers(handlers, { ...opts, log: deps.log });
 }

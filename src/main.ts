@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-import { Probot, Server, run as runProbotSetup } from "probot";
-import { PROBOT_WEBHOOK_PATH, tetherApp } from "./app.js";
+import { Probot, run as runProbotSetup } from "probot";
+import { serveTether, tetherApp } from "./app.js";
 import type { AppDeps } from "./deps.js";
 import { openDatabase } from "./db/database.js";
 import { applyEnvFile, EnvError, loadEnv, type Env } from "./env.js";
@@ -14,8 +14,10 @@ import { startRunner } from "./runner/start-runner.js";
 import { Shutdown } from "./shutdown.js";
 import { healthRoutes } from "./web/health.js";
 import { ensureDashboardToken } from "./web/dashboard-token.js";
-import { limitSlowClients, serveHandlers } from "./web/http.js";
+import { serveHandlers } from "./web/http.js";
 import { metricsRoute } from "./web/metrics-route.js";
+import { startWebhookProxy } from "./web/webhook-proxy.js";
+import { WEBHOOK_PATH } from "./web/webhook-route.js";
 
 type Role = Env["TETHER_ROLE"];
 /** Set once start-up has something to undo (the embedded database above all). */
@@ -105,8 +107,8 @@ async function main(): Promise<void> {
   }
 
   if (role === "all" || role === "web") {
-    const { server, probot } = await startWeb(env, log, deps);
-    shutdown.add(10, "http", () => server.stop());
+    const { stop, probot } = await startWeb(env, log, deps);
+    shutdown.add(10, "http", stop);
     if (probot) {
       // Takes deliveries from the inbox the webhook handler fills (src/intake/processor.ts).
       const intake = new IntakeProcessor({
@@ -143,7 +145,7 @@ async function startWeb(
   env: Env,
   log: Logger,
   deps: AppDeps,
-): Promise<{ server: Server; probot?: Probot }> {
+): Promise<{ stop(): Promise<void>; probot?: Probot }> {
   const privateKey = await readPrivateKey(env);
   if (env.APP_ID === undefined || !privateKey) {
     // No app yet: serve Probot's registration flow (http://localhost:PORT/), which creates a
@@ -151,34 +153,34 @@ async function startWeb(
     log.warn(
       "APP_ID is not set: serving the GitHub App setup page; restart after registering the app",
     );
-    return { server: await runProbotSetup(tetherApp(deps), { env: process.env }) };
+    const setup = await runProbotSetup(tetherApp(deps), { env: process.env });
+    return { stop: () => setup.stop() };
   }
-  const server = new Server({
-    host: env.HOST,
-    port: env.PORT,
-    webhookProxy: env.WEBHOOK_PROXY_URL,
-    // Tether answers /api/github/webhooks itself (src/web/webhook-route.ts); Probot's
-    // middleware moves to a path no request can have, and a development webhook proxy
-    // forwards to Tether's route (see PROBOT_WEBHOOK_PATH).
-    webhookPath: PROBOT_WEBHOOK_PATH,
+  // Probot authenticates as the app and its installations; Tether serves HTTP itself.
+  const probot = new Probot({
+    appId: env.APP_ID,
+    privateKey,
+    secret: env.WEBHOOK_SECRET,
+    baseUrl: githubApiUrl(env),
     log: log.child({ component: "probot" }),
-    Probot: Probot.defaults({
-      appId: env.APP_ID,
-      privateKey,
-      secret: env.WEBHOOK_SECRET,
-      baseUrl: githubApiUrl(env),
-      log: log.child({ component: "probot" }),
-      Octokit: appOctokit(env),
-    }),
+    Octokit: appOctokit(env),
   });
-  await server.load(tetherApp(deps));
-  // The Server keeps its Probot to itself; the intake processor needs it for app.auth().
-  let probot: Probot | undefined;
-  await server.load((app) => {
-    probot = app;
-  });
-  limitSlowClients(await server.start());
-  return { server, probot };
+  const http = await serveTether(deps, probot, { host: env.HOST ?? "localhost", port: env.PORT });
+  log.info({ url: http.url }, "listening");
+  const proxy = env.WEBHOOK_PROXY_URL
+    ? await startWebhookProxy({
+        source: env.WEBHOOK_PROXY_URL,
+        target: `${http.url}${WEBHOOK_PATH}`,
+        log: log.child({ component: "webhook-proxy" }),
+      })
+    : undefined;
+  return {
+    probot,
+    stop: async () => {
+      await proxy?.stop();
+      await http.close();
+    },
+  };
 }
 
 main().catch(async (err: unknown) => {

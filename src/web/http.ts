@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import type { Logger } from "../log.js";
 
 export type Handler = (req: IncomingMessage, res: ServerResponse) => boolean | Promise<boolean>;
 
@@ -51,6 +52,9 @@ export function limitSlowClients(server: Server): Server {
   return server;
 }
 
+/** How long close() lets requests being answered finish before it cuts their connections. */
+export const CLOSE_GRACE_MS = 2000;
+
 export interface Served {
   /** http://host:port, no trailing slash. */
   url: string;
@@ -58,15 +62,28 @@ export interface Served {
 }
 
 /**
- * A plain HTTP server over a list of handlers (first that answers wins, 404 otherwise), for
- * processes without Probot's server (a runner-only process exposing /metrics, benchmarks,
- * tests). A handler that throws gets a 500, never a crash.
+ * The server's HTTP server: a plain node:http server over a list of handlers (first that
+ * answers wins, 404 otherwise). A handler that throws gets a 500, never a crash. With `log`,
+ * every request gets one access-log line (`name: "http"`) once answered: method, path, status
+ * and time; the URL's query goes only into the `req.url` field, where the logger blanks a
+ * `?token=` (src/log.ts), and no header is logged.
  */
 export function serveHandlers(
   handlers: Handler[],
-  opts: { host?: string; port?: number } = {},
+  opts: { host?: string; port?: number; log?: Logger } = {},
 ): Promise<Served> {
+  const access = opts.log?.child({ name: "http" });
   const server = createServer((req, res) => {
+    if (access) {
+      const started = performance.now();
+      res.once("finish", () => {
+        const ms = Math.round(performance.now() - started);
+        access.info(
+          { req: { method: req.method, url: req.url }, res: { statusCode: res.statusCode }, ms },
+          `${req.method} ${pathOf(req)} ${res.statusCode} - ${ms}ms`,
+        );
+      });
+    }
     void (async () => {
       try {
         for (const handle of handlers) if (await handle(req, res)) return;
@@ -85,10 +102,17 @@ export function serveHandlers(
       const addr = server.address() as AddressInfo;
       resolve({
         url: `http://${host.includes(":") ? `[${host}]` : host}:${addr.port}`,
+        // Requests being answered finish (a webhook's is milliseconds), idle keep-alive
+        // connections close at once, and whatever is still open after CLOSE_GRACE_MS is cut.
         close: () =>
           new Promise<void>((done) => {
-            server.closeAllConnections();
-            server.close(() => done());
+            const cut = setTimeout(() => server.closeAllConnections(), CLOSE_GRACE_MS);
+            cut.unref();
+            server.close(() => {
+              clearTimeout(cut);
+              done();
+            });
+            server.closeIdleConnections();
           }),
       });
     });

@@ -1,8 +1,7 @@
 import http from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Probot, Server } from "probot";
-import { PROBOT_WEBHOOK_PATH, tetherApp } from "../../src/app.js";
-import { freePort } from "../../src/db/embedded.js";
+import { Probot } from "probot";
+import { serveTether } from "../../src/app.js";
 import { loadEnv } from "../../src/env.js";
 import { createLogger } from "../../src/log.js";
 import { SESSION_COOKIE } from "../../src/web/access.js";
@@ -253,25 +252,19 @@ describe("the Host header (DNS rebinding)", () => {
 });
 
 describe("tetherApp wiring", () => {
-  it("serves /dashboard, /api/stats and /metrics through Probot's server", async () => {
-    const port = await freePort();
+  it("serves /dashboard, /api/stats and /metrics as main.ts serves them", async () => {
     const deps = {
       env: loadEnv({ TETHER_DASHBOARD_TOKEN: TOKEN, LOG_LEVEL: "silent" }),
       log,
       pool: db.pool,
       now: () => NOW,
     };
-    const server = new Server({
-      host: "127.0.0.1",
-      port,
-      log,
-      webhookPath: PROBOT_WEBHOOK_PATH, // as main.ts: Tether's own route answers webhooks
-      Probot: Probot.defaults({ appId: 1, privateKey: "unused in this test", log }),
-    });
-    await server.load(tetherApp(deps));
-    await server.start();
+    const server = await serveTether(
+      deps,
+      new Probot({ appId: 1, privateKey: "unused in this test", log }),
+    );
     try {
-      const base = `http://127.0.0.1:${port}`;
+      const base = server.url;
       const auth = { authorization: `Bearer ${TOKEN}` };
       const stats = await fetch(`${base}/api/stats`, { headers: auth });
       expect(stats.status).toBe(200);
@@ -300,7 +293,7 @@ describe("tetherApp wiring", () => {
       expect(hook.status).toBe(400);
       expect(JSON.parse(hook.body)).toEqual({ error: "signature does not match" });
     } finally {
-      await server.stop();
+      await server.close();
     }
   });
 });

@@ -1,49 +1,56 @@
 import { createHmac, randomUUID } from "node:crypto";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import { Probot, Server } from "probot";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { PROBOT_WEBHOOK_PATH, tetherApp } from "../../src/app.js";
+import { serveTether, tetherApp } from "../../src/app.js";
 import { freePort } from "../../src/db/embedded.js";
 import { loadEnv } from "../../src/env.js";
 import { createLogger } from "../../src/log.js";
 import { readDelivery } from "../../src/sql/deliveries.js";
+import { startWebhookProxy } from "../../src/web/webhook-proxy.js";
 import { createTestDatabase } from "../helpers/db.js";
 import { commentCreated } from "../helpers/intake-payloads.js";
 import { APP_ID, TestOctokit, testPrivateKey, WEBHOOK_SECRET } from "../helpers/probot.js";
 
 const db = await createTestDatabase();
-// Both ways in: Probot's middleware at the default path (a bare Probot Server, and what a
-// development webhook proxy reaches), and Tether's own route, which main.ts serves at
-// /api/github/webhooks with Probot's middleware moved aside.
+// Both ways in: Tether's own route on its own server, as main.ts serves it, and Probot's
+// middleware at the default path when the app is loaded into a Probot Server (Tether no longer
+// is, but the app's event handlers still take what Probot receives).
 describe.each([
-  { via: "Probot's webhook middleware", probotPath: undefined },
-  { via: "Tether's own webhook route (as main.ts serves it)", probotPath: PROBOT_WEBHOOK_PATH },
-])("the webhook endpoint, through $via", ({ probotPath }) => {
-  const base = probotPath ? 1800 : 800; // comment ids of their own: both blocks share a database
-  let server: Server;
+  { via: "Probot's webhook middleware", own: false },
+  { via: "Tether's own webhook route (as main.ts serves it)", own: true },
+])("the webhook endpoint, through $via", ({ own }) => {
+  const base = own ? 1800 : 800; // comment ids of their own: both blocks share a database
+  let stop: () => Promise<void>;
   let url: string;
 
   beforeAll(async () => {
     const log = createLogger("silent");
     const env = loadEnv({ APP_ID: String(APP_ID), PRIVATE_KEY: testPrivateKey(), WEBHOOK_SECRET });
-    const port = await freePort();
-    server = new Server({
-      host: "127.0.0.1",
-      port,
+    const app = {
+      appId: APP_ID,
+      privateKey: testPrivateKey(),
+      secret: WEBHOOK_SECRET,
+      Octokit: TestOctokit,
       log,
-      ...(probotPath ? { webhookPath: probotPath } : {}),
-      Probot: Probot.defaults({
-        appId: APP_ID,
-        privateKey: testPrivateKey(),
-        secret: WEBHOOK_SECRET,
-        Octokit: TestOctokit,
-        log,
-      }),
-    });
+    };
+    if (own) {
+      const served = await serveTether({ env, log, pool: db.pool }, new Probot(app), {
+        host: "127.0.0.1",
+      });
+      stop = () => served.close();
+      url = `${served.url}/api/github/webhooks`;
+      return;
+    }
+    const port = await freePort();
+    const server = new Server({ host: "127.0.0.1", port, log, Probot: Probot.defaults(app) });
     await server.load(tetherApp({ env, log, pool: db.pool }));
     await server.start();
+    stop = () => server.stop();
     url = `http://127.0.0.1:${port}/api/github/webhooks`;
   });
-  afterAll(() => server.stop());
+  afterAll(() => stop());
 
   function post(body: string, opts: { id?: string; secret?: string; event?: string } = {}) {
     const signature = `sha256=${createHmac("sha256", opts.secret ?? WEBHOOK_SECRET)
@@ -118,40 +125,40 @@ describe.each([
     const res = await post("this is not JSON", { id: randomUUID(), secret: "wrong" });
     expect(res.status).toBe(400);
     // Tether's route says which check failed: the signature, not the JSON.
-    if (probotPath) expect(await res.json()).toEqual({ error: "signature does not match" });
+    if (own) expect(await res.json()).toEqual({ error: "signature does not match" });
   });
 
-  // Only Tether's own route has an old path to compare with.
-  if (probotPath)
-    it("Probot's middleware takes nothing: its old path is a 404, and a development proxy's target is Tether's route", async () => {
-      const root = url.replace(/\/api\/github\/webhooks$/, "");
-      const body = JSON.stringify(
-        commentCreated({ commentId: base + 5, issueNumber: 8, body: "@tether hi" }),
-      );
-      const headers = (id: string) => ({
-        "content-type": "application/json",
-        "x-github-event": "issue_comment",
-        "x-github-delivery": id,
-        "x-hub-signature-256": `sha256=${createHmac("sha256", WEBHOOK_SECRET).update(body).digest("hex")}`,
+  if (own)
+    it("a development webhook proxy (smee.io's client, WEBHOOK_PROXY_URL) forwards a delivery to Tether's route, signature and all", async () => {
+      const payload = commentCreated({ commentId: base + 5, issueNumber: 8, body: "@tether hi" });
+      const body = JSON.stringify(payload);
+      const id = randomUUID();
+      // A smee.io channel: an event stream carrying the delivery's headers and body.
+      const channel = http.createServer((req, res) => {
+        res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+        res.write(": connected\n\n");
+        const event = {
+          "x-github-event": "issue_comment",
+          "x-github-delivery": id,
+          "x-hub-signature-256": `sha256=${createHmac("sha256", WEBHOOK_SECRET).update(body).digest("hex")}`,
+          body: payload,
+          query: {},
+        };
+        setTimeout(() => res.write(`data: ${JSON.stringify(event)}\n\n`), 50);
       });
-      const old = randomUUID();
-      const gone = await fetch(`${root}/api/github/webhooks/probot`, {
-        method: "POST",
-        headers: headers(old),
-        body,
-      });
-      expect(gone.status).toBe(404);
-      expect(await readDelivery(db.pool, old)).toBeUndefined();
-      // Probot's webhook proxy forwards to http://<host>:<port> + webhookPath.
-      const proxied = randomUUID();
-      const res = await fetch(`${root}${probotPath}`, {
-        method: "POST",
-        headers: headers(proxied),
-        body,
-      });
-      expect(res.status).toBe(200);
-      expect(await res.json()).toEqual({ ok: true }); // Tether's answer; Probot's is "ok\n"
-      expect(await readDelivery(db.pool, proxied)).toMatchObject({ status: "pending" });
+      await new Promise<void>((r) => channel.listen(0, "127.0.0.1", r));
+      const source = `http://127.0.0.1:${(channel.address() as AddressInfo).port}/channel`;
+      const proxy = await startWebhookProxy({ source, target: url, log: createLogger("silent") });
+      try {
+        const deadline = Date.now() + 10_000;
+        while (!(await readDelivery(db.pool, id)) && Date.now() < deadline)
+          await new Promise((r) => setTimeout(r, 20));
+        expect(await readDelivery(db.pool, id)).toMatchObject({ status: "pending" });
+      } finally {
+        await proxy.stop();
+        channel.closeAllConnections();
+        await new Promise((r) => channel.close(r));
+      }
     });
 
   it("answers a delivery without GitHub's headers with a 4xx and keeps nothing", async () => {
