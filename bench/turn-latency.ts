@@ -29,6 +29,11 @@
  * http-backend` per request): what a follow-up would pay when it must fetch.
  * The stand-in CLI writes a transcript where the real one does, so follow-ups really resume.
  *
+ * It also times, once a round, two yardsticks of the machine itself, with no Tether at all: a
+ * process spawned from Node.js (`/bin/true`) and bubblewrap starting `/bin/true` in a bare
+ * sandbox. Machines of the same kind (2 cores) differ a lot in speed from day to day; figures
+ * taken on different days compare only beside their yardsticks.
+ *
  * BENCH_DUMP=<file> appends, for every follow-up, the stand-in's requests and the app's log
  * lines, each with its time from the webhook: where one turn's time went.
  */
@@ -322,6 +327,45 @@ async function standInFetcher(stack: Stack): Promise<() => Promise<number>> {
     );
 }
 
+/** Wall time of one child process, ms: a yardstick of what this machine pays for a spawn. */
+function timeProcess(file: string, argv: string[]): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const t = performance.now();
+    execFile(file, argv, { env: { PATH: process.env.PATH ?? "/usr/bin:/bin" } }, (err) =>
+      err ? reject(err) : resolve(Math.round(performance.now() - t)),
+    );
+  });
+}
+
+/** The machine's yardsticks: a bare spawn, and bubblewrap starting a process in a bare sandbox. */
+const yardsticks = { spawn: [] as number[], bwrap: [] as number[] };
+async function timeYardsticks(): Promise<void> {
+  yardsticks.spawn.push(await timeProcess("/bin/true", []));
+  yardsticks.bwrap.push(
+    await timeProcess("bwrap", [
+      "--ro-bind",
+      "/usr",
+      "/usr",
+      "--symlink",
+      "usr/lib",
+      "/lib",
+      "--symlink",
+      "usr/lib64",
+      "/lib64",
+      "--symlink",
+      "usr/bin",
+      "/bin",
+      "--proc",
+      "/proc",
+      "--dev",
+      "/dev",
+      "--unshare-all",
+      "--die-with-parent",
+      "/bin/true",
+    ]),
+  );
+}
+
 const median = (xs: number[]) =>
   percentile(
     [...xs].sort((a, b) => a - b),
@@ -343,6 +387,7 @@ try {
   for (let i = 0; i < turns; i++) {
     for (const arm of i % 2 ? [...arms].reverse() : arms) {
       arm.bareFetch.push(await bareFetch.get(arm)!());
+      await timeYardsticks();
       const issue = arm.stack.gh.addIssue({
         repo: REPO,
         title: `latency ${i}`,
@@ -426,6 +471,10 @@ try {
       ? `follow-up p50 less the stand-in's fetch: sandboxed ${median(fsb.follow) - standIn} ms, unsandboxed ${median(foff.follow) - standIn} ms ` +
           `(bare fetch p50 ${standIn} ms; load average ${os.loadavg()[0]!.toFixed(2)})`
       : `bare fetch p50 ${standIn} ms; follow-ups that skipped the mirror's fetch run none of it (load average ${os.loadavg()[0]!.toFixed(2)})`,
+  );
+  console.log(
+    `\nthe machine's yardsticks, no Tether (once a round): a spawn of /bin/true from Node.js p50 ${median(yardsticks.spawn)} ms;` +
+      ` bubblewrap starting /bin/true in a bare sandbox p50 ${median(yardsticks.bwrap)} ms; the bare fetch above p50 ${standIn} ms`,
   );
   if (phases) {
     for (const arm of arms) {
