@@ -235,8 +235,10 @@ function codexChecks(records: CodexTurnRecord[], figures: CodexTurnFigures[]): C
   return checks;
 }
 
-/** Claude's ratios from bench/results/savings.json (bench/savings.ts), when it is there. */
+/** Claude's ratios from a text-only bench/savings.ts run, when there is one to compare. */
 export interface ClaudeRatios {
+  /** The bench/savings.ts result the figures come from, relative to the repository. */
+  file: string;
   cliVersion: string;
   model: string;
   ratios: Array<{ turn: number; ratio: number; cumulativeRatio: number }>;
@@ -323,7 +325,7 @@ export function renderCodexReport(
   return `# Savings, Codex: resumed thread vs cold start
 
 \`${command}\` (${s.turns} turns). Codex CLI ${s.cliVersion}, model \`${s.model}\`, ${s.machine};
-the run took ${s.benchSeconds.toFixed(0)} s.${claude ? ` Claude's figures beside it: bench/results/savings.json (Claude Code ${claude.cliVersion}, \`${claude.model}\`).` : ""}
+the run took ${s.benchSeconds.toFixed(0)} s.${claude ? ` Claude's figures beside it: ${claude.file} (Claude Code ${claude.cliVersion}, \`${claude.model}\`).` : ""}
 
 Resume arm ÷ cold arm, billed-equivalent input per turn: ${at.join(", ")}.
 Whole thread: ${(t.resume.billedTokens / t.cold.billedTokens).toFixed(2)} (${int(t.resume.billedTokens)} vs ${int(t.cold.billedTokens)} tokens); by the fake's token-level simulation ${(t.resume.simulatedBilledTokens / t.cold.simulatedBilledTokens).toFixed(2)}.

@@ -10,9 +10,11 @@
  *
  *   npx tsx bench/savings-codex.ts [--turns=10] [--body-kb=10] [--comment-kb=2]
  *                                  [--reply-bytes=300] [--out=bench/results/savings-codex]
+ *                                  [--claude=bench/results/savings-text.json]
  *
- * Writes <out>.md and <out>.json, with Claude's ratios from bench/results/savings.json beside
- * Codex's when that file is there. Exits 1 when a check fails.
+ * Writes <out>.md and <out>.json, with Claude's ratios beside Codex's from a text-only
+ * bench/savings.ts run (`--agent=text --out=bench/results/savings-text`, the default --claude)
+ * when that file is there. Exits 1 when a check fails.
  */
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
@@ -239,14 +241,32 @@ function codexVersion(): string {
   }
 }
 
-/** Claude's ratios from the last bench/savings.ts run, to print beside Codex's. */
+/**
+ * Claude's ratios from a bench/savings.ts run, to print beside Codex's. Only a text-only run
+ * (`--agent=text`) compares: the Codex fake answers every request with text, and a Claude run
+ * whose fake reads files saves more for reasons Codex's run does not have. Anything else is left
+ * out, with a word on stderr saying why.
+ */
 function claudeRatios(file: string): ClaudeRatios | null {
+  let j: ClaudeRatios & { options?: { agent?: unknown } };
   try {
-    const j = JSON.parse(fs.readFileSync(file, "utf8")) as ClaudeRatios;
-    return Array.isArray(j.ratios) ? j : null;
-  } catch {
+    j = JSON.parse(fs.readFileSync(file, "utf8")) as typeof j;
+  } catch (err) {
+    console.error(`Claude's figures left out: could not read ${file} (${String(err)})`);
     return null;
   }
+  if (!Array.isArray(j.ratios)) {
+    console.error(`Claude's figures left out: ${file} has no ratios`);
+    return null;
+  }
+  if (j.options?.agent !== undefined && j.options.agent !== "text") {
+    console.error(
+      `Claude's figures left out: ${file} is a --agent=${String(j.options.agent)} run; ` +
+        "Codex's fake answers with text, so only a --agent=text run compares",
+    );
+    return null;
+  }
+  return { ...j, file: path.relative(ROOT, file) || file };
 }
 
 async function formatted(file: string, text: string, parser: "markdown" | "json"): Promise<string> {
@@ -297,6 +317,6 @@ function parseOptions(argv: string[]) {
     commentBytes: Math.round(num("comment-kb", 2) * 1000),
     replyBytes: Math.round(num("reply-bytes", 300)),
     out: path.resolve(named.get("out") ?? path.join(ROOT, "bench/results/savings-codex")),
-    claude: path.resolve(named.get("claude") ?? path.join(ROOT, "bench/results/savings.json")),
+    claude: path.resolve(named.get("claude") ?? path.join(ROOT, "bench/results/savings-text.json")),
   };
 }
