@@ -137,6 +137,9 @@ export async function startStack(opts: {
       DISABLE_ERROR_REPORTING: "1",
       CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
       LOG_LEVEL: "info",
+      // Off unless a test is about it: the drills resend failed deliveries themselves, and a
+      // sweep's requests would land among the ones tests count.
+      TETHER_REDELIVER_MINUTES: "0",
       ...opts.env,
       ...extra,
     };
