@@ -134,6 +134,19 @@ export const EnvSchema = z.object({
    * shows the sums); at most GitHub's own 25 MB cap.
    */
   TETHER_WEBHOOK_MAX_BYTES: intFrom(65_536, 25 * 1024 * 1024).default(2 * 1024 * 1024),
+  /**
+   * How often, in minutes, a web process looks through GitHub's log of the app's webhook
+   * deliveries for ones the endpoint failed to take (5xx, 408, 429, no answer) and asks GitHub to
+   * redeliver them, which GitHub never does by itself. One replica at a time. 0: never.
+   */
+  TETHER_REDELIVER_MINUTES: intFrom(0, 24 * 60).default(5),
+  /**
+   * For tests: how old, in milliseconds, a failed delivery's newest attempt must be before it is
+   * redelivered (GitHub, or another replica, may still be on it).
+   */
+  TETHER_REDELIVER_SETTLE_MS: intFrom(0, 3_600_000).default(120_000),
+  /** For tests: how long after start, in milliseconds, the first redelivery sweep runs. */
+  TETHER_REDELIVER_FIRST_DELAY_MS: intFrom(0, 3_600_000).default(30_000),
   /** Bearer token for /metrics. Unset: /metrics is open (scrapers usually sit on a private network). */
   TETHER_METRICS_TOKEN: optional(z.string().min(16, "must be at least 16 characters")),
   /**

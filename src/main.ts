@@ -5,8 +5,10 @@ import type { AppDeps } from "./deps.js";
 import { openDatabase } from "./db/database.js";
 import { applyEnvFile, EnvError, loadEnv, type Env } from "./env.js";
 import { appOctokit, githubApiUrl, readPrivateKey } from "./github/app-auth.js";
+import { githubDeliveryLog } from "./github/webhook-deliveries.js";
 import { InboxPruner } from "./intake/inbox-pruner.js";
 import { IntakeProcessor } from "./intake/processor.js";
+import { RedeliverySweeper } from "./intake/redelivery-sweeper.js";
 import { createLogger, type Logger } from "./log.js";
 import { processMetrics } from "./metrics.js";
 import { describeNextTurn } from "./runner/describe-next-turn.js";
@@ -128,6 +130,20 @@ async function main(): Promise<void> {
       });
       pruner.start();
       shutdown.add(10, "inbox pruner", () => pruner.stop());
+      if (env.TETHER_REDELIVER_MINUTES > 0) {
+        // GitHub never redelivers a delivery the endpoint failed to take; this asks it to.
+        const redeliver = new RedeliverySweeper({
+          pool: db.pool,
+          log: log.child({ component: "redeliver" }),
+          github: async () => githubDeliveryLog(await probot.auth()),
+          redelivered: (result) => metrics.recordRedelivery(result),
+          intervalMs: env.TETHER_REDELIVER_MINUTES * 60_000,
+          firstDelayMs: env.TETHER_REDELIVER_FIRST_DELAY_MS,
+          settleMs: env.TETHER_REDELIVER_SETTLE_MS,
+        });
+        redeliver.start();
+        shutdown.add(10, "redelivery sweeper", () => redeliver.stop());
+      }
     }
   } else if (role === "runner") {
     // A runner-only process still answers health checks and scrapes.

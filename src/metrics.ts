@@ -64,6 +64,10 @@ export const WEBHOOK_REFUSALS = [
 ] as const;
 export type WebhookRefusal = (typeof WEBHOOK_REFUSALS)[number];
 
+/** What became of a redelivery asked of GitHub (tether_webhook_redeliveries_total). */
+export const REDELIVERY_RESULTS = ["requested", "failed"] as const;
+export type RedeliveryResult = (typeof REDELIVERY_RESULTS)[number];
+
 export interface MetricsOptions {
   /** Node's process_* and nodejs_* metrics (on for the process, off in tests by default). */
   defaultMetrics?: boolean;
@@ -138,6 +142,12 @@ export class Metrics {
   private readonly deliveriesPruned = new Counter({
     name: "tether_deliveries_pruned_total",
     help: "Finished webhook deliveries deleted from the inbox (webhook_deliveries) after the retention window.",
+    registers: [this.registry],
+  });
+  private readonly redeliveries = new Counter({
+    name: "tether_webhook_redeliveries_total",
+    help: "Webhook deliveries that failed and that this process asked GitHub to redeliver, by result: requested (GitHub took the request), failed (GitHub refused it or could not be reached; the next sweep tries again).",
+    labelNames: ["result"] as const,
     registers: [this.registry],
   });
   private readonly publishes = new Counter({
@@ -218,6 +228,7 @@ export class Metrics {
     // Every reason from the start, so a rate over it is 0, not absent, until the first refusal.
     for (const reason of WEBHOOK_REFUSALS) this.webhookRefused.inc({ reason }, 0);
     for (const limit of LIMIT_KINDS) this.refused.inc({ limit }, 0);
+    for (const result of REDELIVERY_RESULTS) this.redeliveries.inc({ result }, 0);
     if (opts.defaultMetrics) collectDefaultMetrics({ register: this.registry });
   }
 
@@ -275,6 +286,11 @@ export class Metrics {
   /** Count deliveries the inbox sweep deleted. */
   recordDeliveriesPruned(n: number): void {
     if (nonNegative(n) && n > 0) this.deliveriesPruned.inc(n);
+  }
+
+  /** Count one redelivery asked of GitHub. */
+  recordRedelivery(result: RedeliveryResult): void {
+    this.redeliveries.inc({ result: known(REDELIVERY_RESULTS, result) });
   }
 
   /** Count what one collection removed. */

@@ -287,6 +287,22 @@ export async function readDelivery(
   return rows[0] ? toDelivery(rows[0]) : undefined;
 }
 
+/**
+ * Which of these delivery ids the inbox holds, whatever their status, in one statement. The
+ * redelivery sweeper leaves those alone: the delivery was kept, only GitHub missed the answer.
+ */
+export async function deliveriesInInbox(
+  db: Queryable,
+  deliveryIds: readonly string[],
+): Promise<Set<string>> {
+  if (!deliveryIds.length) return new Set();
+  const { rows } = await db.query<{ delivery_id: string }>(
+    "SELECT delivery_id FROM webhook_deliveries WHERE delivery_id = ANY($1::text[])",
+    [[...new Set(deliveryIds)]],
+  );
+  return new Set(rows.map((r) => r.delivery_id));
+}
+
 /** Counts by status, for health, metrics and tests. */
 export async function countDeliveries(db: Queryable): Promise<Record<DeliveryStatus, number>> {
   const { rows } = await db.query<{ status: DeliveryStatus; n: number }>(

@@ -65,7 +65,10 @@ export const DEFAULT_WEBHOOK_LIMITS: WebhookLimits = {
   bodyTimeoutMs: 10_000,
 };
 
-/** Asked of a refused sender; GitHub itself does not redeliver on its own (see the README). */
+/**
+ * Asked of a refused sender. GitHub ignores it and never redelivers on its own; Tether's
+ * redelivery sweeper (src/intake/redelivery-sweeper.ts) asks GitHub to, minutes later.
+ */
 const RETRY_AFTER_S = 10;
 
 export function webhookRoute(opts: {

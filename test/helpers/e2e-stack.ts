@@ -16,7 +16,7 @@ import {
   type FakeAnthropic,
   type FakeAnthropicOptions,
 } from "./fake-anthropic.js";
-import { signedWebhook, startFakeGitHub, type FakeGitHub } from "./fake-github.js";
+import { startFakeGitHub, type FakeGitHub } from "./fake-github.js";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 
@@ -61,6 +61,7 @@ export interface Stack {
   /** TETHER_DATA_DIR: the sandbox's run files, the session store (`sessions/`), a web process's dashboard token. */
   dataDir: string;
   app: AppProcess;
+  /** Start the app again as `app` (on a free port, or on `env.PORT` when given). */
   startApp(env?: Record<string, string>): Promise<AppProcess>;
   /** Another process of the app (say, a runner-only one) beside `app`, stopped by close(). */
   spawnApp(env?: Record<string, string>): Promise<AppProcess>;
@@ -113,7 +114,8 @@ export async function startStack(opts: {
   await opts.beforeApp?.(gh);
 
   const startApp = async (extra: Record<string, string> = {}): Promise<AppProcess> => {
-    const port = await freePort();
+    // A given PORT (an app started again at the address GitHub delivers to) is kept.
+    const port = Number(extra.PORT ?? opts.env?.PORT) || (await freePort());
     const env: Record<string, string> = {
       PATH: process.env.PATH ?? "/usr/bin:/bin",
       HOME: home,
@@ -135,6 +137,9 @@ export async function startStack(opts: {
       DISABLE_ERROR_REPORTING: "1",
       CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
       LOG_LEVEL: "info",
+      // Off unless a test is about it: the drills resend failed deliveries themselves, and a
+      // sweep's requests would land among the ones tests count.
+      TETHER_REDELIVER_MINUTES: "0",
       ...opts.env,
       ...extra,
     };
@@ -195,8 +200,11 @@ export async function startStack(opts: {
     async comment(issueNumber, body, user = "alice") {
       const c = gh.addComment({ repo: REPO, issueNumber, body, user });
       const ev = gh.webhooks.issueComment({ repo: REPO, issueNumber, commentId: c.id as number });
-      const res = await signedWebhook(stack.app.url, ev.name, ev.payload, SECRET);
-      if (res.status >= 300) throw new Error(`webhook answered ${res.status}: ${res.body}`);
+      const res = await gh.deliver(stack.app.url, ev.name, ev.payload, SECRET, {
+        timeoutMs: 15_000,
+      });
+      if (res.status < 200 || res.status >= 300)
+        throw new Error(`webhook answered ${res.status}: ${res.body}`);
       return c.id as number;
     },
     async editComment(issueNumber, commentId, body) {
@@ -209,8 +217,11 @@ export async function startStack(opts: {
         action: "edited",
         previousBody: before,
       });
-      const res = await signedWebhook(stack.app.url, ev.name, ev.payload, SECRET);
-      if (res.status >= 300) throw new Error(`webhook answered ${res.status}: ${res.body}`);
+      const res = await gh.deliver(stack.app.url, ev.name, ev.payload, SECRET, {
+        timeoutMs: 15_000,
+      });
+      if (res.status < 200 || res.status >= 300)
+        throw new Error(`webhook answered ${res.status}: ${res.body}`);
     },
     async finishedTask(commentId, timeoutMs = 90_000) {
       const deadline = Date.now() + timeoutMs;

@@ -155,3 +155,208 @@ export async function signedWebhook(
 export function sign(secret: string, body: string): string {
   return `sha256=${createHmac("sha256", secret).update(body).digest("hex")}`;
 }
+
+/** One attempt to deliver a delivery, as GitHub's log of the app's deliveries keeps it. */
+export interface DeliveryAttemptRecord {
+  /** The attempt's id (what `POST /app/hook/deliveries/{id}/attempts` takes). */
+  id: number;
+  /** The delivery's id, X-GitHub-Delivery: the same for every attempt of one delivery. */
+  guid: string;
+  deliveredAt: Date;
+  redelivery: boolean;
+  /** HTTP status of the answer; 0 when there was none (refused, reset, timed out). */
+  statusCode: number;
+  /** "OK", or what went wrong, in the manner of GitHub's log. */
+  status: string;
+  durationMs: number;
+  event: string;
+  action: string | null;
+  installationId: number | null;
+  repositoryId: number | null;
+  /** Where it was sent; a redelivery goes there again. */
+  url: string;
+}
+
+interface StoredDelivery {
+  url: string;
+  event: string;
+  body: string;
+  secret: string;
+}
+
+/**
+ * GitHub's log of the app's webhook deliveries: every attempt the stand-in made (or a test
+ * recorded), newest last here and newest first in the listing, and the redelivery of one.
+ */
+export class WebhookDeliveryLog {
+  readonly attempts: DeliveryAttemptRecord[] = [];
+  private readonly stored = new Map<string, StoredDelivery>();
+  private readonly inFlight = new Set<Promise<unknown>>();
+  private nextId = 90_000_000_001;
+
+  constructor(private readonly now: () => Date) {}
+
+  /**
+   * Sign and POST a delivery as GitHub does and record the attempt: its status, or 0 when no
+   * answer came (connection refused or reset, or none within `timeoutMs`, GitHub's 10 s).
+   * Never throws for the endpoint's sake: a failed delivery is a record, as on GitHub.
+   */
+  async send(
+    url: string,
+    event: string,
+    payload: unknown,
+    secret: string,
+    opts: { deliveryId?: string; at?: Date; timeoutMs?: number; redelivery?: boolean } = {},
+  ): Promise<DeliveryResult & { attempt: DeliveryAttemptRecord }> {
+    const guid = opts.deliveryId ?? randomUUID();
+    const body = JSON.stringify(payload);
+    this.stored.set(guid, { url, event, body, secret });
+    return this.post(guid, opts);
+  }
+
+  /**
+   * Record an attempt without sending anything (a log that predates the test, say). It can be
+   * redelivered when `payload` and `secret` are given.
+   */
+  record(o: {
+    guid?: string;
+    event?: string;
+    action?: string | null;
+    statusCode: number;
+    at?: Date;
+    redelivery?: boolean;
+    url?: string;
+    payload?: unknown;
+    secret?: string;
+  }): DeliveryAttemptRecord {
+    const guid = o.guid ?? randomUUID();
+    const event = o.event ?? "issue_comment";
+    if (o.payload !== undefined && o.secret !== undefined) {
+      this.stored.set(guid, {
+        url: o.url ?? "http://127.0.0.1:1/api/github/webhooks",
+        event,
+        body: JSON.stringify(o.payload),
+        secret: o.secret,
+      });
+    }
+    const payload = (o.payload ?? {}) as Json;
+    const rec: DeliveryAttemptRecord = {
+      id: this.nextId++,
+      guid,
+      deliveredAt: o.at ?? this.now(),
+      redelivery: o.redelivery ?? false,
+      statusCode: o.statusCode,
+      status: statusText(o.statusCode),
+      durationMs: 5,
+      event,
+      action: o.action === undefined ? ((payload.action as string | undefined) ?? null) : o.action,
+      installationId: ((payload.installation as Json | undefined)?.id as number) ?? null,
+      repositoryId: ((payload.repository as Json | undefined)?.id as number) ?? null,
+      url: o.url ?? this.stored.get(guid)?.url ?? "",
+    };
+    this.attempts.push(rec);
+    return rec;
+  }
+
+  /**
+   * Redeliver the delivery of attempt `id`, as GitHub does after answering 202: later, with the
+   * same body and guid, to the URL it was sent to. Returns false for an attempt it does not know.
+   */
+  redeliver(id: number): boolean {
+    const attempt = this.attempts.find((a) => a.id === id);
+    if (!attempt || !this.stored.has(attempt.guid)) return false;
+    const sending = this.post(attempt.guid, { redelivery: true });
+    this.inFlight.add(sending);
+    void sending.finally(() => this.inFlight.delete(sending));
+    return true;
+  }
+
+  /** Resolves once every redelivery asked for so far has been made and recorded. */
+  async settled(): Promise<void> {
+    while (this.inFlight.size) await Promise.allSettled([...this.inFlight]);
+  }
+
+  /** Attempts of one delivery, oldest first. */
+  of(guid: string): DeliveryAttemptRecord[] {
+    return this.attempts.filter((a) => a.guid === guid);
+  }
+
+  /**
+   * One page of the listing, newest first. The cursor is where the page starts: the id of its
+   * first attempt (GitHub's cursors are opaque; so is this one to the app).
+   */
+  page(perPage: number, cursor: string | undefined): { items: Json[]; next?: string } {
+    const newestFirst = [...this.attempts].sort(
+      (a, b) => b.deliveredAt.getTime() - a.deliveredAt.getTime() || b.id - a.id,
+    );
+    let start = 0;
+    if (cursor !== undefined) {
+      const m = /^v1_(\d+)$/.exec(cursor);
+      const i = m ? newestFirst.findIndex((a) => a.id === Number(m[1])) : -1;
+      if (i < 0) return { items: [] };
+      start = i;
+    }
+    const slice = newestFirst.slice(start, start + perPage);
+    const following = newestFirst[start + perPage];
+    return {
+      items: slice.map(attemptJson),
+      ...(following ? { next: `v1_${following.id}` } : {}),
+    };
+  }
+
+  private async post(
+    guid: string,
+    opts: { at?: Date; timeoutMs?: number; redelivery?: boolean },
+  ): Promise<DeliveryResult & { attempt: DeliveryAttemptRecord }> {
+    const d = this.stored.get(guid)!;
+    const started = Date.now();
+    let status = 0;
+    let text = "";
+    try {
+      const res = await signedWebhook(d.url, d.event, JSON.parse(d.body), d.secret, {
+        deliveryId: guid,
+        signal: AbortSignal.timeout(opts.timeoutMs ?? 10_000),
+      });
+      status = res.status;
+      text = res.body;
+    } catch (err) {
+      text = err instanceof Error ? `${err.message} ${String(err.cause ?? "")}` : String(err);
+    }
+    const attempt = this.record({
+      guid,
+      event: d.event,
+      statusCode: status,
+      at: opts.at ?? this.now(),
+      redelivery: opts.redelivery ?? false,
+      url: d.url,
+      payload: JSON.parse(d.body),
+      secret: d.secret,
+    });
+    attempt.durationMs = Date.now() - started;
+    return { status, body: text, deliveryId: guid, attempt };
+  }
+}
+
+function statusText(code: number): string {
+  if (code >= 200 && code < 300) return "OK";
+  if (code === 0) return "We couldn’t deliver this payload: failed to connect to host";
+  return `Invalid HTTP Response: ${code}`;
+}
+
+/** An attempt as `GET /app/hook/deliveries` lists it. */
+function attemptJson(a: DeliveryAttemptRecord): Json {
+  return {
+    id: a.id,
+    guid: a.guid,
+    delivered_at: a.deliveredAt.toISOString().replace(/\.\d{3}Z$/, "Z"),
+    redelivery: a.redelivery,
+    duration: a.durationMs / 1000,
+    status: a.status,
+    status_code: a.statusCode,
+    event: a.event,
+    action: a.action,
+    installation_id: a.installationId,
+    repository_id: a.repositoryId,
+    throttled_at: null,
+  };
+}

@@ -51,10 +51,14 @@ import {
   issueCommentEvent,
   issuesEvent,
   pullRequestEvent,
+  WebhookDeliveryLog,
+  type DeliveryAttemptRecord,
+  type DeliveryResult,
   type PayloadSource,
 } from "./fake-github-webhooks.js";
 
 export { signedWebhook, sign } from "./fake-github-webhooks.js";
+export type { DeliveryAttemptRecord, DeliveryResult } from "./fake-github-webhooks.js";
 export type { Json } from "./fake-github-shapes.js";
 export type { FileMap } from "./fake-github-git.js";
 
@@ -385,6 +389,13 @@ export class FakeGitHub implements PayloadSource {
     issues: (o: Parameters<typeof issuesEvent>[1]) => issuesEvent(this, o),
     pullRequest: (o: Parameters<typeof pullRequestEvent>[1]) => pullRequestEvent(this, o),
   };
+
+  /**
+   * GitHub's log of the app's webhook deliveries: what `deliver` sent (and what a test recorded),
+   * listed by `GET /app/hook/deliveries` and redelivered by
+   * `POST /app/hook/deliveries/{delivery_id}/attempts`.
+   */
+  readonly deliveryLog: WebhookDeliveryLog = new WebhookDeliveryLog(() => this.now());
 
   private readonly publicKey: KeyObject;
   private readonly now: () => Date;
@@ -846,6 +857,22 @@ export class FakeGitHub implements PayloadSource {
   /** The next `times` requests matching `matcher` get `response` instead of being served. */
   failNext(matcher: RequestMatcher, response: FailResponse): void {
     this.failures.push({ matcher, response, left: response.times ?? 1 });
+  }
+
+  /**
+   * Deliver a webhook to `url` as GitHub does: signed with `secret`, with a new delivery id
+   * unless given, and recorded in the app's delivery log with the answer's status (0 when none
+   * came: nothing listening, the connection cut, no answer within 10 s). Never throws for a
+   * failed delivery.
+   */
+  deliver(
+    url: string,
+    event: string,
+    payload: unknown,
+    secret: string,
+    opts: { deliveryId?: string; at?: Date; timeoutMs?: number } = {},
+  ): Promise<DeliveryResult & { attempt: DeliveryAttemptRecord }> {
+    return this.deliveryLog.send(url, event, payload, secret, opts);
   }
 
   /** Requests that created comments (POST …/issues/{n}/comments), optionally for one thread. */
@@ -1611,6 +1638,23 @@ export class FakeGitHub implements PayloadSource {
       }
       return { status: 201, body };
     });
+    add("GET", "/app/hook/deliveries", "jwt", (ctx) => {
+      const perPage = Math.min(
+        100,
+        Math.max(1, Number.parseInt(ctx.query.per_page ?? "", 10) || 30),
+      );
+      const { items, next } = this.deliveryLog.page(perPage, ctx.query.cursor);
+      const headers: Record<string, string> = {};
+      if (next) {
+        headers.link = `<${this.apiUrl}/app/hook/deliveries?per_page=${perPage}&cursor=${next}>; rel="next"`;
+      }
+      return { status: 200, body: items, headers };
+    });
+    add("POST", "/app/hook/deliveries/{delivery_id}/attempts", "jwt", (ctx) =>
+      this.deliveryLog.redeliver(Number(ctx.params.delivery_id))
+        ? { status: 202, body: {} }
+        : notFound(),
+    );
     add("GET", "/repos/{owner}/{repo}/installation", "jwt", (ctx) => {
       const r = repoOf(ctx);
       return r.installationId === null

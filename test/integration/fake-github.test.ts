@@ -560,6 +560,96 @@ describe("webhooks", () => {
   });
 });
 
+describe("the app's webhook delivery log", () => {
+  it("records what it delivers (0 when nothing answers), lists it newest first with cursor paging, and redelivers with the app's JWT only", async () => {
+    const received: Array<{ guid: string; signature: string; body: string }> = [];
+    const server = http.createServer((req, res) => {
+      let body = "";
+      req.on("data", (c: Buffer) => (body += c.toString()));
+      req.on("end", () => {
+        received.push({
+          guid: String(req.headers["x-github-delivery"]),
+          signature: String(req.headers["x-hub-signature-256"]),
+          body,
+        });
+        res.writeHead(received.length === 1 ? 500 : 200);
+        res.end();
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/api/github/webhooks`;
+    try {
+      const n = gh.addIssue({ repo: REPO, user: "alice" }).number as number;
+      const c = gh.addComment({ repo: REPO, issueNumber: n, body: "@tether go", user: "alice" });
+      const ev = gh.webhooks.issueComment({
+        repo: REPO,
+        issueNumber: n,
+        commentId: c.id as number,
+      });
+      const first = await gh.deliver(url, ev.name, ev.payload, "hook-secret");
+      expect(first.status).toBe(500);
+      const refused = await gh.deliver("http://127.0.0.1:1/", ev.name, ev.payload, "hook-secret");
+      expect(refused.status).toBe(0);
+      const older = [1, 2, 3].map((i) =>
+        gh.deliveryLog.record({ statusCode: 200, at: new Date(Date.now() - i * 60_000) }),
+      );
+
+      const app = await probot().auth();
+      const page1 = await app.rest.apps.listWebhookDeliveries({ per_page: 2 });
+      expect(page1.data.map((d) => d.guid)).toEqual([refused.deliveryId, first.deliveryId]);
+      expect(page1.data[1]).toMatchObject({
+        id: first.attempt.id,
+        redelivery: false,
+        status_code: 500,
+        status: "Invalid HTTP Response: 500",
+        event: "issue_comment",
+        action: "created",
+        installation_id: gh.installationId,
+      });
+      expect(page1.data[0]).toMatchObject({ status_code: 0 });
+      const next = /<([^>]+)>; rel="next"/.exec(page1.headers.link ?? "")?.[1];
+      const cursor = new URL(next!).searchParams.get("cursor")!;
+      const page2 = await app.rest.apps.listWebhookDeliveries({ per_page: 2, cursor });
+      expect(page2.data.map((d) => d.guid)).toEqual([older[0]!.guid, older[1]!.guid]);
+      const page3 = await app.rest.apps.listWebhookDeliveries({
+        per_page: 2,
+        cursor: new URL(
+          /<([^>]+)>; rel="next"/.exec(page2.headers.link ?? "")![1]!,
+        ).searchParams.get("cursor")!,
+      });
+      expect(page3.data.map((d) => d.guid)).toEqual([older[2]!.guid]);
+      expect(page3.headers.link).toBeUndefined();
+
+      // An installation token is not the app: 401 on both routes.
+      expect(await status(octokit.rest.apps.listWebhookDeliveries())).toBe(401);
+      expect(
+        await status(octokit.rest.apps.redeliverWebhookDelivery({ delivery_id: first.attempt.id })),
+      ).toBe(401);
+      expect(await status(app.rest.apps.redeliverWebhookDelivery({ delivery_id: 12345 }))).toBe(
+        404,
+      );
+
+      const asked = await app.rest.apps.redeliverWebhookDelivery({
+        delivery_id: first.attempt.id,
+      });
+      expect(asked.status).toBe(202);
+      await gh.deliveryLog.settled();
+      expect(received).toHaveLength(2);
+      expect(received[1]).toEqual(received[0]);
+      expect(received[1]!.guid).toBe(first.deliveryId);
+      expect(gh.deliveryLog.of(first.deliveryId).map((a) => [a.redelivery, a.statusCode])).toEqual([
+        [false, 500],
+        [true, 200],
+      ]);
+      const newest = (await app.rest.apps.listWebhookDeliveries({ per_page: 1 })).data[0];
+      expect(newest).toMatchObject({ guid: first.deliveryId, redelivery: true, status: "OK" });
+    } finally {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    }
+  });
+});
+
 describe("git over smart HTTP", () => {
   const gitEnv = () => ({
     PATH: process.env.PATH ?? "/usr/bin:/bin",

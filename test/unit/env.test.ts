@@ -10,6 +10,8 @@ describe("loadEnv", () => {
     expect(env.PORT).toBe(3000);
     expect(env.TETHER_ROLE).toBe("all");
     expect(env.TETHER_RUNNER_CONCURRENCY).toBe(2);
+    expect(env.TETHER_REDELIVER_MINUTES).toBe(5);
+    expect(env.TETHER_REDELIVER_SETTLE_MS).toBe(120_000);
     expect(env.dataDir).toBe("/srv/tether/.data");
     expect(env.workspaceDir).toBe("/srv/tether/.data/workspaces");
     expect(env.DATABASE_URL).toBeUndefined();
@@ -41,6 +43,8 @@ describe("loadEnv", () => {
       /^TETHER_PUBLIC_HOSTS: "tether.example.com:443"/m,
     ],
     [{ TETHER_WEBHOOK_MAX_BYTES: "1000" }, /^TETHER_WEBHOOK_MAX_BYTES: must be at least 65536/m],
+    [{ TETHER_REDELIVER_MINUTES: "-1" }, /^TETHER_REDELIVER_MINUTES: must be at least 0/m],
+    [{ TETHER_REDELIVER_MINUTES: "2.5" }, /^TETHER_REDELIVER_MINUTES: must be a whole number/m],
     [
       { TETHER_WEBHOOK_MAX_BYTES: String(26 * 1024 * 1024) },
       /^TETHER_WEBHOOK_MAX_BYTES: must be at most 26214400/m,
