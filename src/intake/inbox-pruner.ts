@@ -1,6 +1,7 @@
 import type { Pool } from "../db/pool.js";
 import type { Logger } from "../log.js";
 import { pruneDeliveries } from "../sql/deliveries.js";
+import { PeriodicJob } from "./periodic-job.js";
 
 /**
  * How long a finished delivery stays in the inbox. It must outlive GitHub's redelivery
@@ -32,55 +33,44 @@ export interface InboxPrunerOptions {
  * tries again: nothing here can stop the process.
  */
 export class InboxPruner {
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<number | undefined> | undefined;
-  private stopped = false;
+  private readonly job: PeriodicJob<number | undefined>;
 
-  constructor(private readonly opts: InboxPrunerOptions) {}
+  constructor(private readonly opts: InboxPrunerOptions) {
+    this.job = new PeriodicJob(() => this.prune(), opts.intervalMs ?? PRUNE_INTERVAL_MS);
+  }
 
   start(): void {
-    this.schedule(this.opts.firstDelayMs ?? PRUNE_FIRST_DELAY_MS);
+    this.job.start(this.opts.firstDelayMs ?? PRUNE_FIRST_DELAY_MS);
   }
 
   /** One sweep now. Resolves to what it deleted, or undefined when another replica swept. */
-  async sweep(): Promise<number | undefined> {
-    this.running ??= (async () => {
-      const retentionMs = this.opts.retentionMs ?? DELIVERY_RETENTION_MS;
-      try {
-        const n = await pruneDeliveries(this.opts.pool, { olderThanMs: retentionMs });
-        if (n === undefined) {
-          this.opts.log.debug("another replica is pruning the deliveries inbox");
-        } else {
-          this.opts.pruned?.(n);
-          if (n > 0) {
-            this.opts.log.info(
-              { deleted: n, retentionDays: retentionMs / 86_400_000 },
-              "pruned finished deliveries from the inbox",
-            );
-          }
+  sweep(): Promise<number | undefined> {
+    return this.job.run();
+  }
+
+  stop(): Promise<void> {
+    return this.job.stop();
+  }
+
+  private async prune(): Promise<number | undefined> {
+    const retentionMs = this.opts.retentionMs ?? DELIVERY_RETENTION_MS;
+    try {
+      const n = await pruneDeliveries(this.opts.pool, { olderThanMs: retentionMs });
+      if (n === undefined) {
+        this.opts.log.debug("another replica is pruning the deliveries inbox");
+      } else {
+        this.opts.pruned?.(n);
+        if (n > 0) {
+          this.opts.log.info(
+            { deleted: n, retentionDays: retentionMs / 86_400_000 },
+            "pruned finished deliveries from the inbox",
+          );
         }
-        return n;
-      } catch (err) {
-        this.opts.log.warn({ err }, "pruning the deliveries inbox failed; trying again later");
-        return undefined;
-      } finally {
-        this.running = undefined;
       }
-    })();
-    return this.running;
-  }
-
-  async stop(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.timer);
-    await this.running;
-  }
-
-  private schedule(ms: number): void {
-    if (this.stopped) return;
-    this.timer = setTimeout(() => {
-      void this.sweep().finally(() => this.schedule(this.opts.intervalMs ?? PRUNE_INTERVAL_MS));
-    }, ms);
-    this.timer.unref();
+      return n;
+    } catch (err) {
+      this.opts.log.warn({ err }, "pruning the deliveries inbox failed; trying again later");
+      return undefined;
+    }
   }
 }

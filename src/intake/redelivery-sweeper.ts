@@ -11,6 +11,7 @@ import type { Logger } from "../log.js";
 import type { Queryable } from "../sql/db.js";
 import { deliveriesInInbox } from "../sql/deliveries.js";
 import { readRedeliveryMark, saveRedeliveryMark, withRedeliveryLock } from "../sql/redelivery.js";
+import { PeriodicJob } from "./periodic-job.js";
 
 /** How often each web process tries to sweep (TETHER_REDELIVER_MINUTES). */
 export const REDELIVER_INTERVAL_MS = 5 * 60_000;
@@ -80,44 +81,45 @@ export interface RedeliverySweep {
  * TETHER_GITHUB_THROTTLE on they go a second apart, with the lock held meanwhile.
  */
 export class RedeliverySweeper {
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<RedeliverySweep | undefined> | undefined;
-  private stopped = false;
+  private readonly job: PeriodicJob<RedeliverySweep | undefined>;
 
-  constructor(private readonly opts: RedeliverySweeperOptions) {}
+  constructor(private readonly opts: RedeliverySweeperOptions) {
+    this.job = new PeriodicJob(() => this.sweepOnce(), opts.intervalMs ?? REDELIVER_INTERVAL_MS);
+  }
 
   start(): void {
-    this.schedule(this.opts.firstDelayMs ?? REDELIVER_FIRST_DELAY_MS);
+    this.job.start(this.opts.firstDelayMs ?? REDELIVER_FIRST_DELAY_MS);
   }
 
   /** One sweep now. Resolves to what it did, or undefined when another replica swept or it failed. */
-  async sweep(): Promise<RedeliverySweep | undefined> {
-    this.running ??= (async () => {
-      try {
-        const done = await withRedeliveryLock(this.opts.pool, (db) => this.walk(db));
-        if (!done.held) {
-          this.opts.log.debug("another replica is sweeping for failed webhook deliveries");
-          return undefined;
-        }
-        this.report(done.value);
-        return done.value;
-      } catch (err) {
-        this.opts.log.warn(
-          { err },
-          "sweeping for failed webhook deliveries failed; trying again later",
-        );
-        return undefined;
-      } finally {
-        this.running = undefined;
-      }
-    })();
-    return this.running;
+  sweep(): Promise<RedeliverySweep | undefined> {
+    return this.job.run();
   }
 
-  async stop(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.timer);
-    await this.running;
+  stop(): Promise<void> {
+    return this.job.stop();
+  }
+
+  private get stopped(): boolean {
+    return this.job.stopped;
+  }
+
+  private async sweepOnce(): Promise<RedeliverySweep | undefined> {
+    try {
+      const done = await withRedeliveryLock(this.opts.pool, (db) => this.walk(db));
+      if (!done.held) {
+        this.opts.log.debug("another replica is sweeping for failed webhook deliveries");
+        return undefined;
+      }
+      this.report(done.value);
+      return done.value;
+    } catch (err) {
+      this.opts.log.warn(
+        { err },
+        "sweeping for failed webhook deliveries failed; trying again later",
+      );
+      return undefined;
+    }
   }
 
   private get policy(): RedeliveryPolicy {
@@ -235,13 +237,5 @@ export class RedeliverySweeper {
     } else {
       this.opts.log.debug(fields, "no failed webhook deliveries to redeliver");
     }
-  }
-
-  private schedule(ms: number): void {
-    if (this.stopped) return;
-    this.timer = setTimeout(() => {
-      void this.sweep().finally(() => this.schedule(this.opts.intervalMs ?? REDELIVER_INTERVAL_MS));
-    }, ms);
-    this.timer.unref();
   }
 }
