@@ -78,6 +78,10 @@ const REST_NEEDS: Record<string, Needs> = {
   "users.getByUsername": {},
   // With the app's own JWT, no installation permission: its slug.
   "apps.getAuthenticated": {},
+  // With the app's own JWT, no installation permission: the app webhook's delivery log, read
+  // and redelivered by the redelivery sweeper.
+  "apps.listWebhookDeliveries": {},
+  "apps.redeliverWebhookDelivery": {},
 };
 /** git subcommands the workspace runs; clone and fetch authenticate with the installation token. */
 const GIT_NEEDS: Record<string, Needs> = {
