@@ -282,6 +282,23 @@ function noteGit(output: string, into: Arm["gitMs"]): void {
   }
 }
 
+/** Wall time of one child process, ms (asynchronous: the stand-in serves from this process). */
+function timeProcess(
+  file: string,
+  argv: string[],
+  opts: { env?: NodeJS.ProcessEnv; cwd?: string } = {},
+): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const t = performance.now();
+    execFile(
+      file,
+      argv,
+      { env: opts.env ?? { PATH: process.env.PATH ?? "/usr/bin:/bin" }, cwd: opts.cwd },
+      (err) => (err ? reject(err) : resolve(Math.round(performance.now() - t))),
+    );
+  });
+}
+
 /**
  * The stand-in's own cost: a bare mirror of the repository made once, then one `git fetch`
  * into it (what the runner's mirror fetch asks, with nothing new), timed. Asynchronous: the
@@ -300,15 +317,7 @@ async function standInFetcher(stack: Stack): Promise<() => Promise<number>> {
     ...gitAuthEnv(url, stack.gh.createInstallationToken()),
   };
   const git = (args: string[], cwd: string) =>
-    new Promise<number>((resolve, reject) => {
-      const t = performance.now();
-      execFile(
-        "git",
-        ["-c", "maintenance.auto=false", "-c", "gc.auto=0", ...args],
-        { env, cwd },
-        (err) => (err ? reject(err) : resolve(Math.round(performance.now() - t))),
-      );
-    });
+    timeProcess("git", ["-c", "maintenance.auto=false", "-c", "gc.auto=0", ...args], { env, cwd });
   await git(["clone", "--bare", "--quiet", "--no-tags", "--", url, "m.git"], dir);
   const mirror = path.join(dir, "m.git");
   return () =>
@@ -325,16 +334,6 @@ async function standInFetcher(stack: Stack): Promise<() => Promise<number>> {
       ],
       mirror,
     );
-}
-
-/** Wall time of one child process, ms: a yardstick of what this machine pays for a spawn. */
-function timeProcess(file: string, argv: string[]): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const t = performance.now();
-    execFile(file, argv, { env: { PATH: process.env.PATH ?? "/usr/bin:/bin" } }, (err) =>
-      err ? reject(err) : resolve(Math.round(performance.now() - t)),
-    );
-  });
 }
 
 /** The machine's yardsticks: a bare spawn, and bubblewrap starting a process in a bare sandbox. */
