@@ -186,6 +186,12 @@ export async function startStack(opts: {
     return proc;
   };
 
+  /** Deliver an event to the app as GitHub does (recorded in its log); anything but 2xx throws. */
+  const deliverOk = async (ev: { name: string; payload: unknown }): Promise<void> => {
+    const res = await gh.deliver(stack.app.url, ev.name, ev.payload, SECRET, { timeoutMs: 15_000 });
+    if (res.status < 200 || res.status >= 300)
+      throw new Error(`webhook answered ${res.status}: ${res.body}`);
+  };
   const stack: Stack = {
     gh,
     api,
@@ -200,11 +206,7 @@ export async function startStack(opts: {
     async comment(issueNumber, body, user = "alice") {
       const c = gh.addComment({ repo: REPO, issueNumber, body, user });
       const ev = gh.webhooks.issueComment({ repo: REPO, issueNumber, commentId: c.id as number });
-      const res = await gh.deliver(stack.app.url, ev.name, ev.payload, SECRET, {
-        timeoutMs: 15_000,
-      });
-      if (res.status < 200 || res.status >= 300)
-        throw new Error(`webhook answered ${res.status}: ${res.body}`);
+      await deliverOk(ev);
       return c.id as number;
     },
     async editComment(issueNumber, commentId, body) {
@@ -217,11 +219,7 @@ export async function startStack(opts: {
         action: "edited",
         previousBody: before,
       });
-      const res = await gh.deliver(stack.app.url, ev.name, ev.payload, SECRET, {
-        timeoutMs: 15_000,
-      });
-      if (res.status < 200 || res.status >= 300)
-        throw new Error(`webhook answered ${res.status}: ${res.body}`);
+      await deliverOk(ev);
     },
     async finishedTask(commentId, timeoutMs = 90_000) {
       const deadline = Date.now() + timeoutMs;

@@ -309,11 +309,12 @@ export class WebhookDeliveryLog {
     opts: { at?: Date; timeoutMs?: number; redelivery?: boolean },
   ): Promise<DeliveryResult & { attempt: DeliveryAttemptRecord }> {
     const d = this.stored.get(guid)!;
+    const payload: unknown = JSON.parse(d.body);
     const started = Date.now();
     let status = 0;
     let text = "";
     try {
-      const res = await signedWebhook(d.url, d.event, JSON.parse(d.body), d.secret, {
+      const res = await signedWebhook(d.url, d.event, payload, d.secret, {
         deliveryId: guid,
         signal: AbortSignal.timeout(opts.timeoutMs ?? 10_000),
       });
@@ -329,8 +330,7 @@ export class WebhookDeliveryLog {
       at: opts.at ?? this.now(),
       redelivery: opts.redelivery ?? false,
       url: d.url,
-      payload: JSON.parse(d.body),
-      secret: d.secret,
+      payload, // for the attempt's action and ids; the delivery itself is stored already
     });
     attempt.durationMs = Date.now() - started;
     return { status, body: text, deliveryId: guid, attempt };
