@@ -1,14 +1,49 @@
 import { defineConfig } from "vitest/config";
 
+/**
+ * Three tiers (`npm run test:unit`, `test:integration`, `test:e2e`); `npm test` runs all of them.
+ * - unit: pure code and small real pieces (files, child processes); no database, no build, no
+ *   agent CLI, so it runs in seconds.
+ * - integration: real Postgres (one embedded server for the run, a database per test file), real
+ *   git, the real CLIs against fake model APIs; no build.
+ * - e2e: the built app as a real process, the GitHub stand-in, the sandbox, the browser, and the
+ *   checks of the repository's own files (which look at the build too); the global setup builds
+ *   `dist/` first.
+ */
 export default defineConfig({
   test: {
-    include: ["test/**/*.test.ts"],
-    globalSetup: ["test/global-setup.ts"],
     pool: "forks",
     testTimeout: 30_000,
     hookTimeout: 90_000,
     // Every test file gets its own database, so files run in parallel safely.
     fileParallelism: true,
     reporters: ["default"],
+    projects: [
+      {
+        extends: true,
+        test: { name: "unit", include: ["test/unit/**/*.test.ts"] },
+      },
+      {
+        extends: true,
+        test: {
+          name: "integration",
+          include: ["test/integration/**/*.test.ts"],
+          globalSetup: ["test/global-setup.ts"],
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: "e2e",
+          include: [
+            "test/e2e/**/*.test.ts",
+            "test/hardening/**/*.test.ts",
+            "test/browser/**/*.test.ts",
+            "test/repo/**/*.test.ts",
+          ],
+          globalSetup: ["test/global-setup.ts"],
+        },
+      },
+    ],
   },
 });

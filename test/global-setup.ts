@@ -25,9 +25,43 @@ export const TEMPLATE = "tether_template";
 
 /**
  * One real PostgreSQL for the whole run, in a temp dir of its own (so parallel runs never
- * share one), with a migrated template database; each test file clones the template.
+ * share one), with a migrated template database; each test file clones the template. The
+ * integration and e2e tiers both name this file: when one run holds both, they share the one
+ * server (the first to start it starts it, the last to finish stops it). Only the e2e tier
+ * builds `dist/`.
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  shared.users += 1;
+  shared.server ??= startServer();
+  let server: EmbeddedPostgres;
+  try {
+    server = (await shared.server).server;
+  } catch (err) {
+    shared.users -= 1;
+    throw err;
+  }
+  // End-to-end tests start the built app as a real process: the build as `npm run build` does it
+  // (tsc, then the dashboard's browser script copied beside the compiled page).
+  if (project.name === "e2e" && process.env.TETHER_TEST_SKIP_BUILD !== "1") {
+    execFileSync("npm", ["run", "--silent", "build"], { stdio: "inherit" });
+  }
+  project.provide("pgAdminUrl", server.url);
+  project.provide("pgTemplate", TEMPLATE);
+  return async () => {
+    shared.users -= 1;
+    if (shared.users > 0 || shared.server === undefined) return;
+    const { dir } = await shared.server;
+    shared.server = undefined;
+    await server.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  };
+}
+
+// On globalThis, not in this module: vitest loads a global setup file once per project that names it.
+type Shared = { users: number; server?: Promise<{ server: EmbeddedPostgres; dir: string }> };
+const shared: Shared = ((globalThis as { tetherTestPg?: Shared }).tetherTestPg ??= { users: 0 });
+
+async function startServer(): Promise<{ server: EmbeddedPostgres; dir: string }> {
   await sweepOrphans();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), `${PREFIX}${process.pid}-`));
   let server: EmbeddedPostgres;
@@ -45,19 +79,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   await admin.query(`CREATE DATABASE ${TEMPLATE}`);
   await admin.end();
   await migrate(server.url.replace(/\/postgres$/, `/${TEMPLATE}`));
-
-  // End-to-end tests start the built app as a real process: the build as `npm run build` does it
-  // (tsc, then the dashboard's browser script copied beside the compiled page).
-  if (process.env.TETHER_TEST_SKIP_BUILD !== "1") {
-    execFileSync("npm", ["run", "--silent", "build"], { stdio: "inherit" });
-  }
-
-  project.provide("pgAdminUrl", server.url);
-  project.provide("pgTemplate", TEMPLATE);
-  return async () => {
-    await server.stop();
-    fs.rmSync(dir, { recursive: true, force: true });
-  };
+  return { server, dir };
 }
 
 /**
