@@ -181,6 +181,22 @@ describe("publisher", () => {
     expect(gh.pushesTo(repo)).toEqual([]);
   });
 
+  it("a turn that started before the default branch moved still publishes: its base is an older commit of that branch", async () => {
+    const { repo, w, req } = await setup();
+    const base = await gh.sha(repo, "main");
+    await gh.commit(repo, { files: { "NEWS.md": "moved on\n" } });
+    await fs.writeFile(path.join(w.dir, "gadget.txt"), "three\n");
+    const r = await publisher({ workspaces: ws, pool: db.pool, log }).publish(req);
+    expect(r).toMatchObject({
+      result: "published",
+      files: [expect.objectContaining({ path: "gadget.txt" })],
+    });
+    if (r.result !== "published") return;
+    expect(r.files).toHaveLength(1);
+    const parent = await git(gh.barePath(repo), "rev-parse", `${r.sha}^`);
+    expect(parent.stdout.trim()).toBe(base);
+  });
+
   describe("drill (#28, hole 1): the agent forges the base the checks measure from", () => {
     /** The agent's side: forged remote-tracking ref, planted clean filter (forged-base.ts). */
     async function attack(dir: string, upstreamRef: string, branch: string) {
