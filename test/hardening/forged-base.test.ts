@@ -36,11 +36,16 @@ afterAll(async () => {
   await stack?.close();
 });
 
-/** git on the host, in a directory the test (not Tether) reads. */
+/** The test's own look at the agent's checkout: its replace refs and fsmonitor do not apply. */
 const git = (dir: string, ...args: string[]) =>
-  execFileSync("git", ["-C", dir, ...args], {
+  execFileSync("git", ["-C", dir, "-c", "core.fsmonitor=false", ...args], {
     encoding: "utf8",
-    env: { PATH: process.env.PATH, GIT_CONFIG_NOSYSTEM: "1", HOME: "/nonexistent" },
+    env: {
+      PATH: process.env.PATH,
+      GIT_CONFIG_NOSYSTEM: "1",
+      GIT_NO_REPLACE_OBJECTS: "1",
+      HOME: "/nonexistent",
+    },
   }).trim();
 
 describe("drill: a forged base (real CLI, real sandbox, real git)", { timeout: 300_000 }, () => {
