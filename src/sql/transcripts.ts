@@ -226,3 +226,43 @@ export async function pruneTranscripts(
     bytes: rows.reduce((n, r) => n + Number(r.stored_bytes), 0),
   };
 }
+
+/** A session as an operator looks it up, with its stored transcript's head if one is kept. */
+export interface StoredSession {
+  sessionId: string;
+  repo: string;
+  issueNumber: number;
+  agent: string;
+  cli: string;
+  state: string;
+  stateReason: string | null;
+  lastUsedAt: Date;
+  transcript: TranscriptHead | null;
+}
+
+/** Sessions whose id starts with `prefix`, newest first, at most `limit`. */
+export async function sessionsByPrefix(
+  db: Queryable,
+  prefix: string,
+  limit: number,
+): Promise<StoredSession[]> {
+  const { rows } = await db.query(
+    `SELECT s.session_id AS s_session_id, s.repo, s.issue_number, s.agent, s.cli, s.state,
+            s.state_reason, s.last_used_at, tr.*
+       FROM sessions s LEFT JOIN session_transcripts tr ON tr.session_id = s.session_id
+      WHERE left(s.session_id, length($1)) = $1
+      ORDER BY s.last_used_at DESC LIMIT $2`,
+    [prefix, limit],
+  );
+  return rows.map((r: Record<string, unknown>) => ({
+    sessionId: r.s_session_id as string,
+    repo: r.repo as string,
+    issueNumber: r.issue_number as number,
+    agent: r.agent as string,
+    cli: r.cli as string,
+    state: r.state as string,
+    stateReason: (r.state_reason as string | null) ?? null,
+    lastUsedAt: r.last_used_at as Date,
+    transcript: r.session_id ? toHead(r) : null,
+  }));
+}
