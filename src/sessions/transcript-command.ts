@@ -24,6 +24,9 @@ import { sessionsByPrefix, transcriptChunks } from "../sql/transcripts.js";
 const gunzip = promisify(zlib.gunzip);
 const SHOWN = 10;
 
+/** The command's name: `node dist/src/main.js transcript …`. */
+export const TRANSCRIPT_COMMAND = "transcript";
+
 export const TRANSCRIPT_USAGE =
   "usage: tether transcript <session-id-prefix>   (writes the session's stored transcript to stdout)";
 
