@@ -157,9 +157,15 @@ export const EnvSchema = z.object({
   /**
    * Collection, in hours: a runner removes workspaces and cached transcripts no turn used for
    * this long (a later turn re-clones the workspace and restores the session from Postgres), and
-   * transcripts of sessions idle this long, or retired, are pruned from Postgres. 0: never.
+   * prunes from Postgres the transcripts of sessions idle this long and past their repository's
+   * `resume.ttlHours`. 0: never.
    */
   TETHER_COLLECT_IDLE_HOURS: intFrom(0, 24 * 365).default(7 * 24),
+  /**
+   * How long, in hours, collection keeps a poisoned or retired session's transcript in Postgres
+   * after it broke, so an operator can read it (`tether transcript <session id>`).
+   */
+  TETHER_DEBUG_KEEP_HOURS: intFrom(0, 24 * 365).default(72),
   /** How many tasks one runner process runs at once. */
   TETHER_RUNNER_CONCURRENCY: intFrom(1, 256).default(2),
   /** How many webhook deliveries one web process hands to GitHub and the task queue at once. */

@@ -13,6 +13,7 @@ import { createLogger, type Logger } from "./log.js";
 import { processMetrics } from "./metrics.js";
 import { describeNextTurn } from "./runner/describe-next-turn.js";
 import { startRunner } from "./runner/start-runner.js";
+import { TRANSCRIPT_COMMAND, transcriptCommand } from "./sessions/transcript-command.js";
 import { Shutdown } from "./shutdown.js";
 import { healthRoutes } from "./web/health.js";
 import { ensureDashboardToken } from "./web/dashboard-token.js";
@@ -39,8 +40,10 @@ async function main(): Promise<void> {
     throw err;
   }
   const arg = process.argv[2];
-  if (arg !== undefined && !ROLES.includes(arg as Role)) {
-    console.error(`tether: unknown role "${arg}"; use one of: ${ROLES.join(", ")}`);
+  if (arg !== undefined && arg !== TRANSCRIPT_COMMAND && !ROLES.includes(arg as Role)) {
+    console.error(
+      `tether: unknown role "${arg}"; use one of: ${ROLES.join(", ")} (or: ${TRANSCRIPT_COMMAND} <session-id-prefix>)`,
+    );
     process.exit(2);
   }
   const role: Role = (arg as Role | undefined) ?? env.TETHER_ROLE;
@@ -57,6 +60,13 @@ async function main(): Promise<void> {
     process.env.ANTHROPIC_AUTH_TOKEN,
   ])
     if (value) secrets.add(value);
+  if (arg === TRANSCRIPT_COMMAND) {
+    // stdout is the transcript's: the log goes to stderr, warnings and worse only.
+    const level = env.LOG_LEVEL === "info" ? "warn" : env.LOG_LEVEL;
+    const log = createLogger(level, process.stderr, { secrets });
+    process.exitCode = await transcriptCommand(process.argv.slice(3), env, log);
+    return;
+  }
   const log = createLogger(env.LOG_LEVEL, undefined, { secrets });
   const shutdown = new Shutdown(log, env.TETHER_SHUTDOWN_TIMEOUT_MS);
   activeShutdown = shutdown;

@@ -152,16 +152,15 @@ export const AgentConfig = z.strictObject({
 });
 export type AgentConfig = z.output<typeof AgentConfig> & { mention: string; model: string };
 
+/** The longest time to live a repository may give its sessions (90 days). */
+export const MAX_RESUME_TTL_HOURS = 24 * 90;
+
 /** When a follow-up may resume the key's session instead of starting fresh. */
 export const ResumeConfig = z.strictObject({
   /** Resume sessions at all. `false` makes every turn fresh (reason `resume_disabled`). Default: true. */
   enabled: z.boolean().default(true),
   /** A session idle (no turn) for longer than this many hours is not resumed (reason `expired`). Default: 72. */
-  ttlHours: z
-    .number()
-    .positive()
-    .max(24 * 90)
-    .default(72),
+  ttlHours: z.number().positive().max(MAX_RESUME_TTL_HOURS).default(72),
   /** Share (0–1] of the model's context window a session may fill and still be resumed (reason `context_budget`). Default: 0.8. */
   contextBudget: z
     .number("must be a number")

@@ -199,6 +199,7 @@ export async function startRunner(opts: {
                 workspaceRoot: env.workspaceDir,
                 cacheRoot: path.join(env.dataDir, "sessions"),
                 idleMs: env.TETHER_COLLECT_IDLE_HOURS * 3600_000,
+                debugKeepMs: env.TETHER_DEBUG_KEEP_HOURS * 3600_000,
                 busy: () => busy,
                 now: () => new Date(),
                 log: log.child({ component: "collect" }),

@@ -179,25 +179,90 @@ export async function markOverBound(
   );
 }
 
+export interface PruneRules {
+  /** An active session's transcript is kept at least this long after its last turn. */
+  idleMs: number;
+  /**
+   * Beyond `idleMs`, an active session's is kept for as long as its repository's resume time to
+   * live (`resume.ttlHours` in the settings snapshot of the key's latest task) still allows a
+   * resume; this when no task of the key has one.
+   */
+  unknownTtlMs: number;
+  /** A poisoned or retired session's is kept this long after it broke, for debugging. */
+  debugKeepMs: number;
+}
+
 /**
- * Collection: drop the stored transcripts of sessions no turn will resume again (poisoned or
- * retired, or idle longer than `idleMs`, past any repository's time to live). Returns how many
- * transcripts and how many compressed bytes went.
+ * Collection: drop the stored transcripts no turn will resume again: an active session's once
+ * it is idle past both `idleMs` and its repository's time to live (so its next turn says
+ * `expired`), a poisoned or retired one's after the debugging window. A head over the size
+ * bound holds no chunks and is kept like any other, so the next turn says `session_too_large`.
+ * Returns how many transcripts and how many compressed bytes went.
  */
 export async function pruneTranscripts(
   db: Queryable,
-  idleMs: number,
+  rules: PruneRules,
 ): Promise<{ transcripts: number; bytes: number }> {
   const { rows } = await db.query(
     `DELETE FROM session_transcripts tr USING sessions s
       WHERE s.session_id = tr.session_id
-        AND (s.state <> 'active' OR tr.over_bound
-             OR s.last_used_at < now() - make_interval(secs => $1::double precision / 1000))
+        AND CASE WHEN s.state = 'active' THEN
+              s.last_used_at < now() - make_interval(secs => greatest($1::double precision,
+                COALESCE((SELECT (t.repo_settings #>> '{resume,ttlHours}')::double precision * 3600000
+                            FROM tasks t
+                           WHERE t.repo = s.repo AND t.issue_number = s.issue_number
+                             AND t.agent = s.agent
+                             AND jsonb_typeof(t.repo_settings #> '{resume,ttlHours}') = 'number'
+                           ORDER BY t.id DESC LIMIT 1),
+                         $2::double precision)) / 1000)
+            ELSE COALESCE(s.state_changed_at, s.last_used_at)
+                   < now() - make_interval(secs => $3::double precision / 1000)
+            END
      RETURNING tr.stored_bytes`,
-    [idleMs],
+    [rules.idleMs, rules.unknownTtlMs, rules.debugKeepMs],
   );
   return {
     transcripts: rows.length,
     bytes: rows.reduce((n, r) => n + Number(r.stored_bytes), 0),
   };
+}
+
+/** A session as an operator looks it up, with its stored transcript's head if one is kept. */
+export interface StoredSession {
+  sessionId: string;
+  repo: string;
+  issueNumber: number;
+  agent: string;
+  cli: string;
+  state: string;
+  stateReason: string | null;
+  lastUsedAt: Date;
+  transcript: TranscriptHead | null;
+}
+
+/** Sessions whose id starts with `prefix`, newest first, at most `limit`. */
+export async function sessionsByPrefix(
+  db: Queryable,
+  prefix: string,
+  limit: number,
+): Promise<StoredSession[]> {
+  const { rows } = await db.query(
+    `SELECT s.session_id AS s_session_id, s.repo, s.issue_number, s.agent, s.cli, s.state,
+            s.state_reason, s.last_used_at, tr.*
+       FROM sessions s LEFT JOIN session_transcripts tr ON tr.session_id = s.session_id
+      WHERE left(s.session_id, length($1)) = $1
+      ORDER BY s.last_used_at DESC LIMIT $2`,
+    [prefix, limit],
+  );
+  return rows.map((r: Record<string, unknown>) => ({
+    sessionId: r.s_session_id as string,
+    repo: r.repo as string,
+    issueNumber: r.issue_number as number,
+    agent: r.agent as string,
+    cli: r.cli as string,
+    state: r.state as string,
+    stateReason: (r.state_reason as string | null) ?? null,
+    lastUsedAt: r.last_used_at as Date,
+    transcript: r.session_id ? toHead(r) : null,
+  }));
 }

@@ -337,7 +337,11 @@ describe("the Postgres session store", () => {
       "UPDATE sessions SET last_used_at = now() - interval '10 days' WHERE session_id = $1",
       [idle.sessionId],
     );
-    const pruned = await pruneTranscripts(db.pool, 7 * 24 * 3600_000);
+    const pruned = await pruneTranscripts(db.pool, {
+      idleMs: 7 * 24 * 3600_000,
+      unknownTtlMs: 7 * 24 * 3600_000,
+      debugKeepMs: 0,
+    });
     expect(pruned.transcripts).toBeGreaterThanOrEqual(2);
     expect(pruned.bytes).toBeGreaterThan(0);
     expect(await transcriptHead(db.pool, active.sessionId)).not.toBeNull();

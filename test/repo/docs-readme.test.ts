@@ -22,6 +22,7 @@ import { COMMANDS } from "../../src/intake/parse-comment.js";
 import { Metrics } from "../../src/metrics.js";
 import { REASON_CODES } from "../../src/core/resume-decision.js";
 import { OUTCOMES } from "../../src/sql/stats/figures.js";
+import { TRANSCRIPT_COMMAND } from "../../src/sessions/transcript-command.js";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 const README = fs.readFileSync(path.join(ROOT, "README.md"), "utf8");
@@ -315,8 +316,11 @@ describe("README: commands and files it names", () => {
     for (const s of ["test", "start"]) expect(pkg.scripts[s]).toBeDefined();
   });
 
-  it("runs only roles main.ts accepts", () => {
-    const roles = EnvSchema.shape.TETHER_ROLE.unwrap().options as readonly string[];
+  it("runs only roles and commands main.ts accepts", () => {
+    const roles = [
+      ...(EnvSchema.shape.TETHER_ROLE.unwrap().options as readonly string[]),
+      TRANSCRIPT_COMMAND,
+    ];
     for (const m of commands.matchAll(/dist\/src\/main\.js[ \t]+([a-z]+)/g))
       expect(roles, m[0]).toContain(m[1]);
   });
