@@ -1581,13 +1581,17 @@ export class FakeGitHub implements PayloadSource {
       const ids = ctx.body.repository_ids;
       if (Array.isArray(names) || Array.isArray(ids)) {
         const inst = [...this.repos.values()].filter((r) => r.installationId === id);
-        const chosen = inst.filter(
-          (r) =>
-            (Array.isArray(names) &&
-              names.some((n) => String(n).toLowerCase() === r.name.toLowerCase())) ||
-            (Array.isArray(ids) && ids.includes(r.id)),
-        );
-        if (chosen.length === 0) {
+        const byName = (n: unknown) =>
+          inst.find((r) => String(n).toLowerCase() === r.name.toLowerCase());
+        const byId = (rid: unknown) => inst.find((r) => r.id === rid);
+        const asked = [
+          ...(Array.isArray(names) ? names.map(byName) : []),
+          ...(Array.isArray(ids) ? ids.map(byId) : []),
+        ];
+        const chosen = inst.filter((r) => asked.includes(r));
+        // GitHub refuses the whole request when any one asked for is not the installation's
+        // (another installation's, or no repository at all).
+        if (chosen.length === 0 || asked.includes(undefined)) {
           return {
             status: 422,
             body: {
