@@ -171,12 +171,16 @@ export function secondaryRateLimited(retryAfterSeconds = 1): FailResponse {
   };
 }
 
+/** The owner's GitHub plan: Free and Pro have no draft pull requests on private repositories. */
+export type Plan = "free" | "pro" | "team" | "enterprise";
+
 interface RepoState {
   id: number;
   owner: string;
   name: string;
   defaultBranch: string;
   private: boolean;
+  plan: Plan;
   installationId: number | null;
   bare: string;
   createdAt: Date;
@@ -487,6 +491,11 @@ export class FakeGitHub implements PayloadSource {
     files?: FileMap;
     defaultBranch?: string;
     private?: boolean;
+    /**
+     * The owner's plan (default "team"). A private repository on "free" or "pro" refuses draft
+     * pull requests as GitHub does (422, "Draft pull requests are not supported in this repository.").
+     */
+    plan?: Plan;
     /** Installation that can see it; null: none (the app has no access). Default: the default installation. */
     installationId?: number | null;
     ownerType?: UserType;
@@ -509,6 +518,7 @@ export class FakeGitHub implements PayloadSource {
       name: o.name,
       defaultBranch: o.defaultBranch ?? "main",
       private: o.private ?? false,
+      plan: o.plan ?? "team",
       installationId,
       bare: path.join(this.reposDir, `${key}.git`),
       createdAt: this.now(),
@@ -1963,6 +1973,22 @@ export class FakeGitHub implements PayloadSource {
           },
         };
       if (headSha === baseSha) return problem("head", `No commits between ${base} and ${headRef}`);
+      if (draft === true && r.private && (r.plan === "free" || r.plan === "pro"))
+        return {
+          status: 422,
+          body: {
+            message: "Validation Failed",
+            errors: [
+              {
+                resource: "PullRequest",
+                code: "custom",
+                message: "Draft pull requests are not supported in this repository.",
+              },
+            ],
+            documentation_url: "https://docs.github.com/rest/pulls/pulls#create-a-pull-request",
+            status: "422",
+          },
+        };
       const issue = this.newIssue(r, {
         title,
         body: typeof body === "string" ? body : null,
