@@ -638,6 +638,13 @@ export class FakeGitHub implements PayloadSource {
   }
 
   /** GitHub protects `branch`: pushes to it are refused (GH006), and the REST API says so. */
+  /** Make a repository private or public, or move its owner to another plan. */
+  setVisibility(repo: string, o: { private?: boolean; plan?: Plan }): void {
+    const r = this.repo(repo);
+    if (o.private !== undefined) r.private = o.private;
+    if (o.plan !== undefined) r.plan = o.plan;
+  }
+
   protectBranch(repo: string, branch: string): void {
     this.repo(repo).protectedBranches.add(branch);
   }
