@@ -15,8 +15,8 @@
  *   retry-after header is present, wait that long; if x-ratelimit-remaining is 0, wait until
  *   x-ratelimit-reset; otherwise wait at least one minute". Probot's own options gave up on the
  *   first, which lost answers to a burst of writes;
- * - a wait longer than `maxWaitMs` (ten minutes; a primary limit can reset an hour away) is not
- *   taken: the request fails at once with GitHub's status and headers and a message saying how
+ * - a wait longer than `maxWaitMs` (ten minutes; a primary limit can reset an hour away, and a
+ *   `retry-after` can say anything) is not taken: the request fails at once with GitHub's status and headers and a message saying how
  *   long GitHub asked for. The turn does not sit on a runner slot for an hour: what it could not
  *   read fails the turn, an answer it could not post goes to the answer outbox, which tries again
  *   later (src/runner/answer-retry.ts);
@@ -49,11 +49,7 @@ export type RetryVerdict =
   | { retry: false }
   /** GitHub asked for a wait longer than the longest the policy takes. */
   | { retry: false; tooLong: { kind: RetryKind; waitMs: number } }
-  | {
-      retry: true;
-      kind: "primary-rate-limit" | "secondary-rate-limit" | "transient";
-      waitMs: number;
-    };
+  | { retry: true; kind: RetryKind; waitMs: number };
 
 export type RetryKind = "primary-rate-limit" | "secondary-rate-limit" | "transient";
 
@@ -96,8 +92,7 @@ export function retryVerdict(
   const limited = status === 403 || status === 429;
   const verdict = (kind: RetryKind, waitMs: number): RetryVerdict => {
     if (tried[kind] >= o.retries) return { retry: false };
-    if (kind !== "transient" && waitMs > o.maxWaitMs)
-      return { retry: false, tooLong: { kind, waitMs } };
+    if (waitMs > o.maxWaitMs) return { retry: false, tooLong: { kind, waitMs } };
     return { retry: true, kind, waitMs };
   };
 

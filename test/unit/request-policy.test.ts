@@ -97,6 +97,12 @@ describe("retryVerdict", () => {
       { retry: false, tooLong: { kind: "primary-rate-limit", waitMs: 2_401_000 } },
     ],
     [
+      "a 503 whose retry-after is longer than the longest wait",
+      failure(503, "down", { "retry-after": "1200" }),
+      none,
+      { retry: false, tooLong: { kind: "transient", waitMs: 1_200_000 } },
+    ],
+    [
       "a retry-after longer than the longest wait",
       failure(429, "too many", { "retry-after": "3600" }),
       none,
