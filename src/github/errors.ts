@@ -22,6 +22,23 @@ export function isRetryable(err: unknown): boolean {
 }
 
 /**
+ * GitHub's refusal of a draft pull request where the plan has none (private repositories on
+ * Free and Pro): 422, "Validation Failed", with the custom error "Draft pull requests are not
+ * supported in this repository." Octokit keeps the body in `response.data` and puts the errors
+ * in its message too; either is enough.
+ */
+export function isDraftRefusal(err: unknown): boolean {
+  if (httpStatusOf(err) !== 422) return false;
+  const said = /draft pull requests are not supported/i;
+  const data = (err as { response?: { data?: { errors?: unknown } } }).response?.data;
+  const errors = Array.isArray(data?.errors) ? (data.errors as unknown[]) : [];
+  return (
+    errors.some((e) => said.test(String((e as { message?: unknown } | null)?.message ?? ""))) ||
+    said.test(err instanceof Error ? err.message : "")
+  );
+}
+
+/**
  * One line for logs and `webhook_deliveries.error`: name, message, HTTP status. Anything that
  * looks like a credential is blanked: some errors echo the request, headers included.
  */

@@ -16,13 +16,15 @@
 import type { PublishConfig } from "../config/repo-config.js";
 import type { Pool } from "../db/pool.js";
 import type { Logger } from "../log.js";
-import type { IssueInfo, RepoWriter } from "../core/github.js";
+import type { IssueInfo, PullRef, RepoWriter } from "../core/github.js";
 import { getConversation, recordPull, recordPush } from "../sql/conversations.js";
+import { draftsRefused, recordDraftsRefused } from "../sql/repo-facts.js";
 import type { TaskKey } from "../core/task.js";
 import { isObjectId } from "../workspace/git-refs.js";
 import { pullRef } from "../workspace/mirror.js";
 import { WorkspaceError } from "../workspace/errors.js";
 import { mirrorRefOf, type Workspaces } from "../workspace/workspace.js";
+import { isDraftRefusal } from "../github/errors.js";
 import { PushTokenError } from "../github/scoped-auth.js";
 import { checkPublish, touchesWorkflows, type Refusal } from "./checks.js";
 import { MirrorGit, type FileChange } from "./mirror-git.js";
@@ -463,22 +465,58 @@ async function afterConversationPush(
   pull ??= await req.writer.findPull(branch);
   if (pull?.merged) pull = null;
   let opened = false;
+  let draftsUnsupported = false;
   if (!pull) {
-    pull = await req.writer.createPull({
+    ({ pull, draftsUnsupported } = await openPull(pool, req.writer, req.key.repo, {
       title: clip(req.issue.title, 200),
       head: branch,
       base: defaultBranch,
       draft: req.config.draft,
       body: pullBody(req),
-    });
+    }));
     opened = true;
   }
   if (conv?.pullNumber !== pull.number) await recordPull(pool, req.key, pull);
   return {
     ...base,
-    pull: { number: pull.number, url: pull.url, opened, draft: pull.draft, state: pull.state },
+    pull: {
+      number: pull.number,
+      url: pull.url,
+      opened,
+      draft: pull.draft,
+      state: pull.state,
+      ...(draftsUnsupported ? { draftsUnsupported } : {}),
+    },
     compareUrl: null,
   };
+}
+
+/**
+ * Open a pull request, as a draft when asked and the repository has drafts. GitHub refuses
+ * drafts on private repositories of Free and Pro plans (422, "Draft pull requests are not
+ * supported in this repository."), and `publish.draft` defaults to true: then it is opened ready
+ * for review, the answer says so, and the repository is remembered in Postgres (repo_facts) so
+ * that no runner asks for a draft there again for a while.
+ */
+export async function openPull(
+  pool: Pool,
+  writer: Pick<RepoWriter, "createPull">,
+  repo: string,
+  o: Parameters<RepoWriter["createPull"]>[0],
+): Promise<{ pull: PullRef; draftsUnsupported: boolean }> {
+  const ready = async () => ({
+    pull: await writer.createPull({ ...o, draft: false }),
+    draftsUnsupported: true,
+  });
+  if (!o.draft) return { pull: await writer.createPull(o), draftsUnsupported: false };
+  if (await draftsRefused(pool, repo)) return ready();
+  try {
+    return { pull: await writer.createPull(o), draftsUnsupported: false };
+  } catch (err) {
+    if (!isDraftRefusal(err)) throw err;
+    await recordDraftsRefused(pool, repo);
+    return ready();
+  }
 }
 
 function pullBody(req: PublishRequest): string {

@@ -152,7 +152,11 @@ export async function startRunner(opts: {
       // permissions (src/github/scoped-auth.ts), not the installation's all.
       app ??= await probot.auth();
       const appClient = app;
-      const scope = { installationId: task.installationId, repo: task.repo };
+      const scope = {
+        installationId: task.installationId,
+        repo: task.repo,
+        repoId: task.repoId,
+      };
       const octokit = scopedOctokit(
         appClient,
         appOctokit(env),
@@ -173,6 +177,7 @@ export async function startRunner(opts: {
         publishing: {
           app: () => probot.auth(),
           installationId: task.installationId,
+          repoId: task.repoId,
           webUrl,
         },
       });

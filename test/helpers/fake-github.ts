@@ -171,12 +171,16 @@ export function secondaryRateLimited(retryAfterSeconds = 1): FailResponse {
   };
 }
 
+/** The owner's GitHub plan: Free and Pro have no draft pull requests on private repositories. */
+export type Plan = "free" | "pro" | "team" | "enterprise";
+
 interface RepoState {
   id: number;
   owner: string;
   name: string;
   defaultBranch: string;
   private: boolean;
+  plan: Plan;
   installationId: number | null;
   bare: string;
   createdAt: Date;
@@ -487,6 +491,11 @@ export class FakeGitHub implements PayloadSource {
     files?: FileMap;
     defaultBranch?: string;
     private?: boolean;
+    /**
+     * The owner's plan (default "team"). A private repository on "free" or "pro" refuses draft
+     * pull requests as GitHub does (422, "Draft pull requests are not supported in this repository.").
+     */
+    plan?: Plan;
     /** Installation that can see it; null: none (the app has no access). Default: the default installation. */
     installationId?: number | null;
     ownerType?: UserType;
@@ -509,6 +518,7 @@ export class FakeGitHub implements PayloadSource {
       name: o.name,
       defaultBranch: o.defaultBranch ?? "main",
       private: o.private ?? false,
+      plan: o.plan ?? "team",
       installationId,
       bare: path.join(this.reposDir, `${key}.git`),
       createdAt: this.now(),
@@ -628,6 +638,13 @@ export class FakeGitHub implements PayloadSource {
   }
 
   /** GitHub protects `branch`: pushes to it are refused (GH006), and the REST API says so. */
+  /** Make a repository private or public, or move its owner to another plan. */
+  setVisibility(repo: string, o: { private?: boolean; plan?: Plan }): void {
+    const r = this.repo(repo);
+    if (o.private !== undefined) r.private = o.private;
+    if (o.plan !== undefined) r.plan = o.plan;
+  }
+
   protectBranch(repo: string, branch: string): void {
     this.repo(repo).protectedBranches.add(branch);
   }
@@ -1581,13 +1598,17 @@ export class FakeGitHub implements PayloadSource {
       const ids = ctx.body.repository_ids;
       if (Array.isArray(names) || Array.isArray(ids)) {
         const inst = [...this.repos.values()].filter((r) => r.installationId === id);
-        const chosen = inst.filter(
-          (r) =>
-            (Array.isArray(names) &&
-              names.some((n) => String(n).toLowerCase() === r.name.toLowerCase())) ||
-            (Array.isArray(ids) && ids.includes(r.id)),
-        );
-        if (chosen.length === 0) {
+        const byName = (n: unknown) =>
+          inst.find((r) => String(n).toLowerCase() === r.name.toLowerCase());
+        const byId = (rid: unknown) => inst.find((r) => r.id === rid);
+        const asked = [
+          ...(Array.isArray(names) ? names.map(byName) : []),
+          ...(Array.isArray(ids) ? ids.map(byId) : []),
+        ];
+        const chosen = inst.filter((r) => asked.includes(r));
+        // GitHub refuses the whole request when any one asked for is not the installation's
+        // (another installation's, or no repository at all).
+        if (chosen.length === 0 || asked.includes(undefined)) {
           return {
             status: 422,
             body: {
@@ -1959,6 +1980,22 @@ export class FakeGitHub implements PayloadSource {
           },
         };
       if (headSha === baseSha) return problem("head", `No commits between ${base} and ${headRef}`);
+      if (draft === true && r.private && (r.plan === "free" || r.plan === "pro"))
+        return {
+          status: 422,
+          body: {
+            message: "Validation Failed",
+            errors: [
+              {
+                resource: "PullRequest",
+                code: "custom",
+                message: "Draft pull requests are not supported in this repository.",
+              },
+            ],
+            documentation_url: "https://docs.github.com/rest/pulls/pulls#create-a-pull-request",
+            status: "422",
+          },
+        };
       const issue = this.newIssue(r, {
         title,
         body: typeof body === "string" ? body : null,
