@@ -78,7 +78,7 @@ export async function handleWorkItem(fx: IntakeEffects, d: Delivery): Promise<Ha
       forceFresh: false,
       deliveryId: d.deliveryId,
       settings,
-      notWhileRunning: WORK_ITEM_TRIGGERS,
+      coveredBy: WORK_ITEM_TRIGGERS,
       ...(conversation ? { threadNumber: t.item.number } : {}),
     });
     notes.push(`${agent}: ${t.how} ${r.kind} task ${r.taskId}`);

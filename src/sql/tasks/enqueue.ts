@@ -50,11 +50,11 @@ export interface EnqueueInput {
    */
   threadNumber?: number;
   /**
-   * Not queued while the key runs a task started by one of these triggers: a label and an
-   * assignment arriving together for one issue make one turn, even when the runner claimed the
-   * first before the second came in.
+   * Not queued while the key has a task started by one of these triggers waiting or running: a
+   * label and an assignment arriving together for one issue make one turn (with one copy of the
+   * issue as its request), even when the runner claimed the first before the second came in.
    */
-  notWhileRunning?: readonly TriggerKind[];
+  coveredBy?: readonly TriggerKind[];
 }
 
 export type EnqueueResult =
@@ -64,8 +64,8 @@ export type EnqueueResult =
   | { kind: "coalesced"; taskId: number }
   /** This comment already fed a task for this agent: nothing new. */
   | { kind: "duplicate"; taskId: number }
-  /** The key is running a task of a kind in `notWhileRunning`: that turn covers this one. */
-  | { kind: "running"; taskId: number };
+  /** The key has a queued or running task of a kind in `coveredBy`: that turn covers this one. */
+  | { kind: "covered"; taskId: number };
 
 /**
  * Queue a comment for its key, in one transaction: into the key's queued task if there is one
@@ -81,15 +81,15 @@ export async function enqueueComment(pool: Pool, input: EnqueueInput): Promise<E
   return inTransaction(pool, async (tx): Promise<EnqueueResult> => {
     const seen = await findCommentTask(tx, comment.source, key.agent);
     if (seen !== undefined) return { kind: "duplicate", taskId: seen };
-    if (input.notWhileRunning?.length) {
-      const running = await tx.query<{ id: number }>(
+    if (input.coveredBy?.length) {
+      const covering = await tx.query<{ id: number }>(
         `SELECT id FROM tasks
-          WHERE repo = $1 AND issue_number = $2 AND agent = $3 AND status = 'running'
-            AND trigger = ANY($4::text[])
+          WHERE repo = $1 AND issue_number = $2 AND agent = $3
+            AND status IN ('queued', 'running') AND trigger = ANY($4::text[])
           LIMIT 1`,
-        [key.repo, key.issueNumber, key.agent, input.notWhileRunning],
+        [key.repo, key.issueNumber, key.agent, input.coveredBy],
       );
-      if (running.rows[0]) return { kind: "running", taskId: running.rows[0].id };
+      if (covering.rows[0]) return { kind: "covered", taskId: covering.rows[0].id };
     }
 
     // Bounded: each turn of the loop follows a concurrent insert or claim that just committed.
