@@ -116,7 +116,8 @@ export function workItemRequest(t: WorkItemTrigger, deliveryId: string): Trigger
       "",
       t.item.body || "(no description)",
     ].join("\n"),
-    createdAt: new Date(),
+    // When the label or assignee was set (it updated the issue): orders it among coalesced requests.
+    createdAt: t.item.updated_at ? new Date(t.item.updated_at) : new Date(),
     trigger: t.how,
   };
 }
