@@ -257,7 +257,10 @@ function renderReview(r: ReviewContext): string[] {
  * the request says what to do with it, the items themselves are data.
  */
 function renderTriggerContext(requests: readonly PromptComment[]): string[] {
-  const items = requests.flatMap((r) => r.context ?? []);
+  // A line comment that also asked on its own is shown as that request, not again as context.
+  const items = requests.flatMap((r) =>
+    (r.context ?? []).filter((c) => !requests.some((o) => o !== r && o.url === c.url)),
+  );
   if (!items.length) return [];
   const rendered = items.map((c) =>
     renderContextItem({ ...c, kind: CONTEXT_TAGS.has(c.kind) ? c.kind : "context-item" }),

@@ -290,6 +290,21 @@ describe("screenDelivery: the webhook's cheap checks", () => {
       /^pull_request\.opened is not handled$/,
     ],
     [
+      "a label event without its label",
+      "issues",
+      { ...issueWorkItem({ issueNumber: 3, action: "labeled", value: "x" }), label: null },
+      /^issues\.labeled without a label$/,
+    ],
+    [
+      "an assignment whose issue lacks its number",
+      "issues",
+      {
+        ...issueWorkItem({ issueNumber: 3, action: "assigned", value: "x" }),
+        issue: { id: 1, html_url: "u", user: { login: "a", type: "User" }, created_at: "t" },
+      },
+      /^unexpected issues\.assigned payload: issue\.number: /,
+    ],
+    [
       "a payload without an installation",
       "issue_comment",
       { ...commentCreated({ commentId: 1, body: "@tether" }), installation: undefined },

@@ -470,4 +470,15 @@ describe("what a trigger brings (a review's body and line comments)", () => {
     expect(context).toContain("Handle CRLF too.");
     expect(buildResumedPrompt(turn)).not.toContain("<github-context>");
   });
+
+  it("shows a line comment that also asked on its own once, as its request", () => {
+    const asked = {
+      author: "dave",
+      url: "https://github.com/octo/widgets/pull/9#discussion_r6",
+      body: "@tether rename this",
+    };
+    const p = buildResumedPrompt({ ...review, requests: [...review.requests, asked] });
+    expect(p.match(/discussion_r6/g)).toHaveLength(2); // the request's url, and the turn facts
+    expect(p).toContain("Handle CRLF too.");
+  });
 });
