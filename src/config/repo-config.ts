@@ -72,6 +72,8 @@ const Login = z
 
 export { CHANGES_MODES, type ChangesMode } from "../core/settings.js";
 export const PERMISSION_MODES = ["default", "acceptEdits", "bypassPermissions", "plan"] as const;
+/** Which reviews on an agent's pull request start its turn without a mention. */
+export const REVIEW_TRIGGERS = ["changes_requested", "all", "mentions"] as const;
 export const REPO_PERMISSIONS = ["read", "triage", "write", "maintain", "admin"] as const;
 export type RepoPermission = (typeof REPO_PERMISSIONS)[number];
 
@@ -149,8 +151,42 @@ export const AgentConfig = z.strictObject({
    * run; the thread is told what was spent and how to go on. Default: none.
    */
   conversationLimitUsd: dollars(1_000_000).optional(),
+  /**
+   * Which reviews of the agent's own pull request (its conversation's) start a turn without
+   * mentioning it, from someone allowed to trigger: `changes_requested`, `all` (any submitted
+   * review), or `mentions` (only a review whose body mentions the agent, as anywhere else). The
+   * review's body and line comments reach the agent as context. Default: `changes_requested`.
+   */
+  reviews: z
+    .enum(REVIEW_TRIGGERS, "must be changes_requested, all or mentions")
+    .default("changes_requested"),
+  /**
+   * A label that starts this agent's turn on an issue or pull request when someone allowed to
+   * trigger adds it, with the issue (its title and description) as the request; `false`: no
+   * label does. Removing the label cancels nothing. Default: the agent's name (`tether`).
+   */
+  label: z
+    .union([
+      z
+        .string()
+        .min(1, "must not be empty")
+        .max(50, "must be at most 50 characters (GitHub's limit)")
+        .regex(/^[^\n\r]+$/, "must be one line"),
+      z.literal(false),
+    ])
+    .optional(),
+  /**
+   * A GitHub login: assigning an issue or pull request to it (by someone allowed to trigger)
+   * starts this agent's turn, as the label does. Default: none.
+   */
+  assignee: Login.optional(),
 });
-export type AgentConfig = z.output<typeof AgentConfig> & { mention: string; model: string };
+export type AgentConfig = Omit<z.output<typeof AgentConfig>, "label"> & {
+  mention: string;
+  model: string;
+  /** The label that starts its turn (resolved: the agent's name unless set); null: none. */
+  label: string | null;
+};
 
 /** The longest time to live a repository may give its sessions (90 days). */
 export const MAX_RESUME_TTL_HOURS = 24 * 90;
@@ -301,14 +337,26 @@ function resolveAgents(
   const agents: Record<string, AgentConfig> = {};
   const withModel = (agent: z.output<typeof AgentConfig>) =>
     agent.model ?? (agent.cli === "codex" ? DEFAULT_CODEX_MODEL : DEFAULT_MODEL);
+  const labelOf = (name: string, agent: z.output<typeof AgentConfig>) =>
+    agent.label === false ? null : (agent.label ?? name);
   for (const [name, agent] of Object.entries(configured))
-    agents[name] = { ...agent, mention: agent.mention ?? `@${name}`, model: withModel(agent) };
+    agents[name] = {
+      ...agent,
+      mention: agent.mention ?? `@${name}`,
+      model: withModel(agent),
+      label: labelOf(name, agent),
+    };
   const taken = Object.values(agents).some(
     (a) => a.mention.toLowerCase() === DEFAULT_MENTION.toLowerCase(),
   );
   if (!taken && !(DEFAULT_AGENT in agents))
     return {
-      [DEFAULT_AGENT]: { ...AgentConfig.parse({}), mention: DEFAULT_MENTION, model: DEFAULT_MODEL },
+      [DEFAULT_AGENT]: {
+        ...AgentConfig.parse({}),
+        mention: DEFAULT_MENTION,
+        model: DEFAULT_MODEL,
+        label: DEFAULT_AGENT,
+      },
       ...agents,
     };
   return agents;

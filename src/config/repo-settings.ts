@@ -109,6 +109,8 @@ const SettingsSnapshot = z.object({
 type SameKeys<A, B> = [Exclude<keyof A, keyof B> | Exclude<keyof B, keyof A>] extends [never]
   ? true
   : { differ: Exclude<keyof A, keyof B> | Exclude<keyof B, keyof A> };
+/** Who may start a turn without a mention: intake reads these; the runner never needs them. */
+type IntakeOnly = "reviews" | "label" | "assignee";
 type StoredAgent = z.output<typeof SettingsSnapshot>["agents"][string];
 type StoredRepo = Omit<z.output<typeof SettingsSnapshot>, "v">;
 export const snapshotHoldsEverySetting: [
@@ -116,7 +118,7 @@ export const snapshotHoldsEverySetting: [
   SameKeys<StoredRepo, RepoSettings>,
   SameKeys<z.output<typeof SettingsSnapshot>["resume"], RepoSettings["resume"]>,
   SameKeys<z.output<typeof SettingsSnapshot>["spend"], SpendSettings>,
-  SameKeys<RepoConfig["agents"][string] & { name: string }, AgentSettings>,
+  SameKeys<Omit<RepoConfig["agents"][string], IntakeOnly> & { name: string }, AgentSettings>,
 ] = [true, true, true, true, true];
 
 export function snapshotSettings(config: RepoConfig): z.input<typeof SettingsSnapshot> {

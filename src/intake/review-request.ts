@@ -64,7 +64,7 @@ export function describeReplyParent(p: ReplyParent): string {
  */
 function neutraliseMarkers(s: string): string {
   return s.replace(
-    /<(\/?)(github-context|request|comment|issue|pull-request|review-discussion|review-comment|review)\b/gi,
+    /<(\/?)(github-context|request|comment|issue|pull-request|review-discussion|review-comment|review|trigger-context|context-item)\b/gi,
     "&lt;$1$2",
   );
 }

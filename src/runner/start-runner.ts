@@ -220,6 +220,7 @@ export async function startRunner(opts: {
         outcome: t.outcome,
         reason: t.reason,
         cli: t.cli,
+        trigger: t.task.trigger,
         durationMs: t.durationMs,
         queueWaitMs: t.queueWaitMs,
         usage: t.usage,

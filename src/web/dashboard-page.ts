@@ -119,6 +119,8 @@ export function dashboardPage(nonce: string, opts: { signOut: boolean }): string
       <div class="scroll"><table id="runners"></table></div>
       <div class="panel-head sub"><h2>Outcomes</h2><span class="muted">turns in this range</span></div>
       <div id="outcomes" class="chips"></div>
+      <div class="panel-head sub"><h2>Triggers</h2><span class="muted">what started the turns</span></div>
+      <div id="triggers" class="chips"></div>
       <div class="panel-head sub"><h2>Changes</h2><span class="muted">what agents' changes became</span></div>
       <div id="changes" class="chips"></div>
     </div>

@@ -265,6 +265,8 @@ export interface ReviewCommentFacts {
   side: "LEFT" | "RIGHT";
   commitId: string;
   createdAt: Date;
+  /** The review it was submitted with; null for a comment outside any review. */
+  reviewId?: number | null;
 }
 
 /** GET /repos/{o}/{r}/pulls/{n}/comments: one comment on a line of the diff. */
@@ -276,6 +278,7 @@ export function reviewCommentJson(b: Bases, repoFull: string, c: ReviewCommentFa
     pull_request_url: `${api}/pulls/${c.pullNumber}`,
     id: c.id,
     node_id: nodeId("PullRequestReviewComment", c.id),
+    pull_request_review_id: c.reviewId ?? null,
     user: c.user,
     body: c.body,
     path: c.path,

@@ -54,9 +54,13 @@ export function issuesEvent(
   src: PayloadSource,
   o: Common & {
     issueNumber: number;
-    action?: "opened" | "edited" | "closed" | "reopened";
+    action?: "opened" | "edited" | "closed" | "reopened" | "labeled" | "assigned";
     /** For "edited": what the title and body were. */
     changes?: { title?: string; body?: string };
+    /** For "labeled": the label's name. */
+    label?: string;
+    /** For "assigned": the assignee's login. */
+    assignee?: string;
   },
 ): IssuesEvent {
   const action = o.action ?? "opened";
@@ -75,8 +79,34 @@ export function issuesEvent(
   delete payload.label;
   delete payload.assignee;
   delete payload.milestone;
+  if (action === "labeled") payload.label = labelJson(o.label ?? "bug");
+  if (action === "assigned") payload.assignee = src.userJson(o.assignee ?? "octocat");
   finish(src, payload, o.repo, o.sender ?? login(issue.user));
   return { id: randomUUID(), name: "issues", payload } as unknown as IssuesEvent;
+}
+
+function labelJson(name: string): Json {
+  return { id: 1_000_000 + name.length, node_id: "LA_x", name, color: "d73a4a", default: false };
+}
+
+export type PullRequestReviewEvent = EmitterWebhookEvent<"pull_request_review">;
+
+/** pull_request_review.submitted for a review the stand-in holds (addReview's REST shape). */
+export function pullRequestReviewEvent(
+  src: PayloadSource,
+  o: Common & { number: number; review: Json },
+): PullRequestReviewEvent {
+  const payload = examplePayload("pull_request_review", (e) => e.action === "submitted");
+  payload.action = "submitted";
+  payload.pull_request = src.pullJson(o.repo, o.number);
+  // Webhooks spell the state in lower case; the REST API in upper case.
+  payload.review = { ...o.review, state: String(o.review.state).toLowerCase() };
+  finish(src, payload, o.repo, o.sender ?? login(o.review.user));
+  return {
+    id: randomUUID(),
+    name: "pull_request_review",
+    payload,
+  } as unknown as PullRequestReviewEvent;
 }
 
 export function pullRequestEvent(

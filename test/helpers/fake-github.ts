@@ -55,6 +55,7 @@ import {
   type DeliveryAttemptRecord,
   type DeliveryResult,
   type PayloadSource,
+  pullRequestReviewEvent,
 } from "./fake-github-webhooks.js";
 
 export { signedWebhook, sign } from "./fake-github-webhooks.js";
@@ -339,7 +340,13 @@ const PERMISSIONS = {
   pull_requests: "write",
   metadata: "read",
 } as const;
-const EVENTS = ["issue_comment", "issues", "pull_request", "pull_request_review_comment"];
+const EVENTS = [
+  "issue_comment",
+  "issues",
+  "pull_request",
+  "pull_request_review",
+  "pull_request_review_comment",
+];
 const DOCS = "https://docs.github.com/rest";
 const MAX_BODY = 64 * 1024 * 1024;
 
@@ -392,6 +399,8 @@ export class FakeGitHub implements PayloadSource {
     issueComment: (o: Parameters<typeof issueCommentEvent>[1]) => issueCommentEvent(this, o),
     issues: (o: Parameters<typeof issuesEvent>[1]) => issuesEvent(this, o),
     pullRequest: (o: Parameters<typeof pullRequestEvent>[1]) => pullRequestEvent(this, o),
+    pullRequestReview: (o: Parameters<typeof pullRequestReviewEvent>[1]) =>
+      pullRequestReviewEvent(this, o),
   };
 
   /**
@@ -707,10 +716,13 @@ export class FakeGitHub implements PayloadSource {
     startLine?: number;
     side?: "LEFT" | "RIGHT";
     user?: string;
+    /** The review (addReview's id) it is submitted with. */
+    reviewId?: number;
   }): Json {
     const r = this.repo(o.repo);
     const pull = this.pullState(r, o.number);
     const json = reviewCommentJson(this.bases(), this.fullName(r), {
+      reviewId: o.reviewId ?? null,
       id: ++this.ids.comment,
       pullNumber: o.number,
       user: this.userJson(o.user ?? "octocat"),
@@ -1798,6 +1810,20 @@ export class FakeGitHub implements PayloadSource {
       const pull = repoOf(ctx).issues.get(Number(ctx.params.pull_number))?.pull;
       return pull ? this.paginate(pull.reviews, ctx) : notFound();
     });
+    add(
+      "GET",
+      "/repos/{owner}/{repo}/pulls/{pull_number}/reviews/{review_id}/comments",
+      "token",
+      (ctx) => {
+        const pull = repoOf(ctx).issues.get(Number(ctx.params.pull_number))?.pull;
+        const id = Number(ctx.params.review_id);
+        if (!pull?.reviews.some((r) => r.id === id)) return notFound();
+        return this.paginate(
+          pull.reviewComments.filter((c) => c.pull_request_review_id === id),
+          ctx,
+        );
+      },
+    );
     add("GET", "/repos/{owner}/{repo}/pulls/{pull_number}", "token", async (ctx) => {
       const r = repoOf(ctx);
       const n = Number(ctx.params.pull_number);

@@ -84,6 +84,14 @@ export function github(owner = "Codertocat", repo = "Hello-World") {
         .reply(201, { id: 1, content: "eyes" });
       return this;
     },
+    /** The line comments submitted with a review (GET …/pulls/{n}/reviews/{id}/comments). */
+    reviewLineComments(pullNumber: number, reviewId: number, comments: unknown[] = []) {
+      api
+        .get(`${base}/pulls/${pullNumber}/reviews/${reviewId}/comments`)
+        .query(true)
+        .reply(200, comments);
+      return this;
+    },
     /** A reply on the issue; its body lands in `bodies` for the test to check. */
     reply(issueNumber: number) {
       const bodies: string[] = [];

@@ -187,7 +187,7 @@ describe("README: .github/tether.yml", () => {
     let compared = 0;
     for (const row of fields) {
       const field = codeSpans(row[0]!)[0]!;
-      if (field === "agents" || field.endsWith(".mention")) continue; // `@<name>`: per agent
+      if (field === "agents" || field.endsWith(".mention") || field.endsWith(".label")) continue; // `@<name>`, `<name>`: per agent
       const shown = codeSpans(row[1]!)[0];
       if (shown === undefined) {
         expect(defaults[field], `${field} has no default`).toBeUndefined();

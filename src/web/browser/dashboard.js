@@ -698,6 +698,16 @@
   }
 
   /** @param {Stats} d */
+  function renderTriggers(d) {
+    var box = /** @type {HTMLElement} */ (document.getElementById("triggers"));
+    box.textContent = "";
+    var t = d.triggers || {};
+    Object.keys(t).forEach(function (k) {
+      box.appendChild(h("span", { cls: "pill", "data-trigger": k, text: k + " " + int(t[k]) }));
+    });
+  }
+
+  /** @param {Stats} d */
   function renderOutcomes(d) {
     var box = /** @type {HTMLElement} */ (document.getElementById("outcomes"));
     box.textContent = "";
@@ -902,6 +912,7 @@
     renderSavings(d);
     renderRunners(d);
     renderOutcomes(d);
+    renderTriggers(d);
     renderClis(d);
     renderChanges(d);
     renderRepos(d);
