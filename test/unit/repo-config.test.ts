@@ -347,6 +347,7 @@ describe("parseRepoConfig", () => {
           network: "model-only",
           projectInstructions: false,
           changes: "pull_request",
+          cacheTtl: "auto",
         },
       },
       resume: { enabled: true, ttlHours: 72, contextBudget: 0.8, compact: true },
