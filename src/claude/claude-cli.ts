@@ -7,7 +7,7 @@ import { createDialectCli } from "./cli-adapter.js";
 import type { CliDialect, CliRunOptions } from "./cli-dialect.js";
 import { probeCli } from "./probe-cli.js";
 import { newEvidence, observe, type RunEvidence } from "./run-evidence.js";
-import type { CliAdapter, CliCapabilities } from "./runtime-adapter.js";
+import type { CliAdapter, CliCapabilities, RunSettings } from "./runtime-adapter.js";
 import { StreamParser, type StreamMessage } from "./stream-parser.js";
 import { summarizeUsage } from "./usage.js";
 
@@ -21,7 +21,11 @@ export const claudeDialect: CliDialect<StreamMessage, RunEvidence> = {
   installHint: "set TETHER_CLAUDE_PATH or install @anthropic-ai/claude-code",
   sessionId: SESSION_ID,
   args: (settings, resumeSessionId) => buildClaudeArgs(settings, resumeSessionId),
-  env: (base, o) => buildChildEnv(base, { home: o.home, extra: o.extra }),
+  env: (base, o) =>
+    buildChildEnv(base, {
+      home: o.home,
+      extra: { ...cacheTtlEnv(o.settings.cacheTtl), ...o.extra },
+    }),
   modelAccess: (base) => ({ ...claudeModelAccess(base), remove: CLAUDE_MODEL_ENV }),
   parser: (maxLineBytes) => new StreamParser(maxLineBytes),
   newState: newEvidence,
@@ -57,4 +61,18 @@ export function createClaudeCli(opts: ClaudeCliOptions = {}): CliAdapter {
     { ...opts, path, baseEnv },
     (): Promise<CliCapabilities> => probeCli(path, { env: baseEnv }),
   );
+}
+
+/**
+ * The prompt cache's lifetime, as the CLI takes it (docs/claude-cli-facts.md, "Prompt cache
+ * lifetime"): `ENABLE_PROMPT_CACHING_1H=1` makes 2.1.197 mark its cache breakpoints
+ * `{"type":"ephemeral","ttl":"1h"}` (with the `extended-cache-ttl-2025-04-11` beta); newer CLIs
+ * also read `CLAUDE_CODE_PROMPT_CACHE_TTL`, which the operator's environment could otherwise set
+ * (`CLAUDE_CODE_*` passes the allow-list), so both are said either way. Nothing said: the CLI's
+ * own default (five minutes).
+ */
+export function cacheTtlEnv(ttl: RunSettings["cacheTtl"]): Record<string, string | undefined> {
+  if (ttl === "1h") return { ENABLE_PROMPT_CACHING_1H: "1", CLAUDE_CODE_PROMPT_CACHE_TTL: "1h" };
+  if (ttl === "5m") return { CLAUDE_CODE_PROMPT_CACHE_TTL: "5m" };
+  return {};
 }

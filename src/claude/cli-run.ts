@@ -132,7 +132,11 @@ export class CliRun<M extends { kind: string }, S> implements AgentRun {
       sandboxed,
       baseUrl: sandboxed ? access.insideBaseUrl : access.outsideBaseUrl,
     });
-    const env = dialect.env(this.config.baseEnv, { home: spec.home, extra: spec.extraEnv });
+    const env = dialect.env(this.config.baseEnv, {
+      home: spec.home,
+      extra: spec.extraEnv,
+      settings: settings.data,
+    });
     try {
       await dialect.beforeStart?.(this.state, spec, resumeSessionId);
     } catch (err) {

@@ -1,4 +1,4 @@
-import { CHANGES_MODES } from "../core/settings.js";
+import { CACHE_TTL_SETTINGS, CHANGES_MODES } from "../core/settings.js";
 import { z } from "zod";
 
 /** Where a repository configures Tether (Probot's `context.config` path, under `.github/`). */
@@ -180,6 +180,14 @@ export const AgentConfig = z.strictObject({
    * starts this agent's turn, as the label does. Default: none.
    */
   assignee: Login.optional(),
+  /**
+   * How long the model API keeps each turn's prompt cached (Claude agents; README "By the gap
+   * between comments"): `5m` (cache writes at 1.25× the input price), `1h` (writes at 2×), or `auto`:
+   * an hour when the conversation's previous turn came within the hour, else five minutes.
+   * A resumed turn reads its session from the cache only within the lifetime the turn before it
+   * asked for. Default: `auto`, the cheapest over the gaps measured (bench/savings-gaps.ts).
+   */
+  cacheTtl: z.enum(CACHE_TTL_SETTINGS, "must be 5m, 1h or auto").default("auto"),
 });
 export type AgentConfig = Omit<z.output<typeof AgentConfig>, "label"> & {
   mention: string;

@@ -8,7 +8,7 @@
  */
 import { z } from "zod";
 import type { AgentSettings, RepoSettings, SpendSettings } from "../core/settings.js";
-import { CHANGES_MODES } from "../core/settings.js";
+import { CACHE_TTL_SETTINGS, CHANGES_MODES } from "../core/settings.js";
 import { PublishConfig, type RepoConfig } from "./repo-config.js";
 
 export function toRepoSettings(config: RepoConfig): RepoSettings {
@@ -33,6 +33,7 @@ export function toRepoSettings(config: RepoConfig): RepoSettings {
       ...(a.conversationLimitUsd !== undefined
         ? { conversationLimitUsd: a.conversationLimitUsd }
         : {}),
+      cacheTtl: a.cacheTtl,
     };
   }
   return {
@@ -84,6 +85,8 @@ const SettingsSnapshot = z.object({
       changes: z.enum(CHANGES_MODES).optional(),
       turnLimitUsd: z.number().positive().optional(),
       conversationLimitUsd: z.number().positive().optional(),
+      // Absent in snapshots taken before the setting: `auto`, its default.
+      cacheTtl: z.enum(CACHE_TTL_SETTINGS).optional(),
     }),
   ),
   resume: z.object({

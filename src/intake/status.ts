@@ -184,7 +184,11 @@ export function renderSpend(
   if (v.resumedTurns > 0) {
     const cold = v.resumedInputTokens + v.savedTokens;
     lines.push(
-      `- Resuming saved an estimated ${tokens(v.savedTokens)} billed-equivalent input tokens over ${turns(v.resumedTurns)} (they used ${tokens(v.resumedInputTokens)}; started fresh, about ${tokens(cold)}). Estimated by the savings benchmark's accounting: a fresh start would have sent the earlier prompts and answers again at the full input price (4 bytes a token) instead of reading them from the prompt cache at 0.1×.`,
+      `- Resuming saved an estimated ${tokens(v.savedTokens)} billed-equivalent input tokens over ${turns(v.resumedTurns)} (they used ${tokens(v.resumedInputTokens)}; started fresh, about ${tokens(cold)}). Estimated by the savings benchmark's accounting: a fresh start would have sent the earlier prompts and answers again at the full input price (4 bytes a token) instead of reading them from the prompt cache at 0.1×.${
+        v.pastCacheTurns > 0
+          ? ` ${turns(v.pastCacheTurns)} came after the prompt cache's lifetime had run out (the agent's \`cacheTtl\`): those saved no tokens, only the conversation.`
+          : ""
+      }`,
     );
   } else if (c.turns > 0) lines.push("- Resuming has saved nothing yet: no turn here resumed.");
   return lines;

@@ -10,6 +10,7 @@ import type { Task } from "../sql/tasks/claim.js";
 import { finishTask, type FinalAnswer, type Finish } from "../sql/tasks/finish.js";
 import type { ResumeDecision } from "../core/resume-decision.js";
 import { redact } from "../core/redact.js";
+import { chooseCacheTtl } from "../core/cache-ttl.js";
 import type { AgentSettings, ConfigResult, GitHubThread } from "./ports.js";
 import { buildSystemPrompt } from "./prompts.js";
 import { answerRetryPolicy } from "./answer-retry.js";
@@ -174,6 +175,11 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     now,
   });
   const isFollowUp = prior !== null;
+  // The prompt cache's lifetime this turn writes with (what the conversation's next turn finds).
+  const cacheTtl =
+    cli === "claude"
+      ? chooseCacheTtl(settings.cacheTtl, { previousTurnAt: prior?.lastUsedAt ?? null, now: now() })
+      : null;
   log.info(
     { decision: decision.kind, reason: decision.reason, prior: prior?.sessionId },
     "resume decision",
@@ -275,7 +281,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
         epoch,
         workDir,
         workspace: ready,
-        settings,
+        settings: cacheTtl ? { ...settings, cacheTtl } : settings,
         systemPrompt,
         prompt,
         onProgress,
@@ -318,7 +324,17 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
 
   // What the turn cost, the compaction before it included (the context is the turn's).
   const usage = withCompaction(result.usage, compaction?.usage ?? null);
-  const body = answerBody({ task, settings, cli, decision, result, usage, spentBefore, published });
+  const body = answerBody({
+    task,
+    settings,
+    cli,
+    decision,
+    result,
+    usage,
+    spentBefore,
+    published,
+    cacheTtl,
+  });
   const posted = await comment.answer(body);
   // git's housekeeping, kept off the hot path before the spawn (fetch runs with gc.auto off):
   // here, after the answer and while the task still holds its key, so it never meets the next
@@ -344,6 +360,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     usage,
     promptBytes,
     answerBytes: result.text === null ? null : Buffer.byteLength(result.text),
+    cacheTtl,
   });
   if (finished) {
     deps.onFinished?.({

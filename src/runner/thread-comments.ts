@@ -5,6 +5,7 @@
  */
 import { describeReason, type ReasonCode } from "../core/resume-decision.js";
 import type { Outcome, Usage } from "../core/task.js";
+import type { CacheTtl } from "../core/settings.js";
 import {
   dayName,
   formatLimit,
@@ -71,6 +72,8 @@ export interface FooterFacts {
   turnLimitUsd?: number;
   /** The conversation's spend with this turn, and its limit when one is set. */
   conversation?: { spentUsd: number; limitUsd?: number };
+  /** The prompt cache's lifetime the turn asked for (absent: the CLI's own). */
+  cacheTtl?: CacheTtl;
 }
 
 export function renderFooter(f: FooterFacts): string {
@@ -87,7 +90,7 @@ export function renderFooter(f: FooterFacts): string {
     parts.push(`${u.numTurns} turn${u.numTurns === 1 ? "" : "s"}`);
     const input = u.inputTokens + u.cacheReadTokens + u.cacheCreationTokens;
     parts.push(
-      `${compact(input)} in (${compact(u.cacheReadTokens)} cached) / ${compact(u.outputTokens)} out`,
+      `${compact(input)} in (${compact(u.cacheReadTokens)} cached${f.cacheTtl ? `, cache ${f.cacheTtl}` : ""}) / ${compact(u.outputTokens)} out`,
     );
     parts.push(`$${u.costUsd.toFixed(4)}`);
     parts.push(`${(u.durationMs / 1000).toFixed(1)}s`);

@@ -4,6 +4,7 @@
  */
 import type { ResumeDecision } from "../core/resume-decision.js";
 import { renderChanges, type PublishReport } from "../publish/report.js";
+import type { CacheTtl } from "../core/settings.js";
 import type { Usage } from "../core/task.js";
 import type { Task } from "../sql/tasks/claim.js";
 import type { AgentRunResult, AgentSettings, CliKind } from "./ports.js";
@@ -20,10 +21,13 @@ export function answerBody(a: {
   /** What the conversation had cost before this turn, as the footer counts it. */
   spentBefore: number;
   published: PublishReport | null;
+  /** The prompt cache's lifetime the turn asked for; null: the CLI's own (Codex). */
+  cacheTtl?: CacheTtl | null;
 }): string {
   const { task, settings, cli, decision, result, usage, spentBefore, published } = a;
   const footer: FooterFacts = {
     ...footerOf(decision, result.sessionId, usage),
+    ...(a.cacheTtl && usage ? { cacheTtl: a.cacheTtl } : {}),
     ...(result.outcome === "turn_limit" && settings.turnLimitUsd !== undefined
       ? { turnLimitUsd: settings.turnLimitUsd }
       : {}),

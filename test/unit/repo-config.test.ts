@@ -367,6 +367,7 @@ describe("parseRepoConfig", () => {
           changes: "pull_request",
           reviews: "changes_requested",
           label: "tether",
+          cacheTtl: "auto",
         },
       },
       resume: { enabled: true, ttlHours: 72, contextBudget: 0.8, compact: true },
