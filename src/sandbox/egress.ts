@@ -76,8 +76,8 @@ const HOP_BY_HOP = new Set([
   "upgrade",
 ]);
 
-/** Networks no agent connects to, whatever its policy. */
-const FORBIDDEN = (() => {
+/** IPv4 networks no agent connects to, whatever its policy. */
+const FORBIDDEN_V4 = (() => {
   const list = new net.BlockList();
   for (const [net4, bits] of [
     ["0.0.0.0", 8],
@@ -93,29 +93,89 @@ const FORBIDDEN = (() => {
     ["240.0.0.0", 4],
   ] as const)
     list.addSubnet(net4, bits, "ipv4");
+  return list;
+})();
+
+/** IPv6 networks no agent connects to (those that embed an IPv4 address are judged by it). */
+const FORBIDDEN_V6 = (() => {
+  const list = new net.BlockList();
   for (const [net6, bits] of [
     ["::", 128],
     ["::1", 128],
     ["fc00::", 7],
     ["fe80::", 10],
+    ["fec0::", 10],
     ["ff00::", 8],
-    ["64:ff9b::", 96],
+    // Teredo (its client address is obfuscated inside) and the documentation prefix.
+    ["2001::", 32],
+    ["2001:db8::", 32],
   ] as const)
     list.addSubnet(net6, bits, "ipv6");
   return list;
 })();
 
+/**
+ * An IPv6 address as its 16 bytes, whatever its spelling (`::`, zero padding, upper case, a
+ * dotted IPv4 tail, a zone); null when it is not one. Strings are not compared: `::7f00:1`,
+ * `::127.0.0.1` and `0:0:0:0:0:0:7f00:0001` are one address.
+ */
+export function ipv6Bytes(address: string): Uint8Array | null {
+  const plain = address.replace(/%.*$/, "");
+  if (!net.isIPv6(plain)) return null;
+  let text = plain.toLowerCase();
+  const tail = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
+  if (tail) {
+    const [a, b, c, d] = tail.slice(1).map(Number) as [number, number, number, number];
+    text = `${text.slice(0, tail.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  }
+  const halves = text.split("::");
+  const groups = (part: string | undefined) => (part ? part.split(":") : []);
+  const head = groups(halves[0]);
+  const rest = groups(halves[1]);
+  const all =
+    halves.length === 2
+      ? [...head, ...Array<string>(8 - head.length - rest.length).fill("0"), ...rest]
+      : head;
+  if (all.length !== 8) return null;
+  const bytes = new Uint8Array(16);
+  all.forEach((g, i) => {
+    const v = parseInt(g, 16);
+    bytes[i * 2] = v >> 8;
+    bytes[i * 2 + 1] = v & 0xff;
+  });
+  return bytes;
+}
+
+/**
+ * The IPv4 address an IPv6 address carries, for the forms that reach an IPv4 host: mapped
+ * (::ffff:a.b.c.d), translated (::ffff:0:a.b.c.d), compatible (::a.b.c.d), NAT64
+ * (64:ff9b::/96 and the local-use 64:ff9b:1::/48) and 6to4 (2002:AABB:CCDD::/48).
+ */
+function embeddedIpv4(b: Uint8Array): string | null {
+  const zero = (from: number, to: number) => b.subarray(from, to).every((x) => x === 0);
+  const v4 = (at: number) => `${b[at]}.${b[at + 1]}.${b[at + 2]}.${b[at + 3]}`;
+  const word = (at: number) => (b[at]! << 8) | b[at + 1]!;
+  if (zero(0, 10) && word(10) === 0xffff) return v4(12);
+  if (zero(0, 8) && word(8) === 0xffff && zero(10, 12)) return v4(12);
+  if (zero(0, 12)) return v4(12);
+  if (word(0) === 0x64 && word(2) === 0xff9b && zero(4, 12)) return v4(12);
+  if (word(0) === 0x64 && word(2) === 0xff9b && word(4) === 1) return v4(12);
+  if (word(0) === 0x2002) return v4(2);
+  return null;
+}
+
 /** True for an address on a private, loopback, link-local, multicast or reserved network. */
 export function isForbiddenAddress(address: string): boolean {
-  const family = net.isIP(address);
-  if (family === 0) return true;
-  if (family === 6) {
-    // ::ffff:10.0.0.1 and friends are IPv4 in disguise.
-    const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-    if (mapped) return FORBIDDEN.check(mapped[1]!, "ipv4");
-    return FORBIDDEN.check(address, "ipv6");
-  }
-  return FORBIDDEN.check(address, "ipv4");
+  if (net.isIPv4(address)) return FORBIDDEN_V4.check(address, "ipv4");
+  const bytes = ipv6Bytes(address);
+  // Not an address in a standard spelling (`127.1`, `0x7f.0.0.1`): never connected to.
+  if (!bytes) return true;
+  const v4 = embeddedIpv4(bytes);
+  if (v4 !== null && FORBIDDEN_V4.check(v4, "ipv4")) return true;
+  const canonical = Array.from({ length: 8 }, (_, i) =>
+    ((bytes[i * 2]! << 8) | bytes[i * 2 + 1]!).toString(16),
+  ).join(":");
+  return FORBIDDEN_V6.check(canonical, "ipv6");
 }
 
 /** Whether the policy lets an agent reach `host` (before any address check). */
@@ -263,14 +323,16 @@ export async function startEgress(opts: EgressOptions): Promise<Egress> {
 
   const forwardPlain = async (req: http.IncomingMessage, res: http.ServerResponse, target: URL) => {
     const port = Number(target.port || 80);
-    const checked = await resolveTarget(target.hostname, port);
+    // An IPv6 literal comes bracketed (`[::1]`); the checks and the connection want it bare.
+    const host = target.hostname.replace(/^\[(.*)\]$/, "$1");
+    const checked = await resolveTarget(host, port);
     if (!checked.ok) {
-      refuse(target.hostname, checked.reason);
+      refuse(host, checked.reason);
       res.writeHead(403, { "content-type": "text/plain" });
-      res.end(`Tether's sandbox refused ${target.hostname}: ${checked.reason}\n`);
+      res.end(`Tether's sandbox refused ${host}: ${checked.reason}\n`);
       return;
     }
-    stats.allowed[target.hostname] = (stats.allowed[target.hostname] ?? 0) + 1;
+    stats.allowed[host] = (stats.allowed[host] ?? 0) + 1;
     const headers: http.OutgoingHttpHeaders = {};
     for (const [name, value] of Object.entries(req.headers)) {
       if (!HOP_BY_HOP.has(name.toLowerCase()) && value !== undefined) headers[name] = value;
