@@ -5,6 +5,11 @@
  * - Requests in origin form (`POST /v1/messages`) go to the model API: the operator's base URL,
  *   with the real credentials put on here. The CLI inside only ever holds placeholders, so
  *   nothing the agent can read is worth stealing, and a key it sends anywhere else is useless.
+ *   Only the model call itself goes through (the endpoint's routes, matched exactly as sent, so
+ *   `..` and percent-encoded dots or slashes never match): the key also opens the account's
+ *   files, batches and admin routes, which an agent has no business with (#28). Every call let
+ *   through is metered from the upstream's answer (model-meter.ts) and counted against the
+ *   turn's budget, whoever made it: the CLI, or the agent with curl.
  * - `CONNECT host:443` and absolute-form `GET http://host/…` are forward-proxy requests, allowed
  *   by the agent's network policy: `model-only` (none), `open` (any public host) or a host
  *   list. Whatever the policy, only ports 80 and 443, and never an address on a private,
@@ -19,6 +24,7 @@ import net from "node:net";
 import type { Duplex } from "node:stream";
 import type { Logger } from "../log.js";
 import { EGRESS_PORT } from "./bwrap-args.js";
+import { requestModel, ResponseMeter, type MeteredUsage, type ModelApi } from "./model-meter.js";
 
 /** Where an agent may connect besides the model API. */
 export type NetworkPolicy =
@@ -34,6 +40,19 @@ export interface ModelEndpoint {
   headers: Record<string, string>;
   /** Dropped from every model request first (the placeholders the CLI sent). Lower case. */
   strip: string[];
+  /** The only requests forwarded; anything else is answered 403 here. */
+  routes: ModelRoute[];
+  /** How the answers report usage, and what it costs; without it nothing is counted. */
+  meter?: { api: ModelApi; costUsd: (usage: MeteredUsage) => number };
+}
+
+/** One request the model API is reached with, as the sandboxed CLI sends it. */
+export interface ModelRoute {
+  method: string;
+  /** The path as sent, before the upstream's own base path is put in front. Matched exactly. */
+  path: string;
+  /** The query strings allowed, exactly (without `?`); "" for none. Default: none. */
+  queries?: string[];
 }
 
 export interface EgressOptions {
@@ -47,10 +66,22 @@ export interface EgressOptions {
   lookup?: (host: string) => Promise<string[]>;
   /** Ports a forward-proxy request may reach (default: 80 and 443). */
   ports?: ReadonlySet<number>;
+  /**
+   * The turn's spend limit, USD: once the metered spend reaches it, model requests are refused
+   * (the runner, told by onSpend, stops the run meanwhile).
+   */
+  budgetUsd?: number;
+  /** Called each time the metered spend grows, with the run's total so far. */
+  onSpend?: (spentUsd: number) => void;
 }
 
 export interface EgressStats {
+  /** Model requests forwarded. */
   modelRequests: number;
+  /** What the forwarded model calls cost, from the usage their answers reported (USD). */
+  spentUsd: number;
+  /** Model-API requests refused (not a model call, or over the budget), newest last (50 kept). */
+  modelRefused: Array<{ method: string; target: string; reason: string }>;
   /** Forward-proxy connections let through, by host. */
   allowed: Record<string, number>;
   /** Forward-proxy attempts refused, newest last (at most 50 kept). */
@@ -212,7 +243,13 @@ export async function startEgress(opts: EgressOptions): Promise<Egress> {
   const lookup =
     opts.lookup ??
     (async (host: string) => (await dns.lookup(host, { all: true })).map((a) => a.address));
-  const stats: EgressStats = { modelRequests: 0, allowed: {}, refused: [] };
+  const stats: EgressStats = {
+    modelRequests: 0,
+    spentUsd: 0,
+    modelRefused: [],
+    allowed: {},
+    refused: [],
+  };
   const sockets = new Set<Duplex>();
   const log = opts.log;
 
@@ -266,8 +303,53 @@ export async function startEgress(opts: EgressOptions): Promise<Egress> {
     (u.hostname === "127.0.0.1" || u.hostname === "localhost") &&
     Number(u.port || 80) === EGRESS_PORT;
 
+  /** Why a request for the model API is not forwarded, or null when it is a model call. */
+  const modelRefusal = (method: string, target: string): string | null => {
+    const q = target.indexOf("?");
+    const p = q < 0 ? target : target.slice(0, q);
+    const query = q < 0 ? "" : target.slice(q + 1);
+    const route = opts.model.routes.find((r) => r.method === method && r.path === p);
+    const allowed = opts.model.routes.map((r) => `${r.method} ${r.path}`).join(", ");
+    if (!route || !(route.queries ?? [""]).includes(query))
+      return `Tether's sandbox forwards only the model call (${allowed || "none"}), not ${method} ${target}`;
+    if (opts.budgetUsd !== undefined && stats.spentUsd >= opts.budgetUsd)
+      return `this turn has spent $${stats.spentUsd.toFixed(4)} on the model API, at or over its limit of $${opts.budgetUsd}`;
+    return null;
+  };
+
+  const refuseModel = (
+    res: http.ServerResponse,
+    method: string,
+    target: string,
+    reason: string,
+  ) => {
+    stats.modelRefused.push({ method, target: target.slice(0, 200), reason });
+    if (stats.modelRefused.length > 50) stats.modelRefused.shift();
+    log.info({ method, target: target.slice(0, 200), reason }, "sandbox model request refused");
+    // The refusal in the API's own error shape, so a client says what it was told.
+    const body =
+      opts.model.meter?.api === "openai"
+        ? { error: { message: reason, type: "permission_error", code: "tether_refused" } }
+        : { type: "error", error: { type: "permission_error", message: reason } };
+    res.writeHead(403, { "content-type": "application/json" }).end(JSON.stringify(body));
+  };
+
   const forwardToModel = (req: http.IncomingMessage, res: http.ServerResponse, path: string) => {
+    const method = req.method ?? "GET";
+    const refusal = modelRefusal(method, path);
+    if (refusal !== null) {
+      req.resume();
+      return refuseModel(res, method, path, refusal);
+    }
     stats.modelRequests++;
+    const meter = opts.model.meter;
+    const sent: Buffer[] = [];
+    let sentBytes = 0;
+    if (meter)
+      req.on("data", (c: Buffer) => {
+        sentBytes += c.length;
+        if (sentBytes <= 32 * 1024 * 1024) sent.push(c);
+      });
     const up = opts.model.upstream;
     const base = up.pathname.replace(/\/+$/, "");
     const headers: http.OutgoingHttpHeaders = {};
@@ -295,6 +377,23 @@ export async function startEgress(opts: EgressOptions): Promise<Egress> {
           if (!HOP_BY_HOP.has(name.toLowerCase()) && value !== undefined) back[name] = value;
         }
         res.writeHead(upstream.statusCode ?? 502, back);
+        if (meter) {
+          let callUsd = 0;
+          const reader = new ResponseMeter(
+            meter.api,
+            upstream.headers["content-type"],
+            requestModel(Buffer.concat(sent)),
+            (usage) => {
+              const usd = meter.costUsd(usage);
+              if (!(usd > callUsd)) return;
+              stats.spentUsd += usd - callUsd;
+              callUsd = usd;
+              opts.onSpend?.(stats.spentUsd);
+            },
+          );
+          upstream.on("data", (c: Buffer) => reader.push(c));
+          upstream.on("end", () => reader.end());
+        }
         upstream.pipe(res);
         upstream.on("error", () => res.destroy());
       },

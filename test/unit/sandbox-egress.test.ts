@@ -9,6 +9,7 @@ import net, { type AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CLAUDE_ROUTES } from "../../src/claude/model-endpoint.js";
 import { createLogger } from "../../src/log.js";
 import {
   hostAllowed,
@@ -159,6 +160,7 @@ async function egress(over: Partial<EgressOptions> = {}): Promise<Egress> {
       upstream: new URL(`http://127.0.0.1:${upstreamPort}/gateway/`),
       headers: { "x-api-key": "sk-ant-REAL-key", "anthropic-beta": "from-operator" },
       strip: ["x-api-key", "authorization"],
+      routes: CLAUDE_ROUTES,
     },
     network: { kind: "model-only" },
     log,
@@ -241,9 +243,13 @@ describe("the egress proxy", () => {
     const e = await egress();
     try {
       seen.length = 0;
-      const r = await request(e, { path: "http://127.0.0.1:8088/v1/models" });
+      const r = await request(e, {
+        method: "POST",
+        path: "http://127.0.0.1:8088/v1/messages",
+        body: "{}",
+      });
       expect(r.status).toBe(200);
-      expect(seen[0]).toMatchObject({ url: "/gateway/v1/models" });
+      expect(seen[0]).toMatchObject({ url: "/gateway/v1/messages" });
       expect(seen[0]!.headers["x-api-key"]).toBe("sk-ant-REAL-key");
     } finally {
       await e.close();
@@ -259,7 +265,12 @@ describe("the egress proxy", () => {
       });
     });
     const e = await egress({
-      model: { upstream: new URL(`http://127.0.0.1:${dead}`), headers: {}, strip: [] },
+      model: {
+        upstream: new URL(`http://127.0.0.1:${dead}`),
+        headers: {},
+        strip: [],
+        routes: CLAUDE_ROUTES,
+      },
     });
     try {
       const r = await request(e, { method: "POST", path: "/v1/messages", body: "{}" });
