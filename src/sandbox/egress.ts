@@ -73,6 +73,11 @@ export interface EgressOptions {
   budgetUsd?: number;
   /** Called each time the metered spend grows, with the run's total so far. */
   onSpend?: (spentUsd: number) => void;
+  /**
+   * Model calls in flight at once (default 8); more are answered 429. A call's cost is known
+   * only once its answer starts, so this bounds how far parallel calls can overshoot the budget.
+   */
+  maxModelCalls?: number;
 }
 
 export interface EgressStats {
@@ -334,6 +339,9 @@ export async function startEgress(opts: EgressOptions): Promise<Egress> {
     res.writeHead(403, { "content-type": "application/json" }).end(JSON.stringify(body));
   };
 
+  const maxModelCalls = opts.maxModelCalls ?? 8;
+  let modelCalls = 0;
+
   const forwardToModel = (req: http.IncomingMessage, res: http.ServerResponse, path: string) => {
     const method = req.method ?? "GET";
     const refusal = modelRefusal(method, path);
@@ -341,6 +349,20 @@ export async function startEgress(opts: EgressOptions): Promise<Egress> {
       req.resume();
       return refuseModel(res, method, path, refusal);
     }
+    if (modelCalls >= maxModelCalls) {
+      req.resume();
+      const message = `Tether's sandbox allows ${maxModelCalls} model calls at once`;
+      const body =
+        opts.model.meter?.api === "openai"
+          ? { error: { message, type: "rate_limit_error", code: "tether_concurrency" } }
+          : { type: "error", error: { type: "rate_limit_error", message } };
+      res
+        .writeHead(429, { "content-type": "application/json", "retry-after": "1" })
+        .end(JSON.stringify(body));
+      return;
+    }
+    modelCalls++;
+    res.once("close", () => modelCalls--);
     stats.modelRequests++;
     const meter = opts.model.meter;
     const sent: Buffer[] = [];
