@@ -163,14 +163,14 @@ export class CliRun<M extends { kind: string }, S> implements AgentRun {
             waitForBridge: !this.dialect.bootsAfterBridge,
             ...(budget !== undefined ? { budgetUsd: budget } : {}),
             // What the agent spends through the proxy on its own (curl with the key the proxy
-            // adds) never reaches the CLI's count: the proxy's count stops the turn as well.
-            onSpend: (spentUsd) => {
-              if (budget !== undefined && spentUsd >= budget)
-                this.requestStop(
-                  "turn_limit",
-                  `stopped at the agent's per-turn spend limit of $${budget}: the model calls through Tether's proxy came to $${spentUsd.toFixed(4)}`,
-                );
-            },
+            // adds) never reaches the CLI's count: once the proxy's count reaches the limit it
+            // refuses the next model call, whoever makes it, and the turn ends there. The call
+            // that reached it finishes first, so the CLI keeps its answer (as with its own limit).
+            onOverBudget: (spentUsd) =>
+              this.requestStop(
+                "turn_limit",
+                `stopped at the agent's per-turn spend limit of $${budget}: the model calls through Tether's proxy came to $${spentUsd.toFixed(4)}`,
+              ),
           },
           env,
           modelEnv: { inside: access.inside, outside: access.outside },

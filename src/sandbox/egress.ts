@@ -67,12 +67,14 @@ export interface EgressOptions {
   /** Ports a forward-proxy request may reach (default: 80 and 443). */
   ports?: ReadonlySet<number>;
   /**
-   * The turn's spend limit, USD: once the metered spend reaches it, model requests are refused
-   * (the runner, told by onSpend, stops the run meanwhile).
+   * The turn's spend limit, USD: once the metered spend reaches it, further model requests are
+   * refused (the call that reached it finishes, so its answer is not lost).
    */
   budgetUsd?: number;
   /** Called each time the metered spend grows, with the run's total so far. */
   onSpend?: (spentUsd: number) => void;
+  /** Called when a model request is refused because the budget was reached (stop the run). */
+  onOverBudget?: (spentUsd: number) => void;
   /**
    * Model calls in flight at once (default 8); more are answered 429. A call's cost is known
    * only once its answer starts, so this bounds how far parallel calls can overshoot the budget.
@@ -317,8 +319,10 @@ export async function startEgress(opts: EgressOptions): Promise<Egress> {
     const allowed = opts.model.routes.map((r) => `${r.method} ${r.path}`).join(", ");
     if (!route || !(route.queries ?? [""]).includes(query))
       return `Tether's sandbox forwards only the model call (${allowed || "none"}), not ${method} ${target}`;
-    if (opts.budgetUsd !== undefined && stats.spentUsd >= opts.budgetUsd)
+    if (opts.budgetUsd !== undefined && stats.spentUsd >= opts.budgetUsd) {
+      opts.onOverBudget?.(stats.spentUsd);
       return `this turn has spent $${stats.spentUsd.toFixed(4)} on the model API, at or over its limit of $${opts.budgetUsd}`;
+    }
     return null;
   };
 

@@ -76,8 +76,8 @@ export interface SandboxRun {
     waitForBridge?: boolean;
     /** The turn's spend limit: model calls are refused once the metered spend reaches it. */
     budgetUsd?: number;
-    /** Told each time the metered model spend grows (the run's total, USD). */
-    onSpend?: (spentUsd: number) => void;
+    /** Told when a model request is refused because the budget was reached. */
+    onOverBudget?: (spentUsd: number) => void;
   };
   /**
    * The process's environment, already allow-listed. With egress, `modelEnv.inside` (the
@@ -297,7 +297,7 @@ export class Sandbox {
           network: run.egress.network,
           log: this.opts.log.child({ component: "egress" }),
           ...(run.egress.budgetUsd !== undefined ? { budgetUsd: run.egress.budgetUsd } : {}),
-          ...(run.egress.onSpend ? { onSpend: run.egress.onSpend } : {}),
+          ...(run.egress.onOverBudget ? { onOverBudget: run.egress.onOverBudget } : {}),
         });
         binds.push({ host: socketPath, sandbox: IN_SANDBOX.egressSocket });
         // Tools that honour the usual proxy variables (curl, git, npm, pip) go through the

@@ -232,21 +232,25 @@ describe(
       expect(o.usage.costUsd).toBeLessThan(16);
     });
 
-    it("Anthropic: the turn limit holds against the agent's own model calls: the proxy's count stops the turn", async () => {
+    it("Anthropic: the turn limit holds against the agent's own model calls: once the proxy's count reaches it, the next call is refused and the turn ends", async () => {
       const p = place();
       agentScript = [
-        sideCall("/workspace/side.txt"),
-        // Given time, the agent would go on; the turn must be stopped long before this ends.
-        "sleep 90",
-        "touch /workspace/not-stopped",
+        `${sideCall("/workspace/side-1.txt")} > /workspace/side-1-status.txt`,
+        `${sideCall("/workspace/side-2.txt")} > /workspace/side-2-status.txt`,
       ].join("\n");
-      const started = Date.now();
+      const before = fake.requests.length;
       const o = await cli.start(spec(p, { maxBudgetUsd: 2 })).outcome;
       expect(o.kind, o.detail).toBe("turn_limit");
-      expect(o.detail).toMatch(/proxy/);
+      expect(o.detail).toMatch(/proxy came to \$15\./);
       expect(o.usage.costUsd).toBeGreaterThanOrEqual(15);
-      expect(fs.existsSync(path.join(p.cwd, "not-stopped"))).toBe(false);
-      expect(Date.now() - started).toBeLessThan(80_000);
+      expect(o.usage.costUsd).toBeLessThan(16);
+      // The call that reached the limit was answered; the next was refused at the proxy, never
+      // reached the API, and ended the turn (so its curl may not have written what it got).
+      expect(fs.readFileSync(path.join(p.cwd, "side-1-status.txt"), "utf8").trim()).toBe("200");
+      const reached = fake.requests.slice(before);
+      expect(reached.filter((r) => r.body?.model === SIDE_MODEL)).toHaveLength(1);
+      // The CLI's first call only: the turn ended before it could make another.
+      expect(reached.filter((r) => r.body?.model === MODEL)).toHaveLength(1);
     });
 
     it("OpenAI (Codex's endpoint): only POST /responses goes through; the rest is refused and never reaches the API; a response is metered", async () => {
