@@ -271,16 +271,21 @@ describe("budget", () => {
       type: "application/json",
       chunks: [JSON.stringify({ usage: { input_tokens: 1_000_000, output_tokens: 0 } })],
     };
-    const e = await proxy("anthropic", { budgetUsd: 2.5 });
+    const over: number[] = [];
+    const e = await proxy("anthropic", { budgetUsd: 2.5, onOverBudget: (usd) => over.push(usd) });
     try {
       const first = await send(e, "POST", "/v1/messages");
       expect(first.status).toBe(200);
       expect(e.stats().spentUsd).toBeCloseTo(3, 9);
+      // The call that reached the budget was answered in full: nobody is told to stop yet.
+      expect(over).toEqual([]);
       const before = seen.length;
       const second = await send(e, "POST", "/v1/messages");
       expect(second.status).toBe(403);
       expect(second.body).toMatch(/at or over its limit of \$2\.5/);
       expect(seen.length).toBe(before);
+      expect(over).toHaveLength(1);
+      expect(over[0]).toBeCloseTo(3, 9);
     } finally {
       await e.close();
     }
