@@ -102,6 +102,8 @@ export interface Egress {
 }
 
 const ALLOWED_PORTS = new Set([80, 443]);
+/** How much of a model request's body is kept to find its `model`. */
+const MODEL_PEEK_BYTES = 64 * 1024;
 const HOP_BY_HOP = new Set([
   "connection",
   "keep-alive",
@@ -369,12 +371,14 @@ export async function startEgress(opts: EgressOptions): Promise<Egress> {
     res.once("close", () => modelCalls--);
     stats.modelRequests++;
     const meter = opts.model.meter;
+    // The request's model, should the answer not name one: read from the body's start only
+    // (a call can carry megabytes of history; the answers of both APIs name their model).
     const sent: Buffer[] = [];
     let sentBytes = 0;
     if (meter)
       req.on("data", (c: Buffer) => {
+        if (sentBytes < MODEL_PEEK_BYTES) sent.push(c.subarray(0, MODEL_PEEK_BYTES - sentBytes));
         sentBytes += c.length;
-        if (sentBytes <= 32 * 1024 * 1024) sent.push(c);
       });
     const up = opts.model.upstream;
     const base = up.pathname.replace(/\/+$/, "");
@@ -408,7 +412,7 @@ export async function startEgress(opts: EgressOptions): Promise<Egress> {
           const reader = new ResponseMeter(
             meter.api,
             upstream.headers["content-type"],
-            requestModel(Buffer.concat(sent)),
+            requestModel(Buffer.concat(sent), sentBytes > MODEL_PEEK_BYTES),
             (usage) => {
               const usd = meter.costUsd(usage);
               if (!(usd > callUsd)) return;

@@ -131,10 +131,15 @@ export class ResponseMeter {
   }
 }
 
-/** The `model` of a JSON request body, or null. */
-export function requestModel(body: Buffer): string | null {
+/**
+ * The `model` of a JSON request body, or null; of its first bytes only when `truncated` (the
+ * first `"model": "…"` pair, which a JSON string's escaped quotes cannot fake).
+ */
+export function requestModel(body: Buffer, truncated = false): string | null {
+  const text = body.toString("utf8");
+  if (truncated) return /"model"\s*:\s*"([^"\\]{1,200})"/.exec(text)?.[1] ?? null;
   try {
-    return str(obj(JSON.parse(body.toString("utf8")))?.model) ?? null;
+    return str(obj(JSON.parse(text))?.model) ?? null;
   } catch {
     return null;
   }

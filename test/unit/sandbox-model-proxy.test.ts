@@ -218,6 +218,13 @@ describe("metering", () => {
       expect(e.stats().spentUsd).toBeCloseTo(1, 9);
       await send(e, "POST", "/v1/messages", '{"model":"claude-next-big"}');
       expect(e.stats().spentUsd).toBeCloseTo(16, 9);
+      // A long request (history of megabytes): its model is read from its start.
+      const long = JSON.stringify({
+        model: "claude-haiku-4-5",
+        messages: [{ role: "user", content: `say "model": "x" ${"y".repeat(300_000)}` }],
+      });
+      await send(e, "POST", "/v1/messages", long);
+      expect(e.stats().spentUsd).toBeCloseTo(17, 9);
     } finally {
       await e.close();
     }
