@@ -8,7 +8,14 @@ import type { StreamMessage } from "./stream-parser.js";
  * start-up limit (a wedged binary); the outcome is `failed`, since the turn never began.
  */
 export type StopReason =
-  "cancelled" | "timed_out" | "stalled" | "auth_failed" | "resume_rejected" | "no_start";
+  | "cancelled"
+  | "timed_out"
+  | "stalled"
+  | "auth_failed"
+  | "resume_rejected"
+  | "no_start"
+  /** The egress proxy's count of the model spend reached the turn's limit. */
+  | "turn_limit";
 
 /** How the child ended, and whether the adapter ended it. */
 export interface ExitFacts {

@@ -75,6 +75,10 @@ export interface SandboxRun {
     network: NetworkPolicy;
     /** Start the command once the bridge listens (default), or at once beside it (init-script.ts). */
     waitForBridge?: boolean;
+    /** The turn's spend limit: model calls are refused once the metered spend reaches it. */
+    budgetUsd?: number;
+    /** Told when a model request is refused because the budget was reached. */
+    onOverBudget?: (spentUsd: number) => void;
   };
   /**
    * The process's environment, already allow-listed. With egress, `modelEnv.inside` (the
@@ -309,6 +313,8 @@ export class Sandbox {
           model: run.egress.model,
           network: run.egress.network,
           log: this.opts.log.child({ component: "egress" }),
+          ...(run.egress.budgetUsd !== undefined ? { budgetUsd: run.egress.budgetUsd } : {}),
+          ...(run.egress.onOverBudget ? { onOverBudget: run.egress.onOverBudget } : {}),
         });
         binds.push({ host: socketPath, sandbox: IN_SANDBOX.egressSocket });
         // Tools that honour the usual proxy variables (curl, git, npm, pip) go through the
