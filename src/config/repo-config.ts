@@ -27,7 +27,6 @@ export const DEFAULT_CODEX_MODEL = "gpt-5.5";
 
 /** The agent CLIs Tether runs. */
 export const AGENT_CLIS = ["claude", "codex"] as const;
-export type AgentCliKind = (typeof AGENT_CLIS)[number];
 
 const NAME_RE = /^[a-z0-9](?:[a-z0-9]|-(?=[a-z0-9])){0,38}$/;
 const MENTION_RE = /^@[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}$/;
@@ -70,7 +69,6 @@ const Login = z
     "must be a GitHub login (bots may end in [bot])",
   );
 
-export { CHANGES_MODES, type ChangesMode } from "../core/settings.js";
 export const PERMISSION_MODES = ["default", "acceptEdits", "bypassPermissions", "plan"] as const;
 /** Which reviews on an agent's pull request start its turn without a mention. */
 export const REVIEW_TRIGGERS = ["changes_requested", "all", "mentions"] as const;

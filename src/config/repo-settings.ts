@@ -116,6 +116,7 @@ type SameKeys<A, B> = [Exclude<keyof A, keyof B> | Exclude<keyof B, keyof A>] ex
 type IntakeOnly = "reviews" | "label" | "assignee";
 type StoredAgent = z.output<typeof SettingsSnapshot>["agents"][string];
 type StoredRepo = Omit<z.output<typeof SettingsSnapshot>, "v">;
+/** @public Read by the typecheck only. */
 export const snapshotHoldsEverySetting: [
   SameKeys<StoredAgent, AgentSettings>,
   SameKeys<StoredRepo, RepoSettings>,

@@ -13,7 +13,6 @@ export type {
   IssueComment,
   IssueInfo,
   PullRef,
-  ReplyParent,
   RepoWriter,
   ReviewCommentPlace,
   ReviewDiscussion,
@@ -22,10 +21,8 @@ export type {
 } from "../core/github.js";
 export type {
   AgentSettings,
-  ChangesMode,
   CliKind,
   ConfigResult,
-  PublishSettings,
   RepoSettings,
   ResumeSettings,
   SpendSettings,

@@ -25,7 +25,7 @@ import { planChanges, publishChanges } from "./publish-step.js";
 import { answerBody, footerOf } from "./turn-answer.js";
 import { SHUTDOWN, type RunTaskDeps } from "./turn.js";
 
-export { SHUTDOWN, type FinishedTurn, type RunTaskDeps } from "./turn.js";
+export { SHUTDOWN, type RunTaskDeps } from "./turn.js";
 
 export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal): Promise<void> {
   const now = deps.now ?? (() => new Date());
