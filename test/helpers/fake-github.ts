@@ -30,6 +30,7 @@ import {
 } from "./fake-github-git.js";
 import {
   commentJson,
+  commitJson,
   installationJson,
   issueJson,
   iso,
@@ -1993,12 +1994,13 @@ export class FakeGitHub implements PayloadSource {
         status: 200,
         body: {
           name,
-          commit: { sha, url: `${this.apiUrl}/repos/${full}/commits/${sha}` },
+          commit: commitJson(this.bases(), full, sha, r.pushedAt),
           _links: {
             self: `${this.apiUrl}/repos/${full}/branches/${name}`,
             html: `${this.url}/${full}/tree/${name}`,
           },
           protected: r.protectedBranches.has(name),
+          protection: { enabled: r.protectedBranches.has(name) },
           protection_url: `${this.apiUrl}/repos/${full}/branches/${name}/protection`,
         },
       };
