@@ -16,7 +16,7 @@ import {
   type FakeAnthropic,
   type FakeAnthropicOptions,
 } from "./fake-anthropic.js";
-import { startFakeGitHub, type FakeGitHub } from "./fake-github.js";
+import { startFakeGitHub, type FakeGitHub, type FakeGitHubOptions } from "./fake-github.js";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 
@@ -92,8 +92,10 @@ export async function startStack(opts: {
   beforeApp?: (gh: FakeGitHub) => void | Promise<void>;
   /** Options for the app's node (say, `--cpu-prof`, which NODE_OPTIONS does not take). */
   nodeArgs?: string[];
+  /** Options for GitHub's stand-in (say, `statelessTokens`). */
+  github?: FakeGitHubOptions;
 }): Promise<Stack> {
-  const gh = await startFakeGitHub();
+  const gh = await startFakeGitHub(opts.github);
   const api = await startFakeAnthropic(opts.anthropic);
   await gh.addRepo({
     owner: "octo",

@@ -3,6 +3,7 @@ import nock from "nock";
 import { afterEach, beforeEach, expect } from "vitest";
 import {
   commentJson,
+  commitJson,
   reactionJson,
   reviewCommentJson,
   userJson,
@@ -48,6 +49,21 @@ export const rest = {
       reactions: [],
       performedViaApp: null,
     });
+  },
+  /** GET /repos/{o}/{r}/branches/{branch}. */
+  branch(repoFull: string, name: string, sha: string): Json {
+    const api = `${API}/repos/${repoFull}`;
+    return {
+      name,
+      commit: commitJson(GITHUB, repoFull, sha, EPOCH),
+      _links: {
+        self: `${api}/branches/${name}`,
+        html: `https://github.com/${repoFull}/tree/${name}`,
+      },
+      protected: false,
+      protection: { enabled: false },
+      protection_url: `${api}/branches/${name}/protection`,
+    };
   },
   reviewComment(
     repoFull: string,
