@@ -1978,7 +1978,23 @@ export class FakeGitHub implements PayloadSource {
     });
     add("GET", "/users/{username}", "token", (ctx) => ({
       status: 200,
-      body: this.userJson(ctx.params.username ?? ""),
+      // A public user: the summary plus the profile GitHub's description requires.
+      body: {
+        ...this.userJson(ctx.params.username ?? ""),
+        name: null,
+        company: null,
+        blog: null,
+        location: null,
+        email: null,
+        hireable: null,
+        bio: null,
+        public_repos: 0,
+        public_gists: 0,
+        followers: 0,
+        following: 0,
+        created_at: iso(new Date(0)),
+        updated_at: iso(new Date(0)),
+      },
     }));
     add("GET", "/repos/{owner}/{repo}/branches/{branch}", "token", async (ctx) => {
       const r = repoOf(ctx);

@@ -169,7 +169,7 @@ function validator(key: string, schema: unknown, params = false): ValidateFuncti
 
 function errorsOf(v: ValidateFunction, where: string): string[] {
   return (v.errors ?? [])
-    .slice(0, 8)
+    .slice(0, 20)
     .map((e) => `${where}${e.instancePath || ""} ${e.message ?? "invalid"}${paramsText(e.params)}`);
 }
 
