@@ -69,6 +69,8 @@ export interface Stack {
   tmp: string;
   /** A comment by `user` on the issue, delivered to the app as GitHub would. Returns its id. */
   comment(issueNumber: number, body: string, user?: string): Promise<number>;
+  /** Deliver a webhook event to the app as GitHub does; anything but 2xx throws. */
+  deliver(ev: { name: string; payload: unknown }): Promise<void>;
   /** Edit a comment on GitHub and deliver issue_comment.edited. */
   editComment(issueNumber: number, commentId: number, body: string): Promise<void>;
   /** The task created from a comment, once it is finished (or the timeout hits). */
@@ -205,6 +207,7 @@ export async function startStack(opts: {
     startApp: async (env) => (stack.app = await startApp(env)),
     spawnApp: startApp,
     tmp,
+    deliver: deliverOk,
     async comment(issueNumber, body, user = "alice") {
       const c = gh.addComment({ repo: REPO, issueNumber, body, user });
       const ev = gh.webhooks.issueComment({ repo: REPO, issueNumber, commentId: c.id as number });

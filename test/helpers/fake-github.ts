@@ -53,6 +53,7 @@ import {
   issueCommentEvent,
   issuesEvent,
   pullRequestEvent,
+  pullRequestReviewCommentEvent,
   WebhookDeliveryLog,
   type DeliveryAttemptRecord,
   type DeliveryResult,
@@ -405,6 +406,8 @@ export class FakeGitHub implements PayloadSource {
     issueComment: (o: Parameters<typeof issueCommentEvent>[1]) => issueCommentEvent(this, o),
     issues: (o: Parameters<typeof issuesEvent>[1]) => issuesEvent(this, o),
     pullRequest: (o: Parameters<typeof pullRequestEvent>[1]) => pullRequestEvent(this, o),
+    pullRequestReviewComment: (o: Parameters<typeof pullRequestReviewCommentEvent>[1]) =>
+      pullRequestReviewCommentEvent(this, o),
   };
 
   /**
@@ -728,6 +731,8 @@ export class FakeGitHub implements PayloadSource {
     startLine?: number;
     side?: "LEFT" | "RIGHT";
     user?: string;
+    /** The review comment this one replies to (its thread's first). */
+    inReplyTo?: number;
   }): Json {
     const r = this.repo(o.repo);
     const pull = this.pullState(r, o.number);
@@ -743,6 +748,7 @@ export class FakeGitHub implements PayloadSource {
       commitId: pull.headSha,
       createdAt: this.now(),
     });
+    if (o.inReplyTo !== undefined) json.in_reply_to_id = o.inReplyTo;
     pull.reviewComments.push(json);
     return json;
   }
