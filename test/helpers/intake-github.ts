@@ -13,6 +13,7 @@ type ReplyFn = (this: unknown, req: Request) => unknown;
 interface NockInterceptor {
   statusCode: number | null;
   body: unknown;
+  errorMessage?: unknown;
   replyFunction?: ReplyFn;
   fullReplyFunction?: ReplyFn;
   [CHECKED]?: boolean;
@@ -63,6 +64,8 @@ function checkIntercepted(req: Request, interceptor: NockInterceptor, body: stri
   const api = apiRequest(req, body);
   nockViolations.push(...checkRequest(api));
   interceptor[LAST] = api;
+  // replyWithError: no answer at all, so nothing to check but the request.
+  if (interceptor.errorMessage !== undefined) return;
   if (interceptor.replyFunction) {
     if (interceptor[CHECKED]) return;
     interceptor[CHECKED] = true;

@@ -59,6 +59,21 @@ describe("useNock", () => {
     ]);
   });
 
+  it("checks the request of an interceptor that answers with a network error, not a reply", async () => {
+    // POST …/comments documents 201 only: a reply checked as "200, no body" would be flagged.
+    nock(API).post("/repos/octo/widgets/issues/1/comments").replyWithError("socket hang up");
+    const octokit = new Octokit({ auth: "ghs_test", log: quiet, request: { retries: 0 } });
+    await expect(
+      octokit.rest.issues.createComment({
+        owner: "octo",
+        repo: "widgets",
+        issue_number: 1,
+        body: "x",
+      }),
+    ).rejects.toThrow(/socket hang up/);
+    expect(takeNockOpenapiViolations()).toEqual([]);
+  });
+
   it("passes the intake interceptors as they are", async () => {
     github("octo", "widgets").token(7).reactToReviewComment(3).permission("bob", "write");
     const octokit = new Octokit({ auth: "ghs_test", log: quiet });
