@@ -23,7 +23,14 @@ let stack: Stack;
 let issueCount = 0;
 
 beforeAll(async () => {
-  stack = await startStack({ pool: db.pool, databaseUrl: db.url, config: CONFIG });
+  // GitHub's stateless installation tokens (~520 characters): git, redaction and the client
+  // all see the long kind in this file's turns.
+  stack = await startStack({
+    pool: db.pool,
+    databaseUrl: db.url,
+    config: CONFIG,
+    github: { statelessTokens: true },
+  });
 }, 120_000);
 afterAll(async () => {
   await stack?.close();
@@ -397,6 +404,48 @@ describe(
       expect(prompt).toMatch(
         /\[Pull request review \(changes requested\) at commit [0-9a-f]{40}\.\]\n\nPlease add a test for old Mac line endings\./,
       );
+    });
+
+    it("11a. a reply to a review comment quotes its parent, read back from GitHub, and gets 👀", async () => {
+      const pr = await stack.gh.addPullRequest({
+        repo: REPO,
+        headRef: "reply-thread",
+        files: { "src/join.js": "export const join = (a) => a.join('\\n');\n" },
+        title: "Add join",
+        user: "alice",
+      });
+      const n = pr.number as number;
+      const parent = stack.gh.addReviewComment({
+        repo: REPO,
+        number: n,
+        path: "src/join.js",
+        line: 1,
+        body: "Windows readers want CRLF here.",
+        user: "dora",
+      });
+      const reply = stack.gh.addReviewComment({
+        repo: REPO,
+        number: n,
+        path: "src/join.js",
+        line: 1,
+        body: "@tether do what dora suggests",
+        user: "alice",
+        inReplyTo: parent.id as number,
+      });
+      const m = mark();
+      await stack.deliver(
+        stack.gh.webhooks.pullRequestReviewComment({ repo: REPO, number: n, comment: reply }),
+      );
+      const t = await stack.finishedTask(reply.id as number);
+      expect(t).toMatchObject({ status: "succeeded", is_pull_request: true });
+      const prompt = requestsSince(m)
+        .map(lastUserText)
+        .find((text) => text.includes("do what dora suggests"));
+      expect(prompt).toContain("replies to a review comment by @dora");
+      expect(prompt).toContain("> Windows readers want CRLF here.");
+      expect(stack.gh.reactions(REPO, { reviewCommentId: reply.id as number })).toEqual([
+        { user: stack.gh.botLogin(), content: "eyes" },
+      ]);
     });
 
     it("12. every token a turn uses is scoped to the task's repository and the step's permissions", async () => {

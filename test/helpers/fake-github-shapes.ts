@@ -118,6 +118,10 @@ export function repoJson(b: Bases, r: RepoFacts): Json {
     topics: [],
     archived: false,
     disabled: false,
+    // What GET /repos/{owner}/{repo} (a full repository) must have besides.
+    has_discussions: false,
+    network_count: 0,
+    subscribers_count: 0,
   };
 }
 
@@ -294,6 +298,12 @@ export function reviewCommentJson(b: Bases, repoFull: string, c: ReviewCommentFa
     created_at: iso(c.createdAt),
     updated_at: iso(c.createdAt),
     author_association: "COLLABORATOR",
+    diff_hunk: `@@ -${c.line ?? 1},1 +${c.line ?? 1},1 @@`,
+    _links: {
+      self: { href: `${api}/pulls/comments/${c.id}` },
+      html: { href: `${b.webUrl}/${repoFull}/pull/${c.pullNumber}#discussion_r${c.id}` },
+      pull_request: { href: `${api}/pulls/${c.pullNumber}` },
+    },
   };
 }
 
@@ -320,6 +330,34 @@ export function reviewJson(b: Bases, repoFull: string, r: ReviewFacts): Json {
     submitted_at: iso(r.submittedAt),
     commit_id: r.commitId,
     author_association: "COLLABORATOR",
+    _links: {
+      html: { href: `${b.webUrl}/${repoFull}/pull/${r.pullNumber}#pullrequestreview-${r.id}` },
+      pull_request: { href: `${b.apiUrl}/repos/${repoFull}/pulls/${r.pullNumber}` },
+    },
+  };
+}
+
+/** A commit as GET /repos/{o}/{r}/branches/{branch} (and the commits API) shows it. */
+export function commitJson(b: Bases, repoFull: string, sha: string, at: Date): Json {
+  const api = `${b.apiUrl}/repos/${repoFull}`;
+  const who = { name: "Stand-in", email: "stand-in@example.com", date: iso(at) };
+  return {
+    sha,
+    node_id: nodeId("Commit", Number.parseInt(sha.slice(0, 8), 16) || 0),
+    url: `${api}/commits/${sha}`,
+    html_url: `${b.webUrl}/${repoFull}/commit/${sha}`,
+    comments_url: `${api}/commits/${sha}/comments`,
+    commit: {
+      url: `${api}/git/commits/${sha}`,
+      author: who,
+      committer: who,
+      message: "",
+      comment_count: 0,
+      tree: { sha, url: `${api}/git/trees/${sha}` },
+    },
+    author: null,
+    committer: null,
+    parents: [],
   };
 }
 
@@ -395,6 +433,7 @@ export function pullJson(b: Bases, repoFull: string, p: PullFacts): Json {
     rebaseable: true,
     mergeable_state: "clean",
     merged_by: null,
+    auto_merge: null,
     comments: p.issue.comments,
   };
 }

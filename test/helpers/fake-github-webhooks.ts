@@ -21,6 +21,7 @@ export interface PayloadSource {
 export type IssueCommentEvent = EmitterWebhookEvent<"issue_comment">;
 export type IssuesEvent = EmitterWebhookEvent<"issues">;
 export type PullRequestEvent = EmitterWebhookEvent<"pull_request">;
+export type PullRequestReviewCommentEvent = EmitterWebhookEvent<"pull_request_review_comment">;
 
 interface Common {
   repo: string;
@@ -125,6 +126,25 @@ export function pullRequestEvent(
   delete payload.requested_reviewer;
   finish(src, payload, o.repo, o.sender ?? login(pr.user));
   return { id: randomUUID(), name: "pull_request", payload } as unknown as PullRequestEvent;
+}
+
+/** A comment on a pull request's diff (`comment`: the stand-in's REST shape of it). */
+export function pullRequestReviewCommentEvent(
+  src: PayloadSource,
+  o: Common & { number: number; comment: Json; action?: "created" | "edited" | "deleted" },
+): PullRequestReviewCommentEvent {
+  const action = o.action ?? "created";
+  const payload = examplePayload("pull_request_review_comment", (e) => e.action === action);
+  payload.action = action;
+  payload.pull_request = src.pullJson(o.repo, o.number);
+  payload.comment = o.comment;
+  delete payload.changes;
+  finish(src, payload, o.repo, o.sender ?? login(o.comment.user));
+  return {
+    id: randomUUID(),
+    name: "pull_request_review_comment",
+    payload,
+  } as unknown as PullRequestReviewCommentEvent;
 }
 
 function finish(src: PayloadSource, payload: Json, repo: string, sender: string): void {

@@ -30,6 +30,7 @@ import {
 } from "./fake-github-git.js";
 import {
   commentJson,
+  commitJson,
   installationJson,
   issueJson,
   iso,
@@ -37,6 +38,7 @@ import {
   pullJson,
   REACTION_CONTENTS,
   reactionJson,
+  reactionsSummary,
   repoJson,
   reviewCommentJson,
   reviewJson,
@@ -51,12 +53,14 @@ import {
   issueCommentEvent,
   issuesEvent,
   pullRequestEvent,
+  pullRequestReviewCommentEvent,
   WebhookDeliveryLog,
   type DeliveryAttemptRecord,
   type DeliveryResult,
   type PayloadSource,
   pullRequestReviewEvent,
 } from "./fake-github-webhooks.js";
+import { checkRequest, checkResponse, parseBody } from "./openapi.js";
 
 export { signedWebhook, sign } from "./fake-github-webhooks.js";
 export type { DeliveryAttemptRecord, DeliveryResult } from "./fake-github-webhooks.js";
@@ -87,6 +91,18 @@ export interface FakeGitHubOptions {
   tokenTtlMs?: number;
   /** Clock for timestamps and token expiry. */
   now?: () => Date;
+  /**
+   * Mint installation tokens the way GitHub's stateless ones look: `ghs_<app id>_` and a
+   * JWT-like three base64url parts joined by dots, ~520 characters. Default: the short
+   * 40-character `ghs_…` kind.
+   */
+  statelessTokens?: boolean;
+  /**
+   * Hold every REST request and answer against GitHub's OpenAPI description (openapi.ts) and
+   * make close() fail on what does not fit. Default true; a test that sends GitHub something
+   * wrong on purpose drains `takeOpenapiViolations()` instead of turning this off.
+   */
+  openapi?: boolean;
 }
 
 export interface RecordedRequest {
@@ -393,6 +409,8 @@ export class FakeGitHub implements PayloadSource {
   readonly reposDir: string;
   /** Every ref update a push made, in order. */
   readonly pushes: RecordedPush[] = [];
+  /** What GitHub's OpenAPI description does not allow in the requests and answers so far. */
+  readonly openapiViolations: string[] = [];
 
   /** Webhook payload builders over the current state (see fake-github-webhooks.ts). */
   readonly webhooks = {
@@ -401,6 +419,8 @@ export class FakeGitHub implements PayloadSource {
     pullRequest: (o: Parameters<typeof pullRequestEvent>[1]) => pullRequestEvent(this, o),
     pullRequestReview: (o: Parameters<typeof pullRequestReviewEvent>[1]) =>
       pullRequestReviewEvent(this, o),
+    pullRequestReviewComment: (o: Parameters<typeof pullRequestReviewCommentEvent>[1]) =>
+      pullRequestReviewCommentEvent(this, o),
   };
 
   /**
@@ -413,6 +433,10 @@ export class FakeGitHub implements PayloadSource {
   private readonly publicKey: KeyObject;
   private readonly now: () => Date;
   private readonly tokenTtlMs: number;
+  private readonly statelessTokens: boolean;
+  private readonly openapi: boolean;
+  /** Reactions on review comments (a pull request's diff comments), by comment id. */
+  private readonly reviewReactions = new Map<number, ReactionState[]>();
   private readonly home: string;
   private readonly server: http.Server;
   private readonly children = new Set<ChildProcess>();
@@ -440,6 +464,8 @@ export class FakeGitHub implements PayloadSource {
     this.installationId = opts.installationId ?? 4242;
     this.now = opts.now ?? (() => new Date());
     this.tokenTtlMs = opts.tokenTtlMs ?? 60 * 60_000;
+    this.statelessTokens = opts.statelessTokens ?? false;
+    this.openapi = opts.openapi ?? true;
     const keys = appKeyPair();
     this.privateKeyPem = keys.privateKeyPem;
     this.publicKeyPem = keys.publicKeyPem;
@@ -470,11 +496,26 @@ export class FakeGitHub implements PayloadSource {
     this.apiUrl = `${this.url}/api/v3`;
   }
 
+  /**
+   * Stop serving and remove the repositories; then fail if a request or an answer did not fit
+   * GitHub's OpenAPI description (the stand-in drifted, or Tether sent what GitHub refuses).
+   */
   async close(): Promise<void> {
     for (const child of this.children) child.kill("SIGKILL");
     this.server.closeAllConnections();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
     await fs.rm(this.tmp, { recursive: true, force: true });
+    const found = this.takeOpenapiViolations();
+    if (found.length) {
+      throw new Error(
+        `FakeGitHub: ${found.length} request(s) or answer(s) GitHub's OpenAPI description does not allow:\n${found.join("\n")}`,
+      );
+    }
+  }
+
+  /** The OpenAPI violations found so far, emptied (for a test that provokes one on purpose). */
+  takeOpenapiViolations(): string[] {
+    return this.openapiViolations.splice(0);
   }
 
   /**
@@ -718,6 +759,8 @@ export class FakeGitHub implements PayloadSource {
     user?: string;
     /** The review (addReview's id) it is submitted with. */
     reviewId?: number;
+    /** The review comment this one replies to (its thread's first). */
+    inReplyTo?: number;
   }): Json {
     const r = this.repo(o.repo);
     const pull = this.pullState(r, o.number);
@@ -734,6 +777,7 @@ export class FakeGitHub implements PayloadSource {
       commitId: pull.headSha,
       createdAt: this.now(),
     });
+    if (o.inReplyTo !== undefined) json.in_reply_to_id = o.inReplyTo;
     pull.reviewComments.push(json);
     return json;
   }
@@ -826,15 +870,20 @@ export class FakeGitHub implements PayloadSource {
     return this.liveComments(r, issueNumber).map((c) => this.commentJson(c.id));
   }
 
-  /** Reactions on a comment (`commentId`) or on an issue (`issueNumber`). */
+  /**
+   * Reactions on a comment (`commentId`), on a review comment on a pull request's diff
+   * (`reviewCommentId`) or on an issue (`issueNumber`).
+   */
   reactions(
     repo: string,
-    target: { commentId: number } | { issueNumber: number },
+    target: { commentId: number } | { reviewCommentId: number } | { issueNumber: number },
   ): Array<{ user: string; content: ReactionContent }> {
     const list =
       "commentId" in target
         ? this.commentState(target.commentId).reactions
-        : this.issueState(this.repo(repo), target.issueNumber).reactions;
+        : "reviewCommentId" in target
+          ? (this.reviewReactions.get(target.reviewCommentId) ?? [])
+          : this.issueState(this.repo(repo), target.issueNumber).reactions;
     return list.map((x) => ({ user: x.user, content: x.content }));
   }
 
@@ -1174,7 +1223,9 @@ export class FakeGitHub implements PayloadSource {
     const inst = this.installations.get(installationId);
     if (!inst) throw new Error(`no installation ${installationId}`);
     const t: TokenState = {
-      token: `ghs_${randomBytes(27).toString("base64url").replace(/[-_]/g, "x").slice(0, 36)}`,
+      token: this.statelessTokens
+        ? this.statelessToken(installationId, repoIds)
+        : `ghs_${randomBytes(27).toString("base64url").replace(/[-_]/g, "x").slice(0, 36)}`,
       installationId,
       createdAt: this.now(),
       expiresAt: new Date(this.now().getTime() + this.tokenTtlMs),
@@ -1185,6 +1236,26 @@ export class FakeGitHub implements PayloadSource {
     };
     this.tokens.set(t.token, t);
     return t;
+  }
+
+  /**
+   * A token shaped like GitHub's stateless installation tokens: `ghs_<app id>_` then a JWT-like
+   * header.payload.signature in base64url (~520 characters). The stand-in still looks it up in
+   * its table; only the shape is GitHub's.
+   */
+  private statelessToken(installationId: number, repoIds: number[] | null): string {
+    const part = (o: unknown) => Buffer.from(JSON.stringify(o)).toString("base64url");
+    const header = part({ alg: "RS256", typ: "JWT", kid: randomBytes(6).toString("hex") });
+    const payload = part({
+      iss: this.appId,
+      ins: installationId,
+      rep: repoIds ?? "all",
+      iat: Math.floor(this.now().getTime() / 1000),
+      exp: Math.floor((this.now().getTime() + this.tokenTtlMs) / 1000),
+      jti: randomBytes(12).toString("base64url"),
+    });
+    const signature = randomBytes(256).toString("base64url");
+    return `ghs_${this.appId}_${header}.${payload}.${signature}`;
   }
 
   private liveToken(token: string | undefined): TokenState | undefined {
@@ -1417,6 +1488,7 @@ export class FakeGitHub implements PayloadSource {
 
   private sendJson(res: ServerResponse, rec: RecordedRequest, reply: Reply): void {
     rec.status = reply.status;
+    if (this.openapi && rec.kind === "rest") this.checkOpenapi(rec, reply);
     const headers: Record<string, string> = {
       "x-github-media-type": "github.v3; format=json",
       "x-github-request-id": `FAKE:${rec.seq}`,
@@ -1439,6 +1511,22 @@ export class FakeGitHub implements PayloadSource {
     }
     res.writeHead(reply.status, { ...headers, "content-type": "application/json; charset=utf-8" });
     res.end(JSON.stringify(reply.body ?? {}));
+  }
+
+  /** Hold a REST request and the answer about to go out against GitHub's description. */
+  private checkOpenapi(rec: RecordedRequest, reply: Reply): void {
+    const req = {
+      method: rec.method,
+      path: rec.path.slice("/api/v3".length) || "/",
+      query: rec.query,
+      body: parseBody(rec.rawBody),
+    };
+    const body =
+      reply.status === 204 ? undefined : reply.raw ? String(reply.raw.data) : (reply.body ?? {});
+    this.openapiViolations.push(
+      ...checkRequest(req),
+      ...checkResponse(req, { status: reply.status, body }),
+    );
   }
 
   private async handleGit(
@@ -1806,6 +1894,31 @@ export class FakeGitHub implements PayloadSource {
       const desc = ctx.query.sort !== undefined && ctx.query.direction === "desc";
       return this.paginate(desc ? [...pull.reviewComments].reverse() : pull.reviewComments, ctx);
     });
+    const reviewCommentIn = (ctx: RouteCtx): Json | undefined => {
+      const id = Number(ctx.params.comment_id);
+      for (const issue of repoOf(ctx).issues.values()) {
+        const c = issue.pull?.reviewComments.find((x) => x.id === id);
+        if (c) return c;
+      }
+      return undefined;
+    };
+    add("GET", "/repos/{owner}/{repo}/pulls/comments/{comment_id}", "token", (ctx) => {
+      const c = reviewCommentIn(ctx);
+      return c ? { status: 200, body: c } : notFound();
+    });
+    add("POST", "/repos/{owner}/{repo}/pulls/comments/{comment_id}/reactions", "token", (ctx) => {
+      const c = reviewCommentIn(ctx);
+      if (!c) return notFound();
+      const id = c.id as number;
+      const list = this.reviewReactions.get(id) ?? [];
+      this.reviewReactions.set(id, list);
+      const reply = react(list, ctx);
+      c.reactions = reactionsSummary(
+        `${String(c.url)}/reactions`,
+        list.map((x) => x.content),
+      );
+      return reply;
+    });
     add("GET", "/repos/{owner}/{repo}/pulls/{pull_number}/reviews", "token", (ctx) => {
       const pull = repoOf(ctx).issues.get(Number(ctx.params.pull_number))?.pull;
       return pull ? this.paginate(pull.reviews, ctx) : notFound();
@@ -1918,7 +2031,23 @@ export class FakeGitHub implements PayloadSource {
     });
     add("GET", "/users/{username}", "token", (ctx) => ({
       status: 200,
-      body: this.userJson(ctx.params.username ?? ""),
+      // A public user: the summary plus the profile GitHub's description requires.
+      body: {
+        ...this.userJson(ctx.params.username ?? ""),
+        name: null,
+        company: null,
+        blog: null,
+        location: null,
+        email: null,
+        hireable: null,
+        bio: null,
+        public_repos: 0,
+        public_gists: 0,
+        followers: 0,
+        following: 0,
+        created_at: iso(new Date(0)),
+        updated_at: iso(new Date(0)),
+      },
     }));
     add("GET", "/repos/{owner}/{repo}/branches/{branch}", "token", async (ctx) => {
       const r = repoOf(ctx);
@@ -1934,12 +2063,13 @@ export class FakeGitHub implements PayloadSource {
         status: 200,
         body: {
           name,
-          commit: { sha, url: `${this.apiUrl}/repos/${full}/commits/${sha}` },
+          commit: commitJson(this.bases(), full, sha, r.pushedAt),
           _links: {
             self: `${this.apiUrl}/repos/${full}/branches/${name}`,
             html: `${this.url}/${full}/tree/${name}`,
           },
           protected: r.protectedBranches.has(name),
+          protection: { enabled: r.protectedBranches.has(name) },
           protection_url: `${this.apiUrl}/repos/${full}/branches/${name}/protection`,
         },
       };
