@@ -288,6 +288,9 @@ export function reviewCommentJson(b: Bases, repoFull: string, c: ReviewCommentFa
     path: c.path,
     line: c.line,
     original_line: c.line,
+    // the line's index in the diff; GitHub's review-comment shape requires it (outdated: null)
+    position: c.line,
+    original_position: c.line,
     start_line: c.startLine,
     original_start_line: c.startLine,
     side: c.side,

@@ -2,6 +2,7 @@
 import {
   commentJson,
   commitJson,
+  examplePayload,
   reactionJson,
   reviewCommentJson,
   userJson,
@@ -60,6 +61,21 @@ export const rest = {
       protected: false,
       protection: { enabled: false },
       protection_url: `${api}/branches/${name}/protection`,
+    };
+  },
+  /** POST /repos/{o}/{r}/pulls: an open pull request (GitHub's example, renumbered). */
+  pull(repoFull: string, number: number, draft: boolean): Json {
+    const template = examplePayload("pull_request", (e) => e.action === "opened")
+      .pull_request as Json;
+    return {
+      ...template,
+      number,
+      draft,
+      state: "open",
+      merged_at: null,
+      auto_merge: null,
+      url: `${API}/repos/${repoFull}/pulls/${number}`,
+      html_url: `https://github.com/${repoFull}/pull/${number}`,
     };
   },
   reviewComment(

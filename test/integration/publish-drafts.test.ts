@@ -10,6 +10,7 @@ import { openPull } from "../../src/publish/publisher.js";
 import { githubThread } from "../../src/runner/github-thread.js";
 import { draftsRefused } from "../../src/sql/repo-facts.js";
 import { createTestDatabase } from "../helpers/db.js";
+import { rest } from "../helpers/rest-shapes.js";
 import { API, useNock } from "../helpers/intake-github.js";
 import { TestOctokit } from "../helpers/probot.js";
 
@@ -47,13 +48,7 @@ const REFUSED = {
   status: "422",
 };
 
-const pullJson = (repo: string, number: number, draft: boolean) => ({
-  number,
-  html_url: `https://github.com/${repo}/pull/${number}`,
-  state: "open",
-  merged_at: null,
-  draft,
-});
+const pullJson = (repo: string, number: number, draft: boolean) => rest.pull(repo, number, draft);
 
 /** Interceptors for `POST /repos/{repo}/pulls`, recording the `draft` each one was sent. */
 function pulls(repo: string) {
