@@ -6,6 +6,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { buildClaudeArgs, OUT_OF_TURN_TOOLS } from "../../src/claude/claude-args.js";
 import { resolveClaudePath } from "../../src/claude/claude-path.js";
 import {
+  replies,
   startFakeAnthropic,
   userTexts,
   type FakeAnthropic,
@@ -312,5 +313,42 @@ describe("forking and rewinding a session", () => {
     expect(after.requests[0]!.body?.messages).toHaveLength(5);
     expect(sent).toContain("MARKER-AT");
     expect(sent).not.toContain("MARKER-TWO");
+  });
+});
+
+describe("a resumed turn whose prompt is too long", () => {
+  it("the CLI compacts by itself and answers: same session, a compact_boundary, the summary sent", async () => {
+    const cwd = workDir();
+    const one = await run([], { cwd, prompt: "TOO-LONG-ONE" });
+    fake.script(replies.promptTooLong());
+    const two = await run(["--resume", one.sessionId!], { cwd, prompt: "TOO-LONG-TWO" });
+    expect(two.exitCode).toBe(0);
+    expect(two.sessionId).toBe(one.sessionId);
+    expect(two.lines.find((l) => l.subtype === "compact_boundary")).toMatchObject({
+      compact_metadata: { trigger: "auto" },
+    });
+    expect(two.lines.at(-1)).toMatchObject({ type: "result", is_error: false });
+    const last = two.requests.at(-1)!;
+    expect(JSON.stringify(last.body?.messages)).toContain("being continued from a previous");
+    expect(JSON.stringify(last.body?.messages)).not.toContain("TOO-LONG-ONE");
+    expect(userTexts(last).at(-1)).toContain("TOO-LONG-TWO");
+  });
+
+  it("when the summaries are too long as well, it gives up: prompt_too_long, exit 1", async () => {
+    const cwd = workDir();
+    const one = await run([], { cwd, prompt: "TOO-LONG-ONE" });
+    fake.setDefault(replies.promptTooLong());
+    try {
+      const two = await run(["--resume", one.sessionId!], { cwd, prompt: "TOO-LONG-TWO" });
+      expect(two.exitCode).toBe(1);
+      expect(two.lines.at(-1)).toMatchObject({
+        type: "result",
+        is_error: true,
+        terminal_reason: "prompt_too_long",
+        session_id: one.sessionId,
+      });
+    } finally {
+      fake.reset();
+    }
   });
 });
