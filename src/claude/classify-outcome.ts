@@ -188,9 +188,10 @@ function fromResult(
       detail: `stopped at the agent's turn limit (${result.num_turns ?? "?"} turns); raise maxTurns or ask for less`,
     };
   }
-  // Seen with 2.1.197: checked after each model call; the run's cost has reached the limit (it
-  // may be over it by that call), and a tool the call asked for was not run. The session is
-  // saved and resumes normally, so this is not a poisoned session.
+  // Seen with 2.1.197 and 2.1.332: checked after each model call; the run's cost has reached
+  // the limit (it may be over it by that call). A tool that call asked for was not run by
+  // 2.1.197; 2.1.332 runs it and reports no result (toolRan counts its tool_use all the same).
+  // The session is saved and resumes normally, so this is not a poisoned session.
   if (result.subtype === "error_max_budget_usd") {
     const cost = result.total_cost_usd;
     return {

@@ -1,3 +1,4 @@
+import os from "node:os";
 import { buildChildEnv } from "../process/child-env.js";
 import { buildClaudeArgs, SESSION_ID } from "./claude-args.js";
 import { resolveClaudePath } from "./claude-path.js";
@@ -10,6 +11,8 @@ import { newEvidence, observe, type RunEvidence } from "./run-evidence.js";
 import type { CliAdapter, CliCapabilities, RunSettings } from "./runtime-adapter.js";
 import { StreamParser, type StreamMessage } from "./stream-parser.js";
 import { summarizeUsage } from "./usage.js";
+import { readCostBefore } from "./session-cost.js";
+import { findTranscript } from "../sessions/transcripts.js";
 
 /** The run options (cli-dialect.ts), every one optional: the binary defaults to resolveClaudePath. */
 export type ClaudeCliOptions = Partial<CliRunOptions>;
@@ -29,6 +32,12 @@ export const claudeDialect: CliDialect<StreamMessage, RunEvidence> = {
   modelAccess: (base) => ({ ...claudeModelAccess(base), remove: CLAUDE_MODEL_ENV }),
   parser: (maxLineBytes) => new StreamParser(maxLineBytes),
   newState: newEvidence,
+  // A resumed session's totals so far: 2.1.332 adds them to the run's in its result line.
+  async beforeStart(state, spec, resumeSessionId) {
+    if (resumeSessionId === undefined) return;
+    const found = await findTranscript(spec.home ?? os.homedir(), resumeSessionId);
+    if (found) state.costBefore = await readCostBefore(found.file, resumeSessionId);
+  },
   observe,
   earlyStop,
   isFinal: (message) => message.kind === "result",

@@ -170,11 +170,17 @@ describe(
     it("5b. a resumed turn answered 'prompt is too long' before any tool ran: the same turn runs fresh with the whole thread, one answer", async () => {
       const n = newIssue();
       const a = await stack.finishedTask(await stack.comment(n, "@tether OVERFLOW-ONE read it"));
-      stack.api.script(replies.promptTooLong());
-      const m = mark();
-      const b = await stack.finishedTask(
-        await stack.comment(n, "@tether OVERFLOW-TWO now summarise"),
+      // Every request but a cold one is too long: the resumed one, and the summaries the CLI
+      // asks for when it compacts by itself (2.1.332; 5c) fail too, so the CLI gives up.
+      stack.api.setDefault((req) =>
+        lastUserText(req).includes("# Instruction")
+          ? replies.text(`reply#${req.n} seen_messages=${req.body?.messages?.length ?? 0}`)
+          : replies.promptTooLong(),
       );
+      const m = mark();
+      const b = await stack
+        .finishedTask(await stack.comment(n, "@tether OVERFLOW-TWO now summarise"))
+        .finally(() => stack.api.reset());
       expect(b).toMatchObject({
         status: "succeeded",
         outcome: "success",
@@ -196,6 +202,32 @@ describe(
         (await db.pool.query("SELECT state FROM sessions WHERE session_id = $1", [a.session_id]))
           .rows[0].state,
       ).toBe("poisoned");
+    });
+
+    it("5c. a resumed turn answered 'prompt is too long' once: the CLI compacts by itself and the turn is answered, resumed", async () => {
+      const n = newIssue();
+      const a = await stack.finishedTask(await stack.comment(n, "@tether SQUEEZE-ONE read it"));
+      stack.api.script(replies.promptTooLong());
+      const m = mark();
+      const b = await stack.finishedTask(await stack.comment(n, "@tether SQUEEZE-TWO go on"));
+      expect(b).toMatchObject({
+        status: "succeeded",
+        outcome: "success",
+        resume_decision: "resume",
+        retried_fresh: false,
+        session_id: a.session_id,
+      });
+      const reqs = requestsSince(m);
+      expect(reqs[0]!.reply).toBe("error");
+      // The request that answered carried a summary instead of the old messages.
+      const last = reqs.at(-1)!;
+      expect(JSON.stringify(last.body?.messages)).toContain("being continued from a previous");
+      expect(lastUserText(last)).toContain("SQUEEZE-TWO");
+      expect(stack.taskComments(n, b.id as number)).toHaveLength(1);
+      expect(
+        (await db.pool.query("SELECT state FROM sessions WHERE session_id = $1", [a.session_id]))
+          .rows[0].state,
+      ).not.toBe("poisoned");
     });
 
     it("6. a session file the CLI cannot read: resume rejected, one fresh retry in the same task, one answer", async () => {

@@ -141,6 +141,11 @@ export async function startStack(opts: {
       DISABLE_ERROR_REPORTING: "1",
       CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
       LOG_LEVEL: "info",
+      // The CLI under test: the pinned one, or the one an operator points at (npm run test:cli
+      // covers the contract tests; the e2e files run the same way).
+      ...(process.env.TETHER_CLAUDE_PATH
+        ? { TETHER_CLAUDE_PATH: process.env.TETHER_CLAUDE_PATH }
+        : {}),
       // Off unless a test is about it: the drills resend failed deliveries themselves, and a
       // sweep's requests would land among the ones tests count.
       TETHER_REDELIVER_MINUTES: "0",
