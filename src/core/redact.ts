@@ -84,3 +84,20 @@ export function secretValues(secrets: Iterable<string | undefined>): string[] {
   // Longest first, so a whole secret is replaced before one of its lines splits it up.
   return [...out].sort((a, b) => b.length - a.length);
 }
+
+/**
+ * A session id as it may appear in a thread: its first eight characters. The whole id is what
+ * the session store and the CLI know a session by; the thread is read by anyone who can read
+ * the issue, so it never gets more than enough to tell sessions apart.
+ */
+export function shortSessionId(id: string): string {
+  return id.slice(0, 8);
+}
+
+/** Text for a thread with every UUID-shaped id (Claude's sessions, Codex's threads) shortened. */
+export function shortenSessionIds(text: string): string {
+  return text.replace(
+    /\b([0-9a-f]{8})-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/gi,
+    (_m, head: string) => `${head}…`,
+  );
+}

@@ -72,7 +72,8 @@ describe("collectIdle", () => {
         historyEpoch: 0,
       });
       await db.pool.query(
-        "INSERT INTO session_transcripts (session_id, sha256, stored_bytes) VALUES ($1, '\\x00', 100)",
+        `INSERT INTO session_transcripts (repo, issue_number, agent, session_id, sha256, stored_bytes)
+         VALUES ('octo/widgets', 9, $1, $1, '\\x00', 100)`,
         [id],
       );
       await db.pool.query("UPDATE sessions SET state = $2 WHERE session_id = $1", [id, state]);
@@ -97,8 +98,20 @@ describe("collectIdle", () => {
     expect(fs.existsSync(oldFile)).toBe(false);
     expect(fs.existsSync(`${oldFile}.sha256`)).toBe(false);
     expect(fs.existsSync(newFile)).toBe(true);
-    expect(await transcriptHead(db.pool, "c-retired")).toBeNull();
-    expect(await transcriptHead(db.pool, "c-active")).not.toBeNull();
+    expect(
+      await transcriptHead(
+        db.pool,
+        { repo: "octo/widgets", issueNumber: 9, agent: "c-retired" },
+        "c-retired",
+      ),
+    ).toBeNull();
+    expect(
+      await transcriptHead(
+        db.pool,
+        { repo: "octo/widgets", issueNumber: 9, agent: "c-active" },
+        "c-active",
+      ),
+    ).not.toBeNull();
 
     // A turn touching the workspace keeps it from the next collection.
     await touchWorkspace(recent, NOW);
