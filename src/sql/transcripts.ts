@@ -268,18 +268,22 @@ export async function sessionsByPrefix(
   limit: number,
 ): Promise<StoredSession[]> {
   const { rows } = await db.query(
-    `SELECT s.session_id AS s_session_id, s.repo, s.issue_number, s.agent, s.cli, s.state,
-            s.state_reason, s.last_used_at, tr.*
-       FROM sessions s LEFT JOIN session_transcripts tr ON tr.session_id = s.session_id
+    `SELECT tr.*, s.session_id AS s_session_id, s.repo AS s_repo,
+            s.issue_number AS s_issue_number, s.agent AS s_agent, s.cli, s.state,
+            s.state_reason, s.last_used_at
+       FROM sessions s
+       LEFT JOIN session_transcripts tr
+              ON tr.session_id = s.session_id AND tr.repo = s.repo
+             AND tr.issue_number = s.issue_number AND tr.agent = s.agent
       WHERE left(s.session_id, length($1)) = $1
       ORDER BY s.last_used_at DESC LIMIT $2`,
     [prefix, limit],
   );
   return rows.map((r: Record<string, unknown>) => ({
     sessionId: r.s_session_id as string,
-    repo: r.repo as string,
-    issueNumber: r.issue_number as number,
-    agent: r.agent as string,
+    repo: r.s_repo as string,
+    issueNumber: r.s_issue_number as number,
+    agent: r.s_agent as string,
     cli: r.cli as string,
     state: r.state as string,
     stateReason: (r.state_reason as string | null) ?? null,
