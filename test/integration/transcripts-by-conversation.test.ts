@@ -106,6 +106,31 @@ describe("stored transcripts are keyed by the conversation", () => {
       session_id: sessionId,
       finished_at: new Date(),
     });
+    // A session two keys pinned (the second by a forged init line, say): the first one's.
+    const shared = "sess-pinned-twice";
+    await upsertSession(db.pool, {
+      ...key,
+      repo: "octo/first",
+      issueNumber: 10,
+      sessionId: shared,
+      runtimeId: "rt-a",
+      workDir: "/w",
+      model: null,
+      historyEpoch: 0,
+    });
+    for (const repo of ["octo/first", "evil/second"])
+      await seedTask(db.pool, {
+        repo,
+        issue_number: 10,
+        agent: key.agent,
+        status: "succeeded",
+        session_id: shared,
+        finished_at: new Date(),
+      });
+    await db.pool.query(
+      `INSERT INTO session_transcripts (session_id, raw_bytes, sha256) VALUES ($1, 0, '\\x00')`,
+      [shared],
+    );
     const raw = Buffer.from("{}\n");
     await db.pool.query(
       `INSERT INTO session_transcripts (session_id, raw_bytes, sha256, stored_bytes, chunks, digest_scheme)
@@ -122,6 +147,9 @@ describe("stored transcripts are keyed by the conversation", () => {
     expect(applied).toContain("1763800002400_transcripts-by-conversation");
     expect(await transcriptHead(db.pool, key, sessionId)).toMatchObject({ rawBytes: raw.length });
     expect(await transcriptHead(db.pool, { ...key, agent: "tether" }, sessionId)).toBeNull();
+    const twice = { repo: "octo/first", issueNumber: 10, agent: key.agent };
+    expect(await transcriptHead(db.pool, twice, shared)).not.toBeNull();
+    expect(await transcriptHead(db.pool, { ...twice, repo: "evil/second" }, shared)).toBeNull();
     const { rows } = await db.pool.query(
       "SELECT repo, issue_number, agent FROM session_transcript_chunks WHERE session_id = $1",
       [sessionId],
@@ -142,6 +170,11 @@ describe("stored transcripts are keyed by the conversation", () => {
       `SELECT tr.session_id, count(c.seq)::int AS chunks FROM session_transcripts tr
          LEFT JOIN session_transcript_chunks c USING (session_id) GROUP BY tr.session_id`,
     );
-    expect(down.rows).toEqual([{ session_id: sessionId, chunks: 1 }]);
+    expect(down.rows).toEqual(
+      expect.arrayContaining([
+        { session_id: sessionId, chunks: 1 },
+        { session_id: shared, chunks: 0 },
+      ]),
+    );
   });
 });
