@@ -75,6 +75,12 @@ function world(v: string): { thread: ThreadContext; turn: TurnFacts; system: str
       {
         ...c(6),
         body: `${place}\n${describeReplyParent({ kind: "found", author: v, body: v })}\n\n${v}`,
+        // What a trigger brought (a review, its line comments; CI's kinds later), as data.
+        context: [
+          { ...c(7), kind: "review", location: v },
+          { ...c(8), kind: "review-comment", location: place },
+          { ...c(9), kind: v, location: v },
+        ],
       },
     ],
     changes: {
@@ -128,6 +134,9 @@ describe("prompt escaping: hostile values stay inside their slot", () => {
     expect(plainCold.filter((m) => m === "<github-context")).toHaveLength(2);
     expect(plainCold.filter((m) => m === "</github-context")).toHaveLength(2);
     expect(plainCold.filter((m) => m === "<request")).toHaveLength(2);
+    expect(plainCold.filter((m) => m === "<trigger-context")).toHaveLength(1);
+    expect(plainCold.filter((m) => m === "<context-item")).toHaveLength(1);
+    expect(plainResumed.filter((m) => m === "</trigger-context")).toHaveLength(1);
     expect(plainCold).toContain('<pull-request title="" author="" url="">');
     expect(plainSystem).toContain("<project-instructions");
   });
