@@ -1,3 +1,5 @@
+import { redactShapes } from "../core/redact.js";
+
 /** The HTTP status of an Octokit RequestError (or anything carrying `status`). */
 export function httpStatusOf(err: unknown): number | undefined {
   const status = (err as { status?: unknown } | null)?.status;
@@ -50,9 +52,13 @@ export function describeError(err: unknown): string {
   return redactSecrets(text);
 }
 
+/**
+ * Credentials of every known shape (core's one list, src/core/redact.ts), then whatever follows
+ * "token", "bearer" or "basic" (an echoed header of a shape not known), and any GitHub token
+ * prefix left with a short body.
+ */
 export function redactSecrets(text: string): string {
-  return text
-    .replace(/\b(gh[pousr]_|github_pat_)[A-Za-z0-9_]+/g, "$1[redacted]")
+  return redactShapes(text)
     .replace(/\b(token|bearer|basic)(\s+)[A-Za-z0-9._~+/=-]{8,}/gi, "$1$2[redacted]")
-    .replace(/\beyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+/g, "[redacted jwt]");
+    .replace(/\b(gh[pousr]_|github_pat_)[A-Za-z0-9_.-]+/g, "$1[redacted]");
 }

@@ -37,6 +37,7 @@ import { publisher } from "../publish/publisher.js";
 import { Runner } from "./runner.js";
 import { collectIdle } from "../sessions/collect.js";
 import { deriveRuntimeId } from "./runtime-id.js";
+import { secretsInEnv } from "../core/secret-env.js";
 import { Workspaces } from "../workspace/workspace.js";
 import { workspacePort } from "./workspace-port.js";
 
@@ -45,6 +46,11 @@ export async function startRunner(opts: {
   log: Logger;
   pool: Pool;
   metrics?: Metrics;
+  /**
+   * Secrets the process came to hold beyond its environment (the embedded database's password,
+   * a dashboard token it made), read at each use: the log scrubber's set.
+   */
+  secrets?: Iterable<string>;
 }): Promise<Runner | null> {
   const { env, log, pool } = opts;
   const privateKey = await readPrivateKey(env);
@@ -182,16 +188,7 @@ export async function startRunner(opts: {
         },
       });
     },
-    secrets: () => [
-      privateKey,
-      env.WEBHOOK_SECRET,
-      env.DATABASE_URL,
-      process.env.ANTHROPIC_API_KEY,
-      process.env.ANTHROPIC_AUTH_TOKEN,
-      process.env.OPENAI_API_KEY,
-      env.TETHER_DASHBOARD_TOKEN,
-      env.TETHER_METRICS_TOKEN,
-    ],
+    secrets: () => [privateKey, ...secretsInEnv(process.env), ...(opts.secrets ?? [])],
     answerRetry: { baseMs: env.TETHER_ANSWER_RETRY_MS },
     // Pending answers are looked for every 5 s, or at their first retry if that comes sooner.
     answerPollMs: Math.min(5000, env.TETHER_ANSWER_RETRY_MS),

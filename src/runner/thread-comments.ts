@@ -3,6 +3,7 @@
  * when the run starts, edited with progress, and finally replaced by the answer, so a task has
  * exactly one answer even when it is retried or its runner crashed (the marker finds it again).
  */
+import { shortenSessionIds, shortSessionId } from "../core/redact.js";
 import { describeReason, type ReasonCode } from "../core/resume-decision.js";
 import type { Outcome, Usage } from "../core/task.js";
 import type { CacheTtl } from "../core/settings.js";
@@ -84,7 +85,7 @@ export function renderFooter(f: FooterFacts): string {
     );
   else if (f.reason !== null) parts.push(`🆕 fresh session (${f.reason})`);
   else parts.push("no session started");
-  if (f.sessionId) parts.push(`\`${f.sessionId.slice(0, 8)}\``);
+  if (f.sessionId) parts.push(`\`${shortSessionId(f.sessionId)}\``);
   const u = f.usage;
   if (u) {
     parts.push(`${u.numTurns} turn${u.numTurns === 1 ? "" : "s"}`);
@@ -168,9 +169,9 @@ export function explainFailure(f: FailureFacts): string {
       return `The run reached this agent's per-turn spend limit${limit} and the Claude CLI stopped it${cost}, before it had finished. The CLI checks the limit after each model call, so a turn can end a little over it. The session is kept: comment again to go on from where it stopped, ask for something smaller, or raise ${setting} in \`${CONFIG_FILE}\`.`;
     }
     case "limit_refused":
-      return `Not run: a spend limit was reached${f.detail ? ` (${oneLine(f.detail, 300)})` : ""}. Raise the limit in \`${CONFIG_FILE}\`, then comment again.`;
+      return `Not run: a spend limit was reached${f.detail ? ` (${oneLine(shortenSessionIds(f.detail), 300)})` : ""}. Raise the limit in \`${CONFIG_FILE}\`, then comment again.`;
     case "failed":
-      return `The run failed${f.detail ? `: ${oneLine(f.detail, 500)}` : ""}. Comment again to retry; if it keeps failing, an operator can look up task ${f.taskId} in the logs and on the dashboard.`;
+      return `The run failed${f.detail ? `: ${oneLine(shortenSessionIds(f.detail), 500)}` : ""}. Comment again to retry; if it keeps failing, an operator can look up task ${f.taskId} in the logs and on the dashboard.`;
   }
 }
 

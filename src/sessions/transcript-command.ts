@@ -79,7 +79,7 @@ export async function printTranscript(
     );
     return 1;
   }
-  for (const c of await transcriptChunks(pool, s.sessionId)) out.write(await gunzip(c.data));
+  for (const c of await transcriptChunks(pool, s, s.sessionId)) out.write(await gunzip(c.data));
   return 0;
 }
 

@@ -72,7 +72,8 @@ describe("collectIdle", () => {
         historyEpoch: 0,
       });
       await db.pool.query(
-        "INSERT INTO session_transcripts (session_id, sha256, stored_bytes) VALUES ($1, '\\x00', 100)",
+        `INSERT INTO session_transcripts (repo, issue_number, agent, session_id, sha256, stored_bytes)
+         VALUES ('octo/widgets', 9, $1, $1, '\\x00', 100)`,
         [id],
       );
       await db.pool.query("UPDATE sessions SET state = $2 WHERE session_id = $1", [id, state]);
@@ -97,8 +98,20 @@ describe("collectIdle", () => {
     expect(fs.existsSync(oldFile)).toBe(false);
     expect(fs.existsSync(`${oldFile}.sha256`)).toBe(false);
     expect(fs.existsSync(newFile)).toBe(true);
-    expect(await transcriptHead(db.pool, "c-retired")).toBeNull();
-    expect(await transcriptHead(db.pool, "c-active")).not.toBeNull();
+    expect(
+      await transcriptHead(
+        db.pool,
+        { repo: "octo/widgets", issueNumber: 9, agent: "c-retired" },
+        "c-retired",
+      ),
+    ).toBeNull();
+    expect(
+      await transcriptHead(
+        db.pool,
+        { repo: "octo/widgets", issueNumber: 9, agent: "c-active" },
+        "c-active",
+      ),
+    ).not.toBeNull();
 
     // A turn touching the workspace keeps it from the next collection.
     await touchWorkspace(recent, NOW);
@@ -119,6 +132,7 @@ describe("collectIdle", () => {
   describe("saved transcripts and the repository's time to live (#28)", () => {
     const HOUR = 3600_000;
     let issue = 100;
+    const keys = new Map<string, { repo: string; issueNumber: number; agent: string }>();
     /** A session of a key of its own, a transcript saved, idle `idleH` hours; its key's latest
      * task carries the settings snapshot of `ttlHours` (none: no snapshot). */
     async function session(
@@ -135,9 +149,11 @@ describe("collectIdle", () => {
         model: null,
         historyEpoch: 0,
       });
+      keys.set(sessionId, key);
       await db.pool.query(
-        "INSERT INTO session_transcripts (session_id, sha256, stored_bytes) VALUES ($1, '\\x00', 10)",
-        [sessionId],
+        `INSERT INTO session_transcripts (repo, issue_number, agent, session_id, sha256, stored_bytes)
+         VALUES ($2, $3, $4, $1, '\\x00', 10)`,
+        [sessionId, key.repo, key.issueNumber, key.agent],
       );
       await db.pool.query(
         `UPDATE sessions SET last_used_at = now() - make_interval(hours => $2),
@@ -178,7 +194,7 @@ describe("collectIdle", () => {
         pool: db.pool,
         debugKeepMs: 72 * HOUR,
       });
-    const kept = async (id: string) => (await transcriptHead(db.pool, id)) !== null;
+    const kept = async (id: string) => (await transcriptHead(db.pool, keys.get(id)!, id)) !== null;
 
     it("keeps what the repository's resume TTL still allows, prunes what is past it and the idle time", async () => {
       const longTtlIdle = await session("long-ttl", { idleH: 2000, ttlHours: 2160 });

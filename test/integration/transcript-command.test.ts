@@ -53,6 +53,7 @@ async function session(id: string, o: { stored?: boolean; state?: string } = {})
   });
   const ok = await writeTranscript(
     db.pool,
+    { repo: "octo/widgets", issueNumber: 7, agent: "tether" },
     id,
     null,
     { kind: "replace", chunks },

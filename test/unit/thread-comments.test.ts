@@ -214,6 +214,21 @@ describe("spend limits in the thread", () => {
   });
 });
 
+describe("session ids in a failure's words (#28)", () => {
+  it("are cut to their first eight characters", () => {
+    const text = explainFailure({
+      outcome: "failed",
+      detail:
+        "asked to resume session 7c9e6679-7425-40de-944b-e07fc1f90ae7, but the CLI started session 0b6a1c7e-5f2d-4c3b-9a8e-1d2c3b4a5f60",
+      taskId: 3,
+    });
+    expect(text).toContain(
+      "asked to resume session 7c9e6679…, but the CLI started session 0b6a1c7e…",
+    );
+    expect(text).not.toMatch(/7c9e6679-|0b6a1c7e-/);
+  });
+});
+
 describe("redact", () => {
   const rows: Array<[string, string]> = [
     ["token ghs_abcdefghijklmnopqrstuvwxyz0123456789 here", "token [redacted] here"],

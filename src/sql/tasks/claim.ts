@@ -122,7 +122,9 @@ export async function claimTasks(
                         OR rt.heartbeat_at < now() - interval '1 minute'
                    FROM sessions s
                    LEFT JOIN runtimes rt ON rt.id = COALESCE(s.last_runtime_id, s.runtime_id)
-                   LEFT JOIN session_transcripts tr ON tr.session_id = s.session_id
+                   LEFT JOIN session_transcripts tr
+                          ON tr.session_id = s.session_id AND tr.repo = s.repo
+                         AND tr.issue_number = s.issue_number AND tr.agent = s.agent
                   WHERE s.repo = t.repo AND s.issue_number = t.issue_number AND s.agent = t.agent
                   ORDER BY s.last_used_at DESC LIMIT 1), true))
         ORDER BY t.created_at, t.id
