@@ -76,7 +76,7 @@ describe("stored transcripts are keyed by the conversation", () => {
     const db = await createEmptyDatabase();
     const before = fs
       .readdirSync(MIGRATIONS_DIR)
-      .filter((f) => f.endsWith(".sql") && f < "1763800002400")
+      .filter((f) => f.endsWith(".sql") && f < "1763800003900")
       .sort();
     await migrateRunner({
       databaseUrl: db.url,
@@ -144,7 +144,7 @@ describe("stored transcripts are keyed by the conversation", () => {
     );
 
     const applied = await migrate(db.url);
-    expect(applied).toContain("1763800002400_transcripts-by-conversation");
+    expect(applied).toContain("1763800003900_transcripts-by-conversation");
     expect(await transcriptHead(db.pool, key, sessionId)).toMatchObject({ rawBytes: raw.length });
     expect(await transcriptHead(db.pool, { ...key, agent: "tether" }, sessionId)).toBeNull();
     const twice = { repo: "octo/first", issueNumber: 10, agent: key.agent };
