@@ -137,6 +137,8 @@ export const EnvSchema = z.object({
     z
       .url("must be a URL such as https://tether.example.com")
       .refine((v) => {
+        // Runs after a failed URL check too: then it has nothing to add.
+        if (!URL.canParse(v)) return true;
         const u = new URL(v);
         return /^https?:$/.test(u.protocol) && !u.search && !u.hash && !u.username && !u.password;
       }, "must be an http(s) URL without query, fragment or credentials, e.g. https://tether.example.com")

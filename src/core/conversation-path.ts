@@ -35,6 +35,7 @@ export function parseConversationPath(path: string): ConversationRoute | null {
   const issueNumber = Number(issue);
   if (!owner || !name || !agent || !Number.isSafeInteger(issueNumber) || issueNumber < 1)
     return null;
+  if (/^\.+$/.test(owner) || /^\.+$/.test(name)) return null; // no repository is named so
   const key = { repo: `${owner}/${name}`.toLowerCase(), issueNumber, agent };
   if (session !== undefined)
     return area === "dashboard" ? { kind: "transcript", key, sessionId: session } : null;
