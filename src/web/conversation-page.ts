@@ -12,8 +12,11 @@ import { escapeHtml as e, shell } from "./dashboard-page.js";
 const nf = new Intl.NumberFormat("en-US");
 const int = (n: number | null): string => (n === null ? "–" : nf.format(Math.round(n)));
 const usd = (v: number | null): string => (v === null ? "–" : `$${v.toFixed(4)}`);
+/** "03-10 12:34" (UTC), the full time in its title. */
 const when = (iso: string | null): string =>
-  iso === null ? "–" : `${iso.slice(0, 10)} ${iso.slice(11, 19)} UTC`;
+  iso === null
+    ? "–"
+    : `<span title="${e(iso)}">${e(`${iso.slice(5, 10)} ${iso.slice(11, 16)}`)}</span>`;
 const secs = (ms: number | null): string => (ms === null ? "–" : `${(ms / 1000).toFixed(1)} s`);
 const bytes = (n: number): string =>
   n < 1024
@@ -69,9 +72,10 @@ export function conversationPage(nonce: string, chain: Chain, opts: { signOut: b
     ${kpi("resumed", "Resumed", int(t.resumed), t.resumed, `of ${int(t.followUps)} follow-ups`)}
     ${kpi("cost", "Cost", usd(t.costUsd), t.costUsd, t.turns ? `avg ${usd(t.costUsd / t.turns)} per turn` : "no turns")}
     ${kpi("tokens", "Tokens in", int(tokens), tokens, `${int(t.cacheReadTokens)} cached · ${int(t.outputTokens)} out`)}
-    ${kpi("failed", "Failed turns", int(t.failed), t.failed, `${secs(t.durationMs)} run in all`)}
+    ${kpi("failed", "Failed turns", int(t.failed), t.failed, t.turns ? `of ${int(t.turns)} turns` : "no turns")}
+    ${kpi("duration", "Run time", secs(t.durationMs), t.durationMs, "the turns' CLI runs, added up")}
   </section>
-  <section class="grid-1-1">
+  <section class="grid-1-2">
     <div class="panel"><div class="panel-head"><h2>Changes</h2></div>${branch}</div>
     <div class="panel">
       <div class="panel-head"><h2>Sessions</h2><span class="muted">a poisoned or retired session's transcript can be downloaded while it is kept</span></div>
@@ -87,7 +91,7 @@ export function conversationPage(nonce: string, chain: Chain, opts: { signOut: b
 }
 
 function sessionsTable(chain: Chain): string {
-  const head = `<thead><tr><th>Session</th><th>CLI</th><th>State</th><th>Created</th><th>Last used</th><th>Transcript</th></tr></thead>`;
+  const head = `<thead><tr><th>Session</th><th>CLI</th><th>State</th><th>Created (UTC)</th><th>Last used</th><th>Transcript</th></tr></thead>`;
   if (!chain.sessions.length)
     return `${head}<tbody><tr><td class="empty" colspan="6">No session yet.</td></tr></tbody>`;
   const row = (s: ChainSession) => {
@@ -106,7 +110,7 @@ function sessionsTable(chain: Chain): string {
 function turnsTable(turns: ChainTurn[]): string {
   const cols = [
     ["#", true],
-    ["Created", false],
+    ["Created (UTC)", false],
     ["Trigger", false],
     ["Session", false],
     ["Decision", false],
@@ -145,7 +149,7 @@ function turnsTable(turns: ChainTurn[]): string {
       : pill(t.status, t.status);
     const n = (v: number | null, text = int(v)) =>
       `<td class="n"${v === null ? "" : ` data-value="${v}"`}>${e(text)}</td>`;
-    return `<tr data-task="${t.id}"><td class="n">${t.id}</td><td>${when(t.createdAt)}</td><td>${pill("", t.trigger)} ${link(t.triggerUrl, t.triggerAuthor)}</td><td class="mono" title="${e(t.sessionId ?? "")}">${t.sessionId ? `${e(t.sessionId.slice(0, 8))}…` : "–"}</td><td>${decision}</td><td>${t.model ? e(t.model) : muted()}${t.cacheTtl ? ` <span class="muted">cache ${e(t.cacheTtl)}</span>` : ""}</td>${n(t.inputTokens)}${n(t.cacheReadTokens)}${n(t.cacheCreationTokens)}${n(t.outputTokens)}${n(t.costUsd, usd(t.costUsd))}${n(t.durationMs, secs(t.durationMs))}<td>${outcome}</td><td>${changes}</td><td>${answer}</td></tr>`;
+    return `<tr data-task="${t.id}"><td class="n">${t.id}</td><td>${when(t.createdAt)}</td><td title="${e(`asked by ${t.triggerAuthor}`)}">${link(t.triggerUrl, t.trigger)}</td><td class="mono" title="${e(t.sessionId ?? "")}">${t.sessionId ? `${e(t.sessionId.slice(0, 8))}…` : "–"}</td><td>${decision}</td><td>${t.model ? e(t.model) : muted()}${t.cacheTtl ? ` <span class="muted">cache ${e(t.cacheTtl)}</span>` : ""}</td>${n(t.inputTokens)}${n(t.cacheReadTokens)}${n(t.cacheCreationTokens)}${n(t.outputTokens)}${n(t.costUsd, usd(t.costUsd))}${n(t.durationMs, secs(t.durationMs))}<td>${outcome}</td><td>${changes}</td><td>${answer}</td></tr>`;
   };
   return `${head}<tbody>${turns.map(row).join("")}</tbody>`;
 }

@@ -208,8 +208,9 @@ td .warn { color: var(--fresh); }
 .kpi .value.bad { color: var(--bad); }
 .grid-2-1 { display: grid; grid-template-columns: minmax(0, 2fr) minmax(0, 1fr); gap: 16px; }
 .grid-1-1 { display: grid; grid-template-columns: minmax(0, 1fr) minmax(0, 1fr); gap: 16px; }
+.grid-1-2 { display: grid; grid-template-columns: minmax(0, 1fr) minmax(0, 2fr); gap: 16px; }
 @media (max-width: 1180px) { .kpis { grid-template-columns: repeat(3, minmax(0, 1fr)); } }
-@media (max-width: 1000px) { .grid-2-1, .grid-1-1 { grid-template-columns: minmax(0, 1fr); } }
+@media (max-width: 1000px) { .grid-2-1, .grid-1-1, .grid-1-2 { grid-template-columns: minmax(0, 1fr); } }
 @media (max-width: 560px) { .kpis { grid-template-columns: repeat(2, minmax(0, 1fr)); } .top, main { padding-left: 12px; padding-right: 12px; } }
 .legend { color: var(--muted); font-size: 12px; display: flex; align-items: center; gap: 6px; flex-wrap: wrap; }
 .sw { display: inline-block; width: 10px; height: 10px; border-radius: 2px; margin-left: 6px; }

@@ -161,7 +161,11 @@ describe("the dashboard of a process started without TETHER_DASHBOARD_TOKEN", ()
     const secret = POISONED_TRANSCRIPT.toString().split("\n")[1]!;
     const token = readToken();
     for (const p of paths) {
-      for (const headers of [{}, { authorization: "Bearer not-the-dashboard-token" }]) {
+      const tries: Record<string, string>[] = [
+        {},
+        { authorization: "Bearer not-the-dashboard-token" },
+      ];
+      for (const headers of tries) {
         const res = await fetch(`${base}${p}`, { headers, redirect: "manual" });
         expect(res.status, p).toBe(401);
         const body = await res.text();
