@@ -90,6 +90,9 @@ describe("the conversation page in chromium", () => {
           t.issueNumber === CHAIN_KEY.issueNumber &&
           t.agent === CHAIN_KEY.agent,
       );
+      await page
+        .locator("#latest")
+        .screenshot({ path: path.join(RESULTS, "dashboard-latest-chain-links.png") });
       await page.click(`#latest tr[data-task="${latest?.id}"] a[data-conversation]`);
       await page.waitForSelector('main[data-loaded="conversation"]', { timeout: 15_000 });
       expect(new URL(page.url()).pathname).toBe(conversationPath(CHAIN_KEY));
