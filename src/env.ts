@@ -129,6 +129,22 @@ export const EnvSchema = z.object({
     }),
   ),
   /**
+   * The address operators open Tether's dashboard at (e.g. https://tether.example.com): with it,
+   * every answer's footer links to the conversation's page there (operators only: it needs the
+   * dashboard token). Unset: no link. http(s), no query or fragment.
+   */
+  TETHER_PUBLIC_URL: optional(
+    z
+      .url("must be a URL such as https://tether.example.com")
+      .refine((v) => {
+        // Runs after a failed URL check too: then it has nothing to add.
+        if (!URL.canParse(v)) return true;
+        const u = new URL(v);
+        return /^https?:$/.test(u.protocol) && !u.search && !u.hash && !u.username && !u.password;
+      }, "must be an http(s) URL without query, fragment or credentials, e.g. https://tether.example.com")
+      .transform((v) => v.replace(/\/+$/, "")),
+  ),
+  /**
    * Largest webhook body read, in bytes; a larger one is refused with 413 before it is read.
    * The default fits the events Tether handles with room to spare (src/web/webhook-route.ts
    * shows the sums); at most GitHub's own 25 MB cap.

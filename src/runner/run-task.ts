@@ -23,6 +23,7 @@ import { promptFor, requestsOf, threadReader, turnFacts } from "./turn-prompt.js
 import { recordRunSession, runAgent, withCompaction, type AgentRan } from "./run-agent.js";
 import { planChanges, publishChanges } from "./publish-step.js";
 import { answerBody, footerOf } from "./turn-answer.js";
+import { conversationUrl } from "../core/conversation-path.js";
 import { SHUTDOWN, type RunTaskDeps } from "./turn.js";
 
 export { SHUTDOWN, type RunTaskDeps } from "./turn.js";
@@ -39,6 +40,12 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
   const secrets = new Set<string | undefined>(deps.secrets?.() ?? []);
   const key = { repo: task.repo, issueNumber: task.issueNumber, agent: task.agent };
   const retryInMs = answerRetryPolicy(deps.answerRetry).baseMs;
+  // Every footer links to the conversation's dashboard page, when there is a public URL.
+  const chainUrl = deps.publicUrl ? conversationUrl(deps.publicUrl, key) : undefined;
+  const footer = (d: ResumeDecision) => ({
+    ...footerOf(d, null, null),
+    ...(chainUrl ? { chainUrl } : {}),
+  });
   /**
    * Every turn that ends here ends through this: its last word in the thread, then the task's
    * row, under this runner's lease. False: the lease was lost (the task was finished or taken
@@ -233,7 +240,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
       }
       const cancelled = renderFailure(
         { outcome: "cancelled", detail: null, taskId: task.id },
-        footerOf(decision, null, null),
+        footer(decision),
       );
       await end(comment.answer(cancelled), {
         status: "cancelled",
@@ -246,10 +253,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     }
     const detail = scrub((err as Error).message);
     log.warn({ err: detail }, "workspace preparation failed");
-    const failed = renderFailure(
-      { outcome: "failed", detail, taskId: task.id },
-      footerOf(decision, null, null),
-    );
+    const failed = renderFailure({ outcome: "failed", detail, taskId: task.id }, footer(decision));
     await end(comment.answer(failed), {
       status: "failed",
       outcome: "failed",
@@ -334,6 +338,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     spentBefore,
     published,
     cacheTtl,
+    ...(chainUrl ? { chainUrl } : {}),
   });
   const posted = await comment.answer(body);
   // git's housekeeping, kept off the hot path before the spawn (fetch runs with gc.auto off):

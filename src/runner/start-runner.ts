@@ -190,6 +190,7 @@ export async function startRunner(opts: {
     },
     secrets: () => [privateKey, ...secretsInEnv(process.env), ...(opts.secrets ?? [])],
     answerRetry: { baseMs: env.TETHER_ANSWER_RETRY_MS },
+    ...(env.TETHER_PUBLIC_URL ? { publicUrl: env.TETHER_PUBLIC_URL } : {}),
     // Pending answers are looked for every 5 s, or at their first retry if that comes sooner.
     answerPollMs: Math.min(5000, env.TETHER_ANSWER_RETRY_MS),
     ...(env.TETHER_COLLECT_IDLE_HOURS > 0

@@ -75,6 +75,8 @@ export interface FooterFacts {
   conversation?: { spentUsd: number; limitUsd?: number };
   /** The prompt cache's lifetime the turn asked for (absent: the CLI's own). */
   cacheTtl?: CacheTtl;
+  /** The conversation's page on the dashboard (TETHER_PUBLIC_URL set); behind its token. */
+  chainUrl?: string;
 }
 
 export function renderFooter(f: FooterFacts): string {
@@ -103,6 +105,9 @@ export function renderFooter(f: FooterFacts): string {
     parts.push(
       `conversation ${formatSpent(c.spentUsd)}${c.limitUsd !== undefined ? ` of ${formatLimit(c.limitUsd)}` : ""}`,
     );
+  // Markdown's link syntax breaks on these; the URL is ours (core/conversation-path.ts), but check.
+  if (f.chainUrl && /^https?:\/\/[^\s()<>[\]]+$/.test(f.chainUrl))
+    parts.push(`[conversation log (operators only)](${f.chainUrl})`);
   return `<sub>${parts.join(" · ")}</sub>`;
 }
 

@@ -23,11 +23,14 @@ export function answerBody(a: {
   published: PublishReport | null;
   /** The prompt cache's lifetime the turn asked for; null: the CLI's own (Codex). */
   cacheTtl?: CacheTtl | null;
+  /** The conversation's dashboard page, for the footer (TETHER_PUBLIC_URL set). */
+  chainUrl?: string;
 }): string {
   const { task, settings, cli, decision, result, usage, spentBefore, published } = a;
   const footer: FooterFacts = {
     ...footerOf(decision, result.sessionId, usage),
     ...(a.cacheTtl && usage ? { cacheTtl: a.cacheTtl } : {}),
+    ...(a.chainUrl ? { chainUrl: a.chainUrl } : {}),
     ...(result.outcome === "turn_limit" && settings.turnLimitUsd !== undefined
       ? { turnLimitUsd: settings.turnLimitUsd }
       : {}),

@@ -1,4 +1,9 @@
 import { describe, expect, it } from "vitest";
+import {
+  conversationPath,
+  conversationUrl,
+  parseConversationPath,
+} from "../../src/core/conversation-path.js";
 import { redact } from "../../src/core/redact.js";
 import {
   explainFailure,
@@ -122,6 +127,59 @@ describe("thread comments", () => {
     const codex = explainFailure({ outcome: "auth_failed", detail: null, taskId: 1, cli: "codex" });
     expect(codex).toContain("OPENAI_API_KEY");
     expect(codex).not.toContain("ANTHROPIC");
+  });
+});
+
+describe("the conversation's link in the footer", () => {
+  const base = { resumed: true, reason: "resumed" as const, sessionId: "abcdef0123", usage: null };
+  it("links to the conversation's dashboard page, for operators, when there is a public URL", () => {
+    const url = conversationUrl("https://tether.example.com/", {
+      repo: "octo/widgets",
+      issueNumber: 42,
+      agent: "tether",
+    });
+    expect(url).toBe("https://tether.example.com/dashboard/conversations/octo/widgets/42/tether");
+    expect(renderFooter({ ...base, chainUrl: url })).toContain(
+      `[conversation log (operators only)](${url})`,
+    );
+    expect(renderFooter(base)).not.toContain("conversation log");
+  });
+
+  it("the answer and a failure both carry it", () => {
+    const chainUrl = "https://tether.example.com/dashboard/conversations/octo/widgets/42/tether";
+    expect(renderAnswer(1, "done", { ...base, chainUrl })).toContain(chainUrl);
+    expect(
+      renderFailure({ outcome: "failed", detail: null, taskId: 1 }, { ...base, chainUrl }),
+    ).toContain(chainUrl);
+  });
+
+  it("a URL that would break the Markdown link is left out", () => {
+    expect(
+      renderFooter({ ...base, chainUrl: "https://x.example/a) [b](https://evil" }),
+    ).not.toContain("conversation log");
+  });
+
+  it("the path parses back to the key, and nothing else parses", () => {
+    const key = { repo: "octo/widgets", issueNumber: 42, agent: "tether" };
+    expect(parseConversationPath(conversationPath(key))).toEqual({ kind: "page", key });
+    expect(parseConversationPath(conversationPath(key, "/api/conversations"))).toEqual({
+      kind: "api",
+      key,
+    });
+    expect(parseConversationPath(`${conversationPath(key)}/transcripts/sess-1`)).toEqual({
+      kind: "transcript",
+      key,
+      sessionId: "sess-1",
+    });
+    for (const bad of [
+      "/dashboard/conversations/octo/widgets/0/tether",
+      "/dashboard/conversations/octo/widgets/42",
+      "/dashboard/conversations/octo/../42/tether",
+      "/dashboard/conversations/octo/widgets/42/Tether",
+      "/api/conversations/octo/widgets/42/tether/transcripts/s",
+      "/dashboard/conversations/octo/widgets/42/tether/transcripts/../x",
+    ])
+      expect(parseConversationPath(bad), bad).toBeNull();
   });
 });
 

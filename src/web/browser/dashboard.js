@@ -835,6 +835,15 @@
     );
   }
 
+  /**
+   * The conversation page of a task's key (dashboard-routes.ts; core/conversation-path.ts).
+   * @param {{ repo: string, issueNumber: number, agent: string }} t
+   */
+  function conversationPath(t) {
+    var parts = t.repo.split("/").concat([String(t.issueNumber), t.agent]);
+    return "/dashboard/conversations/" + parts.map(encodeURIComponent).join("/");
+  }
+
   // ---- latest tasks
   /** @param {Stats} d */
   function renderLatest(d) {
@@ -852,6 +861,10 @@
         { t: "Duration", n: true },
         { t: "Cost", n: true },
         { t: "Answer" },
+        {
+          t: "Conversation",
+          title: "The conversation's chain: every turn of this issue and agent",
+        },
       ],
       d.latest.map(function (t) {
         var decision = t.resumeDecision
@@ -890,6 +903,7 @@
           td(ms(t.durationMs), "n"),
           td(usd(t.costUsd), "n"),
           td(t.answerUrl ? link(t.answerUrl, "answer") : h("span", { cls: "muted", text: "–" })),
+          td(h("a", { href: conversationPath(t), "data-conversation": "", text: "chain" })),
         );
       }),
       "No tasks yet.",
