@@ -12,7 +12,11 @@ export const MIGRATIONS_DIR = (() => {
   return path.join(root || path.sep, "migrations");
 })();
 
-/** Apply every pending migration. Safe to run from several processes at once (node-pg-migrate takes a lock). */
+/**
+ * Apply every pending migration. Safe to run from several processes at once: node-pg-migrate
+ * takes an advisory lock, and a process that finds it taken waits for it (then sees nothing left
+ * to apply) rather than failing its start, as eight runner pods starting together would.
+ */
 export async function migrate(
   databaseUrl: string,
   log?: Pick<Logger, "info" | "warn" | "error" | "debug">,
@@ -23,6 +27,7 @@ export async function migrate(
     direction: "up",
     migrationsTable: "pgmigrations",
     checkOrder: true,
+    advisoryLockMode: "wait",
     verbose: false,
     logger: {
       info: (m: string) => log?.debug(m),

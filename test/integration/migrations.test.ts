@@ -46,6 +46,20 @@ describe("migrations", () => {
   });
 });
 
+describe("migrations from several processes at once", () => {
+  // Eight runner pods of a Deployment start together and each migrates at start: none may fail
+  // for finding another one's migration under way (#34, seen in the many-runner drill).
+  it("all succeed, on an empty database and on a migrated one, and apply each migration once", async () => {
+    const db = await createEmptyDatabase();
+    const first = await Promise.all(Array.from({ length: 8 }, () => migrate(db.url)));
+    const applied = first.flat();
+    expect(applied.length).toBeGreaterThan(0);
+    expect(new Set(applied).size).toBe(applied.length);
+    const again = await Promise.all(Array.from({ length: 8 }, () => migrate(db.url)));
+    expect(again.flat()).toEqual([]);
+  });
+});
+
 describe("task constraints", async () => {
   const db = await createTestDatabase();
 
