@@ -25,6 +25,10 @@
 //                                  --resume one, else a random one)
 //   CLAUDE_CODE_STANDIN_DELAY_MS   "min-max": a random pause between init and the answer
 //   CLAUDE_CODE_STANDIN_LOG        a file that gets one JSON line per run (to count runs per task)
+//   CLAUDE_CODE_STANDIN_TRANSCRIPT=1  answer: keep the session's transcript where the real CLI
+//                                  does ($HOME/.claude/projects/<cwd>/<id>.jsonl), appending a
+//                                  line per turn, and refuse a --resume whose file is not there
+//                                  as the real CLI does (so a drill sees whether resumes work)
 //   CLAUDE_CODE_STANDIN_HUGE       garbage: the length of one oversized line
 //   CLAUDE_CODE_STANDIN_PIDFILE    grandchild: where to write the grandchild's pid
 //   CLAUDE_CODE_STANDIN_STDERR, CLAUDE_CODE_STANDIN_THEN_HANG=1, CLAUDE_CODE_STANDIN_EXIT: replay's
@@ -133,6 +137,25 @@ if (env.CLAUDE_CODE_STANDIN_LOG) {
 // Wedged: alive, printing nothing.
 if (mode === "hang-before-init") await forever();
 
+// The real CLI's project directory: the cwd with every non-alphanumeric character made "-".
+const transcriptFile = () =>
+  `${env.HOME}/.claude/projects/${process.cwd().replace(/[^A-Za-z0-9]/g, "-")}/${sessionId}.jsonl`;
+const keepsTranscript = env.CLAUDE_CODE_STANDIN_TRANSCRIPT === "1";
+if (mode === "answer" && keepsTranscript && resume && !fs.existsSync(transcriptFile())) {
+  const error = `No conversation found with session ID: ${resume}`;
+  out({
+    type: "result",
+    subtype: "error_during_execution",
+    is_error: true,
+    num_turns: 0,
+    duration_ms: 1,
+    session_id: resume,
+    errors: [error],
+  });
+  process.stderr.write(`${error}\n`);
+  process.exit(1);
+}
+
 switch (mode) {
   case "answer": {
     init();
@@ -140,6 +163,14 @@ switch (mode) {
     const delay = (min ?? 0) + Math.random() * Math.max(0, (max ?? min ?? 0) - (min ?? 0));
     if (delay > 0) await sleep(delay);
     const text = `stand-in answer (${resume ? "resumed" : "fresh"}) to ${Buffer.byteLength(prompt)} bytes`;
+    if (keepsTranscript) {
+      fs.mkdirSync(transcriptFile().replace(/\/[^/]+$/, ""), { recursive: true });
+      fs.appendFileSync(
+        transcriptFile(),
+        `${JSON.stringify({ type: "user", sessionId, promptSha: createHash("sha256").update(prompt).digest("hex") })}\n` +
+          `${JSON.stringify({ type: "assistant", sessionId, text })}\n`,
+      );
+    }
     assistant(text);
     result(text, Math.round(delay));
     break;
