@@ -107,7 +107,11 @@ interface PodSpec {
   containers: Container[];
   volumes?: Array<{
     name: string;
-    secret?: { secretName: string; items: Array<{ key: string; path: string }> };
+    secret?: {
+      secretName: string;
+      items: Array<{ key: string; path: string }>;
+      defaultMode?: number;
+    };
   }>;
 }
 const podOf = (name: string) =>
@@ -267,6 +271,17 @@ describe("deploy/kubernetes against the code", () => {
       const item = volume.secret!.items.find((i) => path.join(mount.mountPath, i.path) === keyPath);
       expect(item, name).toBeDefined();
       expect(secretData()[item!.key]).toContain("PRIVATE KEY");
+      // The volume's files are root's, group fsGroup: the process (runAsUser, in fsGroup) reads
+      // the key through the group bits, or not at all.
+      const mode = volume.secret!.defaultMode!;
+      const ctx = pod.securityContext as { runAsUser: number; fsGroup?: number };
+      expect(ctx.runAsUser, name).not.toBe(0);
+      const readable = (mode & 0o004) !== 0 || (ctx.fsGroup !== undefined && (mode & 0o040) !== 0);
+      expect(
+        readable,
+        `${name}: key mode ${mode.toString(8)} unreadable by uid ${ctx.runAsUser}`,
+      ).toBe(true);
+      expect(mode & 0o007, `${name}: key readable by others`).toBe(0);
     }
   });
 
