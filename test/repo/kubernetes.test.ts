@@ -372,6 +372,25 @@ describe("the KEDA ScaledObject", () => {
     expect(auth.secretTargetRef).toEqual([
       { parameter: "connection", name: "tether", key: "DATABASE_URL" },
     ]);
+    // The schema leaves a trigger's metadata open: a misspelt key would be ignored by KEDA, so
+    // only the PostgreSQL scaler's own parameters are allowed here (KEDA's docs), and these two
+    // must be there.
+    const scalerKeys = [
+      "query",
+      "targetQueryValue",
+      "activationTargetQueryValue",
+      "connectionFromEnv",
+      "host",
+      "port",
+      "userName",
+      "passwordFromEnv",
+      "dbName",
+      "sslmode",
+    ];
+    expect(Object.keys(trigger!.metadata).filter((k) => !scalerKeys.includes(k))).toEqual([]);
+    expect(Object.keys(trigger!.metadata)).toEqual(
+      expect.arrayContaining(["query", "targetQueryValue"]),
+    );
     // One replica's worth of work is what one runner runs at once.
     expect(trigger!.metadata.targetQueryValue).toBe(configData().TETHER_RUNNER_CONCURRENCY);
   });
