@@ -155,7 +155,16 @@ async function drill(
     processes.push(proc);
     return { proc, runtimeId };
   };
-  const runners = await Promise.all(Array.from({ length: o.runners }, (_, i) => startRunner(i)));
+  // Settled, all of them, before a failure is thrown: a runner still starting when another
+  // failed would otherwise come up after the clean-up and outlive the drill.
+  const starts = await Promise.allSettled(
+    Array.from({ length: o.runners }, (_, i) => startRunner(i)),
+  );
+  const failedStart = starts.find((r) => r.status === "rejected");
+  if (failedStart) throw failedStart.reason;
+  const runners = starts.map(
+    (r) => (r as PromiseFulfilledResult<{ proc: AppProcess; runtimeId: string }>).value,
+  );
   say(`${o.webs} web and ${o.runners} runner processes up`);
 
   let maxConnections = 0;
