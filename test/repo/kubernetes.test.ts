@@ -395,6 +395,14 @@ describe("the KEDA ScaledObject", () => {
     expect(trigger!.metadata.targetQueryValue).toBe(configData().TETHER_RUNNER_CONCURRENCY);
   });
 
+  it("is the query the README shows", () => {
+    const readme = fs.readFileSync(path.join(ROOT, "README.md"), "utf8");
+    const section = readme.slice(readme.indexOf("### Kubernetes"));
+    const shown = /```sql\n([\s\S]*?)```/.exec(section)?.[1];
+    const words = (q: string) => q.trim().split(/\s+/).join(" ");
+    expect(shown && words(shown)).toBe(words(so().triggers[0]!.metadata.query!));
+  });
+
   it("counts the keys with a queued or running task, on a migrated database", async () => {
     const query = so().triggers[0]!.metadata.query!;
     const count = async () => Number((await db.pool.query(query)).rows[0].count);
