@@ -3,6 +3,7 @@
  * "What a repository can make the CLI do"). No shell, the prompt on stdin.
  */
 import type { RunSettings } from "../claude/runtime-adapter.js";
+import type { McpServer } from "../review/line-comment-tool.js";
 import { buildChildEnv } from "../process/child-env.js";
 
 /** The model provider Tether defines on every run (the built-in one ignores OPENAI_BASE_URL). */
@@ -25,6 +26,8 @@ export interface CodexArgsOptions {
    * commands off from the egress bridge (it refuses all network, 127.0.0.1 included).
    */
   sandboxMode: CodexSandboxMode;
+  /** Tether's tool server (a pull request turn's line comments). */
+  mcp?: McpServer | undefined;
 }
 
 export function buildCodexArgs(
@@ -68,6 +71,15 @@ export function buildCodexArgs(
   if (settings.model !== undefined) args.push("-m", settings.model);
   if (resumeSessionId === undefined) args.push("-s", o.sandboxMode);
   else args.push("-c", `sandbox_mode="${o.sandboxMode}"`);
+  if (o.mcp) {
+    const at = `mcp_servers.${o.mcp.name}`;
+    args.push(
+      "-c",
+      `${at}.command=${toml(o.mcp.command)}`,
+      "-c",
+      `${at}.args=[${o.mcp.args.map(toml).join(",")}]`,
+    );
+  }
   if (settings.appendSystemPrompt)
     args.push("-c", `developer_instructions=${toml(settings.appendSystemPrompt)}`);
   if (resumeSessionId !== undefined) args.push(resumeSessionId);

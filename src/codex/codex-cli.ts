@@ -69,6 +69,7 @@ export const codexDialect: CliDialect<CodexMessage, CodexEvidence> = {
     buildCodexArgs(settings, resumeSessionId, {
       baseUrl: where.baseUrl ?? "https://api.openai.com/v1",
       sandboxMode: where.sandboxed ? "danger-full-access" : "workspace-write",
+      mcp: where.mcp,
     }),
   env: buildCodexEnv,
   modelAccess: codexModelAccess,

@@ -149,6 +149,12 @@ export const AgentConfig = z.strictObject({
    * run; the thread is told what was spent and how to go on. Default: none.
    */
   conversationLimitUsd: dollars(1_000_000).optional(),
+  /**
+   * On a pull request, the review the agent's line comments are posted in may request changes
+   * when the agent asks (its `request_changes` tool); otherwise every review only comments.
+   * The agent never approves. Default: false.
+   */
+  requestChanges: z.boolean().default(false),
 });
 export type AgentConfig = z.output<typeof AgentConfig> & { mention: string; model: string };
 

@@ -33,6 +33,7 @@ export function toRepoSettings(config: RepoConfig): RepoSettings {
       ...(a.conversationLimitUsd !== undefined
         ? { conversationLimitUsd: a.conversationLimitUsd }
         : {}),
+      requestChanges: a.requestChanges,
     };
   }
   return {
@@ -84,6 +85,8 @@ const SettingsSnapshot = z.object({
       changes: z.enum(CHANGES_MODES).optional(),
       turnLimitUsd: z.number().positive().optional(),
       conversationLimitUsd: z.number().positive().optional(),
+      // Absent in snapshots taken before line comments: reviews only comment.
+      requestChanges: z.boolean().optional(),
     }),
   ),
   resume: z.object({
