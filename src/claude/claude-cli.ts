@@ -20,8 +20,7 @@ export const claudeDialect: CliDialect<StreamMessage, RunEvidence> = {
   short: "claude",
   installHint: "set TETHER_CLAUDE_PATH or install @anthropic-ai/claude-code",
   sessionId: SESSION_ID,
-  args: (settings, resumeSessionId, where) =>
-    buildClaudeArgs(settings, resumeSessionId, where.mcp),
+  args: (settings, resumeSessionId, where) => buildClaudeArgs(settings, resumeSessionId, where.mcp),
   // Every tool straight in the request, none deferred behind ToolSearch (its `false` is the
   // CLI's "standard" mode; docs/claude-cli-facts.md, "MCP tools").
   env: (base, o) => ({

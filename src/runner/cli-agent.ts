@@ -130,7 +130,9 @@ export function cliAgent(cli: CliAdapter, opts: CliAgentOptions): Agent {
       // The line-comment tool's directory: the sandbox's outbox, outside the checkout (never
       // committed) and removed after the run.
       const outbox = req.lineComments
-        ? await fs.mkdtemp(path.join(contain ? path.dirname(contain.homes) : os.tmpdir(), "review-"))
+        ? await fs.mkdtemp(
+            path.join(contain ? path.dirname(contain.homes) : os.tmpdir(), "review-"),
+          )
         : undefined;
       try {
         const run = cli.start({

@@ -256,6 +256,8 @@ export function commentJson(b: Bases, repoFull: string, c: CommentFacts): Json {
 
 export interface ReviewCommentFacts {
   id: number;
+  /** The review it was posted in, when it was. */
+  reviewId?: number;
   pullNumber: number;
   user: Json;
   body: string;
@@ -274,6 +276,7 @@ export function reviewCommentJson(b: Bases, repoFull: string, c: ReviewCommentFa
     url: `${api}/pulls/comments/${c.id}`,
     html_url: `${b.webUrl}/${repoFull}/pull/${c.pullNumber}#discussion_r${c.id}`,
     pull_request_url: `${api}/pulls/${c.pullNumber}`,
+    pull_request_review_id: c.reviewId ?? null,
     id: c.id,
     node_id: nodeId("PullRequestReviewComment", c.id),
     user: c.user,
@@ -317,6 +320,10 @@ export function reviewJson(b: Bases, repoFull: string, r: ReviewFacts): Json {
     submitted_at: iso(r.submittedAt),
     commit_id: r.commitId,
     author_association: "COLLABORATOR",
+    _links: {
+      html: { href: `${b.webUrl}/${repoFull}/pull/${r.pullNumber}#pullrequestreview-${r.id}` },
+      pull_request: { href: `${b.apiUrl}/repos/${repoFull}/pulls/${r.pullNumber}` },
+    },
   };
 }
 
