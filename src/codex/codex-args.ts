@@ -6,6 +6,9 @@ import type { RunSettings } from "../claude/runtime-adapter.js";
 import type { McpServer } from "../review/line-comment-tool.js";
 import { buildChildEnv } from "../process/child-env.js";
 
+/** The model catalog without tool search, in a line-comment run's outbox (codex-cli.ts). */
+export const CODEX_CATALOG = "codex-models.json";
+
 /** The model provider Tether defines on every run (the built-in one ignores OPENAI_BASE_URL). */
 export const PROVIDER_ID = "tether";
 
@@ -78,6 +81,10 @@ export function buildCodexArgs(
       `${at}.command=${toml(o.mcp.command)}`,
       "-c",
       `${at}.args=[${o.mcp.args.map(toml).join(",")}]`,
+      // Every catalog model defers MCP tools behind `tool_search`; this copy of the catalog
+      // says none supports it, so the tool is in the request itself (docs/codex-cli-facts.md).
+      "-c",
+      `model_catalog_json=${toml(`${o.mcp.outDir}/${CODEX_CATALOG}`)}`,
     );
   }
   if (settings.appendSystemPrompt)

@@ -28,6 +28,8 @@ export interface LineCommentTool {
 /** An MCP server over stdio, as a CLI's config takes it. */
 export interface McpServer {
   name: string;
+  /** The tool's directory as the CLI sees it (where the CLI may find files Tether put there). */
+  outDir: string;
   command: string;
   args: string[];
   /** Tool names the CLI must allow without asking. */
@@ -42,6 +44,7 @@ export interface McpServer {
 export function lineCommentServer(t: LineCommentTool, outDir: string): McpServer {
   return {
     name: MCP_SERVER_NAME,
+    outDir,
     command: nodeBinary(),
     args: [
       SERVER_SCRIPT,

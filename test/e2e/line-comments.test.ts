@@ -129,8 +129,16 @@ describe(
       const n = await newPull("drop-empty-codex");
       const from = openai.responseRequests().length;
       openai.script(
-        codexReplies.functionCall(CODEX_TOOL, { path: "src/split.js", line: 1, body: SUGGESTION }),
-        codexReplies.functionCall(CODEX_TOOL, { path: "README.md", line: 1, body: REMARK }),
+        codexReplies.namespacedCall("mcp__tether", "comment_on_line", {
+          path: "src/split.js",
+          line: 1,
+          body: SUGGESTION,
+        }),
+        codexReplies.namespacedCall("mcp__tether", "comment_on_line", {
+          path: "README.md",
+          line: 1,
+          body: REMARK,
+        }),
         codexReplies.text("Reviewed: one suggestion."),
       );
       const task = await stack.finishedTask(
@@ -148,6 +156,3 @@ describe(
     });
   },
 );
-
-/** The line-comment tool's name as Codex offers it to the model. */
-const CODEX_TOOL = "mcp__tether__comment_on_line";
