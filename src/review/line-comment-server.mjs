@@ -9,6 +9,7 @@
  *
  * Usage: node line-comment-server.mjs <comments.jsonl> [--request-changes]
  */
+import { Buffer } from "node:buffer";
 import fs from "node:fs";
 import readline from "node:readline";
 

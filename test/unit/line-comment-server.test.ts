@@ -6,7 +6,14 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { SERVER_SCRIPT } from "../../src/review/line-comment-tool.js";
 
-function talk(messages: unknown[], args: string[] = []): { replies: any[]; file: string } {
+/** A JSON-RPC answer, as loosely as the assertions read it. */
+type Reply = {
+  id: number | null;
+  result: Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+  error: { code: number };
+};
+
+function talk(messages: unknown[], args: string[] = []): { replies: Reply[]; file: string } {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "lc-"));
   const file = path.join(dir, "c.jsonl");
   const input = messages.map((m) => (typeof m === "string" ? m : JSON.stringify(m))).join("\n");
@@ -18,7 +25,7 @@ function talk(messages: unknown[], args: string[] = []): { replies: any[]; file:
     replies: out
       .trim()
       .split("\n")
-      .map((l) => JSON.parse(l)),
+      .map((l) => JSON.parse(l) as Reply),
     file,
   };
 }
@@ -38,12 +45,12 @@ describe("line-comment MCP server", () => {
       call(3, "comment_on_line", { path: "./src/a.js", line: 4, start_line: 2, body: "hm" }),
     ]);
     expect(replies.map((r) => r.id)).toEqual([1, 2, 3]);
-    expect(replies[0].result.protocolVersion).toBe("2025-06-18");
-    expect(replies[1].result.tools.map((t: { name: string }) => t.name)).toEqual([
+    expect(replies[0]!.result.protocolVersion).toBe("2025-06-18");
+    expect(replies[1]!.result.tools.map((t: { name: string }) => t.name)).toEqual([
       "comment_on_line",
     ]);
-    expect(replies[1].result.tools[0]._meta).toEqual({ "anthropic/alwaysLoad": true });
-    expect(replies[2].result.isError).toBeUndefined();
+    expect(replies[1]!.result.tools[0]._meta).toEqual({ "anthropic/alwaysLoad": true });
+    expect(replies[2]!.result.isError).toBeUndefined();
     expect(fs.readFileSync(file, "utf8")).toBe(
       JSON.stringify({
         kind: "comment",
@@ -69,9 +76,9 @@ describe("line-comment MCP server", () => {
       call(8, "approve", {}),
       { jsonrpc: "2.0", id: 9, method: "nope" },
     ]);
-    expect(replies[0].error.code).toBe(-32700);
+    expect(replies[0]!.error.code).toBe(-32700);
     for (const r of replies.slice(1, 9)) expect(r.result.isError).toBe(true);
-    expect(replies[9].error.code).toBe(-32601);
+    expect(replies[9]!.error.code).toBe(-32601);
     expect(fs.existsSync(file)).toBe(false);
   });
 
@@ -92,7 +99,7 @@ describe("line-comment MCP server", () => {
       ],
       ["--request-changes"],
     );
-    expect(replies[0].result.tools.map((t: { name: string }) => t.name)).toEqual([
+    expect(replies[0]!.result.tools.map((t: { name: string }) => t.name)).toEqual([
       "comment_on_line",
       "request_changes",
     ]);

@@ -347,6 +347,7 @@ describe("parseRepoConfig", () => {
           network: "model-only",
           projectInstructions: false,
           changes: "pull_request",
+          requestChanges: false,
         },
       },
       resume: { enabled: true, ttlHours: 72, contextBudget: 0.8, compact: true },
