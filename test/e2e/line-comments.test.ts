@@ -123,6 +123,19 @@ describe(
       expectOneReview(n, answerOf(n, task));
       // Nothing of it was committed: the tool's file is outside the checkout.
       expect(stack.gh.pushesTo(REPO, "drop-empty-claude")).toHaveLength(0);
+
+      // The next turn resumes the session: the model sees what it already said on the lines,
+      // and a turn with no line comments posts no review.
+      const m = stack.api.messageRequests().length;
+      const next = await stack.finishedTask(
+        await stack.comment(n, "@tether did you comment on the README?"),
+        150_000,
+      );
+      expect(next).toMatchObject({ status: "succeeded", resume_decision: "resume" });
+      const resumed = JSON.stringify(stack.api.messageRequests().slice(m)[0]!.body);
+      expect(resumed).toContain("mcp__tether__comment_on_line");
+      expect(resumed).toContain(REMARK);
+      expect(stack.gh.reviewsOf(REPO, n).reviews).toHaveLength(1);
     });
 
     it("Codex: the same review turn", async () => {
