@@ -59,6 +59,7 @@ export function answerBody(a: {
           ...(usage ? { costUsd: usage.costUsd } : {}),
           lastText: result.outcome === "turn_limit" ? result.text : null,
           cli,
+          ...(a.review ? { extra: renderReviewLine(a.review) } : {}),
         },
         footer,
       );
