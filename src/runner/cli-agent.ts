@@ -129,11 +129,7 @@ export function cliAgent(cli: CliAdapter, opts: CliAgentOptions): Agent {
       let compacted: AgentRunResult["compacted"];
       // The line-comment tool's directory: the sandbox's outbox, outside the checkout (never
       // committed) and removed after the run.
-      const outbox = req.lineComments
-        ? await fs.mkdtemp(
-            path.join(contain ? path.dirname(contain.homes) : os.tmpdir(), "review-"),
-          )
-        : undefined;
+      const outbox = req.lineComments ? await outboxDir(contain?.homes ?? os.tmpdir()) : undefined;
       try {
         const run = cli.start({
           cwd: req.cwd,
@@ -219,6 +215,12 @@ export function cliAgent(cli: CliAdapter, opts: CliAgentOptions): Agent {
       }
     },
   };
+}
+
+/** A run's outbox beside its HOME (Tether's own directory, never the checkout). */
+async function outboxDir(root: string): Promise<string> {
+  await fs.mkdir(root, { recursive: true, mode: 0o700 });
+  return fs.mkdtemp(path.join(root, "review-"));
 }
 
 /** What the agent left in the line-comment tool's file; bad lines are skipped and logged. */

@@ -5,6 +5,8 @@
  * diff and refusing (422) a review line outside it. One review is posted: the suggestion on a
  * changed line, the out-of-diff remark in its body. For Claude and for Codex.
  */
+import fs from "node:fs";
+import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase } from "../helpers/db.js";
 import { startStack, REPO, type Stack } from "../helpers/e2e-stack.js";
@@ -123,6 +125,9 @@ describe(
       expectOneReview(n, answerOf(n, task));
       // Nothing of it was committed: the tool's file is outside the checkout.
       expect(stack.gh.pushesTo(REPO, "drop-empty-claude")).toHaveLength(0);
+      // And the run's outbox is gone with its HOME.
+      const homes = path.join(stack.dataDir, "sandbox", "homes");
+      expect(fs.readdirSync(homes).filter((d) => d.startsWith("review-"))).toEqual([]);
 
       // The next turn resumes the session: the model sees what it already said on the lines,
       // and a turn with no line comments posts no review.
