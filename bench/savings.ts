@@ -36,7 +36,8 @@ import { lookupClaudePath } from "../src/claude/claude-path.js";
 import { startStack, SECRET, type Stack } from "../test/helpers/e2e-stack.js";
 import { replies, type FakeRequest } from "../test/helpers/fake-anthropic.js";
 import { signedWebhook } from "../test/helpers/fake-github.js";
-import { accountRequests, tokens } from "./savings-accounting.js";
+import { accountRequests, tokens, type PromptBody } from "./savings-accounting.js";
+import { gapTable, renderGapTable } from "./savings-gaps.js";
 import {
   renderReport,
   summarize,
@@ -61,6 +62,8 @@ const ARMS: Record<Arm, { repo: string; config: string }> = {
   },
 };
 const WARMUP_REPO = "octo/widgets";
+/** The turns the gap table shows (1-based). */
+const GAP_TURNS = [2, 5, 10];
 
 const opts = parseOptions(process.argv.slice(2));
 const started = Date.now();
@@ -211,6 +214,15 @@ try {
     }
   }
 
+  // The same requests, turns a gap apart, under each lifetime a turn can ask for (issue 32).
+  const turnsOf = (arm: Arm): PromptBody[][] => {
+    let i = 0;
+    return records
+      .filter((r) => r.arm === arm)
+      .map((rec) => requestsOf[arm].slice(i, (i += rec.apiRequests)).map((q) => q.body ?? {}));
+  };
+  const gapRows = gapTable({ resume: turnsOf("resume"), cold: turnsOf("cold") }, GAP_TURNS);
+
   const runtime = await pool.query<{ cli_version: string | null }>(
     "SELECT cli_version FROM runtimes LIMIT 1",
   );
@@ -225,11 +237,23 @@ try {
     benchSeconds: (Date.now() - started) / 1000,
   });
   // Formatted as the repository's prettier config would, so committed results pass its check.
-  const report = await formatted(`${opts.out}.md`, renderReport(summary), "markdown");
+  const gapSection = [
+    "",
+    "## By gap between turns and cache lifetime",
+    "",
+    "Resumed ÷ cold billed input (cache writes at 1.25× for `5m`, 2× for `1h`; reads 0.1×), the same requests re-accounted as if turns came this far apart, each arm with a cache of its own that forgets (`bench/savings-gaps.ts` states the rule). `auto`: an hour when the previous turn came within the hour, else five minutes. Dollars: input only, at $3 per million tokens.",
+    "",
+    renderGapTable(gapRows, GAP_TURNS),
+  ].join("\n");
+  const report = await formatted(
+    `${opts.out}.md`,
+    `${renderReport(summary)}\n${gapSection}\n`,
+    "markdown",
+  );
   console.log(`\n${report}`);
   fs.mkdirSync(path.dirname(opts.out), { recursive: true });
   fs.writeFileSync(`${opts.out}.md`, report);
-  const json = JSON.stringify({ ...summary, records: records.map(withTokens) });
+  const json = JSON.stringify({ ...summary, gaps: gapRows, records: records.map(withTokens) });
   fs.writeFileSync(`${opts.out}.json`, await formatted(`${opts.out}.json`, json, "json"));
   console.log(`written: ${path.relative(ROOT, opts.out)}.md and .json`);
   if (summary.checks.some((c) => !c.pass)) exitCode = 1;

@@ -116,7 +116,7 @@ try {
       noCache.push(performance.now() - t);
       if (s?.kind !== "append") throw new Error(`expected an append, got ${s?.kind}`);
     }
-    const head = (await transcriptHead(pool, sessionId))!;
+    const head = (await transcriptHead(pool, key, sessionId))!;
 
     // A runner that never saw it: from Postgres. One whose cache holds it: a copy.
     const fromStore: number[] = [];

@@ -129,6 +129,22 @@ export const EnvSchema = z.object({
     }),
   ),
   /**
+   * The address operators open Tether's dashboard at (e.g. https://tether.example.com): with it,
+   * every answer's footer links to the conversation's page there (operators only: it needs the
+   * dashboard token). Unset: no link. http(s), no query or fragment.
+   */
+  TETHER_PUBLIC_URL: optional(
+    z
+      .url("must be a URL such as https://tether.example.com")
+      .refine((v) => {
+        // Runs after a failed URL check too: then it has nothing to add.
+        if (!URL.canParse(v)) return true;
+        const u = new URL(v);
+        return /^https?:$/.test(u.protocol) && !u.search && !u.hash && !u.username && !u.password;
+      }, "must be an http(s) URL without query, fragment or credentials, e.g. https://tether.example.com")
+      .transform((v) => v.replace(/\/+$/, "")),
+  ),
+  /**
    * Largest webhook body read, in bytes; a larger one is refused with 413 before it is read.
    * The default fits the events Tether handles with room to spare (src/web/webhook-route.ts
    * shows the sums); at most GitHub's own 25 MB cap.
@@ -157,9 +173,15 @@ export const EnvSchema = z.object({
   /**
    * Collection, in hours: a runner removes workspaces and cached transcripts no turn used for
    * this long (a later turn re-clones the workspace and restores the session from Postgres), and
-   * transcripts of sessions idle this long, or retired, are pruned from Postgres. 0: never.
+   * prunes from Postgres the transcripts of sessions idle this long and past their repository's
+   * `resume.ttlHours`. 0: never.
    */
   TETHER_COLLECT_IDLE_HOURS: intFrom(0, 24 * 365).default(7 * 24),
+  /**
+   * How long, in hours, collection keeps a poisoned or retired session's transcript in Postgres
+   * after it broke, so an operator can read it (`tether transcript <session id>`).
+   */
+  TETHER_DEBUG_KEEP_HOURS: intFrom(0, 24 * 365).default(72),
   /** How many tasks one runner process runs at once. */
   TETHER_RUNNER_CONCURRENCY: intFrom(1, 256).default(2),
   /** How many webhook deliveries one web process hands to GitHub and the task queue at once. */

@@ -13,6 +13,8 @@ import { createLogger, type Logger } from "./log.js";
 import { processMetrics } from "./metrics.js";
 import { describeNextTurn } from "./runner/describe-next-turn.js";
 import { startRunner } from "./runner/start-runner.js";
+import { TRANSCRIPT_COMMAND, transcriptCommand } from "./sessions/transcript-command.js";
+import { secretsInEnv } from "./core/secret-env.js";
 import { Shutdown } from "./shutdown.js";
 import { healthRoutes } from "./web/health.js";
 import { ensureDashboardToken } from "./web/dashboard-token.js";
@@ -39,24 +41,25 @@ async function main(): Promise<void> {
     throw err;
   }
   const arg = process.argv[2];
-  if (arg !== undefined && !ROLES.includes(arg as Role)) {
-    console.error(`tether: unknown role "${arg}"; use one of: ${ROLES.join(", ")}`);
+  if (arg !== undefined && arg !== TRANSCRIPT_COMMAND && !ROLES.includes(arg as Role)) {
+    console.error(
+      `tether: unknown role "${arg}"; use one of: ${ROLES.join(", ")} (or: ${TRANSCRIPT_COMMAND} <session-id-prefix>)`,
+    );
     process.exit(2);
   }
   const role: Role = (arg as Role | undefined) ?? env.TETHER_ROLE;
-  // Every log line is scrubbed of these (and of token-shaped strings), whatever logged it.
-  const secrets = new Set<string>();
-  for (const value of [
-    env.WEBHOOK_SECRET,
-    env.PRIVATE_KEY,
-    await readPrivateKey(env).catch(() => undefined),
-    env.DATABASE_URL,
-    env.TETHER_DASHBOARD_TOKEN,
-    env.TETHER_METRICS_TOKEN,
-    process.env.ANTHROPIC_API_KEY,
-    process.env.ANTHROPIC_AUTH_TOKEN,
-  ])
-    if (value) secrets.add(value);
+  // Every log line is scrubbed of these (and of token-shaped strings), whatever logged it; the
+  // runner scrubs its comments of the same (core/secret-env.ts is the one list).
+  const secrets = new Set<string>(secretsInEnv(process.env));
+  const privateKey = await readPrivateKey(env).catch(() => undefined);
+  if (privateKey) secrets.add(privateKey);
+  if (arg === TRANSCRIPT_COMMAND) {
+    // stdout is the transcript's: the log goes to stderr, warnings and worse only.
+    const level = env.LOG_LEVEL === "info" ? "warn" : env.LOG_LEVEL;
+    const log = createLogger(level, process.stderr, { secrets });
+    process.exitCode = await transcriptCommand(process.argv.slice(3), env, log);
+    return;
+  }
   const log = createLogger(env.LOG_LEVEL, undefined, { secrets });
   const shutdown = new Shutdown(log, env.TETHER_SHUTDOWN_TIMEOUT_MS);
   activeShutdown = shutdown;
@@ -98,7 +101,7 @@ async function main(): Promise<void> {
   }
 
   if (role === "all" || role === "runner") {
-    const runner = await startRunner({ env, log, pool: db.pool, metrics });
+    const runner = await startRunner({ env, log, pool: db.pool, metrics, secrets });
     if (runner) {
       deps.runnerAlive = () => runner.alive;
       deps.runnerSandbox = () => runner.sandbox;

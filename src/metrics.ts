@@ -9,12 +9,15 @@ import {
 } from "./sql/stats/figures.js";
 import { readQueueFigures } from "./sql/stats/read.js";
 import { LIMIT_KINDS } from "./spend/spend-limits.js";
+import { TRIGGERS } from "./core/task.js";
 
 /** What the runner reports once per finished turn. */
 export interface TurnRecord {
   outcome: Outcome;
   /** The agent CLI the turn ran on; default claude. */
   cli?: "claude" | "codex";
+  /** What started the turn (core/task.ts TRIGGERS); default comment. */
+  trigger?: string;
   /** The turn's resume reason code; null when the decision never ran. */
   reason: ReasonCode | null;
   /** Wall time of the CLI run. */
@@ -100,6 +103,12 @@ export class Metrics {
     name: "tether_turns_total",
     help: "Finished turns by outcome, resume reason code and agent CLI (claude, codex).",
     labelNames: ["outcome", "reason", "cli"] as const,
+    registers: [this.registry],
+  });
+  private readonly triggers = new Counter({
+    name: "tether_turn_triggers_total",
+    help: "Finished turns by what started them: comment, review, label, assignment, ci.",
+    labelNames: ["trigger"] as const,
     registers: [this.registry],
   });
   private readonly tokens = new Counter({
@@ -247,6 +256,7 @@ export class Metrics {
     const reason = turn.reason === null ? "none" : known(REASON_CODES, turn.reason);
     const cli = turn.cli === "codex" ? "codex" : "claude";
     this.turns.inc({ outcome, reason, cli });
+    this.triggers.inc({ trigger: known(TRIGGERS, turn.trigger ?? "comment") });
     if (nonNegative(turn.durationMs)) this.duration.observe({ outcome }, turn.durationMs / 1000);
     if (nonNegative(turn.queueWaitMs)) this.queueWait.observe(turn.queueWaitMs / 1000);
     const p = turn.publish;

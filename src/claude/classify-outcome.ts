@@ -8,7 +8,14 @@ import type { StreamMessage } from "./stream-parser.js";
  * start-up limit (a wedged binary); the outcome is `failed`, since the turn never began.
  */
 export type StopReason =
-  "cancelled" | "timed_out" | "stalled" | "auth_failed" | "resume_rejected" | "no_start";
+  | "cancelled"
+  | "timed_out"
+  | "stalled"
+  | "auth_failed"
+  | "resume_rejected"
+  | "no_start"
+  /** The egress proxy's count of the model spend reached the turn's limit. */
+  | "turn_limit";
 
 /** How the child ended, and whether the adapter ended it. */
 export interface ExitFacts {
@@ -181,9 +188,10 @@ function fromResult(
       detail: `stopped at the agent's turn limit (${result.num_turns ?? "?"} turns); raise maxTurns or ask for less`,
     };
   }
-  // Seen with 2.1.197: checked after each model call; the run's cost has reached the limit (it
-  // may be over it by that call), and a tool the call asked for was not run. The session is
-  // saved and resumes normally, so this is not a poisoned session.
+  // Seen with 2.1.197 and 2.1.332: checked after each model call; the run's cost has reached
+  // the limit (it may be over it by that call). A tool that call asked for was not run by
+  // 2.1.197; 2.1.332 runs it and reports no result (toolRan counts its tool_use all the same).
+  // The session is saved and resumes normally, so this is not a poisoned session.
   if (result.subtype === "error_max_budget_usd") {
     const cost = result.total_cost_usd;
     return {

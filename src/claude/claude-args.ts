@@ -53,9 +53,39 @@ export function buildClaudeArgs(
     ...(mcp?.tools.map((t) => `mcp__${mcp.name}__${t}`) ?? []),
   ];
   if (allowed.length) args.push("--allowedTools", ...allowed);
-  if (settings.disallowedTools?.length) args.push("--disallowedTools", ...settings.disallowedTools);
+  // Tools that act outside the turn are never offered, whatever the agent's settings say (a
+  // deny rule wins over an allow rule in the CLI): an agent's turn ends with its answer.
+  const disallowed = [...new Set([...(settings.disallowedTools ?? []), ...OUT_OF_TURN_TOOLS])];
+  args.push("--disallowedTools", ...disallowed);
   return args;
 }
+
+/**
+ * Tools of the Claude CLI that act after the turn or beyond this run, always passed in
+ * `--disallowedTools` (docs/claude-cli-facts.md, "Tools that act outside the turn"). Seen in
+ * the requests of 2.1.197 and 2.1.332: ScheduleWakeup (re-invokes the session later, `/loop`),
+ * CronCreate/CronDelete/CronList (prompts enqueued at a future time), Workflow (subagents run
+ * in the background, the result arrives after the tool returned), Monitor (a background script
+ * whose lines arrive as later notifications), SendMessage/ListAgents (other local or cloud
+ * Claude sessions). The rest are named in the 2.1.332 binary behind feature flags and refused
+ * before a flag turns them on: RemoteTrigger, PushNotification, SubscribePR, TeamCreate,
+ * TeamDelete. An unknown name in the list is ignored by the CLI.
+ */
+export const OUT_OF_TURN_TOOLS: readonly string[] = [
+  "ScheduleWakeup",
+  "CronCreate",
+  "CronDelete",
+  "CronList",
+  "Workflow",
+  "Monitor",
+  "SendMessage",
+  "ListAgents",
+  "RemoteTrigger",
+  "PushNotification",
+  "SubscribePR",
+  "TeamCreate",
+  "TeamDelete",
+];
 
 /** A session id as the CLI prints them; anything else is refused before it reaches argv. */
 export const SESSION_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/;

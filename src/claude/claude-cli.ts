@@ -1,3 +1,4 @@
+import os from "node:os";
 import { buildChildEnv } from "../process/child-env.js";
 import { buildClaudeArgs, SESSION_ID } from "./claude-args.js";
 import { resolveClaudePath } from "./claude-path.js";
@@ -7,9 +8,11 @@ import { createDialectCli } from "./cli-adapter.js";
 import type { CliDialect, CliRunOptions } from "./cli-dialect.js";
 import { probeCli } from "./probe-cli.js";
 import { newEvidence, observe, type RunEvidence } from "./run-evidence.js";
-import type { CliAdapter, CliCapabilities } from "./runtime-adapter.js";
+import type { CliAdapter, CliCapabilities, RunSettings } from "./runtime-adapter.js";
 import { StreamParser, type StreamMessage } from "./stream-parser.js";
 import { summarizeUsage } from "./usage.js";
+import { readCostBefore } from "./session-cost.js";
+import { findTranscript } from "../sessions/transcripts.js";
 
 /** The run options (cli-dialect.ts), every one optional: the binary defaults to resolveClaudePath. */
 export type ClaudeCliOptions = Partial<CliRunOptions>;
@@ -25,11 +28,20 @@ export const claudeDialect: CliDialect<StreamMessage, RunEvidence> = {
   // CLI's "standard" mode; docs/claude-cli-facts.md, "MCP tools").
   env: (base, o) => ({
     ENABLE_TOOL_SEARCH: "false",
-    ...buildChildEnv(base, { home: o.home, extra: o.extra }),
+    ...buildChildEnv(base, {
+      home: o.home,
+      extra: { ...cacheTtlEnv(o.settings.cacheTtl), ...o.extra },
+    }),
   }),
   modelAccess: (base) => ({ ...claudeModelAccess(base), remove: CLAUDE_MODEL_ENV }),
   parser: (maxLineBytes) => new StreamParser(maxLineBytes),
   newState: newEvidence,
+  // A resumed session's totals so far: 2.1.332 adds them to the run's in its result line.
+  async beforeStart(state, spec, resumeSessionId) {
+    if (resumeSessionId === undefined) return;
+    const found = await findTranscript(spec.home ?? os.homedir(), resumeSessionId);
+    if (found) state.costBefore = await readCostBefore(found.file, resumeSessionId);
+  },
   observe,
   earlyStop,
   isFinal: (message) => message.kind === "result",
@@ -62,4 +74,18 @@ export function createClaudeCli(opts: ClaudeCliOptions = {}): CliAdapter {
     { ...opts, path, baseEnv },
     (): Promise<CliCapabilities> => probeCli(path, { env: baseEnv }),
   );
+}
+
+/**
+ * The prompt cache's lifetime, as the CLI takes it (docs/claude-cli-facts.md, "Prompt cache
+ * lifetime"): `ENABLE_PROMPT_CACHING_1H=1` makes 2.1.197 mark its cache breakpoints
+ * `{"type":"ephemeral","ttl":"1h"}` (with the `extended-cache-ttl-2025-04-11` beta); newer CLIs
+ * also read `CLAUDE_CODE_PROMPT_CACHE_TTL`, which the operator's environment could otherwise set
+ * (`CLAUDE_CODE_*` passes the allow-list), so both are said either way. Nothing said: the CLI's
+ * own default (five minutes).
+ */
+export function cacheTtlEnv(ttl: RunSettings["cacheTtl"]): Record<string, string | undefined> {
+  if (ttl === "1h") return { ENABLE_PROMPT_CACHING_1H: "1", CLAUDE_CODE_PROMPT_CACHE_TTL: "1h" };
+  if (ttl === "5m") return { CLAUDE_CODE_PROMPT_CACHE_TTL: "5m" };
+  return {};
 }

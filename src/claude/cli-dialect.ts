@@ -50,7 +50,11 @@ export interface CliDialect<M extends { kind: string }, S> {
   /** The child's environment, allow-listed, without model credentials. */
   env(
     base: Record<string, string | undefined>,
-    opts: { home: string | undefined; extra: Record<string, string> | undefined },
+    opts: {
+      home: string | undefined;
+      extra: Record<string, string> | undefined;
+      settings: RunSettings;
+    },
   ): Record<string, string>;
   modelAccess(base: Record<string, string | undefined>): DialectModelAccess;
   parser(maxLineBytes: number): DialectParser<M>;

@@ -137,7 +137,11 @@ export class CliRun<M extends { kind: string }, S> implements AgentRun {
       baseUrl: sandboxed ? access.insideBaseUrl : access.outsideBaseUrl,
       mcp,
     });
-    const env = dialect.env(this.config.baseEnv, { home: spec.home, extra: spec.extraEnv });
+    const env = dialect.env(this.config.baseEnv, {
+      home: spec.home,
+      extra: spec.extraEnv,
+      settings: settings.data,
+    });
     try {
       await dialect.beforeStart?.(this.state, spec, resumeSessionId);
     } catch (err) {
@@ -154,6 +158,7 @@ export class CliRun<M extends { kind: string }, S> implements AgentRun {
       const exe = realBinary(this.config.path, env.PATH);
       // bwrap would say "Can't find source path": say what the unsandboxed spawn says instead.
       if (!fs.existsSync(exe)) return this.finishEarly("failed", this.cannotStart("ENOENT"));
+      const budget = settings.data.maxBudgetUsd;
       try {
         this.prepared = await spec.sandbox.sandbox.prepare({
           workspace: spec.cwd,
@@ -166,6 +171,16 @@ export class CliRun<M extends { kind: string }, S> implements AgentRun {
             model: access.endpoint,
             network: spec.sandbox.network,
             waitForBridge: !this.dialect.bootsAfterBridge,
+            ...(budget !== undefined ? { budgetUsd: budget } : {}),
+            // What the agent spends through the proxy on its own (curl with the key the proxy
+            // adds) never reaches the CLI's count: once the proxy's count reaches the limit it
+            // refuses the next model call, whoever makes it, and the turn ends there. The call
+            // that reached it finishes first, so the CLI keeps its answer (as with its own limit).
+            onOverBudget: (spentUsd) =>
+              this.requestStop(
+                "turn_limit",
+                `stopped at the agent's per-turn spend limit of $${budget}: the model calls through Tether's proxy came to $${spentUsd.toFixed(4)}`,
+              ),
           },
           env,
           modelEnv: { inside: access.inside, outside: access.outside },
@@ -386,6 +401,18 @@ export class CliRun<M extends { kind: string }, S> implements AgentRun {
       stderrTail: this.stderr.text(),
       parseCounts: this.parseCounts,
     });
+    // The proxy saw every model call of the sandbox, the agent's own included; the CLI prices
+    // its own calls from Anthropic's current list. The larger is the turn's cost: neither
+    // undercounts what the other saw.
+    const metered = this.prepared?.egress?.stats().spentUsd ?? 0;
+    if (metered > outcome.usage.costUsd) {
+      if (metered > outcome.usage.costUsd + 0.0001)
+        this.log.info(
+          { cliUsd: outcome.usage.costUsd, proxyUsd: metered },
+          "the model calls through the proxy cost more than the CLI reported; recording the proxy's count",
+        );
+      outcome.usage.costUsd = metered;
+    }
     if (this.channel.dropped > 0) {
       this.log.warn({ dropped: this.channel.dropped }, "events were dropped: nobody read them");
     }

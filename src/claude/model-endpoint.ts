@@ -4,8 +4,9 @@
  * placeholders). The egress proxy puts the real credentials on each request (egress.ts), so an
  * agent that reads its own environment, or sends the "key" somewhere, holds nothing of value.
  */
-import type { ModelEndpoint } from "../sandbox/egress.js";
+import type { ModelEndpoint, ModelRoute } from "../sandbox/egress.js";
 import { BRIDGE_URL } from "../sandbox/init-script.js";
+import { claudeCostUsd } from "./pricing.js";
 
 /** Variables that carry a credential or say where the API is: never inside a sandbox. */
 export const CLAUDE_MODEL_ENV = [
@@ -20,6 +21,16 @@ export const CLAUDE_MODEL_ENV = [
 export const PLACEHOLDER = "sk-ant-tether-sandbox-placeholder";
 
 export const DEFAULT_ANTHROPIC_URL = "https://api.anthropic.com";
+
+/**
+ * What the sandboxed CLI may send through the proxy: the Messages API call, as the pinned CLI
+ * sends it (`POST /v1/messages?beta=true`; seen with 2.1.197, which sent nothing else through
+ * the proxy in a turn, tools included: no token counting, no model listing, no `HEAD /` with
+ * non-essential traffic off). The Files, Batches and Admin APIs stay out of reach.
+ */
+export const CLAUDE_ROUTES: ModelRoute[] = [
+  { method: "POST", path: "/v1/messages", queries: ["", "beta=true"] },
+];
 
 export interface ClaudeModelAccess {
   endpoint: ModelEndpoint;
@@ -57,7 +68,13 @@ export function claudeModelAccess(env: Record<string, string | undefined>): Clau
     upstream = new URL(DEFAULT_ANTHROPIC_URL);
   }
   return {
-    endpoint: { upstream, headers, strip: ["x-api-key", "authorization"] },
+    endpoint: {
+      upstream,
+      headers,
+      strip: ["x-api-key", "authorization"],
+      routes: CLAUDE_ROUTES,
+      meter: { api: "anthropic", costUsd: claudeCostUsd },
+    },
     inside,
     outside,
   };

@@ -1,4 +1,5 @@
 import type { RunEvent, TokenUsage } from "./runtime-adapter.js";
+import { ownResult, type CostBefore } from "./session-cost.js";
 import type { ApiUsage, ResultLine } from "./stream-schema.js";
 import type { StreamMessage } from "./stream-parser.js";
 import { TextBlock, ToolResultBlock, ToolUseBlock } from "./stream-schema.js";
@@ -23,6 +24,8 @@ export interface RunEvidence {
   result: ResultLine | undefined;
   /** The last text the model wrote at top level (the answer, if the result line is lost). */
   lastText: string | undefined;
+  /** A resumed session's totals before this run (session-cost.ts), taken off its result. */
+  costBefore: CostBefore | undefined;
 }
 
 export function newEvidence(): RunEvidence {
@@ -38,6 +41,7 @@ export function newEvidence(): RunEvidence {
     compactions: 0,
     result: undefined,
     lastText: undefined,
+    costBefore: undefined,
   };
 }
 
@@ -111,7 +115,8 @@ export function observe(evidence: RunEvidence, message: StreamMessage): RunEvent
       return events;
     }
     case "result": {
-      const { line } = message;
+      // The run's own totals, also when the CLI reports the session's (2.1.332 on a resume).
+      const line = ownResult(message.line, evidence.costBefore);
       evidence.result = line;
       return [
         {

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { CACHE_TTLS } from "../core/settings.js";
 import type { NetworkPolicy } from "../sandbox/egress.js";
 import type { LineCommentTool } from "../review/line-comment-tool.js";
 import type { Mask, Sandbox } from "../sandbox/sandbox.js";
@@ -40,6 +41,11 @@ export const RunSettings = z.object({
    * switches model variant and misses the whole prompt cache (claude-cli-facts.md).
    */
   model: argWord("model").optional(),
+  /**
+   * The prompt cache's lifetime the run asks for (Claude: through its environment, see
+   * claude-cli.ts `cacheTtlEnv`). Omitted: the CLI's default, five minutes.
+   */
+  cacheTtl: z.enum(CACHE_TTLS).optional(),
   /** Most agentic turns in one run (`--max-turns`). */
   maxTurns: z.number().int().min(1).max(100_000).optional(),
   /** Tools the agent may use without asking, e.g. `Read`, `Bash(git log:*)`. */

@@ -134,6 +134,3 @@ export const ResultLine = z.object({
   errors: z.array(z.unknown()).nullish(),
 });
 export type ResultLine = z.infer<typeof ResultLine>;
-
-/** Just enough to route a line to its schema. */
-export const LineHead = z.object({ type: z.string(), subtype: z.string().nullish() });

@@ -5,7 +5,9 @@
  * the egress proxy swaps for the real one on each request.
  */
 import type { DialectModelAccess } from "../claude/cli-dialect.js";
+import type { ModelRoute } from "../sandbox/egress.js";
 import { BRIDGE_URL } from "../sandbox/init-script.js";
+import { estimateCostUsd } from "./pricing.js";
 
 export const CODEX_MODEL_ENV = [
   "OPENAI_API_KEY",
@@ -19,6 +21,13 @@ export const CODEX_MODEL_ENV = [
 export const OPENAI_PLACEHOLDER = "sk-tether-sandbox-placeholder";
 
 export const DEFAULT_OPENAI_URL = "https://api.openai.com/v1";
+
+/**
+ * What the sandboxed Codex may send through the proxy: `POST /responses` (the bridge puts the
+ * upstream's `/v1` in front). Seen with the pinned Codex and `supports_websockets=false`: a turn
+ * sends nothing else (no model listing). Files, other APIs and the admin routes stay out of reach.
+ */
+export const CODEX_ROUTES: ModelRoute[] = [{ method: "POST", path: "/responses" }];
 
 export function codexModelAccess(env: Record<string, string | undefined>): DialectModelAccess {
   let upstream: URL;
@@ -42,6 +51,8 @@ export function codexModelAccess(env: Record<string, string | undefined>): Diale
       upstream,
       headers,
       strip: ["authorization", "openai-organization", "openai-project"],
+      routes: CODEX_ROUTES,
+      meter: { api: "openai", costUsd: (u) => estimateCostUsd(u.model, u) },
     },
     inside,
     outside,

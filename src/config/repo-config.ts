@@ -1,4 +1,4 @@
-import { CHANGES_MODES } from "../core/settings.js";
+import { CACHE_TTL_SETTINGS, CHANGES_MODES } from "../core/settings.js";
 import { z } from "zod";
 
 /** Where a repository configures Tether (Probot's `context.config` path, under `.github/`). */
@@ -27,7 +27,6 @@ export const DEFAULT_CODEX_MODEL = "gpt-5.5";
 
 /** The agent CLIs Tether runs. */
 export const AGENT_CLIS = ["claude", "codex"] as const;
-export type AgentCliKind = (typeof AGENT_CLIS)[number];
 
 const NAME_RE = /^[a-z0-9](?:[a-z0-9]|-(?=[a-z0-9])){0,38}$/;
 const MENTION_RE = /^@[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}$/;
@@ -70,8 +69,9 @@ const Login = z
     "must be a GitHub login (bots may end in [bot])",
   );
 
-export { CHANGES_MODES, type ChangesMode } from "../core/settings.js";
 export const PERMISSION_MODES = ["default", "acceptEdits", "bypassPermissions", "plan"] as const;
+/** Which reviews on an agent's pull request start its turn without a mention. */
+export const REVIEW_TRIGGERS = ["changes_requested", "all", "mentions"] as const;
 export const REPO_PERMISSIONS = ["read", "triage", "write", "maintain", "admin"] as const;
 export type RepoPermission = (typeof REPO_PERMISSIONS)[number];
 
@@ -155,19 +155,60 @@ export const AgentConfig = z.strictObject({
    * The agent never approves. Default: false.
    */
   requestChanges: z.boolean().default(false),
+  /**
+   * Which reviews of the agent's own pull request (its conversation's) start a turn without
+   * mentioning it, from someone allowed to trigger: `changes_requested`, `all` (any submitted
+   * review), or `mentions` (only a review whose body mentions the agent, as anywhere else). The
+   * review's body and line comments reach the agent as context. Default: `changes_requested`.
+   */
+  reviews: z
+    .enum(REVIEW_TRIGGERS, "must be changes_requested, all or mentions")
+    .default("changes_requested"),
+  /**
+   * A label that starts this agent's turn on an issue or pull request when someone allowed to
+   * trigger adds it, with the issue (its title and description) as the request; `false`: no
+   * label does. Removing the label cancels nothing. Default: the agent's name (`tether`).
+   */
+  label: z
+    .union([
+      z
+        .string()
+        .min(1, "must not be empty")
+        .max(50, "must be at most 50 characters (GitHub's limit)")
+        .regex(/^[^\n\r]+$/, "must be one line"),
+      z.literal(false),
+    ])
+    .optional(),
+  /**
+   * A GitHub login: assigning an issue or pull request to it (by someone allowed to trigger)
+   * starts this agent's turn, as the label does. Default: none.
+   */
+  assignee: Login.optional(),
+  /**
+   * How long the model API keeps each turn's prompt cached (Claude agents; README "By the gap
+   * between comments"): `5m` (cache writes at 1.25× the input price), `1h` (writes at 2×), or `auto`:
+   * an hour when the conversation's previous turn came within the hour, else five minutes.
+   * A resumed turn reads its session from the cache only within the lifetime the turn before it
+   * asked for. Default: `auto`, the cheapest over the gaps measured (bench/savings-gaps.ts).
+   */
+  cacheTtl: z.enum(CACHE_TTL_SETTINGS, "must be 5m, 1h or auto").default("auto"),
 });
-export type AgentConfig = z.output<typeof AgentConfig> & { mention: string; model: string };
+export type AgentConfig = Omit<z.output<typeof AgentConfig>, "label"> & {
+  mention: string;
+  model: string;
+  /** The label that starts its turn (resolved: the agent's name unless set); null: none. */
+  label: string | null;
+};
+
+/** The longest time to live a repository may give its sessions (90 days). */
+export const MAX_RESUME_TTL_HOURS = 24 * 90;
 
 /** When a follow-up may resume the key's session instead of starting fresh. */
 export const ResumeConfig = z.strictObject({
   /** Resume sessions at all. `false` makes every turn fresh (reason `resume_disabled`). Default: true. */
   enabled: z.boolean().default(true),
   /** A session idle (no turn) for longer than this many hours is not resumed (reason `expired`). Default: 72. */
-  ttlHours: z
-    .number()
-    .positive()
-    .max(24 * 90)
-    .default(72),
+  ttlHours: z.number().positive().max(MAX_RESUME_TTL_HOURS).default(72),
   /** Share (0–1] of the model's context window a session may fill and still be resumed (reason `context_budget`). Default: 0.8. */
   contextBudget: z
     .number("must be a number")
@@ -308,14 +349,26 @@ function resolveAgents(
   const agents: Record<string, AgentConfig> = {};
   const withModel = (agent: z.output<typeof AgentConfig>) =>
     agent.model ?? (agent.cli === "codex" ? DEFAULT_CODEX_MODEL : DEFAULT_MODEL);
+  const labelOf = (name: string, agent: z.output<typeof AgentConfig>) =>
+    agent.label === false ? null : (agent.label ?? name);
   for (const [name, agent] of Object.entries(configured))
-    agents[name] = { ...agent, mention: agent.mention ?? `@${name}`, model: withModel(agent) };
+    agents[name] = {
+      ...agent,
+      mention: agent.mention ?? `@${name}`,
+      model: withModel(agent),
+      label: labelOf(name, agent),
+    };
   const taken = Object.values(agents).some(
     (a) => a.mention.toLowerCase() === DEFAULT_MENTION.toLowerCase(),
   );
   if (!taken && !(DEFAULT_AGENT in agents))
     return {
-      [DEFAULT_AGENT]: { ...AgentConfig.parse({}), mention: DEFAULT_MENTION, model: DEFAULT_MODEL },
+      [DEFAULT_AGENT]: {
+        ...AgentConfig.parse({}),
+        mention: DEFAULT_MENTION,
+        model: DEFAULT_MODEL,
+        label: DEFAULT_AGENT,
+      },
       ...agents,
     };
   return agents;

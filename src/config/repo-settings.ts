@@ -8,7 +8,7 @@
  */
 import { z } from "zod";
 import type { AgentSettings, RepoSettings, SpendSettings } from "../core/settings.js";
-import { CHANGES_MODES } from "../core/settings.js";
+import { CACHE_TTL_SETTINGS, CHANGES_MODES } from "../core/settings.js";
 import { PublishConfig, type RepoConfig } from "./repo-config.js";
 
 export function toRepoSettings(config: RepoConfig): RepoSettings {
@@ -34,6 +34,7 @@ export function toRepoSettings(config: RepoConfig): RepoSettings {
         ? { conversationLimitUsd: a.conversationLimitUsd }
         : {}),
       requestChanges: a.requestChanges,
+      cacheTtl: a.cacheTtl,
     };
   }
   return {
@@ -87,6 +88,8 @@ const SettingsSnapshot = z.object({
       conversationLimitUsd: z.number().positive().optional(),
       // Absent in snapshots taken before line comments: reviews only comment.
       requestChanges: z.boolean().optional(),
+      // Absent in snapshots taken before the setting: `auto`, its default.
+      cacheTtl: z.enum(CACHE_TTL_SETTINGS).optional(),
     }),
   ),
   resume: z.object({
@@ -112,14 +115,17 @@ const SettingsSnapshot = z.object({
 type SameKeys<A, B> = [Exclude<keyof A, keyof B> | Exclude<keyof B, keyof A>] extends [never]
   ? true
   : { differ: Exclude<keyof A, keyof B> | Exclude<keyof B, keyof A> };
+/** Who may start a turn without a mention: intake reads these; the runner never needs them. */
+type IntakeOnly = "reviews" | "label" | "assignee";
 type StoredAgent = z.output<typeof SettingsSnapshot>["agents"][string];
 type StoredRepo = Omit<z.output<typeof SettingsSnapshot>, "v">;
+/** @public Read by the typecheck only. */
 export const snapshotHoldsEverySetting: [
   SameKeys<StoredAgent, AgentSettings>,
   SameKeys<StoredRepo, RepoSettings>,
   SameKeys<z.output<typeof SettingsSnapshot>["resume"], RepoSettings["resume"]>,
   SameKeys<z.output<typeof SettingsSnapshot>["spend"], SpendSettings>,
-  SameKeys<RepoConfig["agents"][string] & { name: string }, AgentSettings>,
+  SameKeys<Omit<RepoConfig["agents"][string], IntakeOnly> & { name: string }, AgentSettings>,
 ] = [true, true, true, true, true];
 
 export function snapshotSettings(config: RepoConfig): z.input<typeof SettingsSnapshot> {

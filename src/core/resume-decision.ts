@@ -147,6 +147,13 @@ export function decideResume(input: ResumeInput): ResumeDecision {
     if (!canReadTranscript(transcript.cliVersion, input.cliVersion))
       return fresh("runtime_mismatch");
   } else if (transcript.where !== "over_bound") {
+    // A transcript that is nowhere was most likely pruned by collection, which keeps an active
+    // session's until its time to live is past, and a broken one's for a debugging window only:
+    // say which, rather than blame the runtime.
+    if (transcript.where === "none") {
+      if (prior.state !== "active") return fresh("poisoned");
+      if (isExpired(prior, input)) return fresh("expired");
+    }
     if (prior.runtimeId !== input.runtimeId || transcript.where === "none")
       return fresh("runtime_mismatch");
     if (prior.workDir !== input.workDir || !input.workDirExists) return fresh("workdir_changed");
@@ -154,8 +161,7 @@ export function decideResume(input: ResumeInput): ResumeDecision {
   if (prior.state !== "active") return fresh("poisoned");
   if (transcript.where === "over_bound") return fresh("session_too_large");
   if (prior.historyEpoch !== input.historyEpoch) return fresh("history_edited");
-  if (input.now.getTime() - prior.lastUsedAt.getTime() > input.policy.ttlMs)
-    return fresh("expired");
+  if (isExpired(prior, input)) return fresh("expired");
   const window = prior.contextWindow ?? DEFAULT_CONTEXT_WINDOW;
   const overBudget =
     prior.contextTokens !== null && prior.contextTokens >= window * input.policy.contextBudget;
@@ -168,6 +174,10 @@ export function decideResume(input: ResumeInput): ResumeDecision {
     sessionId: prior.sessionId,
     reason: overBudget ? "compacted" : "resumed",
   };
+}
+
+function isExpired(prior: PriorSession, input: ResumeInput): boolean {
+  return input.now.getTime() - prior.lastUsedAt.getTime() > input.policy.ttlMs;
 }
 
 /** Plain words for each reason, for the tracking comment, the footer and /status. */

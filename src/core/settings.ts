@@ -16,6 +16,13 @@ export interface PublishSettings {
   maxBytes: number;
 }
 
+/** The prompt cache's lifetimes a turn can ask for (README, "Prompt cache lifetime"). */
+export const CACHE_TTLS = ["5m", "1h"] as const;
+export type CacheTtl = (typeof CACHE_TTLS)[number];
+/** An agent's setting: a lifetime, or `auto` (core/cache-ttl.ts chooses per turn). */
+export const CACHE_TTL_SETTINGS = [...CACHE_TTLS, "auto"] as const;
+export type CacheTtlSetting = (typeof CACHE_TTL_SETTINGS)[number];
+
 /** Which agent CLI runs an agent. A session belongs to the CLI that made it. */
 export type CliKind = "claude" | "codex";
 
@@ -46,6 +53,8 @@ export interface AgentSettings {
   conversationLimitUsd?: number;
   /** A pull request review by this agent may request changes (never approve). Absent: false. */
   requestChanges?: boolean;
+  /** The prompt cache's lifetime for its turns. Absent (an old snapshot): `auto`. */
+  cacheTtl?: CacheTtlSetting;
 }
 
 export interface ResumeSettings {

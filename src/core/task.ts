@@ -46,3 +46,27 @@ export interface Usage {
   numTurns: number;
   durationMs: number;
 }
+
+/**
+ * What started a turn (the tasks.trigger check constraint): a comment that mentions the agent, a
+ * review on its pull request, a label, an assignment, a failed CI run. Whatever the trigger, the
+ * turn belongs to the same key and resumes the same session under the same guards.
+ */
+export const TRIGGERS = ["comment", "review", "label", "assignment", "ci"] as const;
+export type TriggerKind = (typeof TRIGGERS)[number];
+
+/**
+ * Something a trigger brought besides its request (a review's body, one of its line comments;
+ * later a check's output): written by others, so the prompt shows it as data in the context
+ * block, never as an instruction. Stored with the request (task_comments.context).
+ */
+export interface TriggerContextItem {
+  /** The element it is shown as: `review` and `review-comment` so far; CI adds its own. */
+  kind: string;
+  author: string;
+  url: string;
+  body: string;
+  createdAt?: string;
+  /** One line saying what and where it is, e.g. "[Review comment on `a.ts`, line 3 …]". */
+  location: string;
+}

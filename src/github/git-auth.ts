@@ -1,3 +1,4 @@
+import { redactShapes } from "../core/redact.js";
 import type { Env } from "../env.js";
 
 /** GitHub's owner and repository name rules, loosely: what may appear in a clone URL path. */
@@ -70,6 +71,6 @@ export function redactToken(text: string, token: string | undefined): string {
   if (token) {
     out = out.split(token).join("[redacted]").split(basicCredentials(token)).join("[redacted]");
   }
-  // Installation tokens have a recognisable shape; blank any that reached us from elsewhere.
-  return out.replace(/\bgh[sopu]_[A-Za-z0-9]{20,}\b/g, "[redacted]");
+  // Tokens have recognisable shapes (stateless ones included); blank any from elsewhere.
+  return redactShapes(out);
 }

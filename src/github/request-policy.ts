@@ -10,9 +10,16 @@
  * What is kept:
  * - a primary rate limit (403/429 with `x-ratelimit-remaining: 0`) is waited out until
  *   `x-ratelimit-reset` plus a second, then retried;
- * - a secondary rate limit (GitHub's message says so, or a 403/429 with `retry-after`) is waited
- *   out for `retry-after` seconds (60 without one), then retried. Probot's own options gave up
- *   on the first, which lost answers to a burst of writes;
+ * - a secondary rate limit (GitHub's message says so, a 403/429 with `retry-after`, or any 429)
+ *   is waited out for `retry-after` seconds, or a minute without one: GitHub's rule is "if the
+ *   retry-after header is present, wait that long; if x-ratelimit-remaining is 0, wait until
+ *   x-ratelimit-reset; otherwise wait at least one minute". Probot's own options gave up on the
+ *   first, which lost answers to a burst of writes;
+ * - a wait longer than `maxWaitMs` (ten minutes; a primary limit can reset an hour away, and a
+ *   `retry-after` can say anything) is not taken: the request fails at once with GitHub's status and headers and a message saying how
+ *   long GitHub asked for. The turn does not sit on a runner slot for an hour: what it could not
+ *   read fails the turn, an answer it could not post goes to the answer outbox, which tries again
+ *   later (src/runner/answer-retry.ts);
  * - 5xx, network failures (Octokit reports them as 500) and other statuses worth another try are
  *   retried after 1, 4 and 9 seconds (`retry-after` when the server gives one);
  * - each kind is retried at most three times;
@@ -29,8 +36,10 @@ export interface RequestPolicyOptions {
   retries?: number;
   /** Unit of the transient backoff: attempt n waits n² of these. */
   backoffMs?: number;
-  /** A secondary rate limit without `retry-after` is waited out this long. */
+  /** A secondary rate limit without `retry-after` is waited out this long (GitHub: a minute). */
   secondaryFallbackMs?: number;
+  /** A rate limit that asks for a longer wait than this fails the request instead. */
+  maxWaitMs?: number;
   sleep?: (ms: number) => Promise<void>;
   now?: () => number;
 }
@@ -38,13 +47,11 @@ export interface RequestPolicyOptions {
 /** How the policy answers one failed request. */
 export type RetryVerdict =
   | { retry: false }
-  | {
-      retry: true;
-      kind: "primary-rate-limit" | "secondary-rate-limit" | "transient";
-      waitMs: number;
-    };
+  /** GitHub asked for a wait longer than the longest the policy takes. */
+  | { retry: false; tooLong: { kind: RetryKind; waitMs: number } }
+  | { retry: true; kind: RetryKind; waitMs: number };
 
-export type RetryKind = Extract<RetryVerdict, { retry: true }>["kind"];
+export type RetryKind = "primary-rate-limit" | "secondary-rate-limit" | "transient";
 
 /** Never retried: the request itself is wrong, or the answer will not change. */
 const FINAL_STATUSES = new Set([400, 401, 403, 404, 410, 422, 451]);
@@ -62,7 +69,9 @@ interface FailedRequest {
 export function retryVerdict(
   err: unknown,
   tried: Readonly<Record<RetryKind, number>>,
-  o: Required<Pick<RequestPolicyOptions, "retries" | "backoffMs" | "secondaryFallbackMs">> & {
+  o: Required<
+    Pick<RequestPolicyOptions, "retries" | "backoffMs" | "secondaryFallbackMs" | "maxWaitMs">
+  > & {
     now: number;
   },
 ): RetryVerdict {
@@ -81,8 +90,11 @@ export function retryVerdict(
       : undefined;
   })();
   const limited = status === 403 || status === 429;
-  const verdict = (kind: RetryKind, waitMs: number): RetryVerdict =>
-    tried[kind] < o.retries ? { retry: true, kind, waitMs } : { retry: false };
+  const verdict = (kind: RetryKind, waitMs: number): RetryVerdict => {
+    if (tried[kind] >= o.retries) return { retry: false };
+    if (waitMs > o.maxWaitMs) return { retry: false, tooLong: { kind, waitMs } };
+    return { retry: true, kind, waitMs };
+  };
 
   if (limited && /\bsecondary rate\b/i.test(e.message ?? ""))
     return verdict("secondary-rate-limit", retryAfterMs ?? o.secondaryFallbackMs);
@@ -92,6 +104,8 @@ export function retryVerdict(
     return verdict("primary-rate-limit", waitS * 1000);
   }
   if (limited && retryAfterMs !== undefined) return verdict("secondary-rate-limit", retryAfterMs);
+  // A 429 that says nothing of when: GitHub asks for at least a minute, not a quick backoff.
+  if (status === 429) return verdict("secondary-rate-limit", o.secondaryFallbackMs);
   if (status >= 400 && !FINAL_STATUSES.has(status)) {
     const n = tried.transient + 1;
     return verdict("transient", retryAfterMs ?? n * n * o.backoffMs);
@@ -168,6 +182,7 @@ export function requestPolicy(
     retries: 3,
     backoffMs: 1000,
     secondaryFallbackMs: 60_000,
+    maxWaitMs: 10 * 60_000,
     sleep: defaultSleep,
     now: Date.now,
     ...given,
@@ -203,6 +218,8 @@ export function requestPolicy(
         return await request(req);
       } catch (err) {
         const v = retryVerdict(err, tried, { ...o, now: o.now() });
+        if (!v.retry && "tooLong" in v)
+          throw waitTooLong(err, v.tooLong, `${method} ${req.url}`, o);
         if (!v.retry) throw err;
         tried[v.kind]++;
         octokit.log.warn(
@@ -212,6 +229,25 @@ export function requestPolicy(
       }
     }
   });
+}
+
+/**
+ * GitHub's error, its message saying how long GitHub asked to wait; status and response are
+ * kept, so whoever retries later (the answer outbox, intake) still sees a rate limit.
+ */
+function waitTooLong(
+  err: unknown,
+  t: { kind: RetryKind; waitMs: number },
+  what: string,
+  o: { maxWaitMs: number },
+): Error {
+  const min = (ms: number) => `${Math.max(1, Math.round(ms / 60_000))} min`;
+  const message = `GitHub's ${describe(t.kind, err)} on ${what} asks to wait ${min(t.waitMs)}, longer than the ${min(o.maxWaitMs)} Tether waits; try again later`;
+  if (err instanceof Error) {
+    err.message = message;
+    return err;
+  }
+  return new Error(message);
 }
 
 /** Requests for tokens (installation, OAuth): never spaced, as the throttling plugin does. */

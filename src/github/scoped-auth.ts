@@ -8,9 +8,14 @@
  * - publishing the agent's changes: contents (write) on that repository alone.
  *
  * Tokens come from the app's own client (`probot.auth()`, authenticated as the app): its
- * `auth({ type: "installation", installationId, repositoryNames, permissions })` asks GitHub
+ * `auth({ type: "installation", installationId, repositoryIds, permissions })` asks GitHub
  * for such a token and caches it (per installation, repositories and permissions) until shortly
  * before it expires, so asking before every request costs nothing most of the time.
+ *
+ * The repository is named by its id (`repository_ids`), which every webhook carries and the
+ * task keeps: GitHub's `repositories` field takes bare names, and how it matches their case is
+ * not documented (owner/name are kept lower case here). A name is sent only for a task without
+ * an id (one queued by hand).
  */
 import type { ProbotOctokit } from "probot";
 import { parseRepoName } from "./git-auth.js";
@@ -30,19 +35,27 @@ export const THREAD_PERMISSIONS: Permissions = {
 /** What the mirror's fetch needs. */
 export const FETCH_PERMISSIONS: Permissions = { contents: "read" };
 
-export interface ScopedToken {
+/** The one repository a token is for. */
+export interface TokenRepo {
   installationId: number;
+  /** `owner/name`. */
   repo: string;
+  /** GitHub's id of the repository (the webhook's `repository.id`); null when unknown. */
+  repoId: number | null;
+}
+
+export interface ScopedToken extends TokenRepo {
   permissions: Permissions;
 }
 
 /** A token for one repository with these permissions (cached by the app's auth). */
 export async function scopedToken(app: Octokit, s: ScopedToken): Promise<string> {
-  const { name } = parseRepoName(s.repo);
   const auth = (await app.auth({
     type: "installation",
     installationId: s.installationId,
-    repositoryNames: [name],
+    ...(s.repoId !== null
+      ? { repositoryIds: [s.repoId] }
+      : { repositoryNames: [parseRepoName(s.repo).name] }),
     permissions: s.permissions,
   })) as { token: string };
   return auth.token;
@@ -108,12 +121,13 @@ export class PushTokenError extends Error {
 /** The token for one push (scopedToken with pushPermissions), GitHub's refusals in plain words. */
 export async function pushToken(
   app: Octokit,
-  s: { installationId: number; repo: string; workflows: boolean },
+  s: TokenRepo & { workflows: boolean },
 ): Promise<string> {
   try {
     return await scopedToken(app, {
       installationId: s.installationId,
       repo: s.repo,
+      repoId: s.repoId,
       permissions: pushPermissions(s.workflows),
     });
   } catch (err) {

@@ -35,7 +35,13 @@ import {
 } from "./payloads.js";
 import { getReplyParent } from "../github/review-comment.js";
 import { reviewCommentRequest, reviewRequest, type ReplyParent } from "./review-request.js";
-import { INTAKE_EVENTS } from "./webhook.js";
+import { INTAKE_EVENTS, WORK_ITEM_EVENTS } from "./webhook.js";
+import {
+  handleReviewTurns,
+  handleWorkItem,
+  reviewLineComments,
+  type ReviewTrigger,
+} from "./event-triggers.js";
 import type { DescribeStatus } from "./status.js";
 
 /** What handling a delivery needs from the outside world. */
@@ -80,13 +86,14 @@ const done = (outcome: string): Handled => ({ status: "done", outcome });
  */
 export async function handleDelivery(fx: IntakeEffects, d: Delivery): Promise<Handled> {
   const kind = `${d.event}.${d.action}`;
+  if (WORK_ITEM_EVENTS.has(kind)) return handleWorkItem(fx, d);
   const read = (INTAKE_EVENTS as readonly string[]).includes(kind) ? readPayload(d) : undefined;
   if (read === undefined) return skipped(`${kind} is not handled`);
   if ("problem" in read) return skipped(`unexpected ${kind} payload: ${read.problem}`);
   const { trigger: t, change } = read;
   switch (change.action) {
     case "created":
-      return handleTrigger(fx, d, t);
+      return t.review ? handleReview(fx, d, t, t.review) : handleTrigger(fx, d, t);
     case "edited":
       if (change.previousText === undefined) return skipped("body unchanged");
       return handleChange(fx, d, t, change);
@@ -129,6 +136,8 @@ interface Trigger {
    * only once the reply is known to start a turn, so other comments cost no extra call.
    */
   replyTo?: { commentId: number; request: (parent: ReplyParent) => string };
+  /** A submitted review: it may start its pull request's agent without a mention. */
+  review?: ReviewTrigger;
 }
 
 /** A creation (comment created, issue opened, review submitted), an edit or a deletion. */
@@ -260,7 +269,39 @@ function triggerFromReview(e: PullRequestReviewEvent): Trigger {
     createdKey: `review:${e.review.id}:submitted`,
     seenBy: "fed-turns",
     label: `review ${e.review.id}`,
+    review: {
+      ...repoOf(e),
+      pullNumber: e.pull_request.number,
+      review: {
+        id: e.review.id,
+        state: e.review.state,
+        body: e.review.body ?? "",
+        url: e.review.html_url,
+        author: e.review.user,
+        submittedAt: e.review.submitted_at ?? null,
+        commitId: e.review.commit_id ?? null,
+      },
+    },
   };
+}
+
+/**
+ * A submitted review: the agents it mentions take it as a comment (its body is their request),
+ * and a review of an agent's own pull request reaches that agent without a mention too, per its
+ * `reviews` setting. Both queue the review's source once per agent, so an agent reached both
+ * ways gets one request.
+ */
+async function handleReview(
+  fx: IntakeEffects,
+  d: Delivery,
+  t: Trigger,
+  r: ReviewTrigger,
+): Promise<Handled> {
+  const asked = mentionedNames(t.text).length ? await handleTrigger(fx, d, t) : null;
+  const taken = await handleReviewTurns(fx, d, r);
+  if (!asked) return taken;
+  if (taken.status === "skipped") return asked;
+  return done([asked.outcome, taken.outcome].join("; "));
 }
 
 function triggerFromIssue(e: IssuesEvent): Trigger {
@@ -374,7 +415,19 @@ async function handleTrigger(
 
   const config = loaded.config;
   const settings = snapshotSettings(config); // one snapshot for every agent the comment queues
-  if (addressed.some((a) => startsTurn(a.commands))) t = await withReplyParent(octokit, t);
+  if (addressed.some((a) => startsTurn(a.commands))) {
+    t = await withReplyParent(octokit, t);
+    if (t.review) {
+      // The line comments submitted with the review are what it is about: context, as data.
+      const context = await reviewLineComments(octokit, {
+        owner: t.owner,
+        repo: t.name,
+        pullNumber: t.issueNumber,
+        r: t.review,
+      });
+      t = { ...t, comment: { ...t.comment, trigger: "review", context } };
+    }
+  }
   const notes: string[] = [];
   const cancelLines: string[] = [];
   const statusFor = new Map<number, string[]>();

@@ -177,3 +177,91 @@ export function previousBody(changes: z.infer<typeof BodyChange> | undefined): s
 export function repoKey(fullName: string): string {
   return fullName.toLowerCase();
 }
+
+/** A label, as `labeled` events carry it. */
+const Label = z.object({ name: z.string().min(1).max(200) });
+
+/** What a label or an assignment is about: an issue, or a pull request (its own fields). */
+const WorkItem = z.object({
+  id: z.number(),
+  number: z.number().int().positive(),
+  html_url: z.string(),
+  title: z.string().nullish(),
+  body: z.string().nullish(),
+  user: User,
+  created_at: z.string(),
+  updated_at: z.string().nullish(),
+  /** Present on an issue that is a pull request. */
+  pull_request: z.object({ html_url: z.string().nullish() }).nullish(),
+});
+
+/**
+ * `issues.labeled` / `issues.assigned`: someone labelled or assigned an issue (GitHub sends the
+ * `pull_request` event instead for a pull request). The label, or the assignee, is the trigger.
+ */
+export const IssueTriggerEvent = z.object({
+  action: z.enum(["labeled", "assigned"]),
+  issue: WorkItem,
+  label: Label.nullish(),
+  assignee: User.nullish(),
+  repository: Repository,
+  installation: Installation,
+  sender: User,
+});
+export type IssueTriggerEvent = z.infer<typeof IssueTriggerEvent>;
+
+/** `pull_request.labeled` / `pull_request.assigned`: the same for a pull request. */
+export const PullTriggerEvent = z.object({
+  action: z.enum(["labeled", "assigned"]),
+  pull_request: WorkItem,
+  label: Label.nullish(),
+  assignee: User.nullish(),
+  repository: Repository,
+  installation: Installation,
+  sender: User,
+});
+export type PullTriggerEvent = z.infer<typeof PullTriggerEvent>;
+
+/** A label or an assignment, read alike from either event. */
+export interface WorkItemTrigger {
+  how: "label" | "assignment";
+  /** The label's name, or the assignee's login. */
+  value: string;
+  item: z.infer<typeof WorkItem>;
+  isPullRequest: boolean;
+  repository: IssuesEvent["repository"];
+  installationId: number;
+  sender: User;
+}
+
+/** Reads `issues.labeled|assigned` or `pull_request.labeled|assigned`, validated and trimmed. */
+export function parseWorkItemEvent(
+  name: string,
+  payload: unknown,
+):
+  | { event: IssueTriggerEvent | PullTriggerEvent; trigger: WorkItemTrigger | null }
+  | { problem: z.ZodError } {
+  const parsed =
+    name === "pull_request"
+      ? PullTriggerEvent.safeParse(payload)
+      : IssueTriggerEvent.safeParse(payload);
+  if (!parsed.success) return { problem: parsed.error };
+  const e = parsed.data;
+  const item = "pull_request" in e ? e.pull_request : e.issue;
+  const value = e.action === "labeled" ? e.label?.name : e.assignee?.login;
+  return {
+    event: e,
+    trigger:
+      value === undefined
+        ? null
+        : {
+            how: e.action === "labeled" ? "label" : "assignment",
+            value,
+            item,
+            isPullRequest: "pull_request" in e || Boolean(item.pull_request),
+            repository: e.repository,
+            installationId: e.installation.id,
+            sender: e.sender,
+          },
+  };
+}

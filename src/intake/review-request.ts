@@ -11,7 +11,7 @@
  * treats as an instruction.
  */
 import type { ReplyParent, ReviewCommentPlace } from "../core/github.js";
-import { sanitizeForPrompt } from "../core/sanitize.js";
+import { promptText } from "../core/sanitize.js";
 import { reviewCommentPlace } from "../github/review-comment.js";
 import type { Review, ReviewComment } from "./payloads.js";
 
@@ -35,14 +35,15 @@ export function reviewCommentRequest(c: ReviewComment, parent?: ReplyParent): st
  * Pure: the quoted parent of a reply. It is someone else's text inside the request, the one
  * part of a prompt the agent acts on, so it is labelled as context, sanitised like every other
  * piece of GitHub text, bounded, and fenced so it cannot end the quote or open or close any of
- * the prompt's markers.
+ * the prompt's markers (core/sanitize.ts promptText; the note's own bracketed lines cannot be
+ * faked: every quoted line starts with "> ").
  */
 export function describeReplyParent(p: ReplyParent): string {
   if (p.kind === "deleted")
     return "[This comment replies to an earlier review comment that has since been deleted.]";
   if (p.kind === "unreadable")
     return "[This comment replies to an earlier review comment that Tether could not read.]";
-  const clean = neutraliseMarkers(sanitizeForPrompt(p.body));
+  const clean = promptText(p.body);
   const cut = clean.length > PARENT_LIMIT;
   const shown = cut ? clean.slice(0, PARENT_LIMIT) : clean;
   const quoted = shown
@@ -56,17 +57,6 @@ export function describeReplyParent(p: ReplyParent): string {
     ...(cut ? [`[… quote cut: ${clean.length - PARENT_LIMIT} more characters omitted]`] : []),
     "[End of the quoted review comment.]",
   ].join("\n");
-}
-
-/**
- * Tags the prompt uses as markers: quoted text may mention them, never open or close one. (The
- * note's own bracketed lines cannot be faked: every quoted line starts with "> ".)
- */
-function neutraliseMarkers(s: string): string {
-  return s.replace(
-    /<(\/?)(github-context|request|comment|issue|pull-request|review-discussion|review-comment|review)\b/gi,
-    "&lt;$1$2",
-  );
 }
 
 /** A GitHub login, or a stand-in: it goes on the note's one line. */

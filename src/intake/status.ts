@@ -1,3 +1,4 @@
+import { shortSessionId } from "../core/redact.js";
 import type { AgentConfig, RepoConfig } from "../config/repo-config.js";
 import type { Pool } from "../db/pool.js";
 import type { PriorSession } from "../core/resume-decision.js";
@@ -77,7 +78,7 @@ export function renderStatus(states: KeyState[], config: RepoConfig, now: Date):
       if (!s.running && !s.queued) lines.push("- Idle: nothing running or queued.");
       lines.push(
         s.lastSession
-          ? `- Last session: \`${s.lastSession.sessionId}\` (${s.lastSession.state}), from task ${s.lastSession.taskId}`
+          ? `- Last session: \`${shortSessionId(s.lastSession.sessionId)}\` (${s.lastSession.state}), from task ${s.lastSession.taskId}`
           : "- No session yet: the next turn starts fresh.",
       );
       return lines.join("\n");
@@ -176,7 +177,7 @@ export function renderSpend(
       ? ` of ${tokens(window)} (${Math.round((100 * s.contextTokens) / window)}%)`
       : "";
     lines.push(
-      `- Context: ${tokens(s.contextTokens)} tokens${share} in session \`${s.sessionId.slice(0, 8)}\` after its last turn; it is resumed while under ${Math.round(config.resume.contextBudget * 100)}% of the window${past}.`,
+      `- Context: ${tokens(s.contextTokens)} tokens${share} in session \`${shortSessionId(s.sessionId)}\` after its last turn; it is resumed while under ${Math.round(config.resume.contextBudget * 100)}% of the window${past}.`,
     );
   }
 
@@ -184,7 +185,11 @@ export function renderSpend(
   if (v.resumedTurns > 0) {
     const cold = v.resumedInputTokens + v.savedTokens;
     lines.push(
-      `- Resuming saved an estimated ${tokens(v.savedTokens)} billed-equivalent input tokens over ${turns(v.resumedTurns)} (they used ${tokens(v.resumedInputTokens)}; started fresh, about ${tokens(cold)}). Estimated by the savings benchmark's accounting: a fresh start would have sent the earlier prompts and answers again at the full input price (4 bytes a token) instead of reading them from the prompt cache at 0.1×.`,
+      `- Resuming saved an estimated ${tokens(v.savedTokens)} billed-equivalent input tokens over ${turns(v.resumedTurns)} (they used ${tokens(v.resumedInputTokens)}; started fresh, about ${tokens(cold)}). Estimated by the savings benchmark's accounting: a fresh start would have sent the earlier prompts and answers again at the full input price (4 bytes a token) instead of reading them from the prompt cache at 0.1×.${
+        v.pastCacheTurns > 0
+          ? ` ${turns(v.pastCacheTurns)} came after the prompt cache's lifetime had run out (the agent's \`cacheTtl\`): those saved no tokens, only the conversation.`
+          : ""
+      }`,
     );
   } else if (c.turns > 0) lines.push("- Resuming has saved nothing yet: no turn here resumed.");
   return lines;

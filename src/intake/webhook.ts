@@ -6,14 +6,18 @@ import { isDeliveryPending, type InsertResult } from "../sql/deliveries.js";
 import { issueHasTasks } from "../sql/tasks/read.js";
 import { InboxWriter } from "./inbox-writer.js";
 import { addedMentionNames, mentionedNames } from "./parse-comment.js";
+import { conversationsOfPull } from "../sql/conversations.js";
 import {
   parseIntakeEvent,
+  parseWorkItemEvent,
   previousBody,
   repoKey,
   type IssueCommentEvent,
   type IssuesEvent,
+  type IssueTriggerEvent,
   type PullRequestReviewCommentEvent,
   type PullRequestReviewEvent,
+  type PullTriggerEvent,
 } from "./payloads.js";
 
 /** The webhook events intake takes in. */
@@ -27,12 +31,30 @@ export const INTAKE_EVENTS = [
   "pull_request_review_comment.edited",
   "pull_request_review_comment.deleted",
   "pull_request_review.submitted",
+  // Labels and assignments that start an agent's turn (README "Talking to Tether").
+  "issues.labeled",
+  "issues.assigned",
+  "pull_request.labeled",
+  "pull_request.assigned",
 ] as const;
+
+/** The events whose trigger is a label or an assignment, not a text (src/intake/event-triggers.ts). */
+export const WORK_ITEM_EVENTS: ReadonlySet<string> = new Set([
+  "issues.labeled",
+  "issues.assigned",
+  "pull_request.labeled",
+  "pull_request.assigned",
+]);
 
 const EVENT_NAMES: ReadonlySet<string> = new Set(INTAKE_EVENTS.map((e) => e.split(".")[0]!));
 
 export type IntakePayload =
-  IssueCommentEvent | IssuesEvent | PullRequestReviewCommentEvent | PullRequestReviewEvent;
+  | IssueCommentEvent
+  | IssuesEvent
+  | PullRequestReviewCommentEvent
+  | PullRequestReviewEvent
+  | IssueTriggerEvent
+  | PullTriggerEvent;
 
 export type Screened =
   | { take: false; reason: string }
@@ -48,6 +70,11 @@ export type Screened =
        * or whose triggering delivery is still in the inbox. Checked in Postgres after screening.
        */
       onlyIf?: { repo: string; issueNumber: number; pendingKey: string };
+      /**
+       * A review that mentions no one matters only on a conversation's pull request (the agent's
+       * own): checked in Postgres after screening.
+       */
+      onlyIfConversationPull?: { repo: string; pullNumber: number };
     };
 
 /**
@@ -79,6 +106,7 @@ interface Text {
 export function screenDelivery(name: string, payload: unknown, appId?: number): Screened {
   const action = (payload as { action?: unknown } | null)?.action;
   const kind = `${name}.${typeof action === "string" ? action : "?"}`;
+  if (WORK_ITEM_EVENTS.has(kind)) return screenWorkItem(kind, name, payload);
   const read = (INTAKE_EVENTS as readonly string[]).includes(kind)
     ? readText(name, payload)
     : undefined;
@@ -111,9 +139,41 @@ export function screenDelivery(name: string, payload: unknown, appId?: number): 
     case "deleted":
       return { ...taken, dedupeKey: `${t.base}:deleted`, onlyIf };
     default:
-      if (!mentionedNames(t.body).length) return { take: false, reason: "mentions no one" };
-      return { ...taken, dedupeKey: `${t.base}:${t.creation}` };
+      if (mentionedNames(t.body).length) return { ...taken, dedupeKey: `${t.base}:${t.creation}` };
+      // A review of an agent's own pull request reaches it without a mention (per the agent's
+      // `reviews` setting, which the processor reads with the config).
+      if (t.what === "review")
+        return {
+          ...taken,
+          dedupeKey: `${t.base}:${t.creation}`,
+          onlyIfConversationPull: { repo: t.repo, pullNumber: t.issueNumber },
+        };
+      return { take: false, reason: "mentions no one" };
   }
+}
+
+/**
+ * A label added or an assignment: taken whenever it names a label or assignee; which agent's
+ * (if any) is the config's to say, in the processor. The dedupe key holds the issue's update
+ * time, so the same label added again later is a new request, and a redelivery is not.
+ */
+function screenWorkItem(kind: string, name: string, payload: unknown): Screened {
+  const read = parseWorkItemEvent(name, payload);
+  if ("problem" in read) return { take: false, reason: unexpected(kind, read.problem) };
+  const t = read.trigger;
+  if (!t)
+    return {
+      take: false,
+      reason: `${kind} without a ${kind.endsWith("labeled") ? "label" : "assignee"}`,
+    };
+  const base = `${t.isPullRequest ? "pull" : "issue"}:${t.item.id}`;
+  return {
+    take: true,
+    action: read.event.action,
+    installationId: t.installationId,
+    dedupeKey: `${base}:${read.event.action}:${t.value.toLowerCase()}:${t.item.updated_at ?? ""}`,
+    payload: read.event,
+  };
 }
 
 type Read = { text: Text; event: IntakePayload } | { problem: z.ZodError } | undefined;
@@ -222,6 +282,22 @@ export function takeDelivery(deps: WebhookDeps): (event: WebhookDelivery) => Pro
         "webhook ignored",
       );
       return { taken: false, reason: s.reason };
+    }
+    if (
+      s.onlyIfConversationPull &&
+      !(
+        await conversationsOfPull(
+          deps.pool,
+          s.onlyIfConversationPull.repo,
+          s.onlyIfConversationPull.pullNumber,
+        )
+      ).length
+    ) {
+      deps.log.debug(
+        { delivery: event.id },
+        "webhook ignored: a review of no agent's pull request",
+      );
+      return { taken: false, reason: "mentions no one" };
     }
     if (s.onlyIf) {
       const { repo, issueNumber, pendingKey } = s.onlyIf;

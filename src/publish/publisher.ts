@@ -16,12 +16,15 @@
 import type { PublishConfig } from "../config/repo-config.js";
 import type { Pool } from "../db/pool.js";
 import type { Logger } from "../log.js";
-import type { IssueInfo, RepoWriter } from "../core/github.js";
+import type { IssueInfo, PullRef, RepoWriter } from "../core/github.js";
 import { getConversation, recordPull, recordPush } from "../sql/conversations.js";
+import { draftsRefused, recordDraftsRefused } from "../sql/repo-facts.js";
 import type { TaskKey } from "../core/task.js";
+import { isObjectId } from "../workspace/git-refs.js";
 import { pullRef } from "../workspace/mirror.js";
 import { WorkspaceError } from "../workspace/errors.js";
-import type { Workspaces } from "../workspace/workspace.js";
+import { mirrorRefOf, type Workspaces } from "../workspace/workspace.js";
+import { isDraftRefusal } from "../github/errors.js";
 import { PushTokenError } from "../github/scoped-auth.js";
 import { checkPublish, touchesWorkflows, type Refusal } from "./checks.js";
 import { MirrorGit, type FileChange } from "./mirror-git.js";
@@ -62,6 +65,12 @@ export interface PublishRequest {
   issue: IssueInfo;
   /** The ref the workspace followed this turn (Workspace.upstream.ref), and the default branch. */
   upstreamRef: string;
+  /**
+   * That ref's commit as Tether's mirror held it when the turn began (Workspace.upstream.sha):
+   * with the same ref in the mirror now, what the turn's commit must build on. Never a value the
+   * sandbox reported. "" when unknown.
+   */
+  upstreamSha: string;
   defaultBranch: string;
   mode: "pull_request" | "branch";
   config: PublishConfig;
@@ -179,6 +188,7 @@ async function publishNow(
       files: [],
     };
   const m = mirrorGit(workspaces, key.repo);
+  const followed = mirrorRefOf(req.upstreamRef);
   const incoming = `refs/tether/incoming/${key.issueNumber}-${key.agent}-${req.taskId}`;
   try {
     for (let attempt = 1; ; attempt++) {
@@ -188,11 +198,16 @@ async function publishNow(
         cloneUrl: req.cloneUrl,
         token: req.token,
         ...(target.kind === "conversation" ? {} : { pullRequest: target.pull }),
-        report: [`refs/heads/${target.branch}`],
+        report: [`refs/heads/${target.branch}`, followed],
         signal: req.signal,
       });
       const remote =
         target.kind === "fork" ? null : (synced.refs[`refs/heads/${target.branch}`] ?? null);
+      // What the turn's commit may build on: the followed ref as the mirror had it when the turn
+      // began and as it has it now, and the target branch. Tether fetched all three itself.
+      const anchors = [
+        ...new Set([req.upstreamSha, synced.refs[followed] ?? "", remote ?? ""]),
+      ].filter(isObjectId);
       const step = await workspaces.mirrors.exclusive(key.repo, () =>
         judgeAndPush(
           pool,
@@ -202,6 +217,7 @@ async function publishNow(
           collected,
           incoming,
           remote,
+          anchors,
           identity,
           synced.defaultBranch,
         ),
@@ -222,6 +238,12 @@ async function publishNow(
 
 type Step = { kind: "done"; report: PublishReport } | { kind: "stale" };
 
+/** Whether `sha` is one of `anchors` or an ancestor of one (read in the mirror). */
+async function someAncestor(m: MirrorGit, sha: string, anchors: string[]): Promise<boolean> {
+  for (const a of anchors) if (a === sha || (await m.isAncestor(sha, a))) return true;
+  return false;
+}
+
 async function judgeAndPush(
   pool: Pool,
   m: MirrorGit,
@@ -230,6 +252,7 @@ async function judgeAndPush(
   c: { base: string; commit: string; bundle: string },
   incoming: string,
   remote: string | null,
+  anchors: string[],
   identity: { name: string; email: string },
   defaultBranch: string,
 ): Promise<Step> {
@@ -271,11 +294,25 @@ async function judgeAndPush(
       ],
       files: [],
     });
+  // The base every check measures from is the commit's parent as the mirror reads it, and it
+  // must be history Tether itself fetched from GitHub. The checkout's refs are the agent's: a
+  // base it forged (a remote-tracking ref moved onto a commit of its own) would carry that
+  // commit into the push unmeasured, while the checks saw only the last step (#28).
+  const base = info.parents[0]!;
+  if (!(await someAncestor(m, base, anchors)))
+    return done({
+      result: "refused",
+      reason: "not-tethers-commit",
+      messages: [
+        `the commit the workspace handed over does not build on ${followedName(req.upstreamRef)} as GitHub has it (the checkout's copy of it was changed), so nothing was pushed.`,
+      ],
+      files: [],
+    });
 
   // What the push adds to the branch: the turn's commit, merged with what others pushed.
   let pushed = commit;
   let merged: Array<{ sha: string; author: string; subject: string }> = [];
-  if (remote && remote !== c.base && !(await m.isAncestor(remote, commit))) {
+  if (remote && remote !== base && !(await m.isAncestor(remote, commit))) {
     const tree = await m.mergeTree(remote, commit);
     if (!tree)
       return done({
@@ -284,9 +321,9 @@ async function judgeAndPush(
         messages: [
           `someone pushed to \`${target.branch}\` while I worked, and their changes conflict with mine. Pull the branch, resolve it, or ask me again to work on top of theirs.`,
         ],
-        files: await m.changes(c.base, commit),
+        files: await m.changes(base, commit),
       });
-    merged = await m.log(c.base, remote, 10);
+    merged = await m.log(base, remote, 10);
     pushed = await m.commitTree(
       tree,
       [remote, commit],
@@ -294,7 +331,7 @@ async function judgeAndPush(
       identity,
     );
   }
-  const from = remote && target.kind !== "fork" ? remote : c.base;
+  const from = remote && target.kind !== "fork" ? remote : base;
   const files = await m.changes(from, pushed);
   const diff = await m.diff(from, pushed, 8 * 1024 * 1024);
   const secrets = [...scanDiff(diff.text, req.secrets), ...scanMessage(info.message, req.secrets)];
@@ -325,7 +362,7 @@ async function judgeAndPush(
       limits: { ...limits, workflows: true },
     });
     if (refusals.length) return refused(refusals);
-    const patch = await m.diff(c.base, commit, MAX_PATCH);
+    const patch = await m.diff(base, commit, MAX_PATCH);
     return done({ result: "patch", files, patch: patch.text, cut: patch.cut });
   }
 
@@ -428,22 +465,58 @@ async function afterConversationPush(
   pull ??= await req.writer.findPull(branch);
   if (pull?.merged) pull = null;
   let opened = false;
+  let draftsUnsupported = false;
   if (!pull) {
-    pull = await req.writer.createPull({
+    ({ pull, draftsUnsupported } = await openPull(pool, req.writer, req.key.repo, {
       title: clip(req.issue.title, 200),
       head: branch,
       base: defaultBranch,
       draft: req.config.draft,
       body: pullBody(req),
-    });
+    }));
     opened = true;
   }
   if (conv?.pullNumber !== pull.number) await recordPull(pool, req.key, pull);
   return {
     ...base,
-    pull: { number: pull.number, url: pull.url, opened, draft: pull.draft, state: pull.state },
+    pull: {
+      number: pull.number,
+      url: pull.url,
+      opened,
+      draft: pull.draft,
+      state: pull.state,
+      ...(draftsUnsupported ? { draftsUnsupported } : {}),
+    },
     compareUrl: null,
   };
+}
+
+/**
+ * Open a pull request, as a draft when asked and the repository has drafts. GitHub refuses
+ * drafts on private repositories of Free and Pro plans (422, "Draft pull requests are not
+ * supported in this repository."), and `publish.draft` defaults to true: then it is opened ready
+ * for review, the answer says so, and the repository is remembered in Postgres (repo_facts) so
+ * that no runner asks for a draft there again for a while.
+ */
+export async function openPull(
+  pool: Pool,
+  writer: Pick<RepoWriter, "createPull">,
+  repo: string,
+  o: Parameters<RepoWriter["createPull"]>[0],
+): Promise<{ pull: PullRef; draftsUnsupported: boolean }> {
+  const ready = async () => ({
+    pull: await writer.createPull({ ...o, draft: false }),
+    draftsUnsupported: true,
+  });
+  if (!o.draft) return { pull: await writer.createPull(o), draftsUnsupported: false };
+  if (await draftsRefused(pool, repo)) return ready();
+  try {
+    return { pull: await writer.createPull(o), draftsUnsupported: false };
+  } catch (err) {
+    if (!isDraftRefusal(err)) throw err;
+    await recordDraftsRefused(pool, repo);
+    return ready();
+  }
 }
 
 function pullBody(req: PublishRequest): string {
@@ -459,6 +532,12 @@ function pullBody(req: PublishRequest): string {
     "",
     `Opened by Tether for the agent \`${req.key.agent}\`${asker ? `, asked by @${asker.login} in ${asker.url}` : ""}. Comment on this pull request to continue the same conversation: its commits come to this branch.`,
   ].join("\n");
+}
+
+/** How the answer names the ref a workspace followed. */
+function followedName(upstreamRef: string): string {
+  if (upstreamRef.startsWith("refs/pull/")) return "the pull request's head";
+  return `\`${upstreamRef.replace(/^refs\/remotes\/origin\//, "").replace(/`/g, "'")}\``;
 }
 
 function blockedMessage(reason: string): string {

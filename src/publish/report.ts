@@ -30,7 +30,15 @@ export type PublishReport =
       /** Commits others pushed to the branch during the turn, merged with the agent's. */
       merged: Array<{ sha: string; author: string; subject: string }>;
       /** The pull request: opened now, or the one the branch already had. Null in `branch` mode. */
-      pull: { number: number; url: string; opened: boolean; draft: boolean; state: string } | null;
+      pull: {
+        number: number;
+        url: string;
+        opened: boolean;
+        draft: boolean;
+        state: string;
+        /** Asked for as a draft, opened ready: the repository does not support drafts. */
+        draftsUnsupported?: boolean;
+      } | null;
       /** `branch` mode: where to open one. */
       compareUrl: string | null;
     }
@@ -60,9 +68,11 @@ export function renderChanges(r: PublishReport): string {
         `📦 **Changes**: pushed ${r.commits} commit${r.commits === 1 ? "" : "s"} to [\`${r.branch}\`](${r.branchUrl}) (\`${short}\`).`,
       );
       if (r.pull) {
-        const what = r.pull.opened
-          ? `Opened ${r.pull.draft ? "draft " : ""}pull request [#${r.pull.number}](${r.pull.url}).`
-          : `Pull request [#${r.pull.number}](${r.pull.url}) has the new commit.`;
+        const what = !r.pull.opened
+          ? `Pull request [#${r.pull.number}](${r.pull.url}) has the new commit.`
+          : r.pull.draftsUnsupported
+            ? `Opened pull request [#${r.pull.number}](${r.pull.url}) ready for review, not as a draft: this repository does not support draft pull requests (GitHub has none on private repositories of Free and Pro plans).`
+            : `Opened ${r.pull.draft ? "draft " : ""}pull request [#${r.pull.number}](${r.pull.url}).`;
         lines.push(what);
         if (r.pull.state === "closed")
           lines.push(`Pull request #${r.pull.number} is closed: reopen it to review the change.`);

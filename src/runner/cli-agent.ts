@@ -137,6 +137,7 @@ export function cliAgent(cli: CliAdapter, opts: CliAgentOptions): Agent {
           ...(req.resumeSessionId ? { resumeSessionId: req.resumeSessionId } : {}),
           settings: {
             ...(s.model ? { model: s.model } : {}),
+            ...(s.cacheTtl && s.cacheTtl !== "auto" ? { cacheTtl: s.cacheTtl } : {}),
             ...(s.maxTurns ? { maxTurns: s.maxTurns } : {}),
             ...(s.turnLimitUsd ? { maxBudgetUsd: s.turnLimitUsd } : {}),
             ...(s.allowedTools?.length ? { allowedTools: s.allowedTools } : {}),

@@ -10,6 +10,7 @@ import { getConversation } from "../sql/conversations.js";
 import { conversationBranch } from "../publish/publisher.js";
 import { transcriptHead } from "../sql/transcripts.js";
 import { decideResume, describeReason } from "../core/resume-decision.js";
+import { shortSessionId } from "../core/redact.js";
 
 export const describeNextTurn: DescribeStatus = async (req) => {
   const blocks: string[] = [];
@@ -17,7 +18,7 @@ export const describeNextTurn: DescribeStatus = async (req) => {
     const key = { repo: req.repo, issueNumber: req.issueNumber, agent: state.agent };
     const prior = await priorSession(req.pool, key);
     const policy = req.config.resume;
-    const head = prior ? await transcriptHead(req.pool, prior.sessionId) : null;
+    const head = prior ? await transcriptHead(req.pool, key, prior.sessionId) : null;
     // The web process may sit on another machine than the runner that takes the task, so the
     // runtime and CLI checks assume a runner that can resume it takes it (the claim query
     // prefers one, and runtime affinity keeps an unstored session with its runtime while alive).
@@ -50,7 +51,7 @@ export const describeNextTurn: DescribeStatus = async (req) => {
     });
     const next =
       decision.kind === "resume"
-        ? `- Next turn: **${decision.reason === "compacted" ? "compacts, then resumes" : "resumes"}** session \`${decision.sessionId}\`${prior?.runtimeId ? ` on runtime \`${prior.runtimeId}\`` : ""} (\`${decision.reason}\`).`
+        ? `- Next turn: **${decision.reason === "compacted" ? "compacts, then resumes" : "resumes"}** session \`${shortSessionId(decision.sessionId)}\`${prior?.runtimeId ? ` on runtime \`${prior.runtimeId}\`` : ""} (\`${decision.reason}\`).`
         : `- Next turn: **fresh session** (\`${decision.reason}\`: ${describeReason(decision.reason)}).`;
     const spend = renderSpend(
       await readSpendFigures(req, state.agent),

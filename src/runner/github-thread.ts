@@ -35,6 +35,8 @@ export interface GitHubThreadOptions {
     /** The app's own (JWT) Octokit: it mints push tokens. */
     app: () => Promise<Octokit>;
     installationId: number;
+    /** GitHub's id of the repository: push tokens name it (src/github/scoped-auth.ts). */
+    repoId: number | null;
     /** https://github.com or GHE's web origin. */
     webUrl: string;
   };
@@ -210,6 +212,7 @@ function repoWriter(
       return pushToken(await p.app(), {
         installationId: p.installationId,
         repo: `${owner}/${repo}`,
+        repoId: p.repoId,
         workflows,
       });
     },

@@ -14,7 +14,6 @@ export type {
   IssueComment,
   IssueInfo,
   PullRef,
-  ReplyParent,
   RepoWriter,
   ReviewCommentPlace,
   ReviewDiscussion,
@@ -23,10 +22,8 @@ export type {
 } from "../core/github.js";
 export type {
   AgentSettings,
-  ChangesMode,
   CliKind,
   ConfigResult,
-  PublishSettings,
   RepoSettings,
   ResumeSettings,
   SpendSettings,

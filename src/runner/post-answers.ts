@@ -25,6 +25,7 @@ import { afterFailedPost, answerRetryPolicy, type AnswerRetryPolicy } from "./an
 import type { GitHubThread } from "./ports.js";
 import { redact } from "../core/redact.js";
 import { REASON_CODES, type ReasonCode } from "../core/resume-decision.js";
+import { conversationUrl } from "../core/conversation-path.js";
 import { findTaskMarker, renderFailure } from "./thread-comments.js";
 
 export interface PostAnswersDeps {
@@ -41,6 +42,8 @@ export interface PostAnswersDeps {
   leaseMs?: number;
   /** Answers posted per call at most. */
   limit?: number;
+  /** TETHER_PUBLIC_URL: a failure rendered here links to the conversation's dashboard page. */
+  publicUrl?: string;
 }
 
 export interface PostingReport {
@@ -87,7 +90,7 @@ async function postOne(
   try {
     const gh = await deps.github(task);
     secrets.add(await gh.token().catch(() => undefined));
-    const body = redact(a.body ?? renderPendingFailure(a), secrets);
+    const body = redact(a.body ?? renderPendingFailure(a, deps.publicUrl), secrets);
     const commentId = await writeTaskComment(gh, task, body, written);
     if (await answerPosted(deps.pool, task.id, a.attempt, commentId)) {
       log.info({ comment: commentId }, "pending answer posted");
@@ -153,7 +156,7 @@ async function writeTaskComment(
 }
 
 /** A failure whose body was not rendered by a run (a swept task, no GitHub access): plain words. */
-export function renderPendingFailure(a: PendingAnswer): string {
+export function renderPendingFailure(a: PendingAnswer, publicUrl?: string): string {
   const outcome: Exclude<Outcome, "success"> =
     a.outcome === null || a.outcome === "success" ? "failed" : a.outcome;
   const reason = REASON_CODES.includes(a.resumeReason as ReasonCode)
@@ -166,6 +169,7 @@ export function renderPendingFailure(a: PendingAnswer): string {
       reason,
       sessionId: a.task.sessionId,
       usage: a.usage,
+      ...(publicUrl ? { chainUrl: conversationUrl(publicUrl, a.task) } : {}),
     },
   );
 }

@@ -96,6 +96,7 @@ export async function publishChanges(
       writer: gh.writer,
       issue,
       upstreamRef: prepared.upstream.ref,
+      upstreamSha: prepared.upstream.sha,
       defaultBranch: prepared.defaultBranch ?? "",
       mode: changesMode === "branch" ? "branch" : "pull_request",
       config: config.publish ?? DEFAULT_CONFIG.publish,

@@ -10,6 +10,7 @@ import type { Task } from "../sql/tasks/claim.js";
 import { finishTask, type FinalAnswer, type Finish } from "../sql/tasks/finish.js";
 import type { ResumeDecision } from "../core/resume-decision.js";
 import { redact } from "../core/redact.js";
+import { chooseCacheTtl } from "../core/cache-ttl.js";
 import type { AgentSettings, ConfigResult, GitHubThread } from "./ports.js";
 import { buildSystemPrompt } from "./prompts.js";
 import { answerRetryPolicy } from "./answer-retry.js";
@@ -23,9 +24,10 @@ import { recordRunSession, runAgent, withCompaction, type AgentRan } from "./run
 import { planChanges, publishChanges } from "./publish-step.js";
 import { answerBody, footerOf } from "./turn-answer.js";
 import { postReview } from "./review-step.js";
+import { conversationUrl } from "../core/conversation-path.js";
 import { SHUTDOWN, type RunTaskDeps } from "./turn.js";
 
-export { SHUTDOWN, type FinishedTurn, type RunTaskDeps } from "./turn.js";
+export { SHUTDOWN, type RunTaskDeps } from "./turn.js";
 
 export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal): Promise<void> {
   const now = deps.now ?? (() => new Date());
@@ -39,6 +41,12 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
   const secrets = new Set<string | undefined>(deps.secrets?.() ?? []);
   const key = { repo: task.repo, issueNumber: task.issueNumber, agent: task.agent };
   const retryInMs = answerRetryPolicy(deps.answerRetry).baseMs;
+  // Every footer links to the conversation's dashboard page, when there is a public URL.
+  const chainUrl = deps.publicUrl ? conversationUrl(deps.publicUrl, key) : undefined;
+  const footer = (d: ResumeDecision) => ({
+    ...footerOf(d, null, null),
+    ...(chainUrl ? { chainUrl } : {}),
+  });
   /**
    * Every turn that ends here ends through this: its last word in the thread, then the task's
    * row, under this runner's lease. False: the lease was lost (the task was finished or taken
@@ -175,6 +183,11 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     now,
   });
   const isFollowUp = prior !== null;
+  // The prompt cache's lifetime this turn writes with (what the conversation's next turn finds).
+  const cacheTtl =
+    cli === "claude"
+      ? chooseCacheTtl(settings.cacheTtl, { previousTurnAt: prior?.lastUsedAt ?? null, now: now() })
+      : null;
   log.info(
     { decision: decision.kind, reason: decision.reason, prior: prior?.sessionId },
     "resume decision",
@@ -228,7 +241,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
       }
       const cancelled = renderFailure(
         { outcome: "cancelled", detail: null, taskId: task.id },
-        footerOf(decision, null, null),
+        footer(decision),
       );
       await end(comment.answer(cancelled), {
         status: "cancelled",
@@ -241,10 +254,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     }
     const detail = scrub((err as Error).message);
     log.warn({ err: detail }, "workspace preparation failed");
-    const failed = renderFailure(
-      { outcome: "failed", detail, taskId: task.id },
-      footerOf(decision, null, null),
-    );
+    const failed = renderFailure({ outcome: "failed", detail, taskId: task.id }, footer(decision));
     await end(comment.answer(failed), {
       status: "failed",
       outcome: "failed",
@@ -280,7 +290,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
         epoch,
         workDir,
         workspace: ready,
-        settings,
+        settings: cacheTtl ? { ...settings, cacheTtl } : settings,
         systemPrompt,
         prompt,
         onProgress,
@@ -348,6 +358,8 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     spentBefore,
     published,
     review,
+    cacheTtl,
+    ...(chainUrl ? { chainUrl } : {}),
   });
   const posted = await comment.answer(body);
   // git's housekeeping, kept off the hot path before the spawn (fetch runs with gc.auto off):
@@ -374,6 +386,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     usage,
     promptBytes,
     answerBytes: result.text === null ? null : Buffer.byteLength(result.text),
+    cacheTtl,
   });
   if (finished) {
     deps.onFinished?.({

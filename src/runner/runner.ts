@@ -229,6 +229,7 @@ export class Runner {
       github: this.opts.github,
       ...(this.opts.secrets ? { secrets: this.opts.secrets } : {}),
       ...(this.opts.answerRetry ? { answerRetry: this.opts.answerRetry } : {}),
+      ...(this.opts.publicUrl ? { publicUrl: this.opts.publicUrl } : {}),
     })
       .then(
         (r) => {

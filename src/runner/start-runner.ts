@@ -37,6 +37,7 @@ import { publisher } from "../publish/publisher.js";
 import { Runner } from "./runner.js";
 import { collectIdle } from "../sessions/collect.js";
 import { deriveRuntimeId } from "./runtime-id.js";
+import { secretsInEnv } from "../core/secret-env.js";
 import { Workspaces } from "../workspace/workspace.js";
 import { workspacePort } from "./workspace-port.js";
 
@@ -45,6 +46,11 @@ export async function startRunner(opts: {
   log: Logger;
   pool: Pool;
   metrics?: Metrics;
+  /**
+   * Secrets the process came to hold beyond its environment (the embedded database's password,
+   * a dashboard token it made), read at each use: the log scrubber's set.
+   */
+  secrets?: Iterable<string>;
 }): Promise<Runner | null> {
   const { env, log, pool } = opts;
   const privateKey = await readPrivateKey(env);
@@ -152,7 +158,11 @@ export async function startRunner(opts: {
       // permissions (src/github/scoped-auth.ts), not the installation's all.
       app ??= await probot.auth();
       const appClient = app;
-      const scope = { installationId: task.installationId, repo: task.repo };
+      const scope = {
+        installationId: task.installationId,
+        repo: task.repo,
+        repoId: task.repoId,
+      };
       const octokit = scopedOctokit(
         appClient,
         appOctokit(env),
@@ -173,21 +183,14 @@ export async function startRunner(opts: {
         publishing: {
           app: () => probot.auth(),
           installationId: task.installationId,
+          repoId: task.repoId,
           webUrl,
         },
       });
     },
-    secrets: () => [
-      privateKey,
-      env.WEBHOOK_SECRET,
-      env.DATABASE_URL,
-      process.env.ANTHROPIC_API_KEY,
-      process.env.ANTHROPIC_AUTH_TOKEN,
-      process.env.OPENAI_API_KEY,
-      env.TETHER_DASHBOARD_TOKEN,
-      env.TETHER_METRICS_TOKEN,
-    ],
+    secrets: () => [privateKey, ...secretsInEnv(process.env), ...(opts.secrets ?? [])],
     answerRetry: { baseMs: env.TETHER_ANSWER_RETRY_MS },
+    ...(env.TETHER_PUBLIC_URL ? { publicUrl: env.TETHER_PUBLIC_URL } : {}),
     // Pending answers are looked for every 5 s, or at their first retry if that comes sooner.
     answerPollMs: Math.min(5000, env.TETHER_ANSWER_RETRY_MS),
     ...(env.TETHER_COLLECT_IDLE_HOURS > 0
@@ -199,6 +202,7 @@ export async function startRunner(opts: {
                 workspaceRoot: env.workspaceDir,
                 cacheRoot: path.join(env.dataDir, "sessions"),
                 idleMs: env.TETHER_COLLECT_IDLE_HOURS * 3600_000,
+                debugKeepMs: env.TETHER_DEBUG_KEEP_HOURS * 3600_000,
                 busy: () => busy,
                 now: () => new Date(),
                 log: log.child({ component: "collect" }),
@@ -214,6 +218,7 @@ export async function startRunner(opts: {
         outcome: t.outcome,
         reason: t.reason,
         cli: t.cli,
+        trigger: t.task.trigger,
         durationMs: t.durationMs,
         queueWaitMs: t.queueWaitMs,
         usage: t.usage,

@@ -3,8 +3,10 @@
  * when the run starts, edited with progress, and finally replaced by the answer, so a task has
  * exactly one answer even when it is retried or its runner crashed (the marker finds it again).
  */
+import { shortenSessionIds, shortSessionId } from "../core/redact.js";
 import { describeReason, type ReasonCode } from "../core/resume-decision.js";
 import type { Outcome, Usage } from "../core/task.js";
+import type { CacheTtl } from "../core/settings.js";
 import {
   dayName,
   formatLimit,
@@ -71,6 +73,10 @@ export interface FooterFacts {
   turnLimitUsd?: number;
   /** The conversation's spend with this turn, and its limit when one is set. */
   conversation?: { spentUsd: number; limitUsd?: number };
+  /** The prompt cache's lifetime the turn asked for (absent: the CLI's own). */
+  cacheTtl?: CacheTtl;
+  /** The conversation's page on the dashboard (TETHER_PUBLIC_URL set); behind its token. */
+  chainUrl?: string;
 }
 
 export function renderFooter(f: FooterFacts): string {
@@ -81,13 +87,13 @@ export function renderFooter(f: FooterFacts): string {
     );
   else if (f.reason !== null) parts.push(`🆕 fresh session (${f.reason})`);
   else parts.push("no session started");
-  if (f.sessionId) parts.push(`\`${f.sessionId.slice(0, 8)}\``);
+  if (f.sessionId) parts.push(`\`${shortSessionId(f.sessionId)}\``);
   const u = f.usage;
   if (u) {
     parts.push(`${u.numTurns} turn${u.numTurns === 1 ? "" : "s"}`);
     const input = u.inputTokens + u.cacheReadTokens + u.cacheCreationTokens;
     parts.push(
-      `${compact(input)} in (${compact(u.cacheReadTokens)} cached) / ${compact(u.outputTokens)} out`,
+      `${compact(input)} in (${compact(u.cacheReadTokens)} cached${f.cacheTtl ? `, cache ${f.cacheTtl}` : ""}) / ${compact(u.outputTokens)} out`,
     );
     parts.push(`$${u.costUsd.toFixed(4)}`);
     parts.push(`${(u.durationMs / 1000).toFixed(1)}s`);
@@ -99,6 +105,9 @@ export function renderFooter(f: FooterFacts): string {
     parts.push(
       `conversation ${formatSpent(c.spentUsd)}${c.limitUsd !== undefined ? ` of ${formatLimit(c.limitUsd)}` : ""}`,
     );
+  // Markdown's link syntax breaks on these; the URL is ours (core/conversation-path.ts), but check.
+  if (f.chainUrl && /^https?:\/\/[^\s()<>[\]]+$/.test(f.chainUrl))
+    parts.push(`[conversation log (operators only)](${f.chainUrl})`);
   return `<sub>${parts.join(" · ")}</sub>`;
 }
 
@@ -167,9 +176,9 @@ export function explainFailure(f: FailureFacts): string {
       return `The run reached this agent's per-turn spend limit${limit} and the Claude CLI stopped it${cost}, before it had finished. The CLI checks the limit after each model call, so a turn can end a little over it. The session is kept: comment again to go on from where it stopped, ask for something smaller, or raise ${setting} in \`${CONFIG_FILE}\`.`;
     }
     case "limit_refused":
-      return `Not run: a spend limit was reached${f.detail ? ` (${oneLine(f.detail, 300)})` : ""}. Raise the limit in \`${CONFIG_FILE}\`, then comment again.`;
+      return `Not run: a spend limit was reached${f.detail ? ` (${oneLine(shortenSessionIds(f.detail), 300)})` : ""}. Raise the limit in \`${CONFIG_FILE}\`, then comment again.`;
     case "failed":
-      return `The run failed${f.detail ? `: ${oneLine(f.detail, 500)}` : ""}. Comment again to retry; if it keeps failing, an operator can look up task ${f.taskId} in the logs and on the dashboard.`;
+      return `The run failed${f.detail ? `: ${oneLine(shortenSessionIds(f.detail), 500)}` : ""}. Comment again to retry; if it keeps failing, an operator can look up task ${f.taskId} in the logs and on the dashboard.`;
   }
 }
 

@@ -4,6 +4,7 @@
  */
 import type { ResumeDecision } from "../core/resume-decision.js";
 import { renderChanges, type PublishReport } from "../publish/report.js";
+import type { CacheTtl } from "../core/settings.js";
 import type { Usage } from "../core/task.js";
 import type { Task } from "../sql/tasks/claim.js";
 import type { AgentRunResult, AgentSettings, CliKind } from "./ports.js";
@@ -23,6 +24,10 @@ export function answerBody(a: {
   published: PublishReport | null;
   /** The review the turn's line comments were posted in (a pull request turn). */
   review?: ReviewOutcome | null;
+  /** The prompt cache's lifetime the turn asked for; null: the CLI's own (Codex). */
+  cacheTtl?: CacheTtl | null;
+  /** The conversation's dashboard page, for the footer (TETHER_PUBLIC_URL set). */
+  chainUrl?: string;
 }): string {
   const { task, settings, cli, decision, result, usage, spentBefore, published } = a;
   const extra = [
@@ -31,6 +36,8 @@ export function answerBody(a: {
   ].join("\n\n");
   const footer: FooterFacts = {
     ...footerOf(decision, result.sessionId, usage),
+    ...(a.cacheTtl && usage ? { cacheTtl: a.cacheTtl } : {}),
+    ...(a.chainUrl ? { chainUrl: a.chainUrl } : {}),
     ...(result.outcome === "turn_limit" && settings.turnLimitUsd !== undefined
       ? { turnLimitUsd: settings.turnLimitUsd }
       : {}),

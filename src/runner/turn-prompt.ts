@@ -38,6 +38,7 @@ export async function requestsOf(pool: Pool, task: Task): Promise<PromptComment[
     url: r.url,
     body: r.body,
     createdAt: r.createdAt.toISOString(),
+    ...(r.context.length ? { context: r.context } : {}),
   }));
 }
 
@@ -96,7 +97,8 @@ export function promptFor(p: {
   const coldPrompt = async () => {
     const all = await (threadP ?? readThread());
     threadP = null; // a retry reads the thread again
-    const asked = new Set(requests.map((r) => r.url));
+    // What the requests brought is shown with them, not again as the thread's context.
+    const asked = new Set(requests.flatMap((r) => [r.url, ...(r.context ?? []).map((c) => c.url)]));
     return buildColdPrompt(
       {
         title: issue.title,

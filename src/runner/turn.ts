@@ -41,6 +41,8 @@ export interface RunTaskDeps {
   publish?: Publisher;
   /** `claude --version` of this runner's CLI: which stored sessions it can read. */
   cliVersion?: string | null;
+  /** TETHER_PUBLIC_URL: the answer's footer links to the conversation's dashboard page there. */
+  publicUrl?: string;
 }
 
 export interface FinishedTurn {

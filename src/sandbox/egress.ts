@@ -5,6 +5,11 @@
  * - Requests in origin form (`POST /v1/messages`) go to the model API: the operator's base URL,
  *   with the real credentials put on here. The CLI inside only ever holds placeholders, so
  *   nothing the agent can read is worth stealing, and a key it sends anywhere else is useless.
+ *   Only the model call itself goes through (the endpoint's routes, matched exactly as sent, so
+ *   `..` and percent-encoded dots or slashes never match): the key also opens the account's
+ *   files, batches and admin routes, which an agent has no business with (#28). Every call let
+ *   through is metered from the upstream's answer (model-meter.ts) and counted against the
+ *   turn's budget, whoever made it: the CLI, or the agent with curl.
  * - `CONNECT host:443` and absolute-form `GET http://host/…` are forward-proxy requests, allowed
  *   by the agent's network policy: `model-only` (none), `open` (any public host) or a host
  *   list. Whatever the policy, only ports 80 and 443, and never an address on a private,
@@ -19,6 +24,7 @@ import net from "node:net";
 import type { Duplex } from "node:stream";
 import type { Logger } from "../log.js";
 import { EGRESS_PORT } from "./bwrap-args.js";
+import { requestModel, ResponseMeter, type MeteredUsage, type ModelApi } from "./model-meter.js";
 
 /** Where an agent may connect besides the model API. */
 export type NetworkPolicy =
@@ -34,6 +40,19 @@ export interface ModelEndpoint {
   headers: Record<string, string>;
   /** Dropped from every model request first (the placeholders the CLI sent). Lower case. */
   strip: string[];
+  /** The only requests forwarded; anything else is answered 403 here. */
+  routes: ModelRoute[];
+  /** How the answers report usage, and what it costs; without it nothing is counted. */
+  meter?: { api: ModelApi; costUsd: (usage: MeteredUsage) => number };
+}
+
+/** One request the model API is reached with, as the sandboxed CLI sends it. */
+export interface ModelRoute {
+  method: string;
+  /** The path as sent, before the upstream's own base path is put in front. Matched exactly. */
+  path: string;
+  /** The query strings allowed, exactly (without `?`); "" for none. Default: none. */
+  queries?: string[];
 }
 
 export interface EgressOptions {
@@ -47,10 +66,29 @@ export interface EgressOptions {
   lookup?: (host: string) => Promise<string[]>;
   /** Ports a forward-proxy request may reach (default: 80 and 443). */
   ports?: ReadonlySet<number>;
+  /**
+   * The turn's spend limit, USD: once the metered spend reaches it, further model requests are
+   * refused (the call that reached it finishes, so its answer is not lost).
+   */
+  budgetUsd?: number;
+  /** Called each time the metered spend grows, with the run's total so far. */
+  onSpend?: (spentUsd: number) => void;
+  /** Called when a model request is refused because the budget was reached (stop the run). */
+  onOverBudget?: (spentUsd: number) => void;
+  /**
+   * Model calls in flight at once (default 8); more are answered 429. A call's cost is known
+   * only once its answer starts, so this bounds how far parallel calls can overshoot the budget.
+   */
+  maxModelCalls?: number;
 }
 
 export interface EgressStats {
+  /** Model requests forwarded. */
   modelRequests: number;
+  /** What the forwarded model calls cost, from the usage their answers reported (USD). */
+  spentUsd: number;
+  /** Model-API requests refused (not a model call, or over the budget), newest last (50 kept). */
+  modelRefused: Array<{ method: string; target: string; reason: string }>;
   /** Forward-proxy connections let through, by host. */
   allowed: Record<string, number>;
   /** Forward-proxy attempts refused, newest last (at most 50 kept). */
@@ -64,6 +102,8 @@ export interface Egress {
 }
 
 const ALLOWED_PORTS = new Set([80, 443]);
+/** How much of a model request's body is kept to find its `model`. */
+const MODEL_PEEK_BYTES = 64 * 1024;
 const HOP_BY_HOP = new Set([
   "connection",
   "keep-alive",
@@ -76,8 +116,8 @@ const HOP_BY_HOP = new Set([
   "upgrade",
 ]);
 
-/** Networks no agent connects to, whatever its policy. */
-const FORBIDDEN = (() => {
+/** IPv4 networks no agent connects to, whatever its policy. */
+const FORBIDDEN_V4 = (() => {
   const list = new net.BlockList();
   for (const [net4, bits] of [
     ["0.0.0.0", 8],
@@ -93,29 +133,89 @@ const FORBIDDEN = (() => {
     ["240.0.0.0", 4],
   ] as const)
     list.addSubnet(net4, bits, "ipv4");
+  return list;
+})();
+
+/** IPv6 networks no agent connects to (those that embed an IPv4 address are judged by it). */
+const FORBIDDEN_V6 = (() => {
+  const list = new net.BlockList();
   for (const [net6, bits] of [
     ["::", 128],
     ["::1", 128],
     ["fc00::", 7],
     ["fe80::", 10],
+    ["fec0::", 10],
     ["ff00::", 8],
-    ["64:ff9b::", 96],
+    // Teredo (its client address is obfuscated inside) and the documentation prefix.
+    ["2001::", 32],
+    ["2001:db8::", 32],
   ] as const)
     list.addSubnet(net6, bits, "ipv6");
   return list;
 })();
 
+/**
+ * An IPv6 address as its 16 bytes, whatever its spelling (`::`, zero padding, upper case, a
+ * dotted IPv4 tail, a zone); null when it is not one. Strings are not compared: `::7f00:1`,
+ * `::127.0.0.1` and `0:0:0:0:0:0:7f00:0001` are one address.
+ */
+export function ipv6Bytes(address: string): Uint8Array | null {
+  const plain = address.replace(/%.*$/, "");
+  if (!net.isIPv6(plain)) return null;
+  let text = plain.toLowerCase();
+  const tail = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
+  if (tail) {
+    const [a, b, c, d] = tail.slice(1).map(Number) as [number, number, number, number];
+    text = `${text.slice(0, tail.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  }
+  const halves = text.split("::");
+  const groups = (part: string | undefined) => (part ? part.split(":") : []);
+  const head = groups(halves[0]);
+  const rest = groups(halves[1]);
+  const all =
+    halves.length === 2
+      ? [...head, ...Array<string>(8 - head.length - rest.length).fill("0"), ...rest]
+      : head;
+  if (all.length !== 8) return null;
+  const bytes = new Uint8Array(16);
+  all.forEach((g, i) => {
+    const v = parseInt(g, 16);
+    bytes[i * 2] = v >> 8;
+    bytes[i * 2 + 1] = v & 0xff;
+  });
+  return bytes;
+}
+
+/**
+ * The IPv4 address an IPv6 address carries, for the forms that reach an IPv4 host: mapped
+ * (::ffff:a.b.c.d), translated (::ffff:0:a.b.c.d), compatible (::a.b.c.d), NAT64
+ * (64:ff9b::/96 and the local-use 64:ff9b:1::/48) and 6to4 (2002:AABB:CCDD::/48).
+ */
+function embeddedIpv4(b: Uint8Array): string | null {
+  const zero = (from: number, to: number) => b.subarray(from, to).every((x) => x === 0);
+  const v4 = (at: number) => `${b[at]}.${b[at + 1]}.${b[at + 2]}.${b[at + 3]}`;
+  const word = (at: number) => (b[at]! << 8) | b[at + 1]!;
+  if (zero(0, 10) && word(10) === 0xffff) return v4(12);
+  if (zero(0, 8) && word(8) === 0xffff && zero(10, 12)) return v4(12);
+  if (zero(0, 12)) return v4(12);
+  if (word(0) === 0x64 && word(2) === 0xff9b && zero(4, 12)) return v4(12);
+  if (word(0) === 0x64 && word(2) === 0xff9b && word(4) === 1) return v4(12);
+  if (word(0) === 0x2002) return v4(2);
+  return null;
+}
+
 /** True for an address on a private, loopback, link-local, multicast or reserved network. */
 export function isForbiddenAddress(address: string): boolean {
-  const family = net.isIP(address);
-  if (family === 0) return true;
-  if (family === 6) {
-    // ::ffff:10.0.0.1 and friends are IPv4 in disguise.
-    const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-    if (mapped) return FORBIDDEN.check(mapped[1]!, "ipv4");
-    return FORBIDDEN.check(address, "ipv6");
-  }
-  return FORBIDDEN.check(address, "ipv4");
+  if (net.isIPv4(address)) return FORBIDDEN_V4.check(address, "ipv4");
+  const bytes = ipv6Bytes(address);
+  // Not an address in a standard spelling (`127.1`, `0x7f.0.0.1`): never connected to.
+  if (!bytes) return true;
+  const v4 = embeddedIpv4(bytes);
+  if (v4 !== null && FORBIDDEN_V4.check(v4, "ipv4")) return true;
+  const canonical = Array.from({ length: 8 }, (_, i) =>
+    ((bytes[i * 2]! << 8) | bytes[i * 2 + 1]!).toString(16),
+  ).join(":");
+  return FORBIDDEN_V6.check(canonical, "ipv6");
 }
 
 /** Whether the policy lets an agent reach `host` (before any address check). */
@@ -152,7 +252,13 @@ export async function startEgress(opts: EgressOptions): Promise<Egress> {
   const lookup =
     opts.lookup ??
     (async (host: string) => (await dns.lookup(host, { all: true })).map((a) => a.address));
-  const stats: EgressStats = { modelRequests: 0, allowed: {}, refused: [] };
+  const stats: EgressStats = {
+    modelRequests: 0,
+    spentUsd: 0,
+    modelRefused: [],
+    allowed: {},
+    refused: [],
+  };
   const sockets = new Set<Duplex>();
   const log = opts.log;
 
@@ -206,8 +312,74 @@ export async function startEgress(opts: EgressOptions): Promise<Egress> {
     (u.hostname === "127.0.0.1" || u.hostname === "localhost") &&
     Number(u.port || 80) === EGRESS_PORT;
 
+  /** Why a request for the model API is not forwarded, or null when it is a model call. */
+  const modelRefusal = (method: string, target: string): string | null => {
+    const q = target.indexOf("?");
+    const p = q < 0 ? target : target.slice(0, q);
+    const query = q < 0 ? "" : target.slice(q + 1);
+    const route = opts.model.routes.find((r) => r.method === method && r.path === p);
+    const allowed = opts.model.routes.map((r) => `${r.method} ${r.path}`).join(", ");
+    if (!route || !(route.queries ?? [""]).includes(query))
+      return `Tether's sandbox forwards only the model call (${allowed || "none"}), not ${method} ${target}`;
+    if (opts.budgetUsd !== undefined && stats.spentUsd >= opts.budgetUsd) {
+      opts.onOverBudget?.(stats.spentUsd);
+      return `this turn has spent $${stats.spentUsd.toFixed(4)} on the model API, at or over its limit of $${opts.budgetUsd}`;
+    }
+    return null;
+  };
+
+  const refuseModel = (
+    res: http.ServerResponse,
+    method: string,
+    target: string,
+    reason: string,
+  ) => {
+    stats.modelRefused.push({ method, target: target.slice(0, 200), reason });
+    if (stats.modelRefused.length > 50) stats.modelRefused.shift();
+    log.info({ method, target: target.slice(0, 200), reason }, "sandbox model request refused");
+    // The refusal in the API's own error shape, so a client says what it was told.
+    const body =
+      opts.model.meter?.api === "openai"
+        ? { error: { message: reason, type: "permission_error", code: "tether_refused" } }
+        : { type: "error", error: { type: "permission_error", message: reason } };
+    res.writeHead(403, { "content-type": "application/json" }).end(JSON.stringify(body));
+  };
+
+  const maxModelCalls = opts.maxModelCalls ?? 8;
+  let modelCalls = 0;
+
   const forwardToModel = (req: http.IncomingMessage, res: http.ServerResponse, path: string) => {
+    const method = req.method ?? "GET";
+    const refusal = modelRefusal(method, path);
+    if (refusal !== null) {
+      req.resume();
+      return refuseModel(res, method, path, refusal);
+    }
+    if (modelCalls >= maxModelCalls) {
+      req.resume();
+      const message = `Tether's sandbox allows ${maxModelCalls} model calls at once`;
+      const body =
+        opts.model.meter?.api === "openai"
+          ? { error: { message, type: "rate_limit_error", code: "tether_concurrency" } }
+          : { type: "error", error: { type: "rate_limit_error", message } };
+      res
+        .writeHead(429, { "content-type": "application/json", "retry-after": "1" })
+        .end(JSON.stringify(body));
+      return;
+    }
+    modelCalls++;
+    res.once("close", () => modelCalls--);
     stats.modelRequests++;
+    const meter = opts.model.meter;
+    // The request's model, should the answer not name one: read from the body's start only
+    // (a call can carry megabytes of history; the answers of both APIs name their model).
+    const sent: Buffer[] = [];
+    let sentBytes = 0;
+    if (meter)
+      req.on("data", (c: Buffer) => {
+        if (sentBytes < MODEL_PEEK_BYTES) sent.push(c.subarray(0, MODEL_PEEK_BYTES - sentBytes));
+        sentBytes += c.length;
+      });
     const up = opts.model.upstream;
     const base = up.pathname.replace(/\/+$/, "");
     const headers: http.OutgoingHttpHeaders = {};
@@ -235,6 +407,23 @@ export async function startEgress(opts: EgressOptions): Promise<Egress> {
           if (!HOP_BY_HOP.has(name.toLowerCase()) && value !== undefined) back[name] = value;
         }
         res.writeHead(upstream.statusCode ?? 502, back);
+        if (meter) {
+          let callUsd = 0;
+          const reader = new ResponseMeter(
+            meter.api,
+            upstream.headers["content-type"],
+            requestModel(Buffer.concat(sent), sentBytes > MODEL_PEEK_BYTES),
+            (usage) => {
+              const usd = meter.costUsd(usage);
+              if (!(usd > callUsd)) return;
+              stats.spentUsd += usd - callUsd;
+              callUsd = usd;
+              opts.onSpend?.(stats.spentUsd);
+            },
+          );
+          upstream.on("data", (c: Buffer) => reader.push(c));
+          upstream.on("end", () => reader.end());
+        }
         upstream.pipe(res);
         upstream.on("error", () => res.destroy());
       },
@@ -263,14 +452,16 @@ export async function startEgress(opts: EgressOptions): Promise<Egress> {
 
   const forwardPlain = async (req: http.IncomingMessage, res: http.ServerResponse, target: URL) => {
     const port = Number(target.port || 80);
-    const checked = await resolveTarget(target.hostname, port);
+    // An IPv6 literal comes bracketed (`[::1]`); the checks and the connection want it bare.
+    const host = target.hostname.replace(/^\[(.*)\]$/, "$1");
+    const checked = await resolveTarget(host, port);
     if (!checked.ok) {
-      refuse(target.hostname, checked.reason);
+      refuse(host, checked.reason);
       res.writeHead(403, { "content-type": "text/plain" });
-      res.end(`Tether's sandbox refused ${target.hostname}: ${checked.reason}\n`);
+      res.end(`Tether's sandbox refused ${host}: ${checked.reason}\n`);
       return;
     }
-    stats.allowed[target.hostname] = (stats.allowed[target.hostname] ?? 0) + 1;
+    stats.allowed[host] = (stats.allowed[host] ?? 0) + 1;
     const headers: http.OutgoingHttpHeaders = {};
     for (const [name, value] of Object.entries(req.headers)) {
       if (!HOP_BY_HOP.has(name.toLowerCase()) && value !== undefined) headers[name] = value;

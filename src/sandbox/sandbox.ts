@@ -26,6 +26,7 @@ import {
 } from "./bwrap-args.js";
 import { startEgress, type Egress, type ModelEndpoint, type NetworkPolicy } from "./egress.js";
 import { bridgeCommand, proxyEnv } from "./init-script.js";
+import { emptyTrash, setAsideLeftovers, type SweepRetry } from "./leftovers.js";
 
 export type SandboxMode = "bwrap" | "off";
 
@@ -74,6 +75,10 @@ export interface SandboxRun {
     network: NetworkPolicy;
     /** Start the command once the bridge listens (default), or at once beside it (init-script.ts). */
     waitForBridge?: boolean;
+    /** The turn's spend limit: model calls are refused once the metered spend reaches it. */
+    budgetUsd?: number;
+    /** Told when a model request is refused because the budget was reached. */
+    onOverBudget?: (spentUsd: number) => void;
   };
   /**
    * The process's environment, already allow-listed. With egress, `modelEnv.inside` (the
@@ -108,9 +113,18 @@ export interface SandboxOptions {
   socatPath?: string;
   /** The operator's extra binds (TETHER_SANDBOX_BIND): `/path` read-only, `/path:rw` writable. */
   extraBinds?: string[];
+  /** How the leftovers of an earlier process are removed (tests make it quick, or fail). */
+  sweepRetry?: SweepRetry;
+  sweepRemove?: (dir: string) => Promise<void>;
 }
 
 export class Sandbox {
+  /**
+   * Settles once the run directories earlier processes left are removed, or given up on until
+   * the next start (logged). Never rejects; start-up does not wait for it.
+   */
+  swept: Promise<void> = Promise.resolve();
+
   private constructor(
     readonly status: SandboxStatus,
     private readonly opts: Required<Pick<SandboxOptions, "bwrapPath">> & SandboxOptions,
@@ -128,10 +142,16 @@ export class Sandbox {
     const root = hostRoot();
     const etc = ETC_ALLOWLIST.map((e) => `/etc/${e}`).filter((p) => fsSync.existsSync(p));
     await fs.mkdir(path.join(o.stateDir, "runs"), { recursive: true, mode: 0o700 });
-    // Runs of a process that died: nothing in them is needed any more.
-    for (const name of await fs.readdir(path.join(o.stateDir, "runs")).catch(() => [])) {
-      await fs.rm(path.join(o.stateDir, "runs", name), { recursive: true, force: true });
-    }
+    // Runs of a process that died: nothing in them is needed any more, but its sandboxes may
+    // still be exiting and writing there. Set aside now, removed in the background (leftovers.ts).
+    const trash = path.join(o.stateDir, "trash");
+    await setAsideLeftovers(path.join(o.stateDir, "runs"), trash, o.log);
+    const swept = emptyTrash(trash, o.log, o.sweepRetry, o.sweepRemove);
+    const made = (status: SandboxStatus) => {
+      const sandbox = new Sandbox(status, o, root, etc);
+      sandbox.swept = swept;
+      return sandbox;
+    };
     if (o.extraBinds?.some((e) => e.endsWith(":rw")))
       o.log.warn(
         { binds: o.extraBinds },
@@ -146,13 +166,13 @@ export class Sandbox {
         version: null,
       };
       o.log.warn(status, "the agent sandbox is OFF");
-      return new Sandbox(status, o, root, etc);
+      return made(status);
     }
     const probe = new Sandbox({ mode: "bwrap", ok: true, detail: "", version: null }, o, root, etc);
     const status = await probe.probe(opts.socatPath ?? "socat");
     if (status.ok) o.log.info(status, "agent sandbox ready");
     else o.log.error(status, "the agent sandbox cannot start here; no agent will run");
-    return new Sandbox(status, o, root, etc);
+    return made(status);
   }
 
   /** Runs `true` in a sandbox shaped like an agent's, and checks the bridge's socat is inside. */
@@ -213,7 +233,8 @@ export class Sandbox {
           "Or set TETHER_SANDBOX=off to run agents unsandboxed.",
       );
     } finally {
-      await fs.rm(dir, { recursive: true, force: true });
+      // What a lingering probe leaves is the next start's leftover; never a reason to fail.
+      await fs.rm(dir, { recursive: true, force: true }).catch(() => {});
     }
   }
 
@@ -292,6 +313,8 @@ export class Sandbox {
           model: run.egress.model,
           network: run.egress.network,
           log: this.opts.log.child({ component: "egress" }),
+          ...(run.egress.budgetUsd !== undefined ? { budgetUsd: run.egress.budgetUsd } : {}),
+          ...(run.egress.onOverBudget ? { onOverBudget: run.egress.onOverBudget } : {}),
         });
         binds.push({ host: socketPath, sandbox: IN_SANDBOX.egressSocket });
         // Tools that honour the usual proxy variables (curl, git, npm, pip) go through the

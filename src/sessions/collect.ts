@@ -7,12 +7,15 @@
  *   the runner sets at every turn's prepare (touchWorkspace); a key running here is never taken;
  * - cached transcripts, `<cache>/<owner>/<repo>/issue-<n>/<agent>/<id>.jsonl` (+ `.sha256`),
  *   rewritten at every save and restore;
- * - in Postgres, the transcripts of sessions retired, poisoned or idle as long (pruneTranscripts).
+ * - in Postgres, the transcripts of sessions idle as long and past their repository's resume time
+ *   to live, and of sessions poisoned or retired longer ago than the debugging window
+ *   (pruneTranscripts).
  */
 import fs from "node:fs/promises";
 import path from "node:path";
 import type { Pool } from "../db/pool.js";
 import type { Logger } from "../log.js";
+import { MAX_RESUME_TTL_HOURS } from "../config/repo-config.js";
 import { pruneTranscripts } from "../sql/transcripts.js";
 
 export interface Collected {
@@ -32,6 +35,8 @@ export interface CollectOptions {
   log: Logger;
   /** Where saved transcripts are pruned; without it only this runner's disk is collected. */
   pool?: Pool;
+  /** How long a poisoned or retired session's saved transcript is kept, for debugging. */
+  debugKeepMs: number;
 }
 
 /** The workspace was used now: what collection measures idleness by. */
@@ -64,7 +69,12 @@ export async function collectIdle(opts: CollectOptions): Promise<Collected> {
     }
   }
   if (opts.pool) {
-    const pruned = await pruneTranscripts(opts.pool, opts.idleMs);
+    const pruned = await pruneTranscripts(opts.pool, {
+      idleMs: opts.idleMs,
+      // A key with no settings snapshot: its repository may allow the longest.
+      unknownTtlMs: MAX_RESUME_TTL_HOURS * 3600_000,
+      debugKeepMs: opts.debugKeepMs,
+    });
     out.transcripts = pruned.transcripts;
     out.transcriptBytes = pruned.bytes;
   }

@@ -15,6 +15,9 @@
  * The cache is `<cacheRoot>/<key>/<session>.jsonl` beside a `.sha256` file naming the stored
  * version it holds; a restore copies it when it is that version and reads the chunks otherwise.
  *
+ * A transcript is stored under its conversation (the task key) and session id together: a
+ * session id asked for under another key finds nothing (sql/transcripts.ts).
+ *
  * The same store keeps Claude Code's transcripts and Codex's rollouts; a `layout` says where
  * each CLI files a session in its HOME (transcripts.ts claudeLayout, rollouts.ts codexLayout).
  */
@@ -94,7 +97,7 @@ export function postgresTranscripts(opts: PostgresTranscriptsOptions): Transcrip
   return {
     async state(key, sessionId) {
       if (!SESSION_ID.test(sessionId)) return { where: "none" };
-      const head = await transcriptHead(pool, sessionId);
+      const head = await transcriptHead(pool, key, sessionId);
       if (head?.overBound) return { where: "over_bound" };
       if (head) return { where: "store", cliVersion: head.cliVersion };
       // A session saved before the store existed is still on the disk of the runner that ran it.
@@ -105,7 +108,7 @@ export function postgresTranscripts(opts: PostgresTranscriptsOptions): Transcrip
     async restore(key, sessionId, home, cwd) {
       const t0 = performance.now();
       const cache = cacheOf(key, sessionId);
-      const head = await transcriptHead(pool, sessionId);
+      const head = await transcriptHead(pool, key, sessionId);
       const done = (from: "cache" | "store" | null) => ({ from, ms: performance.now() - t0 });
       const placed = async (name: string | null) => {
         const target = layout.place(home, cwd, sessionId, name);
@@ -132,7 +135,7 @@ export function postgresTranscripts(opts: PostgresTranscriptsOptions): Transcrip
         await fs.copyFile(cache, target);
         return done("cache");
       }
-      const chunks = await transcriptChunks(pool, sessionId);
+      const chunks = await transcriptChunks(pool, key, sessionId);
       const parts = await Promise.all(chunks.map((c) => gunzip(c.data)));
       const data = Buffer.concat(parts);
       const hash = head.chained
@@ -168,7 +171,7 @@ export function postgresTranscripts(opts: PostgresTranscriptsOptions): Transcrip
           { sessionId, bytes: found.size, maxBytes: opts.maxBytes },
           "transcript over the size bound; not kept, the next turn starts fresh",
         );
-        await markOverBound(pool, sessionId, await cliVersion());
+        await markOverBound(pool, key, sessionId, await cliVersion());
         await fs.rm(cache, { force: true });
         await fs.rm(`${cache}.sha256`, { force: true });
         return { kind: "over_bound", bytes: found.size, addedBytes: 0 };
@@ -178,7 +181,7 @@ export function postgresTranscripts(opts: PostgresTranscriptsOptions): Transcrip
         const size = (await file.stat()).size;
         // Two tries: a save that lost the compare-and-set to another reads the head again.
         for (let attempt = 0; ; attempt++) {
-          const head = await transcriptHead(pool, sessionId);
+          const head = await transcriptHead(pool, key, sessionId);
           const live = head && !head.overBound ? head : null;
           // What is stored is a prefix of the file: then only the rest goes out. Checked
           // against this runner's cache of the stored version (a byte compare, no hashing),
@@ -188,7 +191,7 @@ export function postgresTranscripts(opts: PostgresTranscriptsOptions): Transcrip
             live?.chained &&
             live.rawBytes <= size &&
             ((await cacheHolds(cache, live, file)) ||
-              (await prefixChains(file, live, await transcriptChunkSizes(pool, sessionId))));
+              (await prefixChains(file, live, await transcriptChunkSizes(pool, key, sessionId))));
           const from = continues ? live.rawBytes : 0;
           const added = await readRange(file, from, size);
           const pieces = split(added, chunkBytes);
@@ -201,6 +204,7 @@ export function postgresTranscripts(opts: PostgresTranscriptsOptions): Transcrip
           if (kind !== "unchanged" || renamed) {
             ok = await writeTranscript(
               pool,
+              key,
               sessionId,
               live ? { rawBytes: live.rawBytes, sha256: live.sha256 } : null,
               {

@@ -10,11 +10,8 @@
  * sandbox the working directory is always /workspace, so a transcript restored on any runner
  * lands where the CLI looks.
  */
-import { randomBytes } from "node:crypto";
 import fs from "node:fs/promises";
-import { constants as fsConstants } from "node:fs";
 import path from "node:path";
-import type { Logger } from "../log.js";
 import type { TranscriptState } from "../core/resume-decision.js";
 
 export interface TranscriptKey {
@@ -84,9 +81,6 @@ export interface Saved {
   addedBytes: number;
 }
 
-/** Transcripts larger than this are not kept (the session then cannot be resumed). */
-export const MAX_TRANSCRIPT_BYTES = 256 * 1024 * 1024;
-
 /** The CLI's project directory name for a working directory. */
 export function projectDirName(cwd: string): string {
   return cwd.replace(/[^A-Za-z0-9]/g, "-");
@@ -95,70 +89,11 @@ export function projectDirName(cwd: string): string {
 /** A session id as a file name: what the CLI prints, nothing that could walk a path. */
 const SESSION_FILE = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/;
 
-/** Transcripts on this runner's disk, under `root` (Tether's own, never bound into a sandbox). */
-export function localTranscripts(root: string, log: Logger): TranscriptStore {
-  const fileOf = (key: TranscriptKey, sessionId: string) => {
-    if (!SESSION_FILE.test(sessionId))
-      throw new Error(`not a session id: ${JSON.stringify(sessionId)}`);
-    return path.join(root, keyDir(key), `${sessionId}.jsonl`);
-  };
-  return {
-    async state(key, sessionId) {
-      if (!SESSION_FILE.test(sessionId)) return { where: "none" };
-      const held = (await fs.stat(fileOf(key, sessionId)).catch(() => null))?.isFile() ?? false;
-      return held ? { where: "local" } : { where: "none" };
-    },
-    async restore(key, sessionId, home, cwd) {
-      const t0 = performance.now();
-      if (!SESSION_FILE.test(sessionId)) return { from: null, ms: 0 };
-      const ok = await copyInto(fileOf(key, sessionId), sessionFile(home, cwd, sessionId));
-      return { from: ok ? "cache" : null, ms: performance.now() - t0 };
-    },
-    async save(key, sessionId, home) {
-      const found = await findTranscript(home, sessionId);
-      if (!found) {
-        log.warn(
-          { sessionId },
-          "the session's transcript was not in the turn's HOME; it cannot be resumed",
-        );
-        return null;
-      }
-      if (found.size > MAX_TRANSCRIPT_BYTES) {
-        log.warn({ sessionId, bytes: found.size }, "transcript over the size bound; not kept");
-        return null;
-      }
-      const target = fileOf(key, sessionId);
-      await fs.mkdir(path.dirname(target), { recursive: true, mode: 0o700 });
-      const tmp = `${target}.${randomBytes(4).toString("hex")}.tmp`;
-      const handle = await fs.open(found.file, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW);
-      try {
-        await fs.writeFile(tmp, handle.createReadStream({ autoClose: false }), { mode: 0o600 });
-      } finally {
-        await handle.close();
-      }
-      await fs.rename(tmp, target);
-      return { kind: "local", bytes: found.size, addedBytes: 0 };
-    },
-  };
-}
-
 /** Where the CLI looks for a session's file, in `home`, working in `cwd`. */
 export function sessionFile(home: string, cwd: string, sessionId: string): string {
   if (!SESSION_FILE.test(sessionId))
     throw new Error(`not a session id: ${JSON.stringify(sessionId)}`);
   return path.join(home, ".claude", "projects", projectDirName(cwd), `${sessionId}.jsonl`);
-}
-
-/** Copies `from` to `to` (making its directory); false if `from` is not there. */
-async function copyInto(from: string, to: string): Promise<boolean> {
-  await fs.mkdir(path.dirname(to), { recursive: true, mode: 0o700 });
-  try {
-    await fs.copyFile(from, to);
-    return true;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") return false;
-    throw err;
-  }
 }
 
 /**

@@ -10,10 +10,16 @@
  * ÷ 4 billed-equivalent input tokens. What both would send alike (the CLI's own tools and system
  * prompt, read from the cache either way; the new comment, sent either way) saves nothing.
  *
+ * Only while the cache still held the session: a resumed turn that began longer after its
+ * session's previous turn than the lifetime that turn asked for (`cache_ttl`, 5m or 1h) read
+ * nothing from the cache, and saved nothing in tokens (it bought continuity only). A turn
+ * recorded before Tether kept the lifetime is counted as before, cached.
+ *
  * It is an estimate, and a cautious one: tool calls and their results, which a fresh start
  * would have to repeat to learn the same things, are not counted; and a turn recorded before
  * Tether kept prompt and answer sizes adds nothing.
  */
+import { cacheTtlMs } from "../core/cache-ttl.js";
 import type { ConversationTurn } from "../sql/spend.js";
 
 export const CACHE_READ_PRICE = 0.1;
@@ -26,12 +32,21 @@ export interface SavingsEstimate {
   resumedInputTokens: number;
   /** Billed-equivalent input tokens they saved against starting fresh. */
   savedTokens: number;
+  /** Resumed turns that came after the cache's lifetime had run out: they saved no tokens. */
+  pastCacheTurns: number;
 }
 
 export function estimateSavings(turns: readonly ConversationTurn[]): SavingsEstimate {
   /** Bytes each session's turns added to its thread so far. */
   const threadBytes = new Map<string, number>();
-  const est: SavingsEstimate = { resumedTurns: 0, resumedInputTokens: 0, savedTokens: 0 };
+  /** Each session's latest turn so far. */
+  const previous = new Map<string, ConversationTurn>();
+  const est: SavingsEstimate = {
+    resumedTurns: 0,
+    resumedInputTokens: 0,
+    savedTokens: 0,
+    pastCacheTurns: 0,
+  };
   for (const t of [...turns].sort((a, b) => a.id - b.id)) {
     if (t.sessionId === null) continue;
     if (t.resumed) {
@@ -40,9 +55,12 @@ export function estimateSavings(turns: readonly ConversationTurn[]): SavingsEsti
         CACHE_READ_PRICE * (t.cacheReadTokens ?? 0) +
         (t.inputTokens ?? 0) +
         (t.cacheCreationTokens ?? 0);
-      est.savedTokens +=
-        ((1 - CACHE_READ_PRICE) * (threadBytes.get(t.sessionId) ?? 0)) / BYTES_PER_TOKEN;
+      if (cacheHeld(previous.get(t.sessionId), t))
+        est.savedTokens +=
+          ((1 - CACHE_READ_PRICE) * (threadBytes.get(t.sessionId) ?? 0)) / BYTES_PER_TOKEN;
+      else est.pastCacheTurns++;
     }
+    previous.set(t.sessionId, t);
     threadBytes.set(
       t.sessionId,
       (threadBytes.get(t.sessionId) ?? 0) + (t.promptBytes ?? 0) + (t.answerBytes ?? 0),
@@ -51,4 +69,10 @@ export function estimateSavings(turns: readonly ConversationTurn[]): SavingsEsti
   est.resumedInputTokens = Math.round(est.resumedInputTokens);
   est.savedTokens = Math.round(est.savedTokens);
   return est;
+}
+
+/** The cache still held what `prev` left when `turn` began (unknown lifetimes: assumed so). */
+function cacheHeld(prev: ConversationTurn | undefined, turn: ConversationTurn): boolean {
+  if (!prev?.cacheTtl || !prev.finishedAt || !turn.startedAt) return true;
+  return turn.startedAt.getTime() - prev.finishedAt.getTime() <= cacheTtlMs(prev.cacheTtl);
 }

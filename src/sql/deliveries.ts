@@ -268,14 +268,6 @@ export async function releaseDeliveries(db: Queryable, worker: string): Promise<
   return res.rowCount ?? 0;
 }
 
-/** Is anything claimable right now? */
-export async function hasReadyDeliveries(db: Queryable): Promise<boolean> {
-  const { rows } = await db.query(
-    `SELECT 1 FROM webhook_deliveries WHERE status = 'pending' AND run_after <= now() LIMIT 1`,
-  );
-  return rows.length > 0;
-}
-
 export async function readDelivery(
   db: Queryable,
   deliveryId: string,

@@ -4,6 +4,7 @@
  * and by /status.
  */
 import type { TaskKey } from "../core/task.js";
+import type { CacheTtl } from "../core/settings.js";
 import type { Queryable } from "./db.js";
 
 /** One finished turn of a conversation, as the spend accounting reads it. */
@@ -19,6 +20,11 @@ export interface ConversationTurn {
   cacheCreationTokens: number | null;
   promptBytes: number | null;
   answerBytes: number | null;
+  /** The prompt cache's lifetime the turn asked for; null when unknown (older turns, Codex). */
+  cacheTtl: CacheTtl | null;
+  /** When the run began and ended; null for a turn recorded without them. */
+  startedAt: Date | null;
+  finishedAt: Date | null;
 }
 
 export interface ConversationSpend {
@@ -90,9 +96,13 @@ export async function conversationTurns(db: Queryable, key: TaskKey): Promise<Co
     cache_creation_tokens: number | null;
     prompt_bytes: number | null;
     answer_bytes: number | null;
+    cache_ttl: CacheTtl | null;
+    started_at: Date | null;
+    finished_at: Date | null;
   }>(
     `SELECT id, resume_decision, resume_reason, force_fresh, session_id, cost_usd, input_tokens,
-            cache_read_tokens, cache_creation_tokens, prompt_bytes, answer_bytes
+            cache_read_tokens, cache_creation_tokens, prompt_bytes, answer_bytes, cache_ttl,
+            started_at, finished_at
        FROM tasks
       WHERE repo = $1 AND issue_number = $2 AND agent = $3 AND resume_decision IS NOT NULL
         AND status IN ('succeeded', 'failed', 'cancelled')
@@ -111,6 +121,9 @@ export async function conversationTurns(db: Queryable, key: TaskKey): Promise<Co
     cacheCreationTokens: r.cache_creation_tokens,
     promptBytes: r.prompt_bytes,
     answerBytes: r.answer_bytes,
+    cacheTtl: r.cache_ttl,
+    startedAt: r.started_at,
+    finishedAt: r.finished_at,
   }));
 }
 

@@ -18,7 +18,7 @@ export function escapeHtml(s: string): string {
   );
 }
 
-function shell(nonce: string, title: string, body: string, script = ""): string {
+export function shell(nonce: string, title: string, body: string, script = ""): string {
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -37,7 +37,11 @@ ${script ? `<script nonce="${nonce}">${script}</script>` : ""}
 `;
 }
 
-export function loginPage(nonce: string, error?: string): string {
+/**
+ * The sign-in form; `next` (a dashboard path, checked by the caller) is where the browser goes
+ * once signed in: a conversation page linked from an answer, say.
+ */
+export function loginPage(nonce: string, error?: string, next?: string): string {
   return shell(
     nonce,
     "Tether · sign in",
@@ -48,6 +52,7 @@ export function loginPage(nonce: string, error?: string): string {
     ${error ? `<p class="banner" role="alert">${escapeHtml(error)}</p>` : ""}
     <label for="token">Token</label>
     <input id="token" name="token" type="password" autocomplete="current-password" required autofocus>
+    ${next ? `<input type="hidden" name="next" value="${escapeHtml(next)}">` : ""}
     <button type="submit" class="primary">Sign in</button>
   </form>
 </main>`,
@@ -119,6 +124,8 @@ export function dashboardPage(nonce: string, opts: { signOut: boolean }): string
       <div class="scroll"><table id="runners"></table></div>
       <div class="panel-head sub"><h2>Outcomes</h2><span class="muted">turns in this range</span></div>
       <div id="outcomes" class="chips"></div>
+      <div class="panel-head sub"><h2>Triggers</h2><span class="muted">what started the turns</span></div>
+      <div id="triggers" class="chips"></div>
       <div class="panel-head sub"><h2>Changes</h2><span class="muted">what agents' changes became</span></div>
       <div id="changes" class="chips"></div>
     </div>
@@ -201,8 +208,9 @@ td .warn { color: var(--fresh); }
 .kpi .value.bad { color: var(--bad); }
 .grid-2-1 { display: grid; grid-template-columns: minmax(0, 2fr) minmax(0, 1fr); gap: 16px; }
 .grid-1-1 { display: grid; grid-template-columns: minmax(0, 1fr) minmax(0, 1fr); gap: 16px; }
+.grid-1-2 { display: grid; grid-template-columns: minmax(0, 1fr) minmax(0, 2fr); gap: 16px; }
 @media (max-width: 1180px) { .kpis { grid-template-columns: repeat(3, minmax(0, 1fr)); } }
-@media (max-width: 1000px) { .grid-2-1, .grid-1-1 { grid-template-columns: minmax(0, 1fr); } }
+@media (max-width: 1000px) { .grid-2-1, .grid-1-1, .grid-1-2 { grid-template-columns: minmax(0, 1fr); } }
 @media (max-width: 560px) { .kpis { grid-template-columns: repeat(2, minmax(0, 1fr)); } .top, main { padding-left: 12px; padding-right: 12px; } }
 .legend { color: var(--muted); font-size: 12px; display: flex; align-items: center; gap: 6px; flex-wrap: wrap; }
 .sw { display: inline-block; width: 10px; height: 10px; border-radius: 2px; margin-left: 6px; }
@@ -259,6 +267,12 @@ td.empty { color: var(--muted); text-align: center; padding: 18px; white-space: 
 .chips { display: flex; flex-wrap: wrap; gap: 6px; }
 .chips .pill { font-variant-numeric: tabular-nums; }
 .note strong { color: var(--text); }
+.top a.back { white-space: nowrap; }
+h1 .muted { font-weight: 400; }
+.kv { display: grid; grid-template-columns: max-content minmax(0, 1fr); gap: 4px 14px; margin: 0; }
+.kv dt { color: var(--muted); }
+.kv dd { margin: 0; }
+td.wrap { white-space: normal; min-width: 16em; }
 `;
 
 /**

@@ -1,10 +1,13 @@
 import { randomBytes } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { z } from "zod";
+import { parseConversationPath, type ConversationRoute } from "../core/conversation-path.js";
 import type { AppDeps } from "../deps.js";
+import { debugTranscriptSession, readChain } from "../sql/stats/conversation.js";
+import { transcriptChunks } from "../sql/transcripts.js";
 import type { Stats } from "../sql/stats/figures.js";
 import { readStats, type ReadStatsOptions } from "../sql/stats/read.js";
-import { StatsTimeoutError } from "../sql/stats/snapshot.js";
+import { DEFAULT_STATS_TIMEOUT_MS, StatsTimeoutError } from "../sql/stats/snapshot.js";
 import { StatsRange } from "../sql/stats/window.js";
 import {
   clearSessionCookieHeader,
@@ -17,6 +20,7 @@ import {
   sessionCookieValue,
 } from "./access.js";
 import type { DashboardStats } from "./browser/stats.js";
+import { conversationPage, noConversationPage } from "./conversation-page.js";
 import { dashboardPage, forbiddenPage, loginPage } from "./dashboard-page.js";
 import { pathOf, sendJson, type Handler } from "./http.js";
 
@@ -39,8 +43,10 @@ const MAX_FORM_BYTES = 8 * 1024;
 
 /**
  * GET /dashboard (the page), POST /dashboard/login and /dashboard/logout (the browser's way in
- * and out), GET /api/stats (the page's figures as JSON). Access rules are in access.ts: first
- * the Host, then the token, for every one of them.
+ * and out), GET /api/stats (the page's figures as JSON); one conversation's chain at
+ * GET /dashboard/conversations/<owner>/<name>/<issue>/<agent> (HTML) and /api/conversations/…
+ * (JSON), and a poisoned or retired session's stored transcript at …/transcripts/<session>.
+ * Access rules are in access.ts: first the Host, then the token, for every one of them.
  */
 export function dashboardRoutes(deps: AppDeps, opts: DashboardOptions = {}): Handler {
   const token = deps.dashboardToken ?? deps.env.TETHER_DASHBOARD_TOKEN;
@@ -51,7 +57,8 @@ export function dashboardRoutes(deps: AppDeps, opts: DashboardOptions = {}): Han
 
   return async (req, res) => {
     const path = pathOf(req);
-    if (path !== "/api/stats" && !path.startsWith("/dashboard")) return false;
+    const isApi = path === "/api/stats" || path.startsWith("/api/conversations/");
+    if (!isApi && !path.startsWith("/dashboard")) return false;
     const offered = takeTokenParam(req);
     if (!hostAllowed(req.headers.host, publicHosts)) {
       // Before anything else, sign-in form included: a page that rebound its own name to this
@@ -62,7 +69,7 @@ export function dashboardRoutes(deps: AppDeps, opts: DashboardOptions = {}): Han
         { host: req.headers.host?.slice(0, 200), path },
         "dashboard request for another host refused",
       );
-      return path === "/api/stats"
+      return isApi
         ? sendJson(res, 421, { error: reason })
         : sendHtml(res, 421, (n) => forbiddenPage(n, reason));
     }
@@ -70,6 +77,16 @@ export function dashboardRoutes(deps: AppDeps, opts: DashboardOptions = {}): Han
     if (path === "/dashboard" || path === "/dashboard/") {
       if (req.method === "GET" || req.method === "HEAD") return page(req, res, offered);
       return sendMethodNotAllowed(res, "GET");
+    }
+    const conv = parseConversationPath(path);
+    if (conv) {
+      if (req.method !== "GET" && req.method !== "HEAD") return sendMethodNotAllowed(res, "GET");
+      return conversation(req, res, conv, offered);
+    }
+    if (path.startsWith("/api/conversations/")) {
+      return sendJson(res, 404, {
+        error: "Not a conversation: use /api/conversations/<owner>/<name>/<issue>/<agent>.",
+      });
     }
     if (path === "/dashboard/login") {
       if (req.method === "POST") return login(req, res);
@@ -134,7 +151,8 @@ export function dashboardRoutes(deps: AppDeps, opts: DashboardOptions = {}): Han
         sessionCookieHeader(sessionCookieValue(token, now()), isHttps(req)),
       );
       // req.url no longer holds the token (takeTokenParam); keep the rest, e.g. ?range=7d.
-      return redirect(res, `/dashboard${new URL(req.url ?? "/", "http://x").search}`);
+      const url = new URL(req.url ?? "/", "http://x");
+      return redirect(res, `${url.pathname}${url.search}`);
     }
     const access = dashboardAccess(req, token, now());
     if (!access.ok) {
@@ -143,6 +161,100 @@ export function dashboardRoutes(deps: AppDeps, opts: DashboardOptions = {}): Han
         : sendHtml(res, 403, (n) => forbiddenPage(n, access.reason));
     }
     return sendHtml(res, 200, (n) => dashboardPage(n, { signOut: access.via === "cookie" }));
+  }
+
+  async function conversation(
+    req: IncomingMessage,
+    res: ServerResponse,
+    route: ConversationRoute,
+    offered: string | undefined,
+  ): Promise<true> {
+    if (route.kind === "page") {
+      // The sign-in, the ?token= link and the refusals are the dashboard's own.
+      if (offered !== undefined) return page(req, res, offered);
+      const access = dashboardAccess(req, token, now());
+      if (!access.ok) {
+        return access.status === 401
+          ? sendHtml(res, 401, (n) => loginPage(n, undefined, pathOf(req)))
+          : sendHtml(res, 403, (n) => forbiddenPage(n, access.reason));
+      }
+    } else {
+      const access = dashboardAccess(req, token, now());
+      if (!access.ok) {
+        if (access.status === 401) res.setHeader("www-authenticate", 'Bearer realm="tether"');
+        if (route.kind === "api") return sendJson(res, access.status, { error: access.reason });
+        res.writeHead(access.status, {
+          "content-type": "text/plain; charset=utf-8",
+          "cache-control": "no-store",
+        });
+        res.end(`${access.reason}\n`);
+        return true;
+      }
+    }
+    const key = route.key;
+    const named = `${key.repo}#${key.issueNumber} (agent ${key.agent})`;
+    try {
+      if (route.kind === "transcript") return await transcript(res, route, named);
+      const chain = await readChain(
+        deps.pool,
+        key,
+        opts.statsTimeoutMs ?? DEFAULT_STATS_TIMEOUT_MS,
+      );
+      if (!chain) {
+        const what = `Tether has no task for ${named}.`;
+        return route.kind === "api"
+          ? sendJson(res, 404, { error: what })
+          : sendHtml(res, 404, (n) => noConversationPage(n, what));
+      }
+      if (route.kind === "api") return sendJson(res, 200, chain);
+      const via = dashboardAccess(req, token, now());
+      return sendHtml(res, 200, (n) =>
+        conversationPage(n, chain, { signOut: via.ok && via.via === "cookie" }),
+      );
+    } catch (err) {
+      const timedOut = err instanceof StatsTimeoutError;
+      if (timedOut) log.warn({ err, key }, "conversation query timed out");
+      else log.error({ err, key }, "conversation query failed");
+      const what = timedOut
+        ? err.message
+        : `Could not read the conversation from Postgres: ${(err as Error).message}`;
+      if (route.kind === "api") return sendJson(res, timedOut ? 503 : 500, { error: what });
+      return sendHtml(res, timedOut ? 503 : 500, (n) => forbiddenPage(n, what));
+    }
+  }
+
+  /**
+   * A poisoned or retired session's stored transcript, as stored: its gzip'd chunks one after
+   * another (a multi-member gzip file, which gunzip reads whole). Transcripts hold repository
+   * contents and the agent's tool output: token-gated like the rest, never cached.
+   */
+  async function transcript(res: ServerResponse, route: ConversationRoute, named: string) {
+    const sessionId = route.sessionId ?? "";
+    const found = await debugTranscriptSession(deps.pool, route.key, sessionId);
+    if (!found) {
+      res.writeHead(404, {
+        "content-type": "text/plain; charset=utf-8",
+        "cache-control": "no-store",
+      });
+      res.end(
+        `No downloadable transcript for session ${sessionId} of ${named}: only a poisoned or ` +
+          "retired session's is offered, while it is kept (TETHER_DEBUG_KEEP_HOURS).\n",
+      );
+      return true as const;
+    }
+    const chunks = await transcriptChunks(deps.pool, sessionId);
+    log.info({ sessionId, key: route.key, state: found.state }, "session transcript downloaded");
+    res.writeHead(200, {
+      "content-type": "application/gzip",
+      "content-disposition": `attachment; filename="${sessionId}.jsonl.gz"`,
+      "content-length": String(chunks.reduce((n, c) => n + c.data.length, 0)),
+      "cache-control": "no-store",
+      "x-content-type-options": "nosniff",
+      "referrer-policy": "no-referrer",
+    });
+    for (const c of chunks) res.write(c.data);
+    res.end();
+    return true as const;
   }
 
   async function login(req: IncomingMessage, res: ServerResponse): Promise<true> {
@@ -155,15 +267,16 @@ export function dashboardRoutes(deps: AppDeps, opts: DashboardOptions = {}): Han
       return sendHtml(res, 413, (n) => loginPage(n, (err as Error).message));
     }
     const offered = form.get("token") ?? "";
+    const next = nextPage(form.get("next"));
     if (!sameSecret(offered, token)) {
       log.info({ remote: req.socket.remoteAddress }, "dashboard sign-in with a wrong token");
-      return sendHtml(res, 401, (n) => loginPage(n, "That token does not match."));
+      return sendHtml(res, 401, (n) => loginPage(n, "That token does not match.", next));
     }
     res.setHeader(
       "set-cookie",
       sessionCookieHeader(sessionCookieValue(token, now()), isHttps(req)),
     );
-    return redirect(res, "/dashboard");
+    return redirect(res, next ?? "/dashboard");
   }
 }
 
@@ -179,6 +292,13 @@ function takeTokenParam(req: IncomingMessage): string | undefined {
   url.searchParams.delete("token");
   req.url = `${url.pathname}${url.search}`;
   return offered;
+}
+
+/** Where a sign-in may send the browser on: a conversation page of this dashboard, nothing else. */
+function nextPage(next: string | null): string | undefined {
+  if (!next) return undefined;
+  const route = parseConversationPath(next);
+  return route?.kind === "page" && next.startsWith("/dashboard/conversations/") ? next : undefined;
 }
 
 /** Renders a page whose inline style and script carry this response's CSP nonce. */

@@ -94,7 +94,10 @@ export interface Workspace {
   headSha: string;
   /** Checked-out branch, null when HEAD is detached. */
   branch: string | null;
-  /** The ref the workspace follows and the commit it pointed at after the update. */
+  /**
+   * The ref the workspace follows, and its commit as Tether's own mirror holds it (the host's
+   * record, never the checkout's: the agent can move its own refs; "" when the mirror lacks it).
+   */
   upstream: { ref: string; sha: string };
   update: WorkspaceUpdate;
 }
@@ -326,7 +329,8 @@ export class Workspaces {
       await fs.mkdir(path.dirname(dir), { recursive: true });
       await fs.rmdir(dir).catch(() => undefined); // an empty leftover; a full one makes rename fail
       await fs.rename(tmp, dir);
-      return this.result(dir, mirror, state, upstreamRef, { kind: "cloned" }, true);
+      const hostSha = await this.mirrorSha(mirror, mirrorRefOf(upstreamRef));
+      return this.result(dir, mirror, state, upstreamRef, hostSha, { kind: "cloned" }, true);
     } catch (err) {
       await fs.rm(tmp, { recursive: true, force: true });
       throw err;
@@ -416,12 +420,12 @@ export class Workspaces {
     const upstream = state.upstreamSha ?? "";
     switch (plan.action) {
       case "up-to-date":
-        return this.result(dir, mirror, state, upstreamRef, {
+        return this.result(dir, mirror, state, upstreamRef, mirrorSha, {
           kind: "up-to-date",
           ahead: plan.ahead,
         });
       case "leave":
-        return this.result(dir, mirror, state, upstreamRef, {
+        return this.result(dir, mirror, state, upstreamRef, mirrorSha, {
           kind: "left",
           reason: plan.reason,
           detail: plan.detail,
@@ -436,7 +440,7 @@ export class Workspaces {
         if (moved.stoppedBy) throw gitFailure(ctx, "update", moved.stderr, moved.stoppedBy);
         if (moved.exitCode !== 0) {
           if (/untracked working tree files would be overwritten/i.test(moved.stderr)) {
-            return this.result(dir, mirror, state, upstreamRef, {
+            return this.result(dir, mirror, state, upstreamRef, mirrorSha, {
               kind: "left",
               reason: "untracked-files-in-the-way",
               detail: "untracked files would be overwritten by the update",
@@ -450,6 +454,7 @@ export class Workspaces {
           mirror,
           after,
           upstreamRef,
+          mirrorSha,
           ff
             ? { kind: "fast-forwarded", from: state.targetSha as string, to: upstream }
             : { kind: "switched", branch: target },
@@ -492,11 +497,20 @@ export class Workspaces {
     }
   }
 
+  /** A ref's commit in the mirror: from the sync's report when it has it, else read now. */
+  private async mirrorSha(mirror: MirrorSync, ref: string): Promise<string | null> {
+    const reported = mirror.refs[ref];
+    if (reported !== undefined) return reported;
+    return (await refFiles(mirror.dir).resolve(ref))?.sha ?? null;
+  }
+
   private result(
     dir: string,
     mirror: MirrorSync,
     local: LocalState,
     upstreamRef: string,
+    /** The upstream's commit in the mirror (upstream.sha): Tether's record, not the checkout's. */
+    hostSha: string | null,
     update: WorkspaceUpdate,
     created = false,
   ): Workspace {
@@ -507,7 +521,7 @@ export class Workspaces {
       created,
       headSha: local.headSha !== null && isObjectId(local.headSha) ? local.headSha : "",
       branch: local.branch,
-      upstream: { ref: upstreamRef, sha: local.upstreamSha ?? "" },
+      upstream: { ref: upstreamRef, sha: hostSha !== null && isObjectId(hostSha) ? hostSha : "" },
       update,
     };
   }
@@ -595,6 +609,14 @@ function targetBranch(
 ): string {
   if (pr) return pr.headRef;
   return follow && mirror.refs[`refs/heads/${follow}`] ? follow : mirror.defaultBranch;
+}
+
+/** The mirror's ref for a checkout's upstream ref (`refs/remotes/origin/<b>` is `refs/heads/<b>`). */
+export function mirrorRefOf(upstreamRef: string): string {
+  const remote = "refs/remotes/origin/";
+  return upstreamRef.startsWith(remote)
+    ? `refs/heads/${upstreamRef.slice(remote.length)}`
+    : upstreamRef;
 }
 
 /** The checkout's ref for what it follows: the pull request's own ref, or origin's branch. */

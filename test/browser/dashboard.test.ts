@@ -157,6 +157,11 @@ async function expectPageMatches(page: Page, s: Stats): Promise<void> {
       `${outcome} ${int(count)}`,
     );
   }
+  for (const [trigger, count] of Object.entries(s.triggers)) {
+    expect(await page.locator(`[data-trigger="${trigger}"]`).textContent()).toBe(
+      `${trigger} ${int(count)}`,
+    );
+  }
 }
 
 describe("the dashboard in chromium", () => {

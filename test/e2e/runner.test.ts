@@ -23,7 +23,14 @@ let stack: Stack;
 let issueCount = 0;
 
 beforeAll(async () => {
-  stack = await startStack({ pool: db.pool, databaseUrl: db.url, config: CONFIG });
+  // GitHub's stateless installation tokens (~520 characters): git, redaction and the client
+  // all see the long kind in this file's turns.
+  stack = await startStack({
+    pool: db.pool,
+    databaseUrl: db.url,
+    config: CONFIG,
+    github: { statelessTokens: true },
+  });
 }, 120_000);
 afterAll(async () => {
   await stack?.close();
@@ -163,11 +170,17 @@ describe(
     it("5b. a resumed turn answered 'prompt is too long' before any tool ran: the same turn runs fresh with the whole thread, one answer", async () => {
       const n = newIssue();
       const a = await stack.finishedTask(await stack.comment(n, "@tether OVERFLOW-ONE read it"));
-      stack.api.script(replies.promptTooLong());
-      const m = mark();
-      const b = await stack.finishedTask(
-        await stack.comment(n, "@tether OVERFLOW-TWO now summarise"),
+      // Every request but a cold one is too long: the resumed one, and the summaries the CLI
+      // asks for when it compacts by itself (2.1.332; 5c) fail too, so the CLI gives up.
+      stack.api.setDefault((req) =>
+        lastUserText(req).includes("# Instruction")
+          ? replies.text(`reply#${req.n} seen_messages=${req.body?.messages?.length ?? 0}`)
+          : replies.promptTooLong(),
       );
+      const m = mark();
+      const b = await stack
+        .finishedTask(await stack.comment(n, "@tether OVERFLOW-TWO now summarise"))
+        .finally(() => stack.api.reset());
       expect(b).toMatchObject({
         status: "succeeded",
         outcome: "success",
@@ -189,6 +202,32 @@ describe(
         (await db.pool.query("SELECT state FROM sessions WHERE session_id = $1", [a.session_id]))
           .rows[0].state,
       ).toBe("poisoned");
+    });
+
+    it("5c. a resumed turn answered 'prompt is too long' once: the CLI compacts by itself and the turn is answered, resumed", async () => {
+      const n = newIssue();
+      const a = await stack.finishedTask(await stack.comment(n, "@tether SQUEEZE-ONE read it"));
+      stack.api.script(replies.promptTooLong());
+      const m = mark();
+      const b = await stack.finishedTask(await stack.comment(n, "@tether SQUEEZE-TWO go on"));
+      expect(b).toMatchObject({
+        status: "succeeded",
+        outcome: "success",
+        resume_decision: "resume",
+        retried_fresh: false,
+        session_id: a.session_id,
+      });
+      const reqs = requestsSince(m);
+      expect(reqs[0]!.reply).toBe("error");
+      // The request that answered carried a summary instead of the old messages.
+      const last = reqs.at(-1)!;
+      expect(JSON.stringify(last.body?.messages)).toContain("being continued from a previous");
+      expect(lastUserText(last)).toContain("SQUEEZE-TWO");
+      expect(stack.taskComments(n, b.id as number)).toHaveLength(1);
+      expect(
+        (await db.pool.query("SELECT state FROM sessions WHERE session_id = $1", [a.session_id]))
+          .rows[0].state,
+      ).not.toBe("poisoned");
     });
 
     it("6. a session file the CLI cannot read: resume rejected, one fresh retry in the same task, one answer", async () => {
@@ -397,6 +436,48 @@ describe(
       expect(prompt).toMatch(
         /\[Pull request review \(changes requested\) at commit [0-9a-f]{40}\.\]\n\nPlease add a test for old Mac line endings\./,
       );
+    });
+
+    it("11a. a reply to a review comment quotes its parent, read back from GitHub, and gets 👀", async () => {
+      const pr = await stack.gh.addPullRequest({
+        repo: REPO,
+        headRef: "reply-thread",
+        files: { "src/join.js": "export const join = (a) => a.join('\\n');\n" },
+        title: "Add join",
+        user: "alice",
+      });
+      const n = pr.number as number;
+      const parent = stack.gh.addReviewComment({
+        repo: REPO,
+        number: n,
+        path: "src/join.js",
+        line: 1,
+        body: "Windows readers want CRLF here.",
+        user: "dora",
+      });
+      const reply = stack.gh.addReviewComment({
+        repo: REPO,
+        number: n,
+        path: "src/join.js",
+        line: 1,
+        body: "@tether do what dora suggests",
+        user: "alice",
+        inReplyTo: parent.id as number,
+      });
+      const m = mark();
+      await stack.deliver(
+        stack.gh.webhooks.pullRequestReviewComment({ repo: REPO, number: n, comment: reply }),
+      );
+      const t = await stack.finishedTask(reply.id as number);
+      expect(t).toMatchObject({ status: "succeeded", is_pull_request: true });
+      const prompt = requestsSince(m)
+        .map(lastUserText)
+        .find((text) => text.includes("do what dora suggests"));
+      expect(prompt).toContain("replies to a review comment by @dora");
+      expect(prompt).toContain("> Windows readers want CRLF here.");
+      expect(stack.gh.reactions(REPO, { reviewCommentId: reply.id as number })).toEqual([
+        { user: stack.gh.botLogin(), content: "eyes" },
+      ]);
     });
 
     it("12. every token a turn uses is scoped to the task's repository and the step's permissions", async () => {

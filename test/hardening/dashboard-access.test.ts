@@ -9,7 +9,14 @@ import fs from "node:fs";
 import http from "node:http";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { conversationPath } from "../../src/core/conversation-path.js";
 import { DASHBOARD_TOKEN_FILE } from "../../src/web/dashboard-token.js";
+import {
+  CHAIN_KEY,
+  POISONED,
+  POISONED_TRANSCRIPT,
+  seedConversation,
+} from "../helpers/conversation-seed.js";
 import { createTestDatabase } from "../helpers/db.js";
 import { startStack, type Stack } from "../helpers/e2e-stack.js";
 
@@ -18,6 +25,7 @@ let stack: Stack;
 let tokenFile: string;
 
 beforeAll(async () => {
+  await seedConversation(db.pool, new Date());
   stack = await startStack({
     pool: db.pool,
     databaseUrl: db.url,
@@ -140,6 +148,42 @@ describe("the dashboard of a process started without TETHER_DASHBOARD_TOKEN", ()
       "{}",
     );
     expect(hook.status).toBe(400); // the webhook route's own answer: the signature
+  });
+
+  it("gates the conversation page, its JSON and the transcript download like the rest", async () => {
+    const base = stack.app.url;
+    const page = conversationPath(CHAIN_KEY);
+    const paths = [
+      page,
+      conversationPath(CHAIN_KEY, "/api/conversations"),
+      `${page}/transcripts/${POISONED}`,
+    ];
+    const secret = POISONED_TRANSCRIPT.toString().split("\n")[1]!;
+    const token = readToken();
+    for (const p of paths) {
+      const tries: Record<string, string>[] = [
+        {},
+        { authorization: "Bearer not-the-dashboard-token" },
+      ];
+      for (const headers of tries) {
+        const res = await fetch(`${base}${p}`, { headers, redirect: "manual" });
+        expect(res.status, p).toBe(401);
+        const body = await res.text();
+        expect(body).not.toContain("tether/issue-42");
+        expect(body).not.toContain("secret repo contents");
+        expect(body).not.toContain(secret);
+      }
+      const rebound = await withHost(base, "attacker.example", p, {
+        authorization: `Bearer ${token}`,
+      });
+      expect(rebound.status, p).toBe(421);
+      expect(rebound.body).not.toContain("tether/issue-42");
+      const ok = await fetch(`${base}${p}`, { headers: { authorization: `Bearer ${token}` } });
+      expect(ok.status, p).toBe(200);
+    }
+    // The page reached from an answer's footer: signed out, the sign-in comes back to it.
+    const signIn = await fetch(`${base}${page}`);
+    expect(await signIn.text()).toContain(`name="next" value="${page}"`);
   });
 
   it("reuses the token on the next start, and admits the names in TETHER_PUBLIC_HOSTS", async () => {

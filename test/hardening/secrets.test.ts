@@ -120,15 +120,14 @@ describe("secrets", { timeout: 120_000 }, () => {
     }
     expect(task).toMatchObject({ status: "succeeded" });
 
-    // A failing turn whose error quotes the secrets back (the API's own error message).
-    // Twice: the resumed attempt breaks before any tool ran, so the turn is retried at once in a
-    // fresh session, which the API refuses the same way.
-    stack.api.script(
-      replies.invalidRequest(`rejected: ${spill()}`),
-      replies.invalidRequest(`rejected: ${spill()}`),
-    );
-    const failed = await stack.finishedTask(await stack.comment(n, "@tether once more"));
-    stack.api.reset();
+    // A failing turn whose error quotes the secrets back (the API's own error message), to
+    // every request: the resumed attempt breaks before any tool ran, so the turn is retried at
+    // once in a fresh session, which the API refuses the same way. (Claude Code 2.1.332 sends a
+    // request the API refused with 400 six times before it gives up.)
+    stack.api.setDefault(replies.invalidRequest(`rejected: ${spill()}`));
+    const failed = await stack
+      .finishedTask(await stack.comment(n, "@tether once more"))
+      .finally(() => stack.api.reset());
     expect(failed).toMatchObject({ status: "failed" });
     expect(String(failed.failure_reason)).toContain("[redacted]");
 

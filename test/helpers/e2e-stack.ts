@@ -16,7 +16,7 @@ import {
   type FakeAnthropic,
   type FakeAnthropicOptions,
 } from "./fake-anthropic.js";
-import { startFakeGitHub, type FakeGitHub } from "./fake-github.js";
+import { startFakeGitHub, type FakeGitHub, type FakeGitHubOptions } from "./fake-github.js";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 
@@ -69,6 +69,8 @@ export interface Stack {
   tmp: string;
   /** A comment by `user` on the issue, delivered to the app as GitHub would. Returns its id. */
   comment(issueNumber: number, body: string, user?: string): Promise<number>;
+  /** Deliver a webhook event to the app as GitHub does; anything but 2xx throws. */
+  deliver(ev: { name: string; payload: unknown }): Promise<void>;
   /** Edit a comment on GitHub and deliver issue_comment.edited. */
   editComment(issueNumber: number, commentId: number, body: string): Promise<void>;
   /** The task created from a comment, once it is finished (or the timeout hits). */
@@ -92,8 +94,10 @@ export async function startStack(opts: {
   beforeApp?: (gh: FakeGitHub) => void | Promise<void>;
   /** Options for the app's node (say, `--cpu-prof`, which NODE_OPTIONS does not take). */
   nodeArgs?: string[];
+  /** Options for GitHub's stand-in (say, `statelessTokens`). */
+  github?: FakeGitHubOptions;
 }): Promise<Stack> {
-  const gh = await startFakeGitHub();
+  const gh = await startFakeGitHub(opts.github);
   const api = await startFakeAnthropic(opts.anthropic);
   await gh.addRepo({
     owner: "octo",
@@ -137,6 +141,11 @@ export async function startStack(opts: {
       DISABLE_ERROR_REPORTING: "1",
       CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
       LOG_LEVEL: "info",
+      // The CLI under test: the pinned one, or the one an operator points at (npm run test:cli
+      // covers the contract tests; the e2e files run the same way).
+      ...(process.env.TETHER_CLAUDE_PATH
+        ? { TETHER_CLAUDE_PATH: process.env.TETHER_CLAUDE_PATH }
+        : {}),
       // Off unless a test is about it: the drills resend failed deliveries themselves, and a
       // sweep's requests would land among the ones tests count.
       TETHER_REDELIVER_MINUTES: "0",
@@ -203,6 +212,7 @@ export async function startStack(opts: {
     startApp: async (env) => (stack.app = await startApp(env)),
     spawnApp: startApp,
     tmp,
+    deliver: deliverOk,
     async comment(issueNumber, body, user = "alice") {
       const c = gh.addComment({ repo: REPO, issueNumber, body, user });
       const ev = gh.webhooks.issueComment({ repo: REPO, issueNumber, commentId: c.id as number });

@@ -118,6 +118,10 @@ export function repoJson(b: Bases, r: RepoFacts): Json {
     topics: [],
     archived: false,
     disabled: false,
+    // What GET /repos/{owner}/{repo} (a full repository) must have besides.
+    has_discussions: false,
+    network_count: 0,
+    subscribers_count: 0,
   };
 }
 
@@ -256,8 +260,6 @@ export function commentJson(b: Bases, repoFull: string, c: CommentFacts): Json {
 
 export interface ReviewCommentFacts {
   id: number;
-  /** The review it was posted in, when it was. */
-  reviewId?: number;
   pullNumber: number;
   user: Json;
   body: string;
@@ -267,6 +269,8 @@ export interface ReviewCommentFacts {
   side: "LEFT" | "RIGHT";
   commitId: string;
   createdAt: Date;
+  /** The review it was submitted with; null for a comment outside any review. */
+  reviewId?: number | null;
 }
 
 /** GET /repos/{o}/{r}/pulls/{n}/comments: one comment on a line of the diff. */
@@ -276,14 +280,17 @@ export function reviewCommentJson(b: Bases, repoFull: string, c: ReviewCommentFa
     url: `${api}/pulls/comments/${c.id}`,
     html_url: `${b.webUrl}/${repoFull}/pull/${c.pullNumber}#discussion_r${c.id}`,
     pull_request_url: `${api}/pulls/${c.pullNumber}`,
-    pull_request_review_id: c.reviewId ?? null,
     id: c.id,
     node_id: nodeId("PullRequestReviewComment", c.id),
+    pull_request_review_id: c.reviewId ?? null,
     user: c.user,
     body: c.body,
     path: c.path,
     line: c.line,
     original_line: c.line,
+    // the line's index in the diff; GitHub's review-comment shape requires it (outdated: null)
+    position: c.line,
+    original_position: c.line,
     start_line: c.startLine,
     original_start_line: c.startLine,
     side: c.side,
@@ -294,6 +301,12 @@ export function reviewCommentJson(b: Bases, repoFull: string, c: ReviewCommentFa
     created_at: iso(c.createdAt),
     updated_at: iso(c.createdAt),
     author_association: "COLLABORATOR",
+    diff_hunk: `@@ -${c.line ?? 1},1 +${c.line ?? 1},1 @@`,
+    _links: {
+      self: { href: `${api}/pulls/comments/${c.id}` },
+      html: { href: `${b.webUrl}/${repoFull}/pull/${c.pullNumber}#discussion_r${c.id}` },
+      pull_request: { href: `${api}/pulls/${c.pullNumber}` },
+    },
   };
 }
 
@@ -324,6 +337,30 @@ export function reviewJson(b: Bases, repoFull: string, r: ReviewFacts): Json {
       html: { href: `${b.webUrl}/${repoFull}/pull/${r.pullNumber}#pullrequestreview-${r.id}` },
       pull_request: { href: `${b.apiUrl}/repos/${repoFull}/pulls/${r.pullNumber}` },
     },
+  };
+}
+
+/** A commit as GET /repos/{o}/{r}/branches/{branch} (and the commits API) shows it. */
+export function commitJson(b: Bases, repoFull: string, sha: string, at: Date): Json {
+  const api = `${b.apiUrl}/repos/${repoFull}`;
+  const who = { name: "Stand-in", email: "stand-in@example.com", date: iso(at) };
+  return {
+    sha,
+    node_id: nodeId("Commit", Number.parseInt(sha.slice(0, 8), 16) || 0),
+    url: `${api}/commits/${sha}`,
+    html_url: `${b.webUrl}/${repoFull}/commit/${sha}`,
+    comments_url: `${api}/commits/${sha}/comments`,
+    commit: {
+      url: `${api}/git/commits/${sha}`,
+      author: who,
+      committer: who,
+      message: "",
+      comment_count: 0,
+      tree: { sha, url: `${api}/git/trees/${sha}` },
+    },
+    author: null,
+    committer: null,
+    parents: [],
   };
 }
 
@@ -399,6 +436,7 @@ export function pullJson(b: Bases, repoFull: string, p: PullFacts): Json {
     rebaseable: true,
     mergeable_state: "clean",
     merged_by: null,
+    auto_merge: null,
     comments: p.issue.comments,
   };
 }

@@ -21,6 +21,7 @@ export interface PayloadSource {
 export type IssueCommentEvent = EmitterWebhookEvent<"issue_comment">;
 export type IssuesEvent = EmitterWebhookEvent<"issues">;
 export type PullRequestEvent = EmitterWebhookEvent<"pull_request">;
+export type PullRequestReviewCommentEvent = EmitterWebhookEvent<"pull_request_review_comment">;
 
 interface Common {
   repo: string;
@@ -54,9 +55,13 @@ export function issuesEvent(
   src: PayloadSource,
   o: Common & {
     issueNumber: number;
-    action?: "opened" | "edited" | "closed" | "reopened";
+    action?: "opened" | "edited" | "closed" | "reopened" | "labeled" | "assigned";
     /** For "edited": what the title and body were. */
     changes?: { title?: string; body?: string };
+    /** For "labeled": the label's name. */
+    label?: string;
+    /** For "assigned": the assignee's login. */
+    assignee?: string;
   },
 ): IssuesEvent {
   const action = o.action ?? "opened";
@@ -75,8 +80,34 @@ export function issuesEvent(
   delete payload.label;
   delete payload.assignee;
   delete payload.milestone;
+  if (action === "labeled") payload.label = labelJson(o.label ?? "bug");
+  if (action === "assigned") payload.assignee = src.userJson(o.assignee ?? "octocat");
   finish(src, payload, o.repo, o.sender ?? login(issue.user));
   return { id: randomUUID(), name: "issues", payload } as unknown as IssuesEvent;
+}
+
+function labelJson(name: string): Json {
+  return { id: 1_000_000 + name.length, node_id: "LA_x", name, color: "d73a4a", default: false };
+}
+
+export type PullRequestReviewEvent = EmitterWebhookEvent<"pull_request_review">;
+
+/** pull_request_review.submitted for a review the stand-in holds (addReview's REST shape). */
+export function pullRequestReviewEvent(
+  src: PayloadSource,
+  o: Common & { number: number; review: Json },
+): PullRequestReviewEvent {
+  const payload = examplePayload("pull_request_review", (e) => e.action === "submitted");
+  payload.action = "submitted";
+  payload.pull_request = src.pullJson(o.repo, o.number);
+  // Webhooks spell the state in lower case; the REST API in upper case.
+  payload.review = { ...o.review, state: String(o.review.state).toLowerCase() };
+  finish(src, payload, o.repo, o.sender ?? login(o.review.user));
+  return {
+    id: randomUUID(),
+    name: "pull_request_review",
+    payload,
+  } as unknown as PullRequestReviewEvent;
 }
 
 export function pullRequestEvent(
@@ -95,6 +126,25 @@ export function pullRequestEvent(
   delete payload.requested_reviewer;
   finish(src, payload, o.repo, o.sender ?? login(pr.user));
   return { id: randomUUID(), name: "pull_request", payload } as unknown as PullRequestEvent;
+}
+
+/** A comment on a pull request's diff (`comment`: the stand-in's REST shape of it). */
+export function pullRequestReviewCommentEvent(
+  src: PayloadSource,
+  o: Common & { number: number; comment: Json; action?: "created" | "edited" | "deleted" },
+): PullRequestReviewCommentEvent {
+  const action = o.action ?? "created";
+  const payload = examplePayload("pull_request_review_comment", (e) => e.action === action);
+  payload.action = action;
+  payload.pull_request = src.pullJson(o.repo, o.number);
+  payload.comment = o.comment;
+  delete payload.changes;
+  finish(src, payload, o.repo, o.sender ?? login(o.comment.user));
+  return {
+    id: randomUUID(),
+    name: "pull_request_review_comment",
+    payload,
+  } as unknown as PullRequestReviewCommentEvent;
 }
 
 function finish(src: PayloadSource, payload: Json, repo: string, sender: string): void {

@@ -31,6 +31,7 @@ import {
 } from "./fake-github-git.js";
 import {
   commentJson,
+  commitJson,
   installationJson,
   issueJson,
   iso,
@@ -38,6 +39,7 @@ import {
   pullJson,
   REACTION_CONTENTS,
   reactionJson,
+  reactionsSummary,
   repoJson,
   reviewCommentJson,
   reviewJson,
@@ -52,11 +54,14 @@ import {
   issueCommentEvent,
   issuesEvent,
   pullRequestEvent,
+  pullRequestReviewCommentEvent,
   WebhookDeliveryLog,
   type DeliveryAttemptRecord,
   type DeliveryResult,
   type PayloadSource,
+  pullRequestReviewEvent,
 } from "./fake-github-webhooks.js";
+import { checkRequest, checkResponse, parseBody } from "./openapi.js";
 
 export { signedWebhook, sign } from "./fake-github-webhooks.js";
 export type { DeliveryAttemptRecord, DeliveryResult } from "./fake-github-webhooks.js";
@@ -87,6 +92,18 @@ export interface FakeGitHubOptions {
   tokenTtlMs?: number;
   /** Clock for timestamps and token expiry. */
   now?: () => Date;
+  /**
+   * Mint installation tokens the way GitHub's stateless ones look: `ghs_<app id>_` and a
+   * JWT-like three base64url parts joined by dots, ~520 characters. Default: the short
+   * 40-character `ghs_…` kind.
+   */
+  statelessTokens?: boolean;
+  /**
+   * Hold every REST request and answer against GitHub's OpenAPI description (openapi.ts) and
+   * make close() fail on what does not fit. Default true; a test that sends GitHub something
+   * wrong on purpose drains `takeOpenapiViolations()` instead of turning this off.
+   */
+  openapi?: boolean;
 }
 
 export interface RecordedRequest {
@@ -172,12 +189,16 @@ export function secondaryRateLimited(retryAfterSeconds = 1): FailResponse {
   };
 }
 
+/** The owner's GitHub plan: Free and Pro have no draft pull requests on private repositories. */
+export type Plan = "free" | "pro" | "team" | "enterprise";
+
 interface RepoState {
   id: number;
   owner: string;
   name: string;
   defaultBranch: string;
   private: boolean;
+  plan: Plan;
   installationId: number | null;
   bare: string;
   createdAt: Date;
@@ -336,7 +357,13 @@ const PERMISSIONS = {
   pull_requests: "write",
   metadata: "read",
 } as const;
-const EVENTS = ["issue_comment", "issues", "pull_request", "pull_request_review_comment"];
+const EVENTS = [
+  "issue_comment",
+  "issues",
+  "pull_request",
+  "pull_request_review",
+  "pull_request_review_comment",
+];
 const DOCS = "https://docs.github.com/rest";
 const MAX_BODY = 64 * 1024 * 1024;
 
@@ -383,12 +410,18 @@ export class FakeGitHub implements PayloadSource {
   readonly reposDir: string;
   /** Every ref update a push made, in order. */
   readonly pushes: RecordedPush[] = [];
+  /** What GitHub's OpenAPI description does not allow in the requests and answers so far. */
+  readonly openapiViolations: string[] = [];
 
   /** Webhook payload builders over the current state (see fake-github-webhooks.ts). */
   readonly webhooks = {
     issueComment: (o: Parameters<typeof issueCommentEvent>[1]) => issueCommentEvent(this, o),
     issues: (o: Parameters<typeof issuesEvent>[1]) => issuesEvent(this, o),
     pullRequest: (o: Parameters<typeof pullRequestEvent>[1]) => pullRequestEvent(this, o),
+    pullRequestReview: (o: Parameters<typeof pullRequestReviewEvent>[1]) =>
+      pullRequestReviewEvent(this, o),
+    pullRequestReviewComment: (o: Parameters<typeof pullRequestReviewCommentEvent>[1]) =>
+      pullRequestReviewCommentEvent(this, o),
   };
 
   /**
@@ -401,6 +434,10 @@ export class FakeGitHub implements PayloadSource {
   private readonly publicKey: KeyObject;
   private readonly now: () => Date;
   private readonly tokenTtlMs: number;
+  private readonly statelessTokens: boolean;
+  private readonly openapi: boolean;
+  /** Reactions on review comments (a pull request's diff comments), by comment id. */
+  private readonly reviewReactions = new Map<number, ReactionState[]>();
   private readonly home: string;
   private readonly server: http.Server;
   private readonly children = new Set<ChildProcess>();
@@ -428,6 +465,8 @@ export class FakeGitHub implements PayloadSource {
     this.installationId = opts.installationId ?? 4242;
     this.now = opts.now ?? (() => new Date());
     this.tokenTtlMs = opts.tokenTtlMs ?? 60 * 60_000;
+    this.statelessTokens = opts.statelessTokens ?? false;
+    this.openapi = opts.openapi ?? true;
     const keys = appKeyPair();
     this.privateKeyPem = keys.privateKeyPem;
     this.publicKeyPem = keys.publicKeyPem;
@@ -458,11 +497,26 @@ export class FakeGitHub implements PayloadSource {
     this.apiUrl = `${this.url}/api/v3`;
   }
 
+  /**
+   * Stop serving and remove the repositories; then fail if a request or an answer did not fit
+   * GitHub's OpenAPI description (the stand-in drifted, or Tether sent what GitHub refuses).
+   */
   async close(): Promise<void> {
     for (const child of this.children) child.kill("SIGKILL");
     this.server.closeAllConnections();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
     await fs.rm(this.tmp, { recursive: true, force: true });
+    const found = this.takeOpenapiViolations();
+    if (found.length) {
+      throw new Error(
+        `FakeGitHub: ${found.length} request(s) or answer(s) GitHub's OpenAPI description does not allow:\n${found.join("\n")}`,
+      );
+    }
+  }
+
+  /** The OpenAPI violations found so far, emptied (for a test that provokes one on purpose). */
+  takeOpenapiViolations(): string[] {
+    return this.openapiViolations.splice(0);
   }
 
   /**
@@ -488,6 +542,11 @@ export class FakeGitHub implements PayloadSource {
     files?: FileMap;
     defaultBranch?: string;
     private?: boolean;
+    /**
+     * The owner's plan (default "team"). A private repository on "free" or "pro" refuses draft
+     * pull requests as GitHub does (422, "Draft pull requests are not supported in this repository.").
+     */
+    plan?: Plan;
     /** Installation that can see it; null: none (the app has no access). Default: the default installation. */
     installationId?: number | null;
     ownerType?: UserType;
@@ -510,6 +569,7 @@ export class FakeGitHub implements PayloadSource {
       name: o.name,
       defaultBranch: o.defaultBranch ?? "main",
       private: o.private ?? false,
+      plan: o.plan ?? "team",
       installationId,
       bare: path.join(this.reposDir, `${key}.git`),
       createdAt: this.now(),
@@ -629,6 +689,13 @@ export class FakeGitHub implements PayloadSource {
   }
 
   /** GitHub protects `branch`: pushes to it are refused (GH006), and the REST API says so. */
+  /** Make a repository private or public, or move its owner to another plan. */
+  setVisibility(repo: string, o: { private?: boolean; plan?: Plan }): void {
+    const r = this.repo(repo);
+    if (o.private !== undefined) r.private = o.private;
+    if (o.plan !== undefined) r.plan = o.plan;
+  }
+
   protectBranch(repo: string, branch: string): void {
     this.repo(repo).protectedBranches.add(branch);
   }
@@ -691,10 +758,15 @@ export class FakeGitHub implements PayloadSource {
     startLine?: number;
     side?: "LEFT" | "RIGHT";
     user?: string;
+    /** The review (addReview's id) it is submitted with. */
+    reviewId?: number;
+    /** The review comment this one replies to (its thread's first). */
+    inReplyTo?: number;
   }): Json {
     const r = this.repo(o.repo);
     const pull = this.pullState(r, o.number);
     const json = reviewCommentJson(this.bases(), this.fullName(r), {
+      reviewId: o.reviewId ?? null,
       id: ++this.ids.comment,
       pullNumber: o.number,
       user: this.userJson(o.user ?? "octocat"),
@@ -706,6 +778,7 @@ export class FakeGitHub implements PayloadSource {
       commitId: pull.headSha,
       createdAt: this.now(),
     });
+    if (o.inReplyTo !== undefined) json.in_reply_to_id = o.inReplyTo;
     pull.reviewComments.push(json);
     return json;
   }
@@ -811,15 +884,20 @@ export class FakeGitHub implements PayloadSource {
     return this.liveComments(r, issueNumber).map((c) => this.commentJson(c.id));
   }
 
-  /** Reactions on a comment (`commentId`) or on an issue (`issueNumber`). */
+  /**
+   * Reactions on a comment (`commentId`), on a review comment on a pull request's diff
+   * (`reviewCommentId`) or on an issue (`issueNumber`).
+   */
   reactions(
     repo: string,
-    target: { commentId: number } | { issueNumber: number },
+    target: { commentId: number } | { reviewCommentId: number } | { issueNumber: number },
   ): Array<{ user: string; content: ReactionContent }> {
     const list =
       "commentId" in target
         ? this.commentState(target.commentId).reactions
-        : this.issueState(this.repo(repo), target.issueNumber).reactions;
+        : "reviewCommentId" in target
+          ? (this.reviewReactions.get(target.reviewCommentId) ?? [])
+          : this.issueState(this.repo(repo), target.issueNumber).reactions;
     return list.map((x) => ({ user: x.user, content: x.content }));
   }
 
@@ -1159,7 +1237,9 @@ export class FakeGitHub implements PayloadSource {
     const inst = this.installations.get(installationId);
     if (!inst) throw new Error(`no installation ${installationId}`);
     const t: TokenState = {
-      token: `ghs_${randomBytes(27).toString("base64url").replace(/[-_]/g, "x").slice(0, 36)}`,
+      token: this.statelessTokens
+        ? this.statelessToken(installationId, repoIds)
+        : `ghs_${randomBytes(27).toString("base64url").replace(/[-_]/g, "x").slice(0, 36)}`,
       installationId,
       createdAt: this.now(),
       expiresAt: new Date(this.now().getTime() + this.tokenTtlMs),
@@ -1170,6 +1250,26 @@ export class FakeGitHub implements PayloadSource {
     };
     this.tokens.set(t.token, t);
     return t;
+  }
+
+  /**
+   * A token shaped like GitHub's stateless installation tokens: `ghs_<app id>_` then a JWT-like
+   * header.payload.signature in base64url (~520 characters). The stand-in still looks it up in
+   * its table; only the shape is GitHub's.
+   */
+  private statelessToken(installationId: number, repoIds: number[] | null): string {
+    const part = (o: unknown) => Buffer.from(JSON.stringify(o)).toString("base64url");
+    const header = part({ alg: "RS256", typ: "JWT", kid: randomBytes(6).toString("hex") });
+    const payload = part({
+      iss: this.appId,
+      ins: installationId,
+      rep: repoIds ?? "all",
+      iat: Math.floor(this.now().getTime() / 1000),
+      exp: Math.floor((this.now().getTime() + this.tokenTtlMs) / 1000),
+      jti: randomBytes(12).toString("base64url"),
+    });
+    const signature = randomBytes(256).toString("base64url");
+    return `ghs_${this.appId}_${header}.${payload}.${signature}`;
   }
 
   private liveToken(token: string | undefined): TokenState | undefined {
@@ -1402,6 +1502,7 @@ export class FakeGitHub implements PayloadSource {
 
   private sendJson(res: ServerResponse, rec: RecordedRequest, reply: Reply): void {
     rec.status = reply.status;
+    if (this.openapi && rec.kind === "rest") this.checkOpenapi(rec, reply);
     const headers: Record<string, string> = {
       "x-github-media-type": "github.v3; format=json",
       "x-github-request-id": `FAKE:${rec.seq}`,
@@ -1424,6 +1525,22 @@ export class FakeGitHub implements PayloadSource {
     }
     res.writeHead(reply.status, { ...headers, "content-type": "application/json; charset=utf-8" });
     res.end(JSON.stringify(reply.body ?? {}));
+  }
+
+  /** Hold a REST request and the answer about to go out against GitHub's description. */
+  private checkOpenapi(rec: RecordedRequest, reply: Reply): void {
+    const req = {
+      method: rec.method,
+      path: rec.path.slice("/api/v3".length) || "/",
+      query: rec.query,
+      body: parseBody(rec.rawBody),
+    };
+    const body =
+      reply.status === 204 ? undefined : reply.raw ? String(reply.raw.data) : (reply.body ?? {});
+    this.openapiViolations.push(
+      ...checkRequest(req),
+      ...checkResponse(req, { status: reply.status, body }),
+    );
   }
 
   private async handleGit(
@@ -1595,13 +1712,17 @@ export class FakeGitHub implements PayloadSource {
       const ids = ctx.body.repository_ids;
       if (Array.isArray(names) || Array.isArray(ids)) {
         const inst = [...this.repos.values()].filter((r) => r.installationId === id);
-        const chosen = inst.filter(
-          (r) =>
-            (Array.isArray(names) &&
-              names.some((n) => String(n).toLowerCase() === r.name.toLowerCase())) ||
-            (Array.isArray(ids) && ids.includes(r.id)),
-        );
-        if (chosen.length === 0) {
+        const byName = (n: unknown) =>
+          inst.find((r) => String(n).toLowerCase() === r.name.toLowerCase());
+        const byId = (rid: unknown) => inst.find((r) => r.id === rid);
+        const asked = [
+          ...(Array.isArray(names) ? names.map(byName) : []),
+          ...(Array.isArray(ids) ? ids.map(byId) : []),
+        ];
+        const chosen = inst.filter((r) => asked.includes(r));
+        // GitHub refuses the whole request when any one asked for is not the installation's
+        // (another installation's, or no repository at all).
+        if (chosen.length === 0 || asked.includes(undefined)) {
           return {
             status: 422,
             body: {
@@ -1787,6 +1908,31 @@ export class FakeGitHub implements PayloadSource {
       const desc = ctx.query.sort !== undefined && ctx.query.direction === "desc";
       return this.paginate(desc ? [...pull.reviewComments].reverse() : pull.reviewComments, ctx);
     });
+    const reviewCommentIn = (ctx: RouteCtx): Json | undefined => {
+      const id = Number(ctx.params.comment_id);
+      for (const issue of repoOf(ctx).issues.values()) {
+        const c = issue.pull?.reviewComments.find((x) => x.id === id);
+        if (c) return c;
+      }
+      return undefined;
+    };
+    add("GET", "/repos/{owner}/{repo}/pulls/comments/{comment_id}", "token", (ctx) => {
+      const c = reviewCommentIn(ctx);
+      return c ? { status: 200, body: c } : notFound();
+    });
+    add("POST", "/repos/{owner}/{repo}/pulls/comments/{comment_id}/reactions", "token", (ctx) => {
+      const c = reviewCommentIn(ctx);
+      if (!c) return notFound();
+      const id = c.id as number;
+      const list = this.reviewReactions.get(id) ?? [];
+      this.reviewReactions.set(id, list);
+      const reply = react(list, ctx);
+      c.reactions = reactionsSummary(
+        `${String(c.url)}/reactions`,
+        list.map((x) => x.content),
+      );
+      return reply;
+    });
     add("GET", "/repos/{owner}/{repo}/pulls/{pull_number}/reviews", "token", (ctx) => {
       const pull = repoOf(ctx).issues.get(Number(ctx.params.pull_number))?.pull;
       return pull ? this.paginate(pull.reviews, ctx) : notFound();
@@ -1896,6 +2042,20 @@ export class FakeGitHub implements PayloadSource {
       }
       return { status: 200, body: review };
     });
+    add(
+      "GET",
+      "/repos/{owner}/{repo}/pulls/{pull_number}/reviews/{review_id}/comments",
+      "token",
+      (ctx) => {
+        const pull = repoOf(ctx).issues.get(Number(ctx.params.pull_number))?.pull;
+        const id = Number(ctx.params.review_id);
+        if (!pull?.reviews.some((r) => r.id === id)) return notFound();
+        return this.paginate(
+          pull.reviewComments.filter((c) => c.pull_request_review_id === id),
+          ctx,
+        );
+      },
+    );
     add("GET", "/repos/{owner}/{repo}/pulls/{pull_number}", "token", async (ctx) => {
       const r = repoOf(ctx);
       const n = Number(ctx.params.pull_number);
@@ -1990,7 +2150,23 @@ export class FakeGitHub implements PayloadSource {
     });
     add("GET", "/users/{username}", "token", (ctx) => ({
       status: 200,
-      body: this.userJson(ctx.params.username ?? ""),
+      // A public user: the summary plus the profile GitHub's description requires.
+      body: {
+        ...this.userJson(ctx.params.username ?? ""),
+        name: null,
+        company: null,
+        blog: null,
+        location: null,
+        email: null,
+        hireable: null,
+        bio: null,
+        public_repos: 0,
+        public_gists: 0,
+        followers: 0,
+        following: 0,
+        created_at: iso(new Date(0)),
+        updated_at: iso(new Date(0)),
+      },
     }));
     add("GET", "/repos/{owner}/{repo}/branches/{branch}", "token", async (ctx) => {
       const r = repoOf(ctx);
@@ -2006,12 +2182,13 @@ export class FakeGitHub implements PayloadSource {
         status: 200,
         body: {
           name,
-          commit: { sha, url: `${this.apiUrl}/repos/${full}/commits/${sha}` },
+          commit: commitJson(this.bases(), full, sha, r.pushedAt),
           _links: {
             self: `${this.apiUrl}/repos/${full}/branches/${name}`,
             html: `${this.url}/${full}/tree/${name}`,
           },
           protected: r.protectedBranches.has(name),
+          protection: { enabled: r.protectedBranches.has(name) },
           protection_url: `${this.apiUrl}/repos/${full}/branches/${name}/protection`,
         },
       };
@@ -2078,6 +2255,22 @@ export class FakeGitHub implements PayloadSource {
           },
         };
       if (headSha === baseSha) return problem("head", `No commits between ${base} and ${headRef}`);
+      if (draft === true && r.private && (r.plan === "free" || r.plan === "pro"))
+        return {
+          status: 422,
+          body: {
+            message: "Validation Failed",
+            errors: [
+              {
+                resource: "PullRequest",
+                code: "custom",
+                message: "Draft pull requests are not supported in this repository.",
+              },
+            ],
+            documentation_url: "https://docs.github.com/rest/pulls/pulls#create-a-pull-request",
+            status: "422",
+          },
+        };
       const issue = this.newIssue(r, {
         title,
         body: typeof body === "string" ? body : null,

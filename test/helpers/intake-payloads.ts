@@ -213,3 +213,50 @@ export function reviewSubmitted(o: ReviewOptions): Json {
   user(p.sender, author);
   return p;
 }
+
+export interface WorkItemOptions {
+  issueNumber: number;
+  /** The label added (labeled) or the login assigned (assigned). */
+  value: string;
+  action: "labeled" | "assigned";
+  /** Who labelled or assigned. */
+  sender?: Author;
+  title?: string;
+  body?: string;
+  updatedAt?: string;
+}
+
+/** issues.labeled / issues.assigned. */
+export function issueWorkItem(o: WorkItemOptions): Json {
+  const p = example("issues", o.action);
+  p.installation = { id: INSTALLATION_ID, node_id: "MDIzOkludGVncmF0aW9uSW5zdGFsbGF0aW9uMQ==" };
+  p.issue.number = o.issueNumber;
+  p.issue.id = 500_000 + o.issueNumber;
+  p.issue.html_url = `https://github.com/${OWNER}/${REPO}/issues/${o.issueNumber}`;
+  if (o.title !== undefined) p.issue.title = o.title;
+  if (o.body !== undefined) p.issue.body = o.body;
+  if (o.updatedAt) p.issue.updated_at = o.updatedAt;
+  workItemValue(p, o);
+  return p;
+}
+
+/** pull_request.labeled / pull_request.assigned. */
+export function pullWorkItem(o: WorkItemOptions): Json {
+  const p = example("pull_request", o.action);
+  p.installation = { id: INSTALLATION_ID, node_id: "MDIzOkludGVncmF0aW9uSW5zdGFsbGF0aW9uMQ==" };
+  p.number = o.issueNumber;
+  p.pull_request.number = o.issueNumber;
+  p.pull_request.id = 600_000 + o.issueNumber;
+  p.pull_request.html_url = `https://github.com/${OWNER}/${REPO}/pull/${o.issueNumber}`;
+  if (o.title !== undefined) p.pull_request.title = o.title;
+  if (o.body !== undefined) p.pull_request.body = o.body;
+  if (o.updatedAt) p.pull_request.updated_at = o.updatedAt;
+  workItemValue(p, o);
+  return p;
+}
+
+function workItemValue(p: Json, o: WorkItemOptions): void {
+  if (o.action === "labeled") p.label = { ...p.label, name: o.value };
+  else p.assignee = { ...p.assignee, login: o.value, type: "User" };
+  user(p.sender, o.sender ?? { login: "Codertocat" });
+}

@@ -311,6 +311,25 @@ describe("the answer poster", () => {
     expect(gh.updates).toBe(0);
   });
 
+  it("with TETHER_PUBLIC_URL, a swept failure's footer links to the conversation's page (#30)", async () => {
+    const k = key();
+    const t = await seedTask(pool, {
+      ...k,
+      status: "running",
+      locked_by: "gone",
+      heartbeat_at: new Date(Date.now() - 120_000),
+      attempts: 3,
+      max_attempts: 3,
+    });
+    await sweepExpired(pool, 60_000);
+    const gh = thread();
+    const d = poster(gh, { publicUrl: "https://tether.example.com" });
+    expect(await d.run()).toEqual({ posted: [t.id], retrying: [], gaveUp: [] });
+    expect(gh.comments[0]!.body).toContain(
+      `[conversation log (operators only)](https://tether.example.com/dashboard/conversations/${k.repo}/1/tether)`,
+    );
+  });
+
   it("a swept task that had a session and a tracking comment: that comment becomes the failure", async () => {
     const gh = thread([
       { id: 55, author: "tether[bot]", url: "c55", body: "⏳ working", createdAt: "" },

@@ -3,6 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { createClaudeCli } from "../../src/claude/claude-cli.js";
+import { OUT_OF_TURN_TOOLS } from "../../src/claude/claude-args.js";
 import { readProcTable } from "../../src/process/process-tree.js";
 import type { RunEvent, RunSpec } from "../../src/claude/runtime-adapter.js";
 import { FIXTURES } from "../helpers/fake-claude-replay.js";
@@ -99,6 +100,8 @@ describe("Claude adapter with a scripted CLI", () => {
       "3",
       "--allowedTools",
       "Bash(git log:*)",
+      "--disallowedTools",
+      ...OUT_OF_TURN_TOOLS,
     ]);
   });
 

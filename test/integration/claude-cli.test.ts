@@ -14,9 +14,20 @@ import {
 } from "../helpers/fake-anthropic.js";
 
 /*
- * The real Claude Code CLI (the pinned @anthropic-ai/claude-code native binary) against a fake
- * Messages API on 127.0.0.1. Each run takes about a second of the CLI's own start-up.
+ * The real Claude Code CLI (the pinned @anthropic-ai/claude-code native binary, or the one
+ * TETHER_CLAUDE_PATH names: `npm run test:cli`) against a fake Messages API on 127.0.0.1. Each
+ * run takes about a second of the CLI's own start-up.
  */
+
+/** The version the probe must report: the pin in package.json, unless another CLI is tested. */
+const PINNED = (
+  JSON.parse(fs.readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as {
+    devDependencies: Record<string, string>;
+  }
+).devDependencies["@anthropic-ai/claude-code"]!;
+const EXPECTED_VERSION = process.env.TETHER_CLAUDE_PATH
+  ? expect.stringMatching(/^\d+\.\d+\.\d+/)
+  : PINNED;
 
 const root = fs.mkdtempSync(path.join(os.tmpdir(), "tether-claude-"));
 const home = path.join(root, "home"); // one $HOME: sessions live in $HOME/.claude/projects
@@ -84,7 +95,7 @@ function processesOf(pid: number, cwd: string): number[] {
 describe("Claude CLI adapter, real CLI", () => {
   it("probes the binary: its version, and that it can resume", async () => {
     const caps = await cli.probe();
-    expect(caps).toMatchObject({ version: "2.1.197", canResume: true });
+    expect(caps).toMatchObject({ version: EXPECTED_VERSION, canResume: true });
     expect(await cli.probe()).toBe(caps);
   });
 
@@ -148,9 +159,18 @@ describe("Claude CLI adapter, real CLI", () => {
     expect(fake.messageRequests().length).toBe(before);
   });
 
-  it("a known session resumed from another directory → resume_rejected", async () => {
-    const outcome = await cli.start(spec({ resumeSessionId: first.sessionId })).outcome;
-    expect(outcome.kind).toBe("resume_rejected");
+  it("a known session resumed from another directory of the same HOME: resumed (2.1.332)", async () => {
+    // 2.1.197 looked only under the new cwd's project directory and failed ("No conversation
+    // found"); 2.1.332 finds the file under any project directory of $HOME and appends to it.
+    // Tether gives every turn a HOME holding only the session it resumes, so no other
+    // session can be found this way.
+    const outcome = await cli.start(
+      spec({ resumeSessionId: first.sessionId, prompt: "From elsewhere?" }),
+    ).outcome;
+    expect(outcome).toMatchObject({ kind: "success", sessionId: first.sessionId });
+    const texts = userTexts(fake.messageRequests().at(-1)!);
+    expect(texts[0]).toContain("What does widgets do?");
+    expect(texts.at(-1)).toContain("From elsewhere?");
   });
 
   it("a 400 prompt too long → poisoned, the session named", async () => {
@@ -246,7 +266,11 @@ describe("Claude CLI adapter, real CLI", () => {
   });
 
   it("cancel while a Bash command runs → its command, in a session of its own, is gone too", async () => {
-    fake.script(replies.toolUse("Bash", { command: "sleep 300", description: "Wait" }));
+    // Not a bare `sleep 300`: 2.1.332's Bash tool refuses a standalone sleep ("Blocked:
+    // standalone sleep 300. To wait for a condition, use Monitor …") and never runs it.
+    fake.script(
+      replies.toolUse("Bash", { command: "tail -f /dev/null", description: "Follow nothing" }),
+    );
     const cwd = workDir();
     const run = cli.start(spec({ cwd, settings: { ...settings, allowedTools: ["Bash"] } }));
     for await (const e of run) if (e.type === "tool_use") break;
@@ -255,7 +279,10 @@ describe("Claude CLI adapter, real CLI", () => {
     for (let i = 0; i < 100 && sleeper === undefined; i++) {
       sleeper = readProcTable().find((p) => {
         try {
-          return fs.readFileSync(`/proc/${p.pid}/cmdline`, "utf8") === "sleep\u0000300\u0000";
+          return (
+            fs.readFileSync(`/proc/${p.pid}/cmdline`, "utf8") ===
+            "tail\u0000-f\u0000/dev/null\u0000"
+          );
         } catch {
           return false;
         }

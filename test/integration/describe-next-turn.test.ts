@@ -57,6 +57,34 @@ describe("/status with the runner's next-turn decision", () => {
     expect(text).toContain("Last session: `sess-2` (active)");
   });
 
+  it("never posts a whole session id in the thread, only its first eight characters (#28)", async () => {
+    const sessionId = "7c9e6679-7425-40de-944b-e07fc1f90ae7";
+    await upsertSession(pool, {
+      repo: "octo/widgets",
+      issueNumber: 28,
+      agent: "tether",
+      sessionId,
+      runtimeId: "rt-a",
+      workDir: "/w/28",
+      model: "m",
+      historyEpoch: 0,
+    });
+    await pool.query(
+      "UPDATE sessions SET context_tokens = 1000, context_window = 200000 WHERE session_id = $1",
+      [sessionId],
+    );
+    await seedTask(pool, {
+      issue_number: 28,
+      status: "succeeded",
+      session_id: sessionId,
+      finished_at: now,
+    });
+    const text = await status(28);
+    expect(text).toContain("Next turn: **resumes** session `7c9e6679`");
+    expect(text).toContain("Last session: `7c9e6679` (active)");
+    expect(text).not.toContain(sessionId.slice(0, 9));
+  });
+
   it("a session over the context budget: compacted then resumed (Claude), fresh with compact off", async () => {
     await upsertSession(pool, {
       repo: "octo/widgets",

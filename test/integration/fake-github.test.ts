@@ -297,6 +297,10 @@ describe("REST shapes", () => {
         }),
       ),
     ).toBe(422);
+    // GitHub's description refuses that body too; the stand-in noted it, and it is no drift.
+    expect(gh.takeOpenapiViolations()).toEqual([
+      expect.stringMatching(/request body\/content must be equal to one of the allowed values/),
+    ]);
 
     await octokit.rest.issues.deleteComment({ owner: "octo", repo: "widgets", comment_id: id });
     expect(

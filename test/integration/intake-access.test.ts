@@ -3,7 +3,7 @@ import { readDelivery } from "../../src/sql/deliveries.js";
 import { createTestDatabase } from "../helpers/db.js";
 import { commentCreated, INSTALLATION_ID } from "../helpers/intake-payloads.js";
 import { APP_ID, createTestApp, type TestApp } from "../helpers/probot.js";
-import { github, useNock } from "../helpers/intake-github.js";
+import { github, rest, useNock } from "../helpers/intake-github.js";
 import { readTasks } from "../helpers/seed.js";
 
 const db = await createTestDatabase();
@@ -122,7 +122,8 @@ describe("who may trigger an agent", () => {
     gh.api.get("/repos/Codertocat/Hello-World/collaborators/alice/permission").reply(() => {
       order.push("permission asked");
       permissionAsked();
-      return [200, { permission: "write", role_name: "write", user: { login: "alice" } }];
+      const user = { ...rest.user("alice"), role_name: "write" };
+      return [200, { permission: "write", role_name: "write", user }];
     });
     gh.reactToComment(commentId);
     expect((await deliver({ login: "alice" })).tasks).toHaveLength(1);

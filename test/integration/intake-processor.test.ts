@@ -5,7 +5,7 @@ import { claimDeliveries, readDelivery } from "../../src/sql/deliveries.js";
 import { createTestDatabase } from "../helpers/db.js";
 import { commentCreated, INSTALLATION_ID, REPO_KEY } from "../helpers/intake-payloads.js";
 import { createTestApp, type TestApp } from "../helpers/probot.js";
-import { github, useNock } from "../helpers/intake-github.js";
+import { github, rest, useNock } from "../helpers/intake-github.js";
 import { readTasks, seedTask } from "../helpers/seed.js";
 
 const db = await createTestDatabase();
@@ -184,11 +184,15 @@ describe("concurrency", () => {
     gh.api
       .get("/repos/Codertocat/Hello-World/collaborators/Codertocat/permission")
       .times(n)
-      .reply(200, { permission: "write", role_name: "write" });
+      .reply(200, {
+        permission: "write",
+        role_name: "write",
+        user: { ...rest.user("Codertocat"), role_name: "write" },
+      });
     gh.api
       .post(/\/repos\/Codertocat\/Hello-World\/issues\/comments\/\d+\/reactions/)
       .times(n)
-      .reply(201, {});
+      .reply(201, rest.reaction());
     for (let i = 0; i < n; i++)
       await app.receive("issue_comment", comment(commentId * 100 + i, `@tether part ${i}`));
     const other = await createTestApp(db);

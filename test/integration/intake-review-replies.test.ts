@@ -13,7 +13,7 @@ import {
   reviewCommentEdited,
   type ReviewCommentOptions,
 } from "../helpers/intake-payloads.js";
-import { github, useNock } from "../helpers/intake-github.js";
+import { github, rest, useNock } from "../helpers/intake-github.js";
 import { createTestApp, type TestApp } from "../helpers/probot.js";
 import { readTask, readTasks, seedTask } from "../helpers/seed.js";
 
@@ -48,7 +48,13 @@ function parent(status: 200 | 404, body = "Use a Map here.\nIt keeps insertion o
   const api = github().api;
   const path = `/repos/Codertocat/Hello-World/pulls/comments/${parentId()}`;
   if (status === 404) api.get(path).reply(404, { message: "Not Found" });
-  else api.get(path).reply(200, { id: parentId(), user: { login: "reviewer" }, body });
+  else
+    api
+      .get(path)
+      .reply(
+        200,
+        rest.reviewComment("Codertocat/Hello-World", { id: parentId(), user: "reviewer", body }),
+      );
 }
 
 function accepted() {

@@ -345,7 +345,11 @@ describe("editing or deleting a review comment", () => {
 
 describe("pull_request_review.submitted", () => {
   it("a review whose body mentions an agent queues a task on the pull request (no 👀: GitHub has no reactions on reviews)", async () => {
-    github().token(INSTALLATION_ID).noConfig().permission("Codertocat", "write");
+    github()
+      .token(INSTALLATION_ID)
+      .noConfig()
+      .permission("Codertocat", "write")
+      .reviewLineComments(pr, id);
     await app.deliver(
       "pull_request_review",
       reviewSubmitted({
@@ -367,7 +371,10 @@ describe("pull_request_review.submitted", () => {
 
   it("a review with inline comments that mention the agent becomes one task answering all of them", async () => {
     acceptedReviewComment(id);
-    github().noConfig().permission("Codertocat", "write"); // the token is cached by then
+    github()
+      .noConfig()
+      .permission("Codertocat", "write") // the token is cached by then
+      .reviewLineComments(pr, id + 1);
     await app.deliver(
       "pull_request_review_comment",
       reviewCommentCreated(onLine42({ createdAt: at(0).toISOString() })),

@@ -64,6 +64,19 @@ describe("Metrics.recordTurn", () => {
     expect(sample(text, 'tether_turn_cost_usd_total{resumed="false",cli="claude"}')).toBe(0.25);
   });
 
+  it("counts turns by trigger; an unknown one as other", async () => {
+    const m = new Metrics();
+    m.recordTurn({ outcome: "success", reason: "resumed" });
+    m.recordTurn({ outcome: "success", reason: "resumed", trigger: "review" });
+    m.recordTurn({ outcome: "success", reason: "no_prior_session", trigger: "label" });
+    m.recordTurn({ outcome: "success", reason: "no_prior_session", trigger: 'x"}' });
+    const text = await m.render();
+    expect(sample(text, 'tether_turn_triggers_total{trigger="comment"}')).toBe(1);
+    expect(sample(text, 'tether_turn_triggers_total{trigger="review"}')).toBe(1);
+    expect(sample(text, 'tether_turn_triggers_total{trigger="label"}')).toBe(1);
+    expect(sample(text, 'tether_turn_triggers_total{trigger="other"}')).toBe(1);
+  });
+
   it("splits turns and cost by agent CLI", async () => {
     const m = new Metrics();
     m.recordTurn({ outcome: "success", reason: "resumed", usage: { costUsd: 0.5 } });

@@ -19,6 +19,7 @@ import { Sandbox } from "../../src/sandbox/sandbox.js";
 import { getConversation } from "../../src/sql/conversations.js";
 import { Workspaces } from "../../src/workspace/workspace.js";
 import { createTestDatabase } from "../helpers/db.js";
+import { BULK_FILES, forgedBaseAttack } from "../hardening/helpers/forged-base.js";
 import { startFakeGitHub, type FakeGitHub } from "../helpers/fake-github.js";
 
 const db = await createTestDatabase();
@@ -89,6 +90,7 @@ async function setup() {
     writer: writer(repo, minted),
     issue: { title: "Gadgets", body: "", author: "alice", url: "u", isPullRequest: false },
     upstreamRef: w.upstream.ref,
+    upstreamSha: w.upstream.sha,
     defaultBranch: "main",
     mode: "pull_request",
     config: DEFAULT_CONFIG.publish,
@@ -177,5 +179,115 @@ describe("publisher", () => {
     expect(r).toMatchObject({ result: "refused", reason: "too-large" });
     expect(minted).toEqual([]);
     expect(gh.pushesTo(repo)).toEqual([]);
+  });
+
+  it("a turn that started before the default branch moved still publishes: its base is an older commit of that branch", async () => {
+    const { repo, w, req } = await setup();
+    const base = await gh.sha(repo, "main");
+    await gh.commit(repo, { files: { "NEWS.md": "moved on\n" } });
+    await fs.writeFile(path.join(w.dir, "gadget.txt"), "three\n");
+    const r = await publisher({ workspaces: ws, pool: db.pool, log }).publish(req);
+    expect(r).toMatchObject({
+      result: "published",
+      files: [expect.objectContaining({ path: "gadget.txt" })],
+    });
+    if (r.result !== "published") return;
+    expect(r.files).toHaveLength(1);
+    const parent = await git(gh.barePath(repo), "rev-parse", `${r.sha}^`);
+    expect(parent.stdout.trim()).toBe(base);
+  });
+
+  describe("drill (#28, hole 1): the agent forges the base the checks measure from", () => {
+    /** The agent's side: forged remote-tracking ref, planted clean filter (forged-base.ts). */
+    async function attack(dir: string, upstreamRef: string, branch: string) {
+      const r = await execa("sh", ["-c", forgedBaseAttack({ upstreamRef, branch })], {
+        cwd: dir,
+        env: { PATH: process.env.PATH, HOME: scratch, GIT_CONFIG_NOSYSTEM: "1" },
+        extendEnv: false,
+      });
+      expect(r.stdout).toContain("ATTACK-PLANTED");
+    }
+    /** The filter ran inside Tether's sandboxed collect and did all of its part. */
+    async function expectFilterRan(dir: string) {
+      expect(await fs.readFile(path.join(dir, ".git/drill-forged"), "utf8")).toContain("done");
+    }
+
+    for (const mode of ["pull_request", "branch"] as const)
+      it(`first push to a conversation branch (${mode} mode): refused, nothing pushed`, async () => {
+        const { repo, w, req, minted } = await setup();
+        await attack(w.dir, w.upstream.ref, "tether/3-tether");
+        const r = await publisher({ workspaces: ws, pool: db.pool, log }).publish({
+          ...req,
+          mode,
+        });
+        await expectFilterRan(w.dir);
+        expect(r).toMatchObject({
+          result: "refused",
+          reason: "not-tethers-commit",
+          messages: [expect.stringContaining("does not build on")],
+        });
+        expect(minted).toEqual([]);
+        expect(gh.pushesTo(repo)).toEqual([]);
+        expect(await gh.sha(repo, "tether/3-tether")).toBeUndefined();
+      });
+
+    it("a fork's patch: refused, no patch that hides the forged commit", async () => {
+      n++;
+      const name = `gadgets-${n}`;
+      const repo = `octo/${name}`;
+      await gh.addRepo({ owner: "octo", name, files: { "README.md": "# gadgets\n" } });
+      const pr = await gh.addPullRequest({
+        repo,
+        headRef: "feature",
+        fork: "mallory/gadgets",
+        files: { "feature.txt": "theirs\n" },
+      });
+      const number = pr.number as number;
+      const token = gh.createInstallationToken();
+      const cloneUrl = cloneUrlFor({ GHE_HOST: gh.host, GHE_PROTOCOL: "http" }, repo);
+      const key = { repo, issueNumber: number, agent: "tether" };
+      const w = await ws.prepare({
+        ...key,
+        cloneUrl,
+        token,
+        pullRequest: { number, headRef: "feature" },
+      });
+      await attack(w.dir, w.upstream.ref, "feature");
+      const r = await publisher({ workspaces: ws, pool: db.pool, log }).publish({
+        key,
+        taskId: 1000 + n,
+        cloneUrl,
+        token,
+        writer: writer(repo, []),
+        issue: {
+          title: "Feature",
+          body: "",
+          author: "mallory",
+          url: "u",
+          isPullRequest: true,
+          pullRequest: {
+            headRef: "feature",
+            baseRef: "main",
+            headSha: (pr.head as { sha: string }).sha,
+            headRepo: "mallory/gadgets",
+          },
+        },
+        upstreamRef: w.upstream.ref,
+        upstreamSha: w.upstream.sha,
+        defaultBranch: "main",
+        mode: "pull_request",
+        config: { ...DEFAULT_CONFIG.publish, maxFiles: BULK_FILES + 10 },
+        requesters: [{ login: "alice", url: "https://example.invalid/c/1" }],
+        summary: "Did it.",
+        secrets: [],
+      });
+      await expectFilterRan(w.dir);
+      expect(r).toMatchObject({
+        result: "refused",
+        reason: "not-tethers-commit",
+        messages: [expect.stringContaining("does not build on")],
+      });
+      expect(JSON.stringify(r)).not.toContain("FIX.md");
+    });
   });
 });

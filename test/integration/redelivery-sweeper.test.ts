@@ -321,7 +321,10 @@ describe("RedeliverySweeper.sweep", () => {
     const c = failed(500, 10);
     gh.failNext((r) => r.path === `/api/v3/app/hook/deliveries/${b.id}/attempts`, {
       status: 422,
-      body: { message: "Validation Failed" },
+      body: {
+        message: "Validation Failed",
+        documentation_url: "https://docs.github.com/rest/apps/webhooks",
+      },
     });
     const metrics = new Metrics();
     const s = await sweeper({ redelivered: (r) => metrics.recordRedelivery(r) }).sweep();

@@ -178,6 +178,31 @@ describe("runTask", () => {
     expect(row.answer_comment_id).toBe(thread.comments[0]?.id);
   });
 
+  it("with TETHER_PUBLIC_URL, the answer's footer links to the conversation's page (#30)", async () => {
+    const answer = async (deps0: Partial<RunTaskDeps>) => {
+      issue++;
+      const thread = fakeThread();
+      const agent = new FakeAgent([
+        async () => ({
+          outcome: "success",
+          sessionId: `s-link-${issue}`,
+          text: "Done.",
+          usage,
+          contextWindow: 200_000,
+          toolRan: false,
+          detail: null,
+        }),
+      ]);
+      await turnWith(agent, thread, workspace, {}, deps0);
+      return thread.comments[0]?.body ?? "";
+    };
+    const linked = await answer({ publicUrl: "https://tether.example.com" });
+    expect(linked).toContain(
+      `[conversation log (operators only)](https://tether.example.com/dashboard/conversations/octo/widgets/${issue}/tether)`,
+    );
+    expect(await answer({})).not.toContain("conversation log");
+  });
+
   it("a follow-up resumes the session with the focus guard and only the new comment", async () => {
     issue++;
     const thread = fakeThread();

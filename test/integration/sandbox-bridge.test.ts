@@ -51,7 +51,12 @@ describe("the bridge in a real sandbox", () => {
       workspace: ws,
       env: { PATH: "/usr/local/bin:/usr/bin:/bin" },
       egress: {
-        model: { upstream: upstreamUrl, headers: {}, strip: [] },
+        model: {
+          upstream: upstreamUrl,
+          headers: {},
+          strip: [],
+          routes: [{ method: "GET", path: "/v1/ping" }],
+        },
         network: { kind: "model-only" },
         waitForBridge,
       },

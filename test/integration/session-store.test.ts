@@ -95,7 +95,7 @@ describe("the Postgres session store", () => {
       bytes: Buffer.byteLength(first),
       addedBytes: Buffer.byteLength(first),
     });
-    const head1 = (await transcriptHead(db.pool, sessionId))!;
+    const head1 = (await transcriptHead(db.pool, key, sessionId))!;
     expect(head1.rawBytes).toBe(Buffer.byteLength(first));
     // Compressed: repetitive JSONL takes a fraction of its size.
     expect(head1.storedBytes).toBeLessThan(head1.rawBytes / 4);
@@ -105,7 +105,7 @@ describe("the Postgres session store", () => {
     fs.appendFileSync(sessionFile(h1, CWD, sessionId), added);
     const saved = await a.store.save(key, sessionId, h1);
     expect(saved).toMatchObject({ kind: "append", addedBytes: Buffer.byteLength(added) });
-    const head2 = (await transcriptHead(db.pool, sessionId))!;
+    const head2 = (await transcriptHead(db.pool, key, sessionId))!;
     expect(head2.chunks).toBe(head1.chunks + 1);
     expect(head2.rewrites).toBe(0);
     // A save with nothing new writes nothing.
@@ -156,7 +156,7 @@ describe("the Postgres session store", () => {
     const rewritten = `{"type":"summary","summary":"compacted"}\n${lines(90, 20)}`;
     writeSession(h, sessionId, rewritten);
     expect(await a.store.save(key, sessionId, h)).toMatchObject({ kind: "replace" });
-    const head = (await transcriptHead(db.pool, sessionId))!;
+    const head = (await transcriptHead(db.pool, key, sessionId))!;
     expect(head.rewrites).toBe(1);
     const b = runner(`b-${n}`);
     const hb = b.home();
@@ -174,9 +174,11 @@ describe("the Postgres session store", () => {
       fs.appendFileSync(sessionFile(h, CWD, sessionId), lines(3000 + t * 10, 10));
       expect(await a.store.save(key, sessionId, h)).toMatchObject({ kind: "append" });
     }
-    const head = (await transcriptHead(db.pool, sessionId))!;
+    const head = (await transcriptHead(db.pool, key, sessionId))!;
     expect(head.chained).toBe(true);
-    const raw = (await transcriptChunks(db.pool, sessionId)).map((c) => zlib.gunzipSync(c.data));
+    const raw = (await transcriptChunks(db.pool, key, sessionId)).map((c) =>
+      zlib.gunzipSync(c.data),
+    );
     expect(raw.length).toBeGreaterThan(4);
     // The digest is the chain over the stored chunks' raw bytes, link by link ...
     expect(head.sha256.equals(chainDigest(EMPTY_DIGEST, raw))).toBe(true);
@@ -217,14 +219,14 @@ describe("the Postgres session store", () => {
     // what is stored, whichever way it is checked.
     const flip = (text: string) => text.replace("turn 1500:", "turn 1501:");
     for (const withCache of [true, false]) {
-      const before = (await transcriptHead(db.pool, sessionId))!;
+      const before = (await transcriptHead(db.pool, key, sessionId))!;
       if (!withCache) dropCache();
       const text = flip(fs.readFileSync(file, "utf8")) + lines(4000 + (withCache ? 0 : 1), 1);
       fs.writeFileSync(file, text);
       expect(await a.store.save(key, sessionId, h), `with cache: ${withCache}`).toMatchObject({
         kind: "replace",
       });
-      const after = (await transcriptHead(db.pool, sessionId))!;
+      const after = (await transcriptHead(db.pool, key, sessionId))!;
       expect(after.rewrites).toBe(before.rewrites + 1);
       const b = runner(`b-${n}-${withCache}`);
       const hb = b.home();
@@ -253,11 +255,11 @@ describe("the Postgres session store", () => {
     const hb = b.home();
     expect((await b.store.restore(key, sessionId, hb, CWD)).from).toBe("store");
     expect(fs.readFileSync(sessionFile(hb, CWD, sessionId), "utf8")).toBe(text);
-    expect((await transcriptHead(db.pool, sessionId))!.chained).toBe(false);
+    expect((await transcriptHead(db.pool, key, sessionId))!.chained).toBe(false);
 
     fs.appendFileSync(sessionFile(hb, CWD, sessionId), lines(200, 3));
     expect(await b.store.save(key, sessionId, hb)).toMatchObject({ kind: "replace" });
-    const head = (await transcriptHead(db.pool, sessionId))!;
+    const head = (await transcriptHead(db.pool, key, sessionId))!;
     expect(head.chained).toBe(true);
     expect(head.rawBytes).toBe(Buffer.byteLength(lines(0, 203)));
     fs.appendFileSync(sessionFile(hb, CWD, sessionId), lines(203, 3));
@@ -337,12 +339,16 @@ describe("the Postgres session store", () => {
       "UPDATE sessions SET last_used_at = now() - interval '10 days' WHERE session_id = $1",
       [idle.sessionId],
     );
-    const pruned = await pruneTranscripts(db.pool, 7 * 24 * 3600_000);
+    const pruned = await pruneTranscripts(db.pool, {
+      idleMs: 7 * 24 * 3600_000,
+      unknownTtlMs: 7 * 24 * 3600_000,
+      debugKeepMs: 0,
+    });
     expect(pruned.transcripts).toBeGreaterThanOrEqual(2);
     expect(pruned.bytes).toBeGreaterThan(0);
-    expect(await transcriptHead(db.pool, active.sessionId)).not.toBeNull();
-    expect(await transcriptHead(db.pool, retired.sessionId)).toBeNull();
-    expect(await transcriptHead(db.pool, idle.sessionId)).toBeNull();
+    expect(await transcriptHead(db.pool, active.key, active.sessionId)).not.toBeNull();
+    expect(await transcriptHead(db.pool, retired.key, retired.sessionId)).toBeNull();
+    expect(await transcriptHead(db.pool, idle.key, idle.sessionId)).toBeNull();
   });
 
   describe("Codex rollouts (codexLayout)", () => {
@@ -371,7 +377,7 @@ describe("the Postgres session store", () => {
         kind: "append",
         addedBytes: Buffer.byteLength(lines(500, 5)),
       });
-      const head = (await transcriptHead(db.pool, sessionId))!;
+      const head = (await transcriptHead(db.pool, key, sessionId))!;
       expect(head.fileName).toBe(path.basename(file));
       expect(head.cliVersion).toBe("0.169.0");
       expect(head.storedBytes).toBeLessThan(head.rawBytes / 4);
@@ -389,7 +395,7 @@ describe("the Postgres session store", () => {
       // b's turn appends, and b's version is now the writer's.
       fs.appendFileSync(placed, lines(505, 2));
       expect(await b.store.save(key, sessionId, hb)).toMatchObject({ kind: "append" });
-      expect((await transcriptHead(db.pool, sessionId))!.cliVersion).toBe("0.170.0");
+      expect((await transcriptHead(db.pool, key, sessionId))!.cliVersion).toBe("0.170.0");
       // a's cache holds an older version: it reads the newer one from Postgres.
       const ha2 = a.home();
       expect((await a.store.restore(key, sessionId, ha2, CWD)).from).toBe("store");
@@ -410,7 +416,9 @@ describe("the Postgres session store", () => {
       fs.rmSync(old);
       const renamed = writeRollout(h, sessionId, "2026-05-07", lines(0, 20));
       await a.store.save(key, sessionId, h);
-      expect((await transcriptHead(db.pool, sessionId))!.fileName).toBe(path.basename(renamed));
+      expect((await transcriptHead(db.pool, key, sessionId))!.fileName).toBe(
+        path.basename(renamed),
+      );
     });
 
     it("places only a rollout name of the thread, with no path in it", async () => {
@@ -449,7 +457,7 @@ describe("the Postgres session store", () => {
         path.join(h2, ".codex", "sessions", `rollout-2026-05-06T10-11-12-${other.sessionId}.jsonl`),
       );
       expect(await a.store.save(other.key, other.sessionId, h2)).toBeNull();
-      expect(await transcriptHead(db.pool, other.sessionId)).toBeNull();
+      expect(await transcriptHead(db.pool, other.key, other.sessionId)).toBeNull();
     });
 
     it("a rollout a runner kept on its disk before the store still resumes there", async () => {

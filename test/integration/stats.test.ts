@@ -377,6 +377,28 @@ describe("/api/stats on seeded tasks", () => {
     });
   });
 
+  it("counts finished turns by what started them, every trigger listed", async () => {
+    const before = (await api("24h")).body.triggers;
+    expect(Object.keys(before).sort()).toEqual(["assignment", "ci", "comment", "label", "review"]);
+    const at = new Date(NOW.getTime() - 3600_000);
+    const seed = (trigger: string, more: Record<string, unknown> = {}) =>
+      seedTask(db.pool, {
+        repo: "octo/triggers",
+        status: "succeeded",
+        outcome: "success",
+        created_at: at,
+        finished_at: at,
+        trigger,
+        ...more,
+      });
+    await seed("label");
+    await seed("label");
+    await seed("review");
+    await seed("assignment", { status: "queued", outcome: null, finished_at: null }); // not a turn yet
+    const after = (await api("24h")).body.triggers;
+    expect(after).toEqual({ ...before, label: before.label! + 2, review: before.review! + 1 });
+  });
+
   it("rejects an unknown range with a message that names it", async () => {
     const { status, body } = await api("1y");
     expect(status).toBe(400);

@@ -111,8 +111,9 @@ describe("runtime affinity", () => {
         historyEpoch: 0,
       });
       await pool.query(
-        `INSERT INTO session_transcripts (session_id, sha256, cli_version, over_bound) VALUES ($1, '\\x00', $2, $3)`,
-        [sessionId, cliVersion, overBound],
+        `INSERT INTO session_transcripts (repo, issue_number, agent, session_id, sha256, cli_version, over_bound)
+         VALUES ($4, 1, 'tether', $1, '\\x00', $2, $3)`,
+        [sessionId, cliVersion, overBound, k.repo],
       );
       return seedTask(pool, k);
     };
@@ -147,8 +148,9 @@ describe("runtime affinity", () => {
       cli: "codex",
     });
     await pool.query(
-      `INSERT INTO session_transcripts (session_id, sha256, cli_version) VALUES ($1, '\\x00', '0.169.0')`,
-      [sessionId],
+      `INSERT INTO session_transcripts (repo, issue_number, agent, session_id, sha256, cli_version)
+       VALUES ($2, 1, 'tether', $1, '\\x00', '0.169.0')`,
+      [sessionId, k.repo],
     );
     const t = await seedTask(pool, k);
     // Claude's version says nothing about a rollout; no Codex version known yet: it waits for rt2.

@@ -65,6 +65,8 @@ const REST_NEEDS: Record<string, Needs> = {
   // A fresh turn on a pull request reads its review discussion.
   "pulls.listReviewComments": { pull_requests: "read" },
   "pulls.listReviews": { pull_requests: "read" },
+  // A review that starts a turn brings its line comments (#29).
+  "pulls.listCommentsForReview": { pull_requests: "read" },
   // A reply in a review thread carries the comment it answers.
   "pulls.getReviewComment": { pull_requests: "read" },
   "repos.getCollaboratorPermissionLevel": { metadata: "read" },

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { buildClaudeArgs, SESSION_ID } from "../../src/claude/claude-args.js";
+import { buildClaudeArgs, OUT_OF_TURN_TOOLS, SESSION_ID } from "../../src/claude/claude-args.js";
 import { RunSettings } from "../../src/claude/runtime-adapter.js";
 
 // Every run: print mode, the stream, and nothing the checkout or HOME carries configures the
@@ -70,6 +70,7 @@ describe("buildClaudeArgs", () => {
         "Bash(git log:*)",
         "--disallowedTools",
         "WebFetch",
+        ...OUT_OF_TURN_TOOLS,
       ],
     },
     {
@@ -79,7 +80,30 @@ describe("buildClaudeArgs", () => {
     },
   ];
   it.each(rows)("$name", ({ settings, resume, args }) => {
-    expect(buildClaudeArgs({ ...limits, ...settings }, resume)).toEqual(args);
+    // Every run ends with the tools that act outside the turn, refused.
+    const expected = args.includes("--disallowedTools")
+      ? args
+      : [...args, "--disallowedTools", ...OUT_OF_TURN_TOOLS];
+    expect(buildClaudeArgs({ ...limits, ...settings }, resume)).toEqual(expected);
+  });
+
+  it("always refuses the tools that act outside the turn, even ones the agent allows", () => {
+    const args = buildClaudeArgs({
+      ...limits,
+      allowedTools: ["ScheduleWakeup", "Bash"],
+      disallowedTools: ["Workflow", "WebFetch"],
+    });
+    const at = args.indexOf("--disallowedTools");
+    expect(args.indexOf("--disallowedTools", at + 1)).toBe(-1);
+    const refused = args.slice(at + 1);
+    expect(refused).toEqual([
+      "Workflow",
+      "WebFetch",
+      ...OUT_OF_TURN_TOOLS.filter((t) => t !== "Workflow"),
+    ]);
+    for (const tool of ["ScheduleWakeup", "Workflow", "CronCreate", "Monitor", "SendMessage"]) {
+      expect(refused).toContain(tool);
+    }
   });
 
   it("never puts the prompt on the command line", () => {

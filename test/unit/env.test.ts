@@ -42,6 +42,12 @@ describe("loadEnv", () => {
       { TETHER_PUBLIC_HOSTS: "tether.example.com:443" },
       /^TETHER_PUBLIC_HOSTS: "tether.example.com:443"/m,
     ],
+    [{ TETHER_PUBLIC_URL: "tether.example.com" }, /^TETHER_PUBLIC_URL: must be a URL/m],
+    [
+      { TETHER_PUBLIC_URL: "https://tether.example.com/?x=1" },
+      /^TETHER_PUBLIC_URL: must be an http\(s\) URL without query/m,
+    ],
+    [{ TETHER_PUBLIC_URL: "javascript:alert(1)" }, /^TETHER_PUBLIC_URL: must be /m],
     [{ TETHER_WEBHOOK_MAX_BYTES: "1000" }, /^TETHER_WEBHOOK_MAX_BYTES: must be at least 65536/m],
     [{ TETHER_REDELIVER_MINUTES: "-1" }, /^TETHER_REDELIVER_MINUTES: must be at least 0/m],
     [{ TETHER_REDELIVER_MINUTES: "2.5" }, /^TETHER_REDELIVER_MINUTES: must be a whole number/m],

@@ -6,6 +6,8 @@ import {
   commentEdited,
   issueEdited,
   issueOpened,
+  issueWorkItem,
+  pullWorkItem,
   reviewCommentCreated,
   reviewCommentDeleted,
   reviewCommentEdited,
@@ -213,7 +215,35 @@ describe("screenDelivery: the webhook's cheap checks", () => {
       name: "a review without a body",
       event: "pull_request_review",
       payload: reviewSubmitted({ reviewId: 31, pullNumber: 3, body: null }),
-      expected: { take: false, reason: "mentions no one" },
+      // Taken only if #3 is an agent's own pull request: checked in Postgres after screening.
+      expected: {
+        take: true,
+        dedupeKey: "review:31:submitted",
+        onlyIfConversationPull: { repo: "codertocat/hello-world", pullNumber: 3 },
+      },
+    },
+    {
+      name: "a label added to an issue",
+      event: "issues",
+      payload: issueWorkItem({
+        issueNumber: 3,
+        action: "labeled",
+        value: "Tether",
+        updatedAt: "2030-01-01T00:00:00Z",
+      }),
+      expected: {
+        take: true,
+        action: "labeled",
+        dedupeKey: "issue:500003:labeled:tether:2030-01-01T00:00:00Z",
+      },
+      unconditional: true,
+    },
+    {
+      name: "a pull request assigned",
+      event: "pull_request",
+      payload: pullWorkItem({ issueNumber: 4, action: "assigned", value: "tether-bot" }),
+      expected: { take: true, action: "assigned" },
+      unconditional: true,
     },
   ] as Array<{
     name: string;
@@ -249,9 +279,30 @@ describe("screenDelivery: the webhook's cheap checks", () => {
     ],
     [
       "another event",
-      "pull_request",
+      "push",
       { ...issueOpened({ issueNumber: 3, body: "@tether" }) },
-      /^pull_request is not handled$/,
+      /^push is not handled$/,
+    ],
+    [
+      "another action of a handled event",
+      "pull_request",
+      { ...issueOpened({ issueNumber: 3, body: "@tether" }), action: "opened" },
+      /^pull_request\.opened is not handled$/,
+    ],
+    [
+      "a label event without its label",
+      "issues",
+      { ...issueWorkItem({ issueNumber: 3, action: "labeled", value: "x" }), label: null },
+      /^issues\.labeled without a label$/,
+    ],
+    [
+      "an assignment whose issue lacks its number",
+      "issues",
+      {
+        ...issueWorkItem({ issueNumber: 3, action: "assigned", value: "x" }),
+        issue: { id: 1, html_url: "u", user: { login: "a", type: "User" }, created_at: "t" },
+      },
+      /^unexpected issues\.assigned payload: issue\.number: /,
     ],
     [
       "a payload without an installation",

@@ -59,6 +59,24 @@ describe("renderChanges", () => {
     expect(text).toContain("their commit (`abc1234`) is kept and merged with mine");
   });
 
+  it("says once that the pull request was opened ready because the repository has no drafts", () => {
+    const text = renderChanges({
+      ...published,
+      pull: { ...published.pull!, draft: false, draftsUnsupported: true },
+    });
+    expect(text).toContain(
+      "Opened pull request [#16](https://github.com/o/r/pull/16) ready for review, not as a draft: this repository does not support draft pull requests",
+    );
+    expect(text.match(/draft/gi)).toHaveLength(2);
+    // On a follow-up the pull request exists: nothing more to say about drafts.
+    expect(
+      renderChanges({
+        ...published,
+        pull: { ...published.pull!, opened: false, draft: false, draftsUnsupported: true },
+      }),
+    ).not.toMatch(/draft/i);
+  });
+
   it("in branch mode, offers the compare link", () => {
     const text = renderChanges({
       ...published,

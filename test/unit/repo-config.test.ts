@@ -16,6 +16,24 @@ const ROWS: Row[] = [
   { name: "empty sections", input: { agents: null, resume: null, access: null }, valid: true },
   { name: "an agent with all defaults", input: { agents: { reviewer: null } }, valid: true },
   {
+    name: "triggers beyond a mention",
+    input: { agents: { a: { reviews: "all", label: "ai: fix", assignee: "tether-bot" } } },
+    valid: true,
+  },
+  { name: "no label", input: { agents: { a: { label: false } } }, valid: true },
+  {
+    name: "an unknown review mode",
+    input: { agents: { a: { reviews: "approved" } } },
+    valid: false,
+    problem: /agents\.a\.reviews.*changes_requested, all or mentions/,
+  },
+  {
+    name: "an assignee that is no login",
+    input: { agents: { a: { assignee: "not a login" } } },
+    valid: false,
+    problem: /agents\.a\.assignee/,
+  },
+  {
     name: "every agent field",
     input: {
       agents: {
@@ -348,6 +366,9 @@ describe("parseRepoConfig", () => {
           projectInstructions: false,
           changes: "pull_request",
           requestChanges: false,
+          reviews: "changes_requested",
+          label: "tether",
+          cacheTtl: "auto",
         },
       },
       resume: { enabled: true, ttlHours: 72, contextBudget: 0.8, compact: true },
@@ -497,5 +518,19 @@ describe("mentionsOf (a file that failed validation)", () => {
     ],
   ])("%j → %j", (raw, mentions) => {
     expect(mentionsOf(raw).map((m) => m.mention)).toEqual(mentions);
+  });
+});
+
+describe("trigger defaults", () => {
+  it("an agent answers to changes-requested reviews and to its own name as a label, and to no assignee", () => {
+    expect(DEFAULT_CONFIG.agents.tether).toMatchObject({
+      reviews: "changes_requested",
+      label: "tether",
+    });
+    expect(DEFAULT_CONFIG.agents.tether!.assignee).toBeUndefined();
+    const parsed = parseRepoConfig({ agents: { fixer: { label: false }, helper: null } });
+    if (!parsed.ok) throw new Error("invalid");
+    expect(parsed.config.agents.fixer!.label).toBeNull();
+    expect(parsed.config.agents.helper!.label).toBe("helper");
   });
 });

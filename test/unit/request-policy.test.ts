@@ -18,7 +18,13 @@ const none: Record<RetryKind, number> = {
   "secondary-rate-limit": 0,
   transient: 0,
 };
-const opts = { retries: 3, backoffMs: 1000, secondaryFallbackMs: 60_000, now: NOW };
+const opts = {
+  retries: 3,
+  backoffMs: 1000,
+  secondaryFallbackMs: 60_000,
+  maxWaitMs: 10 * 60_000,
+  now: NOW,
+};
 
 function failure(status: number, message = "failed", headers: Record<string, string> = {}) {
   return Object.assign(new Error(message), { status, response: { headers } });
@@ -48,10 +54,59 @@ describe("retryVerdict", () => {
       { retry: true, kind: "transient", waitMs: 7000 },
     ],
     [
-      "a plain 429",
+      // GitHub: with neither retry-after nor x-ratelimit-remaining 0, wait at least a minute.
+      "a 429 without retry-after or rate-limit headers",
       failure(429, "too many"),
       none,
-      { retry: true, kind: "transient", waitMs: 1000 },
+      { retry: true, kind: "secondary-rate-limit", waitMs: 60_000 },
+    ],
+    [
+      "a 429 without headers, on its third retry (a minute again, not 9 s)",
+      failure(429, "too many"),
+      { ...none, "secondary-rate-limit": 2 },
+      { retry: true, kind: "secondary-rate-limit", waitMs: 60_000 },
+    ],
+    [
+      "a 429 with quota left but no retry-after",
+      failure(429, "too many", { "x-ratelimit-remaining": "4000" }),
+      none,
+      { retry: true, kind: "secondary-rate-limit", waitMs: 60_000 },
+    ],
+    [
+      "a 429 with retry-after",
+      failure(429, "too many", { "retry-after": "5" }),
+      none,
+      { retry: true, kind: "secondary-rate-limit", waitMs: 5000 },
+    ],
+    [
+      "a primary rate limit (429) with the quota used up: until x-ratelimit-reset",
+      failure(429, "API rate limit exceeded", {
+        "x-ratelimit-remaining": "0",
+        "x-ratelimit-reset": resetIn(120),
+      }),
+      none,
+      { retry: true, kind: "primary-rate-limit", waitMs: 121_000 },
+    ],
+    [
+      "a rate limit that resets later than the longest wait: not retried, and says so",
+      failure(403, "API rate limit exceeded", {
+        "x-ratelimit-remaining": "0",
+        "x-ratelimit-reset": resetIn(40 * 60),
+      }),
+      none,
+      { retry: false, tooLong: { kind: "primary-rate-limit", waitMs: 2_401_000 } },
+    ],
+    [
+      "a 503 whose retry-after is longer than the longest wait",
+      failure(503, "down", { "retry-after": "1200" }),
+      none,
+      { retry: false, tooLong: { kind: "transient", waitMs: 1_200_000 } },
+    ],
+    [
+      "a retry-after longer than the longest wait",
+      failure(429, "too many", { "retry-after": "3600" }),
+      none,
+      { retry: false, tooLong: { kind: "secondary-rate-limit", waitMs: 3_600_000 } },
     ],
     [
       "a primary rate limit (403)",
@@ -270,6 +325,59 @@ describe("the request policy plugin", () => {
     );
     await expect(octokit.rest.issues.get(where)).rejects.toMatchObject({ status: 404 });
     expect(calls).toHaveLength(1);
+  });
+
+  it("waits a minute after a 429 that says nothing of when, then posts once (fake clock)", async () => {
+    let clock = 2_000_000;
+    const waits: number[] = [];
+    const starts: number[] = [];
+    const { octokit, calls, warnings } = fakeOctokit(
+      {
+        spacing: false,
+        now: () => clock,
+        sleep: async (ms) => {
+          waits.push(ms);
+          clock += ms;
+        },
+      },
+      (_c, n) => {
+        starts.push(clock);
+        return n === 1 ? json(429, { message: "Too Many Requests" }) : json(201, { id: 3 });
+      },
+    );
+    const { data } = await octokit.rest.issues.createComment({ ...where, body: "x" });
+    expect(data).toEqual({ id: 3 });
+    expect(calls).toHaveLength(2);
+    expect(waits).toEqual([60_000]);
+    expect(starts[1]! - starts[0]!).toBeGreaterThanOrEqual(60_000);
+    expect(warnings[0]).toMatch(/secondary rate limit \(429\).*retry 1 of 3 in 60 s/);
+  });
+
+  it("fails at once, saying why, when GitHub asks for a longer wait than the longest it takes", async () => {
+    const waits: number[] = [];
+    const { octokit, calls } = fakeOctokit(
+      { spacing: false, now: () => NOW, sleep: async (ms) => void waits.push(ms) },
+      () =>
+        json(
+          403,
+          { message: "API rate limit exceeded for installation." },
+          {
+            "x-ratelimit-remaining": "0",
+            "x-ratelimit-reset": String(Math.floor(NOW / 1000) + 45 * 60),
+          },
+        ),
+    );
+    const err = await octokit.rest.issues.get(where).catch((e: unknown) => e);
+    expect(calls).toHaveLength(1);
+    expect(waits).toEqual([]);
+    // Still GitHub's status and headers, so the answer outbox and intake retry it later.
+    expect(err).toMatchObject({
+      status: 403,
+      response: { headers: expect.objectContaining({ "x-ratelimit-remaining": "0" }) },
+    });
+    expect((err as Error).message).toMatch(
+      /GitHub's rate limit \(403\) on GET .*issues\/\{issue_number\} asks to wait 45 min, longer than the 10 min Tether waits/,
+    );
   });
 
   it("waits out a secondary rate limit on a comment, then posts it once", async () => {

@@ -102,6 +102,39 @@ describe("decideResume", () => {
     // Sessions from before the shared store: only this runtime's disk has them.
     ["held on this runner's disk", { transcript: LOCAL }, "resumed"],
     ["held nowhere this runner can reach", { transcript: { where: "none" } }, "runtime_mismatch"],
+    // Gone because collection pruned it (#28): past its time to live, or broken and past the
+    // debugging window. The reason names the session's state, not the runtime.
+    [
+      "held nowhere, past its time to live",
+      {
+        transcript: { where: "none" },
+        prior: prior({ lastUsedAt: new Date(NOW.getTime() - 73 * HOUR) }),
+      },
+      "expired",
+    ],
+    [
+      "held nowhere, past its time to live, on another runtime",
+      {
+        transcript: { where: "none" },
+        runtimeId: "rt-b",
+        prior: prior({ lastUsedAt: new Date(NOW.getTime() - 2161 * HOUR) }),
+      },
+      "expired",
+    ],
+    [
+      "held nowhere, within a long time to live (2160 h)",
+      {
+        transcript: { where: "none" },
+        policy: { enabled: true, ttlMs: 2160 * HOUR, contextBudget: 0.8 },
+        prior: prior({ lastUsedAt: new Date(NOW.getTime() - 169 * HOUR) }),
+      },
+      "runtime_mismatch",
+    ],
+    [
+      "held nowhere, retired",
+      { transcript: { where: "none" }, prior: prior({ state: "retired" }) },
+      "poisoned",
+    ],
     ["local on another runtime", { transcript: LOCAL, runtimeId: "rt-b" }, "runtime_mismatch"],
     // Portable sessions (the shared store holds them): the question is the CLI, not the host.
     ["stored, another runtime", { transcript: STORED, runtimeId: "rt-b" }, "resumed"],

@@ -9,6 +9,7 @@ import net, { type AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CLAUDE_ROUTES } from "../../src/claude/model-endpoint.js";
 import { createLogger } from "../../src/log.js";
 import {
   hostAllowed,
@@ -70,6 +71,47 @@ describe("isForbiddenAddress", () => {
   });
 });
 
+describe("isForbiddenAddress: other spellings of a forbidden address (#28)", () => {
+  // Each names loopback or a private network in a way a string match on the canonical form
+  // misses; the check must read the address as bytes and look at the IPv4 address inside.
+  it.each<[string, string]>([
+    ["::127.0.0.1", "IPv4-compatible loopback, dotted"],
+    ["::7f00:1", "IPv4-compatible loopback, hex"],
+    ["::ffff:0:7f00:1", "IPv4-translated (SIIT) loopback"],
+    ["::ffff:0:127.0.0.1", "IPv4-translated loopback, dotted"],
+    ["::ffff:7f00:1", "IPv4-mapped loopback, hex"],
+    ["::FFFF:7F00:0001", "IPv4-mapped loopback, upper case, zero-padded"],
+    ["0000:0000:0000:0000:0000:ffff:7f00:0001", "IPv4-mapped loopback, written out in full"],
+    ["0:0:0:0:0:ffff:a9fe:a9fe", "IPv4-mapped cloud metadata endpoint"],
+    ["::ffff:c0a8:101", "IPv4-mapped 192.168.1.1, hex"],
+    ["::10.0.0.1", "IPv4-compatible 10.0.0.1"],
+    ["64:ff9b::127.0.0.1", "NAT64 loopback"],
+    ["64:ff9b::7f00:1", "NAT64 loopback, hex"],
+    ["64:ff9b:1::a9fe:a9fe", "local-use NAT64 (RFC 8215) metadata endpoint"],
+    ["2002:7f00:1::", "6to4 around loopback"],
+    ["2002:c0a8:101::1", "6to4 around 192.168.1.1"],
+    ["0:0:0:0:0:0:0:1", "loopback written out"],
+    ["0000:0000:0000:0000:0000:0000:0000:0001", "loopback zero-padded"],
+    ["FE80::1", "link-local, upper case"],
+    ["fe80::1%eth0", "link-local with a zone"],
+    ["FD00::1", "unique local, upper case"],
+    ["127.1", "IPv4 short form (not an address: refused)"],
+    ["0x7f.0.0.1", "IPv4 hex form (not an address: refused)"],
+  ])("%s (%s) is forbidden", (address) => {
+    expect(isForbiddenAddress(address)).toBe(true);
+  });
+
+  it.each<[string, string]>([
+    ["::ffff:8.8.8.8", "IPv4-mapped public address"],
+    ["::ffff:808:808", "IPv4-mapped public address, hex"],
+    ["2002:808:808::1", "6to4 around a public address"],
+    ["2606:4700:4700::1111", "a public IPv6 address"],
+    ["2606:4700:4700:0000:0000:0000:0000:1111", "the same, written out"],
+  ])("%s (%s) is allowed", (address) => {
+    expect(isForbiddenAddress(address)).toBe(false);
+  });
+});
+
 /** A server behind the proxy: records what reached it. */
 interface Seen {
   method: string;
@@ -118,6 +160,7 @@ async function egress(over: Partial<EgressOptions> = {}): Promise<Egress> {
       upstream: new URL(`http://127.0.0.1:${upstreamPort}/gateway/`),
       headers: { "x-api-key": "sk-ant-REAL-key", "anthropic-beta": "from-operator" },
       strip: ["x-api-key", "authorization"],
+      routes: CLAUDE_ROUTES,
     },
     network: { kind: "model-only" },
     log,
@@ -200,9 +243,13 @@ describe("the egress proxy", () => {
     const e = await egress();
     try {
       seen.length = 0;
-      const r = await request(e, { path: "http://127.0.0.1:8088/v1/models" });
+      const r = await request(e, {
+        method: "POST",
+        path: "http://127.0.0.1:8088/v1/messages",
+        body: "{}",
+      });
       expect(r.status).toBe(200);
-      expect(seen[0]).toMatchObject({ url: "/gateway/v1/models" });
+      expect(seen[0]).toMatchObject({ url: "/gateway/v1/messages" });
       expect(seen[0]!.headers["x-api-key"]).toBe("sk-ant-REAL-key");
     } finally {
       await e.close();
@@ -218,7 +265,12 @@ describe("the egress proxy", () => {
       });
     });
     const e = await egress({
-      model: { upstream: new URL(`http://127.0.0.1:${dead}`), headers: {}, strip: [] },
+      model: {
+        upstream: new URL(`http://127.0.0.1:${dead}`),
+        headers: {},
+        strip: [],
+        routes: CLAUDE_ROUTES,
+      },
     });
     try {
       const r = await request(e, { method: "POST", path: "/v1/messages", body: "{}" });
@@ -261,6 +313,12 @@ describe("the egress proxy", () => {
         `127.0.0.1:${upstreamPort}`,
         "169.254.169.254:443",
         "[::1]:443",
+        // #28: three spellings of loopback the filter once let through, and one more.
+        `[::127.0.0.1]:${upstreamPort}`,
+        `[::7f00:1]:${upstreamPort}`,
+        `[::ffff:0:7f00:1]:${upstreamPort}`,
+        `[::ffff:0:127.0.0.1]:${upstreamPort}`,
+        `[2002:7f00:1::]:${upstreamPort}`,
       ]) {
         const c = await connect(e, target);
         expect(c.status, target).toBe("HTTP/1.1 403 Forbidden");
@@ -269,6 +327,12 @@ describe("the egress proxy", () => {
       const r = await request(e, { path: `http://127.0.0.1:${upstreamPort}/` });
       expect(r.status).toBe(403);
       expect(r.body).toContain("private or local address");
+      for (const host of ["[::127.0.0.1]", "[::7f00:1]", "[::ffff:0:7f00:1]"]) {
+        const plain = await request(e, { path: `http://${host}:${upstreamPort}/` });
+        expect(plain.status, host).toBe(403);
+        // Judged as the address it is, not refused for failing to resolve as a name.
+        expect(plain.body, host).toContain("private or local address");
+      }
       expect(seen.some((s) => s.url === "/" && s.method === "GET")).toBe(false);
     } finally {
       await e.close();

@@ -168,6 +168,9 @@ describe("estimateSavings", () => {
     cacheCreationTokens: 0,
     promptBytes: 0,
     answerBytes: 0,
+    cacheTtl: null,
+    startedAt: null,
+    finishedAt: null,
     ...over,
   });
 
@@ -176,6 +179,7 @@ describe("estimateSavings", () => {
       resumedTurns: 0,
       resumedInputTokens: 0,
       savedTokens: 0,
+      pastCacheTurns: 0,
     });
   });
 
@@ -224,6 +228,26 @@ describe("estimateSavings", () => {
       turn({ id: 1, promptBytes: 4_000, answerBytes: 0 }),
     ];
     expect(estimateSavings(turns).savedTokens).toBe(900);
+  });
+
+  it("a resumed turn that came after the lifetime its session's previous turn asked for saved nothing", () => {
+    const at = (min: number) => new Date(Date.UTC(2026, 10, 27, 10, min));
+    const est = estimateSavings([
+      turn({ id: 1, promptBytes: 4_000, cacheTtl: "5m", startedAt: at(0), finishedAt: at(1) }),
+      // 9 minutes after a five-minute write: nothing cached any more
+      turn({
+        id: 2,
+        resumed: true,
+        promptBytes: 1_000,
+        cacheTtl: "1h",
+        startedAt: at(10),
+        finishedAt: at(11),
+      }),
+      // 40 minutes after an hour's write: read from the cache
+      turn({ id: 3, resumed: true, promptBytes: 1_000, startedAt: at(51), finishedAt: at(52) }),
+    ]);
+    expect(est).toMatchObject({ resumedTurns: 2, pastCacheTurns: 1 });
+    expect(est.savedTokens).toBe(Math.round((0.9 * 5_000) / 4));
   });
 
   it("turns without sizes (recorded before Tether kept them) add nothing; turns without a session are skipped", () => {

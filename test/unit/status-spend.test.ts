@@ -11,7 +11,7 @@ function config(raw: unknown): RepoConfig {
 const now = new Date("2026-07-15T10:00:00Z");
 const figures = (over: Partial<SpendFigures> = {}): SpendFigures => ({
   conversation: { totalUsd: 0, turns: 0, countedUsd: 0, countedTurns: 0, resetAtTask: null },
-  savings: { resumedTurns: 0, resumedInputTokens: 0, savedTokens: 0 },
+  savings: { resumedTurns: 0, resumedInputTokens: 0, savedTokens: 0, pastCacheTurns: 0 },
   session: null,
   ...over,
 });
@@ -35,7 +35,12 @@ describe("/status: spend, context and savings lines", () => {
           countedTurns: 3,
           resetAtTask: null,
         },
-        savings: { resumedTurns: 2, resumedInputTokens: 9_600, savedTokens: 7_100 },
+        savings: {
+          resumedTurns: 2,
+          resumedInputTokens: 9_600,
+          savedTokens: 7_100,
+          pastCacheTurns: 0,
+        },
         session: { sessionId: "d3526fa6-dfe2", contextTokens: 31_200, contextWindow: 200_000 },
       }),
       c.agents.tether,

@@ -1,4 +1,9 @@
 import { describe, expect, it } from "vitest";
+import {
+  conversationPath,
+  conversationUrl,
+  parseConversationPath,
+} from "../../src/core/conversation-path.js";
 import { redact } from "../../src/core/redact.js";
 import {
   explainFailure,
@@ -125,6 +130,59 @@ describe("thread comments", () => {
   });
 });
 
+describe("the conversation's link in the footer", () => {
+  const base = { resumed: true, reason: "resumed" as const, sessionId: "abcdef0123", usage: null };
+  it("links to the conversation's dashboard page, for operators, when there is a public URL", () => {
+    const url = conversationUrl("https://tether.example.com/", {
+      repo: "octo/widgets",
+      issueNumber: 42,
+      agent: "tether",
+    });
+    expect(url).toBe("https://tether.example.com/dashboard/conversations/octo/widgets/42/tether");
+    expect(renderFooter({ ...base, chainUrl: url })).toContain(
+      `[conversation log (operators only)](${url})`,
+    );
+    expect(renderFooter(base)).not.toContain("conversation log");
+  });
+
+  it("the answer and a failure both carry it", () => {
+    const chainUrl = "https://tether.example.com/dashboard/conversations/octo/widgets/42/tether";
+    expect(renderAnswer(1, "done", { ...base, chainUrl })).toContain(chainUrl);
+    expect(
+      renderFailure({ outcome: "failed", detail: null, taskId: 1 }, { ...base, chainUrl }),
+    ).toContain(chainUrl);
+  });
+
+  it("a URL that would break the Markdown link is left out", () => {
+    expect(
+      renderFooter({ ...base, chainUrl: "https://x.example/a) [b](https://evil" }),
+    ).not.toContain("conversation log");
+  });
+
+  it("the path parses back to the key, and nothing else parses", () => {
+    const key = { repo: "octo/widgets", issueNumber: 42, agent: "tether" };
+    expect(parseConversationPath(conversationPath(key))).toEqual({ kind: "page", key });
+    expect(parseConversationPath(conversationPath(key, "/api/conversations"))).toEqual({
+      kind: "api",
+      key,
+    });
+    expect(parseConversationPath(`${conversationPath(key)}/transcripts/sess-1`)).toEqual({
+      kind: "transcript",
+      key,
+      sessionId: "sess-1",
+    });
+    for (const bad of [
+      "/dashboard/conversations/octo/widgets/0/tether",
+      "/dashboard/conversations/octo/widgets/42",
+      "/dashboard/conversations/octo/../42/tether",
+      "/dashboard/conversations/octo/widgets/42/Tether",
+      "/api/conversations/octo/widgets/42/tether/transcripts/s",
+      "/dashboard/conversations/octo/widgets/42/tether/transcripts/../x",
+    ])
+      expect(parseConversationPath(bad), bad).toBeNull();
+  });
+});
+
 describe("spend limits in the thread", () => {
   const now = new Date("2026-07-15T10:00:00Z");
 
@@ -211,6 +269,21 @@ describe("spend limits in the thread", () => {
     expect(body).toContain("**$1000.00** of its **$1000.00** limit");
     expect(body).toContain("`spend.installationMonthlyUsd`");
     expect(body).toContain("starts again on 1 August 2026 (UTC)");
+  });
+});
+
+describe("session ids in a failure's words (#28)", () => {
+  it("are cut to their first eight characters", () => {
+    const text = explainFailure({
+      outcome: "failed",
+      detail:
+        "asked to resume session 7c9e6679-7425-40de-944b-e07fc1f90ae7, but the CLI started session 0b6a1c7e-5f2d-4c3b-9a8e-1d2c3b4a5f60",
+      taskId: 3,
+    });
+    expect(text).toContain(
+      "asked to resume session 7c9e6679…, but the CLI started session 0b6a1c7e…",
+    );
+    expect(text).not.toMatch(/7c9e6679-|0b6a1c7e-/);
   });
 });
 

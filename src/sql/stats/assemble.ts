@@ -16,6 +16,7 @@ import {
 } from "./figures.js";
 import type { RefusedRow, RepoAggRow } from "./repos.js";
 import { NO_MOVES } from "./sessions.js";
+import { triggerFigures, type TriggerRow } from "./triggers.js";
 import type { HourRow } from "./turns.js";
 import type { StatsWindow } from "./window.js";
 
@@ -98,6 +99,8 @@ export interface StatsParts {
   /** Absent: no refusals (older callers). */
   refused?: RefusedRow[];
   sessions?: SessionMoves;
+  /** Turns by trigger; absent reads as none. */
+  triggers?: TriggerRow[];
 }
 
 /** Outcomes a turn can have: every outcome but limit_refused, which a task gets without running. */
@@ -245,5 +248,6 @@ export function assemble(w: StatsWindow, parts: StatsParts): Stats {
     runners: parts.runners,
     latest: parts.latest,
     changes: changesFigures(parts.changes ?? []),
+    triggers: triggerFigures(parts.triggers ?? []),
   };
 }

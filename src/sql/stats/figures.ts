@@ -177,6 +177,11 @@ export interface Stats {
   latest: LatestTask[];
   /** What became of the agents' changes in the window (README "Changes"). */
   changes: ChangesFigures;
+  /**
+   * Finished turns of tasks queued in the window, by what started them: comment, review, label,
+   * assignment, ci (every one present, zeros included).
+   */
+  triggers: Record<string, number>;
 }
 
 /** Publishes of turns that finished in the window. */

@@ -9,6 +9,7 @@ import { refusedRows, repoRows } from "./repos.js";
 import { runnerRows } from "./runners.js";
 import { DEFAULT_STATS_TIMEOUT_MS, inSnapshot } from "./snapshot.js";
 import { sessionMoves } from "./sessions.js";
+import { triggerRows } from "./triggers.js";
 import { hourRows } from "./turns.js";
 import { statsWindow, type StatsRange } from "./window.js";
 
@@ -43,7 +44,18 @@ export async function readStats(pool: Pool, opts: ReadStatsOptions): Promise<Sta
     const changes = await changeRows(c, window);
     const refused = await refusedRows(c, window);
     const sessions = await sessionMoves(c, window);
-    return assemble(window, { hours, repos, queue, runners, latest, changes, refused, sessions });
+    const triggers = await triggerRows(c, window);
+    return assemble(window, {
+      hours,
+      repos,
+      queue,
+      runners,
+      latest,
+      changes,
+      refused,
+      sessions,
+      triggers,
+    });
   });
 }
 

@@ -4,7 +4,7 @@
  * runner (`locked_by`), so a runner whose task was taken back by the sweeper cannot overwrite
  * what the new owner does.
  */
-import type { TaskStatus } from "../../core/task.js";
+import type { TaskStatus, TriggerContextItem, TriggerKind } from "../../core/task.js";
 import type { Queryable } from "../db.js";
 
 export interface TaskComment {
@@ -13,6 +13,8 @@ export interface TaskComment {
   url: string;
   body: string;
   createdAt: Date;
+  /** What the request brought besides its words (a review's line comments): data, not asks. */
+  context: TriggerContextItem[];
 }
 
 /** A task as the runner sees it. */
@@ -31,6 +33,8 @@ export interface Task {
   triggerAuthor: string;
   triggerUrl: string;
   triggerBody: string;
+  /** What started the task: its first request's kind. */
+  trigger: TriggerKind;
   forceFresh: boolean;
   cancelRequested: boolean;
   runtimeId: string | null;
@@ -63,6 +67,7 @@ export function toTask(r: Row): Task {
     triggerAuthor: r.trigger_author as string,
     triggerUrl: r.trigger_url as string,
     triggerBody: r.trigger_body as string,
+    trigger: (r.trigger as TriggerKind | undefined) ?? "comment",
     forceFresh: r.force_fresh as boolean,
     cancelRequested: r.cancel_requested as boolean,
     runtimeId: (r.runtime_id as string | null) ?? null,
@@ -117,7 +122,9 @@ export async function claimTasks(
                         OR rt.heartbeat_at < now() - interval '1 minute'
                    FROM sessions s
                    LEFT JOIN runtimes rt ON rt.id = COALESCE(s.last_runtime_id, s.runtime_id)
-                   LEFT JOIN session_transcripts tr ON tr.session_id = s.session_id
+                   LEFT JOIN session_transcripts tr
+                          ON tr.session_id = s.session_id AND tr.repo = s.repo
+                         AND tr.issue_number = s.issue_number AND tr.agent = s.agent
                   WHERE s.repo = t.repo AND s.issue_number = t.issue_number AND s.agent = t.agent
                   ORDER BY s.last_used_at DESC LIMIT 1), true))
         ORDER BY t.created_at, t.id
@@ -140,7 +147,7 @@ export async function claimTasks(
 /** Every comment that fed the task, oldest first (several when comments coalesced while it waited). */
 export async function taskComments(db: Queryable, taskId: number): Promise<TaskComment[]> {
   const { rows } = await db.query(
-    `SELECT comment_id, author, url, body, created_at FROM task_comments
+    `SELECT comment_id, author, url, body, created_at, context FROM task_comments
       WHERE task_id = $1 ORDER BY created_at, comment_id NULLS FIRST`,
     [taskId],
   );
@@ -150,5 +157,19 @@ export async function taskComments(db: Queryable, taskId: number): Promise<TaskC
     url: r.url as string,
     body: r.body as string,
     createdAt: r.created_at as Date,
+    context: readContext(r.context),
   }));
+}
+
+/** task_comments.context as written by enqueue; anything else is dropped, never thrown. */
+function readContext(v: unknown): TriggerContextItem[] {
+  if (!Array.isArray(v)) return [];
+  return v.filter(
+    (x): x is TriggerContextItem =>
+      typeof x === "object" &&
+      x !== null &&
+      ["kind", "author", "url", "body", "location"].every(
+        (k) => typeof (x as Record<string, unknown>)[k] === "string",
+      ),
+  );
 }

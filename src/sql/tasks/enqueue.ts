@@ -3,7 +3,12 @@
  * the key's queued task (coalesced), once, however often its delivery arrives.
  */
 import type { Pool } from "../../db/pool.js";
-import { keyName, type TaskKey } from "../../core/task.js";
+import {
+  keyName,
+  type TaskKey,
+  type TriggerContextItem,
+  type TriggerKind,
+} from "../../core/task.js";
 import { inTransaction, type Queryable } from "../db.js";
 import { CHANNELS, notify } from "../notify.js";
 
@@ -23,6 +28,10 @@ export interface TriggerComment {
   body: string;
   /** When GitHub says it was written: orders coalesced comments, decides history membership. */
   createdAt: Date;
+  /** What kind of request it is; a new task takes its first request's. Default: `comment`. */
+  trigger?: TriggerKind;
+  /** What it brought besides its words, shown to the agent as data (core/task.ts). */
+  context?: TriggerContextItem[];
 }
 
 export interface EnqueueInput {
@@ -40,6 +49,12 @@ export interface EnqueueInput {
    * request is a turn of the issue's key, answered on the pull request.
    */
   threadNumber?: number;
+  /**
+   * Not queued while the key has a task started by one of these triggers waiting or running: a
+   * label and an assignment arriving together for one issue make one turn (with one copy of the
+   * issue as its request), even when the runner claimed the first before the second came in.
+   */
+  coveredBy?: readonly TriggerKind[];
 }
 
 export type EnqueueResult =
@@ -48,7 +63,9 @@ export type EnqueueResult =
   /** Added to the key's queued task, which will answer both. */
   | { kind: "coalesced"; taskId: number }
   /** This comment already fed a task for this agent: nothing new. */
-  | { kind: "duplicate"; taskId: number };
+  | { kind: "duplicate"; taskId: number }
+  /** The key has a queued or running task of a kind in `coveredBy`: that turn covers this one. */
+  | { kind: "covered"; taskId: number };
 
 /**
  * Queue a comment for its key, in one transaction: into the key's queued task if there is one
@@ -64,6 +81,16 @@ export async function enqueueComment(pool: Pool, input: EnqueueInput): Promise<E
   return inTransaction(pool, async (tx): Promise<EnqueueResult> => {
     const seen = await findCommentTask(tx, comment.source, key.agent);
     if (seen !== undefined) return { kind: "duplicate", taskId: seen };
+    if (input.coveredBy?.length) {
+      const covering = await tx.query<{ id: number }>(
+        `SELECT id FROM tasks
+          WHERE repo = $1 AND issue_number = $2 AND agent = $3
+            AND status IN ('queued', 'running') AND trigger = ANY($4::text[])
+          LIMIT 1`,
+        [key.repo, key.issueNumber, key.agent, input.coveredBy],
+      );
+      if (covering.rows[0]) return { kind: "covered", taskId: covering.rows[0].id };
+    }
 
     // Bounded: each turn of the loop follows a concurrent insert or claim that just committed.
     for (let attempt = 0; attempt < 5; attempt++) {
@@ -86,8 +113,8 @@ export async function enqueueComment(pool: Pool, input: EnqueueInput): Promise<E
         const created = await tx.query<{ id: number }>(
           `INSERT INTO tasks (repo, repo_id, installation_id, issue_number, is_pull_request, agent,
                               trigger_comment_id, trigger_author, trigger_url, trigger_body,
-                              delivery_id, force_fresh, repo_settings, thread_number)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13::jsonb, $14)
+                              delivery_id, force_fresh, repo_settings, thread_number, trigger)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13::jsonb, $14, $15)
            ON CONFLICT (repo, issue_number, agent) WHERE status = 'queued' DO NOTHING
            RETURNING id`,
           [
@@ -105,6 +132,7 @@ export async function enqueueComment(pool: Pool, input: EnqueueInput): Promise<E
             input.forceFresh,
             settingsJson,
             input.threadNumber ?? null,
+            comment.trigger ?? "comment",
           ],
         );
         taskId = created.rows[0]?.id;
@@ -112,8 +140,9 @@ export async function enqueueComment(pool: Pool, input: EnqueueInput): Promise<E
         kind = "created";
       }
       const added = await tx.query(
-        `INSERT INTO task_comments (source, agent, task_id, comment_id, author, url, body, created_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+        `INSERT INTO task_comments (source, agent, task_id, comment_id, author, url, body,
+                                    created_at, context)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb)
          ON CONFLICT (source, agent) DO NOTHING`,
         [
           comment.source,
@@ -124,6 +153,7 @@ export async function enqueueComment(pool: Pool, input: EnqueueInput): Promise<E
           comment.url,
           comment.body,
           comment.createdAt,
+          comment.context?.length ? JSON.stringify(comment.context) : null,
         ],
       );
       if (!added.rowCount) throw new DuplicateComment();

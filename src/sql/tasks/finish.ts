@@ -3,6 +3,7 @@
  * (posted, or pending in the answer outbox).
  */
 import type { Outcome, TaskStatus, Usage } from "../../core/task.js";
+import type { CacheTtl } from "../../core/settings.js";
 import type { Queryable } from "../db.js";
 
 /**
@@ -28,6 +29,8 @@ export interface Finish {
   /** Bytes of the prompt written to the CLI, and of the answer it gave (what the turn added to the thread). */
   promptBytes?: number | null;
   answerBytes?: number | null;
+  /** The prompt cache's lifetime the turn asked for; null when it set none (Codex). */
+  cacheTtl?: CacheTtl | null;
 }
 
 /**
@@ -52,7 +55,7 @@ export async function finishTask(
             answer_comment_id = COALESCE(answer_comment_id, $16),
             answer_pending = $17, answer_body = $18,
             answer_next_at = CASE WHEN $17 THEN now() + make_interval(secs => $19::double precision / 1000) END,
-            prompt_bytes = $20, answer_bytes = $21,
+            prompt_bytes = $20, answer_bytes = $21, cache_ttl = COALESCE($22, cache_ttl),
             finished_at = now(), updated_at = now(), locked_by = NULL, heartbeat_at = NULL
       WHERE id = $1 AND locked_by = $2 AND status = 'running'`,
     [
@@ -77,6 +80,7 @@ export async function finishTask(
       a.kind === "pending" ? a.retryInMs : null,
       f.promptBytes ?? null,
       f.answerBytes ?? null,
+      f.cacheTtl ?? null,
     ],
   );
   return res.rowCount === 1;

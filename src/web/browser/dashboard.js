@@ -698,6 +698,16 @@
   }
 
   /** @param {Stats} d */
+  function renderTriggers(d) {
+    var box = /** @type {HTMLElement} */ (document.getElementById("triggers"));
+    box.textContent = "";
+    var t = d.triggers || {};
+    Object.keys(t).forEach(function (k) {
+      box.appendChild(h("span", { cls: "pill", "data-trigger": k, text: k + " " + int(t[k]) }));
+    });
+  }
+
+  /** @param {Stats} d */
   function renderOutcomes(d) {
     var box = /** @type {HTMLElement} */ (document.getElementById("outcomes"));
     box.textContent = "";
@@ -825,6 +835,15 @@
     );
   }
 
+  /**
+   * The conversation page of a task's key (dashboard-routes.ts; core/conversation-path.ts).
+   * @param {{ repo: string, issueNumber: number, agent: string }} t
+   */
+  function conversationPath(t) {
+    var parts = t.repo.split("/").concat([String(t.issueNumber), t.agent]);
+    return "/dashboard/conversations/" + parts.map(encodeURIComponent).join("/");
+  }
+
   // ---- latest tasks
   /** @param {Stats} d */
   function renderLatest(d) {
@@ -842,6 +861,10 @@
         { t: "Duration", n: true },
         { t: "Cost", n: true },
         { t: "Answer" },
+        {
+          t: "Conversation",
+          title: "The conversation's chain: every turn of this issue and agent",
+        },
       ],
       d.latest.map(function (t) {
         var decision = t.resumeDecision
@@ -880,6 +903,7 @@
           td(ms(t.durationMs), "n"),
           td(usd(t.costUsd), "n"),
           td(t.answerUrl ? link(t.answerUrl, "answer") : h("span", { cls: "muted", text: "–" })),
+          td(h("a", { href: conversationPath(t), "data-conversation": "", text: "chain" })),
         );
       }),
       "No tasks yet.",
@@ -902,6 +926,7 @@
     renderSavings(d);
     renderRunners(d);
     renderOutcomes(d);
+    renderTriggers(d);
     renderClis(d);
     renderChanges(d);
     renderRepos(d);

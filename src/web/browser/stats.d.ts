@@ -56,6 +56,8 @@ export interface DashboardStats {
     refused: Record<string, number>;
     failed: Record<string, number>;
   };
+  /** Finished turns by what started them: comment, review, label, assignment, ci. */
+  triggers?: Record<string, number>;
 }
 
 export interface DashboardCostProfile {

@@ -110,8 +110,6 @@ export async function tasksByStatus(pool: Pool): Promise<Record<string, number>>
   return Object.fromEntries(rows.map((r) => [r.status as string, r.n as number]));
 }
 
-export const TERMINAL = ["succeeded", "failed", "cancelled"];
-
 /**
  * Waits until the inbox holds no pending delivery and no task is queued or running; on timeout
  * says which are not and what the app said.
@@ -222,23 +220,6 @@ export function readStandinLog(file: string): StandinRun[] {
     .split("\n")
     .filter(Boolean)
     .map((l) => JSON.parse(l) as StandinRun);
-}
-
-/** Live processes (not zombies) whose command line contains `needle`. */
-export function processesMatching(needle: string): Array<{ pid: number; cmd: string }> {
-  const out: Array<{ pid: number; cmd: string }> = [];
-  for (const name of fs.readdirSync("/proc")) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const cmd = fs.readFileSync(`/proc/${name}/cmdline`, "utf8").replace(/\0/g, " ").trim();
-      if (!cmd.includes(needle)) continue;
-      const state = /^State:\s+(\S)/m.exec(fs.readFileSync(`/proc/${name}/status`, "utf8"))?.[1];
-      if (state !== "Z") out.push({ pid: Number(name), cmd });
-    } catch {
-      /* gone since readdir */
-    }
-  }
-  return out;
 }
 
 /** Resident memory of a process in MiB (VmRSS), or undefined once it is gone. */
