@@ -242,7 +242,7 @@ export function dashboardRoutes(deps: AppDeps, opts: DashboardOptions = {}): Han
       );
       return true as const;
     }
-    const chunks = await transcriptChunks(deps.pool, sessionId);
+    const chunks = await transcriptChunks(deps.pool, route.key, sessionId);
     log.info({ sessionId, key: route.key, state: found.state }, "session transcript downloaded");
     res.writeHead(200, {
       "content-type": "application/gzip",

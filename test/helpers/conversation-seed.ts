@@ -170,6 +170,7 @@ export async function seedConversation(pool: Pool, now: Date): Promise<Row[]> {
   const parts = [POISONED_TRANSCRIPT.subarray(0, half), POISONED_TRANSCRIPT.subarray(half)];
   await writeTranscript(
     pool,
+    CHAIN_KEY,
     POISONED,
     null,
     {
@@ -189,6 +190,7 @@ export async function seedConversation(pool: Pool, now: Date): Promise<Row[]> {
   const active = Buffer.from('{"type":"system","subtype":"init"}\n');
   await writeTranscript(
     pool,
+    CHAIN_KEY,
     ACTIVE,
     null,
     {

@@ -207,7 +207,9 @@ async function chainSessions(c: PoolClient, key: TaskKey): Promise<ChainSession[
   const { rows } = await c.query(
     `SELECT s.session_id, s.cli, s.state, s.state_reason, s.state_changed_at, s.created_at,
             s.last_used_at, tr.raw_bytes, tr.stored_bytes, tr.over_bound
-       FROM sessions s LEFT JOIN session_transcripts tr ON tr.session_id = s.session_id
+       FROM sessions s
+       LEFT JOIN session_transcripts tr
+         ON tr.session_id = s.session_id AND tr.repo = $1 AND tr.issue_number = $2 AND tr.agent = $3
       WHERE s.repo = $1 AND s.issue_number = $2 AND s.agent = $3
       ORDER BY s.created_at DESC LIMIT 100`,
     [key.repo, key.issueNumber, key.agent],
@@ -239,7 +241,8 @@ export async function debugTranscriptSession(
 ): Promise<{ state: string; rawBytes: number } | null> {
   const { rows } = await pool.query(
     `SELECT s.state, tr.raw_bytes FROM sessions s
-       JOIN session_transcripts tr ON tr.session_id = s.session_id
+       JOIN session_transcripts tr
+         ON tr.session_id = s.session_id AND tr.repo = $2 AND tr.issue_number = $3 AND tr.agent = $4
       WHERE s.session_id = $1 AND s.repo = $2 AND s.issue_number = $3 AND s.agent = $4
         AND s.state IN ('poisoned', 'retired') AND NOT tr.over_bound`,
     [sessionId, key.repo, key.issueNumber, key.agent],
