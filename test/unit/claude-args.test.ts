@@ -171,7 +171,7 @@ describe("buildClaudeArgs with Tether's tool server", () => {
       },
     });
     expect(args).toContain("--strict-mcp-config");
-    expect(args.slice(args.indexOf("--allowedTools"))).toEqual([
+    expect(args.slice(args.indexOf("--allowedTools"), args.indexOf("--disallowedTools"))).toEqual([
       "--allowedTools",
       "Read",
       "mcp__tether__comment_on_line",

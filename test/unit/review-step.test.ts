@@ -26,9 +26,9 @@ const file = (filename: string, patch?: string) => ({
   additions: 1,
   deletions: 1,
   changes: 2,
-  blob_url: "",
-  raw_url: "",
-  contents_url: "",
+  blob_url: `https://github.com/octo/widgets/blob/${HEAD}/${filename}`,
+  raw_url: `https://github.com/octo/widgets/raw/${HEAD}/${filename}`,
+  contents_url: `${API}/repos/octo/widgets/contents/${filename}?ref=${HEAD}`,
   ...(patch ? { patch } : {}),
 });
 const comment = (o: Partial<LineComment>): LineComment => ({
@@ -39,10 +39,43 @@ const comment = (o: Partial<LineComment>): LineComment => ({
   body: "```suggestion\nfixed\n```",
   ...o,
 });
-const reviewReply = (id: number) => ({
-  id,
-  html_url: `https://github.com/octo/widgets/pull/8#pullrequestreview-${id}`,
-});
+/** POST /pulls/{n}/reviews's answer, every field GitHub's description requires. */
+const reviewReply = (id: number) => {
+  const html = `https://github.com/octo/widgets/pull/8#pullrequestreview-${id}`;
+  const pull = `${API}/repos/octo/widgets/pulls/8`;
+  return {
+    id,
+    node_id: `PRR_${id}`,
+    user: {
+      login: "tether[bot]",
+      id: 9,
+      node_id: "BOT_9",
+      avatar_url: "https://avatars.githubusercontent.com/u/9",
+      gravatar_id: "",
+      url: `${API}/users/tether%5Bbot%5D`,
+      html_url: "https://github.com/apps/tether",
+      followers_url: `${API}/users/tether%5Bbot%5D/followers`,
+      following_url: `${API}/users/tether%5Bbot%5D/following{/other_user}`,
+      gists_url: `${API}/users/tether%5Bbot%5D/gists{/gist_id}`,
+      starred_url: `${API}/users/tether%5Bbot%5D/starred{/owner}{/repo}`,
+      subscriptions_url: `${API}/users/tether%5Bbot%5D/subscriptions`,
+      organizations_url: `${API}/users/tether%5Bbot%5D/orgs`,
+      repos_url: `${API}/users/tether%5Bbot%5D/repos`,
+      events_url: `${API}/users/tether%5Bbot%5D/events{/privacy}`,
+      received_events_url: `${API}/users/tether%5Bbot%5D/received_events`,
+      type: "Bot",
+      site_admin: false,
+    },
+    body: "",
+    state: "COMMENTED",
+    html_url: html,
+    pull_request_url: pull,
+    _links: { html: { href: html }, pull_request: { href: pull } },
+    submitted_at: "2026-11-27T12:00:00Z",
+    commit_id: HEAD,
+    author_association: "NONE",
+  };
+};
 const run = (comments: LineComment[], o: { changes?: string; allow?: boolean } = {}) =>
   postReview({
     gh: gh(),
@@ -105,7 +138,13 @@ describe("postReview", () => {
     const bodies: Array<Record<string, unknown>> = [];
     nock(API)
       .post(`${base}/reviews`, (b) => (bodies.push(b), true))
-      .reply(422, { message: "Unprocessable Entity", errors: ["Line could not be resolved"] })
+      .reply(422, {
+        message: "Unprocessable Entity",
+        errors: ["Line could not be resolved"],
+        documentation_url:
+          "https://docs.github.com/rest/pulls/reviews#create-a-review-for-a-pull-request",
+        status: "422",
+      })
       .post(`${base}/reviews`, (b) => (bodies.push(b), true))
       .reply(200, reviewReply(56));
     const out = await run([comment({})]);
