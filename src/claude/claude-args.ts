@@ -1,3 +1,4 @@
+import type { McpServer } from "../review/line-comment-tool.js";
 import type { RunSettings } from "./runtime-adapter.js";
 
 /**
@@ -5,7 +6,11 @@ import type { RunSettings } from "./runtime-adapter.js";
  * stdin, so nothing here is quoted and no argument carries user text except the extra system
  * prompt (bounded by RunSettings).
  */
-export function buildClaudeArgs(settings: RunSettings, resumeSessionId?: string): string[] {
+export function buildClaudeArgs(
+  settings: RunSettings,
+  resumeSessionId?: string,
+  mcp?: McpServer,
+): string[] {
   // stream-json needs --verbose in print mode.
   const args = [
     "-p",
@@ -21,6 +26,17 @@ export function buildClaudeArgs(settings: RunSettings, resumeSessionId?: string)
     "",
     "--strict-mcp-config",
   ];
+  // Tether's own tool server (the only one: --strict-mcp-config), its tools loaded up front
+  // rather than deferred behind ToolSearch (docs/claude-cli-facts.md, "MCP tools").
+  if (mcp)
+    args.push(
+      "--mcp-config",
+      JSON.stringify({
+        mcpServers: {
+          [mcp.name]: { type: "stdio", command: mcp.command, args: mcp.args, alwaysLoad: true },
+        },
+      }),
+    );
   if (settings.model !== undefined) args.push("--model", settings.model);
   if (resumeSessionId !== undefined) args.push("--resume", resumeSessionId);
   if (settings.maxTurns !== undefined) args.push("--max-turns", String(settings.maxTurns));
@@ -32,7 +48,11 @@ export function buildClaudeArgs(settings: RunSettings, resumeSessionId?: string)
   // Both tool options take several values; each tool is its own argument (a pattern such as
   // "Bash(git log:*)" may hold spaces). They come last, and there is no positional prompt
   // after them for the option to swallow.
-  if (settings.allowedTools?.length) args.push("--allowedTools", ...settings.allowedTools);
+  const allowed = [
+    ...(settings.allowedTools ?? []),
+    ...(mcp?.tools.map((t) => `mcp__${mcp.name}__${t}`) ?? []),
+  ];
+  if (allowed.length) args.push("--allowedTools", ...allowed);
   // Tools that act outside the turn are never offered, whatever the agent's settings say (a
   // deny rule wins over an allow rule in the CLI): an agent's turn ends with its answer.
   const disallowed = [...new Set([...(settings.disallowedTools ?? []), ...OUT_OF_TURN_TOOLS])];

@@ -23,12 +23,16 @@ export const claudeDialect: CliDialect<StreamMessage, RunEvidence> = {
   short: "claude",
   installHint: "set TETHER_CLAUDE_PATH or install @anthropic-ai/claude-code",
   sessionId: SESSION_ID,
-  args: (settings, resumeSessionId) => buildClaudeArgs(settings, resumeSessionId),
-  env: (base, o) =>
-    buildChildEnv(base, {
+  args: (settings, resumeSessionId, where) => buildClaudeArgs(settings, resumeSessionId, where.mcp),
+  // Every tool straight in the request, none deferred behind ToolSearch (its `false` is the
+  // CLI's "standard" mode; docs/claude-cli-facts.md, "MCP tools").
+  env: (base, o) => ({
+    ENABLE_TOOL_SEARCH: "false",
+    ...buildChildEnv(base, {
       home: o.home,
       extra: { ...cacheTtlEnv(o.settings.cacheTtl), ...o.extra },
     }),
+  }),
   modelAccess: (base) => ({ ...claudeModelAccess(base), remove: CLAUDE_MODEL_ENV }),
   parser: (maxLineBytes) => new StreamParser(maxLineBytes),
   newState: newEvidence,

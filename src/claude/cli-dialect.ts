@@ -4,6 +4,7 @@
  * end is classified and what it cost), CliRunOptions how its runs are made. Claude Code's
  * dialect is in claude-cli.ts, Codex's in src/codex/.
  */
+import type { McpServer } from "../review/line-comment-tool.js";
 import type { ModelEndpoint } from "../sandbox/egress.js";
 import type { Logger } from "../log.js";
 import type { Classification, ExitFacts, StopReason } from "./classify-outcome.js";
@@ -44,7 +45,7 @@ export interface CliDialect<M extends { kind: string }, S> {
   args(
     settings: RunSettings,
     resumeSessionId: string | undefined,
-    where: { sandboxed: boolean; baseUrl: string | undefined },
+    where: { sandboxed: boolean; baseUrl: string | undefined; mcp?: McpServer | undefined },
   ): string[];
   /** The child's environment, allow-listed, without model credentials. */
   env(

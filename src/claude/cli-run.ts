@@ -11,6 +11,8 @@ import { prettifyError } from "zod";
 import type { Logger } from "../log.js";
 import { killProcessesIn } from "../process/process-tree.js";
 import { spawnStreaming, type StreamingChild } from "../process/run-command.js";
+import { lineCommentServer, readOnlyPaths } from "../review/line-comment-tool.js";
+import { IN_SANDBOX } from "../sandbox/bwrap-args.js";
 import type { PreparedCommand } from "../sandbox/sandbox.js";
 import type { ExitFacts, StopReason } from "./classify-outcome.js";
 import type { CliDialect, RunConfig } from "./cli-dialect.js";
@@ -128,9 +130,12 @@ export class CliRun<M extends { kind: string }, S> implements AgentRun {
     const { dialect } = this;
     const sandboxed = spec.sandbox?.sandbox.sandboxed ?? false;
     const access = dialect.modelAccess(this.config.baseEnv);
+    const tool = spec.lineComments;
+    const mcp = tool && lineCommentServer(tool, sandboxed ? IN_SANDBOX.outbox : tool.dir);
     const args = dialect.args(settings.data, resumeSessionId, {
       sandboxed,
       baseUrl: sandboxed ? access.insideBaseUrl : access.outsideBaseUrl,
+      mcp,
     });
     const env = dialect.env(this.config.baseEnv, {
       home: spec.home,
@@ -160,7 +165,8 @@ export class CliRun<M extends { kind: string }, S> implements AgentRun {
           ...(spec.home ? { home: spec.home } : {}),
           ...(spec.sandbox.origin ? { origin: spec.sandbox.origin } : {}),
           ...(spec.sandbox.masks ? { masks: spec.sandbox.masks } : {}),
-          readOnly: this.dialect.binds?.(exe) ?? [exe],
+          readOnly: [...(this.dialect.binds?.(exe) ?? [exe]), ...(tool ? readOnlyPaths() : [])],
+          ...(tool ? { outbox: tool.dir } : {}),
           egress: {
             model: access.endpoint,
             network: spec.sandbox.network,

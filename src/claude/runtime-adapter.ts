@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { CACHE_TTLS } from "../core/settings.js";
 import type { NetworkPolicy } from "../sandbox/egress.js";
+import type { LineCommentTool } from "../review/line-comment-tool.js";
 import type { Mask, Sandbox } from "../sandbox/sandbox.js";
 
 /*
@@ -123,6 +124,11 @@ export interface RunSpec {
    * process (tests of the adapter itself).
    */
   sandbox?: RunSandbox;
+  /**
+   * Offer the agent Tether's line-comment tool (a pull request turn): an MCP server the CLI
+   * starts, writing what the agent asks for into `dir` (the sandbox's outbox).
+   */
+  lineComments?: LineCommentTool;
   /**
    * Called for each event as it happens, in order; the run waits for a returned promise before
    * reading on (so the session id can be pinned before anything else happens). A throw is

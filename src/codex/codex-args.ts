@@ -3,7 +3,11 @@
  * "What a repository can make the CLI do"). No shell, the prompt on stdin.
  */
 import type { RunSettings } from "../claude/runtime-adapter.js";
+import type { McpServer } from "../review/line-comment-tool.js";
 import { buildChildEnv } from "../process/child-env.js";
+
+/** The model catalog without tool search, in a line-comment run's outbox (codex-cli.ts). */
+export const CODEX_CATALOG = "codex-models.json";
 
 /** The model provider Tether defines on every run (the built-in one ignores OPENAI_BASE_URL). */
 export const PROVIDER_ID = "tether";
@@ -25,6 +29,8 @@ export interface CodexArgsOptions {
    * commands off from the egress bridge (it refuses all network, 127.0.0.1 included).
    */
   sandboxMode: CodexSandboxMode;
+  /** Tether's tool server (a pull request turn's line comments). */
+  mcp?: McpServer | undefined;
 }
 
 export function buildCodexArgs(
@@ -68,6 +74,19 @@ export function buildCodexArgs(
   if (settings.model !== undefined) args.push("-m", settings.model);
   if (resumeSessionId === undefined) args.push("-s", o.sandboxMode);
   else args.push("-c", `sandbox_mode="${o.sandboxMode}"`);
+  if (o.mcp) {
+    const at = `mcp_servers.${o.mcp.name}`;
+    args.push(
+      "-c",
+      `${at}.command=${toml(o.mcp.command)}`,
+      "-c",
+      `${at}.args=[${o.mcp.args.map(toml).join(",")}]`,
+      // Every catalog model defers MCP tools behind `tool_search`; this copy of the catalog
+      // says none supports it, so the tool is in the request itself (docs/codex-cli-facts.md).
+      "-c",
+      `model_catalog_json=${toml(`${o.mcp.outDir}/${CODEX_CATALOG}`)}`,
+    );
+  }
   if (settings.appendSystemPrompt)
     args.push("-c", `developer_instructions=${toml(settings.appendSystemPrompt)}`);
   if (resumeSessionId !== undefined) args.push(resumeSessionId);

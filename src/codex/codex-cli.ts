@@ -11,7 +11,7 @@ import { createDialectCli } from "../claude/cli-adapter.js";
 import type { CliDialect, CliRunOptions } from "../claude/cli-dialect.js";
 import { parseVersion, runProbe } from "../claude/probe-cli.js";
 import type { CliAdapter, CliCapabilities, RunSpec } from "../claude/runtime-adapter.js";
-import { buildCodexArgs, buildCodexEnv } from "./codex-args.js";
+import { buildCodexArgs, buildCodexEnv, CODEX_CATALOG } from "./codex-args.js";
 import {
   classifyCodex,
   codexEarlyStop,
@@ -69,6 +69,7 @@ export const codexDialect: CliDialect<CodexMessage, CodexEvidence> = {
     buildCodexArgs(settings, resumeSessionId, {
       baseUrl: where.baseUrl ?? "https://api.openai.com/v1",
       sandboxMode: where.sandboxed ? "danger-full-access" : "workspace-write",
+      mcp: where.mcp,
     }),
   env: buildCodexEnv,
   modelAccess: codexModelAccess,
@@ -111,13 +112,49 @@ export function createCodexCli(opts: CodexCliOptions = {}): CliAdapter {
   const file = opts.path ?? resolveCodexPath({ TETHER_CODEX_PATH: process.env.TETHER_CODEX_PATH });
   const baseEnv = opts.baseEnv ?? process.env;
   let probed: Promise<CliCapabilities> | undefined;
-  return createDialectCli("codex", codexDialect, { ...opts, path: file, baseEnv }, () => {
+  let catalog: Promise<string | null> | undefined;
+  const dialect: typeof codexDialect = {
+    ...codexDialect,
+    async beforeStart(state, spec, resumeSessionId) {
+      await codexDialect.beforeStart?.(state, spec, resumeSessionId);
+      if (!spec.lineComments) return;
+      catalog ??= catalogWithoutToolSearch(file, baseEnv).then((c) => {
+        if (c === null) catalog = undefined;
+        return c;
+      });
+      const text = await catalog;
+      if (text) await fs.promises.writeFile(path.join(spec.lineComments.dir, CODEX_CATALOG), text);
+    },
+  };
+  return createDialectCli("codex", dialect, { ...opts, path: file, baseEnv }, () => {
     probed ??= probeCodex(file, baseEnv).then((c) => {
       if (c.error) probed = undefined;
       return c;
     });
     return probed;
   });
+}
+
+/**
+ * The binary's model catalog (`codex debug models`) with `supports_search_tool` off for every
+ * model: with it on (every model of 0.169.0's catalog), Codex offers MCP tools only through
+ * `tool_search`, and the line-comment tool would not be in the request. Null when the binary
+ * did not print a catalog.
+ */
+export async function catalogWithoutToolSearch(
+  file: string,
+  baseEnv: Record<string, string | undefined>,
+): Promise<string | null> {
+  const r = await runProbe(file, ["debug", "models"], baseEnv);
+  if (r.failed) return null;
+  try {
+    const parsed = JSON.parse(r.stdout) as { models?: Array<Record<string, unknown>> };
+    if (!Array.isArray(parsed.models)) return null;
+    for (const m of parsed.models) m.supports_search_tool = false;
+    return JSON.stringify(parsed);
+  } catch {
+    return null;
+  }
 }
 
 /** `codex --version` ("codex-cli 0.169.0") and whether `codex exec --help` offers `resume`. */

@@ -150,6 +150,12 @@ export const AgentConfig = z.strictObject({
    */
   conversationLimitUsd: dollars(1_000_000).optional(),
   /**
+   * On a pull request, the review the agent's line comments are posted in may request changes
+   * when the agent asks (its `request_changes` tool); otherwise every review only comments.
+   * The agent never approves. Default: false.
+   */
+  requestChanges: z.boolean().default(false),
+  /**
    * Which reviews of the agent's own pull request (its conversation's) start a turn without
    * mentioning it, from someone allowed to trigger: `changes_requested`, `all` (any submitted
    * review), or `mentions` (only a review whose body mentions the agent, as anywhere else). The

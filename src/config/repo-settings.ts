@@ -33,6 +33,7 @@ export function toRepoSettings(config: RepoConfig): RepoSettings {
       ...(a.conversationLimitUsd !== undefined
         ? { conversationLimitUsd: a.conversationLimitUsd }
         : {}),
+      requestChanges: a.requestChanges,
       cacheTtl: a.cacheTtl,
     };
   }
@@ -85,6 +86,8 @@ const SettingsSnapshot = z.object({
       changes: z.enum(CHANGES_MODES).optional(),
       turnLimitUsd: z.number().positive().optional(),
       conversationLimitUsd: z.number().positive().optional(),
+      // Absent in snapshots taken before line comments: reviews only comment.
+      requestChanges: z.boolean().optional(),
       // Absent in snapshots taken before the setting: `auto`, its default.
       cacheTtl: z.enum(CACHE_TTL_SETTINGS).optional(),
     }),

@@ -51,6 +51,8 @@ export interface AgentSettings {
   turnLimitUsd?: number;
   /** Most this agent's conversation on one issue may spend, US dollars. */
   conversationLimitUsd?: number;
+  /** A pull request review by this agent may request changes (never approve). Absent: false. */
+  requestChanges?: boolean;
   /** The prompt cache's lifetime for its turns. Absent (an old snapshot): `auto`. */
   cacheTtl?: CacheTtlSetting;
 }

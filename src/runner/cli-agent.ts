@@ -4,9 +4,13 @@
  * store given), the sandbox, and the session saved back after the run.
  */
 import fs from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
 import type { Logger } from "../log.js";
 import type { CliAdapter, RunEvent } from "../claude/index.js";
 import { killProcessesIn } from "../process/process-tree.js";
+import { COMMENTS_FILE } from "../review/line-comment-tool.js";
+import { readToolOutput, type ReviewRequest } from "../review/review-plan.js";
 import { IN_SANDBOX } from "../sandbox/bwrap-args.js";
 import type { NetworkPolicy } from "../sandbox/egress.js";
 import type { Sandbox } from "../sandbox/sandbox.js";
@@ -123,6 +127,9 @@ export function cliAgent(cli: CliAdapter, opts: CliAgentOptions): Agent {
       }
       const s = req.settings;
       let compacted: AgentRunResult["compacted"];
+      // The line-comment tool's directory: the sandbox's outbox, outside the checkout (never
+      // committed) and removed after the run.
+      const outbox = req.lineComments ? await outboxDir(contain?.homes ?? os.tmpdir()) : undefined;
       try {
         const run = cli.start({
           cwd: req.cwd,
@@ -141,6 +148,14 @@ export function cliAgent(cli: CliAdapter, opts: CliAgentOptions): Agent {
             stallMs: s.stallMinutes * 60_000,
           },
           signal: req.signal,
+          ...(outbox
+            ? {
+                lineComments: {
+                  dir: outbox,
+                  requestChanges: req.lineComments?.requestChanges === true,
+                },
+              }
+            : {}),
           ...(home ? { home } : {}),
           ...(contain
             ? {
@@ -162,6 +177,7 @@ export function cliAgent(cli: CliAdapter, opts: CliAgentOptions): Agent {
           },
         });
         const o = await run.outcome;
+        const review = outbox ? await readReview(outbox, opts.log) : undefined;
         if (contain && home && o.sessionId) {
           await contain.transcripts
             .save(req.key, o.sessionId, home)
@@ -192,12 +208,36 @@ export function cliAgent(cli: CliAdapter, opts: CliAgentOptions): Agent {
           detail: o.kind === "success" ? null : o.detail,
           ...(restored ? { restored } : {}),
           ...(compacted ? { compacted } : {}),
+          ...(review ? { review } : {}),
         };
       } finally {
+        if (outbox) await fs.rm(outbox, { recursive: true, force: true }).catch(() => {});
         if (contain && home) await fs.rm(home, { recursive: true, force: true }).catch(() => {});
       }
     },
   };
+}
+
+/** A run's outbox beside its HOME (Tether's own directory, never the checkout). */
+async function outboxDir(root: string): Promise<string> {
+  await fs.mkdir(root, { recursive: true, mode: 0o700 });
+  return fs.mkdtemp(path.join(root, "review-"));
+}
+
+/** What the agent left in the line-comment tool's file; bad lines are skipped and logged. */
+async function readReview(dir: string, log: Logger): Promise<ReviewRequest> {
+  const file = path.join(dir, COMMENTS_FILE);
+  // The agent could have put anything there (a link, a huge file): read a bounded regular file.
+  const st = await fs.lstat(file).catch(() => null);
+  if (!st) return { comments: [], requestChanges: null };
+  if (!st.isFile() || st.size > 1_000_000) {
+    log.warn({ size: st.size }, "the line-comment file is not a file of at most 1 MB; ignored");
+    return { comments: [], requestChanges: null };
+  }
+  const read = readToolOutput(await fs.readFile(file, "utf8"));
+  if (read.skipped)
+    log.warn({ skipped: read.skipped }, "line-comment file: lines that are not comments skipped");
+  return { comments: read.comments, requestChanges: read.requestChanges };
 }
 
 /** The agent's `network` setting as the egress proxy's policy. */

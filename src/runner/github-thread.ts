@@ -143,6 +143,28 @@ export function githubThread(o: GitHubThreadOptions): GitHubThread {
       });
       return data.id;
     },
+    async listPullFiles(pullNumber) {
+      // GitHub lists at most 3000 files; a `patch` is absent for binary or very large diffs.
+      const files = await octokit.paginate(octokit.rest.pulls.listFiles, {
+        owner,
+        repo,
+        pull_number: pullNumber,
+        per_page: 100,
+      });
+      return files.map((f) => ({ filename: f.filename, patch: f.patch ?? null }));
+    },
+    async createReview(pullNumber, r) {
+      const { data } = await octokit.rest.pulls.createReview({
+        owner,
+        repo,
+        pull_number: pullNumber,
+        commit_id: r.commitId,
+        event: r.event,
+        body: r.body,
+        comments: r.comments,
+      });
+      return { id: data.id, url: data.html_url };
+    },
     async updateComment(commentId, body) {
       await octokit.rest.issues.updateComment({ owner, repo, comment_id: commentId, body });
     },

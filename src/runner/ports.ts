@@ -8,6 +8,7 @@ import type { Mask } from "../sandbox/sandbox.js";
 import type { ProjectInstructions } from "../workspace/project-instructions.js";
 import type { TranscriptState } from "../core/resume-decision.js";
 import type { Outcome, Usage } from "../core/task.js";
+import type { PullFile, ReviewComment, ReviewRequest } from "../review/review-plan.js";
 
 export type {
   IssueComment,
@@ -38,6 +39,21 @@ export interface GitHubThread {
    */
   listReviewDiscussion?(pullNumber: number): Promise<ReviewDiscussion>;
   createComment(issueNumber: number, body: string): Promise<number>;
+  /** A pull request's changed files with their `patch` (GET /pulls/{n}/files, every page). */
+  listPullFiles?(pullNumber: number): Promise<PullFile[]>;
+  /**
+   * Posts one review (POST /pulls/{n}/reviews). Throws GitHub's error as Octokit does (a
+   * `status` of 422 when a comment's line is not in the diff).
+   */
+  createReview?(
+    pullNumber: number,
+    review: {
+      commitId: string;
+      event: "COMMENT" | "REQUEST_CHANGES";
+      body: string;
+      comments: ReviewComment[];
+    },
+  ): Promise<{ id: number; url: string }>;
   updateComment(commentId: number, body: string): Promise<void>;
   /**
    * A branch's commit on GitHub now; null when there is no branch of that name. One REST
@@ -77,6 +93,11 @@ export interface AgentRunRequest {
   /** Called the moment the CLI reports its session id (before the run ends). */
   onSession(sessionId: string, model: string | null): Promise<void> | void;
   onProgress(event: ProgressEvent): void;
+  /**
+   * A pull request turn: offer the agent the line-comment tool; what it asked for comes back as
+   * the result's `review`. `requestChanges`: it may also ask for the review to request changes.
+   */
+  lineComments?: { requestChanges: boolean };
 }
 
 /**
@@ -107,6 +128,8 @@ export interface AgentRunResult {
    * `/compact` prompt (`manual`) or by itself (`auto`). Absent: it did not.
    */
   compacted?: { trigger: string | null; preTokens: number | null; postTokens: number | null };
+  /** What the agent asked the line-comment tool for (a run offered it; absent otherwise). */
+  review?: ReviewRequest;
 }
 
 /** A turn that failed with nothing from the CLI (no session, text, usage or tool run). */

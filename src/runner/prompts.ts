@@ -59,6 +59,8 @@ export interface TurnFacts {
   threadNumber?: number;
   /** Where the agent's changes go after the turn; absent when they stay in the workspace. */
   changes?: ChangesFacts;
+  /** The agent has the line-comment tool this turn (a pull request). */
+  lineComments?: { requestChanges: boolean };
 }
 
 /** What the agent is told about publishing (README "Changes"). */
@@ -209,7 +211,15 @@ function turnFacts(turn: TurnFacts): string {
     `- Comment: ${last ? attr(last.url) : "(issue body)"}`,
     `- Your final message is posted as a reply on ${repo}#${turn.threadNumber ?? turn.issueNumber}, as agent "${attr(turn.agent)}".`,
     ...changesFacts(turn.changes),
+    ...lineCommentFacts(turn),
   ].join("\n");
+}
+
+function lineCommentFacts(turn: TurnFacts): string[] {
+  if (!turn.lineComments) return [];
+  return [
+    `- Line comments: to remark on lines of pull request #${turn.issueNumber}'s diff (a problem on a line, a \`suggestion\` block with replacement lines), call the \`comment_on_line\` tool (path, line, body; side, start_line). Tether posts this turn's comments as one review after the turn and links it under your answer; do not repeat them in your final message.${turn.lineComments.requestChanges ? " If the pull request must not be merged as it is, also call `request_changes` with the reason." : ""} Never approve.`,
+  ];
 }
 
 function changesFacts(c: ChangesFacts | undefined): string[] {

@@ -42,6 +42,8 @@ export interface AgentTurn {
   staged?: StagedRun | null;
   /** Takes and records the decision a retry runs under; false: the lease was lost. */
   redecide: (d: ResumeDecision, retriedFresh: boolean) => Promise<boolean>;
+  /** A pull request turn: the agent gets the line-comment tool. */
+  lineComments?: { requestChanges: boolean };
 }
 
 export interface AgentRan {
@@ -78,8 +80,8 @@ export async function runAgent(a: AgentTurn, decision: ResumeDecision): Promise<
   const attempt = async (d: ResumeDecision): Promise<AgentRunResult> => {
     const prompt = await a.prompt(d);
     promptBytes = Buffer.byteLength(prompt);
-    return deps.agent.run(
-      request(prompt, d.kind === "resume" ? d.sessionId : null, {
+    return deps.agent.run({
+      ...request(prompt, d.kind === "resume" ? d.sessionId : null, {
         onSession: async (sessionId, model) => {
           await pinSession(deps.pool, task.id, deps.runnerId, sessionId);
           await upsertSession(deps.pool, {
@@ -95,7 +97,8 @@ export async function runAgent(a: AgentTurn, decision: ResumeDecision): Promise<
         },
         onProgress: a.onProgress,
       }),
-    );
+      ...(a.lineComments ? { lineComments: a.lineComments } : {}),
+    });
   };
 
   /**

@@ -23,6 +23,7 @@ import { promptFor, requestsOf, threadReader, turnFacts } from "./turn-prompt.js
 import { recordRunSession, runAgent, withCompaction, type AgentRan } from "./run-agent.js";
 import { planChanges, publishChanges } from "./publish-step.js";
 import { answerBody, footerOf } from "./turn-answer.js";
+import { postReview } from "./review-step.js";
 import { conversationUrl } from "../core/conversation-path.js";
 import { SHUTDOWN, type RunTaskDeps } from "./turn.js";
 
@@ -264,6 +265,10 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     return;
   }
   const { issue, prepared, control, project } = ready;
+  // A pull request turn: the agent may comment on lines of the diff (posted as one review).
+  const lineComments = issue.pullRequest
+    ? { requestChanges: settings.requestChanges === true }
+    : undefined;
 
   // The prompt: the turn's facts (with where its changes go), and the thread when it runs fresh.
   let plan: Awaited<ReturnType<typeof planChanges>>;
@@ -271,7 +276,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
   let ran: AgentRan | null;
   try {
     plan = await planChanges(deps, gh, settings, key, issue, prepared, log);
-    const turn = turnFacts(task, requests, plan.target, plan.news, prepared);
+    const turn = turnFacts(task, requests, plan.target, plan.news, prepared, lineComments);
     const prompt = promptFor({ turn, issue, requests, thread: threadP, readThread });
     const systemPrompt = buildSystemPrompt(task.agent, settings.appendSystemPrompt, project);
     ran = await runAgent(
@@ -291,6 +296,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
         onProgress,
         staged,
         redecide: take,
+        ...(lineComments ? { lineComments } : {}),
       },
       decision,
     );
@@ -326,6 +332,20 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     signal,
   });
 
+  // The agent's line comments, as one review of the head the turn ran on.
+  const review =
+    result.review && issue.pullRequest && result.outcome !== "cancelled"
+      ? await postReview({
+          gh,
+          pullNumber: task.issueNumber,
+          commitId: issue.pullRequest.headSha,
+          review: result.review,
+          allowChanges: settings.requestChanges === true,
+          scrub,
+          log,
+        })
+      : null;
+
   // What the turn cost, the compaction before it included (the context is the turn's).
   const usage = withCompaction(result.usage, compaction?.usage ?? null);
   const body = answerBody({
@@ -337,6 +357,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     usage,
     spentBefore,
     published,
+    review,
     cacheTtl,
     ...(chainUrl ? { chainUrl } : {}),
   });

@@ -135,6 +135,8 @@ export function renderAnswer(
 
 export interface FailureFacts {
   outcome: Exclude<Outcome, "success">;
+  /** A line shown after the explanation (the review the turn's line comments went into). */
+  extra?: string;
   detail: string | null;
   taskId: number;
   timeoutMinutes?: number;
@@ -183,7 +185,8 @@ export function explainFailure(f: FailureFacts): string {
 export function renderFailure(f: FailureFacts, footer: FooterFacts): string {
   const icon = f.outcome === "cancelled" ? "🛑" : f.outcome === "turn_limit" ? "💸" : "⚠️";
   const said = f.outcome === "turn_limit" && f.lastText?.trim() ? lastWords(f.lastText) : "";
-  return `${icon} ${explainFailure(f)}${said}\n\n---\n${renderFooter(footer)}\n${taskMarker(f.taskId)}`;
+  const extra = f.extra ? `\n\n${f.extra}` : "";
+  return `${icon} ${explainFailure(f)}${said}${extra}\n\n---\n${renderFooter(footer)}\n${taskMarker(f.taskId)}`;
 }
 
 /** What a stopped agent had written, quoted, within GitHub's comment size. */

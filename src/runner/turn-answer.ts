@@ -9,6 +9,7 @@ import type { Usage } from "../core/task.js";
 import type { Task } from "../sql/tasks/claim.js";
 import type { AgentRunResult, AgentSettings, CliKind } from "./ports.js";
 import { renderAnswer, renderFailure, type FooterFacts } from "./thread-comments.js";
+import { renderReviewLine, type ReviewOutcome } from "./review-step.js";
 
 export function answerBody(a: {
   task: Task;
@@ -21,12 +22,18 @@ export function answerBody(a: {
   /** What the conversation had cost before this turn, as the footer counts it. */
   spentBefore: number;
   published: PublishReport | null;
+  /** The review the turn's line comments were posted in (a pull request turn). */
+  review?: ReviewOutcome | null;
   /** The prompt cache's lifetime the turn asked for; null: the CLI's own (Codex). */
   cacheTtl?: CacheTtl | null;
   /** The conversation's dashboard page, for the footer (TETHER_PUBLIC_URL set). */
   chainUrl?: string;
 }): string {
   const { task, settings, cli, decision, result, usage, spentBefore, published } = a;
+  const extra = [
+    ...(published ? [renderChanges(published)] : []),
+    ...(a.review ? [renderReviewLine(a.review)] : []),
+  ].join("\n\n");
   const footer: FooterFacts = {
     ...footerOf(decision, result.sessionId, usage),
     ...(a.cacheTtl && usage ? { cacheTtl: a.cacheTtl } : {}),
@@ -46,7 +53,7 @@ export function answerBody(a: {
       : {}),
   };
   return result.outcome === "success"
-    ? renderAnswer(task.id, result.text ?? "", footer, published ? renderChanges(published) : "")
+    ? renderAnswer(task.id, result.text ?? "", footer, extra)
     : renderFailure(
         {
           outcome: result.outcome,
@@ -59,6 +66,7 @@ export function answerBody(a: {
           ...(usage ? { costUsd: usage.costUsd } : {}),
           lastText: result.outcome === "turn_limit" ? result.text : null,
           cli,
+          ...(a.review ? { extra: renderReviewLine(a.review) } : {}),
         },
         footer,
       );

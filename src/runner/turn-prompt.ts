@@ -57,6 +57,7 @@ export function turnFacts(
   target: PublishTarget | null,
   news: { pullNumber: number | null; commits: NonNullable<TurnFacts["changes"]>["news"] },
   prepared: PreparedWorkspace,
+  lineComments?: { requestChanges: boolean },
 ): TurnFacts {
   return {
     repo: task.repo,
@@ -65,6 +66,7 @@ export function turnFacts(
     agent: task.agent,
     requests,
     ...(task.threadNumber !== task.issueNumber ? { threadNumber: task.threadNumber } : {}),
+    ...(lineComments ? { lineComments } : {}),
     ...(target
       ? {
           changes: {

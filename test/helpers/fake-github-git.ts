@@ -632,3 +632,63 @@ export function serveGitHttp(
     child.stdin.end(cgi.body);
   });
 }
+
+/** One file of a pull request's diff, as GET /pulls/{n}/files describes it. */
+export interface DiffFile {
+  filename: string;
+  previousFilename?: string;
+  status: "added" | "removed" | "modified" | "renamed";
+  additions: number;
+  deletions: number;
+  /** The hunks (from the first `@@`); absent for a binary file. */
+  patch?: string;
+  /** The file's blob at the head (the base's for a removed file). */
+  sha: string;
+}
+
+/**
+ * A pull request's diff as GitHub computes it: from the merge base of base and head to head
+ * (`base...head`), three lines of context, renames found.
+ */
+export async function diffFiles(
+  bare: string,
+  base: string,
+  head: string,
+  env: Record<string, string>,
+): Promise<DiffFile[]> {
+  const { stdout } = await execa(
+    "git",
+    ["-C", bare, "diff", "--no-color", "--no-ext-diff", "-M", "--full-index", `${base}...${head}`],
+    { env, extendEnv: false, stripFinalNewline: false },
+  );
+  const files: DiffFile[] = [];
+  for (const chunk of stdout.split(/^(?=diff --git )/m)) {
+    if (!chunk.startsWith("diff --git ")) continue;
+    const lines = chunk.replace(/\n$/, "").split("\n");
+    const at = lines.findIndex((l) => l.startsWith("@@"));
+    const header = at < 0 ? lines : lines.slice(0, at);
+    const body = at < 0 ? [] : lines.slice(at);
+    const field = (p: string) => header.find((l) => l.startsWith(p))?.slice(p.length);
+    const m = /^diff --git a\/(.+) b\/(.+)$/.exec(lines[0] ?? "");
+    const from = field("rename from ") ?? field("--- a/") ?? m?.[1] ?? "";
+    const to = field("rename to ") ?? field("+++ b/") ?? m?.[2] ?? "";
+    const index = /^([0-9a-f]+)\.\.([0-9a-f]+)/.exec(field("index ") ?? "");
+    const status: DiffFile["status"] = header.some((l) => l.startsWith("new file mode"))
+      ? "added"
+      : header.some((l) => l.startsWith("deleted file mode"))
+        ? "removed"
+        : field("rename from ")
+          ? "renamed"
+          : "modified";
+    files.push({
+      filename: status === "removed" ? from : to,
+      ...(status === "renamed" ? { previousFilename: from } : {}),
+      status,
+      additions: body.filter((l) => l.startsWith("+")).length,
+      deletions: body.filter((l) => l.startsWith("-")).length,
+      ...(body.length ? { patch: body.join("\n") } : {}),
+      sha: (status === "removed" ? index?.[1] : index?.[2]) ?? "0".repeat(40),
+    });
+  }
+  return files;
+}

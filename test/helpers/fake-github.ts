@@ -17,6 +17,7 @@ import os from "node:os";
 import path from "node:path";
 import {
   commitFiles,
+  diffFiles,
   deleteRef,
   initBareRepo,
   installPreReceive,
@@ -803,6 +804,19 @@ export class FakeGitHub implements PayloadSource {
     });
     pull.reviews.push(json);
     return json;
+  }
+
+  /** The reviews of a pull request and their line comments, as the REST API shows them. */
+  reviewsOf(repo: string, number: number): { reviews: Json[]; comments: Json[] } {
+    const pull = this.pullState(this.repo(repo), number);
+    return { reviews: [...pull.reviews], comments: [...pull.reviewComments] };
+  }
+
+  /** A pull request's diff as GitHub computes it (its base branch now, its head). */
+  private async pullDiff(r: RepoState, pull: NonNullable<IssueState["pull"]>) {
+    const base =
+      (await refSha(r.bare, `refs/heads/${pull.baseRef}`, this.gitEnv())) ?? pull.baseRef;
+    return diffFiles(r.bare, base, pull.headSha, this.gitEnv());
   }
 
   private pullState(r: RepoState, number: number): NonNullable<IssueState["pull"]> {
@@ -1923,6 +1937,111 @@ export class FakeGitHub implements PayloadSource {
       const pull = repoOf(ctx).issues.get(Number(ctx.params.pull_number))?.pull;
       return pull ? this.paginate(pull.reviews, ctx) : notFound();
     });
+    add("GET", "/repos/{owner}/{repo}/pulls/{pull_number}/files", "token", async (ctx) => {
+      const r = repoOf(ctx);
+      const issue = r.issues.get(Number(ctx.params.pull_number));
+      if (!issue?.pull) return notFound();
+      const full = this.fullName(r);
+      const files = (await this.pullDiff(r, issue.pull)).map((f) => ({
+        sha: f.sha,
+        filename: f.filename,
+        status: f.status,
+        additions: f.additions,
+        deletions: f.deletions,
+        changes: f.additions + f.deletions,
+        blob_url: `${this.url}/${full}/blob/${issue.pull!.headSha}/${f.filename}`,
+        raw_url: `${this.url}/${full}/raw/${issue.pull!.headSha}/${f.filename}`,
+        contents_url: `${this.apiUrl}/repos/${full}/contents/${f.filename}?ref=${issue.pull!.headSha}`,
+        ...(f.patch !== undefined ? { patch: f.patch } : {}),
+        ...(f.previousFilename ? { previous_filename: f.previousFilename } : {}),
+      }));
+      return this.paginate(files, ctx);
+    });
+    add("POST", "/repos/{owner}/{repo}/pulls/{pull_number}/reviews", "token", async (ctx) => {
+      const r = repoOf(ctx);
+      const n = Number(ctx.params.pull_number);
+      const pull = r.issues.get(n)?.pull;
+      if (!pull) return notFound();
+      const { body, event, commit_id: commitId, comments } = ctx.body;
+      const states: Record<string, "APPROVED" | "CHANGES_REQUESTED" | "COMMENTED"> = {
+        APPROVE: "APPROVED",
+        REQUEST_CHANGES: "CHANGES_REQUESTED",
+        COMMENT: "COMMENTED",
+      };
+      // A review without an event stays PENDING (a draft); Tether never leaves one.
+      if (typeof event !== "string" || !states[event])
+        return invalid('"event" must be one of APPROVE, REQUEST_CHANGES, COMMENT.');
+      if (body !== undefined && typeof body !== "string")
+        return invalid('"body" must be a string.');
+      const list = Array.isArray(comments) ? (comments as Json[]) : [];
+      if (event !== "APPROVE" && !String(body ?? "").trim())
+        return {
+          status: 422,
+          body: {
+            message: "Unprocessable Entity",
+            errors: [
+              `Review Can not ${event === "COMMENT" ? "comment" : "request changes"} without a body`,
+            ],
+            documentation_url: DOCS,
+            status: "422",
+          },
+        };
+      // Each comment's lines must be lines of the diff on its side, or GitHub refuses the
+      // whole review.
+      const diff = await this.pullDiff(r, pull);
+      for (const c of list) {
+        const f = diff.find((d) => d.filename === c.path);
+        const side = c.side === "LEFT" ? "LEFT" : "RIGHT";
+        const last = Number(c.line);
+        const first =
+          c.start_line === undefined || c.start_line === null ? last : Number(c.start_line);
+        const on = f ? diffLines(f.patch ?? "")[side] : new Set<number>();
+        const ok =
+          typeof c.body === "string" &&
+          Number.isInteger(last) &&
+          Number.isInteger(first) &&
+          first <= last &&
+          Array.from({ length: last - first + 1 }, (_, i) => first + i).every((l) => on.has(l));
+        if (!ok)
+          return {
+            status: 422,
+            body: {
+              message: "Unprocessable Entity",
+              errors: ["Line could not be resolved"],
+              documentation_url: DOCS,
+              status: "422",
+            },
+          };
+      }
+      const review = reviewJson(this.bases(), this.fullName(r), {
+        id: ++this.ids.comment,
+        pullNumber: n,
+        user: this.userJson(this.botLogin()),
+        body: String(body ?? ""),
+        state: states[event]!,
+        commitId: typeof commitId === "string" ? commitId : pull.headSha,
+        submittedAt: this.now(),
+      });
+      pull.reviews.push(review);
+      for (const c of list) {
+        pull.reviewComments.push(
+          reviewCommentJson(this.bases(), this.fullName(r), {
+            id: ++this.ids.comment,
+            reviewId: review.id as number,
+            pullNumber: n,
+            user: this.userJson(this.botLogin()),
+            body: String(c.body),
+            path: String(c.path),
+            line: Number(c.line),
+            startLine: c.start_line === undefined ? null : Number(c.start_line),
+            side: c.side === "LEFT" ? "LEFT" : "RIGHT",
+            commitId: review.commit_id as string,
+            createdAt: this.now(),
+          }),
+        );
+      }
+      return { status: 200, body: review };
+    });
     add(
       "GET",
       "/repos/{owner}/{repo}/pulls/{pull_number}/reviews/{review_id}/comments",
@@ -2201,6 +2320,27 @@ const GIT_PATH =
 
 function repoKey(fullName: string): string {
   return fullName.toLowerCase();
+}
+
+/**
+ * The lines of a file GitHub lets a review comment on, per side, from its patch: the stand-in's
+ * own reading (not Tether's), so the two check each other.
+ */
+function diffLines(patch: string): { LEFT: Set<number>; RIGHT: Set<number> } {
+  const out = { LEFT: new Set<number>(), RIGHT: new Set<number>() };
+  let o = 0;
+  let n = 0;
+  for (const l of patch.split("\n")) {
+    const h = /^@@ -(\d+)(?:,\d+)? \+(\d+)/.exec(l);
+    if (h) [o, n] = [Number(h[1]), Number(h[2])];
+    else if (l.startsWith("+")) out.RIGHT.add(n++);
+    else if (l.startsWith("-")) out.LEFT.add(o++);
+    else if (l.startsWith(" ")) {
+      out.LEFT.add(o++);
+      out.RIGHT.add(n++);
+    }
+  }
+  return out;
 }
 
 function notFound(): Reply {

@@ -32,6 +32,8 @@ export type FakeReply =
        */
       kind: "function_call";
       name: string;
+      /** The tool's namespace (an MCP server's tools come as namespace `mcp__<server>`). */
+      namespace?: string;
       arguments: Record<string, unknown>;
       callId: string;
       /** Text the model says before the call, if any. */
@@ -92,6 +94,14 @@ export const replies = {
     arguments: args,
     callId: `call_fake${String(++callIds).padStart(6, "0")}`,
     ...(text === undefined ? {} : { text }),
+  }),
+  /** A call of a tool in a namespace (an MCP server's, `mcp__<server>`). */
+  namespacedCall: (namespace: string, name: string, args: Record<string, unknown>): FakeReply => ({
+    kind: "function_call",
+    namespace,
+    name,
+    arguments: args,
+    callId: `call_fake${String(++callIds).padStart(6, "0")}`,
   }),
   /** Codex's shell tool: `exec_command` runs `cmd` with the user's shell (`bash -lc`). */
   shell: (cmd: string, extra: Record<string, unknown> = {}): FakeReply =>
@@ -616,6 +626,7 @@ function answerResponses(res: http.ServerResponse, req: FakeRequest, reply: Fake
       id: nextId("fc"),
       call_id: reply.callId,
       name: reply.name,
+      ...(reply.namespace !== undefined ? { namespace: reply.namespace } : {}),
       arguments: args,
       status: "completed",
     };

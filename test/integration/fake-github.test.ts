@@ -362,6 +362,70 @@ describe("REST shapes", () => {
   });
 });
 
+describe("pull request files and reviews, as GitHub answers them", () => {
+  it("lists a pull request's files with their patch, and takes a review only on lines of the diff", async () => {
+    const pr = await gh.addPullRequest({
+      repo: REPO,
+      headRef: "review-me",
+      files: { "src/index.ts": "export {};\nexport const a = 1;\n", "NEW.md": "new\n" },
+    });
+    const pull_number = pr.number as number;
+    const owner = "octo";
+    const repo = "widgets";
+    const { data: files } = await octokit.rest.pulls.listFiles({ owner, repo, pull_number });
+    expect(files.map((f) => [f.filename, f.status, f.additions, f.deletions])).toEqual([
+      ["NEW.md", "added", 1, 0],
+      ["src/index.ts", "modified", 1, 0],
+    ]);
+    expect(files[1]!.patch).toBe("@@ -1 +1,2 @@\n export {};\n+export const a = 1;");
+    const head = String((pr.head as Json).sha);
+    // A line outside the diff: GitHub refuses the whole review.
+    const refused = await octokit.rest.pulls
+      .createReview({
+        owner,
+        repo,
+        pull_number,
+        commit_id: head,
+        event: "COMMENT",
+        body: "x",
+        comments: [
+          { path: "src/index.ts", line: 2, body: "fine" },
+          { path: "README.md", line: 1, body: "not in the diff" },
+        ],
+      })
+      .catch((e: { status: number; response: { data: unknown } }) => e);
+    expect(refused).toMatchObject({
+      status: 422,
+      response: {
+        data: { message: "Unprocessable Entity", errors: ["Line could not be resolved"] },
+      },
+    });
+    expect(gh.reviewsOf(REPO, pull_number).reviews).toEqual([]);
+    const { data: review } = await octokit.rest.pulls.createReview({
+      owner,
+      repo,
+      pull_number,
+      commit_id: head,
+      event: "COMMENT",
+      body: "Looks fine.",
+      comments: [
+        { path: "src/index.ts", line: 2, body: "```suggestion\nexport const a = 2;\n```" },
+        { path: "src/index.ts", line: 1, side: "LEFT", body: "context on the base side" },
+      ],
+    });
+    expect(review).toMatchObject({ state: "COMMENTED", body: "Looks fine.", commit_id: head });
+    const { data: comments } = await octokit.rest.pulls.listReviewComments({
+      owner,
+      repo,
+      pull_number,
+    });
+    expect(comments.map((c) => [c.path, c.line, c.side, c.pull_request_review_id])).toEqual([
+      ["src/index.ts", 2, "RIGHT", review.id],
+      ["src/index.ts", 1, "LEFT", review.id],
+    ]);
+  });
+});
+
 describe("credentials", () => {
   it("answers 401 with GitHub's bodies to missing, unknown, expired and revoked tokens", async () => {
     const anonymous = new Octokit({ baseUrl: gh.apiUrl, log: quiet });

@@ -76,6 +76,8 @@ const REST_NEEDS: Record<string, Needs> = {
   "repos.getBranch": { contents: "read" },
   "pulls.list": { pull_requests: "read" },
   "pulls.create": { pull_requests: "write" },
+  "pulls.listFiles": { pull_requests: "read" },
+  "pulls.createReview": { pull_requests: "write" },
   // Public profiles: the no-reply addresses of the app's bot and of Co-authored-by trailers.
   "users.getByUsername": {},
   // With the app's own JWT, no installation permission: its slug.

@@ -148,3 +148,36 @@ describe("SESSION_ID", () => {
     expect(SESSION_ID.test(id)).toBe(ok);
   });
 });
+
+describe("buildClaudeArgs with Tether's tool server", () => {
+  const mcp = {
+    name: "tether",
+    outDir: "/run/tether/out",
+    command: "/usr/bin/node",
+    args: ["/app/line-comment-server.mjs", "/run/tether/out/line-comments.jsonl"],
+    tools: ["comment_on_line"],
+  };
+  it("adds it with --mcp-config (loaded up front) and allows its tool beside the agent's", () => {
+    const args = buildClaudeArgs({ ...limits, allowedTools: ["Read"] }, undefined, mcp);
+    const config = JSON.parse(args[args.indexOf("--mcp-config") + 1]!);
+    expect(config).toEqual({
+      mcpServers: {
+        tether: {
+          type: "stdio",
+          command: "/usr/bin/node",
+          args: mcp.args,
+          alwaysLoad: true,
+        },
+      },
+    });
+    expect(args).toContain("--strict-mcp-config");
+    expect(args.slice(args.indexOf("--allowedTools"), args.indexOf("--disallowedTools"))).toEqual([
+      "--allowedTools",
+      "Read",
+      "mcp__tether__comment_on_line",
+    ]);
+  });
+  it("no server: no --mcp-config", () => {
+    expect(buildClaudeArgs(limits)).not.toContain("--mcp-config");
+  });
+});

@@ -138,6 +138,27 @@ describe("Codex arguments", () => {
     expect(args).not.toContain("--trust");
     expect(args.at(-1)).toBe("-");
   });
+  it("Tether's tool server: -c mcp_servers.tether.*, and the catalog without tool search beside it", () => {
+    const args = buildCodexArgs(settings, undefined, {
+      baseUrl: "x",
+      sandboxMode: "danger-full-access",
+      mcp: {
+        name: "tether",
+        outDir: "/run/tether/out",
+        command: "/usr/bin/node",
+        args: ["/app/s.mjs", "/run/tether/out/line-comments.jsonl"],
+        tools: ["comment_on_line"],
+      },
+    });
+    expect(args).toContain('mcp_servers.tether.command="/usr/bin/node"');
+    expect(args).toContain(
+      'mcp_servers.tether.args=["/app/s.mjs","/run/tether/out/line-comments.jsonl"]',
+    );
+    expect(args).toContain('model_catalog_json="/run/tether/out/codex-models.json"');
+    expect(
+      buildCodexArgs(settings, undefined, { baseUrl: "x", sandboxMode: "read-only" }).join(" "),
+    ).not.toContain("mcp_servers");
+  });
   it("a resume: exec resume, the sandbox as config (resume has no -s), the id before the prompt", () => {
     const id = "01a20d6e-2d35-7a90-b107-b3995b5de4f6";
     const args = buildCodexArgs(settings, id, { baseUrl: "x", sandboxMode: "workspace-write" });

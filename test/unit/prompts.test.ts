@@ -410,6 +410,20 @@ describe("sanitizeForPrompt", () => {
   it.each(rows)("%s", (_n, input, out) => expect(sanitizeForPrompt(input)).toBe(out));
 });
 
+describe("line comments in the turn facts", () => {
+  it("a pull request turn names the tool; request_changes only when the agent may", () => {
+    const pr = { ...turn, isPullRequest: true };
+    expect(buildResumedPrompt(pr)).not.toContain("comment_on_line");
+    const plain = buildResumedPrompt({ ...pr, lineComments: { requestChanges: false } });
+    expect(plain).toContain("call the `comment_on_line` tool");
+    expect(plain).toContain("Never approve.");
+    expect(plain).not.toContain("request_changes");
+    expect(buildResumedPrompt({ ...pr, lineComments: { requestChanges: true } })).toContain(
+      "call `request_changes` with the reason",
+    );
+  });
+});
+
 describe("what a trigger brings (a review's body and line comments)", () => {
   const review: TurnFacts = {
     ...turn,

@@ -365,6 +365,7 @@ describe("parseRepoConfig", () => {
           network: "model-only",
           projectInstructions: false,
           changes: "pull_request",
+          requestChanges: false,
           reviews: "changes_requested",
           label: "tether",
           cacheTtl: "auto",
