@@ -273,7 +273,13 @@ function renderTriggerContext(requests: readonly PromptComment[]): string[] {
 }
 
 /** Elements a trigger's context items are shown as; any other kind is a `context-item`. */
-const CONTEXT_TAGS: ReadonlySet<string> = new Set(["review", "review-comment"]);
+const CONTEXT_TAGS: ReadonlySet<string> = new Set([
+  "review",
+  "review-comment",
+  // A failed CI run (src/github/ci-report.ts): a failing check's output, a job's log tail.
+  "check-run",
+  "job-log",
+]);
 
 function renderContextItem(c: {
   kind: string;
@@ -311,7 +317,7 @@ function renderRequest(c: PromptComment): string {
  */
 function text(body: string): string {
   return clip(sanitizeForPrompt(body), LIMITS.perComment).replace(
-    /<(\/?)(github-context|request|comment|issue|pull-request|review-discussion|review-comment|review|trigger-context|context-item)\b/gi,
+    /<(\/?)(github-context|request|comment|issue|pull-request|review-discussion|review-comment|review|trigger-context|context-item|check-run|job-log)\b/gi,
     "&lt;$1$2",
   );
 }
