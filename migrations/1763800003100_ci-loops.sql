@@ -32,6 +32,8 @@ CREATE TABLE ci_commits (
   loop_id       bigint NOT NULL REFERENCES ci_loops (id) ON DELETE CASCADE,
   result        text NOT NULL CHECK (result IN ('queued', 'absorbed', 'stopped', 'limit')),
   task_id       bigint,
+  -- The delivery that took it: only that delivery, retried, may finish queueing its turn.
+  delivery_id   text,
   created_at    timestamptz NOT NULL DEFAULT now(),
   PRIMARY KEY (repo, issue_number, agent, head_sha)
 );

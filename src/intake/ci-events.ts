@@ -243,6 +243,7 @@ export async function handleCiEvent(fx: IntakeEffects, d: Delivery): Promise<Han
     pullNumber: conversation.pullNumber,
     headSha: run.headSha,
     maxAttempts: agent.ci.maxAttempts,
+    deliveryId: d.deliveryId,
   });
   log.info({ sha: run.headSha, claim: claim.kind }, "CI failed");
   switch (claim.kind) {

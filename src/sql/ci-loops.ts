@@ -54,19 +54,33 @@ async function lockKey(db: Queryable, key: TaskKey): Promise<void> {
  */
 export async function claimCiFailure(
   pool: Pool,
-  c: { key: TaskKey; pullNumber: number; headSha: string; maxAttempts: number },
+  c: {
+    key: TaskKey;
+    pullNumber: number;
+    headSha: string;
+    maxAttempts: number;
+    deliveryId: string;
+  },
 ): Promise<CiClaim> {
   const k = [c.key.repo, c.key.issueNumber, c.key.agent];
   return inTransaction(pool, async (tx): Promise<CiClaim> => {
     await lockKey(tx, c.key);
-    const seen = await tx.query<{ result: string; task_id: string | null; loop_id: string }>(
-      `SELECT result, task_id, loop_id FROM ci_commits
+    const seen = await tx.query<{
+      result: string;
+      task_id: string | null;
+      loop_id: string;
+      delivery_id: string | null;
+    }>(
+      `SELECT result, task_id, loop_id, delivery_id FROM ci_commits
         WHERE repo = $1 AND issue_number = $2 AND agent = $3 AND head_sha = $4`,
       [...k, c.headSha],
     );
     const s = seen.rows[0];
     if (s) {
-      if (s.result !== "queued" || s.task_id !== null) return { kind: "seen", result: s.result };
+      // Another delivery of the same failure (the three events come together): it was taken.
+      // The delivery that took it, retried after a crash before its turn was queued, goes on.
+      if (s.result !== "queued" || s.task_id !== null || s.delivery_id !== c.deliveryId)
+        return { kind: "seen", result: s.result };
       const { rows } = await tx.query<{ attempts: number; state: string }>(
         `SELECT attempts, state FROM ci_loops WHERE id = $1`,
         [s.loop_id],
@@ -84,9 +98,10 @@ export async function claimCiFailure(
     ).rows[0];
     const record = (loopId: number | string, result: string, taskId: number | null) =>
       tx.query(
-        `INSERT INTO ci_commits (repo, issue_number, agent, head_sha, loop_id, result, task_id)
-         VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-        [...k, c.headSha, loopId, result, taskId],
+        `INSERT INTO ci_commits (repo, issue_number, agent, head_sha, loop_id, result, task_id,
+                                 delivery_id)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+        [...k, c.headSha, loopId, result, taskId, c.deliveryId],
       );
 
     if (!open) {

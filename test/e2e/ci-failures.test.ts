@@ -198,8 +198,8 @@ describe(
       expect(prompt).toContain("A NEW comment");
       expect(prompt).toContain(`CI failed on your pull request #${pullNumber}`);
       const context = prompt.slice(
-        prompt.indexOf("<github-context>"),
-        prompt.indexOf("</github-context>"),
+        prompt.indexOf("\n<github-context>\n"),
+        prompt.indexOf("\n</github-context>\n"),
       );
       expect(context).toContain("unit tests ONE");
       expect(context).toContain("expected 3 lines, got 2 (ONE)");
