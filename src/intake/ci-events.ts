@@ -17,6 +17,7 @@ import { postComment } from "../github/comments.js";
 import { conversationBranch } from "../publish/publisher.js";
 import { ciPassed, claimCiFailure, conversationOfBranch, recordCiTurn } from "../sql/ci-loops.js";
 import type { Delivery } from "../sql/deliveries.js";
+import type { GitHub } from "../github/types.js";
 import { enqueueComment, type TriggerComment } from "../sql/tasks/enqueue.js";
 import type { Handled, IntakeEffects } from "./handle-delivery.js";
 import { repoKey } from "./payloads.js";
@@ -225,12 +226,14 @@ export async function handleCiEvent(fx: IntakeEffects, d: Delivery): Promise<Han
   if (!agent) return skipped(`no agent ${key.agent} in the config`);
   if (agent.ci.mode === "off") return skipped(`ci is off for ${key.agent}`);
 
-  const pull = await octokit.rest.pulls.get({ ...where, pull_number: conversation.pullNumber });
+  // Everything read about the run goes through a token for this repository that can only read.
+  const reader = await readOnlyClient(octokit, where.repo);
+  const pull = await reader.rest.pulls.get({ ...where, pull_number: conversation.pullNumber });
   if (pull.data.state !== "open") return skipped(`pull request #${pull.data.number} is closed`);
   if (pull.data.head.sha !== run.headSha)
     return skipped(`${run.headSha.slice(0, 7)} is not the pull request's head commit`);
 
-  const checks = await readChecks(octokit, { ...where, sha: run.headSha });
+  const checks = await readChecks(reader, { ...where, sha: run.headSha });
   if (!checks.failing.length) {
     if (checks.pending) return skipped("checks still running, none failed");
     const passed = await ciPassed(fx.pool, key);
@@ -266,7 +269,7 @@ export async function handleCiEvent(fx: IntakeEffects, d: Delivery): Promise<Han
       break;
   }
 
-  const context = await ciContext(octokit, { ...where, sha: run.headSha }, checks.failing);
+  const context = await ciContext(reader, { ...where, sha: run.headSha }, checks.failing);
   const res = await enqueueComment(fx.pool, {
     key,
     repoId: run.repository.id,
@@ -296,6 +299,28 @@ export async function handleCiEvent(fx: IntakeEffects, d: Delivery): Promise<Han
     absorbed: res.kind === "covered",
   });
   return done(`${key.agent}: CI ${res.kind} task ${res.taskId} (attempt ${claim.attempt})`);
+}
+
+/** What reading a CI run needs (app.yml says why each): nothing that could change anything. */
+export const CI_READ_PERMISSIONS = {
+  checks: "read",
+  actions: "read",
+  pull_requests: "read",
+  metadata: "read",
+} as const;
+
+/**
+ * A client of the same kind as `octokit` whose token is minted for this one repository with
+ * CI_READ_PERMISSIONS (the app's auth caches it per repository and permissions).
+ */
+async function readOnlyClient(octokit: GitHub, repoName: string): Promise<GitHub> {
+  const { token } = (await octokit.auth({
+    type: "installation",
+    repositoryNames: [repoName],
+    permissions: CI_READ_PERMISSIONS,
+  })) as { token: string };
+  const Client = octokit.constructor as new (options: Record<string, unknown>) => GitHub;
+  return new Client({ auth: { token }, baseUrl: octokit.request.endpoint.DEFAULTS.baseUrl });
 }
 
 /**

@@ -216,6 +216,23 @@ describe(
       expect(sha2).not.toBe(sha1);
       expect(fileAt(sha2, "src/parser.js")).toContain("\\r?\\n");
       expect(stack.taskComments(pullNumber, task.id as number)).toHaveLength(1);
+
+      // Read by Tether with a token for this repository that can only read checks, jobs, pulls.
+      const reads = stack.gh.requests.filter((r) =>
+        /\/check-runs|\/actions\/jobs\/\d+\/logs/.test(r.path),
+      );
+      expect(reads.length).toBeGreaterThanOrEqual(3);
+      for (const r of reads) {
+        expect(r.status, r.path).toBeLessThan(400);
+        const grant = stack.gh.tokenGrant(r.token!);
+        expect(grant?.repositories).toEqual([REPO]);
+        expect(grant?.permissions).toEqual({
+          checks: "read",
+          actions: "read",
+          pull_requests: "read",
+          metadata: "read",
+        });
+      }
     });
 
     it("2. the same failure delivered again, or its checks rerun on the same commit, makes no second turn", async () => {
