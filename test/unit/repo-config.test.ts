@@ -367,6 +367,7 @@ describe("parseRepoConfig", () => {
           changes: "pull_request",
           reviews: "changes_requested",
           label: "tether",
+          ci: { mode: "fix", maxAttempts: 3 },
         },
       },
       resume: { enabled: true, ttlHours: 72, contextBudget: 0.8, compact: true },
