@@ -227,7 +227,16 @@ export async function handleCiEvent(fx: IntakeEffects, d: Delivery): Promise<Han
   if (agent.ci.mode === "off") return skipped(`ci is off for ${key.agent}`);
 
   // Everything read about the run goes through a token for this repository that can only read.
-  const reader = await readOnlyClient(octokit, where.repo);
+  const reader = await readOnlyClient(octokit, where.repo).catch((err: unknown) => {
+    // An app registered before CI turns: its installation has not accepted the new permissions.
+    const status = (err as { status?: number }).status;
+    if (status === 422 || status === 403) return null;
+    throw err;
+  });
+  if (!reader)
+    return skipped(
+      "CI not read: the installation has not granted checks: read and actions: read (README: accept the app's new permissions)",
+    );
   const pull = await reader.rest.pulls.get({ ...where, pull_number: conversation.pullNumber });
   if (pull.data.state !== "open") return skipped(`pull request #${pull.data.number} is closed`);
   if (pull.data.head.sha !== run.headSha)

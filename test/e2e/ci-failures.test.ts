@@ -306,5 +306,29 @@ describe(
       );
       expect(loops.rows).toEqual([{ state: "stopped", attempts: 2 }]);
     });
+
+    it("5. a green run on the head releases the stop", async () => {
+      const head = (await stack.gh.sha(REPO, branch))!;
+      const green = stack.gh.checks.addRun(REPO, {
+        headSha: head,
+        headBranch: branch,
+        // The rerun of the checks that failed on this commit, green now (lint passed before).
+        checks: [
+          { name: "unit tests THREE", conclusion: "success" },
+          { name: "unit tests THREE-AGAIN", conclusion: "success" },
+        ],
+      });
+      const outcomes = await processed(await deliver(stack.gh.checks.events(REPO, green.runId)));
+      expect(outcomes.join("\n")).toContain("CI passed on");
+      expect(outcomes.join("\n")).toContain("loop released");
+
+      // Released: the next failure on a new head may start a loop again (tested in Postgres).
+      const loops = await db.pool.query(
+        `SELECT state, green_at IS NOT NULL AS green FROM ci_loops WHERE issue_number = $1`,
+        [issue],
+      );
+      expect(loops.rows).toEqual([{ state: "stopped", green: true }]);
+      expect(await ciTasks(issue)).toHaveLength(2);
+    });
   },
 );
