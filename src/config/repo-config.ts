@@ -70,6 +70,26 @@ const Login = z
   );
 
 export const PERMISSION_MODES = ["default", "acceptEdits", "bypassPermissions", "plan"] as const;
+/** Whether a failed CI run on an agent's own pull request starts its turn. */
+export const CI_MODES = ["fix", "off"] as const;
+
+/** CI failures on the agent's own pull request (its conversation's, on the head commit). */
+export const CiConfig = z.strictObject({
+  /**
+   * `fix`: when the checks on the head commit of the agent's own pull request fail, the agent
+   * gets a turn (resumed like any follow-up) with the failing checks' output, annotations and
+   * the tail of each failing Actions job's log, as data; its fix is pushed to the same branch.
+   * `off`: CI results start nothing. Default: `fix`.
+   */
+  mode: z.enum(CI_MODES, "must be fix or off").default("fix"),
+  /**
+   * Most automatic CI turns in a row without a green run; the next failure gets one comment
+   * saying Tether stopped, and nothing more until someone asks the agent again. Default: 3.
+   */
+  maxAttempts: wholeNumber(1, 20).default(3),
+});
+export type CiConfig = z.output<typeof CiConfig>;
+
 /** Which reviews on an agent's pull request start its turn without a mention. */
 export const REVIEW_TRIGGERS = ["changes_requested", "all", "mentions"] as const;
 export const REPO_PERMISSIONS = ["read", "triage", "write", "maintain", "admin"] as const;
@@ -192,6 +212,8 @@ export const AgentConfig = z.strictObject({
    * asked for. Default: `auto`, the cheapest over the gaps measured (bench/savings-gaps.ts).
    */
   cacheTtl: z.enum(CACHE_TTL_SETTINGS, "must be 5m, 1h or auto").default("auto"),
+  /** What a failed CI run on the agent's own pull request does (README "Talking to Tether"). */
+  ci: CiConfig.default(CiConfig.parse({})),
 });
 export type AgentConfig = Omit<z.output<typeof AgentConfig>, "label"> & {
   mention: string;

@@ -116,7 +116,7 @@ type SameKeys<A, B> = [Exclude<keyof A, keyof B> | Exclude<keyof B, keyof A>] ex
   ? true
   : { differ: Exclude<keyof A, keyof B> | Exclude<keyof B, keyof A> };
 /** Who may start a turn without a mention: intake reads these; the runner never needs them. */
-type IntakeOnly = "reviews" | "label" | "assignee";
+type IntakeOnly = "reviews" | "label" | "assignee" | "ci";
 type StoredAgent = z.output<typeof SettingsSnapshot>["agents"][string];
 type StoredRepo = Omit<z.output<typeof SettingsSnapshot>, "v">;
 /** @public Read by the typecheck only. */

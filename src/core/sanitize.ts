@@ -35,6 +35,8 @@ export const PROMPT_MARKERS = [
   "review",
   "trigger-context",
   "context-item",
+  "check-run",
+  "job-log",
   "project-instructions",
 ] as const;
 

@@ -43,6 +43,7 @@ import {
   type ReviewTrigger,
 } from "./event-triggers.js";
 import type { DescribeStatus } from "./status.js";
+import { handleCiEvent, isCiEvent } from "./ci-events.js";
 
 /** What handling a delivery needs from the outside world. */
 export interface IntakeEffects {
@@ -87,6 +88,7 @@ const done = (outcome: string): Handled => ({ status: "done", outcome });
 export async function handleDelivery(fx: IntakeEffects, d: Delivery): Promise<Handled> {
   const kind = `${d.event}.${d.action}`;
   if (WORK_ITEM_EVENTS.has(kind)) return handleWorkItem(fx, d);
+  if (isCiEvent(kind)) return handleCiEvent(fx, d);
   const read = (INTAKE_EVENTS as readonly string[]).includes(kind) ? readPayload(d) : undefined;
   if (read === undefined) return skipped(`${kind} is not handled`);
   if ("problem" in read) return skipped(`unexpected ${kind} payload: ${read.problem}`);

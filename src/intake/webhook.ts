@@ -7,6 +7,7 @@ import { issueHasTasks } from "../sql/tasks/read.js";
 import { InboxWriter } from "./inbox-writer.js";
 import { addedMentionNames, mentionedNames } from "./parse-comment.js";
 import { conversationsOfPull } from "../sql/conversations.js";
+import { isCiEvent, screenCiEvent, type CiPayload } from "./ci-events.js";
 import {
   parseIntakeEvent,
   parseWorkItemEvent,
@@ -64,7 +65,7 @@ export type Screened =
       installationId: number;
       dedupeKey: string;
       /** The payload, validated and trimmed to what intake reads. */
-      payload: IntakePayload;
+      payload: IntakePayload | CiPayload;
       /**
        * Deletions, and edits that mention no one new, matter only on an issue that has tasks,
        * or whose triggering delivery is still in the inbox. Checked in Postgres after screening.
@@ -107,6 +108,10 @@ export function screenDelivery(name: string, payload: unknown, appId?: number): 
   const action = (payload as { action?: unknown } | null)?.action;
   const kind = `${name}.${typeof action === "string" ? action : "?"}`;
   if (WORK_ITEM_EVENTS.has(kind)) return screenWorkItem(kind, name, payload);
+  if (isCiEvent(kind)) {
+    const ci = screenCiEvent(name, payload);
+    return ci.take ? { ...ci, action: "completed" } : ci;
+  }
   const read = (INTAKE_EVENTS as readonly string[]).includes(kind)
     ? readText(name, payload)
     : undefined;

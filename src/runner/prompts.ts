@@ -291,7 +291,13 @@ function renderTriggerContext(requests: readonly PromptComment[]): string[] {
 }
 
 /** Elements a trigger's context items are shown as; any other kind is a `context-item`. */
-const CONTEXT_TAGS: ReadonlySet<string> = new Set(["review", "review-comment"]);
+const CONTEXT_TAGS: ReadonlySet<string> = new Set([
+  "review",
+  "review-comment",
+  // A failed CI run (src/github/ci-report.ts): a failing check's output, a job's log tail.
+  "check-run",
+  "job-log",
+]);
 
 function renderContextItem(c: {
   kind: string;

@@ -162,6 +162,9 @@ async function expectPageMatches(page: Page, s: Stats): Promise<void> {
       `${trigger} ${int(count)}`,
     );
   }
+  // CI loops by how they ended, every state shown (#29).
+  for (const [state, count] of Object.entries(s.ci.loops))
+    expect(await page.locator(`[data-ci="${state}"]`).textContent()).toBe(`${state} ${int(count)}`);
 }
 
 describe("the dashboard in chromium", () => {

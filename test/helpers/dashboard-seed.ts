@@ -60,6 +60,12 @@ export async function seedDashboardFixture(pool: Pool): Promise<Row[]> {
             ('runner-b', 'host-b', '/home/b', '/usr/bin/claude', '2.1.180', false, 2, 0, $1, $3, 'unavailable: bwrap: No permissions to create new namespace')`,
     [ago(3 * DAY), ago(10_000), ago(5 * MIN)],
   );
+  // CI loops (#29): one that went green, one that stopped.
+  await pool.query(
+    `INSERT INTO ci_loops (repo, issue_number, agent, pull_number, state, attempts, started_at)
+     VALUES ('octo/widgets', 3, 'tether', 4, 'green', 1, $1), ('octo/widgets', 5, 'tether', 6, 'stopped', 3, $1)`,
+    [ago(2 * HOUR)],
+  );
   const w = { repo: "octo/widgets", agent: "tether" };
   const g = { repo: "octo/gadgets", agent: "reviewer", issue_number: 7 };
   const rows: Row[] = [];

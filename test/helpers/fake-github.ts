@@ -65,6 +65,7 @@ import { checkRequest, checkResponse, parseBody } from "./openapi.js";
 
 export { signedWebhook, sign } from "./fake-github-webhooks.js";
 export type { DeliveryAttemptRecord, DeliveryResult } from "./fake-github-webhooks.js";
+import { FakeChecks } from "./fake-github-checks.js";
 export type { Json } from "./fake-github-shapes.js";
 export type { FileMap } from "./fake-github-git.js";
 
@@ -289,6 +290,14 @@ export function requiredPermission(
   const section = m[1] ?? "";
   if (section === "/issues") return { name: "issues", level };
   if (section === "/pulls") return { name: "pull_requests", level };
+  // GitHub checks the checks permission for a commit's check runs, not contents.
+  if (
+    section === "/check-runs" ||
+    section === "/check-suites" ||
+    /^\/repos\/[^/]+\/[^/]+\/commits\/[^/]+\/check-(runs|suites)\/?$/.test(pathname)
+  )
+    return { name: "checks", level };
+  if (section === "/actions") return { name: "actions", level };
   if (["/contents", "/git", "/commits", "/branches", "/compare"].includes(section))
     return { name: "contents", level };
   return { name: "metadata", level: "read" };
@@ -356,6 +365,8 @@ const PERMISSIONS = {
   issues: "write",
   pull_requests: "write",
   metadata: "read",
+  checks: "read",
+  actions: "read",
 } as const;
 const EVENTS = [
   "issue_comment",
@@ -363,6 +374,9 @@ const EVENTS = [
   "pull_request",
   "pull_request_review",
   "pull_request_review_comment",
+  "check_run",
+  "check_suite",
+  "workflow_run",
 ];
 const DOCS = "https://docs.github.com/rest";
 const MAX_BODY = 64 * 1024 * 1024;
@@ -430,6 +444,20 @@ export class FakeGitHub implements PayloadSource {
    * `POST /app/hook/deliveries/{delivery_id}/attempts`.
    */
   readonly deliveryLog: WebhookDeliveryLog = new WebhookDeliveryLog(() => this.now());
+
+  /** Check runs, their annotations and Actions job logs; CI webhooks (fake-github-checks.ts). */
+  readonly checks: FakeChecks = new FakeChecks({
+    webBase: () => this.url,
+    apiBase: () => this.apiUrl,
+    repoJson: (repo) => this.repoJson(repo),
+    userJson: (login) => this.userJson(login),
+    installationRef: (repo) => this.installationRef(repo),
+    fullName: (repo) => this.fullName(this.repo(repo)),
+    pullsWithHead: (repo, branch) =>
+      [...this.repo(repo).issues.values()]
+        .filter((i) => i.pull && !i.pull.fork && i.pull.headRef === branch && i.state === "open")
+        .map((i) => ({ number: i.number, baseRef: i.pull!.baseRef })),
+  });
 
   private readonly publicKey: KeyObject;
   private readonly now: () => Date;
@@ -1347,6 +1375,12 @@ export class FakeGitHub implements PayloadSource {
       if (git) {
         rec.kind = "git";
         await this.handleGit(req, res, rec, url, body, git);
+      } else if (url.pathname.startsWith("/_blobs/")) {
+        // Pre-signed storage URLs (a job's log): no token, as on GitHub's blob storage.
+        const blob = this.checks.blob(url.pathname);
+        rec.status = blob === undefined ? 404 : 200;
+        res.writeHead(rec.status, { "content-type": "text/plain; charset=utf-8" });
+        res.end(blob ?? "BlobNotFound");
       } else if (url.pathname.startsWith("/api/v3/") || url.pathname === "/api/v3") {
         rec.kind = "rest";
         rec.rawBody = body.toString("utf8");
@@ -2287,6 +2321,35 @@ export class FakeGitHub implements PayloadSource {
       await updateRef(r.bare, `refs/pull/${issue.number}/head`, headSha, this.gitEnv());
       const json = this.pullJson(this.fullName(r), issue.number);
       return { status: 201, body: json, headers: { location: String(json.url) } };
+    });
+
+    // Checks and Actions (fake-github-checks.ts), as GitHub answers them.
+    add("GET", "/repos/{owner}/{repo}/commits/{ref}/check-runs", "token", (ctx) => {
+      const runs = this.checks.listForRef(
+        this.fullName(repoOf(ctx)),
+        ctx.params.ref ?? "",
+        ctx.query,
+      );
+      const page = this.paginate(runs, ctx);
+      return { ...page, body: { total_count: runs.length, check_runs: page.body } };
+    });
+    add("GET", "/repos/{owner}/{repo}/check-runs/{check_run_id}", "token", (ctx) => {
+      const run = this.checks.find(this.fullName(repoOf(ctx)), Number(ctx.params.check_run_id));
+      return run ? { status: 200, body: this.checks.checkRunJson(run) } : notFound();
+    });
+    add("GET", "/repos/{owner}/{repo}/check-runs/{check_run_id}/annotations", "token", (ctx) => {
+      const run = this.checks.find(this.fullName(repoOf(ctx)), Number(ctx.params.check_run_id));
+      if (!run) return notFound();
+      return this.paginate(
+        run.annotations.map((a) => this.checks.annotationJson(run, a)),
+        ctx,
+      );
+    });
+    add("GET", "/repos/{owner}/{repo}/actions/jobs/{job_id}/logs", "token", (ctx) => {
+      const run = this.checks.find(this.fullName(repoOf(ctx)), Number(ctx.params.job_id));
+      const to = run ? this.checks.logUrl(run) : null;
+      // GitHub answers 302 to a short-lived storage URL; 404 for no such job (or a gone log).
+      return to ? { status: 302, body: null, headers: { location: to } } : notFound();
     });
     return routes;
   }

@@ -399,6 +399,30 @@ describe("/api/stats on seeded tasks", () => {
     expect(after).toEqual({ ...before, label: before.label! + 2, review: before.review! + 1 });
   });
 
+  it("counts CI loops started in the window by how they ended, every state listed", async () => {
+    const before = (await api("24h")).body.ci;
+    expect(Object.keys(before.loops).sort()).toEqual(["green", "limit", "open", "stopped"]);
+    const at = new Date(NOW.getTime() - 3600_000);
+    const seed = (state: string, attempts: number, started = at) =>
+      db.pool.query(
+        `INSERT INTO ci_loops (repo, issue_number, agent, pull_number, state, attempts, started_at)
+         VALUES ('octo/ci', 1, 'tether', 2, $1, $2, $3)`,
+        [state, attempts, started],
+      );
+    await seed("green", 1);
+    await seed("stopped", 3);
+    await seed("stopped", 3, new Date(NOW.getTime() - 3 * 86_400_000)); // outside the window
+    const after = (await api("24h")).body.ci;
+    expect(after).toEqual({
+      loops: {
+        ...before.loops,
+        green: before.loops.green! + 1,
+        stopped: before.loops.stopped! + 1,
+      },
+      turns: before.turns + 4,
+    });
+  });
+
   it("rejects an unknown range with a message that names it", async () => {
     const { status, body } = await api("1y");
     expect(status).toBe(400);

@@ -12,6 +12,7 @@ import { CODEX_MODEL_ENV } from "../../src/codex/model-endpoint.js";
 import {
   AccessConfig,
   AgentConfig,
+  CiConfig,
   DEFAULT_CONFIG,
   PublishConfig,
   ResumeConfig,
@@ -162,7 +163,11 @@ describe("README: .github/tether.yml", () => {
   it("describes exactly the schema's fields in its table", () => {
     const schemaFields = [
       "agents",
-      ...Object.keys(AgentConfig.shape).map((k) => `agents.<name>.${k}`),
+      ...Object.keys(AgentConfig.shape)
+        .filter((k) => k !== "ci")
+        .map((k) => `agents.<name>.${k}`),
+      // A section of its own, documented field by field.
+      ...Object.keys(CiConfig.shape).map((k) => `agents.<name>.ci.${k}`),
       ...Object.keys(ResumeConfig.shape).map((k) => `resume.${k}`),
       ...Object.keys(AccessConfig.shape).map((k) => `access.${k}`),
       ...Object.keys(PublishConfig.shape).map((k) => `publish.${k}`),
@@ -174,6 +179,12 @@ describe("README: .github/tether.yml", () => {
     const defaults: Record<string, unknown> = {
       ...Object.fromEntries(
         Object.entries(DEFAULT_CONFIG.agents.tether!).map(([k, v]) => [`agents.<name>.${k}`, v]),
+      ),
+      ...Object.fromEntries(
+        Object.entries(DEFAULT_CONFIG.agents.tether!.ci).map(([k, v]) => [
+          `agents.<name>.ci.${k}`,
+          v,
+        ]),
       ),
       ...Object.fromEntries(
         Object.entries(DEFAULT_CONFIG.resume).map(([k, v]) => [`resume.${k}`, v]),

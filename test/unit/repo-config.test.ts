@@ -369,6 +369,7 @@ describe("parseRepoConfig", () => {
           reviews: "changes_requested",
           label: "tether",
           cacheTtl: "auto",
+          ci: { mode: "fix", maxAttempts: 3 },
         },
       },
       resume: { enabled: true, ttlHours: 72, contextBudget: 0.8, compact: true },

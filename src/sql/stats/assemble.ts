@@ -17,6 +17,7 @@ import {
 import type { RefusedRow, RepoAggRow } from "./repos.js";
 import { NO_MOVES } from "./sessions.js";
 import { triggerFigures, type TriggerRow } from "./triggers.js";
+import { ciLoopFigures, type CiLoopRow } from "./ci-loops.js";
 import type { HourRow } from "./turns.js";
 import type { StatsWindow } from "./window.js";
 
@@ -101,6 +102,8 @@ export interface StatsParts {
   sessions?: SessionMoves;
   /** Turns by trigger; absent reads as none. */
   triggers?: TriggerRow[];
+  /** CI loops by state; absent reads as none. */
+  ciLoops?: CiLoopRow[];
 }
 
 /** Outcomes a turn can have: every outcome but limit_refused, which a task gets without running. */
@@ -249,5 +252,6 @@ export function assemble(w: StatsWindow, parts: StatsParts): Stats {
     latest: parts.latest,
     changes: changesFigures(parts.changes ?? []),
     triggers: triggerFigures(parts.triggers ?? []),
+    ci: ciLoopFigures(parts.ciLoops ?? []),
   };
 }

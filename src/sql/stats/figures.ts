@@ -3,6 +3,7 @@ import { z } from "zod";
 import { REASON_CODES } from "../../core/resume-decision.js";
 import { OUTCOMES } from "../../core/task.js";
 import type { StatsBucket, StatsRange } from "./window.js";
+import type { CiLoopFigures } from "./ci-loops.js";
 
 export { REASON_CODES, OUTCOMES };
 export const ReasonCode = z.enum(REASON_CODES);
@@ -182,6 +183,11 @@ export interface Stats {
    * assignment, ci (every one present, zeros included).
    */
   triggers: Record<string, number>;
+  /**
+   * CI loops started in the window (README "Talking to Tether"): by state (open, green,
+   * stopped, limit; zeros included) and the automatic turns they queued.
+   */
+  ci: CiLoopFigures;
 }
 
 /** Publishes of turns that finished in the window. */

@@ -10,6 +10,7 @@ import { runnerRows } from "./runners.js";
 import { DEFAULT_STATS_TIMEOUT_MS, inSnapshot } from "./snapshot.js";
 import { sessionMoves } from "./sessions.js";
 import { triggerRows } from "./triggers.js";
+import { ciLoopRows } from "./ci-loops.js";
 import { hourRows } from "./turns.js";
 import { statsWindow, type StatsRange } from "./window.js";
 
@@ -45,6 +46,7 @@ export async function readStats(pool: Pool, opts: ReadStatsOptions): Promise<Sta
     const refused = await refusedRows(c, window);
     const sessions = await sessionMoves(c, window);
     const triggers = await triggerRows(c, window);
+    const ciLoops = await ciLoopRows(c, window);
     return assemble(window, {
       hours,
       repos,
@@ -55,6 +57,7 @@ export async function readStats(pool: Pool, opts: ReadStatsOptions): Promise<Sta
       refused,
       sessions,
       triggers,
+      ciLoops,
     });
   });
 }

@@ -708,6 +708,17 @@
   }
 
   /** @param {Stats} d */
+  function renderCiLoops(d) {
+    var box = /** @type {HTMLElement} */ (document.getElementById("ci-loops"));
+    box.textContent = "";
+    var c = d.ci || { loops: {}, turns: 0 };
+    Object.keys(c.loops).forEach(function (k) {
+      box.appendChild(h("span", { cls: "pill", "data-ci": k, text: k + " " + int(c.loops[k]) }));
+    });
+    box.appendChild(h("span", { cls: "pill", "data-ci": "turns", text: "turns " + int(c.turns) }));
+  }
+
+  /** @param {Stats} d */
   function renderOutcomes(d) {
     var box = /** @type {HTMLElement} */ (document.getElementById("outcomes"));
     box.textContent = "";
@@ -927,6 +938,7 @@
     renderRunners(d);
     renderOutcomes(d);
     renderTriggers(d);
+    renderCiLoops(d);
     renderClis(d);
     renderChanges(d);
     renderRepos(d);

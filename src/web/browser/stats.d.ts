@@ -58,6 +58,8 @@ export interface DashboardStats {
   };
   /** Finished turns by what started them: comment, review, label, assignment, ci. */
   triggers?: Record<string, number>;
+  /** CI loops started in the range, by state (open, green, stopped, limit), and their turns. */
+  ci?: { loops: Record<string, number>; turns: number };
 }
 
 export interface DashboardCostProfile {

@@ -1,0 +1,382 @@
+/**
+ * CI failures feed the conversation (README "Talking to Tether"). GitHub sends `check_run`,
+ * `check_suite` and `workflow_run` when checks finish, several for one failure. When the checks
+ * on the head commit of a conversation's own pull request (branch `tether/<issue>-<agent>`)
+ * fail, the key gets one automatic turn, resumed like any follow-up, whose request is Tether's
+ * own words and whose context (the failing checks' output, annotations and log tails, read by
+ * Tether) is data. Guards: one turn per head commit; at most `ci.maxAttempts` in a row without a
+ * green run, then one comment says it stopped; a turn already queued or running absorbs the
+ * failure; spend limits apply as to any turn (a refused turn ends the loop).
+ */
+import { z } from "zod";
+import { loadRepoConfig } from "../config/load-repo-config.js";
+import { snapshotSettings } from "../config/repo-settings.js";
+import { TRIGGERS, type TaskKey, type TriggerContextItem } from "../core/task.js";
+import { ciContext, readChecks, type CheckRunSummary } from "../github/ci-report.js";
+import { postComment } from "../github/comments.js";
+import { conversationBranch } from "../publish/publisher.js";
+import { ciPassed, claimCiFailure, conversationOfBranch, recordCiTurn } from "../sql/ci-loops.js";
+import type { Delivery } from "../sql/deliveries.js";
+import type { GitHub } from "../github/types.js";
+import { enqueueComment, type TriggerComment } from "../sql/tasks/enqueue.js";
+import type { Handled, IntakeEffects } from "./handle-delivery.js";
+import { repoKey } from "./payloads.js";
+
+/** The CI events intake takes in: checks that finished. */
+export const CI_EVENTS = [
+  "check_run.completed",
+  "check_suite.completed",
+  "workflow_run.completed",
+] as const;
+const CI_KINDS: ReadonlySet<string> = new Set(CI_EVENTS);
+
+export function isCiEvent(kind: string): boolean {
+  return CI_KINDS.has(kind);
+}
+
+const Repository = z.object({
+  id: z.number(),
+  name: z.string().min(1),
+  full_name: z.string().regex(/^[^/\s]+\/[^/\s]+$/),
+  owner: z.object({ login: z.string().min(1) }),
+});
+const Installation = z.object({ id: z.number() });
+const PullRef = z.object({ number: z.number().int().positive() });
+const Sha = z.string().regex(/^[0-9a-f]{40}$/, "must be a commit sha");
+
+/** The fields of a check suite or a workflow run this reads (both carry them alike). */
+const Run = z.object({
+  id: z.number(),
+  head_branch: z.string().nullish(),
+  head_sha: Sha,
+  status: z.string().nullish(),
+  conclusion: z.string().nullish(),
+  pull_requests: z.array(PullRef).default([]),
+  run_attempt: z.number().optional(),
+});
+
+const CheckSuiteEvent = z.object({
+  action: z.literal("completed"),
+  check_suite: Run,
+  repository: Repository,
+  installation: Installation,
+});
+const WorkflowRunEvent = z.object({
+  action: z.literal("completed"),
+  workflow_run: Run,
+  repository: Repository,
+  installation: Installation,
+});
+const CheckRunEvent = z.object({
+  action: z.literal("completed"),
+  check_run: z.object({
+    id: z.number(),
+    head_sha: Sha,
+    status: z.string().nullish(),
+    conclusion: z.string().nullish(),
+    pull_requests: z.array(PullRef).default([]),
+    check_suite: z.object({ head_branch: z.string().nullish() }).nullish(),
+  }),
+  repository: Repository,
+  installation: Installation,
+});
+
+/** A finished CI run, read alike from any of the three events. */
+export interface CiRun {
+  event: string;
+  /** The check run's, suite's or workflow run's id (with its attempt for a rerun). */
+  id: string;
+  headSha: string;
+  headBranch: string | null;
+  conclusion: string | null;
+  repository: z.infer<typeof Repository>;
+  installationId: number;
+}
+
+/** The trimmed payload the inbox keeps, and what the processor reads back. */
+export type CiPayload = CiRun & { action: "completed" };
+
+/** Reads a `check_run|check_suite|workflow_run.completed` payload; `problem` when it cannot. */
+export function parseCiEvent(
+  name: string,
+  payload: unknown,
+): { run: CiRun } | { problem: z.ZodError } | undefined {
+  const common = (e: { repository: CiRun["repository"]; installation: { id: number } }) => ({
+    event: name,
+    repository: e.repository,
+    installationId: e.installation.id,
+  });
+  switch (name) {
+    case "check_run": {
+      const p = CheckRunEvent.safeParse(payload);
+      if (!p.success) return { problem: p.error };
+      const r = p.data.check_run;
+      return {
+        run: {
+          ...common(p.data),
+          id: String(r.id),
+          headSha: r.head_sha,
+          headBranch: r.check_suite?.head_branch ?? null,
+          conclusion: r.conclusion ?? null,
+        },
+      };
+    }
+    case "check_suite":
+    case "workflow_run": {
+      const p = (name === "check_suite" ? CheckSuiteEvent : WorkflowRunEvent).safeParse(payload);
+      if (!p.success) return { problem: p.error };
+      const r = "check_suite" in p.data ? p.data.check_suite : p.data.workflow_run;
+      return {
+        run: {
+          ...common(p.data),
+          id: `${r.id}${r.run_attempt !== undefined ? `.${r.run_attempt}` : ""}`,
+          headSha: r.head_sha,
+          headBranch: r.head_branch ?? null,
+          conclusion: r.conclusion ?? null,
+        },
+      };
+    }
+    default:
+      return undefined;
+  }
+}
+
+/** Reads back what screening kept. */
+const StoredRun = z.object({
+  action: z.literal("completed"),
+  event: z.string(),
+  id: z.string(),
+  headSha: Sha,
+  headBranch: z.string().nullable(),
+  conclusion: z.string().nullable(),
+  repository: Repository,
+  installationId: z.number(),
+});
+
+/** Conversation branches: `tether/<issue>-<agent>` (src/publish/publisher.ts). */
+const CONVERSATION_BRANCH = /^tether\/\d+-[^/]+$/;
+
+/**
+ * The webhook's cheap check for a CI event, pure: a finished run on a conversation's branch.
+ * Which conversation, and whether the run's commit is its pull request's head, is the
+ * processor's. Each event of one failure is its own delivery (a check suite's green may follow
+ * another suite's failure on the same commit); their dedupe keys differ, a redelivery's not.
+ */
+export function screenCiEvent(
+  name: string,
+  payload: unknown,
+):
+  | { take: false; reason: string }
+  | { take: true; dedupeKey: string; installationId: number; payload: CiPayload } {
+  const read = parseCiEvent(name, payload);
+  if (read === undefined) return { take: false, reason: `${name} is not handled` };
+  if ("problem" in read) {
+    const first = read.problem.issues[0];
+    return {
+      take: false,
+      reason: `unexpected ${name}.completed payload: ${first ? `${first.path.join(".") || "(root)"}: ${first.message}` : "invalid"}`,
+    };
+  }
+  const r = read.run;
+  if (!r.headBranch || !CONVERSATION_BRANCH.test(r.headBranch))
+    return { take: false, reason: "CI on a branch that is no conversation's" };
+  return {
+    take: true,
+    dedupeKey: `ci:${name}:${r.id}:${r.headSha}:${r.conclusion ?? "none"}`,
+    installationId: r.installationId,
+    payload: { ...r, action: "completed" },
+  };
+}
+
+const skipped = (outcome: string): Handled => ({ status: "skipped", outcome });
+const done = (outcome: string): Handled => ({ status: "done", outcome });
+
+/** The processor's part: see the module comment. */
+export async function handleCiEvent(fx: IntakeEffects, d: Delivery): Promise<Handled> {
+  const read = StoredRun.safeParse(d.payload);
+  if (!read.success) return skipped(`unexpected ${d.event}.${d.action} payload`);
+  const run = read.data;
+  if (!run.headBranch) return skipped("no branch");
+  const repo = repoKey(run.repository.full_name);
+  const conversation = await conversationOfBranch(fx.pool, repo, run.headBranch);
+  if (!conversation) return skipped("CI on a branch that is no conversation's");
+  if (conversationBranch(conversation.issueNumber, conversation.agent) !== run.headBranch)
+    return skipped("CI on a branch that is no conversation's");
+  if (conversation.pullNumber === null) return skipped("the conversation has no pull request");
+  const key: TaskKey = {
+    repo,
+    issueNumber: conversation.issueNumber,
+    agent: conversation.agent,
+  };
+  const where = { owner: run.repository.owner.login, repo: run.repository.name };
+  const log = fx.log.child({
+    delivery: d.deliveryId,
+    repo,
+    issue: key.issueNumber,
+    agent: key.agent,
+  });
+
+  const octokit = await fx.auth(d.installationId);
+  await octokit.auth({ type: "installation" });
+  const loaded = await loadRepoConfig(octokit, where, {
+    orgFileLikely: fx.repoHints?.orgFileLikely(repo) ?? false,
+  });
+  if (!loaded.ok) return skipped("invalid config: CI not taken");
+  const agent = loaded.config.agents[key.agent];
+  if (!agent) return skipped(`no agent ${key.agent} in the config`);
+  if (agent.ci.mode === "off") return skipped(`ci is off for ${key.agent}`);
+
+  // Everything read about the run goes through a token for this repository that can only read.
+  const reader = await readOnlyClient(octokit, where.repo).catch((err: unknown) => {
+    // An app registered before CI turns: its installation has not accepted the new permissions.
+    const status = (err as { status?: number }).status;
+    if (status === 422 || status === 403) return null;
+    throw err;
+  });
+  if (!reader)
+    return skipped(
+      "CI not read: the installation has not granted checks: read and actions: read (README: accept the app's new permissions)",
+    );
+  const pull = await reader.rest.pulls.get({ ...where, pull_number: conversation.pullNumber });
+  if (pull.data.state !== "open") return skipped(`pull request #${pull.data.number} is closed`);
+  if (pull.data.head.sha !== run.headSha)
+    return skipped(`${run.headSha.slice(0, 7)} is not the pull request's head commit`);
+
+  const checks = await readChecks(reader, { ...where, sha: run.headSha });
+  if (!checks.failing.length) {
+    if (checks.pending) return skipped("checks still running, none failed");
+    const passed = await ciPassed(fx.pool, key);
+    log.info({ sha: run.headSha, passed }, "CI passed");
+    return done(`CI passed on ${run.headSha.slice(0, 7)}: loop ${passed}`);
+  }
+
+  const claim = await claimCiFailure(fx.pool, {
+    key,
+    pullNumber: conversation.pullNumber,
+    headSha: run.headSha,
+    maxAttempts: agent.ci.maxAttempts,
+    deliveryId: d.deliveryId,
+  });
+  log.info({ sha: run.headSha, claim: claim.kind }, "CI failed");
+  switch (claim.kind) {
+    case "seen":
+      return skipped(`CI failure on ${run.headSha.slice(0, 7)} already taken (${claim.result})`);
+    case "held":
+      return skipped(`CI loop ${claim.state} earlier; waiting for someone to ask the agent`);
+    case "absorbed":
+      return done(`CI failure absorbed by task ${claim.taskId}`);
+    case "limit":
+      return done("CI loop ended: its last turn was refused by a spend limit");
+    case "stop":
+      await postComment(octokit, {
+        ...where,
+        issueNumber: conversation.pullNumber,
+        body: stopComment(agent.mention, claim.attempts, run.headSha, checks.failing),
+      });
+      return done(`CI loop stopped after ${claim.attempts} attempts`);
+    case "take":
+      break;
+  }
+
+  const context = await ciContext(reader, { ...where, sha: run.headSha }, checks.failing);
+  const res = await enqueueComment(fx.pool, {
+    key,
+    repoId: run.repository.id,
+    installationId: d.installationId,
+    isPullRequest: false,
+    comment: ciRequest({
+      repo,
+      pullNumber: conversation.pullNumber,
+      pullUrl: pull.data.html_url,
+      headSha: run.headSha,
+      failing: checks.failing,
+      attempt: claim.attempt,
+      maxAttempts: agent.ci.maxAttempts,
+      context,
+    }),
+    forceFresh: false,
+    deliveryId: d.deliveryId,
+    settings: snapshotSettings(loaded.config),
+    threadNumber: conversation.pullNumber,
+    // A turn waiting or running for the key (whatever started it) takes this failure in.
+    coveredBy: TRIGGERS,
+  });
+  await recordCiTurn(fx.pool, {
+    key,
+    headSha: run.headSha,
+    taskId: res.taskId,
+    absorbed: res.kind === "covered",
+  });
+  return done(`${key.agent}: CI ${res.kind} task ${res.taskId} (attempt ${claim.attempt})`);
+}
+
+/** What reading a CI run needs (app.yml says why each): nothing that could change anything. */
+export const CI_READ_PERMISSIONS = {
+  checks: "read",
+  actions: "read",
+  pull_requests: "read",
+  metadata: "read",
+} as const;
+
+/**
+ * A client of the same kind as `octokit` whose token is minted for this one repository with
+ * CI_READ_PERMISSIONS (the app's auth caches it per repository and permissions).
+ */
+async function readOnlyClient(octokit: GitHub, repoName: string): Promise<GitHub> {
+  const { token } = (await octokit.auth({
+    type: "installation",
+    repositoryNames: [repoName],
+    permissions: CI_READ_PERMISSIONS,
+  })) as { token: string };
+  const Client = octokit.constructor as new (options: Record<string, unknown>) => GitHub;
+  return new Client({ auth: { token }, baseUrl: octokit.request.endpoint.DEFAULTS.baseUrl });
+}
+
+/**
+ * Pure: the request a CI failure makes, in Tether's own words. What the checks said is in
+ * `context`, shown to the agent as data; check names stay out of the request for that reason.
+ */
+export function ciRequest(c: {
+  repo: string;
+  pullNumber: number;
+  pullUrl: string;
+  headSha: string;
+  failing: readonly CheckRunSummary[];
+  attempt: number;
+  maxAttempts: number;
+  context: TriggerContextItem[];
+}): TriggerComment {
+  const n = c.failing.length;
+  return {
+    source: `ci:${c.repo}#${c.pullNumber}:${c.headSha}`,
+    commentId: null,
+    author: c.failing[0]?.app ?? "ci",
+    url: `${c.pullUrl}/checks?sha=${c.headSha}`,
+    body: [
+      `[CI failed on your pull request #${c.pullNumber}: ${n} check${n === 1 ? "" : "s"} failed on its head commit ${c.headSha.slice(0, 7)}. Automatic attempt ${c.attempt} of at most ${c.maxAttempts}.]`,
+      "",
+      "The failing checks' output, annotations and log tails are in the context above. Find the cause and fix it in the code, so that the checks pass. If the failure is not caused by this pull request (a flaky test, an outage, a missing secret), change nothing and say so in your answer.",
+    ].join("\n"),
+    createdAt: new Date(),
+    trigger: "ci",
+    context: c.context,
+  };
+}
+
+/** Pure: the one comment that says the loop stopped. */
+export function stopComment(
+  mention: string,
+  attempts: number,
+  headSha: string,
+  failing: readonly CheckRunSummary[],
+): string {
+  const names = failing
+    .slice(0, 10)
+    .map((r) => `\`${r.name.replace(/[`\r\n]/g, "'")}\``)
+    .join(", ");
+  return [
+    `CI still fails on ${headSha.slice(0, 7)}${names ? ` (${names})` : ""} after ${attempts} automatic attempt${attempts === 1 ? "" : "s"} by ${mention}, so Tether stopped fixing it on its own (\`ci.maxAttempts\`).`,
+    "",
+    `Mention ${mention} to continue, or fix it yourself; a green run starts the count again.`,
+  ].join("\n");
+}

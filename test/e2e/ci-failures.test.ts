@@ -1,0 +1,334 @@
+/**
+ * Issue 29: CI failures on the agent's own pull request feed its session. The built app as a
+ * process, real Postgres, the real Claude CLI against the fake Messages API, and the GitHub
+ * stand-in serving check runs, annotations and an Actions job's log (behind GitHub's redirect)
+ * and delivering check_run, check_suite and workflow_run as GitHub does for one finished run.
+ */
+import { execFileSync } from "node:child_process";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createTestDatabase } from "../helpers/db.js";
+import { startStack, REPO, SECRET, type Stack } from "../helpers/e2e-stack.js";
+import { lastUserText, replies, type FakeReply } from "../helpers/fake-anthropic.js";
+
+const CONFIG = `
+agents:
+  tether:
+    model: claude-sonnet-4-5
+    ci:
+      maxAttempts: 2
+`;
+
+const db = await createTestDatabase();
+let stack: Stack;
+
+beforeAll(async () => {
+  stack = await startStack({ pool: db.pool, databaseUrl: db.url, config: CONFIG });
+}, 120_000);
+afterAll(async () => {
+  await stack?.close();
+});
+
+function agentWrites(files: Record<string, string>, text: string): FakeReply[] {
+  return [
+    ...Object.entries(files).map(([p, content]) =>
+      replies.toolUse("Write", { file_path: `/workspace/${p}`, content }),
+    ),
+    replies.text(text),
+  ];
+}
+
+function fileAt(ref: string, file: string): string | undefined {
+  try {
+    return execFileSync("git", ["-C", stack.gh.barePath(REPO), "show", `${ref}:${file}`], {
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "ignore"],
+    });
+  } catch {
+    return undefined;
+  }
+}
+
+/** Deliver each event as GitHub does; returns the delivery ids. */
+async function deliver(events: Array<{ name: string; payload: unknown }>): Promise<string[]> {
+  const ids: string[] = [];
+  for (const ev of events) {
+    const res = await stack.gh.deliver(stack.app.url, ev.name, ev.payload, SECRET, {
+      timeoutMs: 15_000,
+    });
+    expect(res.status, res.body).toBeLessThan(300);
+    ids.push(res.deliveryId);
+  }
+  return ids;
+}
+
+/** Waits until every one of `ids` that the app kept in its inbox is processed; their outcomes. */
+async function processed(ids: string[], timeoutMs = 60_000): Promise<string[]> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const { rows } = await db.pool.query<{ status: string; outcome: string | null }>(
+      `SELECT status, outcome FROM webhook_deliveries WHERE delivery_id = ANY($1)`,
+      [ids],
+    );
+    if (rows.every((r) => r.status !== "pending"))
+      return rows.map((r) => `${r.status}: ${r.outcome}`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `deliveries not processed: ${JSON.stringify(rows)}\n${stack.app.output().slice(-4000)}`,
+      );
+    await new Promise((r) => setTimeout(r, 150));
+  }
+}
+
+async function ciTasks(issue: number): Promise<Array<Record<string, unknown>>> {
+  const { rows } = await db.pool.query(
+    `SELECT * FROM tasks WHERE repo = $1 AND issue_number = $2 AND trigger = 'ci' ORDER BY id`,
+    [REPO, issue],
+  );
+  return rows as Array<Record<string, unknown>>;
+}
+
+async function finishedCiTask(issue: number, n: number): Promise<Record<string, unknown>> {
+  const deadline = Date.now() + 180_000;
+  for (;;) {
+    const t = (await ciTasks(issue))[n - 1];
+    if (t && ["succeeded", "failed", "cancelled"].includes(t.status as string)) return t;
+    if (Date.now() > deadline)
+      throw new Error(
+        `CI task ${n} not finished: ${JSON.stringify(t)}\n${stack.app.output().slice(-6000)}`,
+      );
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/** A finished CI run on `sha` of `branch` with one failing Actions job; its three webhooks. */
+function failingRun(sha: string, branch: string, marker: string) {
+  const run = stack.gh.checks.addRun(REPO, {
+    headSha: sha,
+    headBranch: branch,
+    checks: [
+      {
+        name: `unit tests ${marker}`,
+        conclusion: "failure",
+        title: "1 test failed",
+        summary: `parser.test.js: expected 3 lines, got 2 (${marker})`,
+        annotations: [
+          { path: "src/parser.js", startLine: 1, message: `AssertionError ${marker}: 3 !== 2` },
+        ],
+        log: [
+          ...Array.from(
+            { length: 400 },
+            (_, i) =>
+              `2026-11-27T15:00:${String(i % 60).padStart(2, "0")}.0000000Z noise line ${i}`,
+          ),
+          `2026-11-27T15:01:00.0000000Z \u001b[31mFAIL\u001b[0m parser.test.js LOGTAIL-${marker}`,
+          "2026-11-27T15:01:00.0000000Z ##[error]Process completed with exit code 1.",
+        ].join("\n"),
+      },
+      { name: "lint", conclusion: "success" },
+    ],
+  });
+  return stack.gh.checks.events(REPO, run.runId);
+}
+
+describe(
+  "CI failures feed the conversation (real CLI, real Postgres, GitHub stand-in)",
+  { timeout: 400_000 },
+  () => {
+    let issue = 0;
+    let branch = "";
+    let pullNumber = 0;
+    let firstEvents: Array<{ name: string; payload: unknown }> = [];
+
+    it("1. the three events of one failed run make exactly one resumed turn with the failing check and its log tail; its fix lands on the branch", async () => {
+      issue = stack.gh.addIssue({
+        repo: REPO,
+        title: "Parser drops the last line",
+        body: "Fix it.",
+        user: "alice",
+      }).number as number;
+      branch = `tether/${issue}-tether`;
+      stack.api.script(
+        ...agentWrites(
+          { "src/parser.js": "export const parse = (s) => s.split('\\n');\n" },
+          "First try.",
+        ),
+      );
+      const first = await stack.finishedTask(
+        await stack.comment(issue, "@tether fix the parser"),
+        150_000,
+      );
+      expect(first).toMatchObject({ status: "succeeded", publish_result: "published" });
+      const pull = stack.gh.pulls(REPO).find((p) => (p.head as { ref: string }).ref === branch)!;
+      pullNumber = pull.number as number;
+      const sha1 = (await stack.gh.sha(REPO, branch))!;
+
+      stack.api.script(
+        ...agentWrites(
+          { "src/parser.js": "export const parse = (s) => s.split(/\\r?\\n/);\n" },
+          "CI fix: split on CRLF too.",
+        ),
+      );
+      const m = stack.api.requests.length;
+      firstEvents = failingRun(sha1, branch, "ONE");
+      expect(firstEvents.map((e) => e.name)).toEqual([
+        "check_run",
+        "check_run",
+        "check_suite",
+        "workflow_run",
+      ]);
+      const outcomes = await processed(await deliver(firstEvents));
+      // Four deliveries, one turn: the others find the commit taken (or the turn already queued).
+      expect(outcomes).toHaveLength(4);
+      expect(outcomes.filter((o) => /CI created task/.test(o))).toHaveLength(1);
+      expect(outcomes.filter((o) => /already taken/.test(o))).toHaveLength(3);
+
+      const task = await finishedCiTask(issue, 1);
+      expect(await ciTasks(issue)).toHaveLength(1);
+      expect(task).toMatchObject({
+        status: "succeeded",
+        trigger: "ci",
+        issue_number: issue,
+        thread_number: pullNumber,
+        resume_reason: "resumed",
+        publish_result: "published",
+      });
+
+      // The prompt: Tether's request, and the failing check with its annotation and log tail as data.
+      const prompt = lastUserText(stack.api.requests[m]!);
+      expect(prompt).toContain("A NEW comment");
+      expect(prompt).toContain(`CI failed on your pull request #${pullNumber}`);
+      const context = prompt.slice(
+        prompt.indexOf("\n<github-context>\n"),
+        prompt.indexOf("\n</github-context>\n"),
+      );
+      expect(context).toContain("unit tests ONE");
+      expect(context).toContain("expected 3 lines, got 2 (ONE)");
+      expect(context).toContain("src/parser.js:1 [failure] AssertionError ONE: 3 !== 2");
+      expect(context).toContain("FAIL parser.test.js LOGTAIL-ONE");
+      expect(context).toContain("##[error]Process completed with exit code 1.");
+      expect(context).not.toContain("\u001b[");
+      expect(context).not.toContain("noise line 100\n"); // only the tail: the last 200 lines
+      expect(context).toContain("noise line 399");
+      expect(context).not.toContain("lint");
+
+      // The fix is on the branch, answered on the pull request.
+      const sha2 = (await stack.gh.sha(REPO, branch))!;
+      expect(sha2).not.toBe(sha1);
+      expect(fileAt(sha2, "src/parser.js")).toContain("\\r?\\n");
+      expect(stack.taskComments(pullNumber, task.id as number)).toHaveLength(1);
+
+      // Read by Tether with a token for this repository that can only read checks, jobs, pulls.
+      const reads = stack.gh.requests.filter((r) =>
+        /\/check-runs|\/actions\/jobs\/\d+\/logs/.test(r.path),
+      );
+      expect(reads.length).toBeGreaterThanOrEqual(3);
+      for (const r of reads) {
+        expect(r.status, r.path).toBeLessThan(400);
+        const grant = stack.gh.tokenGrant(r.token!);
+        expect(grant?.repositories).toEqual([REPO]);
+        expect(grant?.permissions).toEqual({
+          checks: "read",
+          actions: "read",
+          pull_requests: "read",
+          metadata: "read",
+        });
+      }
+    });
+
+    it("2. the same failure delivered again, or its checks rerun on the same commit, makes no second turn", async () => {
+      // The very same deliveries again (GitHub's redelivery keeps the payload).
+      await processed(await deliver(firstEvents));
+      // A rerun of the failing check on the same commit: new ids, new deliveries, the same commit.
+      const sha1 = (firstEvents[0]!.payload as { check_run: { head_sha: string } }).check_run
+        .head_sha;
+      const rerun = await processed(await deliver(failingRun(sha1, branch, "RERUN")));
+      expect(rerun.join("\n")).toMatch(/not the pull request's head commit|already taken/);
+      expect(await ciTasks(issue)).toHaveLength(1);
+    });
+
+    it("3. a failure on a branch that is no conversation's makes no turn", async () => {
+      const main = (await stack.gh.sha(REPO, "main"))!;
+      // Not a conversation branch by name: the webhook does not even keep it.
+      const ids = await deliver(failingRun(main, "feature/x", "OTHER"));
+      const kept = await db.pool.query(
+        `SELECT 1 FROM webhook_deliveries WHERE delivery_id = ANY($1)`,
+        [ids],
+      );
+      expect(kept.rowCount).toBe(0);
+      // Named like one, but no key's: kept, then skipped.
+      const outcomes = await processed(
+        await deliver(failingRun(main, "tether/999-tether", "NOBODY")),
+      );
+      expect(outcomes.length).toBeGreaterThan(0);
+      for (const o of outcomes)
+        expect(o).toMatch(/^skipped: CI on a branch that is no conversation's/);
+      const { rows } = await db.pool.query(
+        `SELECT count(*)::int AS n FROM tasks WHERE trigger = 'ci'`,
+      );
+      expect(rows[0].n).toBe(1);
+    });
+
+    it("4. the second automatic turn is the last (ci.maxAttempts: 2): the third failure stops with one comment", async () => {
+      const sha2 = (await stack.gh.sha(REPO, branch))!;
+      stack.api.script(
+        ...agentWrites(
+          { "src/parser.js": "export const parse = (s) => s.split(/\\n/);\n" },
+          "Second CI fix.",
+        ),
+      );
+      await processed(await deliver(failingRun(sha2, branch, "TWO")));
+      const second = await finishedCiTask(issue, 2);
+      expect(second).toMatchObject({
+        status: "succeeded",
+        resume_reason: "resumed",
+        publish_result: "published",
+      });
+
+      const sha3 = (await stack.gh.sha(REPO, branch))!;
+      expect(sha3).not.toBe(sha2);
+      const before = stack.gh.comments(REPO, pullNumber).length;
+      const outcomes = await processed(await deliver(failingRun(sha3, branch, "THREE")));
+      expect(outcomes.join("\n")).toContain("CI loop stopped after 2 attempts");
+      expect(await ciTasks(issue)).toHaveLength(2);
+      const added = stack.gh.comments(REPO, pullNumber).slice(before);
+      expect(added).toHaveLength(1);
+      expect(String(added[0]!.body)).toMatch(
+        /CI still fails on [0-9a-f]{7} \(`unit tests THREE`\) after 2 automatic attempts by @tether, so Tether stopped/,
+      );
+
+      // Delivered again, it stays stopped: no turn, no second comment.
+      await processed(await deliver(failingRun(sha3, branch, "THREE-AGAIN")));
+      expect(await ciTasks(issue)).toHaveLength(2);
+      expect(stack.gh.comments(REPO, pullNumber).slice(before)).toHaveLength(1);
+      const loops = await db.pool.query(
+        `SELECT state, attempts FROM ci_loops WHERE issue_number = $1`,
+        [issue],
+      );
+      expect(loops.rows).toEqual([{ state: "stopped", attempts: 2 }]);
+    });
+
+    it("5. a green run on the head releases the stop", async () => {
+      const head = (await stack.gh.sha(REPO, branch))!;
+      const green = stack.gh.checks.addRun(REPO, {
+        headSha: head,
+        headBranch: branch,
+        // The rerun of the checks that failed on this commit, green now (lint passed before).
+        checks: [
+          { name: "unit tests THREE", conclusion: "success" },
+          { name: "unit tests THREE-AGAIN", conclusion: "success" },
+        ],
+      });
+      const outcomes = await processed(await deliver(stack.gh.checks.events(REPO, green.runId)));
+      expect(outcomes.join("\n")).toContain("CI passed on");
+      expect(outcomes.join("\n")).toContain("loop released");
+
+      // Released: the next failure on a new head may start a loop again (tested in Postgres).
+      const loops = await db.pool.query(
+        `SELECT state, green_at IS NOT NULL AS green FROM ci_loops WHERE issue_number = $1`,
+        [issue],
+      );
+      expect(loops.rows).toEqual([{ state: "stopped", green: true }]);
+      expect(await ciTasks(issue)).toHaveLength(2);
+    });
+  },
+);
