@@ -3,7 +3,7 @@ import {
   type ProjectInstructions,
 } from "../workspace/project-instructions.js";
 import { promptText, promptValue } from "../core/sanitize.js";
-import type { TriggerContextItem } from "../core/task.js";
+import type { TriggerContextItem, TriggerKind } from "../core/task.js";
 
 /** A comment (or the issue body) as it goes into a prompt. */
 export interface PromptComment {
@@ -61,6 +61,8 @@ export interface TurnFacts {
   changes?: ChangesFacts;
   /** The agent has the line-comment tool this turn (a pull request). */
   lineComments?: { requestChanges: boolean };
+  /** What started the turn; absent: a comment. */
+  trigger?: TriggerKind;
 }
 
 /** What the agent is told about publishing (README "Changes"). */
@@ -177,10 +179,12 @@ export function buildResumedPrompt(turn: TurnFacts): string {
   const who = first ? `@${attr(first.author)}` : "someone";
   const several = turn.requests.length > 1;
   const brought = renderTriggerContext(turn.requests);
+  const what = ARRIVED[turn.trigger ?? "comment"];
+  const noun = several ? "requests" : what.noun;
   return [
-    `A NEW comment${several ? "s" : ""} arrived on ${attr(turn.repo)}#${turn.issueNumber} from ${who}${first ? ` (${attr(first.url)})` : ""}.`,
+    `${what.arrived(several)} on ${attr(turn.repo)}#${turn.issueNumber} from ${who}${first ? ` (${attr(first.url)})` : ""}.`,
     "",
-    `Focus on THIS comment${several ? " (and the ones with it)" : ""}. The earlier requests in this session are already handled: do not redo them, and do not repeat an earlier answer or completion message. Answer only what is asked now.`,
+    `Focus on THIS ${several ? "request (and the ones with it)" : noun}. The earlier requests in this session are already handled: do not redo them, and do not repeat an earlier answer or completion message. Answer only what is asked now.`,
     "",
     ...(brought.length
       ? [
@@ -197,6 +201,18 @@ export function buildResumedPrompt(turn: TurnFacts): string {
     turnFacts(turn),
   ].join("\n");
 }
+
+/** How the focus guard names what started a resumed turn, by trigger. */
+const ARRIVED: Record<TriggerKind, { noun: string; arrived: (several: boolean) => string }> = {
+  comment: { noun: "comment", arrived: (n) => `A NEW comment${n ? "s" : ""} arrived` },
+  review: {
+    noun: "review",
+    arrived: (n) => `A NEW review${n ? " and more requests" : ""} arrived`,
+  },
+  label: { noun: "request", arrived: () => "A NEW request arrived (a label was added)" },
+  assignment: { noun: "request", arrived: () => "A NEW request arrived (an assignment)" },
+  ci: { noun: "CI failure", arrived: () => "CI FAILED on your pull request's new commit" },
+};
 
 function turnFacts(turn: TurnFacts): string {
   const kind = turn.isPullRequest ? "pull request" : "issue";

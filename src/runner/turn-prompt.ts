@@ -65,6 +65,7 @@ export function turnFacts(
     isPullRequest: task.isPullRequest,
     agent: task.agent,
     requests,
+    ...(task.trigger !== "comment" ? { trigger: task.trigger } : {}),
     ...(task.threadNumber !== task.issueNumber ? { threadNumber: task.threadNumber } : {}),
     ...(lineComments ? { lineComments } : {}),
     ...(target

@@ -195,7 +195,8 @@ describe(
 
       // The prompt: Tether's request, and the failing check with its annotation and log tail as data.
       const prompt = lastUserText(stack.api.requests[m]!);
-      expect(prompt).toContain("A NEW comment");
+      expect(prompt).toContain("CI FAILED on your pull request's new commit");
+      expect(prompt).toContain("Focus on THIS CI failure.");
       expect(prompt).toContain(`CI failed on your pull request #${pullNumber}`);
       const context = prompt.slice(
         prompt.indexOf("\n<github-context>\n"),

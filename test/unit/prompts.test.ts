@@ -496,3 +496,22 @@ describe("what a trigger brings (a review's body and line comments)", () => {
     expect(p).toContain("Handle CRLF too.");
   });
 });
+
+describe("resumed prompt: the focus guard names what started the turn", () => {
+  it.each([
+    [undefined, /^A NEW comment arrived on octo\/widgets#7 from @carol/, "Focus on THIS comment."],
+    ["comment", /^A NEW comment arrived/, "Focus on THIS comment."],
+    ["review", /^A NEW review arrived on octo\/widgets#7 from @carol/, "Focus on THIS review."],
+    ["label", /^A NEW request arrived \(a label was added\)/, "Focus on THIS request."],
+    ["assignment", /^A NEW request arrived \(an assignment\)/, "Focus on THIS request."],
+    [
+      "ci",
+      /^CI FAILED on your pull request's new commit on octo\/widgets#7/,
+      "Focus on THIS CI failure.",
+    ],
+  ] as const)("%s", (trigger, first, focus) => {
+    const p = buildResumedPrompt({ ...turn, ...(trigger ? { trigger } : {}) });
+    expect(p).toMatch(first);
+    expect(p).toContain(focus);
+  });
+});
