@@ -21,7 +21,13 @@ export const claudeDialect: CliDialect<StreamMessage, RunEvidence> = {
   installHint: "set TETHER_CLAUDE_PATH or install @anthropic-ai/claude-code",
   sessionId: SESSION_ID,
   args: (settings, resumeSessionId) => buildClaudeArgs(settings, resumeSessionId),
-  env: (base, o) => buildChildEnv(base, { home: o.home, extra: o.extra }),
+  env: (base, o) => ({
+    ...buildChildEnv(base, { home: o.home, extra: o.extra }),
+    // Seen with 2.1.197: without it the CLI silently asks the API for claude-opus-4-8 when told
+    // `--model claude-opus-4-1` (or -4-0). The model a repository or a comment names is the
+    // model asked for (test/e2e/session-controls.test.ts watches the request).
+    CLAUDE_CODE_DISABLE_LEGACY_MODEL_REMAP: "1",
+  }),
   modelAccess: (base) => ({ ...claudeModelAccess(base), remove: CLAUDE_MODEL_ENV }),
   parser: (maxLineBytes) => new StreamParser(maxLineBytes),
   newState: newEvidence,

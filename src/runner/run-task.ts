@@ -111,7 +111,10 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     });
     return;
   }
-  const settings: AgentSettings | undefined = config.settings.agents[task.agent];
+  const configured: AgentSettings | undefined = config.settings.agents[task.agent];
+  // `/model <name>` (checked by intake against the agent's `models`): this turn only.
+  const settings =
+    configured && task.requestedModel ? { ...configured, model: task.requestedModel } : configured;
   if (!settings) {
     const msg = `Agent "${task.agent}" is no longer configured in .github/tether.yml, so this request was not run.`;
     await ws.abandon();

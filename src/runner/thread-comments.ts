@@ -67,6 +67,8 @@ export interface FooterFacts {
   reason: ReasonCode | null;
   sessionId: string | null;
   usage: Usage | null;
+  /** The model the turn ran on; `requested`: a comment's `/model` asked for it, for this turn. */
+  model?: { name: string; requested: boolean };
   /** The CLI stopped the run at this per-turn limit (outcome `turn_limit`). */
   turnLimitUsd?: number;
   /** The conversation's spend with this turn, and its limit when one is set. */
@@ -82,6 +84,8 @@ export function renderFooter(f: FooterFacts): string {
   else if (f.reason !== null) parts.push(`🆕 fresh session (${f.reason})`);
   else parts.push("no session started");
   if (f.sessionId) parts.push(`\`${f.sessionId.slice(0, 8)}\``);
+  if (f.model)
+    parts.push(`\`${f.model.name}\`${f.model.requested ? " (/model, this turn only)" : ""}`);
   const u = f.usage;
   if (u) {
     parts.push(`${u.numTurns} turn${u.numTurns === 1 ? "" : "s"}`);

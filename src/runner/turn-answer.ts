@@ -22,8 +22,10 @@ export function answerBody(a: {
   published: PublishReport | null;
 }): string {
   const { task, settings, cli, decision, result, usage, spentBefore, published } = a;
+  const model = usage?.model ?? settings.model;
   const footer: FooterFacts = {
     ...footerOf(decision, result.sessionId, usage),
+    ...(model ? { model: { name: model, requested: task.requestedModel !== null } } : {}),
     ...(result.outcome === "turn_limit" && settings.turnLimitUsd !== undefined
       ? { turnLimitUsd: settings.turnLimitUsd }
       : {}),

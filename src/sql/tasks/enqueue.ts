@@ -32,6 +32,8 @@ export interface EnqueueInput {
   isPullRequest: boolean;
   comment: TriggerComment;
   forceFresh: boolean;
+  /** `/model <name>`: the model this turn runs on instead of the agent's (the latest asked wins). */
+  requestedModel?: string;
   deliveryId: string;
   /** The repository settings the comment was accepted under (a newer comment's replace them). */
   settings?: unknown;
@@ -78,16 +80,18 @@ export async function enqueueComment(pool: Pool, input: EnqueueInput): Promise<E
       if (taskId !== undefined) {
         await tx.query(
           `UPDATE tasks SET force_fresh = force_fresh OR $2,
-                  repo_settings = COALESCE($3::jsonb, repo_settings), updated_at = now()
+                  repo_settings = COALESCE($3::jsonb, repo_settings),
+                  requested_model = COALESCE($4, requested_model), updated_at = now()
             WHERE id = $1`,
-          [taskId, input.forceFresh, settingsJson],
+          [taskId, input.forceFresh, settingsJson, input.requestedModel ?? null],
         );
       } else {
         const created = await tx.query<{ id: number }>(
           `INSERT INTO tasks (repo, repo_id, installation_id, issue_number, is_pull_request, agent,
                               trigger_comment_id, trigger_author, trigger_url, trigger_body,
-                              delivery_id, force_fresh, repo_settings, thread_number)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13::jsonb, $14)
+                              delivery_id, force_fresh, repo_settings, thread_number,
+                              requested_model)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13::jsonb, $14, $15)
            ON CONFLICT (repo, issue_number, agent) WHERE status = 'queued' DO NOTHING
            RETURNING id`,
           [
@@ -105,6 +109,7 @@ export async function enqueueComment(pool: Pool, input: EnqueueInput): Promise<E
             input.forceFresh,
             settingsJson,
             input.threadNumber ?? null,
+            input.requestedModel ?? null,
           ],
         );
         taskId = created.rows[0]?.id;
