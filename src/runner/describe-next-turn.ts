@@ -59,7 +59,7 @@ export const describeNextTurn: DescribeStatus = async (req) => {
     const next =
       decision.kind === "resume"
         ? `- Next turn: **${decision.reason === "compacted" ? "compacts, then resumes" : "resumes"}** session \`${decision.sessionId}\`${prior?.runtimeId ? ` on runtime \`${prior.runtimeId}\`` : ""} (\`${decision.reason}\`)${onModel}.`
-        : `- Next turn: **fresh session**${onModel} (\`${decision.reason}\`: ${describeReason(decision.reason)}).`;
+        : `- Next turn: **fresh session** (\`${decision.reason}\`: ${describeReason(decision.reason)})${onModel}.`;
     const spend = renderSpend(
       await readSpendFigures(req, state.agent),
       req.config.agents[state.agent],

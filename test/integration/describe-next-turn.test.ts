@@ -54,6 +54,7 @@ describe("/status with the runner's next-turn decision", () => {
     });
     const text = await status(2);
     expect(text).toContain("Next turn: **resumes** session `sess-2` on runtime `rt-a` (`resumed`)");
+    expect(text).toMatch(/\(`resumed`\) on `claude-sonnet-4-5`\./); // the turn's model
     expect(text).toContain("Last session: `sess-2` (active)");
   });
 
