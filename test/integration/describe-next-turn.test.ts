@@ -138,6 +138,22 @@ describe("/status with the runner's next-turn decision", () => {
     );
   });
 
+  it("names the model of each turn: a queued /model's for that turn, the agent's otherwise (#30)", async () => {
+    await seedTask(pool, {
+      issue_number: 6,
+      status: "succeeded",
+      session_id: "sess-6",
+      finished_at: now,
+      model: "claude-sonnet-4-5",
+    });
+    await seedTask(pool, { issue_number: 6, status: "queued", requested_model: "claude-opus-4-1" });
+    const text = await status(6);
+    expect(text).toMatch(/Queued: .*, on `claude-opus-4-1` \(\/model, this turn only\)/);
+    expect(text).toContain("Last session: `sess-6` (active), from task");
+    expect(text).toMatch(/Last session: .*, on `claude-sonnet-4-5`/);
+    expect(text).toMatch(/Next turn: .* on `claude-opus-4-1`\./);
+  });
+
   it("covers every agent with tasks on the issue, not only the one addressed", async () => {
     await seedTask(pool, { issue_number: 5, agent: "reviewer", status: "queued" });
     const text = await status(5, ["tether"]);
