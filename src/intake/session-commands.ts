@@ -6,6 +6,7 @@
 import { MODEL_ID, type AgentConfig, type RepoConfig } from "../config/repo-config.js";
 import type { TaskKey } from "../core/task.js";
 import type { Queryable } from "../sql/db.js";
+import { unforceFresh } from "../sql/tasks/enqueue.js";
 import {
   issueSessions,
   pinSession,
@@ -89,10 +90,12 @@ export async function chooseSession(
       reply: `${who}: session ${short} is ${chosen.state} (it broke, or its CLI would not resume it) and is never resumed again. Nothing was changed.`,
     };
   await pinSession(db, key, chosen.sessionId);
+  // A `/fresh` still queued would start fresh and pass the choice by: the choice is the later word.
+  const unforced = await unforceFresh(db, key);
   return {
     ok: true,
     sessionId: chosen.sessionId,
-    reply: `${who}: the next turn resumes session ${short}, if the resume rules allow it (\`${mention} /status\` tells); its answer's footer says what happened.`,
+    reply: `${who}: the next turn resumes session ${short}${unforced.length ? " (instead of the fresh session a queued `/fresh` asked for)" : ""}, if the resume rules allow it (\`${mention} /status\` tells); its answer's footer says what happened.`,
   };
 }
 

@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import { chooseSession } from "../../src/intake/session-commands.js";
 import { issueSessions, priorSession, upsertSession } from "../../src/sql/sessions.js";
 import { createTestDatabase } from "../helpers/db.js";
-import { seedTask } from "../helpers/seed.js";
+import { readTask, seedTask } from "../helpers/seed.js";
 
 const db = await createTestDatabase();
 let issue = 0;
@@ -76,6 +76,21 @@ describe("/resume <id-prefix>", () => {
       finished_at: new Date(Date.now() + 1000),
     });
     expect((await priorSession(db.pool, key))?.sessionId).toBe("dddd4444-0000");
+  });
+
+  it("undoes a /fresh that is still queued: the choice is the later word", async () => {
+    const key = { repo: "octo/widgets", issueNumber: ++issue, agent: "tether" };
+    await turn(key, "aaaa9999-0000", 30);
+    const queued = await seedTask(db.pool, {
+      repo: key.repo,
+      issue_number: key.issueNumber,
+      agent: key.agent,
+      status: "queued",
+      force_fresh: true,
+    });
+    const chosen = await chooseSession(db.pool, key, "@tether", "aaaa9999");
+    expect(chosen.reply).toContain("instead of the fresh session a queued `/fresh` asked for");
+    expect((await readTask(db.pool, queued.id)).force_fresh).toBe(false);
   });
 
   it("refuses a prefix that names none, several, or a broken session, and changes nothing", async () => {

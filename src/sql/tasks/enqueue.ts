@@ -159,3 +159,17 @@ async function findCommentTask(
   );
   return rows[0]?.task_id;
 }
+
+/**
+ * `/resume` after a `/fresh` that has not run yet: the key's queued task no longer starts fresh,
+ * so it resumes the session the person chose. Returns the task ids changed.
+ */
+export async function unforceFresh(db: Queryable, key: TaskKey): Promise<number[]> {
+  const { rows } = await db.query<{ id: number }>(
+    `UPDATE tasks SET force_fresh = false, updated_at = now()
+      WHERE repo = $1 AND issue_number = $2 AND agent = $3 AND status = 'queued' AND force_fresh
+      RETURNING id`,
+    [key.repo, key.issueNumber, key.agent],
+  );
+  return rows.map((r) => r.id);
+}
