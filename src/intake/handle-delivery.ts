@@ -17,7 +17,7 @@ import type { TaskKey } from "../core/task.js";
 import { decideAccess, isBot, type Author } from "./access.js";
 import type { RepoHints } from "./repo-hints.js";
 import { renderHelp } from "./help.js";
-import { checkModel, chooseSession, describeSessions } from "./session-commands.js";
+import { checkModel, chooseFork, chooseSession, describeSessions } from "./session-commands.js";
 import {
   addedMentionNames,
   mentionedNames,
@@ -435,6 +435,22 @@ async function handleTrigger(
       }
       requestedModel = checked.model;
     }
+    let forkSessionId: string | undefined;
+    if (commands.includes("from")) {
+      if (commands.includes("resume")) {
+        refuse(
+          `\`${mention}\`: \`/from\` and \`/resume\` in one comment contradict each other: give one. Nothing was run.`,
+          "/from",
+        );
+        continue;
+      }
+      const fork = await chooseFork(fx.pool, config, key, args.from ?? "");
+      if (!fork.ok) {
+        refuse(fork.reply, "/from");
+        continue;
+      }
+      forkSessionId = fork.sessionId;
+    }
     if (commands.includes("resume")) {
       if (commands.includes("fresh")) {
         refuse(
@@ -460,6 +476,7 @@ async function handleTrigger(
       comment: t.comment,
       forceFresh: commands.includes("fresh"),
       ...(requestedModel ? { requestedModel } : {}),
+      ...(forkSessionId ? { forkSessionId } : {}),
       deliveryId: d.deliveryId,
       settings,
       ...(conversation ? { threadNumber: t.issueNumber } : {}),

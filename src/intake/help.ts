@@ -34,6 +34,7 @@ export function renderHelp(config: RepoConfig, mention = "@tether"): string {
     `| ${m} /model <name> <request>\` | runs this turn on another model (the agent's \`models\` list what it may be); the next turn is back on the agent's own |`,
     `| ${m} /sessions\` | lists this agent's sessions on this issue: id, turns, last use, state, model, cost |`,
     `| ${m} /resume <session> [request]\` | makes that earlier session (the first characters of its id) the one the next turn resumes, e.g. to undo a \`/fresh\` |`,
+    `| ${m} /from <agent> <request>\` | starts this agent's turn as a fork of that agent's session on this issue (Claude agents only): it knows what the other read and did, and the other's session stays as it was |`,
     `| ${m} /help\` | shows this help |`,
     "",
     "**Agents on this repository**",

@@ -20,11 +20,12 @@ export const COMMANDS = [
   "model",
   "sessions",
   "resume",
+  "from",
 ] as const;
 export type Command = (typeof COMMANDS)[number];
 
-/** Commands that take one word after them: `/model <name>`, `/resume <id-prefix>`. */
-export const ARG_COMMANDS = ["model", "resume"] as const;
+/** Commands that take one word after them: `/model <name>`, `/resume <id-prefix>`, `/from <agent>`. */
+export const ARG_COMMANDS = ["model", "resume", "from"] as const;
 export type ArgCommand = (typeof ARG_COMMANDS)[number];
 /** Each argument as written (backticks around it dropped); "" when the command has none. */
 export type CommandArgs = Partial<Record<ArgCommand, string>>;
@@ -92,7 +93,7 @@ export function parseComment(body: string, agents: readonly AgentMention[]): Par
 
   const addressed = new Map<string, Command[]>();
   const argsOf = new Map<string, CommandArgs>();
-  /** Where the last command's argument ended: a mention inside one (`/resume @x`) is not one. */
+  /** Where the last command's argument ended: a mention inside one (`/from @tether`) is not one. */
   let consumed = 0;
   /** Spans of the body that the request leaves out. */
   const cut: Array<[number, number]> = [];

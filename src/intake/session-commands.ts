@@ -99,6 +99,56 @@ export async function chooseSession(
   };
 }
 
+export type ForkChoice = { ok: true; sessionId: string } | { ok: false; reply: string };
+
+/**
+ * `/from <agent>`: the session of `<agent>` (its name or mention) on this issue that `agent`'s
+ * turn starts as a fork of. Same CLI only, and only Claude forks (`--fork-session`); the other
+ * agent needs a session here that can still be resumed.
+ */
+export async function chooseFork(
+  db: Queryable,
+  config: RepoConfig,
+  key: TaskKey,
+  from: string,
+): Promise<ForkChoice> {
+  const me = config.agents[key.agent]!;
+  const who = code(me.mention);
+  const name = from.replace(/^@/, "").toLowerCase();
+  const found = Object.entries(config.agents).find(
+    ([n, a]) => n === name || a.mention.toLowerCase() === `@${name}`,
+  );
+  const agents = Object.entries(config.agents)
+    .filter(([n]) => n !== key.agent)
+    .map(([n]) => code(n))
+    .join(", ");
+  if (!found)
+    return {
+      ok: false,
+      reply: `${who}: \`/from\` needs another agent of this repository${from ? `, and ${code(from.slice(0, 40))} is none` : ""} (${agents || "there is no other"}). Nothing was run.`,
+    };
+  const [source, sourceAgent] = found;
+  if (source === key.agent)
+    return {
+      ok: false,
+      reply: `${who}: \`/from\` forks another agent's session; to go on with this agent's own, just ask. Nothing was run.`,
+    };
+  const cli = me.cli ?? "claude";
+  const sourceCli = sourceAgent.cli ?? "claude";
+  if (cli !== sourceCli || cli !== "claude")
+    return {
+      ok: false,
+      reply: `${who}: only a Claude agent can fork another Claude agent's session, and this one runs on ${cli}, ${code(sourceAgent.mention)} on ${sourceCli}. Nothing was run.`,
+    };
+  const session = await priorSession(db, { ...key, agent: source });
+  if (!session || session.state !== "active")
+    return {
+      ok: false,
+      reply: `${who}: ${code(sourceAgent.mention)} has ${session ? `no session on this issue that can be resumed (its last is ${session.state})` : "no session on this issue"} to fork. Nothing was run.`,
+    };
+  return { ok: true, sessionId: session.sessionId };
+}
+
 /** The `/sessions` reply: every session of `agents` on the issue, newest first. */
 export async function describeSessions(
   db: Queryable,

@@ -17,7 +17,7 @@ import { checkSpend } from "./spend-check.js";
 import { renderFailure, renderRefusal, taskMarker } from "./thread-comments.js";
 import { trackingComment } from "./tracking-comment.js";
 import { readyWorkspace, startWorkspace, type ReadyWorkspace } from "./turn-workspace.js";
-import { decide, record } from "./turn-decision.js";
+import { decide, decideFork, record } from "./turn-decision.js";
 import { promptFor, requestsOf, threadReader, turnFacts } from "./turn-prompt.js";
 import { recordRunSession, runAgent, withCompaction, type AgentRan } from "./run-agent.js";
 import { planChanges, publishChanges } from "./publish-step.js";
@@ -165,17 +165,21 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
 
   // The resume decision, recorded on the task before anything runs; a retry takes a new one.
   const cli = settings.cli ?? "claude";
-  let decision: ResumeDecision = await decide(deps, {
-    key,
-    task,
-    cli,
-    policy: config.settings.resume,
-    prior,
-    epoch,
-    workDir,
-    workDirExists: ws.workDirExists,
-    now,
-  });
+  // `/from <agent>`: a fork of that agent's session, else the key's own decision.
+  const fork = await decideFork(deps, { task, cli, policy: config.settings.resume, now });
+  let decision: ResumeDecision =
+    fork ??
+    (await decide(deps, {
+      key,
+      task,
+      cli,
+      policy: config.settings.resume,
+      prior,
+      epoch,
+      workDir,
+      workDirExists: ws.workDirExists,
+      now,
+    }));
   const isFollowUp = prior !== null;
   log.info(
     { decision: decision.kind, reason: decision.reason, prior: prior?.sessionId },

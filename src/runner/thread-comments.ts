@@ -40,7 +40,9 @@ export function renderTracking(s: TrackingState): string {
   const how = s.resumed
     ? s.reason === "compacted"
       ? "🗜️ The session's context is nearly full: compacting it (a summary), then resuming it."
-      : "🔗 Resuming the session this issue already has."
+      : s.reason === "forked"
+        ? "🍴 Starting from a fork of another agent's session on this issue (/from)."
+        : "🔗 Resuming the session this issue already has."
     : `🆕 Starting a fresh session: ${describeReason(s.reason)}.`;
   const lines = [`⏳ **${s.agent}** is working on this.`, "", how];
   const secs = Math.max(0, Math.round((s.now.getTime() - s.startedAt.getTime()) / 1000));
@@ -79,7 +81,11 @@ export function renderFooter(f: FooterFacts): string {
   const parts: string[] = [];
   if (f.resumed)
     parts.push(
-      f.reason === "compacted" ? "🗜️ compacted and resumed session" : "🔗 resumed session",
+      f.reason === "compacted"
+        ? "🗜️ compacted and resumed session"
+        : f.reason === "forked"
+          ? "🍴 forked session (/from)"
+          : "🔗 resumed session",
     );
   else if (f.reason !== null) parts.push(`🆕 fresh session (${f.reason})`);
   else parts.push("no session started");

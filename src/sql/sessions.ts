@@ -109,6 +109,38 @@ export async function priorSession(db: Queryable, key: TaskKey): Promise<PriorSe
   };
 }
 
+/** A session by its id, with the key it belongs to (`/from`: another agent's session). */
+export async function sessionById(
+  db: Queryable,
+  sessionId: string,
+): Promise<(PriorSession & { key: TaskKey }) | null> {
+  const { rows } = await db.query(
+    `SELECT s.session_id, s.repo, s.issue_number, s.agent, s.cli,
+            COALESCE(s.last_runtime_id, s.runtime_id) AS runtime_id, s.work_dir, s.state,
+            s.history_epoch, s.last_used_at, s.context_tokens, s.context_window
+       FROM sessions s WHERE s.session_id = $1`,
+    [sessionId],
+  );
+  const r = rows[0] as Record<string, unknown> | undefined;
+  if (!r) return null;
+  return {
+    key: {
+      repo: r.repo as string,
+      issueNumber: r.issue_number as number,
+      agent: r.agent as string,
+    },
+    sessionId: r.session_id as string,
+    cli: r.cli === "codex" ? "codex" : "claude",
+    runtimeId: (r.runtime_id as string | null) ?? null,
+    workDir: (r.work_dir as string | null) ?? null,
+    state: r.state as PriorSession["state"],
+    historyEpoch: r.history_epoch as number,
+    lastUsedAt: r.last_used_at as Date,
+    contextTokens: (r.context_tokens as number | null) ?? null,
+    contextWindow: (r.context_window as number | null) ?? null,
+  };
+}
+
 /** Characters a session id prefix may hold (SESSION_ID's), at least 4 of them. */
 export const SESSION_PREFIX = /^[A-Za-z0-9][A-Za-z0-9_-]{3,127}$/;
 

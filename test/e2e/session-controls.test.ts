@@ -15,6 +15,8 @@ agents:
     models: [claude-opus-4-1]
   reviewer:
     model: claude-sonnet-4-5
+  coder:
+    cli: codex
 `;
 
 const db = await createTestDatabase();
@@ -192,5 +194,79 @@ describe("session controls from the thread", { timeout: 200_000 }, () => {
     // The choice is settled: the next turn resumes the session the last turn ran in.
     const d = await stack.finishedTask(await stack.comment(n, "@tether DELTA-ASK more"));
     expect(d).toMatchObject({ resume_decision: "resume", session_id: idA });
+  });
+
+  it("/from makes the reviewer's first request carry the coder's earlier messages; the coder's session stays as it was", async () => {
+    const n = newIssue();
+    const coder = await stack.finishedTask(
+      await stack.comment(n, "@tether SOURCE-ASK look at split()"),
+    );
+    const source = String(coder.session_id);
+    const before = await db.pool.query(
+      `SELECT s.state, s.last_used_at, s.agent, t.raw_bytes, t.sha256
+         FROM sessions s JOIN session_transcripts t USING (session_id) WHERE s.session_id = $1`,
+      [source],
+    );
+    expect(before.rows).toHaveLength(1);
+
+    const m = mark();
+    const review = await stack.finishedTask(
+      await stack.comment(n, "@reviewer /from tether REVIEW-ASK review what it did"),
+    );
+    expect(review).toMatchObject({
+      agent: "reviewer",
+      status: "succeeded",
+      resume_decision: "resume",
+      resume_reason: "forked",
+      fork_session_id: source,
+    });
+    const forked = String(review.session_id);
+    expect(forked).not.toBe(source);
+    // Only the reviewer ran since `m`. (Its requests are not told apart by the system prompt:
+    // seen with the pinned CLI, a forked session keeps the system prompt it was made with.)
+    const asked = stack.api.messageRequests().filter((r) => r.n > m);
+    expect(asked.length).toBeGreaterThan(0);
+    const texts = userTexts(asked[0]!);
+    expect(texts.some((t) => t.includes("SOURCE-ASK"))).toBe(true);
+    expect(texts.some((t) => t.includes("REVIEW-ASK"))).toBe(true);
+    expect(answerOf(n, review.id)).toContain("forked session (/from)");
+    // The coder's session: same row, same stored transcript, not touched by the fork.
+    const after = await db.pool.query(
+      `SELECT s.state, s.last_used_at, s.agent, t.raw_bytes, t.sha256
+         FROM sessions s JOIN session_transcripts t USING (session_id) WHERE s.session_id = $1`,
+      [source],
+    );
+    expect(after.rows).toEqual(before.rows);
+    const owner = await db.pool.query(`SELECT agent FROM sessions WHERE session_id = $1`, [forked]);
+    expect(owner.rows[0]?.agent).toBe("reviewer");
+
+    // Each goes on in its own session: the coder's never saw the review.
+    const m2 = mark();
+    const coder2 = await stack.finishedTask(await stack.comment(n, "@tether AFTER-ASK go on"));
+    expect(coder2).toMatchObject({ resume_reason: "resumed", session_id: source });
+    const coderTexts = userTexts(agentRequests(m2, "tether")[0]!);
+    expect(coderTexts.some((t) => t.includes("SOURCE-ASK"))).toBe(true);
+    expect(coderTexts.some((t) => t.includes("REVIEW-ASK"))).toBe(false);
+    const review2 = await stack.finishedTask(await stack.comment(n, "@reviewer and the tests?"));
+    expect(review2).toMatchObject({ resume_reason: "resumed", session_id: forked });
+  });
+
+  it("/from is refused with a reply, and no run, across CLIs or without a session to fork", async () => {
+    const n = newIssue();
+    const m = mark();
+    const across = await stack.comment(n, "@reviewer /from coder look");
+    expect(await reply(n, "only a Claude agent can fork another Claude agent's session")).toContain(
+      "`@coder` on codex",
+    );
+    expect(await handled(across)).toContain("/from refused");
+    const none = await stack.comment(n, "@reviewer /from @tether look");
+    expect(await reply(n, "`@tether` has no session on this issue to fork")).toBeTruthy();
+    expect(await handled(none)).toContain("/from refused");
+    const { rows } = await db.pool.query(
+      "SELECT count(*)::int AS n FROM tasks WHERE repo = $1 AND issue_number = $2",
+      [REPO, n],
+    );
+    expect(rows[0].n).toBe(0);
+    expect(stack.api.messageRequests().filter((r) => r.n > m)).toEqual([]);
   });
 });

@@ -315,10 +315,16 @@ describe("commands with an argument", () => {
       request: "",
     },
     {
+      body: "@review-bot /from tether review what it did",
+      addressed: { reviewer: ["from"] },
+      args: { reviewer: { from: "tether" } },
+      request: "review what it did",
+    },
+    {
       // A mention as an argument is the argument, not a second agent addressed.
-      body: "@review-bot /resume @tether review what it did",
-      addressed: { reviewer: ["resume"] },
-      args: { reviewer: { resume: "@tether" } },
+      body: "@review-bot /from @tether review what it did",
+      addressed: { reviewer: ["from"] },
+      args: { reviewer: { from: "@tether" } },
       request: "review what it did",
     },
     {

@@ -34,6 +34,8 @@ export interface EnqueueInput {
   forceFresh: boolean;
   /** `/model <name>`: the model this turn runs on instead of the agent's (the latest asked wins). */
   requestedModel?: string;
+  /** `/from <agent>`: the session the turn starts as a fork of (the latest asked wins). */
+  forkSessionId?: string;
   deliveryId: string;
   /** The repository settings the comment was accepted under (a newer comment's replace them). */
   settings?: unknown;
@@ -81,17 +83,24 @@ export async function enqueueComment(pool: Pool, input: EnqueueInput): Promise<E
         await tx.query(
           `UPDATE tasks SET force_fresh = force_fresh OR $2,
                   repo_settings = COALESCE($3::jsonb, repo_settings),
-                  requested_model = COALESCE($4, requested_model), updated_at = now()
+                  requested_model = COALESCE($4, requested_model),
+                  fork_session_id = COALESCE($5, fork_session_id), updated_at = now()
             WHERE id = $1`,
-          [taskId, input.forceFresh, settingsJson, input.requestedModel ?? null],
+          [
+            taskId,
+            input.forceFresh,
+            settingsJson,
+            input.requestedModel ?? null,
+            input.forkSessionId ?? null,
+          ],
         );
       } else {
         const created = await tx.query<{ id: number }>(
           `INSERT INTO tasks (repo, repo_id, installation_id, issue_number, is_pull_request, agent,
                               trigger_comment_id, trigger_author, trigger_url, trigger_body,
                               delivery_id, force_fresh, repo_settings, thread_number,
-                              requested_model)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13::jsonb, $14, $15)
+                              requested_model, fork_session_id)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13::jsonb, $14, $15, $16)
            ON CONFLICT (repo, issue_number, agent) WHERE status = 'queued' DO NOTHING
            RETURNING id`,
           [
@@ -110,6 +119,7 @@ export async function enqueueComment(pool: Pool, input: EnqueueInput): Promise<E
             settingsJson,
             input.threadNumber ?? null,
             input.requestedModel ?? null,
+            input.forkSessionId ?? null,
           ],
         );
         taskId = created.rows[0]?.id;
