@@ -39,6 +39,7 @@ export function buildClaudeArgs(
     );
   if (settings.model !== undefined) args.push("--model", settings.model);
   if (resumeSessionId !== undefined) args.push("--resume", resumeSessionId);
+  if (resumeSessionId !== undefined && settings.forkSession) args.push("--fork-session");
   if (settings.maxTurns !== undefined) args.push("--max-turns", String(settings.maxTurns));
   if (settings.maxBudgetUsd !== undefined)
     args.push("--max-budget-usd", String(settings.maxBudgetUsd));

@@ -32,6 +32,10 @@ export const claudeDialect: CliDialect<StreamMessage, RunEvidence> = {
       home: o.home,
       extra: { ...cacheTtlEnv(o.settings.cacheTtl), ...o.extra },
     }),
+    // Seen with 2.1.197: without it the CLI silently asks the API for claude-opus-4-8 when told
+    // `--model claude-opus-4-1` (or -4-0); 2.1.332 for claude-opus-5-5. The model a repository or
+    // a comment names is the model asked for (test/e2e/session-controls.test.ts watches it).
+    CLAUDE_CODE_DISABLE_LEGACY_MODEL_REMAP: "1",
   }),
   modelAccess: (base) => ({ ...claudeModelAccess(base), remove: CLAUDE_MODEL_ENV }),
   parser: (maxLineBytes) => new StreamParser(maxLineBytes),

@@ -225,7 +225,9 @@ export class CliRun<M extends { kind: string }, S> implements AgentRun {
       this.limits.touch();
       this.stderr.keep(chunk);
     });
-    const reading = this.readStdout(child.stdout, resumeSessionId);
+    // A fork reports a new session id: only a plain resume must report the one it asked for.
+    const expected = settings.data.forkSession ? undefined : resumeSessionId;
+    const reading = this.readStdout(child.stdout, expected);
 
     // bwrap reports a child killed by signal N as exit code 128 + N, as a shell does.
     const exit = spec.sandbox ? signalFromExitCode(await exited) : await exited;
@@ -251,7 +253,7 @@ export class CliRun<M extends { kind: string }, S> implements AgentRun {
       this.log.warn({ err }, "could not read what the session holds after the run");
     }
     const classified = dialect.classify({
-      resumeSessionId,
+      resumeSessionId: expected,
       state: this.state,
       exit: this.exitFacts(exit.code, exit.signal),
     });
@@ -396,7 +398,8 @@ export class CliRun<M extends { kind: string }, S> implements AgentRun {
       kind,
       detail,
       exit,
-      asked: this.spec.resumeSessionId,
+      // A fork's new id is its session; a plain resume's must be the one asked for.
+      asked: this.spec.settings.forkSession ? undefined : this.spec.resumeSessionId,
       startedAt: this.startedAt,
       stderrTail: this.stderr.text(),
       parseCounts: this.parseCounts,

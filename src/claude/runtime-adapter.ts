@@ -70,6 +70,11 @@ export const RunSettings = z.object({
    * than 0: the CLI crashes on 0 or a negative amount.
    */
   maxBudgetUsd: z.number().positive().max(1_000_000).optional(),
+  /**
+   * With a resume: branch a new session off it (`--fork-session`) and leave it as it was. The
+   * run then reports a new session id, which is no sign of a rejected resume.
+   */
+  forkSession: z.boolean().optional(),
   /** Wall-clock limit for the whole run, in milliseconds; then the run ends as timed_out. */
   timeoutMs: z
     .number()

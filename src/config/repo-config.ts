@@ -96,6 +96,9 @@ export const REPO_PERMISSIONS = ["read", "triage", "write", "maintain", "admin"]
 export type RepoPermission = (typeof REPO_PERMISSIONS)[number];
 
 /** One named Claude configuration. Every field is optional in the file. */
+/** A model id: what `model`, `models` and a comment's `/model <name>` may name. */
+export const MODEL_ID = /^[A-Za-z0-9][\w.:[\]-]{0,99}$/;
+
 export const AgentConfig = z.strictObject({
   /**
    * What addresses this agent in a comment: `@` and a GitHub-style name, matched without regard
@@ -111,9 +114,14 @@ export const AgentConfig = z.strictObject({
    * Model id passed on every turn (`--model` / `-m`). Default: `claude-sonnet-4-5` for Claude,
    * `gpt-5.5` for Codex.
    */
-  model: z
-    .string()
-    .regex(/^[\w.:[\]-]{1,100}$/, "must be a model id like claude-sonnet-4-5")
+  model: z.string().regex(MODEL_ID, "must be a model id like claude-sonnet-4-5").optional(),
+  /**
+   * The models a comment may ask for with `/model <name>` (one turn on another model), besides
+   * `model`. Default: any model id the CLI accepts.
+   */
+  models: z
+    .array(z.string().regex(MODEL_ID, "must be a model id like claude-opus-4-1"))
+    .max(50)
     .optional(),
   /** Most agentic turns in one run (`--max-turns`; Claude only, Codex has no such limit). Default: 30. */
   maxTurns: wholeNumber(1, 500).default(30),

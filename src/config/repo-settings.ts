@@ -19,6 +19,7 @@ export function toRepoSettings(config: RepoConfig): RepoSettings {
       mention: a.mention,
       cli: a.cli,
       model: a.model,
+      ...(a.models ? { models: a.models } : {}),
       maxTurns: a.maxTurns,
       timeoutMinutes: a.timeoutMinutes,
       stallMinutes: a.stallMinutes,
@@ -72,6 +73,7 @@ const SettingsSnapshot = z.object({
       // Absent in snapshots taken before Codex: those agents are Claude's.
       cli: z.enum(["claude", "codex"]).optional(),
       model: z.string().optional(),
+      models: z.array(z.string()).optional(),
       maxTurns: z.number().int().positive().optional(),
       timeoutMinutes: z.number().positive(),
       stallMinutes: z.number().positive(),

@@ -22,9 +22,11 @@ export const FRESH_REASONS = [
 export type FreshReason = (typeof FRESH_REASONS)[number];
 /**
  * Why a turn resumes: `resumed` (the session as it is) or `compacted` (the session was over the
- * context budget, so it is compacted first, the CLI's `/compact`, and the summary resumed).
+ * context budget, so it is compacted first, the CLI's `/compact`, and the summary resumed) or
+ * `forked` (`/from <agent>`: a new session branched off another agent's session on the issue,
+ * which stays as it was).
  */
-export const RESUME_REASONS = ["resumed", "compacted"] as const;
+export const RESUME_REASONS = ["resumed", "compacted", "forked"] as const;
 export type ResumeReason = (typeof RESUME_REASONS)[number];
 /** Every reason code a turn's decision can carry: what the dashboard and metrics count. */
 export const REASON_CODES = [...RESUME_REASONS, ...FRESH_REASONS] as const;
@@ -120,7 +122,13 @@ export function canReadTranscript(writer: string | null, reader: string | null):
  * (`compaction_failed`).
  */
 export type ResumeDecision =
-  | { kind: "resume"; sessionId: string; reason: ResumeReason }
+  | {
+      kind: "resume";
+      sessionId: string;
+      reason: ResumeReason;
+      /** Branch a new session off `sessionId` (`--fork-session`) instead of resuming it. */
+      fork?: boolean;
+    }
   | { kind: "fresh"; reason: FreshReason; priorSessionId: string | null };
 
 /** Used when a session's window was never reported (older CLI output). */
@@ -187,6 +195,8 @@ export function describeReason(reason: ReasonCode): string {
       return "resumed the session this issue already has";
     case "compacted":
       return "the session's context was nearly full, so it was compacted (summarised) and the summary resumed";
+    case "forked":
+      return "started as a fork of another agent's session on this issue (/from), which stays as it was";
     case "no_prior_session":
       return "first turn for this agent on this issue";
     case "forced_fresh":

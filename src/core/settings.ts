@@ -34,6 +34,8 @@ export interface AgentSettings {
   /** Default claude. */
   cli?: CliKind;
   model?: string;
+  /** Models a comment may ask for with `/model` besides `model`; absent: any. */
+  models?: string[];
   maxTurns?: number;
   timeoutMinutes: number;
   stallMinutes: number;

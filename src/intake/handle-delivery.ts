@@ -17,6 +17,7 @@ import type { TaskKey } from "../core/task.js";
 import { decideAccess, isBot, type Author } from "./access.js";
 import type { RepoHints } from "./repo-hints.js";
 import { renderHelp } from "./help.js";
+import { checkModel, chooseFork, chooseSession, describeSessions } from "./session-commands.js";
 import {
   addedMentionNames,
   mentionedNames,
@@ -344,9 +345,16 @@ async function anyQueued(pool: Pool, refs: Parameters<typeof queuedTasksFedBy>[1
   return false;
 }
 
-/** Control commands answer or stop; they never start a turn for the agent they address. */
-function startsTurn(commands: readonly Command[]): boolean {
-  return !commands.some((c) => c === "cancel" || c === "status" || c === "help");
+/**
+ * Control commands answer or stop; they never start a turn for the agent they address.
+ * `/resume <id>` only chooses the session, unless the comment also asks something.
+ */
+function startsTurn(commands: readonly Command[], asks: () => boolean): boolean {
+  return !isControl(commands) && (!commands.includes("resume") || asks());
+}
+
+function isControl(commands: readonly Command[]): boolean {
+  return commands.some((c) => c === "cancel" || c === "status" || c === "help" || c === "sessions");
 }
 
 /**
@@ -417,7 +425,9 @@ async function handleTrigger(
 
   const config = loaded.config;
   const settings = snapshotSettings(config); // one snapshot for every agent the comment queues
-  if (addressed.some((a) => startsTurn(a.commands))) {
+  let request: string | undefined;
+  const asks = () => (request ??= parseComment(t.text, agents).request).trim() !== "";
+  if (addressed.some((a) => startsTurn(a.commands, asks))) {
     t = await withReplyParent(octokit, t);
     if (t.review) {
       // The line comments submitted with the review are what it is about: context, as data.
@@ -432,9 +442,12 @@ async function handleTrigger(
   }
   const notes: string[] = [];
   const cancelLines: string[] = [];
+  /** Replies of /model and /resume: a refusal, or what the next turn will do. */
+  const controlLines: string[] = [];
   const statusFor = new Map<number, string[]>();
+  const sessionsFor = new Map<number, string[]>();
   let help = false;
-  for (const { agent, commands } of addressed) {
+  for (const { agent, commands, args = {} } of addressed) {
     // A comment on the pull request Tether opened for an issue's conversation continues that
     // conversation: the issue's key (same session, workspace and branch), answered here.
     const conversation = t.isPullRequest
@@ -458,22 +471,73 @@ async function handleTrigger(
     }
     if (commands.includes("status"))
       statusFor.set(key.issueNumber, [...(statusFor.get(key.issueNumber) ?? []), agent]);
+    if (commands.includes("sessions"))
+      sessionsFor.set(key.issueNumber, [...(sessionsFor.get(key.issueNumber) ?? []), agent]);
     if (commands.includes("help")) help = true;
-    if (startsTurn(commands)) {
-      const r = await enqueueComment(fx.pool, {
-        key,
-        repoId: t.repoId,
-        installationId: d.installationId,
-        isPullRequest: conversation ? false : t.isPullRequest,
-        comment: t.comment,
-        forceFresh: commands.includes("fresh"),
-        deliveryId: d.deliveryId,
-        settings,
-        ...(conversation ? { threadNumber: t.issueNumber } : {}),
-      });
-      notes.push(`${agent}: ${r.kind} task ${r.taskId}`);
-      log.info({ agent, task: r.taskId, result: r.kind }, "comment queued");
+    if (isControl(commands)) continue;
+    // A refused /model or /resume: the reply says why, and the agent does not run.
+    const refuse = (line: string, what: string) => {
+      controlLines.push(line);
+      notes.push(`${agent}: ${what} refused`);
+    };
+    const mention = mentionOf(config, agent);
+    let requestedModel: string | undefined;
+    if (commands.includes("model")) {
+      const checked = checkModel(config.agents[agent]!, args.model ?? "");
+      if (!checked.ok) {
+        refuse(checked.reply, "/model");
+        continue;
+      }
+      requestedModel = checked.model;
     }
+    let forkSessionId: string | undefined;
+    if (commands.includes("from")) {
+      if (commands.includes("resume")) {
+        refuse(
+          `\`${mention}\`: \`/from\` and \`/resume\` in one comment contradict each other: give one. Nothing was run.`,
+          "/from",
+        );
+        continue;
+      }
+      const fork = await chooseFork(fx.pool, config, key, args.from ?? "");
+      if (!fork.ok) {
+        refuse(fork.reply, "/from");
+        continue;
+      }
+      forkSessionId = fork.sessionId;
+    }
+    if (commands.includes("resume")) {
+      if (commands.includes("fresh")) {
+        refuse(
+          `\`${mention}\`: \`/fresh\` and \`/resume\` in one comment contradict each other: give one. Nothing was run.`,
+          "/resume",
+        );
+        continue;
+      }
+      const chosen = await chooseSession(fx.pool, key, mention, args.resume ?? "");
+      if (!chosen.ok) {
+        refuse(chosen.reply, "/resume");
+        continue;
+      }
+      controlLines.push(chosen.reply);
+      notes.push(`${agent}: session ${chosen.sessionId} chosen`);
+      if (!asks()) continue;
+    }
+    const r = await enqueueComment(fx.pool, {
+      key,
+      repoId: t.repoId,
+      installationId: d.installationId,
+      isPullRequest: conversation ? false : t.isPullRequest,
+      comment: t.comment,
+      forceFresh: commands.includes("fresh"),
+      ...(requestedModel ? { requestedModel } : {}),
+      ...(forkSessionId ? { forkSessionId } : {}),
+      deliveryId: d.deliveryId,
+      settings,
+      ...(conversation ? { threadNumber: t.issueNumber } : {}),
+    });
+    notes.push(`${agent}: ${r.kind} task ${r.taskId}`);
+    log.info({ agent, task: r.taskId, result: r.kind }, "comment queued");
   }
 
   ack();
@@ -481,6 +545,17 @@ async function handleTrigger(
   const parts: string[] = [];
   if (help) parts.push(renderHelp(config, mentionOf(config, addressed[0]!.agent)));
   if (cancelLines.length) parts.push(cancelLines.join("\n"));
+  if (controlLines.length) parts.push(controlLines.join("\n"));
+  for (const [issueNumber, agents] of sessionsFor)
+    parts.push(
+      await describeSessions(fx.pool, {
+        repo: t.repo,
+        issueNumber,
+        agents,
+        config,
+        now: fx.now(),
+      }),
+    );
   for (const [issueNumber, agents] of statusFor)
     parts.push(
       await fx.describeStatus({

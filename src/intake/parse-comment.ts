@@ -12,8 +12,23 @@
  * (`>`, with their lazy continuation lines) and HTML comments are not prose.
  */
 
-export const COMMANDS = ["fresh", "cancel", "status", "help"] as const;
+export const COMMANDS = [
+  "fresh",
+  "cancel",
+  "status",
+  "help",
+  "model",
+  "sessions",
+  "resume",
+  "from",
+] as const;
 export type Command = (typeof COMMANDS)[number];
+
+/** Commands that take one word after them: `/model <name>`, `/resume <id-prefix>`, `/from <agent>`. */
+export const ARG_COMMANDS = ["model", "resume", "from"] as const;
+export type ArgCommand = (typeof ARG_COMMANDS)[number];
+/** Each argument as written (backticks around it dropped); "" when the command has none. */
+export type CommandArgs = Partial<Record<ArgCommand, string>>;
 
 /** An agent and the mention that addresses it, e.g. `{ agent: "tether", mention: "@tether" }`. */
 export interface AgentMention {
@@ -25,6 +40,8 @@ export interface Addressed {
   agent: string;
   /** Commands given to this agent, in the order written, without repeats. */
   commands: Command[];
+  /** The arguments of its argument commands (the first one written of each); absent: none. */
+  args?: CommandArgs;
 }
 
 export interface ParsedComment {
@@ -45,6 +62,9 @@ const BEFORE_MENTION = /[A-Za-z0-9_.+/\\@-]/;
 /** Characters that, just after the name, mean the name goes on (a longer login, a team, a path). */
 const AFTER_MENTION = /[A-Za-z0-9_/@-]/;
 const COMMAND_SET: ReadonlySet<string> = new Set(COMMANDS);
+const ARG_COMMAND_SET: ReadonlySet<string> = new Set(ARG_COMMANDS);
+/** The longest argument read: a model id is at most 100 characters. */
+const MAX_ARG = 200;
 
 /**
  * Lower-cased names of everything that looks like a mention in prose. The webhook path uses it
@@ -72,6 +92,9 @@ export function parseComment(body: string, agents: readonly AgentMention[]): Par
   const hidden = hiddenMask(body);
 
   const addressed = new Map<string, Command[]>();
+  const argsOf = new Map<string, CommandArgs>();
+  /** Where the last command's argument ended: a mention inside one (`/from @tether`) is not one. */
+  let consumed = 0;
   /** Spans of the body that the request leaves out. */
   const cut: Array<[number, number]> = [];
   const all = mentionsIn(body, hidden);
@@ -79,7 +102,7 @@ export function parseComment(body: string, agents: readonly AgentMention[]): Par
   while (i < all.length) {
     const first = all[i]!;
     const agent = byName.get(first.name);
-    if (agent === undefined) {
+    if (agent === undefined || first.start < consumed) {
       i++;
       continue;
     }
@@ -100,24 +123,38 @@ export function parseComment(body: string, agents: readonly AgentMention[]): Par
     let pos = skipBlanks(body, end);
     if (body[pos] === ":" || body[pos] === ",") pos = skipBlanks(body, pos + 1);
     const commands: Command[] = [];
+    const args: CommandArgs = {};
     for (;;) {
       const cmd = commandAt(body, hidden, pos);
       if (!cmd) break;
+      let cmdEnd = cmd.end;
+      if (ARG_COMMAND_SET.has(cmd.command)) {
+        // "/model," ends the command: what follows is the request, not its argument.
+        const arg = /[.,;:!?]/.test(body[cmd.end - 1]!) ? undefined : argumentAt(body, cmd.end);
+        const name = cmd.command as ArgCommand;
+        if (args[name] === undefined) args[name] = arg?.value ?? "";
+        if (arg) cmdEnd = arg.end;
+        consumed = cmdEnd;
+      }
       if (!commands.includes(cmd.command)) commands.push(cmd.command);
-      if (!leading) cut.push([pos, skipBlanks(body, cmd.end)]);
-      pos = skipBlanks(body, cmd.end);
+      if (!leading) cut.push([pos, skipBlanks(body, cmdEnd)]);
+      pos = skipBlanks(body, cmdEnd);
     }
     if (leading) cut.push([first.start, pos]);
     for (const name of group) {
       const seen = addressed.get(name);
       if (!seen) addressed.set(name, [...commands]);
       else for (const c of commands) if (!seen.includes(c)) seen.push(c);
+      if (Object.keys(args).length) argsOf.set(name, { ...args, ...argsOf.get(name) });
     }
     i = j;
   }
 
   return {
-    addressed: [...addressed].map(([agent, commands]) => ({ agent, commands })),
+    addressed: [...addressed].map(([agent, commands]) => {
+      const args = argsOf.get(agent);
+      return args ? { agent, commands, args } : { agent, commands };
+    }),
     request: trimBlankLines(addressed.size ? cutSpans(body, cut) : body),
   };
 }
@@ -182,6 +219,22 @@ function commandAt(
   // Punctuation right after a command belongs to it: "@tether /fresh." asks nothing more.
   if (after !== undefined && /[.,;:!?]/.test(after)) end++;
   return { command: word as Command, end };
+}
+
+/**
+ * The word after an argument command, on its line: up to the next blank, without backticks
+ * around it or punctuation after it ("/model `opus`," names opus). Undefined: none there.
+ */
+function argumentAt(body: string, from: number): { value: string; end: number } | undefined {
+  const start = skipBlanks(body, from);
+  let end = start;
+  while (end < body.length && end - start <= MAX_ARG && !/\s/.test(body[end]!)) end++;
+  if (end === start) return undefined;
+  const value = body
+    .slice(start, end)
+    .replace(/[.,;:!?)]+$/, "")
+    .replace(/^`+|`+$/g, "");
+  return { value, end };
 }
 
 /** Drop blank lines at both ends, keeping the first line's indentation (it may be code). */

@@ -65,20 +65,23 @@ export const describeIssueStatus: DescribeStatus = async (req) => {
 export function renderStatus(states: KeyState[], config: RepoConfig, now: Date): string {
   return states
     .map((s) => {
-      const mention = config.agents[s.agent]?.mention ?? `@${s.agent}`;
+      const agent = config.agents[s.agent];
+      const mention = agent?.mention ?? `@${s.agent}`;
       const lines = [`**\`${mention}\` on this issue**`, ""];
+      const on = (t: TaskSummary) => onModel(t, agent?.model);
       if (s.running)
         lines.push(
-          `- Running: ${describeTask(s.running, now)}${s.running.cancelRequested ? " (stop requested)" : ""}`,
+          `- Running: ${describeTask(s.running, now)}${on(s.running)}${s.running.cancelRequested ? " (stop requested)" : ""}`,
         );
       if (s.queued)
         lines.push(
-          `- Queued: ${describeTask(s.queued, now)}${s.queued.forceFresh ? " (fresh session requested)" : ""}`,
+          `- Queued: ${describeTask(s.queued, now)}${on(s.queued)}${s.queued.forceFresh ? " (fresh session requested)" : ""}`,
         );
       if (!s.running && !s.queued) lines.push("- Idle: nothing running or queued.");
+      const last = s.lastSession;
       lines.push(
-        s.lastSession
-          ? `- Last session: \`${shortSessionId(s.lastSession.sessionId)}\` (${s.lastSession.state}), from task ${s.lastSession.taskId}`
+        last
+          ? `- Last session: \`${shortSessionId(last.sessionId)}\` (${last.state}), from task ${last.taskId}${last.model ? `, on \`${last.model}\`` : ""}`
           : "- No session yet: the next turn starts fresh.",
       );
       return lines.join("\n");
@@ -199,6 +202,17 @@ function tokens(n: number): string {
   if (n >= 1_000_000) return `${(n / 1_000_000).toFixed(2)}M`;
   if (n >= 10_000) return `${(n / 1000).toFixed(1).replace(/\.0$/, "")}k`;
   return n.toLocaleString("en-US");
+}
+
+/** The model a turn runs on: a `/model` for it, else the agent's. */
+export function turnModel(t: TaskSummary | undefined, agentModel: string | undefined) {
+  return t?.requestedModel ?? agentModel;
+}
+
+function onModel(t: TaskSummary, agentModel: string | undefined): string {
+  const model = turnModel(t, agentModel);
+  if (!model) return "";
+  return t.requestedModel ? `, on \`${model}\` (/model, this turn only)` : `, on \`${model}\``;
 }
 
 function describeTask(t: TaskSummary, now: Date): string {

@@ -140,6 +140,7 @@ export function cliAgent(cli: CliAdapter, opts: CliAgentOptions): Agent {
             ...(s.cacheTtl && s.cacheTtl !== "auto" ? { cacheTtl: s.cacheTtl } : {}),
             ...(s.maxTurns ? { maxTurns: s.maxTurns } : {}),
             ...(s.turnLimitUsd ? { maxBudgetUsd: s.turnLimitUsd } : {}),
+            ...(req.forkSession && req.resumeSessionId ? { forkSession: true } : {}),
             ...(s.allowedTools?.length ? { allowedTools: s.allowedTools } : {}),
             ...(s.disallowedTools?.length ? { disallowedTools: s.disallowedTools } : {}),
             ...(s.permissionMode ? { permissionMode: s.permissionMode as never } : {}),

@@ -3,7 +3,13 @@
  * queued, last session) and what the next turn would do — resume or fresh, and why.
  */
 import type { DescribeStatus } from "../intake/status.js";
-import { issueKeyStates, readSpendFigures, renderSpend, renderStatus } from "../intake/status.js";
+import {
+  issueKeyStates,
+  readSpendFigures,
+  renderSpend,
+  renderStatus,
+  turnModel,
+} from "../intake/status.js";
 import { readEpoch } from "../sql/history.js";
 import { priorSession } from "../sql/sessions.js";
 import { getConversation } from "../sql/conversations.js";
@@ -49,10 +55,12 @@ export const describeNextTurn: DescribeStatus = async (req) => {
         : {}),
       now: req.now,
     });
+    const model = turnModel(state.queued, req.config.agents[state.agent]?.model);
+    const onModel = model ? ` on \`${model}\`` : "";
     const next =
       decision.kind === "resume"
-        ? `- Next turn: **${decision.reason === "compacted" ? "compacts, then resumes" : "resumes"}** session \`${shortSessionId(decision.sessionId)}\`${prior?.runtimeId ? ` on runtime \`${prior.runtimeId}\`` : ""} (\`${decision.reason}\`).`
-        : `- Next turn: **fresh session** (\`${decision.reason}\`: ${describeReason(decision.reason)}).`;
+        ? `- Next turn: **${decision.reason === "compacted" ? "compacts, then resumes" : "resumes"}** session \`${shortSessionId(decision.sessionId)}\`${prior?.runtimeId ? ` on runtime \`${prior.runtimeId}\`` : ""} (\`${decision.reason}\`)${onModel}.`
+        : `- Next turn: **fresh session** (\`${decision.reason}\`: ${describeReason(decision.reason)})${onModel}.`;
     const spend = renderSpend(
       await readSpendFigures(req, state.agent),
       req.config.agents[state.agent],

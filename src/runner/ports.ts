@@ -82,6 +82,8 @@ export interface AgentRunRequest {
   masks?: Mask[];
   prompt: string;
   resumeSessionId: string | null;
+  /** Branch a new session off `resumeSessionId` (`/from`) and leave that one as it was. */
+  forkSession?: boolean;
   settings: AgentSettings;
   systemPrompt: string;
   signal: AbortSignal;

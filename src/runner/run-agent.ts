@@ -61,6 +61,7 @@ export async function runAgent(a: AgentTurn, decision: ResumeDecision): Promise<
   const request = (
     prompt: string,
     resumeSessionId: string | null,
+    fork: boolean,
     on: Pick<AgentRunRequest, "onSession" | "onProgress">,
   ): AgentRunRequest => ({
     key,
@@ -69,6 +70,7 @@ export async function runAgent(a: AgentTurn, decision: ResumeDecision): Promise<
     ...(control?.masks.length ? { masks: control.masks } : {}),
     prompt,
     resumeSessionId,
+    ...(fork ? { forkSession: true } : {}),
     settings,
     systemPrompt,
     signal,
@@ -81,22 +83,27 @@ export async function runAgent(a: AgentTurn, decision: ResumeDecision): Promise<
     const prompt = await a.prompt(d);
     promptBytes = Buffer.byteLength(prompt);
     return deps.agent.run({
-      ...request(prompt, d.kind === "resume" ? d.sessionId : null, {
-        onSession: async (sessionId, model) => {
-          await pinSession(deps.pool, task.id, deps.runnerId, sessionId);
-          await upsertSession(deps.pool, {
-            ...key,
-            sessionId,
-            runtimeId: deps.runtimeId,
-            cli,
-            workDir,
-            model,
-            historyEpoch: epoch,
-          });
-          log.info({ sessionId }, "session pinned");
+      ...request(
+        prompt,
+        d.kind === "resume" ? d.sessionId : null,
+        d.kind === "resume" && d.fork === true,
+        {
+          onSession: async (sessionId, model) => {
+            await pinSession(deps.pool, task.id, deps.runnerId, sessionId);
+            await upsertSession(deps.pool, {
+              ...key,
+              sessionId,
+              runtimeId: deps.runtimeId,
+              cli,
+              workDir,
+              model,
+              historyEpoch: epoch,
+            });
+            log.info({ sessionId }, "session pinned");
+          },
+          onProgress: a.onProgress,
         },
-        onProgress: a.onProgress,
-      }),
+      ),
       ...(a.lineComments ? { lineComments: a.lineComments } : {}),
     });
   };
@@ -110,7 +117,7 @@ export async function runAgent(a: AgentTurn, decision: ResumeDecision): Promise<
    */
   const compactFirst = async (sessionId: string): Promise<AgentRunResult> => {
     const c = await deps.agent.run(
-      request(COMPACT_PROMPT, sessionId, {
+      request(COMPACT_PROMPT, sessionId, false, {
         // The turn after it pins the session (the same id) and reports progress.
         onSession: () => {},
         onProgress: () => {},
@@ -168,7 +175,14 @@ export async function runAgent(a: AgentTurn, decision: ResumeDecision): Promise<
     if (result === null) {
       result = await attempt(decision);
       if (result.outcome === "resume_rejected" && decision.kind === "resume") {
-        await markSession(deps.pool, decision.sessionId, "retired", "the CLI could not resume it");
+        // A fork's source is another agent's session, and stays as it was whatever the fork did.
+        if (!decision.fork)
+          await markSession(
+            deps.pool,
+            decision.sessionId,
+            "retired",
+            "the CLI could not resume it",
+          );
         if (!result.toolRan && !signal.aborted) {
           log.warn(
             { session: decision.sessionId, detail: result.detail },
@@ -197,7 +211,8 @@ export async function runAgent(a: AgentTurn, decision: ResumeDecision): Promise<
           /prompt_too_long|prompt is too long|no longer fits the model's context/i.test(
             result.detail ?? "",
           );
-        await markSession(deps.pool, decision.sessionId, "poisoned", result.detail ?? "poisoned");
+        if (!decision.fork)
+          await markSession(deps.pool, decision.sessionId, "poisoned", result.detail ?? "poisoned");
         log.warn(
           { session: decision.sessionId, detail: result.detail },
           "the resumed session broke before any tool ran; retrying fresh in the same task",

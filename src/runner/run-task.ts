@@ -18,7 +18,7 @@ import { checkSpend } from "./spend-check.js";
 import { renderFailure, renderRefusal, taskMarker } from "./thread-comments.js";
 import { trackingComment } from "./tracking-comment.js";
 import { readyWorkspace, startWorkspace, type ReadyWorkspace } from "./turn-workspace.js";
-import { decide, record } from "./turn-decision.js";
+import { decide, decideFork, record } from "./turn-decision.js";
 import { promptFor, requestsOf, threadReader, turnFacts } from "./turn-prompt.js";
 import { recordRunSession, runAgent, withCompaction, type AgentRan } from "./run-agent.js";
 import { planChanges, publishChanges } from "./publish-step.js";
@@ -120,7 +120,10 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     });
     return;
   }
-  const settings: AgentSettings | undefined = config.settings.agents[task.agent];
+  const configured: AgentSettings | undefined = config.settings.agents[task.agent];
+  // `/model <name>` (checked by intake against the agent's `models`): this turn only.
+  const settings =
+    configured && task.requestedModel ? { ...configured, model: task.requestedModel } : configured;
   if (!settings) {
     const msg = `Agent "${task.agent}" is no longer configured in .github/tether.yml, so this request was not run.`;
     await ws.abandon();
@@ -171,17 +174,21 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
 
   // The resume decision, recorded on the task before anything runs; a retry takes a new one.
   const cli = settings.cli ?? "claude";
-  let decision: ResumeDecision = await decide(deps, {
-    key,
-    task,
-    cli,
-    policy: config.settings.resume,
-    prior,
-    epoch,
-    workDir,
-    workDirExists: ws.workDirExists,
-    now,
-  });
+  // `/from <agent>`: a fork of that agent's session, else the key's own decision.
+  const fork = await decideFork(deps, { task, cli, policy: config.settings.resume, now });
+  let decision: ResumeDecision =
+    fork ??
+    (await decide(deps, {
+      key,
+      task,
+      cli,
+      policy: config.settings.resume,
+      prior,
+      epoch,
+      workDir,
+      workDirExists: ws.workDirExists,
+      now,
+    }));
   const isFollowUp = prior !== null;
   // The prompt cache's lifetime this turn writes with (what the conversation's next turn finds).
   const cacheTtl =

@@ -42,7 +42,9 @@ export function renderTracking(s: TrackingState): string {
   const how = s.resumed
     ? s.reason === "compacted"
       ? "🗜️ The session's context is nearly full: compacting it (a summary), then resuming it."
-      : "🔗 Resuming the session this issue already has."
+      : s.reason === "forked"
+        ? "🍴 Starting from a fork of another agent's session on this issue (/from)."
+        : "🔗 Resuming the session this issue already has."
     : `🆕 Starting a fresh session: ${describeReason(s.reason)}.`;
   const lines = [`⏳ **${s.agent}** is working on this.`, "", how];
   const secs = Math.max(0, Math.round((s.now.getTime() - s.startedAt.getTime()) / 1000));
@@ -69,6 +71,8 @@ export interface FooterFacts {
   reason: ReasonCode | null;
   sessionId: string | null;
   usage: Usage | null;
+  /** The model the turn ran on; `requested`: a comment's `/model` asked for it, for this turn. */
+  model?: { name: string; requested: boolean };
   /** The CLI stopped the run at this per-turn limit (outcome `turn_limit`). */
   turnLimitUsd?: number;
   /** The conversation's spend with this turn, and its limit when one is set. */
@@ -83,11 +87,17 @@ export function renderFooter(f: FooterFacts): string {
   const parts: string[] = [];
   if (f.resumed)
     parts.push(
-      f.reason === "compacted" ? "🗜️ compacted and resumed session" : "🔗 resumed session",
+      f.reason === "compacted"
+        ? "🗜️ compacted and resumed session"
+        : f.reason === "forked"
+          ? "🍴 forked session (/from)"
+          : "🔗 resumed session",
     );
   else if (f.reason !== null) parts.push(`🆕 fresh session (${f.reason})`);
   else parts.push("no session started");
   if (f.sessionId) parts.push(`\`${shortSessionId(f.sessionId)}\``);
+  if (f.model)
+    parts.push(`\`${f.model.name}\`${f.model.requested ? " (/model, this turn only)" : ""}`);
   const u = f.usage;
   if (u) {
     parts.push(`${u.numTurns} turn${u.numTurns === 1 ? "" : "s"}`);

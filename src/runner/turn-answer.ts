@@ -34,8 +34,10 @@ export function answerBody(a: {
     ...(published ? [renderChanges(published)] : []),
     ...(a.review ? [renderReviewLine(a.review)] : []),
   ].join("\n\n");
+  const model = usage?.model ?? settings.model;
   const footer: FooterFacts = {
     ...footerOf(decision, result.sessionId, usage),
+    ...(model ? { model: { name: model, requested: task.requestedModel !== null } } : {}),
     ...(a.cacheTtl && usage ? { cacheTtl: a.cacheTtl } : {}),
     ...(a.chainUrl ? { chainUrl: a.chainUrl } : {}),
     ...(result.outcome === "turn_limit" && settings.turnLimitUsd !== undefined

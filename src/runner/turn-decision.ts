@@ -8,6 +8,8 @@ import {
   type ResumeDecision,
   type TranscriptState,
 } from "../core/resume-decision.js";
+import { readEpoch } from "../sql/history.js";
+import { sessionById } from "../sql/sessions.js";
 import type { Task } from "../sql/tasks/claim.js";
 import { recordDecision } from "../sql/tasks/record.js";
 import type { CliKind, ResumeSettings } from "./ports.js";
@@ -61,6 +63,36 @@ export async function decide(
     ...(transcript === undefined ? {} : { transcript }),
     now: now(),
   });
+}
+
+/**
+ * `/from <agent>`: the turn starts as a fork of another agent's session on the issue, when the
+ * resume guards hold for that session as they would for its own agent (without compaction, which
+ * would change it). Only Claude forks (`--fork-session`). Null: the task asks for no fork.
+ */
+export async function decideFork(
+  deps: Pick<RunTaskDeps, "agent" | "cliVersion" | "runtimeId" | "pool">,
+  d: { task: Task; cli: CliKind; policy: ResumeSettings; now: () => Date },
+): Promise<ResumeDecision | null> {
+  const { task, cli } = d;
+  if (!task.forkSessionId) return null;
+  const source = await sessionById(deps.pool, task.forkSessionId);
+  if (!source) return { kind: "fresh", reason: "no_prior_session", priorSessionId: null };
+  if (cli !== "claude")
+    return { kind: "fresh", reason: "runtime_mismatch", priorSessionId: source.sessionId };
+  const decided = await decide(deps, {
+    key: source.key,
+    task: { ...task, forceFresh: false },
+    cli,
+    policy: { ...d.policy, compact: false },
+    prior: source,
+    epoch: await readEpoch(deps.pool, source.key),
+    // Only a session from before the shared store depends on its directory: another key's.
+    workDir: source.workDir ?? "",
+    workDirExists: false,
+    now: d.now,
+  });
+  return decided.kind === "resume" ? { ...decided, reason: "forked", fork: true } : decided;
 }
 
 export async function record(

@@ -280,6 +280,38 @@ describe("a cli: codex agent end to end", { timeout: 180_000 }, () => {
     expect(body).toContain(`#${pulls[0]!.number as number}`);
   });
 
+  it("/model runs one resumed turn on the named model (-m), and the next turn on the agent's (#30)", async () => {
+    const n = newIssue();
+    openai.script(replies.text("CODEX-MODEL-FIRST"));
+    const first = await stack.finishedTask(await stack.comment(n, "@codex MODEL-FIRST look"));
+    const m1 = mark();
+    openai.script(replies.text("CODEX-MODEL-SECOND"));
+    const second = await stack.finishedTask(
+      await stack.comment(n, "@codex /model gpt-5.1 MODEL-SECOND think harder"),
+    );
+    expect(second).toMatchObject({
+      status: "succeeded",
+      resume_decision: "resume",
+      session_id: first.session_id,
+      requested_model: "gpt-5.1",
+    });
+    const asked = since(m1);
+    expect(asked.length).toBeGreaterThan(0);
+    for (const r of asked) expect(r.body?.model).toBe("gpt-5.1");
+    expect(messages(asked[0]!).some((x) => x.text.includes("MODEL-FIRST"))).toBe(true);
+    expect(String(stack.taskComments(n, second.id as number)[0]!.body)).toContain(
+      "`gpt-5.1` (/model, this turn only)",
+    );
+
+    const m2 = mark();
+    openai.script(replies.text("CODEX-MODEL-THIRD"));
+    const third = await stack.finishedTask(await stack.comment(n, "@codex MODEL-THIRD and now"));
+    expect(third).toMatchObject({ session_id: first.session_id, requested_model: null });
+    const back = since(m2);
+    expect(back.length).toBeGreaterThan(0);
+    for (const r of back) expect(r.body?.model).toBe("gpt-5.5");
+  });
+
   it("a Claude agent on the same issue keeps its own session; stats split by CLI", async () => {
     const n = newIssue();
     const c = await stack.finishedTask(await stack.comment(n, "@codex hello"));

@@ -162,8 +162,8 @@ describe(`a checkout in a 0700 directory, run as ${isRoot ? "root (PostgreSQL ru
     child.stdout?.on("data", (d) => (out += d));
     child.stderr?.on("data", (d) => (out += d));
     expect(await exited(child), out).toBe(0);
-    // eslint-disable-next-line no-control-regex
     // Every test of the file ran and passed (however many it holds).
+    // eslint-disable-next-line no-control-regex
     expect(out.replace(/\x1b\[[0-9;]*m/g, "")).toMatch(/Tests\s+(\d+) passed \(\1\)/);
     expect(postgresInBox()).toEqual([]);
     expect(runtimeDirsOf(child.pid!)).toEqual([]);

@@ -54,6 +54,7 @@ describe("/status with the runner's next-turn decision", () => {
     });
     const text = await status(2);
     expect(text).toContain("Next turn: **resumes** session `sess-2` on runtime `rt-a` (`resumed`)");
+    expect(text).toMatch(/\(`resumed`\) on `claude-sonnet-4-5`\./); // the turn's model
     expect(text).toContain("Last session: `sess-2` (active)");
   });
 
@@ -163,6 +164,22 @@ describe("/status with the runner's next-turn decision", () => {
     expect(await status(2, ["tether"], off.config)).toMatch(
       /fresh session\*\* \(`resume_disabled`/,
     );
+  });
+
+  it("names the model of each turn: a queued /model's for that turn, the agent's otherwise (#30)", async () => {
+    await seedTask(pool, {
+      issue_number: 6,
+      status: "succeeded",
+      session_id: "sess-6",
+      finished_at: now,
+      model: "claude-sonnet-4-5",
+    });
+    await seedTask(pool, { issue_number: 6, status: "queued", requested_model: "claude-opus-4-1" });
+    const text = await status(6);
+    expect(text).toMatch(/Queued: .*, on `claude-opus-4-1` \(\/model, this turn only\)/);
+    expect(text).toContain("Last session: `sess-6` (active), from task");
+    expect(text).toMatch(/Last session: .*, on `claude-sonnet-4-5`/);
+    expect(text).toMatch(/Next turn: .* on `claude-opus-4-1`\./);
   });
 
   it("covers every agent with tasks on the issue, not only the one addressed", async () => {

@@ -17,6 +17,11 @@ const TOKENS = [
   "/cancel",
   "/status",
   "/help",
+  "/model",
+  "/resume",
+  "/sessions",
+  "/from",
+  "claude-opus-4-1",
   " ",
   "  ",
   "\t",
@@ -58,6 +63,12 @@ describe("parseComment, properties", () => {
         for (const a of parsed.addressed) {
           expect(agentNames.has(a.agent)).toBe(true);
           for (const c of a.commands) expect(commandNames.has(c)).toBe(true);
+          // An argument belongs to a command given, and is one word of the body.
+          for (const [c, v] of Object.entries(a.args ?? {})) {
+            expect(a.commands).toContain(c);
+            expect(v).not.toMatch(/\s/);
+            expect(body).toContain(v);
+          }
         }
         expect(parsed.request.length).toBeLessThanOrEqual(body.length);
         expect(new Set(parsed.addressed.map((a) => a.agent)).size).toBe(parsed.addressed.length);
@@ -122,6 +133,8 @@ describe("parseComment, bounded time on 1 MB", () => {
     ["mentions", fill("@tether ")],
     ["mentions and words", fill("@tether x ")],
     ["mention groups with commands", fill("@tether @reviewer /fresh /status ")],
+    ["argument commands", fill("@tether /model x /resume ab /from @reviewer ")],
+    ["an argument command before a long word", `@tether /model ${fill("a")}`],
     ["at signs", fill("@")],
     ["fence lines", fill("```\n")],
     ["fences with text", fill("~~~\n@tether\n")],

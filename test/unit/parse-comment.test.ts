@@ -270,6 +270,87 @@ describe("mentions that share a prefix", () => {
   });
 });
 
+describe("commands with an argument", () => {
+  it.each<{ body: string; addressed: Record<string, Command[]>; args: object; request: string }>([
+    {
+      body: "@tether /model claude-opus-4-1 try again, harder",
+      addressed: { tether: ["model"] },
+      args: { tether: { model: "claude-opus-4-1" } },
+      request: "try again, harder",
+    },
+    {
+      body: "@tether /model `gpt-5.1`, then fix it",
+      addressed: { tether: ["model"] },
+      args: { tether: { model: "gpt-5.1" } },
+      request: "then fix it",
+    },
+    {
+      body: "@tether /model\nplease",
+      addressed: { tether: ["model"] },
+      args: { tether: { model: "" } },
+      request: "please",
+    },
+    {
+      body: "@tether /model, please",
+      addressed: { tether: ["model"] },
+      args: { tether: { model: "" } },
+      request: "please",
+    },
+    {
+      body: "@tether /fresh /model opus go",
+      addressed: { tether: ["fresh", "model"] },
+      args: { tether: { model: "opus" } },
+      request: "go",
+    },
+    {
+      body: "@tether /resume 1a2b3c4d",
+      addressed: { tether: ["resume"] },
+      args: { tether: { resume: "1a2b3c4d" } },
+      request: "",
+    },
+    {
+      body: "@tether /sessions",
+      addressed: { tether: ["sessions"] },
+      args: {},
+      request: "",
+    },
+    {
+      body: "@review-bot /from tether review what it did",
+      addressed: { reviewer: ["from"] },
+      args: { reviewer: { from: "tether" } },
+      request: "review what it did",
+    },
+    {
+      // A mention as an argument is the argument, not a second agent addressed.
+      body: "@review-bot /from @tether review what it did",
+      addressed: { reviewer: ["from"] },
+      args: { reviewer: { from: "@tether" } },
+      request: "review what it did",
+    },
+    {
+      body: "Could @tether /model opus look?",
+      addressed: { tether: ["model"] },
+      args: { tether: { model: "opus" } },
+      request: "Could @tether look?",
+    },
+    {
+      body: "`@tether /model opus` is how",
+      addressed: {},
+      args: {},
+      request: "`@tether /model opus` is how",
+    },
+  ])("$body", ({ body, addressed, args, request }) => {
+    const parsed = parseComment(body, AGENTS);
+    expect(Object.fromEntries(parsed.addressed.map((a) => [a.agent, a.commands]))).toEqual(
+      addressed,
+    );
+    expect(
+      Object.fromEntries(parsed.addressed.filter((a) => a.args).map((a) => [a.agent, a.args])),
+    ).toEqual(args);
+    expect(parsed.request).toBe(request);
+  });
+});
+
 describe("mentionedNames", () => {
   it.each([
     ["@Alice and @bob-2 and @tether", ["alice", "bob-2", "tether"]],

@@ -249,6 +249,23 @@ const ROWS: Row[] = [
     problem: /^agents\.tether\.model: must be a model id/,
   },
   {
+    name: "a model id that looks like a flag",
+    input: { agents: { tether: { model: "--dangerously" } } },
+    valid: false,
+    problem: /^agents\.tether\.model: must be a model id/,
+  },
+  {
+    name: "the models a comment may ask for",
+    input: { agents: { tether: { models: ["claude-opus-4-1", "claude-haiku-4-5"] } } },
+    valid: true,
+  },
+  {
+    name: "a listed model with spaces",
+    input: { agents: { tether: { models: ["claude opus"] } } },
+    valid: false,
+    problem: /^agents\.tether\.models\[0\]: must be a model id/,
+  },
+  {
     name: "a context budget over 1",
     input: { resume: { contextBudget: 1.2 } },
     valid: false,

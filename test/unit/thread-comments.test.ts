@@ -85,6 +85,16 @@ describe("thread comments", () => {
     );
   });
 
+  it("names the turn's model, and says when a /model asked for it", () => {
+    const facts = { resumed: true, reason: "resumed" as const, sessionId: "d3526fa6-dfe2", usage };
+    expect(renderFooter({ ...facts, model: { name: "claude-sonnet-4-5", requested: false } })).toBe(
+      "<sub>🔗 resumed session · `d3526fa6` · `claude-sonnet-4-5` · 3 turns · 12.2k in (10.1k cached) / 450 out · $0.0123 · 14.2s</sub>",
+    );
+    expect(
+      renderFooter({ ...facts, model: { name: "claude-opus-4-1", requested: true } }),
+    ).toContain("· `claude-opus-4-1` (/model, this turn only) ·");
+  });
+
   it("clips answers to what GitHub accepts", () => {
     const body = renderAnswer(1, "x".repeat(100_000), {
       resumed: false,

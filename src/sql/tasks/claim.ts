@@ -36,6 +36,10 @@ export interface Task {
   /** What started the task: its first request's kind. */
   trigger: TriggerKind;
   forceFresh: boolean;
+  /** `/model <name>`: the model of this turn only; null: the agent's. */
+  requestedModel: string | null;
+  /** `/from <agent>`: the other agent's session this turn starts as a fork of; null: none. */
+  forkSessionId: string | null;
   cancelRequested: boolean;
   runtimeId: string | null;
   sessionId: string | null;
@@ -69,6 +73,8 @@ export function toTask(r: Row): Task {
     triggerBody: r.trigger_body as string,
     trigger: (r.trigger as TriggerKind | undefined) ?? "comment",
     forceFresh: r.force_fresh as boolean,
+    requestedModel: (r.requested_model as string | null) ?? null,
+    forkSessionId: (r.fork_session_id as string | null) ?? null,
     cancelRequested: r.cancel_requested as boolean,
     runtimeId: (r.runtime_id as string | null) ?? null,
     sessionId: (r.session_id as string | null) ?? null,

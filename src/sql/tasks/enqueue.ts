@@ -41,6 +41,10 @@ export interface EnqueueInput {
   isPullRequest: boolean;
   comment: TriggerComment;
   forceFresh: boolean;
+  /** `/model <name>`: the model this turn runs on instead of the agent's (the latest asked wins). */
+  requestedModel?: string;
+  /** `/from <agent>`: the session the turn starts as a fork of (the latest asked wins). */
+  forkSessionId?: string;
   deliveryId: string;
   /** The repository settings the comment was accepted under (a newer comment's replace them). */
   settings?: unknown;
@@ -105,16 +109,25 @@ export async function enqueueComment(pool: Pool, input: EnqueueInput): Promise<E
       if (taskId !== undefined) {
         await tx.query(
           `UPDATE tasks SET force_fresh = force_fresh OR $2,
-                  repo_settings = COALESCE($3::jsonb, repo_settings), updated_at = now()
+                  repo_settings = COALESCE($3::jsonb, repo_settings),
+                  requested_model = COALESCE($4, requested_model),
+                  fork_session_id = COALESCE($5, fork_session_id), updated_at = now()
             WHERE id = $1`,
-          [taskId, input.forceFresh, settingsJson],
+          [
+            taskId,
+            input.forceFresh,
+            settingsJson,
+            input.requestedModel ?? null,
+            input.forkSessionId ?? null,
+          ],
         );
       } else {
         const created = await tx.query<{ id: number }>(
           `INSERT INTO tasks (repo, repo_id, installation_id, issue_number, is_pull_request, agent,
                               trigger_comment_id, trigger_author, trigger_url, trigger_body,
-                              delivery_id, force_fresh, repo_settings, thread_number, trigger)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13::jsonb, $14, $15)
+                              delivery_id, force_fresh, repo_settings, thread_number, trigger,
+                              requested_model, fork_session_id)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13::jsonb, $14, $15, $16, $17)
            ON CONFLICT (repo, issue_number, agent) WHERE status = 'queued' DO NOTHING
            RETURNING id`,
           [
@@ -133,6 +146,8 @@ export async function enqueueComment(pool: Pool, input: EnqueueInput): Promise<E
             settingsJson,
             input.threadNumber ?? null,
             comment.trigger ?? "comment",
+            input.requestedModel ?? null,
+            input.forkSessionId ?? null,
           ],
         );
         taskId = created.rows[0]?.id;
@@ -183,4 +198,18 @@ async function findCommentTask(
     [source, agent],
   );
   return rows[0]?.task_id;
+}
+
+/**
+ * `/resume` after a `/fresh` that has not run yet: the key's queued task no longer starts fresh,
+ * so it resumes the session the person chose. Returns the task ids changed.
+ */
+export async function unforceFresh(db: Queryable, key: TaskKey): Promise<number[]> {
+  const { rows } = await db.query<{ id: number }>(
+    `UPDATE tasks SET force_fresh = false, updated_at = now()
+      WHERE repo = $1 AND issue_number = $2 AND agent = $3 AND status = 'queued' AND force_fresh
+      RETURNING id`,
+    [key.repo, key.issueNumber, key.agent],
+  );
+  return rows.map((r) => r.id);
 }

@@ -45,6 +45,8 @@ export interface TaskSummary {
   startedAt: Date | null;
   cancelRequested: boolean;
   forceFresh: boolean;
+  /** `/model <name>`: the model of this turn only; null: the agent's. */
+  requestedModel: string | null;
   /** Comments the task answers (more than one when comments were coalesced). */
   comments: number;
 }
@@ -54,7 +56,14 @@ export interface KeyState {
   running?: TaskSummary;
   queued?: TaskSummary;
   /** The newest session a task of this key ran in, with the session's latest state. */
-  lastSession?: { sessionId: string; state: string; taskId: number; lastUsedAt: Date | null };
+  lastSession?: {
+    sessionId: string;
+    state: string;
+    taskId: number;
+    lastUsedAt: Date | null;
+    /** The model that task's turn ran on, as the CLI reported it. */
+    model: string | null;
+  };
 }
 
 /**
@@ -77,10 +86,11 @@ export async function readKeyStates(
     started_at: Date | null;
     cancel_requested: boolean;
     force_fresh: boolean;
+    requested_model: string | null;
     comments: number;
   }>(
     `SELECT t.id, t.agent, t.status, t.trigger_author, t.trigger_url, t.created_at, t.started_at,
-            t.cancel_requested, t.force_fresh,
+            t.cancel_requested, t.force_fresh, t.requested_model,
             (SELECT count(*)::int FROM task_comments tc WHERE tc.task_id = t.id) AS comments
        FROM tasks t
       WHERE t.repo = $1 AND t.issue_number = $2 AND t.agent = ANY($3)
@@ -93,8 +103,9 @@ export async function readKeyStates(
     session_id: string;
     state: string | null;
     last_used_at: Date | null;
+    model: string | null;
   }>(
-    `SELECT DISTINCT ON (t.agent) t.agent, t.id, t.session_id, s.state, s.last_used_at
+    `SELECT DISTINCT ON (t.agent) t.agent, t.id, t.session_id, s.state, s.last_used_at, t.model
        FROM tasks t LEFT JOIN sessions s ON s.session_id = t.session_id
       WHERE t.repo = $1 AND t.issue_number = $2 AND t.agent = ANY($3) AND t.session_id IS NOT NULL
       ORDER BY t.agent, t.id DESC`,
@@ -113,6 +124,7 @@ export async function readKeyStates(
         startedAt: r.started_at,
         cancelRequested: r.cancel_requested,
         forceFresh: r.force_fresh,
+        requestedModel: r.requested_model,
         comments: r.comments,
       };
       if (r.status === "running") state.running = summary;
@@ -125,6 +137,7 @@ export async function readKeyStates(
         state: s.state ?? "active",
         taskId: s.id,
         lastUsedAt: s.last_used_at,
+        model: s.model,
       };
     return state;
   });

@@ -53,7 +53,7 @@ export async function sweepExpired(
             failed.push(id);
           } else {
             const newer = await tx.query(
-              `SELECT id, force_fresh FROM tasks WHERE repo = $1 AND issue_number = $2 AND agent = $3
+              `SELECT id, force_fresh, requested_model, fork_session_id FROM tasks WHERE repo = $1 AND issue_number = $2 AND agent = $3
                  AND status = 'queued' FOR UPDATE`,
               [t.repo, t.issue_number, t.agent],
             );
@@ -67,8 +67,16 @@ export async function sweepExpired(
             }
             await tx.query(
               `UPDATE tasks SET status = 'queued', locked_by = NULL, locked_at = NULL, heartbeat_at = NULL,
-                      force_fresh = force_fresh OR $2, updated_at = now() WHERE id = $1`,
-              [id, q?.force_fresh === true],
+                      force_fresh = force_fresh OR $2,
+                      requested_model = COALESCE($3, requested_model),
+                      fork_session_id = COALESCE($4, fork_session_id), updated_at = now()
+                WHERE id = $1`,
+              [
+                id,
+                q?.force_fresh === true,
+                (q?.requested_model as string | null) ?? null,
+                (q?.fork_session_id as string | null) ?? null,
+              ],
             );
             requeued.push(id);
           }
