@@ -30,7 +30,7 @@ RUN npm run build \
 FROM ${NODE_IMAGE}
 # git: the runner clones and fetches. ca-certificates: HTTPS to GitHub and the Claude API.
 # tini: PID 1 that forwards SIGTERM to Tether and reaps the agent's orphaned processes.
-# bubblewrap and socat: the agent's sandbox and its one way out (README, "Security model"); the
+# bubblewrap and socat: the agent's sandbox and its one way out (docs/security.md, "Security model"); the
 # container needs --security-opt seccomp=unconfined,apparmor=unconfined,systempaths=unconfined
 # for bubblewrap to make its namespaces (docker-compose.yml sets them).
 RUN apt-get update \

@@ -90,7 +90,7 @@ const nonNegative = (v: number | null | undefined): v is number =>
  * Tether's Prometheus metrics, on a registry of their own (tests make as many as they like).
  * Counters and histograms are this process's own; the queue gauges are read from Postgres
  * when Prometheus scrapes, so every web process reports the same, current figures.
- * Metric names and labels are listed in the README ("Dashboard, stats API and metrics").
+ * Metric names and labels are listed in docs/operations.md ("Dashboard, stats API and metrics").
  */
 export class Metrics {
   readonly registry = new Registry();

@@ -52,7 +52,7 @@ export const RunSettings = z.object({
   allowedTools: z.array(argWord("a tool name")).optional(),
   /** Tools the agent may never use. */
   disallowedTools: z.array(argWord("a tool name")).optional(),
-  /** `--permission-mode`. As root the CLI refuses bypassPermissions (see README, "Claude CLI"). */
+  /** `--permission-mode`. As root the CLI refuses bypassPermissions (see docs/operations.md, "Claude CLI"). */
   permissionMode: PermissionMode.optional(),
   /**
    * Extra instructions appended to the CLI's system prompt. Kept well under Linux's 128 KiB

@@ -159,7 +159,7 @@ export const AgentConfig = z.strictObject({
    */
   projectInstructions: z.boolean().default(false),
   /**
-   * What becomes of the files the agent changes (README "Changes"): `pull_request` (Tether
+   * What becomes of the files the agent changes (docs/changes.md "Changes"): `pull_request` (Tether
    * commits them, pushes them to the conversation's branch `tether/<issue>-<agent>` and opens a
    * pull request), `branch` (the same without the pull request), or `off` (they stay in the
    * workspace). An agent in `plan` mode never publishes. Default: `pull_request`.
@@ -213,7 +213,7 @@ export const AgentConfig = z.strictObject({
    */
   assignee: Login.optional(),
   /**
-   * How long the model API keeps each turn's prompt cached (Claude agents; README "By the gap
+   * How long the model API keeps each turn's prompt cached (Claude agents; docs/benchmarks.md "By the gap
    * between comments"): `5m` (cache writes at 1.25× the input price), `1h` (writes at 2×), or `auto`:
    * an hour when the conversation's previous turn came within the hour, else five minutes.
    * A resumed turn reads its session from the cache only within the lifetime the turn before it

@@ -3,7 +3,7 @@
  * CLIs: plain types, so this floor imports nothing. The config's zod schemas produce them.
  */
 
-/** What becomes of the files an agent changes (README "Changes"). */
+/** What becomes of the files an agent changes (docs/changes.md "Changes"). */
 export const CHANGES_MODES = ["pull_request", "branch", "off"] as const;
 export type ChangesMode = (typeof CHANGES_MODES)[number];
 
@@ -16,7 +16,7 @@ export interface PublishSettings {
   maxBytes: number;
 }
 
-/** The prompt cache's lifetimes a turn can ask for (README, "Prompt cache lifetime"). */
+/** The prompt cache's lifetimes a turn can ask for (docs/benchmarks.md, "By the gap between comments"). */
 export const CACHE_TTLS = ["5m", "1h"] as const;
 export type CacheTtl = (typeof CACHE_TTLS)[number];
 /** An agent's setting: a lifetime, or `auto` (core/cache-ttl.ts chooses per turn). */

@@ -235,7 +235,7 @@ export async function handleCiEvent(fx: IntakeEffects, d: Delivery): Promise<Han
   });
   if (!reader)
     return skipped(
-      "CI not read: the installation has not granted checks: read and actions: read (README: accept the app's new permissions)",
+      "CI not read: the installation has not granted checks: read and actions: read (docs/deploying.md: an app registered earlier)",
     );
   const pull = await reader.rest.pulls.get({ ...where, pull_number: conversation.pullNumber });
   if (pull.data.state !== "open") return skipped(`pull request #${pull.data.number} is closed`);

@@ -1,5 +1,5 @@
 /**
- * The rules a change must pass before Tether pushes it (README "Changes"). Pure: the facts are
+ * The rules a change must pass before Tether pushes it (docs/changes.md "Changes"). Pure: the facts are
  * gathered from the mirror and GitHub first, then judged here, every rule a table row in
  * test/unit/publish-checks.test.ts.
  */

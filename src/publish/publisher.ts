@@ -11,7 +11,7 @@
  * one in the workspace, so every turn would leave the checkout behind its branch; the API takes
  * one request per file (base64, 100 MB cap), which GitHub's secondary rate limits punish on a
  * large change; and signing is about who made the commit, which the app's authorship and the
- * push with the app's token already say. See README "Changes".
+ * push with the app's token already say. See docs/changes.md "Changes".
  */
 import type { PublishConfig } from "../config/repo-config.js";
 import type { Pool } from "../db/pool.js";

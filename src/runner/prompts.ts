@@ -65,7 +65,7 @@ export interface TurnFacts {
   trigger?: TriggerKind;
 }
 
-/** What the agent is told about publishing (README "Changes"). */
+/** What the agent is told about publishing (docs/changes.md "Changes"). */
 export interface ChangesFacts {
   /** conversation: the branch; pull-head: the pull request's head; fork: a patch. */
   kind: "conversation" | "pull-head" | "fork";

@@ -125,7 +125,7 @@ export function renderFooter(f: FooterFacts): string {
 export const MAX_ANSWER = 60_000;
 
 /**
- * The answer: the agent's text, then what became of its changes (README "Changes"), then the
+ * The answer: the agent's text, then what became of its changes (docs/changes.md "Changes"), then the
  * footer. The text gives way to the changes when both would not fit in a comment.
  */
 export function renderAnswer(

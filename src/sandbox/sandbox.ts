@@ -2,7 +2,7 @@
  * Where every agent run (and every git command Tether runs in a workspace) happens: a
  * bubblewrap sandbox that sees its key's workspace, a HOME of its own, the system read-only and
  * nothing of Tether's (no secrets, no database, no other key). See bwrap-args.ts for what is
- * inside, egress.ts for the way out, and README "Security model" for what it promises.
+ * inside, egress.ts for the way out, and docs/security.md "Security model" for what it promises.
  *
  * No sandbox, no agents: when bubblewrap cannot start here (not installed, user namespaces
  * refused by the kernel or the container runtime), the status says why and the runner runs no
@@ -229,7 +229,7 @@ export class Sandbox {
       return fail(
         `bubblewrap could not make a sandbox: ${(r.stderr || r.failure || "").trim().slice(0, 400)}. ` +
           "It needs unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1; on Ubuntu 24.04 also an AppArmor profile for bwrap) " +
-          "and, in a container, --security-opt seccomp=unconfined --security-opt apparmor=unconfined --security-opt systempaths=unconfined (README, Deploying). " +
+          "and, in a container, --security-opt seccomp=unconfined --security-opt apparmor=unconfined --security-opt systempaths=unconfined (docs/deploying.md, Docker). " +
           "Or set TETHER_SANDBOX=off to run agents unsandboxed.",
       );
     } finally {

@@ -2,7 +2,7 @@
  * The spend limits, as pure functions: which limits a turn about to start has reached, the
  * calendar month the monthly ones count, and how amounts are written in the thread.
  *
- * The rules (README, "Spend limits"):
+ * The rules (README, "`.github/tether.yml`", the `spend:` keys):
  * - A limit is reached when what was spent is at or over it; a turn that would start then is
  *   not run. Spent means the recorded cost of finished turns: a turn still running elsewhere
  *   is not in the sum yet, so concurrent turns can each start under a limit and end over it.

@@ -1,6 +1,6 @@
 /**
  * The `ci_loops` and `ci_commits` tables: CI failures on a conversation's own pull request and
- * the automatic turns they made (README "Talking to Tether"). Written by intake only. Every
+ * the automatic turns they made (docs/how-a-turn-runs.md "Triggers beyond a mention"). Written by intake only. Every
  * decision for a key runs under a transaction-scoped advisory lock on that key, so the three
  * events GitHub sends for one failure (check_run, check_suite, workflow_run), processed at the
  * same time, still make one decision.

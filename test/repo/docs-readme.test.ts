@@ -1,7 +1,9 @@
 /**
- * The README cannot drift from the code: its example config is parsed with the real schema, and
- * every environment variable, config field, reason code, outcome, metric, role, command, script
- * and file it names is checked against the source of truth.
+ * The README and docs/ cannot drift from the code: the README's example config is parsed with the
+ * real schema, and every environment variable, config field, reason code, outcome, metric, role,
+ * command, script and file they name is checked against the source of truth, each in the file that
+ * holds it. The README stays a front door (under 400 lines) whose map links every docs/ file, and
+ * every relative link in them leads to a file and heading that exist.
  */
 import fs from "node:fs";
 import path from "node:path";
@@ -26,16 +28,37 @@ import { OUTCOMES } from "../../src/sql/stats/figures.js";
 import { TRANSCRIPT_COMMAND } from "../../src/sessions/transcript-command.js";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
-const README = fs.readFileSync(path.join(ROOT, "README.md"), "utf8");
+const read = (file: string) => fs.readFileSync(path.join(ROOT, file), "utf8");
+const README = read("README.md");
+/** The docs/ files, by path from the root. */
+const DOCS = fs
+  .readdirSync(path.join(ROOT, "docs"))
+  .filter((f) => f.endsWith(".md"))
+  .map((f) => `docs/${f}`)
+  .sort();
+/** The files the README's sections moved to (#33); with the README, all of what it once held. */
+const MOVED = [
+  "docs/how-a-turn-runs.md",
+  "docs/changes.md",
+  "docs/deploying.md",
+  "docs/operations.md",
+  "docs/security.md",
+  "docs/benchmarks.md",
+  "docs/reliability.md",
+  "docs/development.md",
+];
 const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, "package.json"), "utf8")) as {
   scripts: Record<string, string>;
 };
 
-/** The text under a heading (exact heading line), up to the next heading of the same or higher level. */
-function section(heading: string): string {
-  const lines = README.split("\n");
+/**
+ * The text under a heading (exact heading line) of `file` (the README unless named), up to the next
+ * heading of the same or higher level.
+ */
+function section(heading: string, file = "README.md"): string {
+  const lines = read(file).split("\n");
   const start = lines.findIndex((l) => l === heading);
-  expect(start, `README heading ${JSON.stringify(heading)}`).toBeGreaterThanOrEqual(0);
+  expect(start, `${file} heading ${JSON.stringify(heading)}`).toBeGreaterThanOrEqual(0);
   const level = /^#+/.exec(heading)![0].length;
   let inFence = false;
   const body: string[] = [];
@@ -212,8 +235,8 @@ describe("README: .github/tether.yml", () => {
   });
 });
 
-describe("README: Changes", () => {
-  const text = section("## Changes");
+describe("docs/changes.md: Changes", () => {
+  const text = section("## Changes", "docs/changes.md");
 
   it("lists every refusal reason the checks give, and every other publish reason", async () => {
     const { PUBLISH_REASONS } = await import("../../src/metrics.js");
@@ -243,16 +266,18 @@ describe("README: Changes", () => {
   });
 });
 
-describe("README: resume and outcomes", () => {
+describe("docs/how-a-turn-runs.md and docs/operations.md: resume and outcomes", () => {
   it("lists exactly the reason codes the resume decision returns", () => {
-    const rows = tableRows(section("## How resume works"));
+    const rows = tableRows(section("## How resume works", "docs/how-a-turn-runs.md"));
     expect(rows.map((r) => codeSpans(r[0]!)[0]).sort()).toEqual([...REASON_CODES].sort());
   });
 
   it("explains every outcome, in the thread and in the CLI's evidence", () => {
-    const thread = tableRows(section("### Outcomes")).flatMap((r) => codeSpans(r[0]!));
+    const thread = tableRows(section("### Outcomes", "docs/how-a-turn-runs.md")).flatMap((r) =>
+      codeSpans(r[0]!),
+    );
     expect([...thread].sort()).toEqual([...OUTCOMES].sort());
-    const evidence = section("## Claude CLI");
+    const evidence = section("## Claude CLI", "docs/operations.md");
     const cli = tableRows(evidence.slice(evidence.indexOf("| outcome"))).flatMap((r) =>
       codeSpans(r[0]!),
     );
@@ -260,22 +285,22 @@ describe("README: resume and outcomes", () => {
   });
 
   it("lists the reason codes and outcomes /api/stats reports", () => {
-    const stats = section("### `GET /api/stats?range=24h|7d|30d`");
+    const stats = section("### `GET /api/stats?range=24h|7d|30d`", "docs/operations.md");
     for (const code of [...REASON_CODES, ...OUTCOMES]) expect(stats).toContain(`\`${code}\``);
   });
 });
 
-describe("README: metrics, roles, commands", () => {
+describe("metrics (docs/operations.md), roles (docs/deploying.md), commands (README)", () => {
   it("describes exactly the tether_* metrics /metrics exports", async () => {
     const exported = (await new Metrics().registry.getMetricsAsJSON())
       .map((m) => m.name)
       .filter((n) => n.startsWith("tether_"));
-    const rows = tableRows(section("### `GET /metrics`"));
+    const rows = tableRows(section("### `GET /metrics`", "docs/operations.md"));
     expect(rows.map((r) => codeSpans(r[0]!)[0]).sort()).toEqual(exported.sort());
   });
 
   it("lists every process role", () => {
-    const rows = tableRows(section("## Processes and health"));
+    const rows = tableRows(section("## Processes and health", "docs/deploying.md"));
     expect(rows.map((r) => codeSpans(r[0]!)[0]).sort()).toEqual(
       [...EnvSchema.shape.TETHER_ROLE.unwrap().options].sort(),
     );
@@ -292,15 +317,18 @@ describe("README: metrics, roles, commands", () => {
   });
 });
 
-describe("README: commands and files it names", () => {
+describe("README and the docs it moved to: commands and files they name", () => {
+  const texts = ["README.md", ...MOVED].map(read);
   const blocks: string[] = [];
   const prose: string[] = [];
-  let open: string[] | undefined;
-  for (const line of README.split("\n")) {
-    if (line.trimStart().startsWith("```")) {
-      if (open) blocks.push(open.join("\n"));
-      open = open ? undefined : [];
-    } else (open ?? prose).push(line);
+  for (const text of texts) {
+    let open: string[] | undefined;
+    for (const line of text.split("\n")) {
+      if (line.trimStart().startsWith("```")) {
+        if (open) blocks.push(open.join("\n"));
+        open = open ? undefined : [];
+      } else (open ?? prose).push(line);
+    }
   }
   const spans = codeSpans(prose.join("\n"));
   const commands = [...blocks, ...spans].join("\n");
@@ -343,7 +371,9 @@ describe("README: commands and files it names", () => {
       ...spans.filter((c) =>
         /^(?:src|test|bench|migrations|\.ci|\.github\/workflows)\/[\w./-]*$/.test(c),
       ),
-      ...["app.yml", "Dockerfile", "docker-compose.yml"].filter((f) => README.includes(`\`${f}\``)),
+      ...["app.yml", "Dockerfile", "docker-compose.yml"].filter((f) =>
+        texts.some((t) => t.includes(`\`${f}\``)),
+      ),
     ]);
     expect(paths.size).toBeGreaterThan(5);
     const missing = [...paths].filter((p) => !fs.existsSync(path.join(ROOT, p)));
@@ -351,7 +381,7 @@ describe("README: commands and files it names", () => {
   });
 });
 
-describe("README: CI", () => {
+describe("docs/development.md: CI", () => {
   interface Workflow {
     permissions: Record<string, string>;
     jobs: Record<
@@ -395,5 +425,90 @@ describe("README: CI", () => {
     expect(url.password).toBe(pg.env.POSTGRES_PASSWORD);
     expect(url.pathname).toBe(`/${pg.env.POSTGRES_DB}`);
     expect(ciRun).toContain("TETHER_CI_DATABASE_URL");
+  });
+});
+
+/** GitHub's anchor for a heading: lower case, punctuation dropped, each space a hyphen. */
+const slug = (heading: string) =>
+  heading
+    .trim()
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}\s_-]/gu, "")
+    .replace(/\s/g, "-");
+
+/** The anchors of a markdown file's headings (outside fences), numbered as GitHub does repeats. */
+function anchors(file: string): Set<string> {
+  const seen = new Map<string, number>();
+  const out = new Set<string>();
+  let inFence = false;
+  for (const line of read(file).split("\n")) {
+    if (line.trimStart().startsWith("```")) inFence = !inFence;
+    const m = /^#{1,6} (.*)$/.exec(line);
+    if (inFence || !m) continue;
+    const base = slug(m[1]!.replace(/\[([^\]]*)\]\([^)]*\)/g, "$1"));
+    const n = seen.get(base) ?? 0;
+    seen.set(base, n + 1);
+    out.add(n === 0 ? base : `${base}-${n}`);
+  }
+  return out;
+}
+
+/** The targets of a markdown file's links (not inside fences or code spans). */
+function links(file: string): string[] {
+  let inFence = false;
+  const prose = read(file)
+    .split("\n")
+    .filter((line) => {
+      if (line.trimStart().startsWith("```")) {
+        inFence = !inFence;
+        return false;
+      }
+      return !inFence;
+    })
+    .join("\n")
+    .replace(/(`+)[^`][\s\S]*?(?<!`)\1(?!`)/g, "");
+  return [...prose.matchAll(/\]\(([^)\s]+)\)/g)].map((m) => m[1]!);
+}
+
+describe("README: a front door with a map of docs/", () => {
+  it("is under 400 lines", () => {
+    expect(README.split("\n").length).toBeGreaterThan(100);
+    expect(README.trimEnd().split("\n").length).toBeLessThan(400);
+  });
+
+  it("links every docs/*.md file from its map", () => {
+    const map = new Set(links("README.md").filter((l) => l.startsWith("docs/")));
+    const mapped = new Set(
+      links("README.md")
+        .filter((l) => section("## Documentation").includes(`](${l})`))
+        .map((l) => l.split("#")[0]),
+    );
+    expect(map.size).toBeGreaterThan(0);
+    expect(DOCS.length).toBeGreaterThanOrEqual(MOVED.length + 4);
+    expect(DOCS.filter((d) => !mapped.has(d))).toEqual([]);
+  });
+
+  it("has only relative links that lead to a file, and a heading, that exist", () => {
+    const broken: string[] = [];
+    let checked = 0;
+    let withAnchor = 0;
+    for (const file of ["README.md", ...DOCS]) {
+      for (const target of links(file)) {
+        if (/^[a-z][a-z+.-]*:/i.test(target)) continue; // https:, mailto:
+        checked++;
+        const [rel, anchor] = target.split("#") as [string, string | undefined];
+        const dest = rel === "" ? file : path.join(path.dirname(file), rel);
+        if (!fs.existsSync(path.join(ROOT, dest))) {
+          broken.push(`${file}: ${target} (no file ${dest})`);
+          continue;
+        }
+        if (anchor === undefined || !dest.endsWith(".md")) continue;
+        withAnchor++;
+        if (!anchors(dest).has(anchor)) broken.push(`${file}: ${target} (no heading #${anchor})`);
+      }
+    }
+    expect(checked).toBeGreaterThan(30);
+    expect(withAnchor).toBeGreaterThan(20);
+    expect(broken).toEqual([]);
   });
 });

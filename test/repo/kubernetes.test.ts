@@ -395,9 +395,10 @@ describe("the KEDA ScaledObject", () => {
     expect(trigger!.metadata.targetQueryValue).toBe(configData().TETHER_RUNNER_CONCURRENCY);
   });
 
-  it("is the query the README shows", () => {
-    const readme = fs.readFileSync(path.join(ROOT, "README.md"), "utf8");
-    const section = readme.slice(readme.indexOf("### Kubernetes"));
+  it("is the query docs/deploying.md shows", () => {
+    const doc = fs.readFileSync(path.join(ROOT, "docs/deploying.md"), "utf8");
+    expect(doc.indexOf("### Kubernetes")).toBeGreaterThan(-1);
+    const section = doc.slice(doc.indexOf("### Kubernetes"));
     const shown = /```sql\n([\s\S]*?)```/.exec(section)?.[1];
     const words = (q: string) => q.trim().split(/\s+/).join(" ");
     expect(shown && words(shown)).toBe(words(so().triggers[0]!.metadata.query!));

@@ -2,14 +2,14 @@
  * The floors of src/: imports run downward only. `core/` imports nothing of src/; the rooms
  * below the runner (sql, config, github, publish, sessions, the CLIs, workspace, sandbox, db,
  * process, spend, and log.ts) never import the runner, intake or the web; intake never imports
- * the runner. And the README's folder map names every folder of src/, and only those.
+ * the runner. And the folder map (docs/development.md) names every folder of src/, and only those.
  */
 import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 
 const SRC = path.resolve(import.meta.dirname, "../../src");
-const README = fs.readFileSync(path.resolve(SRC, "../README.md"), "utf8");
+const DEVELOPMENT = fs.readFileSync(path.resolve(SRC, "../docs/development.md"), "utf8");
 
 /** Every .ts file under src/, relative to it. */
 function sources(dir = SRC): string[] {
@@ -73,15 +73,15 @@ describe("the floors of src/", () => {
     expect(up).toEqual([]);
   });
 
-  it("the README's folder map names every folder of src/, and only those", () => {
+  it("docs/development.md's folder map names every folder of src/, and only those", () => {
     const folders = fs
       .readdirSync(SRC, { withFileTypes: true })
       .filter((e) => e.isDirectory())
       .map((e) => `${e.name}/`)
       .sort();
-    const start = README.indexOf("The source, one line per folder of `src/`");
+    const start = DEVELOPMENT.indexOf("The source, one line per folder of `src/`");
     expect(start).toBeGreaterThan(-1);
-    const table = README.slice(start).split("\n\n")[1]!;
+    const table = DEVELOPMENT.slice(start).split("\n\n")[1]!;
     const mapped = [...table.matchAll(/^\| `([a-z-]+\/)` /gm)].map((m) => m[1]!).sort();
     expect(mapped).toEqual(folders);
   });

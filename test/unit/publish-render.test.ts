@@ -1,4 +1,4 @@
-/** What the answer says about the agent's changes (README "Changes"). */
+/** What the answer says about the agent's changes (docs/changes.md "Changes"). */
 import { describe, expect, it } from "vitest";
 import type { FileChange } from "../../src/publish/mirror-git.js";
 import { renderChanges, type PublishReport } from "../../src/publish/report.js";

@@ -1,4 +1,4 @@
-/** CI loops (README "Talking to Tether"): the runs of automatic CI turns, by how they ended. */
+/** CI loops (docs/how-a-turn-runs.md "Triggers beyond a mention"): the runs of automatic CI turns, by how they ended. */
 import type { PoolClient } from "../../db/pool.js";
 import type { StatsWindow } from "./window.js";
 

@@ -176,7 +176,7 @@ export interface Stats {
   queue: QueueFigures;
   runners: RunnerRow[];
   latest: LatestTask[];
-  /** What became of the agents' changes in the window (README "Changes"). */
+  /** What became of the agents' changes in the window (docs/changes.md "Changes"). */
   changes: ChangesFigures;
   /**
    * Finished turns of tasks queued in the window, by what started them: comment, review, label,
@@ -184,7 +184,7 @@ export interface Stats {
    */
   triggers: Record<string, number>;
   /**
-   * CI loops started in the window (README "Talking to Tether"): by state (open, green,
+   * CI loops started in the window (docs/how-a-turn-runs.md "Triggers beyond a mention"): by state (open, green,
    * stopped, limit; zeros included) and the automatic turns they queued.
    */
   ci: CiLoopFigures;
