@@ -19,7 +19,7 @@ import { ciPassed, claimCiFailure, conversationOfBranch, recordCiTurn } from "..
 import type { Delivery } from "../sql/deliveries.js";
 import type { GitHub } from "../github/types.js";
 import { enqueueComment, type TriggerComment } from "../sql/tasks/enqueue.js";
-import type { Handled, IntakeEffects } from "./handle-delivery.js";
+import type { Handled, IntakeEffects } from "./intake-effects.js";
 import { repoKey } from "./payloads.js";
 
 /** The CI events intake takes in: checks that finished. */

@@ -17,7 +17,7 @@ import { conversationOfPull, conversationsOfPull } from "../sql/conversations.js
 import type { Delivery } from "../sql/deliveries.js";
 import { enqueueComment, type TriggerComment } from "../sql/tasks/enqueue.js";
 import { decideAccess, type Author } from "./access.js";
-import type { Handled, IntakeEffects } from "./handle-delivery.js";
+import type { Handled, IntakeEffects } from "./intake-effects.js";
 import { parseWorkItemEvent, repoKey, type WorkItemTrigger } from "./payloads.js";
 import { describeReviewPlace, describeReviewState } from "./review-request.js";
 

@@ -15,7 +15,6 @@ import { queuedTasksFedBy, removeQueuedComment, updateQueuedComment } from "../s
 import { enqueueComment, type TriggerComment } from "../sql/tasks/enqueue.js";
 import type { TaskKey } from "../core/task.js";
 import { decideAccess, isBot, type Author } from "./access.js";
-import type { RepoHints } from "./repo-hints.js";
 import { renderHelp } from "./help.js";
 import { checkModel, chooseFork, chooseSession, describeSessions } from "./session-commands.js";
 import {
@@ -43,35 +42,12 @@ import {
   reviewLineComments,
   type ReviewTrigger,
 } from "./event-triggers.js";
-import type { DescribeStatus } from "./status.js";
 import { handleCiEvent, isCiEvent } from "./ci-events.js";
+import type { Handled, IntakeEffects } from "./intake-effects.js";
+
+export type { Handled, IntakeEffects } from "./intake-effects.js";
 
 /** What handling a delivery needs from the outside world. */
-export interface IntakeEffects {
-  pool: Pool;
-  log: Logger;
-  /** An installation-authenticated Octokit: Probot's `app.auth(installationId)`. */
-  auth: (installationId: number) => Promise<GitHub>;
-  describeStatus: DescribeStatus;
-  now: () => Date;
-  /** Tether's own GitHub App id: its comments never trigger. */
-  appId?: number;
-  /**
-   * Run `work` after the delivery is recorded, without holding its slot. For the 👀 only:
-   * write spacing lets one write a second through per installation, and a burst of comments
-   * should become queued tasks without waiting for their reactions.
-   */
-  defer: (what: string, work: () => Promise<void>) => void;
-  /** What each repository's config said when last read: lets the permission lookup start early. */
-  repoHints?: RepoHints;
-}
-
-export interface Handled {
-  status: "done" | "skipped";
-  /** What happened, for operators reading the inbox. */
-  outcome: string;
-}
-
 /** Not a failure: the delivery must wait for another one (its comment's creation) to finish. */
 export class RetryLater extends Error {
   override name = "RetryLater";
