@@ -10,6 +10,7 @@ import {
 import { readQueueFigures } from "./sql/stats/read.js";
 import { LIMIT_KINDS } from "./spend/spend-limits.js";
 import { TRIGGERS } from "./core/task.js";
+import { requestTally, tallyRows } from "./github/request-count.js";
 
 /** What the runner reports once per finished turn. */
 export interface TurnRecord {
@@ -215,6 +216,32 @@ export class Metrics {
       async collect() {
         // readGauges sets this gauge; awaiting it here keeps the value of this scrape.
         await read();
+      },
+    });
+    // This process's GitHub requests (src/github/request-count.ts), read from its tally.
+    new Counter({
+      name: "tether_github_requests_total",
+      help: "Requests this process made to GitHub, by installation (app: the app's own JWT client), kind (turn: a runner's client for a task; intake; app) and not_modified (true: answered 304, which GitHub does not charge against the rate limit). Retries count.",
+      labelNames: ["installation", "kind", "not_modified"] as const,
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const r of tallyRows())
+          this.inc(
+            { installation: r.installation, kind: r.kind, not_modified: String(r.notModified) },
+            r.count,
+          );
+      },
+    });
+    new Gauge({
+      name: "tether_github_ratelimit_remaining",
+      help: "Requests left in GitHub's rate-limit window per installation, from x-ratelimit-remaining of the last response this process had.",
+      labelNames: ["installation"] as const,
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const [installation, h] of requestTally.headroom)
+          this.set({ installation }, h.remaining);
       },
     });
     fromDb("tether_queue_depth", "Tasks waiting in the queue.", (f) => f.depth);

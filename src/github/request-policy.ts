@@ -28,6 +28,7 @@
  *   two seconds apart, per installation.
  */
 import { throttling } from "@octokit/plugin-throttling";
+import { recordGithubRequest, RequestCounter } from "./request-count.js";
 
 export interface RequestPolicyOptions {
   /** Space writes, notifying writes and searches as GitHub asks. */
@@ -174,10 +175,14 @@ const defaultSleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
  */
 export function requestPolicy(
   octokit: PluginOctokit,
-  options: { requestPolicy?: RequestPolicyOptions; auth?: unknown },
+  options: { requestPolicy?: RequestPolicyOptions; auth?: unknown; githubRequests?: unknown },
 ): void {
   const given = options.requestPolicy;
   if (!given) return;
+  // Every attempt is counted (src/github/request-count.ts): a runner's client counts into its
+  // task's counter too (`githubRequests`), under the installation it names.
+  const counter =
+    options.githubRequests instanceof RequestCounter ? options.githubRequests : undefined;
   const o: Required<RequestPolicyOptions> = {
     retries: 3,
     backoffMs: 1000,
@@ -187,7 +192,17 @@ export function requestPolicy(
     now: Date.now,
     ...given,
   };
-  const installation = (options.auth as { installationId?: number } | undefined)?.installationId;
+  const installation =
+    counter?.installationId ??
+    (options.auth as { installationId?: number } | undefined)?.installationId;
+  const kind = counter ? "turn" : installation === undefined ? "app" : "intake";
+  const observe = (response: unknown) =>
+    recordGithubRequest({
+      installation,
+      kind,
+      counter,
+      response: response as { status?: number; headers?: Record<string, string> } | undefined,
+    });
   const who = installation === undefined ? "app" : `installation ${installation}`;
 
   octokit.hook.wrap("request", async (request, req) => {
@@ -215,8 +230,13 @@ export function requestPolicy(
       try {
         const lanes = lanesOf();
         if (lanes.length) await spacedStart(lanes, o);
-        return await request(req);
+        const response = await request(req);
+        observe(response);
+        return response;
       } catch (err) {
+        // A failure with a status is GitHub's answer (a 304 is one too: Octokit throws it).
+        const e = err as { status?: number; response?: { headers?: unknown } };
+        observe({ status: e?.status, headers: e?.response?.headers });
         const v = retryVerdict(err, tried, { ...o, now: o.now() });
         if (!v.retry && "tooLong" in v)
           throw waitTooLong(err, v.tooLong, `${method} ${req.url}`, o);

@@ -19,6 +19,7 @@
  */
 import type { ProbotOctokit } from "probot";
 import { parseRepoName } from "./git-auth.js";
+import type { RequestCounter } from "./request-count.js";
 
 type Octokit = InstanceType<typeof ProbotOctokit>;
 
@@ -69,7 +70,7 @@ export function scopedOctokit(
   app: Octokit,
   OctokitClass: typeof ProbotOctokit,
   s: ScopedToken,
-  options: { baseUrl: string; log?: unknown },
+  options: { baseUrl: string; log?: unknown; githubRequests?: RequestCounter },
 ): Octokit {
   const token = () => scopedToken(app, s);
   const authStrategy = () =>

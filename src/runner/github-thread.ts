@@ -1,5 +1,6 @@
 /** GitHubThread over an installation's Octokit (REST only). */
 import type { ProbotOctokit } from "probot";
+import type { RequestCounter } from "../github/request-count.js";
 import type {
   ConfigResult,
   GitHubThread,
@@ -42,13 +43,17 @@ export interface GitHubThreadOptions {
   };
   /** The token git fetches the mirror with (scoped: this repository, contents read). */
   gitToken?: () => Promise<string>;
+  /** What counts `octokit`'s requests (src/github/request-count.ts); the thread reports it. */
+  counter?: RequestCounter;
 }
 
 export function githubThread(o: GitHubThreadOptions): GitHubThread {
   const [owner = "", repo = ""] = o.repo.split("/");
   const { octokit } = o;
+  const { counter } = o;
   return {
     cloneUrl: o.cloneUrl,
+    ...(counter ? { requests: () => counter.count } : {}),
     async token() {
       if (o.gitToken) return o.gitToken();
       const auth = (await octokit.auth({ type: "installation" })) as { token: string };

@@ -67,6 +67,11 @@ export interface GitHubThread {
   loadConfig(): Promise<ConfigResult>;
   /** Publishing the agent's changes (src/publish/). Absent: the thread cannot publish. */
   writer?: RepoWriter;
+  /**
+   * GitHub requests this thread's client has made so far (a 304 not counted: GitHub does not
+   * charge it). Absent: not counted.
+   */
+  requests?(): number;
 }
 
 export type ProgressEvent = { kind: "text"; text: string } | { kind: "tool"; name: string };

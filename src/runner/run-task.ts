@@ -56,13 +56,20 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     last: FinalAnswer | Promise<FinalAnswer>,
     f: Omit<Finish, "answer">,
   ): Promise<boolean> => {
-    const ok = await finishTask(deps.pool, task.id, deps.runnerId, { ...f, answer: await last });
+    const answer = await last;
+    // Read after the answer is posted: the turn's count includes it.
+    const githubRequests = gh?.requests?.() ?? null;
+    const ok = await finishTask(deps.pool, task.id, deps.runnerId, {
+      ...f,
+      answer,
+      githubRequests,
+    });
     if (!ok)
       deps.log.warn({ task: task.id }, "lease lost: the task was finished or taken over elsewhere");
     return ok;
   };
 
-  let gh: GitHubThread;
+  let gh: GitHubThread | undefined;
   try {
     gh = await deps.github(task);
   } catch (err) {

@@ -12,6 +12,7 @@ import { formatConfigProblems } from "../config/repo-config.js";
 import type { Pool } from "../db/pool.js";
 import type { Env } from "../env.js";
 import { appOctokit, githubApiUrl, readPrivateKey } from "../github/app-auth.js";
+import { RequestCounter } from "../github/request-count.js";
 import { cloneUrlFor } from "../github/git-auth.js";
 import {
   FETCH_PERMISSIONS,
@@ -163,14 +164,21 @@ export async function startRunner(opts: {
         repo: task.repo,
         repoId: task.repoId,
       };
+      // The turn's requests are counted (src/github/request-count.ts) and stored on its task.
+      const counter = new RequestCounter(task.installationId);
       const octokit = scopedOctokit(
         appClient,
         appOctokit(env),
         { ...scope, permissions: THREAD_PERMISSIONS },
-        { baseUrl: githubApiUrl(env), log: log.child({ component: "github" }) },
+        {
+          baseUrl: githubApiUrl(env),
+          log: log.child({ component: "github" }),
+          githubRequests: counter,
+        },
       );
       return githubThread({
         octokit,
+        counter,
         gitToken: () => scopedToken(appClient, { ...scope, permissions: FETCH_PERMISSIONS }),
         repo: task.repo,
         cloneUrl: cloneUrlFor(env, task.repo),

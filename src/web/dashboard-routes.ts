@@ -19,6 +19,7 @@ import {
   sessionCookieHeader,
   sessionCookieValue,
 } from "./access.js";
+import { requestTally } from "../github/request-count.js";
 import type { DashboardStats } from "./browser/stats.js";
 import { conversationPage, noConversationPage } from "./conversation-page.js";
 import { dashboardPage, forbiddenPage, loginPage } from "./dashboard-page.js";
@@ -132,7 +133,9 @@ export function dashboardRoutes(deps: AppDeps, opts: DashboardOptions = {}): Han
     }
     res.setHeader("server-timing", `db;dur=${(performance.now() - started).toFixed(1)}`);
     // What the page's script reads of it (browser/stats.d.ts): checked here, at compile time.
-    return sendJson(res, 200, body satisfies DashboardStats);
+    // GitHub's rate-limit headroom is this process's own (its last responses), not Postgres's.
+    const githubHeadroom = Object.fromEntries(requestTally.headroom);
+    return sendJson(res, 200, { ...body, githubHeadroom } satisfies DashboardStats);
   }
 
   async function page(

@@ -4,7 +4,8 @@ import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadEnv } from "../../src/env.js";
 import { createLogger } from "../../src/log.js";
-import type { Stats } from "../../src/sql/stats/figures.js";
+import { recordGithubRequest, type Headroom } from "../../src/github/request-count.js";
+import type { Stats as DbStats } from "../../src/sql/stats/figures.js";
 import { dashboardRoutes } from "../../src/web/dashboard-routes.js";
 import { serveHandlers, type Served } from "../../src/web/http.js";
 import { seedRealisticTasks } from "../helpers/dashboard-seed.js";
@@ -33,6 +34,12 @@ beforeAll(async () => {
     );
   }
   await seedRealisticTasks(db.pool, { now: NOW });
+  // The headroom is the serving process's own: one response from GitHub with its headers.
+  recordGithubRequest({
+    installation: 9301,
+    kind: "intake",
+    response: { status: 200, headers: { "x-ratelimit-remaining": "4321" } },
+  });
   server = await serveHandlers([
     dashboardRoutes({
       env: loadEnv({ TETHER_DASHBOARD_TOKEN: TOKEN, LOG_LEVEL: "silent" }),
@@ -64,6 +71,9 @@ afterAll(async () => {
   await browser?.close();
   await server?.close();
 });
+
+/** What /api/stats answers: the figures from Postgres and this process's GitHub headroom. */
+type Stats = DbStats & { githubHeadroom: Record<string, Headroom> };
 
 async function apiStats(range: string): Promise<Stats> {
   const res = await fetch(`${server.url}/api/stats?range=${range}`, {
@@ -165,6 +175,14 @@ async function expectPageMatches(page: Page, s: Stats): Promise<void> {
   // CI loops by how they ended, every state shown (#29).
   for (const [state, count] of Object.entries(s.ci.loops))
     expect(await page.locator(`[data-ci="${state}"]`).textContent()).toBe(`${state} ${int(count)}`);
+  // GitHub requests per turn by kind, and the headroom GitHub last reported (#34).
+  expect(s.githubRequests.followUp.median).not.toBeNull();
+  for (const [kind, f] of Object.entries(s.githubRequests))
+    expect(await page.locator(`[data-gh-requests="${kind}"]`).textContent()).toBe(
+      `${kind} ${f.median === null ? "–" : int(f.median)}`,
+    );
+  expect(s.githubHeadroom["9301"]?.remaining).toBe(4321);
+  expect(await page.locator('[data-gh-headroom="9301"]').textContent()).toBe("#9301 4,321 left");
 }
 
 describe("the dashboard in chromium", () => {

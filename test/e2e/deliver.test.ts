@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase } from "../helpers/db.js";
 import { startStack, REPO, type Stack } from "../helpers/e2e-stack.js";
 import { lastUserText, replies, userTexts, type FakeReply } from "../helpers/fake-anthropic.js";
+import { lastSeq, turnRequests } from "../helpers/turn-requests.js";
 
 const CONFIG = `
 agents:
@@ -106,6 +107,7 @@ describe(
           "Fixed: the parser keeps the last line now.",
         ),
       );
+      const ghFrom = lastSeq(stack.gh);
       const task = await finished(
         await stack.comment(issue, "@tether fix the off-by-one in parser.js"),
       );
@@ -114,6 +116,11 @@ describe(
         publish_result: "published",
         commits_pushed: 1,
       });
+      // A publishing turn's GitHub requests (#34): Tether's count is the stand-in's, pull
+      // request included.
+      const made = turnRequests(stack.gh, ghFrom);
+      expect(made.map((r) => r.route)).toContain("POST /repos/{owner}/{repo}/pulls");
+      expect(task.github_requests).toBe(made.length);
       const branch = `tether/${issue}-tether`;
       expect(fileAt(`refs/heads/${branch}`, "src/parser.js")).toContain("\\r?\\n");
       expect(await stack.gh.sha(REPO, "main")).toBe(mainBefore);

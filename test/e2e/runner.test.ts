@@ -9,6 +9,7 @@ import { execFileSync } from "node:child_process";
 import { createTestDatabase } from "../helpers/db.js";
 import { startStack, REPO, type Stack } from "../helpers/e2e-stack.js";
 import { lastUserText, replies, userTexts, type FakeRequest } from "../helpers/fake-anthropic.js";
+import { lastSeq, turnRequests } from "../helpers/turn-requests.js";
 
 const CONFIG = `
 agents:
@@ -85,9 +86,15 @@ describe(
         await stack.comment(n, "@tether FIRST-REQUEST explain split()"),
       );
       const m = mark();
+      const ghFrom = lastSeq(stack.gh);
       const second = await stack.finishedTask(
         await stack.comment(n, "@tether SECOND-REQUEST now add a test", "bob"),
       );
+      // Tether's own count of the turn's GitHub requests (#34) is the stand-in's count of the
+      // requests made with the turn's tokens.
+      const made = turnRequests(stack.gh, ghFrom);
+      expect(made.length).toBeGreaterThan(0);
+      expect(second.github_requests).toBe(made.length);
       expect(second).toMatchObject({
         status: "succeeded",
         resume_decision: "resume",

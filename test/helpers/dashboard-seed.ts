@@ -167,7 +167,7 @@ export async function seedRealisticTasks(
                         resume_decision, resume_reason, is_follow_up, outcome, model,
                         input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens,
                         cost_usd, num_turns, duration_ms, answer_comment_id, created_at,
-                        finished_at)
+                        finished_at, github_requests)
      SELECT repo, 1, issue, agent, status, 900000 + g, author,
             'https://github.com/' || repo || '/issues/' || issue || '#issuecomment-' || (900000 + g),
             '@tether please look', CASE WHEN g % 3 = 0 THEN 'runner-eu-2' ELSE 'runner-eu-1' END,
@@ -179,7 +179,8 @@ export async function seedRealisticTasks(
             CASE WHEN resumed THEN 35000 + (r4 * 50000)::int ELSE (r4 * 4000)::int END,
             CASE WHEN resumed THEN 800 + (r4 * 2500)::int ELSE 30000 + (r4 * 30000)::int END,
             round((CASE WHEN resumed THEN 0.02 + r4 * 0.05 ELSE 0.18 + r4 * 0.22 END)::numeric, 6),
-            1 + (r4 * 6)::int, 8000 + (r4 * 90000)::int, 800000 + g, created, created + interval '90 seconds'
+            1 + (r4 * 6)::int, 8000 + (r4 * 90000)::int, 800000 + g, created, created + interval '90 seconds',
+            CASE WHEN follow_up THEN 6 + g % 3 ELSE 5 + g % 2 END
        FROM (SELECT *, follow_up AND r2 < 0.82 AS resumed,
                     CASE WHEN NOT follow_up THEN 'no_prior_session'
                          WHEN r2 < 0.82 THEN 'resumed'

@@ -399,6 +399,41 @@ describe("/api/stats on seeded tasks", () => {
     expect(after).toEqual({ ...before, label: before.label! + 2, review: before.review! + 1 });
   });
 
+  it("GitHub requests per turn by kind: first, follow-up, publishing; median and mean (#34)", async () => {
+    const before = (await api("24h")).body.githubRequests;
+    const none = { turns: 0, median: null, mean: null };
+    expect(before).toEqual({ first: none, followUp: none, publishing: none });
+    const at = new Date(NOW.getTime() - 3600_000);
+    const seed = (github_requests: number | null, more: Record<string, unknown> = {}) =>
+      seedTask(db.pool, {
+        repo: "octo/requests",
+        status: "succeeded",
+        outcome: "success",
+        created_at: at,
+        finished_at: at,
+        is_follow_up: false,
+        github_requests,
+        ...more,
+      });
+    await seed(5);
+    await seed(7);
+    await seed(6, { is_follow_up: true });
+    await seed(6, { is_follow_up: true });
+    await seed(9, { is_follow_up: true });
+    await seed(10, { is_follow_up: true, publish_result: "published" });
+    await seed(null, { is_follow_up: true }); // recorded before the count: left out
+    await seed(99, { created_at: new Date(NOW.getTime() - 3 * 24 * 3600_000) }); // outside 24h
+    await seed(99, { status: "running", finished_at: null, locked_by: "r" }); // not finished
+    const { body } = await api("24h");
+    expect(body.githubRequests).toEqual({
+      first: { turns: 2, median: 6, mean: 6 },
+      followUp: { turns: 3, median: 6, mean: 7 },
+      publishing: { turns: 1, median: 10, mean: 10 },
+    });
+    // The 7-day window takes the turn from three days ago.
+    expect((await api("7d")).body.githubRequests.first).toEqual({ turns: 3, median: 7, mean: 37 });
+  });
+
   it("counts CI loops started in the window by how they ended, every state listed", async () => {
     const before = (await api("24h")).body.ci;
     expect(Object.keys(before.loops).sort()).toEqual(["green", "limit", "open", "stopped"]);

@@ -18,6 +18,7 @@ import type { RefusedRow, RepoAggRow } from "./repos.js";
 import { NO_MOVES } from "./sessions.js";
 import { triggerFigures, type TriggerRow } from "./triggers.js";
 import { ciLoopFigures, type CiLoopRow } from "./ci-loops.js";
+import { githubRequestFigures, type GithubRequestRow } from "./github-requests.js";
 import type { HourRow } from "./turns.js";
 import type { StatsWindow } from "./window.js";
 
@@ -104,6 +105,8 @@ export interface StatsParts {
   triggers?: TriggerRow[];
   /** CI loops by state; absent reads as none. */
   ciLoops?: CiLoopRow[];
+  /** GitHub requests per turn by kind; absent reads as none. */
+  githubRequests?: GithubRequestRow[];
 }
 
 /** Outcomes a turn can have: every outcome but limit_refused, which a task gets without running. */
@@ -253,5 +256,6 @@ export function assemble(w: StatsWindow, parts: StatsParts): Stats {
     changes: changesFigures(parts.changes ?? []),
     triggers: triggerFigures(parts.triggers ?? []),
     ci: ciLoopFigures(parts.ciLoops ?? []),
+    githubRequests: githubRequestFigures(parts.githubRequests ?? []),
   };
 }

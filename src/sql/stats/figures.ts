@@ -188,9 +188,17 @@ export interface Stats {
    * stopped, limit; zeros included) and the automatic turns they queued.
    */
   ci: CiLoopFigures;
+  /**
+   * GitHub requests per turn of tasks queued in the window, by kind: first, followUp (neither
+   * publishing), publishing (published its changes); median and mean of tasks.github_requests.
+   */
+  githubRequests: Record<RequestTurnKind, TurnRequestFigures>;
 }
 
 /** Publishes of turns that finished in the window. */
+export type { RequestTurnKind, TurnRequestFigures } from "./github-requests.js";
+import type { RequestTurnKind, TurnRequestFigures } from "./github-requests.js";
+
 export interface ChangesFigures {
   /** Turns whose changes were pushed. */
   published: number;

@@ -11,6 +11,7 @@ import { DEFAULT_STATS_TIMEOUT_MS, inSnapshot } from "./snapshot.js";
 import { sessionMoves } from "./sessions.js";
 import { triggerRows } from "./triggers.js";
 import { ciLoopRows } from "./ci-loops.js";
+import { githubRequestRows } from "./github-requests.js";
 import { hourRows } from "./turns.js";
 import { statsWindow, type StatsRange } from "./window.js";
 
@@ -47,6 +48,7 @@ export async function readStats(pool: Pool, opts: ReadStatsOptions): Promise<Sta
     const sessions = await sessionMoves(c, window);
     const triggers = await triggerRows(c, window);
     const ciLoops = await ciLoopRows(c, window);
+    const githubRequests = await githubRequestRows(c, window);
     return assemble(window, {
       hours,
       repos,
@@ -58,6 +60,7 @@ export async function readStats(pool: Pool, opts: ReadStatsOptions): Promise<Sta
       sessions,
       triggers,
       ciLoops,
+      githubRequests,
     });
   });
 }

@@ -31,6 +31,8 @@ export interface Finish {
   answerBytes?: number | null;
   /** The prompt cache's lifetime the turn asked for; null when it set none (Codex). */
   cacheTtl?: CacheTtl | null;
+  /** GitHub requests the turn's client made (src/github/request-count.ts); null: not counted. */
+  githubRequests?: number | null;
 }
 
 /**
@@ -56,6 +58,7 @@ export async function finishTask(
             answer_pending = $17, answer_body = $18,
             answer_next_at = CASE WHEN $17 THEN now() + make_interval(secs => $19::double precision / 1000) END,
             prompt_bytes = $20, answer_bytes = $21, cache_ttl = COALESCE($22, cache_ttl),
+            github_requests = $23,
             finished_at = now(), updated_at = now(), locked_by = NULL, heartbeat_at = NULL
       WHERE id = $1 AND locked_by = $2 AND status = 'running'`,
     [
@@ -81,6 +84,7 @@ export async function finishTask(
       f.promptBytes ?? null,
       f.answerBytes ?? null,
       f.cacheTtl ?? null,
+      f.githubRequests ?? null,
     ],
   );
   return res.rowCount === 1;

@@ -719,6 +719,33 @@
   }
 
   /** @param {Stats} d */
+  function renderGithubRequests(d) {
+    var box = /** @type {HTMLElement} */ (document.getElementById("github-requests"));
+    box.textContent = "";
+    var r = d.githubRequests || {};
+    Object.keys(r).forEach(function (k) {
+      var m = r[k].median;
+      box.appendChild(
+        h("span", {
+          cls: "pill",
+          "data-gh-requests": k,
+          text: k + " " + (m === null ? "–" : int(m)),
+        }),
+      );
+    });
+    var left = d.githubHeadroom || {};
+    Object.keys(left).forEach(function (k) {
+      box.appendChild(
+        h("span", {
+          cls: "pill",
+          "data-gh-headroom": k,
+          text: "#" + k + " " + int(left[k].remaining) + " left",
+        }),
+      );
+    });
+  }
+
+  /** @param {Stats} d */
   function renderOutcomes(d) {
     var box = /** @type {HTMLElement} */ (document.getElementById("outcomes"));
     box.textContent = "";
@@ -939,6 +966,7 @@
     renderOutcomes(d);
     renderTriggers(d);
     renderCiLoops(d);
+    renderGithubRequests(d);
     renderClis(d);
     renderChanges(d);
     renderRepos(d);

@@ -60,6 +60,10 @@ export interface DashboardStats {
   triggers?: Record<string, number>;
   /** CI loops started in the range, by state (open, green, stopped, limit), and their turns. */
   ci?: { loops: Record<string, number>; turns: number };
+  /** GitHub requests per turn by kind (first, followUp, publishing): median and mean. */
+  githubRequests?: Record<string, { turns: number; median: number | null; mean: number | null }>;
+  /** Per installation: the x-ratelimit-remaining this process last had from GitHub. */
+  githubHeadroom?: Record<string, { remaining: number; limit: number | null }>;
 }
 
 export interface DashboardCostProfile {

@@ -1,0 +1,32 @@
+/**
+ * The GitHub requests a turn's own client made, as the GitHub stand-in logged them: REST
+ * requests made with a token scoped like the runner's thread client (THREAD_PERMISSIONS, see
+ * src/github/scoped-auth.ts), from `fromSeq` on. Intake's requests (its unscoped installation
+ * token), the app's token requests (its JWT) and git's (the fetch and push tokens) are not the
+ * turn client's. What the task's `github_requests` (src/github/request-count.ts) must equal.
+ */
+import { THREAD_PERMISSIONS } from "../../src/github/scoped-auth.js";
+import type { FakeGitHub, RecordedRequest } from "./fake-github.js";
+
+function isThreadToken(gh: FakeGitHub, token: string | undefined): boolean {
+  const grant = token ? gh.tokenGrant(token) : undefined;
+  if (!grant) return false;
+  const want = { metadata: "read", ...THREAD_PERMISSIONS };
+  const got = grant.permissions;
+  return (
+    Object.keys(got).length === Object.keys(want).length &&
+    Object.entries(want).every(([k, v]) => got[k] === v)
+  );
+}
+
+/** Requests with the turn client's tokens, after the request numbered `fromSeq`. */
+export function turnRequests(gh: FakeGitHub, fromSeq: number): RecordedRequest[] {
+  return gh.requests.filter(
+    (r) => r.seq > fromSeq && r.kind === "rest" && isThreadToken(gh, r.token),
+  );
+}
+
+/** The stand-in's last request number so far (pass it to turnRequests before a turn). */
+export function lastSeq(gh: FakeGitHub): number {
+  return gh.requests.at(-1)?.seq ?? 0;
+}
