@@ -2,6 +2,7 @@
  * The resume decision: resume the key's prior session, or start fresh, and why.
  * A pure function of its input, so every guard in design.md has a row in a table test.
  */
+import type { TaskKey } from "./task.js";
 
 export const FRESH_REASONS = [
   "no_prior_session",
@@ -128,6 +129,8 @@ export type ResumeDecision =
       reason: ResumeReason;
       /** Branch a new session off `sessionId` (`--fork-session`) instead of resuming it. */
       fork?: boolean;
+      /** A fork's source conversation: where its transcript is stored (another agent's key). */
+      forkFrom?: TaskKey;
     }
   | { kind: "fresh"; reason: FreshReason; priorSessionId: string | null };
 

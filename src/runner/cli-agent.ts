@@ -22,7 +22,7 @@ interface TurnHome {
   home: string;
   restored: AgentRunResult["restored"];
 }
-type HomeRequest = Pick<AgentRunRequest, "key" | "cwd" | "resumeSessionId">;
+type HomeRequest = Pick<AgentRunRequest, "key" | "cwd" | "resumeSessionId" | "transcriptKey">;
 
 export interface CliAgentOptions {
   log: Logger;
@@ -57,7 +57,7 @@ export function cliAgent(cli: CliAdapter, opts: CliAgentOptions): Agent {
     // A transcript that cannot be restored leaves the CLI nothing to resume: it says so,
     // and the turn retries fresh (resume_rejected).
     const r = await c.transcripts
-      .restore(req.key, req.resumeSessionId, home, cwd)
+      .restore(req.transcriptKey ?? req.key, req.resumeSessionId, home, cwd)
       .catch((err: Error) => {
         opts.log.warn({ err: err.message }, "could not restore the session's transcript");
         return null;

@@ -89,6 +89,11 @@ export interface AgentRunRequest {
   resumeSessionId: string | null;
   /** Branch a new session off `resumeSessionId` (`/from`) and leave that one as it was. */
   forkSession?: boolean;
+  /**
+   * Whose stored transcript the resumed session is: a fork's source conversation (another
+   * agent's key on the issue). Absent: `key`'s own.
+   */
+  transcriptKey?: AgentRunRequest["key"];
   settings: AgentSettings;
   systemPrompt: string;
   signal: AbortSignal;
@@ -185,7 +190,7 @@ export interface Agent {
    * returns at once; pass the result as the run's `staged`. Null or absent: nothing to stage.
    */
   stage?(
-    req: Pick<AgentRunRequest, "key" | "cwd" | "resumeSessionId">,
+    req: Pick<AgentRunRequest, "key" | "cwd" | "resumeSessionId" | "transcriptKey">,
     cli?: CliKind,
   ): StagedRun | null;
   run(req: AgentRunRequest): Promise<AgentRunResult>;

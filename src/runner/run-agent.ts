@@ -71,6 +71,9 @@ export async function runAgent(a: AgentTurn, decision: ResumeDecision): Promise<
     prompt,
     resumeSessionId,
     ...(fork ? { forkSession: true } : {}),
+    ...(fork && decision.kind === "resume" && decision.forkFrom
+      ? { transcriptKey: decision.forkFrom }
+      : {}),
     settings,
     systemPrompt,
     signal,

@@ -223,6 +223,9 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
         key,
         cwd: workDir,
         resumeSessionId: decision.kind === "resume" ? decision.sessionId : null,
+        ...(decision.kind === "resume" && decision.forkFrom
+          ? { transcriptKey: decision.forkFrom }
+          : {}),
       },
       cli,
     ) ?? null;

@@ -92,7 +92,9 @@ export async function decideFork(
     workDirExists: false,
     now: d.now,
   });
-  return decided.kind === "resume" ? { ...decided, reason: "forked", fork: true } : decided;
+  return decided.kind === "resume"
+    ? { ...decided, reason: "forked", fork: true, forkFrom: source.key }
+    : decided;
 }
 
 export async function record(
