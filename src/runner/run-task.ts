@@ -404,6 +404,12 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     promptBytes,
     answerBytes: result.text === null ? null : Buffer.byteLength(result.text),
     cacheTtl,
+    review:
+      review === null
+        ? null
+        : review.kind === "posted"
+          ? { result: "posted", lineComments: review.onLines }
+          : { result: "failed", lineComments: 0 },
   });
   if (finished) {
     deps.onFinished?.({

@@ -128,6 +128,8 @@ export function dashboardPage(nonce: string, opts: { signOut: boolean }): string
       <div id="triggers" class="chips"></div>
       <div class="panel-head sub"><h2>CI loops</h2><span class="muted">automatic CI turns, by how they ended</span></div>
       <div id="ci-loops" class="chips"></div>
+      <div class="panel-head sub"><h2>Reviews</h2><span class="muted">posted on pull requests, with the agents' line comments</span></div>
+      <div id="reviews" class="chips"></div>
       <div class="panel-head sub"><h2>GitHub requests per turn</h2><span class="muted">median by kind; headroom left per installation</span></div>
       <div id="github-requests" class="chips"></div>
       <div class="panel-head sub"><h2>Changes</h2><span class="muted">what agents' changes became</span></div>

@@ -175,6 +175,15 @@ async function expectPageMatches(page: Page, s: Stats): Promise<void> {
   // CI loops by how they ended, every state shown (#29).
   for (const [state, count] of Object.entries(s.ci.loops))
     expect(await page.locator(`[data-ci="${state}"]`).textContent()).toBe(`${state} ${int(count)}`);
+  // Reviews the agents posted (#29).
+  for (const [label, count] of [
+    ["posted", s.reviews.posted],
+    ["failed", s.reviews.failed],
+    ["line comments", s.reviews.lineComments],
+  ] as const)
+    expect(await page.locator(`[data-reviews="${label}"]`).textContent()).toBe(
+      `${label} ${int(count)}`,
+    );
   // GitHub requests per turn by kind, and the headroom GitHub last reported (#34).
   expect(s.githubRequests.followUp.median).not.toBeNull();
   for (const [kind, f] of Object.entries(s.githubRequests))

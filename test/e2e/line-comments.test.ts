@@ -112,7 +112,13 @@ describe(
         await stack.comment(n, "@tether review this change"),
         150_000,
       );
-      expect(task).toMatchObject({ status: "succeeded", is_pull_request: true });
+      // The review is counted on the task: one comment on the diff's lines (the other in its body).
+      expect(task).toMatchObject({
+        status: "succeeded",
+        is_pull_request: true,
+        review_result: "posted",
+        review_line_comments: 1,
+      });
       const reqs = stack.api.messageRequests().slice(from);
       // The tool reached the model directly in the request's tool list (not deferred behind
       // ToolSearch), and both calls were recorded.
@@ -136,7 +142,11 @@ describe(
         await stack.comment(n, "@tether did you comment on the README?"),
         150_000,
       );
-      expect(next).toMatchObject({ status: "succeeded", resume_decision: "resume" });
+      expect(next).toMatchObject({
+        status: "succeeded",
+        resume_decision: "resume",
+        review_result: null,
+      });
       const resumed = JSON.stringify(stack.api.messageRequests().slice(m)[0]!.body);
       expect(resumed).toContain("mcp__tether__comment_on_line");
       expect(resumed).toContain(REMARK);

@@ -434,6 +434,32 @@ describe("/api/stats on seeded tasks", () => {
     expect((await api("7d")).body.githubRequests.first).toEqual({ turns: 3, median: 7, mean: 37 });
   });
 
+  it("counts the reviews agents posted, refused ones apart, and their line comments (#29)", async () => {
+    expect((await api("24h")).body.reviews).toEqual({ posted: 0, failed: 0, lineComments: 0 });
+    const at = new Date(NOW.getTime() - 3600_000);
+    const seed = (
+      review_result: string | null,
+      review_line_comments: number | null,
+      created_at = at,
+    ) =>
+      seedTask(db.pool, {
+        repo: "octo/reviews",
+        status: "succeeded",
+        outcome: "success",
+        created_at,
+        finished_at: created_at,
+        review_result,
+        review_line_comments,
+      });
+    await seed("posted", 3);
+    await seed("posted", 0); // every comment was off the diff: in the review's body
+    await seed("failed", 0);
+    await seed(null, null); // a turn that asked for no review
+    await seed("posted", 5, new Date(NOW.getTime() - 3 * 24 * 3600_000)); // outside 24h
+    expect((await api("24h")).body.reviews).toEqual({ posted: 2, failed: 1, lineComments: 3 });
+    expect((await api("7d")).body.reviews).toEqual({ posted: 3, failed: 1, lineComments: 8 });
+  });
+
   it("counts CI loops started in the window by how they ended, every state listed", async () => {
     const before = (await api("24h")).body.ci;
     expect(Object.keys(before.loops).sort()).toEqual(["green", "limit", "open", "stopped"]);

@@ -18,6 +18,7 @@ import type { RefusedRow, RepoAggRow } from "./repos.js";
 import { NO_MOVES } from "./sessions.js";
 import { triggerFigures, type TriggerRow } from "./triggers.js";
 import { ciLoopFigures, type CiLoopRow } from "./ci-loops.js";
+import type { ReviewFigures } from "./reviews.js";
 import { githubRequestFigures, type GithubRequestRow } from "./github-requests.js";
 import type { HourRow } from "./turns.js";
 import type { StatsWindow } from "./window.js";
@@ -105,6 +106,7 @@ export interface StatsParts {
   triggers?: TriggerRow[];
   /** CI loops by state; absent reads as none. */
   ciLoops?: CiLoopRow[];
+  reviews?: ReviewFigures;
   /** GitHub requests per turn by kind; absent reads as none. */
   githubRequests?: GithubRequestRow[];
 }
@@ -256,6 +258,7 @@ export function assemble(w: StatsWindow, parts: StatsParts): Stats {
     changes: changesFigures(parts.changes ?? []),
     triggers: triggerFigures(parts.triggers ?? []),
     ci: ciLoopFigures(parts.ciLoops ?? []),
+    reviews: parts.reviews ?? { posted: 0, failed: 0, lineComments: 0 },
     githubRequests: githubRequestFigures(parts.githubRequests ?? []),
   };
 }

@@ -1,5 +1,6 @@
 /** What /api/stats returns: the Stats shape and its parts, reason and outcome words, bounds. */
 import { z } from "zod";
+import type { ReviewFigures } from "./reviews.js";
 import { REASON_CODES } from "../../core/resume-decision.js";
 import { OUTCOMES } from "../../core/task.js";
 import type { StatsBucket, StatsRange } from "./window.js";
@@ -188,6 +189,8 @@ export interface Stats {
    * stopped, limit; zeros included) and the automatic turns they queued.
    */
   ci: CiLoopFigures;
+  /** Reviews agents posted on pull requests, of tasks queued in the window. */
+  reviews: ReviewFigures;
   /**
    * GitHub requests per turn of tasks queued in the window, by kind: first, followUp (neither
    * publishing), publishing (published its changes); median and mean of tasks.github_requests.

@@ -10,6 +10,7 @@ import { runnerRows } from "./runners.js";
 import { DEFAULT_STATS_TIMEOUT_MS, inSnapshot } from "./snapshot.js";
 import { sessionMoves } from "./sessions.js";
 import { triggerRows } from "./triggers.js";
+import { reviewFigures } from "./reviews.js";
 import { ciLoopRows } from "./ci-loops.js";
 import { githubRequestRows } from "./github-requests.js";
 import { hourRows } from "./turns.js";
@@ -48,6 +49,7 @@ export async function readStats(pool: Pool, opts: ReadStatsOptions): Promise<Sta
     const sessions = await sessionMoves(c, window);
     const triggers = await triggerRows(c, window);
     const ciLoops = await ciLoopRows(c, window);
+    const reviews = await reviewFigures(c, window);
     const githubRequests = await githubRequestRows(c, window);
     return assemble(window, {
       hours,
@@ -60,6 +62,7 @@ export async function readStats(pool: Pool, opts: ReadStatsOptions): Promise<Sta
       sessions,
       triggers,
       ciLoops,
+      reviews,
       githubRequests,
     });
   });

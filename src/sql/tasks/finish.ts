@@ -33,6 +33,8 @@ export interface Finish {
   cacheTtl?: CacheTtl | null;
   /** GitHub requests the turn's client made (src/github/request-count.ts); null: not counted. */
   githubRequests?: number | null;
+  /** The review the turn posted with the agent's line comments; null: none was asked for. */
+  review?: { result: "posted" | "failed"; lineComments: number } | null;
 }
 
 /**
@@ -58,7 +60,7 @@ export async function finishTask(
             answer_pending = $17, answer_body = $18,
             answer_next_at = CASE WHEN $17 THEN now() + make_interval(secs => $19::double precision / 1000) END,
             prompt_bytes = $20, answer_bytes = $21, cache_ttl = COALESCE($22, cache_ttl),
-            github_requests = $23,
+            github_requests = $23, review_result = $24, review_line_comments = $25,
             finished_at = now(), updated_at = now(), locked_by = NULL, heartbeat_at = NULL
       WHERE id = $1 AND locked_by = $2 AND status = 'running'`,
     [
@@ -85,6 +87,8 @@ export async function finishTask(
       f.answerBytes ?? null,
       f.cacheTtl ?? null,
       f.githubRequests ?? null,
+      f.review?.result ?? null,
+      f.review?.lineComments ?? null,
     ],
   );
   return res.rowCount === 1;

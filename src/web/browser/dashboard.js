@@ -719,6 +719,26 @@
   }
 
   /** @param {Stats} d */
+  function renderReviews(d) {
+    var box = /** @type {HTMLElement} */ (document.getElementById("reviews"));
+    box.textContent = "";
+    var r = d.reviews || { posted: 0, failed: 0, lineComments: 0 };
+    [
+      ["posted", r.posted],
+      ["failed", r.failed],
+      ["line comments", r.lineComments],
+    ].forEach(function (x) {
+      box.appendChild(
+        h("span", {
+          cls: "pill",
+          "data-reviews": String(x[0]),
+          text: x[0] + " " + int(Number(x[1])),
+        }),
+      );
+    });
+  }
+
+  /** @param {Stats} d */
   function renderGithubRequests(d) {
     var box = /** @type {HTMLElement} */ (document.getElementById("github-requests"));
     box.textContent = "";
@@ -966,6 +986,7 @@
     renderOutcomes(d);
     renderTriggers(d);
     renderCiLoops(d);
+    renderReviews(d);
     renderGithubRequests(d);
     renderClis(d);
     renderChanges(d);

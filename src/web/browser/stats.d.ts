@@ -60,6 +60,7 @@ export interface DashboardStats {
   triggers?: Record<string, number>;
   /** CI loops started in the range, by state (open, green, stopped, limit), and their turns. */
   ci?: { loops: Record<string, number>; turns: number };
+  reviews?: { posted: number; failed: number; lineComments: number };
   /** GitHub requests per turn by kind (first, followUp, publishing): median and mean. */
   githubRequests?: Record<string, { turns: number; median: number | null; mean: number | null }>;
   /** Per installation: the x-ratelimit-remaining this process last had from GitHub. */
