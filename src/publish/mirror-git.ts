@@ -175,10 +175,15 @@ export class MirrorGit {
     return out.map(({ sha: _sha, ...f }) => f);
   }
 
-  /** The diff as a patch (text; binary files named, not shown), cut at `maxBytes`. */
+  /**
+   * The diff as a patch, cut at `maxBytes`: what the secret scan reads. Every file as text
+   * (`--text`): a file the agent made to look binary (one NUL byte) would otherwise show as
+   * "Binary files differ" and none of its lines would be scanned.
+   */
   async diff(from: string, to: string, maxBytes: number): Promise<{ text: string; cut: boolean }> {
     const r = await this.run([
       "diff",
+      "--text",
       "--no-color",
       "--no-ext-diff",
       "--no-textconv",

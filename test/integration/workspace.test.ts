@@ -956,6 +956,31 @@ describe("publishing: the conversation branch and the turn's commit", () => {
     expect(await collect(w)).toEqual({ kind: "blocked", reason: "operation-in-progress" });
   });
 
+  it("drill: the secret scan reads a file made to look binary (a NUL byte) as text", async () => {
+    const { MirrorGit } = await import("../../src/publish/mirror-git.js");
+    const { scanDiff } = await import("../../src/publish/secret-scan.js");
+    const dir = path.join(scratch, `binary-secret-${++repoCount}`);
+    const git = (...args: string[]) =>
+      execa("git", ["-c", "user.name=t", "-c", "user.email=t@t", ...args], { cwd: dir });
+    await fs.mkdir(dir);
+    await git("init", "-q");
+    await fs.writeFile(path.join(dir, "README.md"), "base\n");
+    await git("add", "-A");
+    await git("commit", "-q", "-m", "base");
+    const base = (await git("rev-parse", "HEAD")).stdout.trim();
+    // git calls a file with a NUL byte binary and shows no line of it in a plain diff.
+    const token = `ghp_${"A1b2C3d4E5".repeat(4).slice(0, 36)}`;
+    await fs.writeFile(path.join(dir, "notes.dat"), `\0\ntoken = ${token}\n`);
+    await git("add", "-A");
+    await git("commit", "-q", "-m", "notes");
+    const head = (await git("rev-parse", "HEAD")).stdout.trim();
+    const m = new MirrorGit(ws.mirrors.git, dir, { repo, host: "", timeoutMs: 60_000 });
+    const diff = await m.diff(base, head, 1 << 20);
+    expect(scanDiff(diff.text, [])).toEqual([
+      { path: "notes.dat", line: 2, kind: "a GitHub token" },
+    ]);
+  });
+
   it("drill: a bundle left as a link (to another repository's mirror) is not read", async () => {
     const { MirrorGit } = await import("../../src/publish/mirror-git.js");
     const w = await prepare();
