@@ -15,7 +15,7 @@ import path from "node:path";
 import { createPool } from "../src/db/pool.js";
 import { createLogger } from "../src/log.js";
 import { postgresTranscripts } from "../src/sessions/postgres-transcripts.js";
-import { sessionFile } from "../src/sessions/transcripts.js";
+import { sessionFile } from "../src/claude/session-files.js";
 import { upsertSession } from "../src/sql/sessions.js";
 import { transcriptHead } from "../src/sql/transcripts.js";
 import { benchDatabase, median } from "./support.js";

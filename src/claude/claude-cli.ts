@@ -12,7 +12,7 @@ import type { CliAdapter, CliCapabilities, RunSettings } from "./runtime-adapter
 import { StreamParser, type StreamMessage } from "./stream-parser.js";
 import { summarizeUsage } from "./usage.js";
 import { readCostBefore } from "./session-cost.js";
-import { findTranscript } from "../sessions/transcripts.js";
+import { findTranscript } from "./session-files.js";
 
 /** The run options (cli-dialect.ts), every one optional: the binary defaults to resolveClaudePath. */
 export type ClaudeCliOptions = Partial<CliRunOptions>;

@@ -13,6 +13,7 @@
 import fs from "node:fs/promises";
 import path from "node:path";
 import type { TranscriptState } from "../core/resume-decision.js";
+import { findTranscript, isSessionId, sessionFile } from "../claude/session-files.js";
 
 export interface TranscriptKey {
   repo: string;
@@ -60,7 +61,7 @@ export const claudeLayout: TranscriptLayout = {
   place: (home, cwd, sessionId) => sessionFile(home, cwd, sessionId),
   keepsName: false,
   async legacy(cacheRoot, key, sessionId) {
-    if (!SESSION_FILE.test(sessionId)) return null;
+    if (!isSessionId(sessionId)) return null;
     const file = path.join(cacheRoot, keyDir(key), `${sessionId}.jsonl`);
     const st = await fs.stat(file).catch(() => null);
     return st?.isFile() ? { file, name: `${sessionId}.jsonl` } : null;
@@ -79,45 +80,6 @@ export interface Saved {
   bytes: number;
   /** Raw bytes written to the store by this save. */
   addedBytes: number;
-}
-
-/** The CLI's project directory name for a working directory. */
-export function projectDirName(cwd: string): string {
-  return cwd.replace(/[^A-Za-z0-9]/g, "-");
-}
-
-/** A session id as a file name: what the CLI prints, nothing that could walk a path. */
-const SESSION_FILE = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/;
-
-/** Where the CLI looks for a session's file, in `home`, working in `cwd`. */
-export function sessionFile(home: string, cwd: string, sessionId: string): string {
-  if (!SESSION_FILE.test(sessionId))
-    throw new Error(`not a session id: ${JSON.stringify(sessionId)}`);
-  return path.join(home, ".claude", "projects", projectDirName(cwd), `${sessionId}.jsonl`);
-}
-
-/**
- * The session's transcript in a HOME a sandbox wrote. The agent could have put links there
- * (`.claude` → some file of Tether's): no link is followed, and only a regular file counts.
- * Called after the run, when no process of the sandbox is left to swap a path meanwhile.
- */
-export async function findTranscript(
-  home: string,
-  sessionId: string,
-): Promise<{ file: string; size: number } | null> {
-  if (!SESSION_FILE.test(sessionId)) return null;
-  const projects = path.join(home, ".claude", "projects");
-  for (const dir of [path.join(home, ".claude"), projects]) {
-    const st = await fs.lstat(dir).catch(() => null);
-    if (!st?.isDirectory()) return null;
-  }
-  for (const entry of await fs.readdir(projects, { withFileTypes: true })) {
-    if (!entry.isDirectory()) continue;
-    const file = path.join(projects, entry.name, `${sessionId}.jsonl`);
-    const st = await fs.lstat(file).catch(() => null);
-    if (st?.isFile()) return { file, size: st.size };
-  }
-  return null;
 }
 
 /** A fresh, private HOME for one run, under `root`. */

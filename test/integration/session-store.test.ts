@@ -12,7 +12,7 @@ import { describe, expect, it } from "vitest";
 import { createLogger } from "../../src/log.js";
 import { postgresTranscripts } from "../../src/sessions/postgres-transcripts.js";
 import { codexLayout } from "../../src/sessions/rollouts.js";
-import { sessionFile } from "../../src/sessions/transcripts.js";
+import { sessionFile } from "../../src/claude/session-files.js";
 import { upsertSession } from "../../src/sql/sessions.js";
 import {
   chainDigest,

@@ -13,7 +13,7 @@ import { describe, expect, it } from "vitest";
 import { MIGRATIONS_DIR, migrate } from "../../src/db/migrate.js";
 import { createLogger } from "../../src/log.js";
 import { postgresTranscripts } from "../../src/sessions/postgres-transcripts.js";
-import { sessionFile } from "../../src/sessions/transcripts.js";
+import { sessionFile } from "../../src/claude/session-files.js";
 import { upsertSession } from "../../src/sql/sessions.js";
 import { transcriptHead } from "../../src/sql/transcripts.js";
 import { createEmptyDatabase, createTestDatabase } from "../helpers/db.js";
