@@ -5,6 +5,7 @@
  * same Chain that GET /api/conversations/… returns as JSON, so the two cannot disagree; every
  * value goes through escapeHtml, and numbers carry their exact value in data-value.
  */
+import { shortSessionId } from "../core/redact.js";
 import { conversationPath } from "../core/conversation-path.js";
 import type { Chain, ChainSession, ChainTurn } from "../sql/stats/conversation.js";
 import { escapeHtml as e, shell } from "./dashboard-page.js";
@@ -102,7 +103,7 @@ function sessionsTable(chain: Chain): string {
         : broken
           ? `<a data-download="${e(s.sessionId)}" href="${e(`${conversationPath(chain)}/transcripts/${encodeURIComponent(s.sessionId)}`)}" download>download (${e(bytes(s.transcriptBytes))})</a>`
           : muted(bytes(s.transcriptBytes));
-    return `<tr data-session="${e(s.sessionId)}"><td class="mono" title="${e(s.sessionId)}">${e(s.sessionId.slice(0, 8))}…</td><td>${e(s.cli)}</td><td>${pill(s.state === "active" ? "resumed" : s.state, s.state)}${s.stateReason ? ` <span class="muted">${e(s.stateReason)}</span>` : ""}</td><td>${when(s.createdAt)}</td><td>${when(s.lastUsedAt)}</td><td>${transcript}</td></tr>`;
+    return `<tr data-session="${e(s.sessionId)}"><td class="mono" title="${e(s.sessionId)}">${e(shortSessionId(s.sessionId))}…</td><td>${e(s.cli)}</td><td>${pill(s.state === "active" ? "resumed" : s.state, s.state)}${s.stateReason ? ` <span class="muted">${e(s.stateReason)}</span>` : ""}</td><td>${when(s.createdAt)}</td><td>${when(s.lastUsedAt)}</td><td>${transcript}</td></tr>`;
   };
   return `${head}<tbody>${chain.sessions.map(row).join("")}</tbody>`;
 }
@@ -149,7 +150,7 @@ function turnsTable(turns: ChainTurn[]): string {
       : pill(t.status, t.status);
     const n = (v: number | null, text = int(v)) =>
       `<td class="n"${v === null ? "" : ` data-value="${v}"`}>${e(text)}</td>`;
-    return `<tr data-task="${t.id}"><td class="n">${t.id}</td><td>${when(t.createdAt)}</td><td title="${e(`asked by ${t.triggerAuthor}`)}">${link(t.triggerUrl, t.trigger)}</td><td class="mono" title="${e(t.sessionId ?? "")}">${t.sessionId ? `${e(t.sessionId.slice(0, 8))}…` : "–"}</td><td>${decision}</td><td>${t.model ? e(t.model) : muted()}${t.cacheTtl ? ` <span class="muted">cache ${e(t.cacheTtl)}</span>` : ""}</td>${n(t.inputTokens)}${n(t.cacheReadTokens)}${n(t.cacheCreationTokens)}${n(t.outputTokens)}${n(t.costUsd, usd(t.costUsd))}${n(t.durationMs, secs(t.durationMs))}<td>${outcome}</td><td>${changes}</td><td>${answer}</td></tr>`;
+    return `<tr data-task="${t.id}"><td class="n">${t.id}</td><td>${when(t.createdAt)}</td><td title="${e(`asked by ${t.triggerAuthor}`)}">${link(t.triggerUrl, t.trigger)}</td><td class="mono" title="${e(t.sessionId ?? "")}">${t.sessionId ? `${e(shortSessionId(t.sessionId))}…` : "–"}</td><td>${decision}</td><td>${t.model ? e(t.model) : muted()}${t.cacheTtl ? ` <span class="muted">cache ${e(t.cacheTtl)}</span>` : ""}</td>${n(t.inputTokens)}${n(t.cacheReadTokens)}${n(t.cacheCreationTokens)}${n(t.outputTokens)}${n(t.costUsd, usd(t.costUsd))}${n(t.durationMs, secs(t.durationMs))}<td>${outcome}</td><td>${changes}</td><td>${answer}</td></tr>`;
   };
   return `${head}<tbody>${turns.map(row).join("")}</tbody>`;
 }
