@@ -31,7 +31,7 @@ export const PermissionMode = z.enum([
 export type PermissionMode = z.infer<typeof PermissionMode>;
 
 /**
- * One run's options, as the CLI takes them: made by the runner (runner/cli-agent.ts) from the
+ * One run's options, as the CLI takes them: made by the runner (runner/wiring/cli-agent.ts) from the
  * agent's settings (core/settings.ts, the one shape from the config file on), with its minutes
  * turned into milliseconds there and nowhere else.
  */
@@ -298,7 +298,7 @@ export interface AgentRun extends AsyncIterable<RunEvent> {
 
 /**
  * One agent CLI binary (Claude Code's, or Codex's through the same run engine): probe it, start
- * runs of it. The runner's Agent (runner/cli-agent.ts) is built over one.
+ * runs of it. The runner's Agent (runner/wiring/cli-agent.ts) is built over one.
  */
 export interface CliAdapter {
   /** Which CLI this is, e.g. "claude-code". */

@@ -19,7 +19,7 @@
  *   `retry-after` can say anything) is not taken: the request fails at once with GitHub's status and headers and a message saying how
  *   long GitHub asked for. The turn does not sit on a runner slot for an hour: what it could not
  *   read fails the turn, an answer it could not post goes to the answer outbox, which tries again
- *   later (src/runner/answer-retry.ts);
+ *   later (src/runner/turn/answer-retry.ts);
  * - 5xx, network failures (Octokit reports them as 500) and other statuses worth another try are
  *   retried after 1, 4 and 9 seconds (`retry-after` when the server gives one);
  * - each kind is retried at most three times;

@@ -39,7 +39,7 @@ export type DescribeStatus = (req: StatusRequest) => Promise<string>;
 
 /**
  * The keys /status reports on, every agent on the issue: the addressed ones first, then any other
- * with tasks there. Shared with the runner's /status (src/runner/describe-next-turn.ts).
+ * with tasks there. Shared with the runner's /status (src/runner/render/describe-next-turn.ts).
  */
 export async function issueKeyStates(req: StatusRequest): Promise<KeyState[]> {
   const others = await agentsOnIssue(req.pool, req.repo, req.issueNumber);

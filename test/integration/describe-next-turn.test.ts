@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { DEFAULT_CONFIG, parseRepoConfig } from "../../src/config/repo-config.js";
-import { describeNextTurn } from "../../src/runner/describe-next-turn.js";
+import { describeNextTurn } from "../../src/runner/render/describe-next-turn.js";
 import { upsertSession } from "../../src/sql/sessions.js";
 import { createTestDatabase } from "../helpers/db.js";
 import { seedTask } from "../helpers/seed.js";

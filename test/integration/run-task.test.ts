@@ -19,9 +19,9 @@ import type {
   StagedRun,
   WorkspacePort,
 } from "../../src/runner/ports.js";
-import { postPendingAnswers } from "../../src/runner/post-answers.js";
-import { runTask, type RunTaskDeps } from "../../src/runner/run-task.js";
-import { findTaskMarker } from "../../src/runner/thread-comments.js";
+import { postPendingAnswers } from "../../src/runner/loop/post-answers.js";
+import { runTask, type RunTaskDeps } from "../../src/runner/turn/run-task.js";
+import { findTaskMarker } from "../../src/runner/render/thread-comments.js";
 import { claimTasks } from "../../src/sql/tasks/claim.js";
 import { createTestDatabase } from "../helpers/db.js";
 import { readTask, seedTask } from "../helpers/seed.js";

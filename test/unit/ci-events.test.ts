@@ -4,7 +4,7 @@ import { parseRepoConfig } from "../../src/config/repo-config.js";
 import { checkRunBody, logTail, type CheckRunSummary } from "../../src/github/ci-report.js";
 import { ciRequest, screenCiEvent, stopComment } from "../../src/intake/ci-events.js";
 import { screenDelivery } from "../../src/intake/webhook.js";
-import { buildResumedPrompt } from "../../src/runner/prompts.js";
+import { buildResumedPrompt } from "../../src/runner/render/prompts.js";
 
 type Json = Record<string, unknown>;
 const require = createRequire(import.meta.url);

@@ -6,7 +6,7 @@ import {
   LIMITS,
   type ThreadContext,
   type TurnFacts,
-} from "../../src/runner/prompts.js";
+} from "../../src/runner/render/prompts.js";
 import { sanitizeForPrompt } from "../../src/core/sanitize.js";
 import { decodeCapped } from "../../src/workspace/project-instructions.js";
 

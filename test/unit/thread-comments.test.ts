@@ -14,7 +14,7 @@ import {
   renderFooter,
   renderRefusal,
   renderTracking,
-} from "../../src/runner/thread-comments.js";
+} from "../../src/runner/render/thread-comments.js";
 
 const usage = {
   model: "claude-sonnet-4-5",

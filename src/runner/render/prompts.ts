@@ -1,9 +1,9 @@
 import {
   PROJECT_INSTRUCTIONS_MAX_BYTES,
   type ProjectInstructions,
-} from "../workspace/project-instructions.js";
-import { promptText, promptValue } from "../core/sanitize.js";
-import type { TriggerContextItem, TriggerKind } from "../core/task.js";
+} from "../../workspace/project-instructions.js";
+import { promptText, promptValue } from "../../core/sanitize.js";
+import type { TriggerContextItem, TriggerKind } from "../../core/task.js";
 
 /** A comment (or the issue body) as it goes into a prompt. */
 export interface PromptComment {
@@ -27,7 +27,7 @@ export interface ThreadContext {
   /** Earlier comments, oldest first, without the ones this turn answers. */
   comments: PromptComment[];
   pullRequest?: { headRef: string; baseRef: string };
-  /** A pull request's review discussion (src/runner/review-context.ts), when it was read. */
+  /** A pull request's review discussion (src/runner/render/review-context.ts), when it was read. */
   review?: ReviewContext;
 }
 

@@ -2,21 +2,21 @@
  * /status with the runner's view: for each agent on the issue, what intake knows (running,
  * queued, last session) and what the next turn would do — resume or fresh, and why.
  */
-import type { DescribeStatus } from "../intake/status.js";
+import type { DescribeStatus } from "../../intake/status.js";
 import {
   issueKeyStates,
   readSpendFigures,
   renderSpend,
   renderStatus,
   turnModel,
-} from "../intake/status.js";
-import { readEpoch } from "../sql/history.js";
-import { priorSession } from "../sql/sessions.js";
-import { getConversation } from "../sql/conversations.js";
-import { conversationBranch } from "../publish/publisher.js";
-import { transcriptHead } from "../sql/transcripts.js";
-import { decideResume, describeReason } from "../core/resume-decision.js";
-import { shortSessionId } from "../core/redact.js";
+} from "../../intake/status.js";
+import { readEpoch } from "../../sql/history.js";
+import { priorSession } from "../../sql/sessions.js";
+import { getConversation } from "../../sql/conversations.js";
+import { conversationBranch } from "../../publish/publisher.js";
+import { transcriptHead } from "../../sql/transcripts.js";
+import { decideResume, describeReason } from "../../core/resume-decision.js";
+import { shortSessionId } from "../../core/redact.js";
 
 export const describeNextTurn: DescribeStatus = async (req) => {
   const blocks: string[] = [];

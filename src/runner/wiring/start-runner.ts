@@ -5,41 +5,41 @@
 import os from "node:os";
 import path from "node:path";
 import { Probot } from "probot";
-import { createClaudeCli, type CliAdapter } from "../claude/index.js";
-import { lookupClaudePath } from "../claude/claude-path.js";
-import { loadRepoConfig } from "../config/load-repo-config.js";
-import { formatConfigProblems } from "../config/repo-config.js";
-import type { Pool } from "../db/pool.js";
-import type { Env } from "../env.js";
-import { appOctokit, githubApiUrl, readPrivateKey } from "../github/app-auth.js";
-import { RequestCounter } from "../github/request-count.js";
-import { cloneUrlFor } from "../github/git-auth.js";
+import { createClaudeCli, type CliAdapter } from "../../claude/index.js";
+import { lookupClaudePath } from "../../claude/claude-path.js";
+import { loadRepoConfig } from "../../config/load-repo-config.js";
+import { formatConfigProblems } from "../../config/repo-config.js";
+import type { Pool } from "../../db/pool.js";
+import type { Env } from "../../env.js";
+import { appOctokit, githubApiUrl, readPrivateKey } from "../../github/app-auth.js";
+import { RequestCounter } from "../../github/request-count.js";
+import { cloneUrlFor } from "../../github/git-auth.js";
 import {
   FETCH_PERMISSIONS,
   scopedOctokit,
   scopedToken,
   THREAD_PERMISSIONS,
-} from "../github/scoped-auth.js";
-import type { Logger } from "../log.js";
-import type { Metrics } from "../metrics.js";
-import { toRepoSettings } from "../config/repo-settings.js";
-import { createCodexCli, resolveCodexPath } from "../codex/codex-cli.js";
-import { codexLayout } from "../sessions/rollouts.js";
+} from "../../github/scoped-auth.js";
+import type { Logger } from "../../log.js";
+import type { Metrics } from "../../metrics.js";
+import { toRepoSettings } from "../../config/repo-settings.js";
+import { createCodexCli, resolveCodexPath } from "../../codex/codex-cli.js";
+import { codexLayout } from "../../sessions/rollouts.js";
 import { agentForClis } from "./agent-clis.js";
 import { cliAgent } from "./cli-agent.js";
 import { githubThread } from "./github-thread.js";
-import type { ConfigResult } from "./ports.js";
-import { Sandbox } from "../sandbox/sandbox.js";
+import type { ConfigResult } from "../ports.js";
+import { Sandbox } from "../../sandbox/sandbox.js";
 import {
   postgresTranscripts,
   type PostgresTranscriptsOptions,
-} from "../sessions/postgres-transcripts.js";
-import { publisher } from "../publish/publisher.js";
-import { Runner } from "./runner.js";
-import { collectIdle } from "../sessions/collect.js";
+} from "../../sessions/postgres-transcripts.js";
+import { publisher } from "../../publish/publisher.js";
+import { Runner } from "../loop/runner.js";
+import { collectIdle } from "../../workspace/collect-idle.js";
 import { deriveRuntimeId } from "./runtime-id.js";
-import { secretsInEnv } from "../core/secret-env.js";
-import { Workspaces } from "../workspace/workspace.js";
+import { secretsInEnv } from "../../core/secret-env.js";
+import { Workspaces } from "../../workspace/workspace.js";
 import { workspacePort } from "./workspace-port.js";
 
 export async function startRunner(opts: {

@@ -2,26 +2,26 @@
  * What a turn tells the agent: the comments it answers, the facts of the turn, and the prompt
  * for its decision (resumed: the new comments; fresh: the whole thread, read while git works).
  */
-import type { Logger } from "../log.js";
-import type { PublishTarget } from "../publish/publisher.js";
-import type { ResumeDecision } from "../core/resume-decision.js";
-import { taskComments, type Task } from "../sql/tasks/claim.js";
-import type { Pool } from "../db/pool.js";
+import type { Logger } from "../../log.js";
+import type { PublishTarget } from "../../publish/publisher.js";
+import type { ResumeDecision } from "../../core/resume-decision.js";
+import { taskComments, type Task } from "../../sql/tasks/claim.js";
+import type { Pool } from "../../db/pool.js";
 import type {
   GitHubThread,
   IssueComment,
   IssueInfo,
   PreparedWorkspace,
   ReviewDiscussion,
-} from "./ports.js";
+} from "../ports.js";
 import {
   buildColdPrompt,
   buildResumedPrompt,
   type PromptComment,
   type TurnFacts,
-} from "./prompts.js";
-import { reviewContext } from "./review-context.js";
-import { findTaskMarker } from "./thread-comments.js";
+} from "../render/prompts.js";
+import { reviewContext } from "../render/review-context.js";
+import { findTaskMarker } from "../render/thread-comments.js";
 
 export type ThreadRead = {
   comments: IssueComment[];

@@ -3,10 +3,10 @@
  * when the run starts, edited with progress, and finally replaced by the answer, so a task has
  * exactly one answer even when it is retried or its runner crashed (the marker finds it again).
  */
-import { shortenSessionIds, shortSessionId } from "../core/redact.js";
-import { describeReason, type ReasonCode } from "../core/resume-decision.js";
-import type { Outcome, Usage } from "../core/task.js";
-import type { CacheTtl } from "../core/settings.js";
+import { shortenSessionIds, shortSessionId } from "../../core/redact.js";
+import { describeReason, type ReasonCode } from "../../core/resume-decision.js";
+import type { Outcome, Usage } from "../../core/task.js";
+import type { CacheTtl } from "../../core/settings.js";
 import {
   dayName,
   formatLimit,
@@ -14,8 +14,8 @@ import {
   monthName,
   nextMonthStart,
   type ReachedLimit,
-} from "../spend/spend-limits.js";
-import { CONFIG_FILE } from "../config/repo-config.js";
+} from "../../spend/spend-limits.js";
+import { CONFIG_FILE } from "../../config/repo-config.js";
 
 export function taskMarker(taskId: number): string {
   return `<!-- tether:task:${taskId} -->`;

@@ -3,20 +3,20 @@
  * the prompt, run the agent (pinning its session the moment it is known), classify, answer,
  * finish. Every write is scoped to this runner's lease.
  */
-import { readSettingsSnapshot } from "../config/repo-settings.js";
-import { readEpoch } from "../sql/history.js";
-import { priorSession } from "../sql/sessions.js";
-import type { Task } from "../sql/tasks/claim.js";
-import { finishTask, type FinalAnswer, type Finish } from "../sql/tasks/finish.js";
-import type { ResumeDecision } from "../core/resume-decision.js";
-import { redact } from "../core/redact.js";
-import { chooseCacheTtl } from "../core/cache-ttl.js";
-import type { AgentSettings, ConfigResult, GitHubThread } from "./ports.js";
-import { buildSystemPrompt } from "./prompts.js";
+import { readSettingsSnapshot } from "../../config/repo-settings.js";
+import { readEpoch } from "../../sql/history.js";
+import { priorSession } from "../../sql/sessions.js";
+import type { Task } from "../../sql/tasks/claim.js";
+import { finishTask, type FinalAnswer, type Finish } from "../../sql/tasks/finish.js";
+import type { ResumeDecision } from "../../core/resume-decision.js";
+import { redact } from "../../core/redact.js";
+import { chooseCacheTtl } from "../../core/cache-ttl.js";
+import type { AgentSettings, ConfigResult, GitHubThread } from "../ports.js";
+import { buildSystemPrompt } from "../render/prompts.js";
 import { answerRetryPolicy } from "./answer-retry.js";
 import { checkSpend } from "./spend-check.js";
-import { renderFailure, renderRefusal, taskMarker } from "./thread-comments.js";
-import { trackingComment } from "./tracking-comment.js";
+import { renderFailure, renderRefusal, taskMarker } from "../render/thread-comments.js";
+import { trackingComment } from "../render/tracking-comment.js";
 import { readyWorkspace, startWorkspace, type ReadyWorkspace } from "./turn-workspace.js";
 import { decide, decideFork, record } from "./turn-decision.js";
 import { promptFor, requestsOf, threadReader, turnFacts } from "./turn-prompt.js";
@@ -24,7 +24,7 @@ import { recordRunSession, runAgent, withCompaction, type AgentRan } from "./run
 import { planChanges, publishChanges } from "./publish-step.js";
 import { answerBody, footerOf } from "./turn-answer.js";
 import { postReview } from "./review-step.js";
-import { conversationUrl } from "../core/conversation-path.js";
+import { conversationUrl } from "../../core/conversation-path.js";
 import { SHUTDOWN, type RunTaskDeps } from "./turn.js";
 
 export { SHUTDOWN, type RunTaskDeps } from "./turn.js";

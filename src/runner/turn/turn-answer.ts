@@ -2,13 +2,13 @@
  * The body of a turn's answer: the agent's reply (with what became of its changes) or what
  * went wrong, and the footer with the decision, the session and what the turn cost.
  */
-import type { ResumeDecision } from "../core/resume-decision.js";
-import { renderChanges, type PublishReport } from "../publish/report.js";
-import type { CacheTtl } from "../core/settings.js";
-import type { Usage } from "../core/task.js";
-import type { Task } from "../sql/tasks/claim.js";
-import type { AgentRunResult, AgentSettings, CliKind } from "./ports.js";
-import { renderAnswer, renderFailure, type FooterFacts } from "./thread-comments.js";
+import type { ResumeDecision } from "../../core/resume-decision.js";
+import { renderChanges, type PublishReport } from "../../publish/report.js";
+import type { CacheTtl } from "../../core/settings.js";
+import type { Usage } from "../../core/task.js";
+import type { Task } from "../../sql/tasks/claim.js";
+import type { AgentRunResult, AgentSettings, CliKind } from "../ports.js";
+import { renderAnswer, renderFailure, type FooterFacts } from "../render/thread-comments.js";
 import { renderReviewLine, type ReviewOutcome } from "./review-step.js";
 
 export function answerBody(a: {

@@ -3,18 +3,18 @@
  * the spawn, and needs nothing the decision does), awaited once the turn is going to run, or
  * abandoned when it is not.
  */
-import { conversationBranch } from "../publish/publisher.js";
-import type { Logger } from "../log.js";
-import type { Mask } from "../sandbox/sandbox.js";
-import type { Task } from "../sql/tasks/claim.js";
-import type { ProjectInstructions } from "../workspace/project-instructions.js";
+import { conversationBranch } from "../../publish/publisher.js";
+import type { Logger } from "../../log.js";
+import type { Mask } from "../../sandbox/sandbox.js";
+import type { Task } from "../../sql/tasks/claim.js";
+import type { ProjectInstructions } from "../../workspace/project-instructions.js";
 import type {
   AgentSettings,
   GitHubThread,
   IssueInfo,
   PreparedWorkspace,
   WorkspacePort,
-} from "./ports.js";
+} from "../ports.js";
 
 export interface TurnWorkspace {
   /** The key's stable directory, and whether it existed before this turn (for the decision). */

@@ -7,12 +7,12 @@ import {
   type PriorSession,
   type ResumeDecision,
   type TranscriptState,
-} from "../core/resume-decision.js";
-import { readEpoch } from "../sql/history.js";
-import { sessionById } from "../sql/sessions.js";
-import type { Task } from "../sql/tasks/claim.js";
-import { recordDecision } from "../sql/tasks/record.js";
-import type { CliKind, ResumeSettings } from "./ports.js";
+} from "../../core/resume-decision.js";
+import { readEpoch } from "../../sql/history.js";
+import { sessionById } from "../../sql/sessions.js";
+import type { Task } from "../../sql/tasks/claim.js";
+import { recordDecision } from "../../sql/tasks/record.js";
+import type { CliKind, ResumeSettings } from "../ports.js";
 import type { RunTaskDeps, TurnKey } from "./turn.js";
 
 export async function decide(

@@ -8,7 +8,7 @@ import {
   type AgentRunRequest,
   type AgentRunResult,
   type CliKind,
-} from "./ports.js";
+} from "../ports.js";
 
 export function agentForClis(agents: Partial<Record<CliKind, Agent>>): Agent {
   const agentOf = (cli: CliKind | undefined) => agents[cli ?? "claude"];

@@ -3,12 +3,12 @@
  * its session the moment it is known), and one fresh retry in the same task when a resumed
  * session broke before it did anything. Then what the run tells of its session.
  */
-import type { Logger } from "../log.js";
-import type { PriorSession, ResumeDecision } from "../core/resume-decision.js";
-import { markSession, touchSession, upsertSession } from "../sql/sessions.js";
-import type { Usage } from "../core/task.js";
-import type { Task } from "../sql/tasks/claim.js";
-import { pinSession, recordSessionMove } from "../sql/tasks/record.js";
+import type { Logger } from "../../log.js";
+import type { PriorSession, ResumeDecision } from "../../core/resume-decision.js";
+import { markSession, touchSession, upsertSession } from "../../sql/sessions.js";
+import type { Usage } from "../../core/task.js";
+import type { Task } from "../../sql/tasks/claim.js";
+import { pinSession, recordSessionMove } from "../../sql/tasks/record.js";
 import {
   failedRun,
   type AgentRunRequest,
@@ -17,7 +17,7 @@ import {
   type CliKind,
   type ProgressEvent,
   type StagedRun,
-} from "./ports.js";
+} from "../ports.js";
 import type { ReadyWorkspace } from "./turn-workspace.js";
 import type { RunTaskDeps, TurnKey } from "./turn.js";
 

@@ -1,8 +1,8 @@
 /** The runner's WorkspacePort over src/workspace/workspace.ts. */
 import fs from "node:fs/promises";
-import type { WorkspacePort } from "./ports.js";
-import type { Workspaces } from "../workspace/workspace.js";
-import { touchWorkspace } from "../sessions/collect.js";
+import type { WorkspacePort } from "../ports.js";
+import type { Workspaces } from "../../workspace/workspace.js";
+import { touchWorkspace } from "../../workspace/collect-idle.js";
 
 export function workspacePort(ws: Workspaces): WorkspacePort {
   return {

@@ -6,16 +6,16 @@
 import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import type { Logger } from "../log.js";
-import type { CliAdapter, RunEvent } from "../claude/index.js";
-import { killProcessesIn } from "../process/process-tree.js";
-import { COMMENTS_FILE } from "../review/line-comment-tool.js";
-import { readToolOutput, type ReviewRequest } from "../review/review-plan.js";
-import { IN_SANDBOX } from "../sandbox/bwrap-args.js";
-import type { NetworkPolicy } from "../sandbox/egress.js";
-import type { Sandbox } from "../sandbox/sandbox.js";
-import { turnHome, type TranscriptStore } from "../sessions/transcripts.js";
-import type { Agent, AgentRunRequest, AgentRunResult, AgentSettings, StagedRun } from "./ports.js";
+import type { Logger } from "../../log.js";
+import type { CliAdapter, RunEvent } from "../../claude/index.js";
+import { killProcessesIn } from "../../process/process-tree.js";
+import { COMMENTS_FILE } from "../../review/line-comment-tool.js";
+import { readToolOutput, type ReviewRequest } from "../../review/review-plan.js";
+import { IN_SANDBOX } from "../../sandbox/bwrap-args.js";
+import type { NetworkPolicy } from "../../sandbox/egress.js";
+import type { Sandbox } from "../../sandbox/sandbox.js";
+import { turnHome, type TranscriptStore } from "../../sessions/transcripts.js";
+import type { Agent, AgentRunRequest, AgentRunResult, AgentSettings, StagedRun } from "../ports.js";
 
 /** A run's HOME, and how the resumed session's transcript was put in it. */
 interface TurnHome {
