@@ -44,10 +44,10 @@ import {
   claudeLayout,
   keyDir,
   type Saved,
-  type TranscriptKey,
   type TranscriptLayout,
   type TranscriptStore,
 } from "./transcripts.js";
+import type { TaskKey } from "../core/task.js";
 
 const gzip = promisify(zlib.gzip);
 const gunzip = promisify(zlib.gunzip);
@@ -79,7 +79,7 @@ export function postgresTranscripts(opts: PostgresTranscriptsOptions): Transcrip
   const layout = opts.layout ?? claudeLayout;
   const cliVersion = async () =>
     typeof opts.cliVersion === "function" ? opts.cliVersion() : opts.cliVersion;
-  const cacheOf = (key: TranscriptKey, sessionId: string) => {
+  const cacheOf = (key: TaskKey, sessionId: string) => {
     if (!SESSION_ID.test(sessionId))
       throw new Error(`not a session id: ${JSON.stringify(sessionId)}`);
     return path.join(opts.cacheRoot, keyDir(key), `${sessionId}.jsonl`);

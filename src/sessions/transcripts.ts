@@ -13,21 +13,16 @@
 import fs from "node:fs/promises";
 import path from "node:path";
 import type { TranscriptState } from "../core/resume-decision.js";
+import type { TaskKey } from "../core/task.js";
 import { findTranscript, isSessionId, sessionFile } from "../claude/session-files.js";
-
-export interface TranscriptKey {
-  repo: string;
-  issueNumber: number;
-  agent: string;
-}
 
 export interface TranscriptStore {
   /** Where the session's transcript can be restored from, as this runner sees it. */
-  state(key: TranscriptKey, sessionId: string): Promise<TranscriptState>;
+  state(key: TaskKey, sessionId: string): Promise<TranscriptState>;
   /** Puts the transcript into `home` where a CLI working in `cwd` looks for it. */
-  restore(key: TranscriptKey, sessionId: string, home: string, cwd: string): Promise<Restored>;
+  restore(key: TaskKey, sessionId: string, home: string, cwd: string): Promise<Restored>;
   /** After the run (no process of it left): keeps the session's transcript from `home`. */
-  save(key: TranscriptKey, sessionId: string, home: string): Promise<Saved | null>;
+  save(key: TaskKey, sessionId: string, home: string): Promise<Saved | null>;
 }
 
 /**
@@ -47,7 +42,7 @@ export interface TranscriptLayout {
   /** A copy this runner's disk holds from before the shared store kept the CLI's sessions. */
   legacy(
     cacheRoot: string,
-    key: TranscriptKey,
+    key: TaskKey,
     sessionId: string,
   ): Promise<{ file: string; name: string } | null>;
 }
@@ -89,7 +84,7 @@ export async function turnHome(root: string): Promise<string> {
 }
 
 /** The key's directory in a session store, every part percent-encoded. */
-export function keyDir(key: TranscriptKey): string {
+export function keyDir(key: TaskKey): string {
   const enc = (s: string) =>
     s.replace(/[^A-Za-z0-9._-]/gu, (c) =>
       Array.from(Buffer.from(c, "utf8"), (b) => `%${b.toString(16).padStart(2, "0")}`).join(""),

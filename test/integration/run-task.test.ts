@@ -922,7 +922,7 @@ describe("runTask on a pull request", () => {
         repo: "octo/widgets",
         pullRequest: issue,
         baseRef: "main",
-        dir: workspace.pathFor("octo/widgets", issue, "tether"),
+        dir: workspace.pathFor({ repo: "octo/widgets", issueNumber: issue, agent: "tether" }),
       }),
     ]);
     expect(agent.calls[0]!.masks).toEqual(masks);

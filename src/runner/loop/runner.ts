@@ -140,9 +140,7 @@ export class Runner {
     const collect = this.opts.collect;
     if (collect) {
       const busy = () =>
-        [...this.running.values()].map(({ task: t }) =>
-          this.opts.workspace.pathFor(t.repo, t.issueNumber, t.agent),
-        );
+        [...this.running.values()].map(({ task: t }) => this.opts.workspace.pathFor(t));
       every(collect.everyMs, () => collect.run(busy()));
       void collect
         .run(busy())

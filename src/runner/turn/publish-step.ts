@@ -17,7 +17,8 @@ import type {
   RepoSettings,
 } from "../ports.js";
 import type { PromptComment } from "../render/prompts.js";
-import type { RunTaskDeps, TurnKey } from "./turn.js";
+import type { RunTaskDeps } from "./turn.js";
+import type { TaskKey } from "../../core/task.js";
 
 export interface ChangesPlan {
   mode: NonNullable<AgentSettings["changes"]>;
@@ -32,7 +33,7 @@ export async function planChanges(
   deps: Pick<RunTaskDeps, "publish">,
   gh: GitHubThread,
   settings: AgentSettings,
-  key: TurnKey,
+  key: TaskKey,
   issue: IssueInfo,
   prepared: PreparedWorkspace,
   log: Logger,
@@ -63,7 +64,7 @@ export async function publishChanges(
   plan: ChangesPlan,
   t: {
     task: Task;
-    key: TurnKey;
+    key: TaskKey;
     gh: GitHubThread;
     token: string | undefined;
     issue: IssueInfo;

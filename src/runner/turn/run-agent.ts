@@ -19,7 +19,8 @@ import {
   type StagedRun,
 } from "../ports.js";
 import type { ReadyWorkspace } from "./turn-workspace.js";
-import type { RunTaskDeps, TurnKey } from "./turn.js";
+import type { RunTaskDeps } from "./turn.js";
+import type { TaskKey } from "../../core/task.js";
 
 /** What a resumed run's prompt is to compact the session (Claude Code's slash command). */
 export const COMPACT_PROMPT = "/compact";
@@ -27,7 +28,7 @@ export const COMPACT_PROMPT = "/compact";
 export interface AgentTurn {
   deps: Pick<RunTaskDeps, "pool" | "runnerId" | "runtimeId" | "agent">;
   task: Task;
-  key: TurnKey;
+  key: TaskKey;
   log: Logger;
   signal: AbortSignal;
   cli: CliKind;

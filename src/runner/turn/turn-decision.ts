@@ -13,12 +13,13 @@ import { sessionById } from "../../sql/sessions.js";
 import type { Task } from "../../sql/tasks/claim.js";
 import { recordDecision } from "../../sql/tasks/record.js";
 import type { CliKind, ResumeSettings } from "../ports.js";
-import type { RunTaskDeps, TurnKey } from "./turn.js";
+import type { RunTaskDeps } from "./turn.js";
+import type { TaskKey } from "../../core/task.js";
 
 export async function decide(
   deps: Pick<RunTaskDeps, "agent" | "cliVersion" | "runtimeId">,
   d: {
-    key: TurnKey;
+    key: TaskKey;
     task: Task;
     cli: CliKind;
     policy: ResumeSettings;

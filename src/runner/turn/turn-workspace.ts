@@ -48,7 +48,7 @@ export async function startWorkspace(
   token: string | undefined,
   signal: AbortSignal,
 ): Promise<TurnWorkspace> {
-  const workDir = workspace.pathFor(task.repo, task.issueNumber, task.agent);
+  const workDir = workspace.pathFor(task);
   const workDirExists = await workspace.exists(workDir);
   const issueP = gh.getIssue(task.issueNumber);
   issueP.catch(() => {}); // awaited below; this only keeps an early failure from going unhandled

@@ -16,7 +16,6 @@ import type { Agent, CliKind, GitHubThread, WorkspacePort } from "../ports.js";
 export const SHUTDOWN = "shutdown";
 
 /** The task key: whose session, workspace and history a turn is. */
-export type TurnKey = { repo: string; issueNumber: number; agent: string };
 
 export interface RunTaskDeps {
   pool: Pool;

@@ -6,7 +6,7 @@ import { touchWorkspace } from "../../workspace/collect-idle.js";
 
 export function workspacePort(ws: Workspaces): WorkspacePort {
   return {
-    pathFor: (repo, issueNumber, agent) => ws.pathFor({ repo, issueNumber, agent }),
+    pathFor: (key) => ws.pathFor(key),
     // Only the key's directory itself is looked at: Tether made it; what is inside is the agent's.
     exists: async (dir) => ((await fs.readdir(dir).catch(() => [])) as string[]).length > 0,
     prepare: async (req) => {
