@@ -1,45 +1,20 @@
 import type { RunEvidence } from "./run-evidence.js";
 import { resultErrors } from "./run-evidence.js";
-import type { OutcomeKind } from "./runtime-adapter.js";
+import {
+  exitWords,
+  firstLine,
+  stderrWords,
+  type Classification,
+  type ExitFacts,
+  type StopReason,
+} from "../agent-cli/outcome.js";
 import type { StreamMessage } from "./stream-parser.js";
-
-/**
- * Why the adapter stopped a run itself. `no_start`: the CLI printed nothing at all within the
- * start-up limit (a wedged binary); the outcome is `failed`, since the turn never began.
- */
-export type StopReason =
-  | "cancelled"
-  | "timed_out"
-  | "stalled"
-  | "auth_failed"
-  | "resume_rejected"
-  | "no_start"
-  /** The egress proxy's count of the model spend reached the turn's limit. */
-  | "turn_limit";
-
-/** How the child ended, and whether the adapter ended it. */
-export interface ExitFacts {
-  exitCode: number | null;
-  signal: string | null;
-  stderrTail: string;
-  /** The child could not be started at all. */
-  spawnError?: string;
-  /** Set when the adapter stopped the run (the first reason wins). */
-  stop?: { reason: StopReason; detail: string };
-  /** The result line came only after the stop was asked for (it may be the kill's doing). */
-  resultAfterStop?: boolean;
-}
 
 export interface ClassifyInput {
   /** The session the run was asked to resume, if any. */
   resumeSessionId?: string;
   evidence: RunEvidence;
   exit: ExitFacts;
-}
-
-export interface Classification {
-  kind: OutcomeKind;
-  detail: string;
 }
 
 const NO_CONVERSATION = /No conversation found with session ID/i;
@@ -211,30 +186,4 @@ function authDetail(status: number): string {
 
 function noConversation(id: string | undefined): string {
   return `the CLI has no conversation ${id} for this working directory and HOME (moved, deleted, or made elsewhere)`;
-}
-
-/**
- * How the CLI ended, in words ("exited with code 1"). This and the two below are the words of
- * every CLI's verdict: Codex's classification (src/codex/codex-outcome.ts) uses them too.
- */
-export function exitWords(exit: ExitFacts): string {
-  if (exit.signal) return `was killed by ${exit.signal}`;
-  if (exit.exitCode !== null) return `exited with code ${exit.exitCode}`;
-  return "ended";
-}
-
-/** The first line of a text (stderr refusing the arguments), at most 300 characters. */
-export function firstLine(text: string): string {
-  return text.trim().split("\n")[0]?.slice(0, 300) ?? "";
-}
-
-/** The last lines of stderr, where a crash usually says why. */
-export function stderrWords(stderr: string): string {
-  const lines = stderr
-    .split("\n")
-    .map((l) => l.trim())
-    .filter(Boolean)
-    .slice(-3)
-    .join(" / ");
-  return lines ? `; stderr: ${lines.slice(-500)}` : "";
 }

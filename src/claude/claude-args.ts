@@ -1,5 +1,5 @@
 import type { McpServer } from "../review/line-comment-tool.js";
-import type { RunSettings } from "./runtime-adapter.js";
+import type { RunSettings } from "../agent-cli/runtime-adapter.js";
 
 /**
  * The Claude CLI's argument list for one run. No shell is involved and the prompt goes in on

@@ -4,7 +4,7 @@
  * never holds. Anthropic's list prices per million tokens as known when this was written; a
  * cache read is 0.1× the input price and a cache write 1.25× (the five-minute cache; a one-hour
  * write costs more, and long-context surcharges are not modelled: the CLI's own figure, when
- * larger, is kept, see src/claude/cli-run.ts).
+ * larger, is kept, see src/agent-cli/cli-run.ts).
  *
  * A model this table does not know is priced as the dearest one, so that an agent cannot spend
  * cheaply in the count by naming a model Tether has not heard of.

@@ -1,4 +1,4 @@
-import type { RunEvent, TokenUsage } from "./runtime-adapter.js";
+import type { RunEvent, TokenUsage } from "../agent-cli/runtime-adapter.js";
 import { ownResult, type CostBefore } from "./session-cost.js";
 import type { ApiUsage, ResultLine } from "./stream-schema.js";
 import type { StreamMessage } from "./stream-parser.js";

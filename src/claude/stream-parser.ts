@@ -1,5 +1,5 @@
 import type { z } from "zod";
-import { DEFAULT_MAX_LINE_BYTES, LineSplitter } from "./line-splitter.js";
+import { DEFAULT_MAX_LINE_BYTES, LineSplitter } from "../agent-cli/line-splitter.js";
 import {
   AssistantLine,
   ResultLine,

@@ -1,6 +1,6 @@
 import type { RunEvidence } from "./run-evidence.js";
 import { tokenUsage } from "./run-evidence.js";
-import type { RunUsage, TokenUsage } from "./runtime-adapter.js";
+import type { RunUsage, TokenUsage } from "../agent-cli/runtime-adapter.js";
 
 /**
  * Usage of one run from the best evidence there is: the result line's per-model totals

@@ -2,7 +2,7 @@
  * Codex's command line and environment for one turn (docs/codex-cli-facts.md, "Invocation" and
  * "What a repository can make the CLI do"). No shell, the prompt on stdin.
  */
-import type { RunSettings } from "../claude/runtime-adapter.js";
+import type { RunSettings } from "../agent-cli/runtime-adapter.js";
 import type { McpServer } from "../review/line-comment-tool.js";
 import { buildChildEnv } from "../process/child-env.js";
 

@@ -1,16 +1,16 @@
 /**
  * The Codex CLI (`@openai/codex`, pinned) as a CliAdapter: the same run engine as Claude's
- * (src/claude/cli-run.ts) with Codex's dialect (a CliDialect, src/claude/cli-dialect.ts).
+ * (src/agent-cli/cli-run.ts) with Codex's dialect (a CliDialect, src/agent-cli/cli-dialect.ts).
  * Facts it rests on: docs/codex-cli-facts.md.
  */
 import fs from "node:fs";
 import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
-import { createDialectCli } from "../claude/cli-adapter.js";
-import type { CliDialect, CliRunOptions } from "../claude/cli-dialect.js";
-import { parseVersion, runProbe } from "../claude/probe-cli.js";
-import type { CliAdapter, CliCapabilities, RunSpec } from "../claude/runtime-adapter.js";
+import { createDialectCli } from "../agent-cli/cli-adapter.js";
+import type { CliDialect, CliRunOptions } from "../agent-cli/cli-dialect.js";
+import { parseVersion, runProbe } from "../agent-cli/probe-cli.js";
+import type { CliAdapter, CliCapabilities, RunSpec } from "../agent-cli/runtime-adapter.js";
 import { buildCodexArgs, buildCodexEnv, CODEX_CATALOG } from "./codex-args.js";
 import {
   classifyCodex,

@@ -10,8 +10,8 @@ import {
   type Classification,
   type ExitFacts,
   type StopReason,
-} from "../claude/classify-outcome.js";
-import type { RunEvent, RunUsage, TokenUsage } from "../claude/runtime-adapter.js";
+} from "../agent-cli/outcome.js";
+import type { RunEvent, RunUsage, TokenUsage } from "../agent-cli/runtime-adapter.js";
 import type { CodexMessage, CodexUsage } from "./codex-stream.js";
 import { estimateCostUsd } from "./pricing.js";
 import type { RolloutFacts } from "./rollout.js";

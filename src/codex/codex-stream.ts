@@ -4,7 +4,7 @@
  * facts describe is counted, never thrown.
  */
 import { z } from "zod";
-import { LineSplitter } from "../claude/line-splitter.js";
+import { LineSplitter } from "../agent-cli/line-splitter.js";
 
 /** Token totals as `turn.completed` and the rollout's `token_count` report them. */
 export const CodexUsage = z.object({

@@ -4,7 +4,7 @@
  * sandboxed CLI gets a provider pointing at the in-sandbox bridge and a placeholder key, which
  * the egress proxy swaps for the real one on each request.
  */
-import type { DialectModelAccess } from "../claude/cli-dialect.js";
+import type { DialectModelAccess } from "../agent-cli/cli-dialect.js";
 import type { ModelRoute } from "../sandbox/egress.js";
 import { BRIDGE_URL } from "../sandbox/init-script.js";
 import { estimateCostUsd } from "./pricing.js";

@@ -4,7 +4,7 @@
  * environment (nothing inherited), bounded output, its own process group so a stop reaches
  * everything it started, a timeout and an abort signal that stop it the same way (SIGTERM to
  * the group, SIGKILL after a grace period). The agent CLI's turn goes through spawnStreaming:
- * the same spawn, its output read as it comes; its run (src/claude/cli-run.ts, through cli-run-processes.ts) stops it with
+ * the same spawn, its output read as it comes; its run (src/agent-cli/cli-run.ts, through cli-run-processes.ts) stops it with
  * the same killGroup (kill.ts), through process-tree.ts, which also finds what left the group.
  */
 import type { Readable } from "node:stream";

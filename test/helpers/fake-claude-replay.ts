@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { newEvidence, observe, type RunEvidence } from "../../src/claude/run-evidence.js";
-import type { RunEvent } from "../../src/claude/runtime-adapter.js";
+import type { RunEvent } from "../../src/agent-cli/runtime-adapter.js";
 import { StreamParser, type StreamMessage } from "../../src/claude/stream-parser.js";
 
 /** Recorded CLI output (see fake-claude-fixtures/README.md). */

@@ -5,7 +5,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { createClaudeCli } from "../../src/claude/claude-cli.js";
 import { OUT_OF_TURN_TOOLS } from "../../src/claude/claude-args.js";
 import { readProcTable } from "../../src/process/process-tree.js";
-import type { RunEvent, RunSpec } from "../../src/claude/runtime-adapter.js";
+import type { RunEvent, RunSpec } from "../../src/agent-cli/runtime-adapter.js";
 import { FIXTURES } from "../helpers/fake-claude-replay.js";
 
 /*

@@ -9,7 +9,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createClaudeCli } from "../../src/claude/claude-cli.js";
-import type { CliAdapter, RunEvent, RunSpec } from "../../src/claude/runtime-adapter.js";
+import type { CliAdapter, RunEvent, RunSpec } from "../../src/agent-cli/runtime-adapter.js";
 import {
   replies,
   startFakeAnthropic,

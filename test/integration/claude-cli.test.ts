@@ -4,7 +4,7 @@ import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createClaudeCli } from "../../src/claude/claude-cli.js";
 import { readProcTable } from "../../src/process/process-tree.js";
-import type { CliAdapter, RunEvent, RunSpec } from "../../src/claude/runtime-adapter.js";
+import type { CliAdapter, RunEvent, RunSpec } from "../../src/agent-cli/runtime-adapter.js";
 import {
   lastUserText,
   replies,

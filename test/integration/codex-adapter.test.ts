@@ -4,7 +4,7 @@ import os from "node:os";
 import path from "node:path";
 import { pino } from "pino";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import type { RunEvent, RunSpec } from "../../src/claude/runtime-adapter.js";
+import type { RunEvent, RunSpec } from "../../src/agent-cli/runtime-adapter.js";
 import { createCodexCli } from "../../src/codex/codex-cli.js";
 import { OPENAI_PLACEHOLDER } from "../../src/codex/model-endpoint.js";
 import { findRollout } from "../../src/codex/rollout.js";

@@ -22,7 +22,7 @@ import { execFileSync } from "node:child_process";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClaudeCli } from "../../src/claude/claude-cli.js";
-import type { CliAdapter, RunSpec } from "../../src/claude/runtime-adapter.js";
+import type { CliAdapter, RunSpec } from "../../src/agent-cli/runtime-adapter.js";
 import { codexModelAccess } from "../../src/codex/model-endpoint.js";
 import { runCommand } from "../../src/process/run-command.js";
 import { BRIDGE_URL } from "../../src/sandbox/init-script.js";

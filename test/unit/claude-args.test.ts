@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { buildClaudeArgs, OUT_OF_TURN_TOOLS, SESSION_ID } from "../../src/claude/claude-args.js";
-import { RunSettings } from "../../src/claude/runtime-adapter.js";
+import { RunSettings } from "../../src/agent-cli/runtime-adapter.js";
 
 // Every run: print mode, the stream, and nothing the checkout or HOME carries configures the
 // agent (no settings sources, no MCP servers but Tether's: none).

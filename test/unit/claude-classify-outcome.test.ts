@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { classifyOutcome, earlyStop, type ExitFacts } from "../../src/claude/classify-outcome.js";
+import { classifyOutcome, earlyStop } from "../../src/claude/classify-outcome.js";
+import type { ExitFacts } from "../../src/agent-cli/outcome.js";
 import { newEvidence, observe } from "../../src/claude/run-evidence.js";
-import type { OutcomeKind } from "../../src/claude/runtime-adapter.js";
+import type { OutcomeKind } from "../../src/agent-cli/runtime-adapter.js";
 import { evidenceOf, fixtureLines, replayFixture } from "../helpers/fake-claude-replay.js";
 
 const FRESH_ID = "d3526fa6-dfe2-405c-ad61-19274b86848a";

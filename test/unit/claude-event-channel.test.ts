@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { EventChannel } from "../../src/claude/event-channel.js";
+import { EventChannel } from "../../src/agent-cli/event-channel.js";
 
 async function drain<T>(it: AsyncIterable<T>): Promise<T[]> {
   const out: T[] = [];

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { LineSplitter } from "../../src/claude/line-splitter.js";
+import { LineSplitter } from "../../src/agent-cli/line-splitter.js";
 
 const feed = (splitter: LineSplitter, chunks: Array<string | Buffer>): string[] => [
   ...chunks.flatMap((c) => splitter.push(Buffer.isBuffer(c) ? c : Buffer.from(c))),

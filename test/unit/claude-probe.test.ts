@@ -8,7 +8,7 @@ import {
   parseVersion,
   probeCli,
   type ProbeExec,
-} from "../../src/claude/probe-cli.js";
+} from "../../src/agent-cli/probe-cli.js";
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "tether-probe-"));
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));

@@ -7,7 +7,7 @@ import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import type { Logger } from "../../log.js";
-import type { CliAdapter, RunEvent } from "../../claude/index.js";
+import type { CliAdapter, RunEvent } from "../../agent-cli/runtime-adapter.js";
 import { killProcessesIn } from "../../process/process-tree.js";
 import { COMMENTS_FILE } from "../../review/line-comment-tool.js";
 import { readToolOutput, type ReviewRequest } from "../../review/review-plan.js";

@@ -7,7 +7,7 @@
 import type { McpServer } from "../review/line-comment-tool.js";
 import type { ModelEndpoint } from "../sandbox/egress.js";
 import type { Logger } from "../log.js";
-import type { Classification, ExitFacts, StopReason } from "./classify-outcome.js";
+import type { Classification, ExitFacts, StopReason } from "./outcome.js";
 import type { RunSettings, RunEvent, RunSpec, RunUsage } from "./runtime-adapter.js";
 
 /** How the CLI reaches the model API, split between Tether and the sandboxed CLI. */

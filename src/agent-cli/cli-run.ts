@@ -14,7 +14,7 @@ import { spawnStreaming, type StreamingChild } from "../process/run-command.js";
 import { lineCommentServer, readOnlyPaths } from "../review/line-comment-tool.js";
 import { IN_SANDBOX } from "../sandbox/bwrap-args.js";
 import type { PreparedCommand } from "../sandbox/sandbox.js";
-import type { ExitFacts, StopReason } from "./classify-outcome.js";
+import type { ExitFacts, StopReason } from "./outcome.js";
 import type { CliDialect, RunConfig } from "./cli-dialect.js";
 import { RunLimits } from "./cli-run-limits.js";
 import { abortReason, buildOutcome, cancelDetail, StderrTail } from "./cli-run-outcome.js";

@@ -3,7 +3,7 @@
  * limit (its silence), the wall clock, and once it has said its last word only a bound on how
  * long it lingers. It keeps when the CLI last spoke, and samples the run's process tree.
  */
-import type { StopReason } from "./classify-outcome.js";
+import type { StopReason } from "./outcome.js";
 
 export interface LimitsOptions {
   /** In sentences: "Claude CLI", "Codex CLI". */
