@@ -1,11 +1,8 @@
 /**
  * How the app's requests to GitHub wait and retry. It stands in for the two Octokit plugins in
  * ProbotOctokit that do this (`@octokit/plugin-throttling` and `@octokit/plugin-retry`), keeping
- * what they decide and dropping what they cost: both route every request through Bottleneck,
- * whose datastore yields to a timer several times per job, and that came to about 15 ms per
- * request here (1.7 ms for a bare request against the GitHub stand-in, 17 ms through both
- * plugins). A turn makes half a dozen requests before its CLI starts, so that was most of the
- * webhook → spawn budget. Here a request that needs no waiting goes straight through.
+ * what they decide and dropping their queue, which cost most of a turn's webhook → spawn time
+ * (docs/benchmarks.md). A request that needs no waiting goes straight through.
  *
  * What is kept:
  * - a primary rate limit (403/429 with `x-ratelimit-remaining: 0`) is waited out until
