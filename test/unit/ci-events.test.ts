@@ -2,7 +2,8 @@ import { createRequire } from "node:module";
 import { describe, expect, it } from "vitest";
 import { parseRepoConfig } from "../../src/config/repo-config.js";
 import { checkRunBody, logTail, type CheckRunSummary } from "../../src/github/ci-report.js";
-import { ciRequest, screenCiEvent, stopComment } from "../../src/intake/ci-events.js";
+import { ciRequest, stopComment } from "../../src/intake/ci-events.js";
+import { readDelivery } from "../../src/intake/events.js";
 import { screenDelivery } from "../../src/intake/webhook.js";
 import { buildResumedPrompt } from "../../src/runner/render/prompts.js";
 
@@ -110,27 +111,37 @@ describe("screening CI events (GitHub's example payloads)", () => {
 
   it("the events of one run have their own dedupe keys; a redelivery has the same", () => {
     const keys = ["check_run", "check_suite", "workflow_run"].map((e) => {
-      const s = screenCiEvent(e, completed(e));
+      const s = screenDelivery(e, completed(e));
       if (!s.take) throw new Error(s.reason);
       return s.dedupeKey;
     });
     expect(new Set(keys).size).toBe(3);
-    const again = screenCiEvent("check_suite", completed("check_suite"));
+    const again = screenDelivery("check_suite", completed("check_suite"));
     expect(again.take && again.dedupeKey).toBe(keys[1]);
-    // The inbox keeps the trimmed run, not GitHub's whole payload.
-    const s = screenCiEvent("workflow_run", completed("workflow_run"));
+    // The inbox keeps the trimmed event, not GitHub's whole payload.
+    const full = completed("workflow_run");
+    const s = screenDelivery("workflow_run", full);
     expect(s.take && Object.keys(s.payload).sort()).toEqual(
-      [
-        "action",
-        "conclusion",
-        "event",
-        "headBranch",
-        "headSha",
-        "id",
-        "installationId",
-        "repository",
-      ].sort(),
+      ["action", "installation", "repository", "workflow_run"].sort(),
     );
+    expect(s.take && JSON.stringify(s.payload).length).toBeLessThan(
+      JSON.stringify(full).length / 5,
+    );
+  });
+
+  it("a run an earlier version kept flattened in the inbox reads as the same run, same key", () => {
+    for (const event of ["check_run", "check_suite", "workflow_run"]) {
+      const s = screenDelivery(event, completed(event));
+      const now = readDelivery({ event, payload: JSON.parse(JSON.stringify(s.take && s.payload)) });
+      if (!now.ok || now.event.kind !== "ci") throw new Error(JSON.stringify(now));
+      const legacy = JSON.parse(JSON.stringify({ ...now.event.run, action: "completed" }));
+      const then = readDelivery({ event, payload: legacy });
+      expect(then.ok && then.event.kind === "ci" && then.event.run).toEqual(now.event.run);
+      expect(then.ok && then.event.dedupeKey).toBe(now.event.dedupeKey);
+      // Kept under another event's name, it is not read as that event's.
+      const other = event === "check_run" ? "check_suite" : "check_run";
+      expect(readDelivery({ event: other, payload: legacy }).ok).toBe(false);
+    }
   });
 
   it("other check actions are not taken", () => {
