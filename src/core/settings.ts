@@ -31,8 +31,8 @@ export interface AgentSettings {
   name: string;
   /** What addresses the agent in a comment, e.g. `@tether`. */
   mention?: string;
-  /** Default claude. */
-  cli?: CliKind;
+  /** The config's default is claude, and a snapshot taken before Codex reads as claude. */
+  cli: CliKind;
   model?: string;
   /** Models a comment may ask for with `/model` besides `model`; absent: any. */
   models?: string[];

@@ -133,8 +133,8 @@ export async function chooseFork(
       ok: false,
       reply: `${who}: \`/from\` forks another agent's session; to go on with this agent's own, just ask. Nothing was run.`,
     };
-  const cli = me.cli ?? "claude";
-  const sourceCli = sourceAgent.cli ?? "claude";
+  const cli = me.cli;
+  const sourceCli = sourceAgent.cli;
   if (cli !== sourceCli || cli !== "claude")
     return {
       ok: false,

@@ -59,7 +59,7 @@ export function fakeThread(
 ): GitHubThread & { comments: IssueComment[]; creates: number } {
   let next = opts.firstId ?? 1;
   const agents = opts.agents ?? {
-    tether: { name: "tether", timeoutMinutes: 30, stallMinutes: 5 },
+    tether: { name: "tether", cli: "claude", timeoutMinutes: 30, stallMinutes: 5 },
   };
   const t = {
     comments: [] as IssueComment[],

@@ -85,8 +85,8 @@ const fakeThread = () =>
     stampComments: true,
     strictUpdates: true,
     agents: {
-      tether: { name: "tether", model: "m", timeoutMinutes: 30, stallMinutes: 5 },
-      reviewer: { name: "reviewer", timeoutMinutes: 30, stallMinutes: 5 },
+      tether: { name: "tether", cli: "claude", model: "m", timeoutMinutes: 30, stallMinutes: 5 },
+      reviewer: { name: "reviewer", cli: "claude", timeoutMinutes: 30, stallMinutes: 5 },
     },
   });
 
@@ -720,7 +720,13 @@ describe("runTask with projectInstructions", () => {
   const threadWith = (projectInstructions: boolean) =>
     sharedFakeThread({
       agents: {
-        tether: { name: "tether", timeoutMinutes: 30, stallMinutes: 5, projectInstructions },
+        tether: {
+          name: "tether",
+          cli: "claude",
+          timeoutMinutes: 30,
+          stallMinutes: 5,
+          projectInstructions,
+        },
       },
     });
 
@@ -1130,6 +1136,7 @@ describe("runTask and the spend limits", () => {
         tether: {
           name: "tether",
           mention: "@tether",
+          cli: "claude",
           timeoutMinutes: 30,
           stallMinutes: 5,
           ...agent,

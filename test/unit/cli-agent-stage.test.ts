@@ -99,7 +99,7 @@ function agentUnderTest() {
     cwd,
     prompt: "hi",
     resumeSessionId: "s-1",
-    settings: { name: "tether", timeoutMinutes: 1, stallMinutes: 1 },
+    settings: { name: "tether", cli: "claude", timeoutMinutes: 1, stallMinutes: 1 },
     systemPrompt: "",
     signal: new AbortController().signal,
     onSession: () => {},

@@ -180,7 +180,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     spendSettings.freshResetsConversation && task.forceFresh ? 0 : spend.conversation.countedUsd;
 
   // The resume decision, recorded on the task before anything runs; a retry takes a new one.
-  const cli = settings.cli ?? "claude";
+  const cli = settings.cli;
   // `/from <agent>`: a fork of that agent's session, else the key's own decision.
   const fork = await decideFork(deps, { task, cli, policy: config.settings.resume, now });
   let decision: ResumeDecision =

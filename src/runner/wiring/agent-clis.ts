@@ -37,7 +37,7 @@ export function agentForClis(agents: Partial<Record<CliKind, Agent>>): Agent {
       return agentOf(cli)?.stage?.(req, cli) ?? null;
     },
     async run(req: AgentRunRequest): Promise<AgentRunResult> {
-      const cli = req.settings.cli ?? "claude";
+      const cli = req.settings.cli;
       const agent = agentOf(cli);
       if (agent) return agent.run(req);
       return failedRun(
