@@ -13,18 +13,18 @@ import type { TriggerComment } from "../sql/tasks/enqueue.js";
 import type { Author } from "./access.js";
 import {
   parseCiEvent,
-  parseIntakeEvent,
   parseLegacyStoredRun,
+  parseTextEvent,
   parseWorkItemEvent,
   previousBody,
   repoKey,
   type CiRun,
-  type IntakeEvent as ParsedText,
   type IssueCommentEvent,
   type IssuesEvent,
   type PullRequestReviewCommentEvent,
   type PullRequestReviewEvent,
   type ReviewComment,
+  type TextEvent,
   type WorkItemTrigger,
 } from "./payloads.js";
 import { reviewCommentRequest, reviewRequest } from "./review-request.js";
@@ -180,7 +180,7 @@ export function readEvent(name: string, payload: unknown): EventRead {
 /** Reads a delivery the inbox kept: readEvent, and the CI runs an earlier version kept. */
 export function readDelivery(d: { event: string; payload: unknown }): EventRead {
   const read = readEvent(d.event, d.payload);
-  if (read.ok || !CI_EVENTS.some((k) => k.startsWith(`${d.event}.`))) return read;
+  if (read.ok || KINDS.get(`${d.event}.completed`) !== "ci") return read;
   const legacy = parseLegacyStoredRun(d.payload);
   return legacy?.event === d.event
     ? { ok: true, event: ciEvent(legacy, d.payload as object) }
@@ -190,7 +190,7 @@ export function readDelivery(d: { event: string; payload: unknown }): EventRead 
 // ---------------------------------------------------------------------------------------------
 
 function readText(kind: string, name: string, payload: unknown): EventRead {
-  const read = parseIntakeEvent(name, payload);
+  const read = parseTextEvent(name, payload);
   if (read === undefined) return refuse(`${kind} is not handled`);
   if ("problem" in read) return refuse(unexpected(kind, read.problem));
   const { trigger, change, updatedAt } = textOf(read);
@@ -217,7 +217,7 @@ function readText(kind: string, name: string, payload: unknown): EventRead {
 }
 
 /** The trigger and change of a text event; `change` undefined for an edit that left the body alone. */
-function textOf(read: ParsedText): {
+function textOf(read: TextEvent): {
   trigger: TextTrigger;
   change: Change | undefined;
   updatedAt: string;

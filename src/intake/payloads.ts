@@ -136,33 +136,33 @@ export const IssuesEvent = z.object({
 });
 export type IssuesEvent = z.infer<typeof IssuesEvent>;
 
-/** Each event intake takes in, and the schema its payload is read with. */
-const EVENT_SCHEMAS = {
+/** Each event carrying a text that may address agents, and the schema its payload is read with. */
+const TEXT_SCHEMAS = {
   issue_comment: IssueCommentEvent,
   pull_request_review_comment: PullRequestReviewCommentEvent,
   pull_request_review: PullRequestReviewEvent,
   issues: IssuesEvent,
 } as const;
-type IntakeEventName = keyof typeof EVENT_SCHEMAS;
+type TextEventName = keyof typeof TEXT_SCHEMAS;
 
 /** A payload read with its event's schema, tagged with the event's name. */
-export type IntakeEvent = {
-  [N in IntakeEventName]: { name: N; event: z.infer<(typeof EVENT_SCHEMAS)[N]> };
-}[IntakeEventName];
+export type TextEvent = {
+  [N in TextEventName]: { name: N; event: z.infer<(typeof TEXT_SCHEMAS)[N]> };
+}[TextEventName];
 
 /**
- * Reads a delivery's payload with its event's schema: the webhook's screening and the
- * processor's handling read it alike. `problem` when it lacks what intake reads; undefined for
- * an event intake does not take in.
+ * Reads a comment, review comment, review or issue event's payload with its event's schema
+ * (events.ts turns it into a trigger). `problem` when it lacks what intake reads; undefined for
+ * another event.
  */
-export function parseIntakeEvent(
+export function parseTextEvent(
   name: string,
   payload: unknown,
-): IntakeEvent | { problem: z.ZodError } | undefined {
-  if (!Object.hasOwn(EVENT_SCHEMAS, name)) return undefined;
-  const parsed = EVENT_SCHEMAS[name as IntakeEventName].safeParse(payload);
+): TextEvent | { problem: z.ZodError } | undefined {
+  if (!Object.hasOwn(TEXT_SCHEMAS, name)) return undefined;
+  const parsed = TEXT_SCHEMAS[name as TextEventName].safeParse(payload);
   // The schema is the name's, so the pair matches; TypeScript cannot follow that through.
-  return parsed.success ? ({ name, event: parsed.data } as IntakeEvent) : { problem: parsed.error };
+  return parsed.success ? ({ name, event: parsed.data } as TextEvent) : { problem: parsed.error };
 }
 
 /**
