@@ -13,6 +13,7 @@ import { StreamParser, type StreamMessage } from "./stream-parser.js";
 import { summarizeUsage } from "./usage.js";
 import { readCostBefore } from "./session-cost.js";
 import { findTranscript } from "./session-files.js";
+import { readEntry } from "./session-entry.js";
 
 /** The run options (cli-dialect.ts), every one optional: the binary defaults to resolveClaudePath. */
 export type ClaudeCliOptions = Partial<CliRunOptions>;
@@ -44,8 +45,16 @@ export const claudeDialect: CliDialect<StreamMessage, RunEvidence> = {
   async beforeStart(state, spec, resumeSessionId) {
     if (resumeSessionId === undefined) return;
     const found = await findTranscript(spec.home ?? os.homedir(), resumeSessionId);
-    if (found) state.costBefore = await readCostBefore(found.file, resumeSessionId);
+    if (!found) return;
+    state.transcriptBefore = found;
+    state.costBefore = await readCostBefore(found.file, resumeSessionId);
   },
+  // Where the turn entered the session: what a later rewind to before it resumes at.
+  async afterExit(state) {
+    const before = state.transcriptBefore;
+    if (before) state.entry = await readEntry(before.file, before.size);
+  },
+  entryOf: (evidence) => evidence.entry,
   observe,
   earlyStop,
   isFinal: (message) => message.kind === "result",

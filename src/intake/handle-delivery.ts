@@ -662,6 +662,8 @@ async function handleChange(
           commentCreatedAt: t.comment.createdAt,
           inThread: t.seenBy === "thread",
           reason,
+          deleted: change.action === "deleted",
+          body: t.comment.body,
         });
   if (bumped.length) notes.push(`history epoch bumped for ${bumped.join(",")}`);
   if (t.seenBy !== "every-turn")
@@ -674,6 +676,8 @@ async function handleChange(
         commentCreatedAt: t.comment.createdAt,
         inThread: false,
         reason,
+        deleted: change.action === "deleted",
+        body: t.comment.body,
       });
       if (more.length)
         notes.push(`history epoch of #${c.issueNumber} bumped for ${more.join(",")}`);

@@ -4,7 +4,7 @@
  * finish. Every write is scoped to this runner's lease.
  */
 import { readSettingsSnapshot } from "../config/repo-settings.js";
-import { readEpoch } from "../sql/history.js";
+import { readEpoch, resentComments } from "../sql/history.js";
 import { priorSession } from "../sql/sessions.js";
 import type { Task } from "../sql/tasks/claim.js";
 import { finishTask, type FinalAnswer, type Finish } from "../sql/tasks/finish.js";
@@ -294,7 +294,20 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
   try {
     plan = await planChanges(deps, gh, settings, key, issue, prepared, log);
     const turn = turnFacts(task, requests, plan.target, plan.news, prepared, lineComments);
-    const prompt = promptFor({ turn, issue, requests, thread: threadP, readThread });
+    const prompt = promptFor({
+      turn,
+      issue,
+      requests,
+      thread: threadP,
+      readThread,
+      resent: async (plan) =>
+        (await resentComments(deps.pool, key, plan.resend)).map((c) => ({
+          author: c.author,
+          url: c.url,
+          body: c.body,
+          createdAt: c.createdAt.toISOString(),
+        })),
+    });
     const systemPrompt = buildSystemPrompt(task.agent, settings.appendSystemPrompt, project);
     ran = await runAgent(
       {
@@ -330,7 +343,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     log.warn({ session: result.sessionId }, "stopped by shutdown; the task will be taken over");
     return;
   }
-  await recordRunSession(deps, task, log, ran, decision, prior);
+  await recordRunSession(deps, epoch, task, log, ran, decision, prior);
 
   // Publish, then answer, then finish.
   const published = await publishChanges(deps, plan, {

@@ -44,7 +44,9 @@ export function renderTracking(s: TrackingState): string {
       ? "🗜️ The session's context is nearly full: compacting it (a summary), then resuming it."
       : s.reason === "forked"
         ? "🍴 Starting from a fork of another agent's session on this issue (/from)."
-        : "🔗 Resuming the session this issue already has."
+        : s.reason === "rewound"
+          ? "⏪ A comment the session had read was edited or deleted: resuming the session as it stood just before it."
+          : "🔗 Resuming the session this issue already has."
     : `🆕 Starting a fresh session: ${describeReason(s.reason)}.`;
   const lines = [`⏳ **${s.agent}** is working on this.`, "", how];
   const secs = Math.max(0, Math.round((s.now.getTime() - s.startedAt.getTime()) / 1000));
@@ -91,7 +93,9 @@ export function renderFooter(f: FooterFacts): string {
         ? "🗜️ compacted and resumed session"
         : f.reason === "forked"
           ? "🍴 forked session (/from)"
-          : "🔗 resumed session",
+          : f.reason === "rewound"
+            ? "⏪ rewound session (a comment it had read changed)"
+            : "🔗 resumed session",
     );
   else if (f.reason !== null) parts.push(`🆕 fresh session (${f.reason})`);
   else parts.push("no session started");

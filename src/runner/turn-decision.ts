@@ -8,7 +8,7 @@ import {
   type ResumeDecision,
   type TranscriptState,
 } from "../core/resume-decision.js";
-import { readEpoch } from "../sql/history.js";
+import { readEpoch, rewindFacts } from "../sql/history.js";
 import { sessionById } from "../sql/sessions.js";
 import type { Task } from "../sql/tasks/claim.js";
 import { recordDecision } from "../sql/tasks/record.js";
@@ -16,7 +16,7 @@ import type { CliKind, ResumeSettings } from "./ports.js";
 import type { RunTaskDeps, TurnKey } from "./turn.js";
 
 export async function decide(
-  deps: Pick<RunTaskDeps, "agent" | "cliVersion" | "runtimeId">,
+  deps: Pick<RunTaskDeps, "agent" | "cliVersion" | "runtimeId" | "pool">,
   d: {
     key: TurnKey;
     task: Task;
@@ -43,6 +43,12 @@ export async function decide(
           .transcriptState(key, prior.sessionId, cli)
           .catch((): TranscriptState => ({ where: "none" }))
       : undefined;
+  // A comment the session read changed since it was pinned: what a rewind is decided from.
+  const cliCanRewind = deps.agent.canRewind?.(cli) ?? false;
+  const rewind =
+    prior && cliCanRewind && prior.historyEpoch !== epoch
+      ? await rewindFacts(deps.pool, key, prior.sessionId, prior.historyEpoch, epoch)
+      : undefined;
   return decideResume({
     prior,
     forceFresh: task.forceFresh,
@@ -59,6 +65,8 @@ export async function decide(
     workDirExists,
     historyEpoch: epoch,
     cliCanResume,
+    cliCanRewind,
+    ...(rewind ? { rewind } : {}),
     cliVersion,
     ...(transcript === undefined ? {} : { transcript }),
     now: now(),
@@ -116,6 +124,7 @@ export async function record(
     historyEpoch: epoch,
     workDir,
     retriedFresh,
+    rewoundFrom: d.kind === "resume" && d.rewind ? d.rewind.fromTaskId : null,
   });
   if (!ok)
     deps.log.warn(

@@ -50,6 +50,21 @@ export async function touchSession(
   );
 }
 
+/**
+ * A rewound turn took the session back to before every changed comment: its history now holds
+ * the key's history as of `epoch`, so the next turn resumes it as it is.
+ */
+export async function advanceSessionEpoch(
+  db: Queryable,
+  sessionId: string,
+  epoch: number,
+): Promise<void> {
+  await db.query(
+    `UPDATE sessions SET history_epoch = GREATEST(history_epoch, $2) WHERE session_id = $1`,
+    [sessionId, epoch],
+  );
+}
+
 /** Poisoned (it overflowed, or the API rejected its history) or retired (the CLI would not resume it). */
 export async function markSession(
   db: Queryable,
