@@ -79,6 +79,9 @@ describe("thread comments", () => {
     expect(
       renderFooter({ resumed: false, reason: "forced_fresh", sessionId: null, usage: null }),
     ).toBe("<sub>🆕 fresh session (forced_fresh)</sub>");
+    expect(
+      renderFooter({ resumed: true, reason: "rewound", sessionId: "d3526fa6-dfe2", usage: null }),
+    ).toBe("<sub>⏪ rewound session (a comment it had read changed) · `d3526fa6`</sub>");
     // A task swept before its decision (the answer outbox renders its failure).
     expect(renderFooter({ resumed: false, reason: null, sessionId: null, usage: null })).toBe(
       "<sub>no session started</sub>",
