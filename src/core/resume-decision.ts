@@ -131,6 +131,12 @@ export interface ResumeInput {
   cliCanResume: boolean;
   /** The CLI can resume a session at an earlier message (Claude's `--resume-session-at`); absent: false. */
   cliCanRewind?: boolean;
+  /**
+   * `/model`: the context window of the model this turn asks for, when known. Smaller than the
+   * session's, it is the window the budget is judged against: the session is compacted first, or
+   * not resumed, and the decision says so (`smallerWindow`).
+   */
+  requestedWindow?: number | null;
   /** The prior session's turns and the edits since its epoch, when the epoch moved; absent: no rewind. */
   rewind?: RewindFacts;
   /** `claude --version` of this runner's CLI; null when it did not say. */
@@ -187,8 +193,16 @@ export type ResumeDecision =
       forkFrom?: TaskKey;
       /** Reason `rewound`: resume at an earlier message, and send those comments again. */
       rewind?: RewindPlan;
+      /** Compacted because the `/model` asked for has a smaller window than the session holds. */
+      smallerWindow?: true;
     }
-  | { kind: "fresh"; reason: FreshReason; priorSessionId: string | null };
+  | {
+      kind: "fresh";
+      reason: FreshReason;
+      priorSessionId: string | null;
+      /** `context_budget` because the `/model` asked for has a smaller window than the session holds. */
+      smallerWindow?: true;
+    };
 
 /** Used when a session's window was never reported (older CLI output). */
 export const DEFAULT_CONTEXT_WINDOW = 200_000;
@@ -238,9 +252,16 @@ export function decideResume(input: ResumeInput): ResumeDecision {
     if (!rewind) return fresh("history_edited");
   }
   if (isExpired(prior, input)) return fresh("expired");
-  const window = prior.contextWindow ?? DEFAULT_CONTEXT_WINDOW;
+  const own = prior.contextWindow ?? DEFAULT_CONTEXT_WINDOW;
+  // `/model` on a model with a smaller window: what the session holds must fit that one.
+  const asked = input.requestedWindow ?? null;
+  const window = asked !== null && asked < own ? asked : own;
   const overBudget =
     prior.contextTokens !== null && prior.contextTokens >= window * input.policy.contextBudget;
+  const smallerWindow =
+    overBudget && prior.contextTokens! < own * input.policy.contextBudget
+      ? ({ smallerWindow: true } as const)
+      : {};
   // A rewind is not compacted (a summary would hold the old text): a session too full to resume
   // as it is starts fresh, as it did before rewinds.
   if (rewind && overBudget) return fresh("history_edited");
@@ -248,12 +269,13 @@ export function decideResume(input: ResumeInput): ResumeDecision {
   if (rewind) return { kind: "resume", sessionId: prior.sessionId, reason: "rewound", rewind };
   // Compacting is itself a resume of the session, so it needs a CLI that can resume.
   if (overBudget && !(input.policy.compact === true && input.cliCanResume))
-    return fresh("context_budget");
+    return { ...fresh("context_budget"), ...smallerWindow };
   if (!input.cliCanResume) return fresh("cli_cannot_resume");
   return {
     kind: "resume",
     sessionId: prior.sessionId,
     reason: overBudget ? "compacted" : "resumed",
+    ...smallerWindow,
   };
 }
 

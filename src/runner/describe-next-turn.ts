@@ -11,7 +11,7 @@ import {
   turnModel,
 } from "../intake/status.js";
 import { readEpoch, rewindFacts } from "../sql/history.js";
-import { priorSession } from "../sql/sessions.js";
+import { knownWindow, priorSession } from "../sql/sessions.js";
 import { getConversation } from "../sql/conversations.js";
 import { conversationBranch } from "../publish/publisher.js";
 import { transcriptHead } from "../sql/transcripts.js";
@@ -54,6 +54,9 @@ export const describeNextTurn: DescribeStatus = async (req) => {
       cliCanResume: true,
       cliCanRewind,
       ...(rewind ? { rewind } : {}),
+      requestedWindow: state.queued?.requestedModel
+        ? await knownWindow(req.pool, state.queued.requestedModel)
+        : null,
       cliVersion: head?.cliVersion ?? null,
       ...(head
         ? {

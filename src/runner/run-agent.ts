@@ -35,6 +35,11 @@ export interface AgentTurn {
   workDir: string;
   workspace: ReadyWorkspace;
   settings: AgentSettings;
+  /**
+   * The settings a compaction runs with, when not `settings`: under `/model` the agent's own
+   * model summarises the session (the model asked for may have too small a window to read it).
+   */
+  compactSettings?: AgentSettings;
   systemPrompt: string;
   prompt: (d: ResumeDecision) => Promise<string>;
   onProgress: (ev: ProgressEvent) => void;
@@ -63,6 +68,7 @@ export async function runAgent(a: AgentTurn, decision: ResumeDecision): Promise<
     resumeSessionId: string | null,
     fork: boolean,
     on: Pick<AgentRunRequest, "onSession" | "onProgress" | "resumeAt">,
+    runSettings: AgentSettings = settings,
   ): AgentRunRequest => ({
     key,
     cwd: workDir,
@@ -75,7 +81,7 @@ export async function runAgent(a: AgentTurn, decision: ResumeDecision): Promise<
       ? { transcriptKey: decision.forkFrom }
       : {}),
     ...(on.resumeAt ? { resumeAt: on.resumeAt } : {}),
-    settings,
+    settings: runSettings,
     systemPrompt,
     signal,
     ...(a.staged ? { staged: a.staged } : {}),
@@ -122,11 +128,17 @@ export async function runAgent(a: AgentTurn, decision: ResumeDecision): Promise<
    */
   const compactFirst = async (sessionId: string): Promise<AgentRunResult> => {
     const c = await deps.agent.run(
-      request(COMPACT_PROMPT, sessionId, false, {
-        // The turn after it pins the session (the same id) and reports progress.
-        onSession: () => {},
-        onProgress: () => {},
-      }),
+      request(
+        COMPACT_PROMPT,
+        sessionId,
+        false,
+        {
+          // The turn after it pins the session (the same id) and reports progress.
+          onSession: () => {},
+          onProgress: () => {},
+        },
+        a.compactSettings ?? settings,
+      ),
     );
     if (compactedSession(c, sessionId)) {
       log.info(

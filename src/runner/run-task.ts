@@ -309,6 +309,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
         })),
     });
     const systemPrompt = buildSystemPrompt(task.agent, settings.appendSystemPrompt, project);
+    const runSettings = cacheTtl ? { ...settings, cacheTtl } : settings;
     ran = await runAgent(
       {
         deps,
@@ -320,7 +321,11 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
         epoch,
         workDir,
         workspace: ready,
-        settings: cacheTtl ? { ...settings, cacheTtl } : settings,
+        settings: runSettings,
+        // Under `/model`, the agent's own model compacts the session it made.
+        ...(task.requestedModel && configured?.model
+          ? { compactSettings: { ...runSettings, model: configured.model } }
+          : {}),
         systemPrompt,
         prompt,
         onProgress,

@@ -83,21 +83,25 @@ export interface FooterFacts {
   cacheTtl?: CacheTtl;
   /** The conversation's page on the dashboard (TETHER_PUBLIC_URL set); behind its token. */
   chainUrl?: string;
+  /** Compacted, or not resumed, because the turn's `/model` has a smaller window than the session holds. */
+  smallerWindow?: boolean;
 }
 
 export function renderFooter(f: FooterFacts): string {
   const parts: string[] = [];
+  const smaller = "the turn's model has a smaller context window";
   if (f.resumed)
     parts.push(
       f.reason === "compacted"
-        ? "🗜️ compacted and resumed session"
+        ? `🗜️ compacted and resumed session${f.smallerWindow ? ` (${smaller})` : ""}`
         : f.reason === "forked"
           ? "🍴 forked session (/from)"
           : f.reason === "rewound"
             ? "⏪ rewound session (a comment it had read changed)"
             : "🔗 resumed session",
     );
-  else if (f.reason !== null) parts.push(`🆕 fresh session (${f.reason})`);
+  else if (f.reason !== null)
+    parts.push(`🆕 fresh session (${f.reason}${f.smallerWindow ? `: ${smaller}` : ""})`);
   else parts.push("no session started");
   if (f.sessionId) parts.push(`\`${shortSessionId(f.sessionId)}\``);
   if (f.model)

@@ -9,7 +9,7 @@ import {
   type TranscriptState,
 } from "../core/resume-decision.js";
 import { readEpoch, rewindFacts } from "../sql/history.js";
-import { sessionById } from "../sql/sessions.js";
+import { knownWindow, sessionById } from "../sql/sessions.js";
 import type { Task } from "../sql/tasks/claim.js";
 import { recordDecision } from "../sql/tasks/record.js";
 import type { CliKind, ResumeSettings } from "./ports.js";
@@ -43,6 +43,9 @@ export async function decide(
           .transcriptState(key, prior.sessionId, cli)
           .catch((): TranscriptState => ({ where: "none" }))
       : undefined;
+  // `/model`: the window of the model asked for, as the CLI last reported it.
+  const requestedWindow =
+    prior && task.requestedModel ? await knownWindow(deps.pool, task.requestedModel) : null;
   // A comment the session read changed since it was pinned: what a rewind is decided from.
   const cliCanRewind = deps.agent.canRewind?.(cli) ?? false;
   const rewind =
@@ -67,6 +70,7 @@ export async function decide(
     cliCanResume,
     cliCanRewind,
     ...(rewind ? { rewind } : {}),
+    requestedWindow,
     cliVersion,
     ...(transcript === undefined ? {} : { transcript }),
     now: now(),

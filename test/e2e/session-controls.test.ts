@@ -6,13 +6,13 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase } from "../helpers/db.js";
 import { startStack, REPO, type Stack } from "../helpers/e2e-stack.js";
-import { userTexts, type FakeRequest } from "../helpers/fake-anthropic.js";
+import { replies, userTexts, type FakeRequest } from "../helpers/fake-anthropic.js";
 
 const CONFIG = `
 agents:
   tether:
     model: claude-sonnet-4-5
-    models: [claude-opus-4-1]
+    models: [claude-opus-4-1, claude-haiku-4-5]
   reviewer:
     model: claude-sonnet-4-5
   coder:
@@ -135,13 +135,55 @@ describe("session controls from the thread", { timeout: 200_000 }, () => {
     expect(answerOf(n, third.id)).not.toContain("/model");
   });
 
+  it("/model on a model whose window is smaller than the session holds: compacted first (by the agent's own model), and the footer says why", async () => {
+    const n = newIssue();
+    const first = await stack.finishedTask(
+      await stack.comment(n, "@tether WINDOW-ONE look at split()"),
+    );
+    // What the CLI last said of claude-haiku-4-5's window: smaller than what this session holds.
+    await db.pool.query(
+      `INSERT INTO sessions (session_id, repo, issue_number, agent, runtime_id, work_dir, model,
+                             history_epoch, context_tokens, context_window, last_used_at)
+       VALUES ($1, 'elsewhere/repo', 1, 'tether', 'rt', '/w', 'claude-haiku-4-5', 0, 10, 1000,
+               now() + interval '1 hour')`,
+      [`window-probe-${n}`],
+    );
+    await db.pool.query(
+      "UPDATE sessions SET context_tokens = 5000, context_window = 200000 WHERE session_id = $1",
+      [first.session_id],
+    );
+    stack.api.script(replies.text("<summary>WINDOW-SUMMARY of the earlier work.</summary>"));
+    const m = mark();
+    const second = await stack.finishedTask(
+      await stack.comment(n, "@tether /model claude-haiku-4-5 WINDOW-TWO quick check"),
+    );
+    expect(second).toMatchObject({
+      status: "succeeded",
+      resume_reason: "compacted",
+      compacted: true,
+      session_id: first.session_id,
+      model: "claude-haiku-4-5",
+    });
+    const [compaction, turn] = stack.api.messageRequests().filter((r) => r.n > m);
+    // The session's own model summarised it; the turn ran on the model asked for.
+    expect(compaction!.body?.model).toBe("claude-sonnet-4-5");
+    expect(userTexts(compaction!).at(-1)).toContain("summary");
+    expect(turn!.body?.model).toBe("claude-haiku-4-5");
+    expect(JSON.stringify(turn!.body?.messages)).toContain("WINDOW-SUMMARY");
+    expect(answerOf(n, second.id)).toContain(
+      "🗜️ compacted and resumed session (the turn's model has a smaller context window)",
+    );
+  });
+
   it("a model the agent may not use gets a reply listing the allowed ones, and no run", async () => {
     const n = newIssue();
     const m = mark();
     const c = await stack.comment(n, "@tether /model gpt-4o do it");
     const body = await reply(n, "is not one of this agent's models");
     expect(body).toContain("`gpt-4o`");
-    expect(body).toContain("It may run on: `claude-sonnet-4-5`, `claude-opus-4-1`.");
+    expect(body).toContain(
+      "It may run on: `claude-sonnet-4-5`, `claude-opus-4-1`, `claude-haiku-4-5`.",
+    );
     expect(await handled(c)).toContain("tether: /model refused");
     const { rows } = await db.pool.query(
       "SELECT count(*)::int AS n FROM tasks WHERE repo = $1 AND issue_number = $2",

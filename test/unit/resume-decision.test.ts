@@ -7,6 +7,7 @@ import {
   REASON_CODES,
   type HistoryEdit,
   type PriorSession,
+  type ResumeDecision,
   type ResumeInput,
   type RewindFacts,
   type SessionTurn,
@@ -503,6 +504,52 @@ describe("decideResume", () => {
           },
         });
       else if (reason !== "resumed") expect(d.kind).toBe("fresh");
+    });
+  });
+
+  describe("/model on a model whose window is smaller than what the session holds", () => {
+    const COMPACT = { enabled: true, ttlMs: 72 * HOUR, contextBudget: 0.8, compact: true };
+    // The session holds 100k of its 200k window; budget 0.8.
+    const held = prior({ contextTokens: 100_000 });
+    const rows: Array<[string, Partial<ResumeInput>, ResumeDecision]> = [
+      [
+        "a 100k window: compacted first, and says why",
+        { prior: held, policy: COMPACT, requestedWindow: 100_000 },
+        { kind: "resume", sessionId: "s-1", reason: "compacted", smallerWindow: true },
+      ],
+      [
+        "a 100k window, compaction off: fresh, and says why",
+        { prior: held, requestedWindow: 100_000 },
+        { kind: "fresh", reason: "context_budget", priorSessionId: "s-1", smallerWindow: true },
+      ],
+      [
+        "a window the session still fits in (0.8 × 128k > 100k): resumed as it is",
+        { prior: held, policy: COMPACT, requestedWindow: 128_000 },
+        { kind: "resume", sessionId: "s-1", reason: "resumed" },
+      ],
+      [
+        "a larger window: the session's own budget rules",
+        { prior: held, policy: COMPACT, requestedWindow: 1_000_000 },
+        { kind: "resume", sessionId: "s-1", reason: "resumed" },
+      ],
+      [
+        "an unknown window: the session's own budget rules",
+        { prior: held, policy: COMPACT, requestedWindow: null },
+        { kind: "resume", sessionId: "s-1", reason: "resumed" },
+      ],
+      [
+        "over its own budget too: compacted, not for the model",
+        { prior: prior({ contextTokens: 170_000 }), policy: COMPACT, requestedWindow: 100_000 },
+        { kind: "resume", sessionId: "s-1", reason: "compacted" },
+      ],
+      [
+        "unknown context use: resumed as it is",
+        { prior: prior({ contextTokens: null }), policy: COMPACT, requestedWindow: 1_000 },
+        { kind: "resume", sessionId: "s-1", reason: "resumed" },
+      ],
+    ];
+    it.each(rows)("%s", (_name, over, decision) => {
+      expect(decideResume(input(over))).toEqual(decision);
     });
   });
 
