@@ -50,9 +50,13 @@ export const claudeDialect: CliDialect<StreamMessage, RunEvidence> = {
     state.costBefore = await readCostBefore(found.file, resumeSessionId);
   },
   // Where the turn entered the session: what a later rewind to before it resumes at.
-  async afterExit(state) {
+  async afterExit(state, spec) {
     const before = state.transcriptBefore;
-    if (before) state.entry = await readEntry(before.file, before.size);
+    const sessionId = state.init?.sessionId;
+    if (!before || !sessionId) return;
+    // Looked up again: the sandbox could have swapped a path for a link during the run.
+    const found = await findTranscript(spec.home ?? os.homedir(), sessionId);
+    if (found?.file === before.file) state.entry = await readEntry(found.file, before.size);
   },
   entryOf: (evidence) => evidence.entry,
   observe,

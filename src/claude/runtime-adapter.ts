@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { CACHE_TTLS } from "../core/settings.js";
+import { ENTRY } from "./session-entry.js";
 import type { NetworkPolicy } from "../sandbox/egress.js";
 import type { LineCommentTool } from "../review/line-comment-tool.js";
 import type { Mask, Sandbox } from "../sandbox/sandbox.js";
@@ -79,10 +80,7 @@ export const RunSettings = z.object({
    * With a resume: resume the session as it stood at this message (`--resume-session-at`), not
    * at its end: what came after it is left out of the conversation (a rewind).
    */
-  resumeAt: z
-    .string()
-    .regex(/^[0-9A-Za-z][0-9A-Za-z-]{0,63}$/, "resumeAt must be a message uuid")
-    .optional(),
+  resumeAt: z.string().regex(ENTRY, "resumeAt must be a message uuid").optional(),
   /** Wall-clock limit for the whole run, in milliseconds; then the run ends as timed_out. */
   timeoutMs: z
     .number()

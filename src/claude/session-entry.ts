@@ -6,6 +6,7 @@
  * gives the session as it was just before the run (docs/claude-cli-facts.md). What a rewind
  * resumes at (core/resume-decision.ts planRewind).
  */
+import { constants } from "node:fs";
 import fs from "node:fs/promises";
 
 /** How much of the appended part is read looking for the first message: the prompt is bounded. */
@@ -16,9 +17,12 @@ const MAX_READ = 8 * 1024 * 1024;
  * undefined when there is none (nothing appended, a fresh chain, an unreadable line).
  */
 export async function readEntry(file: string, offset: number): Promise<string | undefined> {
-  const handle = await fs.open(file, "r");
+  // The sandbox wrote the file: a link is not followed, and only a regular file is read.
+  const handle = await fs.open(file, constants.O_RDONLY | constants.O_NOFOLLOW);
   try {
-    const { size } = await handle.stat();
+    const st = await handle.stat();
+    if (!st.isFile()) return undefined;
+    const { size } = st;
     const length = Math.min(Math.max(0, size - offset), MAX_READ);
     if (length === 0) return undefined;
     const buf = Buffer.alloc(length);

@@ -38,6 +38,13 @@ describe("readEntry: where a resumed run's turn entered its session", () => {
     );
     expect(await readEntry(file("fresh.jsonl", FIRST_TURN), 0)).toBe(undefined);
   });
+  it("a link in the file's place is not followed", async () => {
+    const real = file("real.jsonl", FIRST_TURN + SECOND_TURN);
+    const link = path.join(dir, "link.jsonl");
+    fs.symlinkSync(real, link);
+    await expect(readEntry(link, Buffer.byteLength(FIRST_TURN))).rejects.toThrow(/ELOOP/);
+  });
+
   it("an unreadable line or a parent that is no uuid: none, never thrown", async () => {
     const broken = file("broken.jsonl", FIRST_TURN + '{"uuid": "x", trailing\n' + SECOND_TURN);
     expect(await readEntry(broken, Buffer.byteLength(FIRST_TURN))).toBe(undefined);
