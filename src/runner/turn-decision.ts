@@ -104,6 +104,9 @@ export async function decideFork(
     workDirExists: false,
     now: d.now,
   });
+  // A fork is not rewound: a source whose read comment changed is not forked, as before rewinds.
+  if (decided.kind === "resume" && decided.rewind)
+    return { kind: "fresh", reason: "history_edited", priorSessionId: source.sessionId };
   return decided.kind === "resume"
     ? { ...decided, reason: "forked", fork: true, forkFrom: source.key }
     : decided;
