@@ -1511,11 +1511,11 @@ describe("runTask: a comment the session read was edited (a rewind)", () => {
     issue++;
     const thread = fakeThread();
     const agent = new RewindingAgent([
-      entered("s-r1", undefined),
-      entered("s-r1", "m-2"),
-      entered("s-r1", "m-3"),
-      entered("s-r1", "m-2"),
-      entered("s-r1", "m-5"),
+      entered("s-rw1", undefined),
+      entered("s-rw1", "m-2"),
+      entered("s-rw1", "m-3"),
+      entered("s-rw1", "m-2"),
+      entered("s-rw1", "m-5"),
     ]);
     const { one, two, three } = await threeTurns(agent, thread);
     expect([one.session_entry, two.session_entry, three.session_entry]).toEqual([
@@ -1528,22 +1528,22 @@ describe("runTask: a comment the session read was edited (a rewind)", () => {
     expect(four).toMatchObject({
       resume_decision: "resume",
       resume_reason: "rewound",
-      session_id: "s-r1",
+      session_id: "s-rw1",
       rewound_from: two.id,
       session_entry: "m-2",
     });
     const call = agent.calls[3]!;
-    expect(call.resumeSessionId).toBe("s-r1");
+    expect(call.resumeSessionId).toBe("s-rw1");
     expect(call.resumeAt).toBe("m-2");
     expect(call.prompt).toContain("This conversation was rewound");
     expect(call.prompt).toContain("second, NEW words");
     expect(call.prompt).toContain("@tether third");
     expect(call.prompt).not.toContain("old words");
     expect(call.prompt.indexOf("third")).toBeLessThan(call.prompt.indexOf("fourth"));
-    expect(await sessionRow("s-r1")).toEqual({ state: "active", history_epoch: 1 });
+    expect(await sessionRow("s-rw1")).toEqual({ state: "active", history_epoch: 1 });
     // The next turn resumes it as it is.
     const five = await turn(agent, thread);
-    expect(five).toMatchObject({ resume_reason: "resumed", session_id: "s-r1" });
+    expect(five).toMatchObject({ resume_reason: "resumed", session_id: "s-rw1" });
     expect(agent.calls[4]!.resumeAt).toBeUndefined();
   });
 
@@ -1551,17 +1551,17 @@ describe("runTask: a comment the session read was edited (a rewind)", () => {
     issue++;
     const thread = fakeThread();
     const agent = new RewindingAgent([
-      entered("s-r2", undefined),
-      entered("s-r2", "m-2"),
-      entered("s-r2", "m-3"),
-      entered("s-r2", "m-3"), // the CLI went on from the end after all
-      ok("s-r3"),
+      entered("s-rw2", undefined),
+      entered("s-rw2", "m-2"),
+      entered("s-rw2", "m-3"),
+      entered("s-rw2", "m-3"), // the CLI went on from the end after all
+      ok("s-rw3"),
     ]);
     await threeTurns(agent, thread);
     await edited(1, `comment:${issue}-2`, "@tether second, NEW words");
     const four = await turn(agent, thread);
-    expect(four).toMatchObject({ resume_reason: "rewound", session_id: "s-r2" });
-    expect(await sessionRow("s-r2")).toEqual({ state: "retired", history_epoch: 0 });
+    expect(four).toMatchObject({ resume_reason: "rewound", session_id: "s-rw2" });
+    expect(await sessionRow("s-rw2")).toEqual({ state: "retired", history_epoch: 0 });
     const five = await turn(agent, thread);
     expect(five).toMatchObject({ resume_decision: "fresh", resume_reason: "poisoned" });
   });
@@ -1570,10 +1570,10 @@ describe("runTask: a comment the session read was edited (a rewind)", () => {
     issue++;
     const thread = fakeThread();
     const agent = new FakeAgent([
-      entered("s-r4", undefined),
-      entered("s-r4", "m-2"),
-      entered("s-r4", "m-3"),
-      ok("s-r5"),
+      entered("s-rw4", undefined),
+      entered("s-rw4", "m-2"),
+      entered("s-rw4", "m-3"),
+      ok("s-rw5"),
     ]);
     await threeTurns(agent, thread);
     await edited(1, `comment:${issue}-2`, "@tether second, NEW words");
