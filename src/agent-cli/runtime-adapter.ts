@@ -4,6 +4,9 @@ import type { NetworkPolicy } from "../sandbox/egress.js";
 import type { LineCommentTool } from "../review/line-comment-tool.js";
 import type { Mask, Sandbox } from "../sandbox/sandbox.js";
 
+/** A message uuid as the CLI writes them; anything else never reaches argv. */
+export const ENTRY = /^[0-9A-Za-z][0-9A-Za-z-]{0,63}$/;
+
 /*
  * The seam between Tether and an agent CLI that keeps resumable sessions. Claude Code is the
  * only implementation today; another CLI (Codex, Gemini) fits by implementing CliAdapter with
@@ -75,6 +78,11 @@ export const RunSettings = z.object({
    * run then reports a new session id, which is no sign of a rejected resume.
    */
   forkSession: z.boolean().optional(),
+  /**
+   * With a resume: resume the session as it stood at this message (`--resume-session-at`), not
+   * at its end: what came after it is left out of the conversation (a rewind).
+   */
+  resumeAt: z.string().regex(ENTRY, "resumeAt must be a message uuid").optional(),
   /** Wall-clock limit for the whole run, in milliseconds; then the run ends as timed_out. */
   timeoutMs: z
     .number()
@@ -264,6 +272,8 @@ export interface RunOutcome {
   kind: OutcomeKind;
   /** The session this run worked in, from THIS run's init line; undefined if it never started. */
   sessionId: string | undefined;
+  /** A resumed run: the session's message its turn hung from (CliDialect.entryOf). */
+  entry?: string;
   /** The answer (the result line's text); undefined when there is none. */
   resultText: string | undefined;
   usage: RunUsage;

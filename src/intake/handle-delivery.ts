@@ -437,6 +437,8 @@ async function handleChange(
           commentCreatedAt: t.comment.createdAt,
           inThread: t.seenBy === "thread",
           reason,
+          deleted: change.action === "deleted",
+          body: t.comment.body,
         });
   if (bumped.length) notes.push(`history epoch bumped for ${bumped.join(",")}`);
   if (t.seenBy !== "every-turn")
@@ -449,6 +451,8 @@ async function handleChange(
         commentCreatedAt: t.comment.createdAt,
         inThread: false,
         reason,
+        deleted: change.action === "deleted",
+        body: t.comment.body,
       });
       if (more.length)
         notes.push(`history epoch of #${c.issueNumber} bumped for ${more.join(",")}`);

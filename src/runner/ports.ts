@@ -89,6 +89,8 @@ export interface AgentRunRequest {
   resumeSessionId: string | null;
   /** Branch a new session off `resumeSessionId` (`/from`) and leave that one as it was. */
   forkSession?: boolean;
+  /** Resume `resumeSessionId` as it stood at this message (a rewind), not at its end. */
+  resumeAt?: string;
   /**
    * Whose stored transcript the resumed session is: a fork's source conversation (another
    * agent's key on the issue). Absent: `key`'s own.
@@ -142,6 +144,11 @@ export interface AgentRunResult {
   compacted?: { trigger: string | null; preTokens: number | null; postTokens: number | null };
   /** What the agent asked the line-comment tool for (a run offered it; absent otherwise). */
   review?: ReviewRequest;
+  /**
+   * A resumed run: the session's message its prompt hung from (where a rewind to before this
+   * turn resumes). Absent: a fresh run, or a CLI that cannot say.
+   */
+  entry?: string;
 }
 
 /** A turn that failed with nothing from the CLI (no session, text, usage or tool run). */
@@ -175,6 +182,8 @@ export interface Agent {
    * is `/compact`). Absent: it cannot.
    */
   canCompact?(cli?: CliKind): boolean;
+  /** Whether the CLI resumes a session at an earlier message (a rewind). Absent: it cannot. */
+  canRewind?(cli?: CliKind): boolean;
   /**
    * Where this runner can restore the session's transcript from. Absent: the CLI's own store
    * on this runtime is used (every session of this runtime counts as held).

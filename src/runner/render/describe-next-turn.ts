@@ -10,8 +10,8 @@ import {
   renderStatus,
   turnModel,
 } from "../../intake/status.js";
-import { readEpoch } from "../../sql/history.js";
-import { priorSession } from "../../sql/sessions.js";
+import { readEpoch, rewindFacts } from "../../sql/history.js";
+import { knownWindow, priorSession } from "../../sql/sessions.js";
 import { getConversation } from "../../sql/conversations.js";
 import { conversationBranch } from "../../publish/publisher.js";
 import { transcriptHead } from "../../sql/transcripts.js";
@@ -29,6 +29,13 @@ export const describeNextTurn: DescribeStatus = async (req) => {
     // runtime and CLI checks assume a runner that can resume it takes it (the claim query
     // prefers one, and runtime affinity keeps an unstored session with its runtime while alive).
     const cli = req.config.agents[state.agent]?.cli ?? "claude";
+    const epoch = await readEpoch(req.pool, key);
+    // Claude runners rewind a session whose read comment changed (--resume-session-at).
+    const cliCanRewind = cli === "claude";
+    const rewind =
+      prior && cliCanRewind && prior.historyEpoch !== epoch
+        ? await rewindFacts(req.pool, key, prior.sessionId, prior.historyEpoch, epoch)
+        : undefined;
     const decision = decideResume({
       prior,
       forceFresh: state.queued?.forceFresh ?? false,
@@ -43,8 +50,13 @@ export const describeNextTurn: DescribeStatus = async (req) => {
       cli,
       workDir: prior?.workDir ?? "",
       workDirExists: prior?.workDir != null,
-      historyEpoch: await readEpoch(req.pool, key),
+      historyEpoch: epoch,
       cliCanResume: true,
+      cliCanRewind,
+      ...(rewind ? { rewind } : {}),
+      requestedWindow: state.queued?.requestedModel
+        ? await knownWindow(req.pool, state.queued.requestedModel)
+        : null,
       cliVersion: head?.cliVersion ?? null,
       ...(head
         ? {
@@ -59,7 +71,7 @@ export const describeNextTurn: DescribeStatus = async (req) => {
     const onModel = model ? ` on \`${model}\`` : "";
     const next =
       decision.kind === "resume"
-        ? `- Next turn: **${decision.reason === "compacted" ? "compacts, then resumes" : "resumes"}** session \`${shortSessionId(decision.sessionId)}\`${prior?.runtimeId ? ` on runtime \`${prior.runtimeId}\`` : ""} (\`${decision.reason}\`)${onModel}.`
+        ? `- Next turn: **${decision.reason === "compacted" ? "compacts, then resumes" : decision.reason === "rewound" ? "rewinds, then resumes" : "resumes"}** session \`${shortSessionId(decision.sessionId)}\`${prior?.runtimeId ? ` on runtime \`${prior.runtimeId}\`` : ""} (\`${decision.reason}\`)${onModel}.`
         : `- Next turn: **fresh session** (\`${decision.reason}\`: ${describeReason(decision.reason)})${onModel}.`;
     const spend = renderSpend(
       await readSpendFigures(req, state.agent),

@@ -44,7 +44,9 @@ export function renderTracking(s: TrackingState): string {
       ? "🗜️ The session's context is nearly full: compacting it (a summary), then resuming it."
       : s.reason === "forked"
         ? "🍴 Starting from a fork of another agent's session on this issue (/from)."
-        : "🔗 Resuming the session this issue already has."
+        : s.reason === "rewound"
+          ? "⏪ A comment the session had read was edited or deleted: resuming the session as it stood just before it."
+          : "🔗 Resuming the session this issue already has."
     : `🆕 Starting a fresh session: ${describeReason(s.reason)}.`;
   const lines = [`⏳ **${s.agent}** is working on this.`, "", how];
   const secs = Math.max(0, Math.round((s.now.getTime() - s.startedAt.getTime()) / 1000));
@@ -81,19 +83,25 @@ export interface FooterFacts {
   cacheTtl?: CacheTtl;
   /** The conversation's page on the dashboard (TETHER_PUBLIC_URL set); behind its token. */
   chainUrl?: string;
+  /** Compacted, or not resumed, because the turn's `/model` has a smaller window than the session holds. */
+  smallerWindow?: boolean;
 }
 
 export function renderFooter(f: FooterFacts): string {
   const parts: string[] = [];
+  const smaller = "the turn's model has a smaller context window";
   if (f.resumed)
     parts.push(
       f.reason === "compacted"
-        ? "🗜️ compacted and resumed session"
+        ? `🗜️ compacted and resumed session${f.smallerWindow ? ` (${smaller})` : ""}`
         : f.reason === "forked"
           ? "🍴 forked session (/from)"
-          : "🔗 resumed session",
+          : f.reason === "rewound"
+            ? "⏪ rewound session (a comment it had read changed)"
+            : "🔗 resumed session",
     );
-  else if (f.reason !== null) parts.push(`🆕 fresh session (${f.reason})`);
+  else if (f.reason !== null)
+    parts.push(`🆕 fresh session (${f.reason}${f.smallerWindow ? `: ${smaller}` : ""})`);
   else parts.push("no session started");
   if (f.sessionId) parts.push(`\`${shortSessionId(f.sessionId)}\``);
   if (f.model)

@@ -5,10 +5,10 @@
  */
 import type { Logger } from "../../log.js";
 import type { PriorSession, ResumeDecision } from "../../core/resume-decision.js";
-import { markSession, touchSession, upsertSession } from "../../sql/sessions.js";
+import { advanceSessionEpoch, markSession, touchSession, upsertSession } from "../../sql/sessions.js";
 import type { Usage } from "../../core/task.js";
 import type { Task } from "../../sql/tasks/claim.js";
-import { pinSession, recordSessionMove } from "../../sql/tasks/record.js";
+import { pinSession, recordSessionEntry, recordSessionMove } from "../../sql/tasks/record.js";
 import {
   failedRun,
   type AgentRunRequest,
@@ -36,6 +36,11 @@ export interface AgentTurn {
   workDir: string;
   workspace: ReadyWorkspace;
   settings: AgentSettings;
+  /**
+   * The settings a compaction runs with, when not `settings`: under `/model` the agent's own
+   * model summarises the session (the model asked for may have too small a window to read it).
+   */
+  compactSettings?: AgentSettings;
   systemPrompt: string;
   prompt: (d: ResumeDecision) => Promise<string>;
   onProgress: (ev: ProgressEvent) => void;
@@ -63,7 +68,8 @@ export async function runAgent(a: AgentTurn, decision: ResumeDecision): Promise<
     prompt: string,
     resumeSessionId: string | null,
     fork: boolean,
-    on: Pick<AgentRunRequest, "onSession" | "onProgress">,
+    on: Pick<AgentRunRequest, "onSession" | "onProgress" | "resumeAt">,
+    runSettings: AgentSettings = settings,
   ): AgentRunRequest => ({
     key,
     cwd: workDir,
@@ -75,7 +81,8 @@ export async function runAgent(a: AgentTurn, decision: ResumeDecision): Promise<
     ...(fork && decision.kind === "resume" && decision.forkFrom
       ? { transcriptKey: decision.forkFrom }
       : {}),
-    settings,
+    ...(on.resumeAt ? { resumeAt: on.resumeAt } : {}),
+    settings: runSettings,
     systemPrompt,
     signal,
     ...(a.staged ? { staged: a.staged } : {}),
@@ -106,6 +113,7 @@ export async function runAgent(a: AgentTurn, decision: ResumeDecision): Promise<
             log.info({ sessionId }, "session pinned");
           },
           onProgress: a.onProgress,
+          ...(d.kind === "resume" && d.rewind ? { resumeAt: d.rewind.at } : {}),
         },
       ),
       ...(a.lineComments ? { lineComments: a.lineComments } : {}),
@@ -121,11 +129,17 @@ export async function runAgent(a: AgentTurn, decision: ResumeDecision): Promise<
    */
   const compactFirst = async (sessionId: string): Promise<AgentRunResult> => {
     const c = await deps.agent.run(
-      request(COMPACT_PROMPT, sessionId, false, {
-        // The turn after it pins the session (the same id) and reports progress.
-        onSession: () => {},
-        onProgress: () => {},
-      }),
+      request(
+        COMPACT_PROMPT,
+        sessionId,
+        false,
+        {
+          // The turn after it pins the session (the same id) and reports progress.
+          onSession: () => {},
+          onProgress: () => {},
+        },
+        a.compactSettings ?? settings,
+      ),
     );
     if (compactedSession(c, sessionId)) {
       log.info(
@@ -242,6 +256,7 @@ export async function runAgent(a: AgentTurn, decision: ResumeDecision): Promise<
  */
 export async function recordRunSession(
   deps: Pick<RunTaskDeps, "pool" | "runnerId" | "runtimeId">,
+  epoch: number,
   task: Task,
   log: Logger,
   ran: AgentRan,
@@ -257,6 +272,26 @@ export async function recordRunSession(
       resumedAcross: decision.kind === "resume" && prior?.runtimeId !== deps.runtimeId,
       compacted,
     }).catch((err: Error) => log.warn({ err: err.message }, "could not record the restore"));
+  }
+  // Where this turn entered its session: a later rewind to before it resumes there.
+  if (result.entry && result.sessionId && decision.kind === "resume" && !decision.fork)
+    await recordSessionEntry(deps.pool, task.id, deps.runnerId, result.entry).catch((err: Error) =>
+      log.warn({ err: err.message }, "could not record where the turn entered its session"),
+    );
+  if (decision.kind === "resume" && decision.rewind && result.sessionId === decision.sessionId) {
+    // The rewind is proven by where the turn entered the session: at the message asked for. Then
+    // the session's history is the key's as of this turn's epoch; otherwise it may still hold
+    // the old text, and it is never resumed again.
+    if (result.entry === decision.rewind.at)
+      await advanceSessionEpoch(deps.pool, decision.sessionId, epoch);
+    else {
+      log.warn(
+        { session: decision.sessionId, asked: decision.rewind.at, entered: result.entry ?? null },
+        "the CLI did not rewind the session where asked; retiring it",
+      );
+      await markSession(deps.pool, decision.sessionId, "retired", "the CLI did not rewind it");
+      return;
+    }
   }
   if (result.sessionId) {
     if (result.outcome === "poisoned")

@@ -4,7 +4,7 @@
  * finish. Every write is scoped to this runner's lease.
  */
 import { readSettingsSnapshot } from "../../config/repo-settings.js";
-import { readEpoch } from "../../sql/history.js";
+import { readEpoch, resentComments } from "../../sql/history.js";
 import { priorSession } from "../../sql/sessions.js";
 import type { Task } from "../../sql/tasks/claim.js";
 import { finishTask, type FinalAnswer, type Finish } from "../../sql/tasks/finish.js";
@@ -294,8 +294,22 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
   try {
     plan = await planChanges(deps, gh, settings, key, issue, prepared, log);
     const turn = turnFacts(task, requests, plan.target, plan.news, prepared, lineComments);
-    const prompt = promptFor({ turn, issue, requests, thread: threadP, readThread });
+    const prompt = promptFor({
+      turn,
+      issue,
+      requests,
+      thread: threadP,
+      readThread,
+      resent: async (plan) =>
+        (await resentComments(deps.pool, key, plan.resend)).map((c) => ({
+          author: c.author,
+          url: c.url,
+          body: c.body,
+          createdAt: c.createdAt.toISOString(),
+        })),
+    });
     const systemPrompt = buildSystemPrompt(task.agent, settings.appendSystemPrompt, project);
+    const runSettings = cacheTtl ? { ...settings, cacheTtl } : settings;
     ran = await runAgent(
       {
         deps,
@@ -307,7 +321,11 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
         epoch,
         workDir,
         workspace: ready,
-        settings: cacheTtl ? { ...settings, cacheTtl } : settings,
+        settings: runSettings,
+        // Under `/model`, the agent's own model compacts the session it made.
+        ...(task.requestedModel && configured?.model
+          ? { compactSettings: { ...runSettings, model: configured.model } }
+          : {}),
         systemPrompt,
         prompt,
         onProgress,
@@ -330,7 +348,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     log.warn({ session: result.sessionId }, "stopped by shutdown; the task will be taken over");
     return;
   }
-  await recordRunSession(deps, task, log, ran, decision, prior);
+  await recordRunSession(deps, epoch, task, log, ran, decision, prior);
 
   // Publish, then answer, then finish.
   const published = await publishChanges(deps, plan, {

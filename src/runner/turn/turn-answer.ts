@@ -79,5 +79,11 @@ export function footerOf(
   sessionId: string | null,
   usage: Usage | null,
 ): FooterFacts {
-  return { resumed: d.kind === "resume", reason: d.reason, sessionId, usage };
+  return {
+    resumed: d.kind === "resume",
+    reason: d.reason,
+    sessionId,
+    usage,
+    ...(d.smallerWindow ? { smallerWindow: true } : {}),
+  };
 }

@@ -8,8 +8,8 @@ import {
   type ResumeDecision,
   type TranscriptState,
 } from "../../core/resume-decision.js";
-import { readEpoch } from "../../sql/history.js";
-import { sessionById } from "../../sql/sessions.js";
+import { readEpoch, rewindFacts } from "../../sql/history.js";
+import { knownWindow, sessionById } from "../../sql/sessions.js";
 import type { Task } from "../../sql/tasks/claim.js";
 import { recordDecision } from "../../sql/tasks/record.js";
 import type { CliKind, ResumeSettings } from "../ports.js";
@@ -17,7 +17,7 @@ import type { RunTaskDeps } from "./turn.js";
 import type { TaskKey } from "../../core/task.js";
 
 export async function decide(
-  deps: Pick<RunTaskDeps, "agent" | "cliVersion" | "runtimeId">,
+  deps: Pick<RunTaskDeps, "agent" | "cliVersion" | "runtimeId" | "pool">,
   d: {
     key: TaskKey;
     task: Task;
@@ -44,6 +44,15 @@ export async function decide(
           .transcriptState(key, prior.sessionId, cli)
           .catch((): TranscriptState => ({ where: "none" }))
       : undefined;
+  // `/model`: the window of the model asked for, as the CLI last reported it.
+  const requestedWindow =
+    prior && task.requestedModel ? await knownWindow(deps.pool, task.requestedModel) : null;
+  // A comment the session read changed since it was pinned: what a rewind is decided from.
+  const cliCanRewind = deps.agent.canRewind?.(cli) ?? false;
+  const rewind =
+    prior && cliCanRewind && prior.historyEpoch !== epoch
+      ? await rewindFacts(deps.pool, key, prior.sessionId, prior.historyEpoch, epoch)
+      : undefined;
   return decideResume({
     prior,
     forceFresh: task.forceFresh,
@@ -60,6 +69,9 @@ export async function decide(
     workDirExists,
     historyEpoch: epoch,
     cliCanResume,
+    cliCanRewind,
+    ...(rewind ? { rewind } : {}),
+    requestedWindow,
     cliVersion,
     ...(transcript === undefined ? {} : { transcript }),
     now: now(),
@@ -93,6 +105,9 @@ export async function decideFork(
     workDirExists: false,
     now: d.now,
   });
+  // A fork is not rewound: a source whose read comment changed is not forked, as before rewinds.
+  if (decided.kind === "resume" && decided.rewind)
+    return { kind: "fresh", reason: "history_edited", priorSessionId: source.sessionId };
   return decided.kind === "resume"
     ? { ...decided, reason: "forked", fork: true, forkFrom: source.key }
     : decided;
@@ -117,6 +132,7 @@ export async function record(
     historyEpoch: epoch,
     workDir,
     retriedFresh,
+    rewoundFrom: d.kind === "resume" && d.rewind ? d.rewind.fromTaskId : null,
   });
   if (!ok)
     deps.log.warn(

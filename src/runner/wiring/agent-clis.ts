@@ -22,6 +22,9 @@ export function agentForClis(agents: Partial<Record<CliKind, Agent>>): Agent {
     canCompact(cli) {
       return agentOf(cli)?.canCompact?.(cli) ?? false;
     },
+    canRewind(cli) {
+      return agentOf(cli)?.canRewind?.(cli) ?? false;
+    },
     async holdsSession(key, sessionId, cli) {
       const agent = agentOf(cli);
       if (!agent) return false;

@@ -141,6 +141,7 @@ export async function startRunner(opts: {
       claude: cliAgent(cli, {
         log,
         compacts: true,
+        rewinds: true,
         contain: contain({ cliVersion: caps.version }),
       }),
       codex: cliAgent(codex, {
