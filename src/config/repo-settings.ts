@@ -117,8 +117,11 @@ const SettingsSnapshot = z.object({
 type SameKeys<A, B> = [Exclude<keyof A, keyof B> | Exclude<keyof B, keyof A>] extends [never]
   ? true
   : { differ: Exclude<keyof A, keyof B> | Exclude<keyof B, keyof A> };
-/** Who may start a turn without a mention: intake reads these; the runner never needs them. */
-type IntakeOnly = "reviews" | "label" | "assignee" | "ci";
+/**
+ * Who may start a turn without a mention, and the model a CI turn asks for (intake puts it on the
+ * task as the turn's model): intake reads these; the runner never needs them.
+ */
+type IntakeOnly = "reviews" | "label" | "assignee" | "ci" | "escalate";
 type StoredAgent = z.output<typeof SettingsSnapshot>["agents"][string];
 type StoredRepo = Omit<z.output<typeof SettingsSnapshot>, "v">;
 /** @public Read by the typecheck only. */

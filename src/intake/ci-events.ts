@@ -6,7 +6,8 @@
  * own words and whose context (the failing checks' output, annotations and log tails, read by
  * Tether) is data. Guards: one turn per head commit; at most `ci.maxAttempts` in a row without a
  * green run, then one comment says it stopped; a turn already queued or running absorbs the
- * failure; spend limits apply as to any turn (a refused turn ends the loop).
+ * failure; spend limits apply as to any turn (a refused turn ends the loop). Each attempt after
+ * the first may run on a stronger model (`escalate`, ciAttemptModel).
  */
 import { loadRepoConfig } from "../config/load-repo-config.js";
 import { snapshotSettings } from "../config/repo-settings.js";
@@ -111,6 +112,7 @@ export async function handleCiEvent(fx: IntakeEffects, d: Delivery, run: CiRun):
   }
 
   const context = await ciContext(reader, { ...where, sha: run.headSha }, checks.failing);
+  const model = ciAttemptModel(agent, claim.attempt);
   const res = await enqueueComment(fx.pool, {
     key,
     repoId: run.repository.id,
@@ -127,6 +129,8 @@ export async function handleCiEvent(fx: IntakeEffects, d: Delivery, run: CiRun):
       context,
     }),
     forceFresh: false,
+    // The turn's own model, as a `/model` would be: resumed in the same session, this turn only.
+    ...(model ? { requestedModel: model } : {}),
     deliveryId: d.deliveryId,
     settings: snapshotSettings(loaded.config),
     threadNumber: conversation.pullNumber,
@@ -139,7 +143,23 @@ export async function handleCiEvent(fx: IntakeEffects, d: Delivery, run: CiRun):
     taskId: res.taskId,
     absorbed: res.kind === "covered",
   });
-  return done(`${key.agent}: CI ${res.kind} task ${res.taskId} (attempt ${claim.attempt})`);
+  return done(
+    `${key.agent}: CI ${res.kind} task ${res.taskId} (attempt ${claim.attempt}${model ? `, escalated to ${model}` : ""})`,
+  );
+}
+
+/**
+ * Pure: the model the CI loop's `attempt`th automatic turn asks for (`escalate`): null for the
+ * agent's own model (the first attempt, or no `escalate`), else the (attempt-1)th escalation,
+ * the last one once they run out.
+ */
+export function ciAttemptModel(
+  agent: { escalate?: readonly string[] | undefined },
+  attempt: number,
+): string | null {
+  const up = agent.escalate ?? [];
+  if (attempt <= 1 || !up.length) return null;
+  return up[Math.min(attempt - 2, up.length - 1)]!;
 }
 
 /** What reading a CI run needs (app.yml says why each): nothing that could change anything. */

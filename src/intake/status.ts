@@ -204,7 +204,7 @@ function tokens(n: number): string {
   return n.toLocaleString("en-US");
 }
 
-/** The model a turn runs on: a `/model` for it, else the agent's. */
+/** The model a turn runs on: a `/model` (or a CI turn's `escalate`) for it, else the agent's. */
 export function turnModel(t: TaskSummary | undefined, agentModel: string | undefined) {
   return t?.requestedModel ?? agentModel;
 }
@@ -212,7 +212,10 @@ export function turnModel(t: TaskSummary | undefined, agentModel: string | undef
 function onModel(t: TaskSummary, agentModel: string | undefined): string {
   const model = turnModel(t, agentModel);
   if (!model) return "";
-  return t.requestedModel ? `, on \`${model}\` (/model, this turn only)` : `, on \`${model}\``;
+  if (!t.requestedModel) return `, on \`${model}\``;
+  return t.trigger === "ci"
+    ? `, on \`${model}\` (\`escalate\`: after a failed CI attempt)`
+    : `, on \`${model}\` (/model, this turn only)`;
 }
 
 function describeTask(t: TaskSummary, now: Date): string {

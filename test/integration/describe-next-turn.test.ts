@@ -253,6 +253,20 @@ describe("/status with the runner's next-turn decision", () => {
     expect(text).toMatch(/Next turn: .* on `claude-opus-4-1`\./);
   });
 
+  it("names a queued CI turn's escalated model as the CI loop's, not a /model's (#30)", async () => {
+    await seedTask(pool, {
+      issue_number: 7,
+      status: "queued",
+      trigger: "ci",
+      requested_model: "claude-opus-4-1",
+    });
+    const text = await status(7);
+    expect(text).toMatch(
+      /Queued: .*, on `claude-opus-4-1` \(`escalate`: after a failed CI attempt\)/,
+    );
+    expect(text).not.toContain("/model");
+  });
+
   it("covers every agent with tasks on the issue, not only the one addressed", async () => {
     await seedTask(pool, { issue_number: 5, agent: "reviewer", status: "queued" });
     const text = await status(5, ["tether"]);

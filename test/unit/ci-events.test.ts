@@ -2,7 +2,7 @@ import { createRequire } from "node:module";
 import { describe, expect, it } from "vitest";
 import { parseRepoConfig } from "../../src/config/repo-config.js";
 import { checkRunBody, logTail, type CheckRunSummary } from "../../src/github/ci-report.js";
-import { ciRequest, stopComment } from "../../src/intake/ci-events.js";
+import { ciAttemptModel, ciRequest, stopComment } from "../../src/intake/ci-events.js";
 import { readDelivery } from "../../src/intake/events.js";
 import { screenDelivery } from "../../src/intake/webhook.js";
 import { buildResumedPrompt } from "../../src/runner/render/prompts.js";
@@ -296,5 +296,29 @@ describe("the ci setting", () => {
     const parsed = parseRepoConfig({ agents: { a: null } });
     if (!parsed.ok) throw new Error("invalid");
     expect(parsed.config.agents.a!.ci).toEqual({ mode: "fix", maxAttempts: 3 });
+  });
+});
+
+describe("the model of each CI attempt (escalate)", () => {
+  const UP = ["claude-sonnet-4-6", "claude-opus-4-1"];
+  it.each([
+    { escalate: undefined, attempt: 1, model: null },
+    { escalate: undefined, attempt: 3, model: null },
+    { escalate: UP, attempt: 1, model: null }, // the first attempt: the agent's own model
+    { escalate: UP, attempt: 2, model: "claude-sonnet-4-6" },
+    { escalate: UP, attempt: 3, model: "claude-opus-4-1" },
+    { escalate: UP, attempt: 4, model: "claude-opus-4-1" }, // past the list: its last
+    { escalate: UP, attempt: 20, model: "claude-opus-4-1" },
+    { escalate: ["claude-opus-4-1"], attempt: 2, model: "claude-opus-4-1" },
+    { escalate: UP, attempt: 0, model: null },
+  ])("escalate $escalate, attempt $attempt → $model", ({ escalate, attempt, model }) => {
+    expect(ciAttemptModel({ escalate }, attempt)).toBe(model);
+  });
+
+  it("reads a parsed config's agent", () => {
+    const parsed = parseRepoConfig({ agents: { tether: { escalate: UP } } });
+    if (!parsed.ok) throw new Error(JSON.stringify(parsed.problems));
+    const agent = parsed.config.agents.tether!;
+    expect([1, 2, 3, 4].map((n) => ciAttemptModel(agent, n))).toEqual([null, ...UP, UP[1]]);
   });
 });

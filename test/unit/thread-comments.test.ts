@@ -104,6 +104,12 @@ describe("thread comments", () => {
     expect(
       renderFooter({ ...facts, model: { name: "claude-opus-4-1", requested: true } }),
     ).toContain("· `claude-opus-4-1` (/model, this turn only) ·");
+    const escalated = renderFooter({
+      ...facts,
+      model: { name: "claude-opus-4-1", requested: true, escalated: true },
+    });
+    expect(escalated).toContain("· `claude-opus-4-1` (`escalate`: after a failed CI attempt) ·");
+    expect(escalated).not.toContain("/model");
   });
 
   it("clips answers to what GitHub accepts", () => {

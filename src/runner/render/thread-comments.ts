@@ -73,8 +73,11 @@ export interface FooterFacts {
   reason: ReasonCode | null;
   sessionId: string | null;
   usage: Usage | null;
-  /** The model the turn ran on; `requested`: a comment's `/model` asked for it, for this turn. */
-  model?: { name: string; requested: boolean };
+  /**
+   * The model the turn ran on; `requested`: a comment's `/model` asked for it, for this turn, or
+   * (`escalated`) the CI loop's `escalate` did, for an attempt after a failed one.
+   */
+  model?: { name: string; requested: boolean; escalated?: boolean };
   /** The CLI stopped the run at this per-turn limit (outcome `turn_limit`). */
   turnLimitUsd?: number;
   /** The conversation's spend with this turn, and its limit when one is set. */
@@ -104,8 +107,7 @@ export function renderFooter(f: FooterFacts): string {
     parts.push(`🆕 fresh session (${f.reason}${f.smallerWindow ? `: ${smaller}` : ""})`);
   else parts.push("no session started");
   if (f.sessionId) parts.push(`\`${shortSessionId(f.sessionId)}\``);
-  if (f.model)
-    parts.push(`\`${f.model.name}\`${f.model.requested ? " (/model, this turn only)" : ""}`);
+  if (f.model) parts.push(`\`${f.model.name}\`${modelNote(f.model)}`);
   const u = f.usage;
   if (u) {
     parts.push(`${u.numTurns} turn${u.numTurns === 1 ? "" : "s"}`);
@@ -127,6 +129,11 @@ export function renderFooter(f: FooterFacts): string {
   if (f.chainUrl && /^https?:\/\/[^\s()<>[\]]+$/.test(f.chainUrl))
     parts.push(`[conversation log (operators only)](${f.chainUrl})`);
   return `<sub>${parts.join(" · ")}</sub>`;
+}
+
+function modelNote(m: NonNullable<FooterFacts["model"]>): string {
+  if (!m.requested) return "";
+  return m.escalated ? " (`escalate`: after a failed CI attempt)" : " (/model, this turn only)";
 }
 
 /** GitHub refuses comment bodies over 65,536 characters. */

@@ -37,7 +37,7 @@ export function answerBody(a: {
   const model = usage?.model ?? settings.model;
   const footer: FooterFacts = {
     ...footerOf(decision, result.sessionId, usage),
-    ...(model ? { model: { name: model, requested: task.requestedModel !== null } } : {}),
+    ...(model ? { model: modelFacts(task, model) } : {}),
     ...(a.cacheTtl && usage ? { cacheTtl: a.cacheTtl } : {}),
     ...(a.chainUrl ? { chainUrl: a.chainUrl } : {}),
     ...(result.outcome === "turn_limit" && settings.turnLimitUsd !== undefined
@@ -72,6 +72,15 @@ export function answerBody(a: {
         },
         footer,
       );
+}
+
+/**
+ * A CI turn's own model is the CI loop's escalation (intake chose it by the attempt); any other
+ * turn's is a comment's `/model`.
+ */
+function modelFacts(task: Task, name: string): NonNullable<FooterFacts["model"]> {
+  const requested = task.requestedModel !== null;
+  return { name, requested, ...(requested && task.trigger === "ci" ? { escalated: true } : {}) };
 }
 
 export function footerOf(
