@@ -133,6 +133,8 @@ export interface AgentRunResult {
   contextWindow: number | null;
   toolRan: boolean;
   detail: string | null;
+  /** `poisoned` because the history no longer fits the model's context window (the CLI said so). */
+  contextOverflow?: boolean;
   /** How the resumed session's transcript was put in place (absent: nothing was restored). */
   restored?: { from: "cache" | "store"; ms: number };
   /**

@@ -256,6 +256,49 @@ describe("runTask", () => {
     expect(thread.creates).toBe(2); // one comment per task
   });
 
+  it.each([
+    // What the CLI's dialect classified decides, not the words of its detail.
+    ["an overflow", true, "context_overflow"],
+    ["another break (its words mention a long prompt)", false, "poisoned"],
+  ])(
+    "a resumed session poisoned by %s before any tool ran: marked, retried fresh in the same task as %s",
+    async (_what, contextOverflow, reason) => {
+      issue++;
+      const thread = fakeThread();
+      const broken = `s-broken-${issue}`;
+      const agent = new FakeAgent([
+        ok(broken),
+        async (req) => {
+          await req.onSession(broken, "m");
+          return {
+            outcome: "poisoned",
+            sessionId: broken,
+            text: null,
+            usage,
+            contextWindow: null,
+            toolRan: false,
+            detail: "prompt is too long",
+            ...(contextOverflow ? { contextOverflow: true } : {}),
+          };
+        },
+        ok(`s-after-${issue}`, "fresh answer"),
+      ]);
+      await turn(agent, thread);
+      const row = await turn(agent, thread);
+      expect(agent.calls.map((c) => c.resumeSessionId)).toEqual([null, broken, null]);
+      expect(row).toMatchObject({
+        status: "succeeded",
+        resume_decision: "fresh",
+        resume_reason: reason,
+        retried_fresh: true,
+        session_id: `s-after-${issue}`,
+      });
+      const state = await pool.query("SELECT state FROM sessions WHERE session_id = $1", [broken]);
+      expect(state.rows[0].state).toBe("poisoned");
+      expect(thread.comments.at(-1)?.body).toContain("fresh answer");
+    },
+  );
+
   it("does not retry a rejected resume once a tool ran", async () => {
     issue++;
     const thread = fakeThread();

@@ -16,6 +16,33 @@ import type { CliKind, ResumeSettings } from "../ports.js";
 import type { RunTaskDeps } from "./turn.js";
 import type { TaskKey } from "../../core/task.js";
 
+type DecideInput = Omit<Parameters<typeof decide>[1], "workDir" | "workDirExists">;
+
+/**
+ * The turn's first decision (`/from <agent>`: a fork of that agent's session, else the key's
+ * own), recorded on the task before anything runs. Null: the lease was lost.
+ */
+export async function decideTurn(
+  deps: Pick<RunTaskDeps, "agent" | "cliVersion" | "runtimeId" | "pool" | "runnerId" | "log">,
+  d: DecideInput & {
+    /** The key's working directory for this turn, and whether it existed before any clone. */
+    ws: { workDir: string; workDirExists: boolean };
+    log: RunTaskDeps["log"];
+  },
+): Promise<ResumeDecision | null> {
+  const { task, cli, prior, epoch, log } = d;
+  const { workDir, workDirExists } = d.ws;
+  const decision =
+    (await decideFork(deps, { task, cli, policy: d.policy, now: d.now })) ??
+    (await decide(deps, { ...d, workDir, workDirExists }));
+  log.info(
+    { decision: decision.kind, reason: decision.reason, prior: prior?.sessionId },
+    "resume decision",
+  );
+  const recorded = await record(deps, task, decision, prior !== null, epoch, workDir, false, cli);
+  return recorded ? decision : null;
+}
+
 export async function decide(
   deps: Pick<RunTaskDeps, "agent" | "cliVersion" | "runtimeId">,
   d: {

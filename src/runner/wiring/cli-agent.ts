@@ -207,6 +207,7 @@ export function cliAgent(cli: CliAdapter, opts: CliAgentOptions): Agent {
           contextWindow: o.usage.contextWindow,
           toolRan: o.toolRan,
           detail: o.kind === "success" ? null : o.detail,
+          ...(o.contextOverflow ? { contextOverflow: true } : {}),
           ...(restored ? { restored } : {}),
           ...(compacted ? { compacted } : {}),
           ...(review ? { review } : {}),
