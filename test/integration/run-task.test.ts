@@ -9,7 +9,6 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { createLogger } from "../../src/log.js";
 import type {
-  Agent,
   AgentSettings,
   SpendSettings,
   AgentRunRequest,
@@ -29,6 +28,7 @@ import {
   fakeThread as sharedFakeThread,
   fakeWorkspace,
   registerTestRuntime,
+  StandInAgent,
 } from "../helpers/runner-fakes.js";
 
 const db = await createTestDatabase();
@@ -38,11 +38,10 @@ const root = fs.mkdtempSync(path.join(os.tmpdir(), "tether-rt-"));
 
 type Script = (req: AgentRunRequest) => Promise<AgentRunResult> | AgentRunResult;
 
-class FakeAgent implements Agent {
+class FakeAgent extends StandInAgent {
   calls: AgentRunRequest[] = [];
-  constructor(private readonly script: Script[]) {}
-  async canResume() {
-    return true;
+  constructor(private readonly script: Script[]) {
+    super();
   }
   async run(req: AgentRunRequest) {
     this.calls.push(req);
@@ -445,7 +444,7 @@ describe("runTask", () => {
     let staged!: () => void;
     const stagedP = new Promise<void>((r) => (staged = r));
     class StagingAgent extends FakeAgent {
-      stage(req: Pick<AgentRunRequest, "key" | "cwd" | "resumeSessionId">): StagedRun {
+      override stage(req: Pick<AgentRunRequest, "key" | "cwd" | "resumeSessionId">): StagedRun {
         const s = { released: 0, req };
         stagedRuns.push(s);
         staged();
@@ -1357,7 +1356,7 @@ describe("runTask and the spend limits", () => {
 describe("runTask: a session over the context budget", () => {
   /** An agent whose CLI compacts on request (Claude Code's `/compact`). */
   class CompactingAgent extends FakeAgent {
-    canCompact() {
+    override canCompact() {
       return true;
     }
   }

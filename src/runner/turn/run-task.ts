@@ -325,7 +325,7 @@ function stage(
 ): StagedRun | null {
   const resume = d.kind === "resume" ? d : null;
   return (
-    deps.agent.stage?.(
+    deps.agent.stage(
       {
         key,
         cwd,

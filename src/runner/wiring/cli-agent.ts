@@ -74,9 +74,9 @@ export function cliAgent(cli: CliAdapter, opts: CliAgentOptions): Agent {
       return (await probe()).version;
     },
     canCompact: () => opts.compacts === true,
-    ...(contain
-      ? { transcriptState: (key, sessionId) => contain.transcripts.state(key, sessionId) }
-      : {}),
+    // Without a store, the CLI's own on this runtime.
+    transcriptState: async (key, sessionId) =>
+      contain ? contain.transcripts.state(key, sessionId) : { where: "local" },
     stage(req) {
       if (!contain) return null;
       const made = makeHome(contain, req);
