@@ -252,16 +252,38 @@ async function answerTurn(
   const { config, spentBefore } = a.admitted;
   const { issue, prepared } = ready;
   const { result, decision, compaction, promptBytes } = ran;
+  const { token, secrets } = t;
+  const { requests } = a;
   const published = await publishChanges(deps, a.plan, {
-    ...{ task, key, gh, token: t.token, issue, prepared, config },
-    ...{ requests: a.requests, result, scrub, secrets: t.secrets, log, signal },
+    task,
+    key,
+    gh,
+    token,
+    issue,
+    prepared,
+    config,
+    requests,
+    result,
+    scrub,
+    secrets,
+    log,
+    signal,
   });
   const review = await reviewOf(result, { gh, task, issue, settings, scrub, log });
   const usage = withCompaction(result.usage, compaction?.usage ?? null);
   const posted = await t.comment.answer(
     answerBody({
-      ...{ task, settings, cli, decision, result, usage, spentBefore, published },
-      ...{ review, cacheTtl, ...t.footer },
+      task,
+      settings,
+      cli,
+      decision,
+      result,
+      usage,
+      spentBefore,
+      published,
+      review,
+      cacheTtl,
+      ...t.footer,
     }),
   );
   // git's housekeeping, kept off the hot path before the spawn (fetch runs with gc.auto off):
@@ -270,7 +292,10 @@ async function answerTurn(
   if (!signal.aborted) await deps.workspace.maintain?.({ ...key, signal });
   const finished = await t.end(posted, {
     ...finishOf(result, scrub),
-    ...{ usage, promptBytes, cacheTtl, review: reviewRecord(review) },
+    usage,
+    promptBytes,
+    cacheTtl,
+    review: reviewRecord(review),
   });
   if (finished) {
     const started = t.started;
