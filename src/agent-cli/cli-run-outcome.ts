@@ -33,6 +33,7 @@ export function buildOutcome<M extends { kind: string }, S>(
   run: {
     kind: OutcomeKind;
     detail: string;
+    contextOverflow: boolean;
     exit: { exitCode: number | null; signal: string | null };
     /** The session the run was asked to resume. */
     asked: string | undefined;
@@ -54,6 +55,7 @@ export function buildOutcome<M extends { kind: string }, S>(
     usage: dialect.usage(state, Date.now() - run.startedAt),
     toolRan: dialect.toolRan(state),
     detail,
+    ...(run.contextOverflow ? { contextOverflow: true } : {}),
     stderrTail: run.stderrTail,
     exitCode: exit.exitCode,
     signal: exit.signal,

@@ -257,10 +257,12 @@ export class CliRun<M extends { kind: string }, S> implements AgentRun {
       state: this.state,
       exit: this.exitFacts(exit.code, exit.signal),
     });
-    return this.finish(classified.kind, classified.detail, {
-      exitCode: exit.code,
-      signal: exit.signal,
-    });
+    return this.finish(
+      classified.kind,
+      classified.detail,
+      { exitCode: exit.code, signal: exit.signal },
+      classified.contextOverflow === true,
+    );
   }
 
   private async readStdout(stdout: Readable, resumeSessionId: string | undefined): Promise<void> {
@@ -390,6 +392,7 @@ export class CliRun<M extends { kind: string }, S> implements AgentRun {
     kind: OutcomeKind,
     detail: string,
     exit: { exitCode: number | null; signal: string | null },
+    contextOverflow = false,
   ): RunOutcome {
     this.limits.clear();
     void this.prepared?.dispose();
@@ -397,6 +400,7 @@ export class CliRun<M extends { kind: string }, S> implements AgentRun {
     const outcome = buildOutcome(this.dialect, this.state, {
       kind,
       detail,
+      contextOverflow,
       exit,
       // A fork's new id is its session; a plain resume's must be the one asked for.
       asked: this.spec.settings.forkSession ? undefined : this.spec.resumeSessionId,

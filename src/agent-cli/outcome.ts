@@ -35,6 +35,8 @@ export interface ExitFacts {
 export interface Classification {
   kind: OutcomeKind;
   detail: string;
+  /** A poisoned session whose history no longer fits the model's context window. */
+  contextOverflow?: boolean;
 }
 
 /**

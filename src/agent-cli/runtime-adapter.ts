@@ -284,6 +284,8 @@ export interface RunOutcome {
   toolRan: boolean;
   /** Why, in plain words (for failures: what happened and what to do). */
   detail: string;
+  /** `poisoned` because the history no longer fits the model's context window. */
+  contextOverflow?: boolean;
   /** The last few KiB of the child's stderr. */
   stderrTail: string;
   exitCode: number | null;

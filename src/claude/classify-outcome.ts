@@ -17,6 +17,9 @@ export interface ClassifyInput {
   exit: ExitFacts;
 }
 
+/** Claude's words for a conversation over the model's context window (a 400's message). */
+const PROMPT_TOO_LONG = /prompt is too long|prompt_too_long/i;
+
 const NO_CONVERSATION = /No conversation found with session ID/i;
 /** The CLI refusing its command line: not a verdict on the session. */
 const ARGUMENT_ERROR =
@@ -136,6 +139,7 @@ function fromResult(
     return {
       kind: "poisoned",
       detail: `the conversation no longer fits the model's context (prompt_too_long)${said ? `: ${said}` : ""}`,
+      contextOverflow: true,
     };
   }
   const status = result.api_error_status ?? null;
@@ -151,6 +155,7 @@ function fromResult(
     return {
       kind: "poisoned",
       detail: `the API rejected the conversation (400 invalid_request_error)${said ? `: ${said}` : ""}`,
+      ...(PROMPT_TOO_LONG.test(said) ? { contextOverflow: true } : {}),
     };
   }
   if (!result.is_error && result.subtype === "success") {

@@ -244,6 +244,7 @@ function fromFailure(ev: CodexEvidence): Classification {
     return {
       kind: "poisoned",
       detail: `the thread no longer fits the model's context window: ${said}`,
+      contextOverflow: true,
     };
   }
   if (AUTH.test(said)) return { kind: "auth_failed", detail: authDetail(said) };

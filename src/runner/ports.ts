@@ -135,6 +135,8 @@ export interface AgentRunResult {
   contextWindow: number | null;
   toolRan: boolean;
   detail: string | null;
+  /** `poisoned` because the history no longer fits the model's context window (the CLI said so). */
+  contextOverflow?: boolean;
   /** How the resumed session's transcript was put in place (absent: nothing was restored). */
   restored?: { from: "cache" | "store"; ms: number };
   /**
@@ -174,27 +176,26 @@ export interface Agent {
   canResume(cli?: CliKind): Promise<boolean>;
   /**
    * The CLI's version (`claude --version`, `codex --version`), null when it did not say: what
-   * the resume decision compares a stored session's writer with. Absent: the runner's.
+   * the resume decision compares a stored session's writer with.
    */
-  cliVersion?(cli?: CliKind): Promise<string | null>;
+  cliVersion(cli?: CliKind): Promise<string | null>;
   /**
    * Whether the CLI compacts a session on request without a terminal (a resumed run whose prompt
-   * is `/compact`). Absent: it cannot.
+   * is `/compact`).
    */
-  canCompact?(cli?: CliKind): boolean;
-  /** Whether the CLI resumes a session at an earlier message (a rewind). Absent: it cannot. */
-  canRewind?(cli?: CliKind): boolean;
+  canCompact(cli?: CliKind): boolean;
+  /** Whether the CLI resumes a session at an earlier message (a rewind). */
+  canRewind(cli?: CliKind): boolean;
   /**
-   * Where this runner can restore the session's transcript from. Absent: the CLI's own store
-   * on this runtime is used (every session of this runtime counts as held).
+   * Where this runner can restore the session's transcript from: `local` for a CLI that keeps
+   * its own store on this runtime (every session of this runtime counts as held).
    */
-  holdsSession?(key: TaskKey, sessionId: string, cli?: CliKind): Promise<boolean>;
-  transcriptState?(key: TaskKey, sessionId: string, cli?: CliKind): Promise<TranscriptState>;
+  transcriptState(key: TaskKey, sessionId: string, cli?: CliKind): Promise<TranscriptState>;
   /**
    * Starts making the HOME a run of `req` will need (the transcript restore above all) and
-   * returns at once; pass the result as the run's `staged`. Null or absent: nothing to stage.
+   * returns at once; pass the result as the run's `staged`. Null: nothing to stage.
    */
-  stage?(
+  stage(
     req: Pick<AgentRunRequest, "key" | "cwd" | "resumeSessionId" | "transcriptKey">,
     cli?: CliKind,
   ): StagedRun | null;

@@ -10,17 +10,52 @@ import type {
   AgentRunResult,
   GitHubThread,
   IssueComment,
+  StagedRun,
   WorkspacePort,
 } from "../../src/runner/ports.js";
+import type { TranscriptState } from "../../src/core/resume-decision.js";
 import { registerRuntime } from "../../src/sql/runtimes.js";
 
+/**
+ * What a stand-in agent says of its CLI unless a test says otherwise: it resumes, its version is
+ * unknown, it does not compact, it keeps its sessions itself (`local`), and stages nothing.
+ */
+export const agentDefaults: Omit<Agent, "run"> = {
+  canResume: async () => true,
+  cliVersion: async () => null,
+  canCompact: () => false,
+  canRewind: () => false,
+  transcriptState: async () => ({ where: "local" }),
+  stage: () => null,
+};
+
+/** A stand-in agent with agentDefaults; a test's own says how it runs. */
+export abstract class StandInAgent implements Agent {
+  canResume(): Promise<boolean> {
+    return agentDefaults.canResume();
+  }
+  cliVersion(): Promise<string | null> {
+    return agentDefaults.cliVersion();
+  }
+  canCompact(): boolean {
+    return agentDefaults.canCompact();
+  }
+  canRewind(): boolean {
+    return agentDefaults.canRewind();
+  }
+  transcriptState(): Promise<TranscriptState> {
+    return Promise.resolve({ where: "local" });
+  }
+  stage(req: Parameters<Agent["stage"]>[0]): StagedRun | null {
+    return agentDefaults.stage(req);
+  }
+  abstract run(req: AgentRunRequest): Promise<AgentRunResult>;
+}
+
 /** An agent whose runs end only when the test lets them. */
-export class GatedAgent implements Agent {
+export class GatedAgent extends StandInAgent {
   readonly started: string[] = [];
   private readonly gates = new Map<string, () => void>();
-  async canResume() {
-    return true;
-  }
   async run(req: AgentRunRequest): Promise<AgentRunResult> {
     this.started.push(req.cwd);
     await new Promise<void>((resolve) => this.gates.set(req.cwd, resolve));

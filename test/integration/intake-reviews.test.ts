@@ -15,7 +15,7 @@ import { readEpoch } from "../../src/sql/history.js";
 import { registerRuntime } from "../../src/sql/runtimes.js";
 import { claimTasks } from "../../src/sql/tasks/claim.js";
 import { createTestDatabase } from "../helpers/db.js";
-import { fakeThread, fakeWorkspace } from "../helpers/runner-fakes.js";
+import { agentDefaults, fakeThread, fakeWorkspace } from "../helpers/runner-fakes.js";
 import {
   commentCreated,
   INSTALLATION_ID,
@@ -125,7 +125,7 @@ describe("pull_request_review_comment.created", () => {
     expect(task?.id).toBe(queued!.id);
     const prompts: string[] = [];
     const agent: Agent = {
-      canResume: async () => true,
+      ...agentDefaults,
       run: async (req: AgentRunRequest) => {
         prompts.push(req.prompt);
         await req.onSession("sess-review", "m");

@@ -9,7 +9,6 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { createLogger } from "../../src/log.js";
 import type {
-  Agent,
   AgentSettings,
   SpendSettings,
   AgentRunRequest,
@@ -29,6 +28,7 @@ import {
   fakeThread as sharedFakeThread,
   fakeWorkspace,
   registerTestRuntime,
+  StandInAgent,
 } from "../helpers/runner-fakes.js";
 
 const db = await createTestDatabase();
@@ -38,11 +38,10 @@ const root = fs.mkdtempSync(path.join(os.tmpdir(), "tether-rt-"));
 
 type Script = (req: AgentRunRequest) => Promise<AgentRunResult> | AgentRunResult;
 
-class FakeAgent implements Agent {
+class FakeAgent extends StandInAgent {
   calls: AgentRunRequest[] = [];
-  constructor(private readonly script: Script[]) {}
-  async canResume() {
-    return true;
+  constructor(private readonly script: Script[]) {
+    super();
   }
   async run(req: AgentRunRequest) {
     this.calls.push(req);
@@ -256,6 +255,49 @@ describe("runTask", () => {
     expect(thread.creates).toBe(2); // one comment per task
   });
 
+  it.each([
+    // What the CLI's dialect classified decides, not the words of its detail.
+    ["an overflow", true, "context_overflow"],
+    ["another break (its words mention a long prompt)", false, "poisoned"],
+  ])(
+    "a resumed session poisoned by %s before any tool ran: marked, retried fresh in the same task as %s",
+    async (_what, contextOverflow, reason) => {
+      issue++;
+      const thread = fakeThread();
+      const broken = `s-broken-${issue}`;
+      const agent = new FakeAgent([
+        ok(broken),
+        async (req) => {
+          await req.onSession(broken, "m");
+          return {
+            outcome: "poisoned",
+            sessionId: broken,
+            text: null,
+            usage,
+            contextWindow: null,
+            toolRan: false,
+            detail: "prompt is too long",
+            ...(contextOverflow ? { contextOverflow: true } : {}),
+          };
+        },
+        ok(`s-after-${issue}`, "fresh answer"),
+      ]);
+      await turn(agent, thread);
+      const row = await turn(agent, thread);
+      expect(agent.calls.map((c) => c.resumeSessionId)).toEqual([null, broken, null]);
+      expect(row).toMatchObject({
+        status: "succeeded",
+        resume_decision: "fresh",
+        resume_reason: reason,
+        retried_fresh: true,
+        session_id: `s-after-${issue}`,
+      });
+      const state = await pool.query("SELECT state FROM sessions WHERE session_id = $1", [broken]);
+      expect(state.rows[0].state).toBe("poisoned");
+      expect(thread.comments.at(-1)?.body).toContain("fresh answer");
+    },
+  );
+
   it("does not retry a rejected resume once a tool ran", async () => {
     issue++;
     const thread = fakeThread();
@@ -402,7 +444,7 @@ describe("runTask", () => {
     let staged!: () => void;
     const stagedP = new Promise<void>((r) => (staged = r));
     class StagingAgent extends FakeAgent {
-      stage(req: Pick<AgentRunRequest, "key" | "cwd" | "resumeSessionId">): StagedRun {
+      override stage(req: Pick<AgentRunRequest, "key" | "cwd" | "resumeSessionId">): StagedRun {
         const s = { released: 0, req };
         stagedRuns.push(s);
         staged();
@@ -1314,7 +1356,7 @@ describe("runTask and the spend limits", () => {
 describe("runTask: a session over the context budget", () => {
   /** An agent whose CLI compacts on request (Claude Code's `/compact`). */
   class CompactingAgent extends FakeAgent {
-    canCompact() {
+    override canCompact() {
       return true;
     }
   }
@@ -1474,7 +1516,7 @@ describe("runTask: a session over the context budget", () => {
 describe("runTask: a comment the session read was edited (a rewind)", () => {
   /** An agent whose CLI rewinds (Claude Code's --resume-session-at). */
   class RewindingAgent extends FakeAgent {
-    canRewind() {
+    override canRewind() {
       return true;
     }
   }

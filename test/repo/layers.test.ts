@@ -2,7 +2,9 @@
  * The floors of src/: imports run downward only. `core/` imports nothing of src/; the rooms
  * below the runner (sql, config, github, publish, sessions, the CLIs, workspace, sandbox, db,
  * process, spend, and log.ts) never import the runner, intake or the web; intake never imports
- * the runner. And the folder map (docs/development.md) names every folder of src/, and only those.
+ * the runner. Inside the runner, too: wiring/ builds loop/, the loop runs turn/, a turn uses
+ * render/, and all of them speak through ports.ts. And the folder map (docs/development.md)
+ * names every folder of src/, and only those.
  */
 import fs from "node:fs";
 import path from "node:path";
@@ -71,6 +73,15 @@ describe("the floors of src/", () => {
   it("intake does not import the runner", () => {
     const up = edges.filter((e) => room(e.from) === "intake" && room(e.to) === "runner");
     expect(up).toEqual([]);
+  });
+
+  it("inside the runner, imports run down: wiring/, loop/, turn/, render/, then ports.ts", () => {
+    const floors = ["runner/wiring", "runner/loop", "runner/turn", "runner/render", "runner/ports"];
+    const floor = (file: string) => floors.findIndex((f) => file.startsWith(f));
+    const inRunner = edges.filter((e) => room(e.from) === "runner" && room(e.to) === "runner");
+    expect(inRunner.length).toBeGreaterThan(20);
+    expect(inRunner.filter((e) => floor(e.from) === -1 || floor(e.to) === -1)).toEqual([]);
+    expect(inRunner.filter((e) => floor(e.to) < floor(e.from))).toEqual([]);
   });
 
   it("docs/development.md's folder map names every folder of src/, and only those", () => {

@@ -30,6 +30,8 @@ interface Row {
   exit?: Partial<ExitFacts>;
   kind: OutcomeKind;
   detail?: RegExp;
+  /** The history is over the model's context window (what makes the runner retry `context_overflow`). */
+  overflow?: boolean;
 }
 
 const fixture = (name: string) => fixtureLines(name);
@@ -99,6 +101,7 @@ const rows: Row[] = [
     exit: { exitCode: 1 },
     kind: "poisoned",
     detail: /prompt_too_long/,
+    overflow: true,
   },
   {
     name: "prompt too long on a resume, compacted by the CLI and answered",
@@ -112,6 +115,20 @@ const rows: Row[] = [
     exit: { exitCode: 1 },
     kind: "poisoned",
     detail: /400 invalid_request_error.*unexpected tool_use_id/,
+    overflow: false,
+  },
+  {
+    name: "API 400 saying the prompt is too long: poisoned by an overflow",
+    lines: [
+      init(),
+      result({
+        is_error: true,
+        api_error_status: 400,
+        result: "prompt is too long: 210000 tokens > 200000 maximum",
+      }),
+    ],
+    kind: "poisoned",
+    overflow: true,
   },
   {
     name: "API 403 (the CLI does not retry it)",
@@ -290,6 +307,7 @@ const rows: Row[] = [
     ],
     kind: "poisoned",
     detail: /prompt_too_long/,
+    overflow: true,
   },
   {
     name: "unreadable lines do not change a good run",
@@ -299,7 +317,7 @@ const rows: Row[] = [
 ];
 
 describe("classifyOutcome", () => {
-  it.each(rows)("$name → $kind", ({ lines, resume, exit: facts, kind, detail }) => {
+  it.each(rows)("$name → $kind", ({ lines, resume, exit: facts, kind, detail, overflow }) => {
     const { evidence } = evidenceOf(lines);
     const got = classifyOutcome({
       ...(resume === undefined ? {} : { resumeSessionId: resume }),
@@ -308,6 +326,7 @@ describe("classifyOutcome", () => {
     });
     expect(got.kind).toBe(kind);
     if (detail) expect(got.detail).toMatch(detail);
+    if (overflow !== undefined) expect(got.contextOverflow === true).toBe(overflow);
   });
 });
 

@@ -70,6 +70,12 @@ describe("Codex verdicts on recorded output", () => {
     expect(judge("unauthorized-401", 1).stop).toMatchObject({ reason: "auth_failed" });
   });
 
+  it("an overflow is classified as one (the runner retries it fresh as context_overflow)", () => {
+    expect(judge("context-overflow-400", 1).verdict.contextOverflow).toBe(true);
+    expect(judge("context-overflow-streamed", 1).verdict.contextOverflow).toBe(true);
+    expect(judge("rate-limited-429", 1).verdict.contextOverflow).toBeUndefined();
+  });
+
   it("a rate limit says so", () => {
     expect(judge("rate-limited-429", 1).verdict.detail).toMatch(/rate limit/);
   });

@@ -200,7 +200,6 @@ export class Runner {
         ...this.opts,
         pool: this.taskPool,
         runnerId: this.runnerId,
-        cliVersion: this.opts.runtime.cliVersion,
       },
       task,
       abort.signal,

@@ -12,6 +12,14 @@ import { markToolRan, setTrackingComment } from "../../sql/tasks/record.js";
 import type { GitHubThread, ProgressEvent } from "../ports.js";
 import { findTaskMarker, renderTracking } from "./thread-comments.js";
 
+/** The run's progress, shown in the task's comment. */
+export interface TurnProgress {
+  /** What the run did: a tool call, or the agent's latest words. */
+  onEvent(ev: ProgressEvent): void;
+  /** The turn now runs under `d` (a fresh retry): the next edit says so. */
+  decided(d: ResumeDecision): void;
+}
+
 type PostResult = { ok: true; commentId: number } | { ok: false; error: string };
 
 export interface TrackingComment {
@@ -21,17 +29,16 @@ export interface TrackingComment {
    */
   answer(body: string): Promise<FinalAnswer>;
   /**
-   * Progress in the thread, throttled: posts the "working on it" body now (not awaited: the run
-   * need not wait for GitHub to store it) and returns the run's progress handler, which edits it.
+   * Progress in the thread, throttled: posts the "working on it" body for the turn's `decision`
+   * now (not awaited: the run need not wait for GitHub to store it) and returns what edits it.
    */
   track(t: {
-    /** The turn's decision as it stands when the body is rendered (a retry may change it). */
-    decision: () => ResumeDecision;
+    decision: ResumeDecision;
     startedAt: Date;
     now: () => Date;
     /** Minimum time between progress edits. */
     intervalMs: number;
-  }): (ev: ProgressEvent) => void;
+  }): TurnProgress;
   /** Settles when every post so far has. */
   settled(): Promise<unknown>;
 }
@@ -84,14 +91,15 @@ export function trackingComment(o: {
       );
       return { kind: "pending", body: text, retryInMs };
     },
-    track: ({ decision, startedAt, now, intervalMs }) => {
+    track: ({ decision: first, startedAt, now, intervalMs }) => {
       const tracking = { tools: [] as string[], lastText: null as string | null };
+      let decision = first;
       const trackingBody = () =>
         renderTracking({
           taskId: task.id,
           agent: task.agent,
-          resumed: decision().kind === "resume",
-          reason: decision().reason,
+          resumed: decision.kind === "resume",
+          reason: decision.reason,
           tools: tracking.tools,
           lastText: tracking.lastText,
           startedAt,
@@ -99,15 +107,20 @@ export function trackingComment(o: {
         });
       void post(trackingBody()); // not awaited: the run need not wait for GitHub to store it
       let lastEdit = Date.now();
-      return (ev) => {
-        if (ev.kind === "tool") {
-          tracking.tools.push(ev.name);
-          void markToolRan(pool, task.id, runnerId).catch(() => {});
-        } else tracking.lastText = ev.text;
-        if (Date.now() - lastEdit >= intervalMs) {
-          lastEdit = Date.now();
-          void post(trackingBody());
-        }
+      return {
+        onEvent: (ev) => {
+          if (ev.kind === "tool") {
+            tracking.tools.push(ev.name);
+            void markToolRan(pool, task.id, runnerId).catch(() => {});
+          } else tracking.lastText = ev.text;
+          if (Date.now() - lastEdit >= intervalMs) {
+            lastEdit = Date.now();
+            void post(trackingBody());
+          }
+        },
+        decided: (d) => {
+          decision = d;
+        },
       };
     },
     settled: () => posts,

@@ -1,12 +1,19 @@
 /**
  * The agent's run for one turn: compaction first when the decision says so, the run (pinning
  * its session the moment it is known), and one fresh retry in the same task when a resumed
- * session broke before it did anything. Then what the run tells of its session.
+ * session broke before it did anything (the choice is src/core/after-run.ts's, pure). Then what
+ * the run tells of its session.
  */
 import type { Logger } from "../../log.js";
 import type { PriorSession, ResumeDecision } from "../../core/resume-decision.js";
-import { advanceSessionEpoch, markSession, touchSession, upsertSession } from "../../sql/sessions.js";
-import type { Usage } from "../../core/task.js";
+import { afterCompaction, afterRun, type SessionMark } from "../../core/after-run.js";
+import {
+  advanceSessionEpoch,
+  markSession,
+  touchSession,
+  upsertSession,
+} from "../../sql/sessions.js";
+import type { TaskKey, Usage } from "../../core/task.js";
 import type { Task } from "../../sql/tasks/claim.js";
 import { pinSession, recordSessionEntry, recordSessionMove } from "../../sql/tasks/record.js";
 import {
@@ -15,24 +22,26 @@ import {
   type AgentRunResult,
   type AgentSettings,
   type CliKind,
-  type ProgressEvent,
   type StagedRun,
 } from "../ports.js";
+import type { TurnProgress } from "../render/tracking-comment.js";
 import type { ReadyWorkspace } from "./turn-workspace.js";
+import { record } from "./turn-decision.js";
 import type { RunTaskDeps } from "./turn.js";
-import type { TaskKey } from "../../core/task.js";
 
 /** What a resumed run's prompt is to compact the session (Claude Code's slash command). */
 export const COMPACT_PROMPT = "/compact";
 
 export interface AgentTurn {
-  deps: Pick<RunTaskDeps, "pool" | "runnerId" | "runtimeId" | "agent">;
+  deps: Pick<RunTaskDeps, "pool" | "runnerId" | "runtimeId" | "agent" | "log">;
   task: Task;
   key: TaskKey;
   log: Logger;
   signal: AbortSignal;
   cli: CliKind;
   epoch: number;
+  /** The key had a session before: recorded with every decision the turn runs under. */
+  isFollowUp: boolean;
   workDir: string;
   workspace: ReadyWorkspace;
   settings: AgentSettings;
@@ -43,211 +52,172 @@ export interface AgentTurn {
   compactSettings?: AgentSettings;
   systemPrompt: string;
   prompt: (d: ResumeDecision) => Promise<string>;
-  onProgress: (ev: ProgressEvent) => void;
+  progress: TurnProgress;
   /** The HOME staged for the turn's first run (Agent.stage), if any. */
   staged?: StagedRun | null;
-  /** Takes and records the decision a retry runs under; false: the lease was lost. */
-  redecide: (d: ResumeDecision, retriedFresh: boolean) => Promise<boolean>;
   /** A pull request turn: the agent gets the line-comment tool. */
   lineComments?: { requestChanges: boolean };
 }
 
 export interface AgentRan {
   result: AgentRunResult;
+  /** The decision the result ran under: the turn's, or the fresh one a retry took. */
+  decision: ResumeDecision;
   /** The compaction run before the turn, when there was one: its cost is the turn's too. */
   compaction: AgentRunResult | null;
   /** Bytes of the prompt last written to the CLI. */
   promptBytes: number | null;
 }
 
-/** Runs the turn's agent under `decision`. Null: the lease was lost, and the task is another's. */
+/**
+ * Runs the turn's agent under `decision` (recorded already); a decision a retry takes is recorded
+ * here. Null: the lease was lost before a retry, and the task is another's.
+ */
 export async function runAgent(a: AgentTurn, decision: ResumeDecision): Promise<AgentRan | null> {
-  const { deps, task, key, log, signal, cli, epoch, workDir, settings, systemPrompt } = a;
-  const { prepared, control } = a.workspace;
-  const request = (
-    prompt: string,
-    resumeSessionId: string | null,
-    fork: boolean,
-    on: Pick<AgentRunRequest, "onSession" | "onProgress" | "resumeAt">,
-    runSettings: AgentSettings = settings,
-  ): AgentRunRequest => ({
-    key,
-    cwd: workDir,
-    ...(prepared.origin ? { origin: prepared.origin } : {}),
-    ...(control?.masks.length ? { masks: control.masks } : {}),
-    prompt,
-    resumeSessionId,
-    ...(fork ? { forkSession: true } : {}),
-    ...(fork && decision.kind === "resume" && decision.forkFrom
-      ? { transcriptKey: decision.forkFrom }
-      : {}),
-    ...(on.resumeAt ? { resumeAt: on.resumeAt } : {}),
-    settings: runSettings,
-    systemPrompt,
-    signal,
-    ...(a.staged ? { staged: a.staged } : {}),
-    ...on,
-  });
-
+  const { log, signal } = a;
+  let compaction: AgentRunResult | null = null;
   let promptBytes: number | null = null;
+  /** Takes `d` as the turn's decision: recorded on the task, shown in its comment. */
+  const take = async (d: ResumeDecision, retriedFresh: boolean): Promise<boolean> => {
+    decision = d;
+    a.progress.decided(d);
+    return record(a.deps, a.task, d, a.isFollowUp, a.epoch, a.workDir, retriedFresh, a.cli);
+  };
   const attempt = async (d: ResumeDecision): Promise<AgentRunResult> => {
     const prompt = await a.prompt(d);
     promptBytes = Buffer.byteLength(prompt);
-    return deps.agent.run({
-      ...request(
-        prompt,
-        d.kind === "resume" ? d.sessionId : null,
-        d.kind === "resume" && d.fork === true,
-        {
-          onSession: async (sessionId, model) => {
-            await pinSession(deps.pool, task.id, deps.runnerId, sessionId);
-            await upsertSession(deps.pool, {
-              ...key,
-              sessionId,
-              runtimeId: deps.runtimeId,
-              cli,
-              workDir,
-              model,
-              historyEpoch: epoch,
-            });
-            log.info({ sessionId }, "session pinned");
-          },
-          onProgress: a.onProgress,
-          ...(d.kind === "resume" && d.rewind ? { resumeAt: d.rewind.at } : {}),
-        },
-      ),
-      ...(a.lineComments ? { lineComments: a.lineComments } : {}),
-    });
+    return a.deps.agent.run(runRequest(a, d, prompt));
   };
-
-  /**
-   * The session is over the context budget: compact it first, with a resumed run whose prompt
-   * is `/compact` (the same sandbox, settings and transcript store as the turn), so the turn
-   * resumes the CLI's summary instead of starting cold. When the CLI did not compact, the turn
-   * runs fresh instead (`compaction_failed`; `resume_rejected` when it could not even resume).
-   * Returns the compaction's result (its cost is the turn's too) and whether it compacted.
-   */
-  const compactFirst = async (sessionId: string): Promise<AgentRunResult> => {
-    const c = await deps.agent.run(
-      request(
-        COMPACT_PROMPT,
-        sessionId,
-        false,
-        {
-          // The turn after it pins the session (the same id) and reports progress.
-          onSession: () => {},
-          onProgress: () => {},
-        },
-        a.compactSettings ?? settings,
-      ),
-    );
-    if (compactedSession(c, sessionId)) {
-      log.info(
-        {
-          session: sessionId,
-          preTokens: c.compacted?.preTokens ?? null,
-          postTokens: c.compacted?.postTokens ?? null,
-          costUsd: c.usage?.costUsd ?? null,
-        },
-        "session compacted; resuming its summary",
-      );
-      // Its context is the summary's now: were the turn to report none, the next one must not
-      // compact it again.
-      await touchSession(deps.pool, sessionId, c.compacted?.postTokens ?? null, null);
-    }
-    return c;
-  };
-
-  let result: AgentRunResult | null = null;
-  let compaction: AgentRunResult | null = null;
   try {
     if (decision.kind === "resume" && decision.reason === "compacted") {
       const sessionId = decision.sessionId;
-      compaction = await compactFirst(sessionId);
-      if (signal.aborted) {
-        // Stopped while compacting: the turn ends here, as a stopped run does.
-        result = { ...compaction, usage: null };
-      } else if (!compactedSession(compaction, sessionId)) {
-        // The CLI says "success" even when it could not compact (too few messages, or the
-        // summary request failed): only its compact_boundary line proves it did.
-        const c = compaction;
+      const c = await compactFirst(a, decision);
+      compaction = c;
+      const next = afterCompaction(
+        sessionId,
+        { outcome: c.outcome, compacted: compactedSession(c, sessionId) },
+        signal.aborted,
+      );
+      // Stopped while compacting: the turn ends here, as a stopped run does.
+      if (next.kind === "stopped")
+        return { result: { ...c, usage: null }, decision, compaction, promptBytes };
+      if (next.kind === "fresh") {
+        const detail = c.outcome === "success" ? c.text : c.detail;
         log.warn(
-          {
-            session: sessionId,
-            outcome: c.outcome,
-            detail: c.outcome === "success" ? c.text : c.detail,
-          },
+          { session: sessionId, outcome: c.outcome, detail },
           "could not compact the session; the turn runs fresh",
         );
-        if (c.outcome === "resume_rejected") {
-          await markSession(deps.pool, sessionId, "retired", "the CLI could not resume it");
-        }
-        decision = {
-          kind: "fresh",
-          reason: c.outcome === "resume_rejected" ? "resume_rejected" : "compaction_failed",
-          priorSessionId: sessionId,
-        };
-        if (!(await a.redecide(decision, false))) return null;
+        await mark(a, next.mark);
+        if (!(await take(next.decision, false))) return null;
       }
     }
-    if (result === null) {
+    let result = await attempt(decision);
+    const after = afterRun(decision, result, signal.aborted);
+    await mark(a, after.mark);
+    if (after.kind === "retry_fresh") {
+      log.warn(
+        {
+          session: after.decision.priorSessionId,
+          detail: result.detail,
+          reason: after.decision.reason,
+        },
+        "the resumed session broke before any tool ran; retrying fresh in the same task",
+      );
+      if (!(await take(after.decision, true))) return null;
       result = await attempt(decision);
-      if (result.outcome === "resume_rejected" && decision.kind === "resume") {
-        // A fork's source is another agent's session, and stays as it was whatever the fork did.
-        if (!decision.fork)
-          await markSession(
-            deps.pool,
-            decision.sessionId,
-            "retired",
-            "the CLI could not resume it",
-          );
-        if (!result.toolRan && !signal.aborted) {
-          log.warn(
-            { session: decision.sessionId, detail: result.detail },
-            "resume rejected; retrying fresh in the same task",
-          );
-          decision = {
-            kind: "fresh",
-            reason: "resume_rejected",
-            priorSessionId: decision.sessionId,
-          };
-          if (!(await a.redecide(decision, true))) return null;
-          result = await attempt(decision);
-        }
-      } else if (
-        result.outcome === "poisoned" &&
-        decision.kind === "resume" &&
-        !result.toolRan &&
-        !signal.aborted
-      ) {
-        // The resumed session broke before it did anything (its context overflowed, or the API
-        // refused its history): nothing of this turn happened, so the same turn runs again at
-        // once in a fresh session with the whole thread, and the person gets the one answer they
-        // asked for instead of being told to comment again.
-        // Claude says "prompt is too long"; Codex's verdict says the thread no longer fits.
-        const overflow =
-          /prompt_too_long|prompt is too long|no longer fits the model's context/i.test(
-            result.detail ?? "",
-          );
-        if (!decision.fork)
-          await markSession(deps.pool, decision.sessionId, "poisoned", result.detail ?? "poisoned");
-        log.warn(
-          { session: decision.sessionId, detail: result.detail },
-          "the resumed session broke before any tool ran; retrying fresh in the same task",
-        );
-        decision = {
-          kind: "fresh",
-          reason: overflow ? "context_overflow" : "poisoned",
-          priorSessionId: decision.sessionId,
-        };
-        if (!(await a.redecide(decision, true))) return null;
-        result = await attempt(decision);
-      }
     }
+    return { result, decision, compaction, promptBytes };
   } catch (err) {
-    result = failedRun((err as Error).message);
+    return { result: failedRun((err as Error).message), decision, compaction, promptBytes };
   }
-  return { result, compaction, promptBytes };
+}
+
+/** The run request of the turn under `d`: its session pinned the moment the CLI names it. */
+function runRequest(a: AgentTurn, d: ResumeDecision, prompt: string): AgentRunRequest {
+  const { deps, task, key, cli, workDir, log } = a;
+  return {
+    ...baseRequest(a, d, prompt),
+    onSession: async (sessionId, model) => {
+      await pinSession(deps.pool, task.id, deps.runnerId, sessionId);
+      await upsertSession(deps.pool, {
+        ...key,
+        sessionId,
+        runtimeId: deps.runtimeId,
+        cli,
+        workDir,
+        model,
+        historyEpoch: a.epoch,
+      });
+      log.info({ sessionId }, "session pinned");
+    },
+    onProgress: (ev) => a.progress.onEvent(ev),
+    ...(a.lineComments ? { lineComments: a.lineComments } : {}),
+  };
+}
+
+/** What every run of the turn shares: where, with what, and which session it resumes or forks. */
+function baseRequest(
+  a: AgentTurn,
+  d: ResumeDecision,
+  prompt: string,
+): Omit<AgentRunRequest, "onSession" | "onProgress"> {
+  const { prepared, control } = a.workspace;
+  const fork = d.kind === "resume" && d.fork === true;
+  return {
+    key: a.key,
+    cwd: a.workDir,
+    ...(prepared.origin ? { origin: prepared.origin } : {}),
+    ...(control?.masks.length ? { masks: control.masks } : {}),
+    prompt,
+    resumeSessionId: d.kind === "resume" ? d.sessionId : null,
+    ...(fork ? { forkSession: true } : {}),
+    ...(fork && d.kind === "resume" && d.forkFrom ? { transcriptKey: d.forkFrom } : {}),
+    ...(d.kind === "resume" && d.rewind ? { resumeAt: d.rewind.at } : {}),
+    settings: a.settings,
+    systemPrompt: a.systemPrompt,
+    signal: a.signal,
+    ...(a.staged ? { staged: a.staged } : {}),
+  };
+}
+
+/**
+ * The session is over the context budget: compact it first, with a resumed run whose prompt is
+ * `/compact` (the same sandbox, settings and transcript store as the turn), so the turn resumes
+ * the CLI's summary instead of starting cold. Returns the compaction's result (its cost is the
+ * turn's too); afterCompaction says what the turn does next.
+ */
+async function compactFirst(
+  a: AgentTurn,
+  d: Extract<ResumeDecision, { kind: "resume" }>,
+): Promise<AgentRunResult> {
+  const sessionId = d.sessionId;
+  const c = await a.deps.agent.run({
+    ...baseRequest(a, { ...d, fork: false }, COMPACT_PROMPT),
+    settings: a.compactSettings ?? a.settings,
+    // The turn after it pins the session (the same id) and reports progress.
+    onSession: () => {},
+    onProgress: () => {},
+  });
+  if (compactedSession(c, sessionId)) {
+    a.log.info(
+      {
+        session: sessionId,
+        preTokens: c.compacted?.preTokens ?? null,
+        postTokens: c.compacted?.postTokens ?? null,
+        costUsd: c.usage?.costUsd ?? null,
+      },
+      "session compacted; resuming its summary",
+    );
+    // Its context is the summary's now: were the turn to report none, the next one must not
+    // compact it again.
+    await touchSession(a.deps.pool, sessionId, c.compacted?.postTokens ?? null, null);
+  }
+  return c;
+}
+
+/** Marks a session never to be resumed again, as afterRun or afterCompaction said. */
+async function mark(a: AgentTurn, m: SessionMark | null): Promise<void> {
+  if (m) await markSession(a.deps.pool, m.sessionId, m.state, m.why);
 }
 
 /**
@@ -256,14 +226,13 @@ export async function runAgent(a: AgentTurn, decision: ResumeDecision): Promise<
  */
 export async function recordRunSession(
   deps: Pick<RunTaskDeps, "pool" | "runnerId" | "runtimeId">,
-  epoch: number,
   task: Task,
   log: Logger,
   ran: AgentRan,
-  decision: ResumeDecision,
   prior: PriorSession | null,
+  epoch: number,
 ): Promise<void> {
-  const { result, compaction } = ran;
+  const { result, compaction, decision } = ran;
   // The session was compacted before this turn (even if the turn then had to run fresh).
   const compacted = compaction !== null && compactedSession(compaction, compaction.sessionId);
   if (decision.kind === "resume" || result.restored || compacted) {

@@ -11,237 +11,82 @@ import { finishTask, type FinalAnswer, type Finish } from "../../sql/tasks/finis
 import type { ResumeDecision } from "../../core/resume-decision.js";
 import { redact } from "../../core/redact.js";
 import { chooseCacheTtl } from "../../core/cache-ttl.js";
-import type { AgentSettings, ConfigResult, GitHubThread } from "../ports.js";
+import type { TaskKey } from "../../core/task.js";
+import type {
+  AgentRunResult,
+  AgentSettings,
+  CliKind,
+  ConfigResult,
+  GitHubThread,
+  RepoSettings,
+  StagedRun,
+} from "../ports.js";
+import type { PromptComment } from "../render/prompts.js";
+import type { CacheTtl } from "../../core/settings.js";
 import { buildSystemPrompt } from "../render/prompts.js";
 import { answerRetryPolicy } from "./answer-retry.js";
-import { checkSpend } from "./spend-check.js";
-import { renderFailure, renderRefusal, taskMarker } from "../render/thread-comments.js";
-import { trackingComment } from "../render/tracking-comment.js";
+import { renderFailure } from "../render/thread-comments.js";
+import { trackingComment, type TrackingComment } from "../render/tracking-comment.js";
 import { readyWorkspace, startWorkspace, type ReadyWorkspace } from "./turn-workspace.js";
-import { decide, decideFork, record } from "./turn-decision.js";
+import { decideTurn } from "./turn-decision.js";
 import { promptFor, requestsOf, threadReader, turnFacts } from "./turn-prompt.js";
 import { recordRunSession, runAgent, withCompaction, type AgentRan } from "./run-agent.js";
-import { planChanges, publishChanges } from "./publish-step.js";
+import { planChanges, publishChanges, type ChangesPlan } from "./publish-step.js";
 import { answerBody, footerOf } from "./turn-answer.js";
-import { postReview } from "./review-step.js";
+import { postReview, type ReviewOutcome } from "./review-step.js";
+import { admit, type Refusal } from "./admit.js";
 import { conversationUrl } from "../../core/conversation-path.js";
 import { SHUTDOWN, type RunTaskDeps } from "./turn.js";
 
 export { SHUTDOWN, type RunTaskDeps } from "./turn.js";
 
 export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal): Promise<void> {
-  const now = deps.now ?? (() => new Date());
-  const log = deps.log.child({
-    task: task.id,
-    repo: task.repo,
-    issue: task.issueNumber,
-    agent: task.agent,
-  });
-  const started = now();
-  const secrets = new Set<string | undefined>(deps.secrets?.() ?? []);
-  const key = { repo: task.repo, issueNumber: task.issueNumber, agent: task.agent };
-  const retryInMs = answerRetryPolicy(deps.answerRetry).baseMs;
-  // Every footer links to the conversation's dashboard page, when there is a public URL.
-  const chainUrl = deps.publicUrl ? conversationUrl(deps.publicUrl, key) : undefined;
-  const footer = (d: ResumeDecision) => ({
-    ...footerOf(d, null, null),
-    ...(chainUrl ? { chainUrl } : {}),
-  });
-  /**
-   * Every turn that ends here ends through this: its last word in the thread, then the task's
-   * row, under this runner's lease. False: the lease was lost (the task was finished or taken
-   * over elsewhere). A turn left to another runner (a shutdown, a lost lease) just returns.
-   */
-  const end = async (
-    last: FinalAnswer | Promise<FinalAnswer>,
-    f: Omit<Finish, "answer">,
-  ): Promise<boolean> => {
-    const answer = await last;
-    // Read after the answer is posted: the turn's count includes it.
-    const githubRequests = gh?.requests?.() ?? null;
-    const ok = await finishTask(deps.pool, task.id, deps.runnerId, {
-      ...f,
-      answer,
-      githubRequests,
-    });
-    if (!ok)
-      deps.log.warn({ task: task.id }, "lease lost: the task was finished or taken over elsewhere");
-    return ok;
-  };
-
-  let gh: GitHubThread | undefined;
-  try {
-    gh = await deps.github(task);
-  } catch (err) {
-    log.error({ err }, "no GitHub access for the task's installation");
-    // The thread still hears of it, once GitHub lets the answer poster in.
-    await end(
-      { kind: "pending", body: null, retryInMs },
-      {
-        status: "failed",
-        outcome: "failed",
-        failureReason: redact(`GitHub access failed: ${(err as Error).message}`, secrets),
-        sessionId: null,
-        usage: null,
-      },
-    );
-    return;
-  }
-  const token = await gh.token().catch(() => undefined);
-  secrets.add(token);
-  const scrub = (s: string) => redact(s, secrets);
-  // Everything posted from here on goes into one comment per task (the tracking comment is not
-  // awaited before the run starts, so the answer may queue behind it).
-  const comment = trackingComment({
-    pool: deps.pool,
-    runnerId: deps.runnerId,
-    gh,
-    task,
-    log,
-    scrub,
-    retryInMs,
-  });
+  const t = await openTurn(deps, task, signal);
+  if (!t) return; // no GitHub access: the task ended saying so
+  const { key, log, gh, comment, now, refuse } = t;
   // The workspace update (git) is the slowest step before the spawn, and needs nothing the
   // decision does: start it now.
-  const ws = await startWorkspace(deps.workspace, task, gh, token, signal);
-  const workDir = ws.workDir;
+  const ws = await startWorkspace(deps.workspace, task, gh, t.token, signal);
 
   // Everything the decision needs, at once: the config (GitHub) and the key's history (Postgres).
   const [config, requests, prior, epoch] = await Promise.all([
-    configFor(task, gh).catch((err: Error) => ({
-      ok: false as const,
-      message: `could not read .github/tether.yml: ${err.message}`,
-    })),
+    configFor(task, gh),
     requestsOf(deps.pool, task),
     priorSession(deps.pool, key),
     readEpoch(deps.pool, key),
   ]);
-  if (!config.ok) {
+  // Not run: the config does not read, the agent is gone, or a spend limit is reached.
+  const admitted = await admit(deps, task, config, log, now);
+  if ("refused" in admitted) {
     await ws.abandon();
-    await end(comment.answer(`⚠️ ${config.message}\n${taskMarker(task.id)}`), {
-      status: "failed",
-      outcome: "failed",
-      failureReason: config.message,
-      sessionId: null,
-      usage: null,
-    });
+    const { refused } = admitted;
+    const ended = await refuse(comment.answer(refused.answer), refused);
+    if (ended && refused.limits) deps.onRefused?.({ task, limits: refused.limits });
     return;
   }
-  const configured: AgentSettings | undefined = config.settings.agents[task.agent];
-  // `/model <name>` (checked by intake against the agent's `models`): this turn only.
-  const settings =
-    configured && task.requestedModel ? { ...configured, model: task.requestedModel } : configured;
-  if (!settings) {
-    const msg = `Agent "${task.agent}" is no longer configured in .github/tether.yml, so this request was not run.`;
-    await ws.abandon();
-    await end(comment.answer(`⚠️ ${msg}\n${taskMarker(task.id)}`), {
-      status: "failed",
-      outcome: "failed",
-      failureReason: msg,
-      sessionId: null,
-      usage: null,
-    });
-    return;
-  }
-
-  // Spend limits: a conversation, repository or installation that has reached its limit gets
-  // the reason in the thread instead of a run. Not a turn: no resume decision is recorded.
-  const spendSettings = config.settings.spend;
-  const spend = await checkSpend(deps.pool, task, settings, spendSettings, now());
-  if (spend.reached.length) {
-    await ws.abandon();
-    const limits = spend.reached.map(
-      (l) => `${l.kind}: spent $${l.spentUsd.toFixed(4)} of $${String(l.limitUsd)}`,
-    );
-    log.info({ limits }, "a spend limit is reached; the turn is not run");
-    const refusal = renderRefusal({
-      taskId: task.id,
-      agent: task.agent,
-      mention: settings.mention ?? `@${task.agent}`,
-      reached: spend.reached,
-      freshResets: spendSettings.freshResetsConversation,
-      now: now(),
-    });
-    if (
-      await end(comment.answer(refusal), {
-        status: "cancelled",
-        outcome: "limit_refused",
-        failureReason: `not run: ${limits.join("; ")}`,
-        sessionId: null,
-        usage: null,
-      })
-    )
-      deps.onRefused?.({ task, limits: spend.reached.map((l) => l.kind) });
-    return;
-  }
-  // What the footer counts this turn against: the count starts again at a `/fresh` turn when
-  // the config says so.
-  const spentBefore =
-    spendSettings.freshResetsConversation && task.forceFresh ? 0 : spend.conversation.countedUsd;
+  const { settings } = admitted;
 
   // The resume decision, recorded on the task before anything runs; a retry takes a new one.
   const cli = settings.cli;
-  // `/from <agent>`: a fork of that agent's session, else the key's own decision.
-  const fork = await decideFork(deps, { task, cli, policy: config.settings.resume, now });
-  let decision: ResumeDecision =
-    fork ??
-    (await decide(deps, {
-      key,
-      task,
-      cli,
-      policy: config.settings.resume,
-      prior,
-      epoch,
-      workDir,
-      workDirExists: ws.workDirExists,
-      now,
-    }));
-  const isFollowUp = prior !== null;
-  // The prompt cache's lifetime this turn writes with (what the conversation's next turn finds).
-  const cacheTtl =
-    cli === "claude"
-      ? chooseCacheTtl(settings.cacheTtl, { previousTurnAt: prior?.lastUsedAt ?? null, now: now() })
-      : null;
-  log.info(
-    { decision: decision.kind, reason: decision.reason, prior: prior?.sessionId },
-    "resume decision",
-  );
-  /** Takes `d` as the turn's decision and records it; false: the lease was lost. */
-  const take = (d: ResumeDecision, retriedFresh: boolean): Promise<boolean> => {
-    decision = d;
-    return record(deps, task, d, isFollowUp, epoch, workDir, retriedFresh, cli);
-  };
-  if (!(await take(decision, false))) {
-    await ws.abandon();
+  const policy = admitted.config.resume;
+  const decision = await decideTurn(deps, { key, task, cli, policy, prior, epoch, ws, now, log });
+  if (!decision) {
+    await ws.abandon(); // the lease was lost
     return;
   }
-  // The run's HOME (a resume's transcript restored into it) is made while the workspace is
-  // still being prepared; a run that does not fit it (a fresh retry) makes its own.
-  const staged =
-    deps.agent.stage?.(
-      {
-        key,
-        cwd: workDir,
-        resumeSessionId: decision.kind === "resume" ? decision.sessionId : null,
-        ...(decision.kind === "resume" && decision.forkFrom
-          ? { transcriptKey: decision.forkFrom }
-          : {}),
-      },
-      cli,
-    ) ?? null;
+  const isFollowUp = prior !== null;
+  // The prompt cache's lifetime this turn writes with (what the conversation's next turn finds).
+  const previousTurnAt = prior?.lastUsedAt ?? null;
+  const cacheTtl =
+    cli === "claude" ? chooseCacheTtl(settings.cacheTtl, { previousTurnAt, now: now() }) : null;
+  const staged = stage(deps, key, ws.workDir, decision, cli);
   // A fresh run needs the thread (on a pull request, its review discussion too): fetch it while
   // git works.
   const readThread = threadReader(gh, task, log);
   const threadP = decision.kind === "fresh" ? readThread() : null;
   threadP?.catch(() => {});
-
-  // Progress in the thread, throttled, in the tracking comment.
-  const onProgress = comment.track({
-    decision: () => decision,
-    startedAt: started,
-    now,
-    intervalMs: deps.progressIntervalMs ?? 3000,
-  });
+  const intervalMs = deps.progressIntervalMs ?? 3000;
+  const progress = comment.track({ decision, startedAt: t.started, now, intervalMs });
 
   // The workspace, ready for the run; a turn that cannot have it ends here.
   let ready: ReadyWorkspace;
@@ -249,36 +94,11 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     ready = await readyWorkspace(deps.workspace, task, ws, settings, log, signal);
   } catch (err) {
     await staged?.release();
-    if (signal.aborted) {
-      // Stopped mid-clone: a shutdown leaves the task to the next start, like a stopped run; a
-      // /cancel ends it as cancelled. Neither is the workspace failing.
-      if (signal.reason === SHUTDOWN) {
-        log.warn("stopped by shutdown while preparing the workspace; the task will be taken over");
-        return;
-      }
-      const cancelled = renderFailure(
-        { outcome: "cancelled", detail: null, taskId: task.id },
-        footer(decision),
-      );
-      await end(comment.answer(cancelled), {
-        status: "cancelled",
-        outcome: "cancelled",
-        failureReason: "cancelled while the workspace was being prepared",
-        sessionId: null,
-        usage: null,
-      });
-      return;
-    }
-    const detail = scrub((err as Error).message);
-    log.warn({ err: detail }, "workspace preparation failed");
-    const failed = renderFailure({ outcome: "failed", detail, taskId: task.id }, footer(decision));
-    await end(comment.answer(failed), {
-      status: "failed",
-      outcome: "failed",
-      failureReason: detail,
-      sessionId: null,
-      usage: null,
-    });
+    const r = workspaceRefusal(err as Error, signal, t.scrub, log);
+    if (!r) return; // a shutdown: the task is left to the next start
+    const footer = { ...footerOf(decision, null, null), ...t.footer };
+    const answer = renderFailure({ outcome: r.outcome, detail: r.detail, taskId: task.id }, footer);
+    await refuse(comment.answer(answer), r);
     return;
   }
   const { issue, prepared, control, project } = ready;
@@ -287,9 +107,9 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     ? { requestChanges: settings.requestChanges === true }
     : undefined;
 
-  // The prompt: the turn's facts (with where its changes go), and the thread when it runs fresh.
-  let plan: Awaited<ReturnType<typeof planChanges>>;
-  // The agent's run (a compaction first, a fresh retry after, when the turn needs them).
+  // The prompt (the turn's facts with where its changes go, and the thread when it runs fresh),
+  // then the agent's run (a compaction first, a fresh retry after, when the turn needs them).
+  let plan: ChangesPlan;
   let ran: AgentRan | null;
   try {
     plan = await planChanges(deps, gh, settings, key, issue, prepared, log);
@@ -310,27 +130,24 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     });
     const systemPrompt = buildSystemPrompt(task.agent, settings.appendSystemPrompt, project);
     const runSettings = cacheTtl ? { ...settings, cacheTtl } : settings;
+    const ownModel = admitted.config.agents[task.agent]?.model;
     ran = await runAgent(
       {
-        deps,
-        task,
-        key,
-        log,
-        signal,
+        ...t,
         cli,
         epoch,
-        workDir,
+        isFollowUp,
+        workDir: ws.workDir,
         workspace: ready,
         settings: runSettings,
         // Under `/model`, the agent's own model compacts the session it made.
-        ...(task.requestedModel && configured?.model
-          ? { compactSettings: { ...runSettings, model: configured.model } }
+        ...(task.requestedModel && ownModel
+          ? { compactSettings: { ...runSettings, model: ownModel } }
           : {}),
         systemPrompt,
         prompt,
-        onProgress,
+        progress,
         staged,
-        redecide: take,
         ...(lineComments ? { lineComments } : {}),
       },
       decision,
@@ -340,25 +157,130 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     await control?.dispose();
   }
   if (!ran) return; // the lease was lost before a retry
-  const { result, compaction, promptBytes } = ran;
   await comment.settled();
   if (signal.aborted && signal.reason === SHUTDOWN) {
     // Not the user's cancel: the process is stopping. Leave the task running under our lease;
     // the next start on this runtime adopts it, or the sweeper hands it to another runner.
-    log.warn({ session: result.sessionId }, "stopped by shutdown; the task will be taken over");
+    log.warn({ session: ran.result.sessionId }, "stopped by shutdown; the task will be taken over");
     return;
   }
-  await recordRunSession(deps, epoch, task, log, ran, decision, prior);
+  await recordRunSession(deps, task, log, ran, prior, epoch);
+  await answerTurn(t, {
+    ready,
+    plan,
+    ran,
+    settings,
+    requests,
+    cli,
+    cacheTtl,
+    isFollowUp,
+    admitted,
+  });
+  log.info({ outcome: ran.result.outcome, session: ran.result.sessionId }, "task finished");
+}
 
-  // Publish, then answer, then finish.
-  const published = await publishChanges(deps, plan, {
+/**
+ * The turn's GitHub thread, and its one comment there that everything posted from here on goes
+ * into (not awaited before the run starts, so the answer may queue behind it). Null: there is no
+ * GitHub access for the task's installation; the task ended, and the thread hears of it once
+ * GitHub lets the answer poster in.
+ */
+async function openTurn(deps: RunTaskDeps, task: Task, signal: AbortSignal): Promise<Turn | null> {
+  const now = deps.now ?? (() => new Date());
+  const started = now();
+  const { repo, issueNumber, agent } = task;
+  const key: TaskKey = { repo, issueNumber, agent };
+  const log = deps.log.child({ task: task.id, repo, issue: issueNumber, agent });
+  const secrets = new Set<string | undefined>(deps.secrets?.() ?? []);
+  const retryInMs = answerRetryPolicy(deps.answerRetry).baseMs;
+  let gh: GitHubThread | undefined;
+  const end = ender(deps, task, () => gh?.requests?.() ?? null);
+  const refuse = (last: FinalAnswer | Promise<FinalAnswer>, r: Omit<Refusal, "answer">) =>
+    end(last, {
+      status: r.status,
+      outcome: r.outcome,
+      failureReason: r.reason,
+      sessionId: null,
+      usage: null,
+    });
+  try {
+    gh = await deps.github(task);
+  } catch (err) {
+    log.error({ err }, "no GitHub access for the task's installation");
+    const reason = redact(`GitHub access failed: ${(err as Error).message}`, secrets);
+    const pending = { kind: "pending" as const, body: null, retryInMs };
+    await refuse(pending, { status: "failed", outcome: "failed", reason });
+    return null;
+  }
+  const token = await gh.token().catch(() => undefined);
+  secrets.add(token);
+  const scrub = (s: string) => redact(s, secrets);
+  const { pool, runnerId } = deps;
+  const comment = trackingComment({ pool, runnerId, gh, task, log, scrub, retryInMs });
+  // Every footer links to the conversation's dashboard page, when there is a public URL.
+  const footer = deps.publicUrl ? { chainUrl: conversationUrl(deps.publicUrl, key) } : {};
+  const t = { deps, task, key, log, signal, now, started, gh, token, secrets, scrub, footer };
+  return { ...t, comment, end, refuse };
+}
+
+/** What every step of a turn shares. */
+interface Turn {
+  deps: RunTaskDeps;
+  task: Task;
+  key: TaskKey;
+  log: RunTaskDeps["log"];
+  signal: AbortSignal;
+  now: () => Date;
+  started: Date;
+  gh: GitHubThread;
+  token: string | undefined;
+  scrub: (s: string) => string;
+  secrets: Set<string | undefined>;
+  /** The answer footer's link to the conversation's dashboard page, when there is a public URL. */
+  footer: { chainUrl?: string };
+  comment: TrackingComment;
+  /** Ends the turn: its last word in the thread, then the task's row (see ender). */
+  end: ReturnType<typeof ender>;
+  /** A turn that ends before or instead of its run: its last word, and why on its row. */
+  refuse: (
+    last: FinalAnswer | Promise<FinalAnswer>,
+    r: Omit<Refusal, "answer">,
+  ) => Promise<boolean>;
+}
+
+/**
+ * After the run: publish its changes, post the agent's line comments as one review of the head
+ * the turn ran on, answer (what the turn cost, the compaction before it included), then finish.
+ */
+async function answerTurn(
+  t: Turn,
+  a: {
+    ready: ReadyWorkspace;
+    plan: ChangesPlan;
+    ran: AgentRan;
+    settings: AgentSettings;
+    requests: PromptComment[];
+    cli: CliKind;
+    cacheTtl: CacheTtl | null;
+    isFollowUp: boolean;
+    admitted: { config: RepoSettings; spentBefore: number };
+  },
+): Promise<void> {
+  const { deps, task, key, log, signal, gh, scrub } = t;
+  const { ready, ran, settings, cli, cacheTtl } = a;
+  const { config, spentBefore } = a.admitted;
+  const { issue, prepared } = ready;
+  const { result, decision, compaction, promptBytes } = ran;
+  const { token, secrets } = t;
+  const { requests } = a;
+  const published = await publishChanges(deps, a.plan, {
     task,
     key,
     gh,
     token,
     issue,
     prepared,
-    config: config.settings,
+    config,
     requests,
     result,
     scrub,
@@ -366,88 +288,179 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     log,
     signal,
   });
-
-  // The agent's line comments, as one review of the head the turn ran on.
-  const review =
-    result.review && issue.pullRequest && result.outcome !== "cancelled"
-      ? await postReview({
-          gh,
-          pullNumber: task.issueNumber,
-          commitId: issue.pullRequest.headSha,
-          review: result.review,
-          allowChanges: settings.requestChanges === true,
-          scrub,
-          log,
-        })
-      : null;
-
-  // What the turn cost, the compaction before it included (the context is the turn's).
+  const review = await reviewOf(result, { gh, task, issue, settings, scrub, log });
   const usage = withCompaction(result.usage, compaction?.usage ?? null);
-  const body = answerBody({
-    task,
-    settings,
-    cli,
-    decision,
-    result,
-    usage,
-    spentBefore,
-    published,
-    review,
-    cacheTtl,
-    ...(chainUrl ? { chainUrl } : {}),
-  });
-  const posted = await comment.answer(body);
+  const posted = await t.comment.answer(
+    answerBody({
+      task,
+      settings,
+      cli,
+      decision,
+      result,
+      usage,
+      spentBefore,
+      published,
+      review,
+      cacheTtl,
+      ...t.footer,
+    }),
+  );
   // git's housekeeping, kept off the hot path before the spawn (fetch runs with gc.auto off):
   // here, after the answer and while the task still holds its key, so it never meets the next
   // turn's fetch. One cheap process when there is nothing to do.
-  if (!signal.aborted)
-    await deps.workspace.maintain?.({
-      repo: task.repo,
-      issueNumber: task.issueNumber,
-      agent: task.agent,
-      signal,
-    });
-  const status: Finish["status"] =
-    result.outcome === "success"
-      ? "succeeded"
-      : result.outcome === "cancelled"
-        ? "cancelled"
-        : "failed";
-  const finished = await end(posted, {
-    status,
-    outcome: result.outcome,
-    failureReason: result.outcome === "success" ? null : scrub(result.detail ?? result.outcome),
-    sessionId: result.sessionId,
+  if (!signal.aborted) await deps.workspace.maintain?.({ ...key, signal });
+  const finished = await t.end(posted, {
+    ...finishOf(result, scrub),
     usage,
     promptBytes,
-    answerBytes: result.text === null ? null : Buffer.byteLength(result.text),
     cacheTtl,
-    review:
-      review === null
-        ? null
-        : review.kind === "posted"
-          ? { result: "posted", lineComments: review.onLines }
-          : { result: "failed", lineComments: 0 },
+    review: reviewRecord(review),
   });
   if (finished) {
+    const started = t.started;
     deps.onFinished?.({
       task,
       outcome: result.outcome,
       reason: decision.reason,
       cli,
       resumed: decision.kind === "resume",
-      isFollowUp,
+      isFollowUp: a.isFollowUp,
       usage,
-      durationMs: now().getTime() - started.getTime(),
+      durationMs: t.now().getTime() - started.getTime(),
       queueWaitMs: started.getTime() - task.createdAt.getTime(),
       publish: published,
     });
   }
-  log.info({ outcome: result.outcome, session: result.sessionId }, "task finished");
+}
+
+/**
+ * Every turn that ends here ends through this: its last word in the thread, then the task's
+ * row, under this runner's lease. False: the lease was lost (the task was finished or taken
+ * over elsewhere). A turn left to another runner (a shutdown, a lost lease) just returns.
+ */
+function ender(deps: RunTaskDeps, task: Task, githubRequests: () => number | null) {
+  return async (
+    last: FinalAnswer | Promise<FinalAnswer>,
+    f: Omit<Finish, "answer">,
+  ): Promise<boolean> => {
+    const answer = await last;
+    // Read after the answer is posted: the turn's count includes it.
+    const ok = await finishTask(deps.pool, task.id, deps.runnerId, {
+      ...f,
+      answer,
+      githubRequests: githubRequests(),
+    });
+    if (!ok)
+      deps.log.warn({ task: task.id }, "lease lost: the task was finished or taken over elsewhere");
+    return ok;
+  };
+}
+
+/**
+ * The run's HOME (a resume's transcript restored into it), made while the workspace is still
+ * being prepared; a run that does not fit it (a fresh retry) makes its own.
+ */
+function stage(
+  deps: RunTaskDeps,
+  key: TaskKey,
+  cwd: string,
+  d: ResumeDecision,
+  cli: CliKind,
+): StagedRun | null {
+  const resume = d.kind === "resume" ? d : null;
+  return (
+    deps.agent.stage(
+      {
+        key,
+        cwd,
+        resumeSessionId: resume?.sessionId ?? null,
+        ...(resume?.forkFrom ? { transcriptKey: resume.forkFrom } : {}),
+      },
+      cli,
+    ) ?? null
+  );
+}
+
+/**
+ * A workspace that could not be made ready. Stopped mid-clone, it is not the workspace failing:
+ * a shutdown (null) leaves the task to the next start, like a stopped run; a /cancel ends it as
+ * cancelled.
+ */
+function workspaceRefusal(
+  err: Error,
+  signal: AbortSignal,
+  scrub: (s: string) => string,
+  log: RunTaskDeps["log"],
+): (Omit<Refusal, "answer"> & { detail: string | null }) | null {
+  if (signal.aborted && signal.reason === SHUTDOWN) {
+    log.warn("stopped by shutdown while preparing the workspace; the task will be taken over");
+    return null;
+  }
+  if (signal.aborted)
+    return {
+      status: "cancelled",
+      outcome: "cancelled",
+      reason: "cancelled while the workspace was being prepared",
+      detail: null,
+    };
+  const detail = scrub(err.message);
+  log.warn({ err: detail }, "workspace preparation failed");
+  return { status: "failed", outcome: "failed", reason: detail, detail };
+}
+
+/** What a run that ended with `result` records on its task. */
+function finishOf(
+  result: AgentRunResult,
+  scrub: (s: string) => string,
+): Pick<Finish, "status" | "outcome" | "failureReason" | "sessionId" | "answerBytes"> {
+  const { outcome } = result;
+  return {
+    status: outcome === "success" ? "succeeded" : outcome === "cancelled" ? "cancelled" : "failed",
+    outcome,
+    failureReason: outcome === "success" ? null : scrub(result.detail ?? outcome),
+    sessionId: result.sessionId,
+    answerBytes: result.text === null ? null : Buffer.byteLength(result.text),
+  };
+}
+
+/** The agent's line comments, as one review of the head a pull request turn ran on. */
+async function reviewOf(
+  result: AgentRunResult,
+  r: {
+    gh: GitHubThread;
+    task: Task;
+    issue: ReadyWorkspace["issue"];
+    settings: AgentSettings;
+    scrub: (s: string) => string;
+    log: RunTaskDeps["log"];
+  },
+): Promise<ReviewOutcome | null> {
+  const pull = r.issue.pullRequest;
+  if (!result.review || !pull || result.outcome === "cancelled") return null;
+  return postReview({
+    gh: r.gh,
+    pullNumber: r.task.issueNumber,
+    commitId: pull.headSha,
+    review: result.review,
+    allowChanges: r.settings.requestChanges === true,
+    scrub: r.scrub,
+    log: r.log,
+  });
+}
+
+function reviewRecord(review: ReviewOutcome | null): Finish["review"] {
+  if (review === null) return null;
+  return review.kind === "posted"
+    ? { result: "posted", lineComments: review.onLines }
+    : { result: "failed", lineComments: 0 };
 }
 
 /** The settings intake accepted the comment under, else (an older task) a fresh read. */
 async function configFor(task: Task, gh: GitHubThread): Promise<ConfigResult> {
-  const settings = readSettingsSnapshot(task.repoSettings);
-  return settings ? { ok: true, settings } : gh.loadConfig();
+  try {
+    const settings = readSettingsSnapshot(task.repoSettings);
+    return settings ? { ok: true, settings } : await gh.loadConfig();
+  } catch (err) {
+    return { ok: false, message: `could not read .github/tether.yml: ${(err as Error).message}` };
+  }
 }

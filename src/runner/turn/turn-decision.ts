@@ -16,8 +16,35 @@ import type { CliKind, ResumeSettings } from "../ports.js";
 import type { RunTaskDeps } from "./turn.js";
 import type { TaskKey } from "../../core/task.js";
 
+type DecideInput = Omit<Parameters<typeof decide>[1], "workDir" | "workDirExists">;
+
+/**
+ * The turn's first decision (`/from <agent>`: a fork of that agent's session, else the key's
+ * own), recorded on the task before anything runs. Null: the lease was lost.
+ */
+export async function decideTurn(
+  deps: Pick<RunTaskDeps, "agent" | "runtimeId" | "pool" | "runnerId" | "log">,
+  d: DecideInput & {
+    /** The key's working directory for this turn, and whether it existed before any clone. */
+    ws: { workDir: string; workDirExists: boolean };
+    log: RunTaskDeps["log"];
+  },
+): Promise<ResumeDecision | null> {
+  const { task, cli, prior, epoch, log } = d;
+  const { workDir, workDirExists } = d.ws;
+  const decision =
+    (await decideFork(deps, { task, cli, policy: d.policy, now: d.now })) ??
+    (await decide(deps, { ...d, workDir, workDirExists }));
+  log.info(
+    { decision: decision.kind, reason: decision.reason, prior: prior?.sessionId },
+    "resume decision",
+  );
+  const recorded = await record(deps, task, decision, prior !== null, epoch, workDir, false, cli);
+  return recorded ? decision : null;
+}
+
 export async function decide(
-  deps: Pick<RunTaskDeps, "agent" | "cliVersion" | "runtimeId" | "pool">,
+  deps: Pick<RunTaskDeps, "agent" | "runtimeId" | "pool">,
   d: {
     key: TaskKey;
     task: Task;
@@ -35,11 +62,9 @@ export async function decide(
   // Where the session's transcript is (Claude's transcript or Codex's rollout, in the portable
   // store), asked of its own CLI only: a Claude transcript means nothing to Codex. Whether this
   // runner can read it is a question for the same CLI's version.
-  const cliVersion = deps.agent.cliVersion
-    ? await deps.agent.cliVersion(cli).catch(() => null)
-    : (deps.cliVersion ?? null);
+  const cliVersion = await deps.agent.cliVersion(cli).catch(() => null);
   const transcript =
-    prior && prior.cli === cli && deps.agent.transcriptState
+    prior && prior.cli === cli
       ? await deps.agent
           .transcriptState(key, prior.sessionId, cli)
           .catch((): TranscriptState => ({ where: "none" }))
@@ -61,7 +86,7 @@ export async function decide(
       ttlMs: policy.ttlHours * 3600_000,
       contextBudget: policy.contextBudget,
       // Only a CLI that compacts on request (Claude's `/compact`; not Codex) compacts.
-      compact: (policy.compact ?? true) && (deps.agent.canCompact?.(cli) ?? false),
+      compact: (policy.compact ?? true) && deps.agent.canCompact(cli),
     },
     runtimeId: deps.runtimeId,
     cli,
@@ -84,7 +109,7 @@ export async function decide(
  * would change it). Only Claude forks (`--fork-session`). Null: the task asks for no fork.
  */
 export async function decideFork(
-  deps: Pick<RunTaskDeps, "agent" | "cliVersion" | "runtimeId" | "pool">,
+  deps: Pick<RunTaskDeps, "agent" | "runtimeId" | "pool">,
   d: { task: Task; cli: CliKind; policy: ResumeSettings; now: () => Date },
 ): Promise<ResumeDecision | null> {
   const { task, cli } = d;

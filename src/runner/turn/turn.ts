@@ -15,8 +15,6 @@ import type { Agent, CliKind, GitHubThread, WorkspacePort } from "../ports.js";
 /** The abort reason a runner uses when the process stops (as opposed to a user's /cancel). */
 export const SHUTDOWN = "shutdown";
 
-/** The task key: whose session, workspace and history a turn is. */
-
 export interface RunTaskDeps {
   pool: Pool;
   log: Logger;
@@ -38,8 +36,6 @@ export interface RunTaskDeps {
   answerRetry?: Partial<AnswerRetryPolicy>;
   /** Publishes the agent's changes after a turn (src/publish/). Absent: they stay in the workspace. */
   publish?: Publisher;
-  /** `claude --version` of this runner's CLI: which stored sessions it can read. */
-  cliVersion?: string | null;
   /** TETHER_PUBLIC_URL: the answer's footer links to the conversation's dashboard page there. */
   publicUrl?: string;
 }

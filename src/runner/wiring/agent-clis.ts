@@ -17,27 +17,19 @@ export function agentForClis(agents: Partial<Record<CliKind, Agent>>): Agent {
       return (await agentOf(cli)?.canResume(cli)) ?? false;
     },
     async cliVersion(cli) {
-      return (await agentOf(cli)?.cliVersion?.(cli)) ?? null;
+      return (await agentOf(cli)?.cliVersion(cli)) ?? null;
     },
     canCompact(cli) {
-      return agentOf(cli)?.canCompact?.(cli) ?? false;
+      return agentOf(cli)?.canCompact(cli) ?? false;
     },
     canRewind(cli) {
-      return agentOf(cli)?.canRewind?.(cli) ?? false;
-    },
-    async holdsSession(key, sessionId, cli) {
-      const agent = agentOf(cli);
-      if (!agent) return false;
-      return agent.holdsSession ? agent.holdsSession(key, sessionId, cli) : true;
+      return agentOf(cli)?.canRewind(cli) ?? false;
     },
     async transcriptState(key, sessionId, cli) {
-      const agent = agentOf(cli);
-      return agent?.transcriptState
-        ? agent.transcriptState(key, sessionId, cli)
-        : { where: "local" as const };
+      return (await agentOf(cli)?.transcriptState(key, sessionId, cli)) ?? { where: "local" };
     },
     stage(req, cli) {
-      return agentOf(cli)?.stage?.(req, cli) ?? null;
+      return agentOf(cli)?.stage(req, cli) ?? null;
     },
     async run(req: AgentRunRequest): Promise<AgentRunResult> {
       const cli = req.settings.cli;

@@ -80,9 +80,9 @@ export function cliAgent(cli: CliAdapter, opts: CliAgentOptions): Agent {
     },
     canCompact: () => opts.compacts === true,
     canRewind: () => opts.rewinds === true,
-    ...(contain
-      ? { transcriptState: (key, sessionId) => contain.transcripts.state(key, sessionId) }
-      : {}),
+    // Without a store, the CLI's own on this runtime.
+    transcriptState: async (key, sessionId) =>
+      contain ? contain.transcripts.state(key, sessionId) : { where: "local" },
     stage(req) {
       if (!contain) return null;
       const made = makeHome(contain, req);
@@ -214,6 +214,7 @@ export function cliAgent(cli: CliAdapter, opts: CliAgentOptions): Agent {
           contextWindow: o.usage.contextWindow,
           toolRan: o.toolRan,
           detail: o.kind === "success" ? null : o.detail,
+          ...(o.contextOverflow ? { contextOverflow: true } : {}),
           ...(restored ? { restored } : {}),
           ...(compacted ? { compacted } : {}),
           ...(review ? { review } : {}),
