@@ -211,14 +211,16 @@ describe("Gemini adapter, real CLI in the sandbox", { timeout: 240_000 }, () => 
     const before = fake.requests.length;
     fake.script(replies.text("PLAIN"));
     const o = await cli.start(spec(p, { prompt: "say something" })).outcome;
-    expect(o).toMatchObject({ kind: "success", resultText: "PLAIN" });
     const reqs = fake.requests.slice(before);
     expect(reqs.length).toBeGreaterThan(0);
     const sent = JSON.stringify(reqs.map((r) => r.body));
-    expect(sent).not.toContain("CANARY");
-    for (const r of reqs) expect(r.model).toBe(MODEL);
-    for (const f of ["mcp-ran", "hook-ran", "discovery-ran"])
-      expect(fs.existsSync(path.join(p.cwd, f))).toBe(false);
+    expect(sent.match(/CANARY-[A-Z-]+/g) ?? []).toEqual([]);
+    expect(reqs.map((r) => r.model)).toEqual(reqs.map(() => MODEL));
+    const ran = ["mcp-ran", "hook-ran", "discovery-ran"].filter((f) =>
+      fs.existsSync(path.join(p.cwd, f)),
+    );
+    expect(ran).toEqual([]);
+    expect(o).toMatchObject({ kind: "success", resultText: "PLAIN" });
   });
 
   it("cancel stops a run waiting on the API; the outcome says cancelled", async () => {
