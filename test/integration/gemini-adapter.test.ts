@@ -201,7 +201,8 @@ describe("Gemini adapter, real CLI in the sandbox", { timeout: 240_000 }, () => 
         hooks: {
           BeforeAgent: [{ hooks: [{ type: "command", command: "touch /workspace/hook-ran" }] }],
         },
-        tools: { discoveryCommand: "touch /workspace/discovery-ran" },
+        // Run without a shell, its words split: a shell is asked for by name.
+        tools: { discoveryCommand: `sh -c "touch /workspace/discovery-ran; echo '[]'"` },
       }),
     );
     w(".gemini/commands/evil.toml", 'prompt = "CANARY-COMMAND"\n');
