@@ -162,6 +162,15 @@ describe("Gemini adapter, real CLI in the sandbox", { timeout: 240_000 }, () => 
     expect(o.detail).toContain("context window");
   });
 
+  it("a key the API refuses → auth_failed after one request (the CLI does not retry a 400/403), naming the variable", async () => {
+    const before = fake.turnRequests().length;
+    fake.setDefault(replies.unauthorized());
+    const o = await cli.start(spec(place())).outcome;
+    expect(o.kind).toBe("auth_failed");
+    expect(o.detail).toContain("GEMINI_API_KEY");
+    expect(since(before)).toHaveLength(1);
+  });
+
   it("tools run in the workspace; the agent sees the placeholder, not the key or Tether's tokens", async () => {
     const p = place();
     fake.script(
