@@ -25,8 +25,11 @@ export const DEFAULT_MODEL = "claude-sonnet-4-5";
 /** Model for Codex agents that do not name one: the one Codex 0.169.0 was recorded with. */
 export const DEFAULT_CODEX_MODEL = "gpt-5.5";
 
+/** Model for Gemini CLI agents that do not name one (a named model: no per-prompt routing call). */
+export const DEFAULT_GEMINI_MODEL = "gemini-2.5-pro";
+
 /** The agent CLIs Tether runs. */
-export const AGENT_CLIS = ["claude", "codex"] as const;
+export const AGENT_CLIS = ["claude", "codex", "gemini"] as const;
 
 const NAME_RE = /^[a-z0-9](?:[a-z0-9]|-(?=[a-z0-9])){0,38}$/;
 const MENTION_RE = /^@[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}$/;
@@ -106,13 +109,14 @@ export const AgentConfig = z.strictObject({
    */
   mention: z.string().regex(MENTION_RE, "must be @ followed by a GitHub-style name").optional(),
   /**
-   * Which agent CLI runs this agent: `claude` (Claude Code) or `codex` (OpenAI's Codex CLI). A
-   * session belongs to its CLI: changing it starts the next turn fresh. Default: `claude`.
+   * Which agent CLI runs this agent: `claude` (Claude Code), `codex` (OpenAI's Codex CLI) or
+   * `gemini` (Google's Gemini CLI). A session belongs to its CLI: changing it starts the next
+   * turn fresh. Default: `claude`.
    */
-  cli: z.enum(AGENT_CLIS, "must be claude or codex").default("claude"),
+  cli: z.enum(AGENT_CLIS, "must be claude, codex or gemini").default("claude"),
   /**
    * Model id passed on every turn (`--model` / `-m`). Default: `claude-sonnet-4-5` for Claude,
-   * `gpt-5.5` for Codex.
+   * `gpt-5.5` for Codex, `gemini-2.5-pro` for Gemini.
    */
   model: z.string().regex(MODEL_ID, "must be a model id like claude-sonnet-4-5").optional(),
   /**
@@ -394,7 +398,11 @@ export type RepoConfig = z.output<typeof RepoConfig>;
 
 /** The model of an agent that names none. */
 function defaultModel(cli: (typeof AGENT_CLIS)[number]): string {
-  return cli === "codex" ? DEFAULT_CODEX_MODEL : DEFAULT_MODEL;
+  return cli === "codex"
+    ? DEFAULT_CODEX_MODEL
+    : cli === "gemini"
+      ? DEFAULT_GEMINI_MODEL
+      : DEFAULT_MODEL;
 }
 
 /**

@@ -71,7 +71,7 @@ const SettingsSnapshot = z.object({
       name: z.string(),
       mention: z.string().optional(),
       // Absent in snapshots taken before Codex: those agents are Claude's.
-      cli: z.enum(["claude", "codex"]).default("claude"),
+      cli: z.enum(["claude", "codex", "gemini"]).default("claude"),
       model: z.string().optional(),
       models: z.array(z.string()).optional(),
       maxTurns: z.number().int().positive().optional(),

@@ -11,12 +11,15 @@ export const SECRET_ENV_NAMES = [
   "DATABASE_URL",
   "TETHER_DASHBOARD_TOKEN",
   "TETHER_METRICS_TOKEN",
-  // The model APIs' (src/claude/model-endpoint.ts, src/codex/model-endpoint.ts).
+  // The model APIs' (src/claude/model-endpoint.ts, src/codex/model-endpoint.ts,
+  // src/gemini/model-endpoint.ts).
   "ANTHROPIC_API_KEY",
   "ANTHROPIC_AUTH_TOKEN",
   "CLAUDE_CODE_OAUTH_TOKEN",
   "OPENAI_API_KEY",
   "CODEX_API_KEY",
+  "GEMINI_API_KEY",
+  "GOOGLE_API_KEY",
   // Not Tether's, but never to be shown if the machine has them.
   "GITHUB_TOKEN",
   "GH_TOKEN",

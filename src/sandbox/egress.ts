@@ -51,6 +51,12 @@ export interface ModelRoute {
   method: string;
   /** The path as sent, before the upstream's own base path is put in front. Matched exactly. */
   path: string;
+  /**
+   * Instead of `path`, a whole-path pattern (`^…$`), for an API that names the model in the
+   * path (Gemini's `/v1beta/models/{model}:streamGenerateContent`); `path` is then what a
+   * refusal shows.
+   */
+  pattern?: RegExp;
   /** The query strings allowed, exactly (without `?`); "" for none. Default: none. */
   queries?: string[];
 }
@@ -317,7 +323,9 @@ export async function startEgress(opts: EgressOptions): Promise<Egress> {
     const q = target.indexOf("?");
     const p = q < 0 ? target : target.slice(0, q);
     const query = q < 0 ? "" : target.slice(q + 1);
-    const route = opts.model.routes.find((r) => r.method === method && r.path === p);
+    const route = opts.model.routes.find(
+      (r) => r.method === method && (r.pattern ? r.pattern.test(p) : r.path === p),
+    );
     const allowed = opts.model.routes.map((r) => `${r.method} ${r.path}`).join(", ");
     if (!route || !(route.queries ?? [""]).includes(query))
       return `Tether's sandbox forwards only the model call (${allowed || "none"}), not ${method} ${target}`;
@@ -338,10 +346,13 @@ export async function startEgress(opts: EgressOptions): Promise<Egress> {
     if (stats.modelRefused.length > 50) stats.modelRefused.shift();
     log.info({ method, target: target.slice(0, 200), reason }, "sandbox model request refused");
     // The refusal in the API's own error shape, so a client says what it was told.
+    const api = opts.model.meter?.api;
     const body =
-      opts.model.meter?.api === "openai"
+      api === "openai"
         ? { error: { message: reason, type: "permission_error", code: "tether_refused" } }
-        : { type: "error", error: { type: "permission_error", message: reason } };
+        : api === "gemini"
+          ? { error: { code: 403, message: reason, status: "PERMISSION_DENIED" } }
+          : { type: "error", error: { type: "permission_error", message: reason } };
     res.writeHead(403, { "content-type": "application/json" }).end(JSON.stringify(body));
   };
 
@@ -358,10 +369,13 @@ export async function startEgress(opts: EgressOptions): Promise<Egress> {
     if (modelCalls >= maxModelCalls) {
       req.resume();
       const message = `Tether's sandbox allows ${maxModelCalls} model calls at once`;
+      const api = opts.model.meter?.api;
       const body =
-        opts.model.meter?.api === "openai"
+        api === "openai"
           ? { error: { message, type: "rate_limit_error", code: "tether_concurrency" } }
-          : { type: "error", error: { type: "rate_limit_error", message } };
+          : api === "gemini"
+            ? { error: { code: 429, message, status: "RESOURCE_EXHAUSTED" } }
+            : { type: "error", error: { type: "rate_limit_error", message } };
       res
         .writeHead(429, { "content-type": "application/json", "retry-after": "1" })
         .end(JSON.stringify(body));

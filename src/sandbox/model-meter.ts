@@ -10,7 +10,7 @@
  * counts what its start said (Anthropic bills the input of a call it started).
  */
 
-export type ModelApi = "anthropic" | "openai";
+export type ModelApi = "anthropic" | "openai" | "gemini";
 
 /** One call's usage, in the shape Tether prices (input excludes cache reads and writes). */
 export interface MeteredUsage {
@@ -92,7 +92,12 @@ export class ResponseMeter {
       return;
     }
     if (!data) return;
-    const changed = this.api === "anthropic" ? this.readAnthropic(data) : this.readOpenAI(data);
+    const changed =
+      this.api === "anthropic"
+        ? this.readAnthropic(data)
+        : this.api === "gemini"
+          ? this.readGemini(data)
+          : this.readOpenAI(data);
     if (changed) this.onUsage({ ...this.usage });
   }
 
@@ -112,6 +117,24 @@ export class ResponseMeter {
     raise("outputTokens", u.output_tokens);
     raise("cacheReadTokens", u.cache_read_input_tokens);
     raise("cacheCreationTokens", u.cache_creation_input_tokens);
+    return true;
+  }
+
+  /**
+   * A GenerateContentResponse (one SSE chunk, or the whole body): `usageMetadata` holds the
+   * call's totals so far (promptTokenCount includes the cached tokens; thoughts are billed as
+   * output), `modelVersion` the model.
+   */
+  private readGemini(data: Json): boolean {
+    const model = str(data.modelVersion);
+    if (model) this.usage.model = model;
+    const u = obj(data.usageMetadata);
+    if (!u) return false;
+    const prompt = num(u.promptTokenCount) ?? 0;
+    const cached = Math.min(prompt, num(u.cachedContentTokenCount) ?? 0);
+    this.usage.inputTokens = prompt - cached;
+    this.usage.cacheReadTokens = cached;
+    this.usage.outputTokens = (num(u.candidatesTokenCount) ?? 0) + (num(u.thoughtsTokenCount) ?? 0);
     return true;
   }
 

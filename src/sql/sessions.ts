@@ -1,7 +1,13 @@
 /** The sessions table: one row per agent CLI session (a Claude session or a Codex thread), holding its latest state. */
 import type { PriorSession } from "../core/resume-decision.js";
 import type { TaskKey } from "../core/task.js";
+import type { CliKind } from "../core/settings.js";
 import type { Queryable } from "./db.js";
+
+/** A row's CLI: what the table's CHECK admits; anything else (none yet) reads as claude. */
+function cliOf(v: unknown): CliKind {
+  return v === "codex" || v === "gemini" ? v : "claude";
+}
 
 /** Record (or refresh) a session when the CLI reports it. */
 export async function upsertSession(
@@ -10,7 +16,7 @@ export async function upsertSession(
     sessionId: string;
     runtimeId: string;
     /** Default claude. */
-    cli?: "claude" | "codex";
+    cli?: CliKind;
     workDir: string;
     model: string | null;
     historyEpoch: number;
@@ -126,7 +132,7 @@ export async function priorSession(db: Queryable, key: TaskKey): Promise<PriorSe
   if (!r) return null;
   return {
     sessionId: r.session_id as string,
-    cli: r.cli === "codex" ? "codex" : "claude",
+    cli: cliOf(r.cli),
     runtimeId: (r.runtime_id as string | null) ?? null,
     workDir: (r.work_dir as string | null) ?? null,
     state: r.state as PriorSession["state"],
@@ -158,7 +164,7 @@ export async function sessionById(
       agent: r.agent as string,
     },
     sessionId: r.session_id as string,
-    cli: r.cli === "codex" ? "codex" : "claude",
+    cli: cliOf(r.cli),
     runtimeId: (r.runtime_id as string | null) ?? null,
     workDir: (r.work_dir as string | null) ?? null,
     state: r.state as PriorSession["state"],
@@ -202,7 +208,7 @@ export async function pinSession(db: Queryable, key: TaskKey, sessionId: string)
 export interface SessionSummary {
   agent: string;
   sessionId: string;
-  cli: "claude" | "codex";
+  cli: CliKind;
   state: PriorSession["state"];
   /** Turns that ran in it (tasks that pinned it). */
   turns: number;
@@ -239,7 +245,7 @@ export async function issueSessions(
     return {
       agent: r.agent as string,
       sessionId: r.session_id as string,
-      cli: r.cli === "codex" ? "codex" : "claude",
+      cli: cliOf(r.cli),
       state: r.state as PriorSession["state"],
       turns: r.turns as number,
       lastUsedAt: r.last_used_at as Date,

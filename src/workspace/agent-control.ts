@@ -31,6 +31,8 @@ export const AGENT_CONTROL_PATHS = [
   "CLAUDE.local.md",
   "AGENTS.md",
   ".codex",
+  ".gemini",
+  "GEMINI.md",
   ".gitmodules",
   ".husky",
   ".githooks",

@@ -11,6 +11,7 @@ import { describe, expect, it } from "vitest";
 import { parse as parseYaml } from "yaml";
 import { isAllowedName, isDeniedName } from "../../src/process/child-env.js";
 import { CODEX_MODEL_ENV } from "../../src/codex/model-endpoint.js";
+import { GEMINI_MODEL_ENV } from "../../src/gemini/model-endpoint.js";
 import {
   AccessConfig,
   AgentConfig,
@@ -141,7 +142,15 @@ describe("README: environment", () => {
       if (name.endsWith("*")) return !isAllowedName(name.slice(0, -1) + "X");
       const forChild = isAllowedName(name) && !isDeniedName(name);
       const forCodex = (CODEX_MODEL_ENV as readonly string[]).includes(name);
-      return !tether.has(name) && !src.has(name) && !probot.has(name) && !forChild && !forCodex;
+      const forGemini = (GEMINI_MODEL_ENV as readonly string[]).includes(name);
+      return (
+        !tether.has(name) &&
+        !src.has(name) &&
+        !probot.has(name) &&
+        !forChild &&
+        !forCodex &&
+        !forGemini
+      );
     });
     expect(unknown).toEqual([]);
   });

@@ -137,6 +137,8 @@ describe("planMasks", () => {
         "CLAUDE.local.md",
         "AGENTS.md",
         ".codex",
+        ".gemini",
+        "GEMINI.md",
         ".gitmodules",
         ".husky",
         ".githooks",

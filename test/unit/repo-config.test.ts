@@ -91,9 +91,9 @@ const ROWS: Row[] = [
   },
   {
     name: "an unknown cli",
-    input: { agents: { coder: { cli: "gemini" } } },
+    input: { agents: { coder: { cli: "mistral" } } },
     valid: false,
-    problem: /^agents\.coder\.cli: must be claude or codex/,
+    problem: /^agents\.coder\.cli: must be claude, codex or gemini/,
   },
   {
     name: "Claude's tool rules on a codex agent",
@@ -412,6 +412,17 @@ describe("parseRepoConfig", () => {
     const r = parseRepoConfig({ agents: { coder: { cli: "codex" }, other: {} } });
     expect(r.ok && r.config.agents.coder).toMatchObject({ cli: "codex", model: "gpt-5.5" });
     expect(r.ok && r.config.agents.other).toMatchObject({ cli: "claude", model: DEFAULT_MODEL });
+  });
+
+  it("gives a gemini agent Gemini's default model, and keeps its tool rules (the CLI's policy takes them)", () => {
+    const r = parseRepoConfig({
+      agents: { gem: { cli: "gemini", disallowedTools: ["web_fetch"] } },
+    });
+    expect(r.ok && r.config.agents.gem).toMatchObject({
+      cli: "gemini",
+      model: "gemini-2.5-pro",
+      disallowedTools: ["web_fetch"],
+    });
   });
 
   it("fills every default when the file is absent", () => {

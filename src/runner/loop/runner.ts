@@ -26,6 +26,8 @@ export interface RunnerOptions extends Omit<RunTaskDeps, "runnerId"> {
     canResume: boolean | null;
     /** This runner's Codex version once its first probe said (null before: not run yet). */
     codexVersion?: () => string | null;
+    /** Likewise the Gemini CLI's. */
+    geminiVersion?: () => string | null;
   };
   pollMs?: number;
   heartbeatMs?: number;
@@ -184,6 +186,7 @@ export class Runner {
           this.opts.runtime.cliVersion,
           undefined,
           this.opts.runtime.codexVersion?.() ?? null,
+          this.opts.runtime.geminiVersion?.() ?? null,
         );
         for (const t of tasks) this.launch(t);
         if (tasks.length === free) this.again = true;

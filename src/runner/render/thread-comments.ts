@@ -174,7 +174,7 @@ export interface FailureFacts {
   /** What the agent had written when it was stopped (`turn_limit`); callers redact it. */
   lastText?: string | null;
   /** The agent's CLI (which API and which credentials are meant); default claude. */
-  cli?: "claude" | "codex";
+  cli?: "claude" | "codex" | "gemini";
 }
 
 /** Plain words: what happened and what to do. Never a stack trace; callers redact `detail`. */
@@ -187,11 +187,13 @@ export function explainFailure(f: FailureFacts): string {
     case "auth_failed":
       return f.cli === "codex"
         ? "The OpenAI API refused Tether's credentials (HTTP 401/403), so nothing ran. An operator needs to check the runner's `OPENAI_API_KEY`."
-        : "The Claude API refused Tether's credentials (HTTP 401/403), so nothing ran. An operator needs to check the runner's `ANTHROPIC_API_KEY` (or other Claude credentials).";
+        : f.cli === "gemini"
+          ? "The Gemini API refused Tether's credentials, so nothing ran. An operator needs to check the runner's `GEMINI_API_KEY`."
+          : "The Claude API refused Tether's credentials (HTTP 401/403), so nothing ran. An operator needs to check the runner's `ANTHROPIC_API_KEY` (or other Claude credentials).";
     case "timed_out":
       return `The run hit its time limit${f.timeoutMinutes ? ` of ${f.timeoutMinutes} minutes` : ""} and was stopped. Ask for something narrower, or raise \`timeoutMinutes\` for this agent in \`.github/tether.yml\`.`;
     case "stalled":
-      return `The run produced no output${f.stallMinutes ? ` for ${f.stallMinutes} minutes` : " for too long"} and was stopped. Comment again to retry; if it keeps happening, an operator should check the runner's connection to the ${f.cli === "codex" ? "OpenAI" : "Claude"} API.`;
+      return `The run produced no output${f.stallMinutes ? ` for ${f.stallMinutes} minutes` : " for too long"} and was stopped. Comment again to retry; if it keeps happening, an operator should check the runner's connection to the ${f.cli === "codex" ? "OpenAI" : f.cli === "gemini" ? "Gemini" : "Claude"} API.`;
     case "cancelled":
       return "Cancelled with `/cancel`.";
     case "turn_limit": {

@@ -25,6 +25,8 @@ import type { Metrics } from "../../metrics.js";
 import { toRepoSettings } from "../../config/repo-settings.js";
 import { createCodexCli, resolveCodexPath } from "../../codex/codex-cli.js";
 import { codexLayout } from "../../sessions/rollouts.js";
+import { createGeminiCli, resolveGeminiPath } from "../../gemini/gemini-cli.js";
+import { geminiLayout } from "../../sessions/gemini-sessions.js";
 import { agentForClis } from "./agent-clis.js";
 import { cliAgent } from "./cli-agent.js";
 import { githubThread } from "./github-thread.js";
@@ -83,6 +85,20 @@ export async function startRunner(opts: {
         return c;
       }),
   };
+  // Gemini CLI likewise, on the first turn of a cli: gemini agent.
+  const geminiCli = createGeminiCli({
+    path: resolveGeminiPath(env),
+    log: log.child({ component: "gemini" }),
+  });
+  let geminiVersion: string | null = null;
+  const gemini: CliAdapter = {
+    ...geminiCli,
+    probe: () =>
+      geminiCli.probe().then((c) => {
+        if (c.version) geminiVersion = c.version;
+        return c;
+      }),
+  };
   const sandbox = await Sandbox.start({
     mode: env.TETHER_SANDBOX,
     stateDir: path.join(env.dataDir, "sandbox"),
@@ -136,6 +152,7 @@ export async function startRunner(opts: {
       cliVersion: caps.version,
       canResume: caps.canResume,
       codexVersion: () => codexVersion,
+      geminiVersion: () => geminiVersion,
     },
     agent: agentForClis({
       claude: cliAgent(cli, {
@@ -149,6 +166,13 @@ export async function startRunner(opts: {
         contain: contain({
           cliVersion: () => codex.probe().then((c) => c.version),
           layout: codexLayout,
+        }),
+      }),
+      gemini: cliAgent(gemini, {
+        log,
+        contain: contain({
+          cliVersion: () => gemini.probe().then((c) => c.version),
+          layout: geminiLayout,
         }),
       }),
     }),

@@ -14,7 +14,7 @@ export interface DecisionRecord {
   workDir: string;
   retriedFresh?: boolean;
   /** The CLI the turn runs on; default claude. */
-  cli?: "claude" | "codex";
+  cli?: "claude" | "codex" | "gemini";
   /** Reason `rewound`: the first turn of the session it rewinds past. */
   rewoundFrom?: number | null;
 }
