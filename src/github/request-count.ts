@@ -16,6 +16,12 @@ export type RequestKind = "turn" | "intake" | "app";
 export class RequestCounter {
   count = 0;
   notModified = 0;
+  /**
+   * Set when GitHub's rate limit asked for a longer wait than the request policy takes (epoch
+   * ms: when it allows requests again). A turn that failed for it goes back to the queue until
+   * then instead of failing (src/runner/rate-limit-defer.ts).
+   */
+  limitedUntil: number | null = null;
   constructor(readonly installationId: number) {}
 }
 

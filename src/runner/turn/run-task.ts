@@ -25,6 +25,7 @@ import { planChanges, publishChanges } from "./publish-step.js";
 import { answerBody, footerOf } from "./turn-answer.js";
 import { postReview } from "./review-step.js";
 import { conversationUrl } from "../../core/conversation-path.js";
+import { requeueIfRateLimited } from "../loop/rate-limit-defer.js";
 import { SHUTDOWN, type RunTaskDeps } from "./turn.js";
 
 export { SHUTDOWN, type RunTaskDeps } from "./turn.js";
@@ -57,6 +58,9 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     f: Omit<Finish, "answer">,
   ): Promise<boolean> => {
     const answer = await last;
+    // A rate limit GitHub asked a longer wait for is not the turn's failure: it waits (#34).
+    if (await requeueIfRateLimited({ pool: deps.pool, runnerId: deps.runnerId, log }, task, gh, f))
+      return false;
     // Read after the answer is posted: the turn's count includes it.
     const githubRequests = gh?.requests?.() ?? null;
     const ok = await finishTask(deps.pool, task.id, deps.runnerId, {
