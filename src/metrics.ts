@@ -244,17 +244,6 @@ export class Metrics {
           this.set({ installation }, h.remaining);
       },
     });
-    new Gauge({
-      name: "tether_github_ratelimit_reset_timestamp_seconds",
-      help: "When GitHub's rate-limit window resets per installation (x-ratelimit-reset, Unix seconds), from the last response this process had.",
-      labelNames: ["installation"] as const,
-      registers: [this.registry],
-      collect() {
-        this.reset();
-        for (const [installation, h] of requestTally.headroom)
-          if (h.resetAt !== null) this.set({ installation }, h.resetAt);
-      },
-    });
     fromDb("tether_queue_depth", "Tasks waiting in the queue.", (f) => f.depth);
     fromDb(
       "tether_tasks_deferred",

@@ -53,9 +53,6 @@ describe("a rate limit a turn cannot wait out", () => {
     expect(Math.abs(until - (reset + 1) * 1000)).toBeLessThan(2000);
     const text = await new Metrics().render();
     expect(text).toContain('tether_github_ratelimit_remaining{installation="9201"} 0');
-    expect(text).toContain(
-      `tether_github_ratelimit_reset_timestamp_seconds{installation="9201"} ${reset}`,
-    );
   });
 
   it("a failure that is not a rate limit leaves it unset", async () => {
