@@ -5,9 +5,9 @@
  * becomes its tracking comment, and sends a turn that ran into a limit it could not wait out
  * back to the queue instead of failing it.
  *
- * The default reserve, 100 requests: a turn's own client makes 5 to 9 counted requests and
- * intake 3 more per turn (bench/github-requests.ts, docs/benchmarks.md), plus one progress edit
- * at most every 3 s of a long run. 100 lets the turns already running when the headroom falls
+ * The default reserve (TETHER_RATE_LIMIT_RESERVE, src/env.ts), 100 requests: a turn's own
+ * client makes 5 to 9 counted requests and intake 3 more per turn (bench/github-requests.ts,
+ * docs/benchmarks.md), plus one progress edit at most every 3 s of a long run. 100 lets the turns already running when the headroom falls
  * below it finish and post their answers (a few runners' worth), intake keep acknowledging new
  * comments, and every deferred task's note go out, in 2 % of the smallest hourly limit (5,000).
  */
@@ -18,8 +18,6 @@ import { attachNote, requeueUntil, takeUntoldDeferred } from "../../sql/rate-lim
 import type { Finish } from "../../sql/tasks/finish.js";
 import type { GitHubThread } from "../ports.js";
 import { taskMarker } from "../render/thread-comments.js";
-
-export const DEFAULT_RATE_LIMIT_RESERVE = 100;
 
 /** `HH:MM UTC` of a moment (a window is an hour long: the day goes without saying). */
 export function utcClock(at: Date): string {
