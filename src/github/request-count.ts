@@ -71,7 +71,10 @@ export function recordGithubRequest(
     return Number.isFinite(n) ? n : null;
   };
   const remaining = num("x-ratelimit-remaining");
-  if (remaining !== null)
+  // Only the REST limit ("core") is the installation's headroom: search and GraphQL count apart,
+  // with limits and windows of their own.
+  const resource = h["x-ratelimit-resource"];
+  if (remaining !== null && (resource === undefined || resource === "core"))
     tally.headroom.set(installation, {
       remaining,
       limit: num("x-ratelimit-limit"),

@@ -6,7 +6,7 @@
 import nock from "nock";
 import { describe, expect, it } from "vitest";
 import { appOctokit } from "../../src/github/app-auth.js";
-import { RequestCounter } from "../../src/github/request-count.js";
+import { recordGithubRequest, RequestCounter } from "../../src/github/request-count.js";
 import { Metrics } from "../../src/metrics.js";
 import { githubThread } from "../../src/runner/github-thread.js";
 import { API, useNock } from "../helpers/intake-github.js";
@@ -60,5 +60,27 @@ describe("a rate limit a turn cannot wait out", () => {
     nock(API).get("/repos/octo/widgets/issues/1").reply(404, { message: "Not Found" });
     await expect(gh.getIssue(1)).rejects.toMatchObject({ status: 404 });
     expect(gh.limitedUntil!()).toBeNull();
+  });
+
+  it("the headroom is the REST limit's: a search answer's own limit does not replace it", () => {
+    const tally = { counts: new Map(), headroom: new Map() };
+    const answer = (resource: string, remaining: number) =>
+      recordGithubRequest(
+        {
+          installation: 9203,
+          kind: "intake",
+          response: {
+            status: 200,
+            headers: {
+              "x-ratelimit-remaining": String(remaining),
+              "x-ratelimit-resource": resource,
+            },
+          },
+        },
+        tally,
+      );
+    answer("core", 4100);
+    answer("search", 29);
+    expect(tally.headroom.get("9203")?.remaining).toBe(4100);
   });
 });
