@@ -13,9 +13,9 @@ import { HeadroomSync } from "../../src/github/headroom-sync.js";
 import type { RequestTally } from "../../src/github/request-count.js";
 import { createLogger } from "../../src/log.js";
 import type { Agent } from "../../src/runner/ports.js";
-import { renderDeferred, tellDeferred } from "../../src/runner/rate-limit-defer.js";
-import { runTask } from "../../src/runner/run-task.js";
-import { findTaskMarker } from "../../src/runner/thread-comments.js";
+import { renderDeferred, tellDeferred } from "../../src/runner/loop/rate-limit-defer.js";
+import { runTask } from "../../src/runner/turn/run-task.js";
+import { findTaskMarker } from "../../src/runner/render/thread-comments.js";
 import {
   attachNote,
   readHeadroom,

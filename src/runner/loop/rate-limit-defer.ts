@@ -2,20 +2,20 @@
  * Near an installation's rate limit, its turns wait; they do not fail (#34). The claim leaves
  * the queued tasks of an installation whose headroom is below the reserve until its window
  * resets (src/sql/tasks/claim.ts); this module tells each such task's thread once, in what
- * becomes its tracking comment, and sends a turn that ran into a limit it could not wait out
- * back to the queue instead of failing it.
+ * becomes its tracking comment (a turn that ran into a limit it could not wait out goes back to
+ * the queue instead of failing: src/runner/turn/rate-limit-requeue.ts).
  *
  * The default reserve (TETHER_RATE_LIMIT_RESERVE, src/env.ts), 100 requests: a turn's own
  * client makes 5 to 9 counted requests and intake 3 more per turn (bench/github-requests.ts,
- * docs/benchmarks.md), plus one progress edit at most every 3 s of a long run. 100 lets the turns already running when the headroom falls
- * below it finish and post their answers (a few runners' worth), intake keep acknowledging new
- * comments, and every deferred task's note go out, in 2 % of the smallest hourly limit (5,000).
+ * docs/benchmarks.md), plus one progress edit at most every 3 s of a long run. 100 lets the
+ * turns already running when the headroom falls below it finish and post their answers (a few
+ * runners' worth), intake keep acknowledging new comments, and every deferred task's note go
+ * out, in 2 % of the smallest hourly limit (5,000).
  */
 import type { Pool } from "../../db/pool.js";
 import type { Logger } from "../../log.js";
 import type { Task } from "../../sql/tasks/claim.js";
-import { attachNote, requeueUntil, takeUntoldDeferred } from "../../sql/rate-limits.js";
-import type { Finish } from "../../sql/tasks/finish.js";
+import { attachNote, takeUntoldDeferred } from "../../sql/rate-limits.js";
 import type { GitHubThread } from "../ports.js";
 import { taskMarker } from "../render/thread-comments.js";
 
@@ -88,27 +88,4 @@ export async function tellDeferred(o: {
     }
   }
   return told;
-}
-
-/**
- * A turn about to end as failed before its agent ran, because GitHub's rate limit asked for a
- * longer wait than the request policy takes (the thread's client says until when), goes back to
- * the queue until then instead (its attempt given back). True: requeued, the turn ends here.
- */
-export async function requeueIfRateLimited(
-  o: { pool: Pool; runnerId: string; log: Logger },
-  task: Task,
-  gh: GitHubThread | undefined,
-  f: Pick<Finish, "status" | "sessionId" | "usage">,
-): Promise<boolean> {
-  if (f.status !== "failed" || f.sessionId !== null || f.usage !== null) return false;
-  const until = gh?.limitedUntil?.() ?? null;
-  if (until === null) return false;
-  const at = new Date(until);
-  if (!(await requeueUntil(o.pool, task.id, o.runnerId, at))) return false;
-  o.log.warn(
-    { until: at.toISOString() },
-    "GitHub's rate limit is spent; the task goes back to the queue until it resets",
-  );
-  return true;
 }

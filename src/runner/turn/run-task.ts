@@ -25,7 +25,7 @@ import { planChanges, publishChanges } from "./publish-step.js";
 import { answerBody, footerOf } from "./turn-answer.js";
 import { postReview } from "./review-step.js";
 import { conversationUrl } from "../../core/conversation-path.js";
-import { requeueIfRateLimited } from "../loop/rate-limit-defer.js";
+import { requeueIfRateLimited } from "./rate-limit-requeue.js";
 import { SHUTDOWN, type RunTaskDeps } from "./turn.js";
 
 export { SHUTDOWN, type RunTaskDeps } from "./turn.js";
