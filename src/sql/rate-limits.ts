@@ -101,12 +101,15 @@ export async function takeUntoldDeferred(
   db: Queryable,
   reserve: number,
   limit: number,
+  /** A reset sooner than this is not worth a note (nor the request it costs): the task just waits. */
+  minWaitMs = 30_000,
 ): Promise<DeferredTask[]> {
   const { rows } = await db.query(
     `WITH untold AS (
        SELECT t.id, l.reset_at, l.remaining
          FROM tasks t JOIN installation_rate_limits l ON l.installation_id = t.installation_id
-        WHERE t.status = 'queued' AND l.remaining < $1 AND l.reset_at > now()
+        WHERE t.status = 'queued' AND l.remaining < $1
+          AND l.reset_at > now() + make_interval(secs => $3::double precision / 1000)
           AND (t.deferred_until IS NULL OR t.deferred_until < l.reset_at)
         ORDER BY t.created_at, t.id
         LIMIT $2
@@ -115,7 +118,7 @@ export async function takeUntoldDeferred(
        FROM untold u
       WHERE t.id = u.id
      RETURNING t.*, u.remaining AS deferred_remaining`,
-    [reserve, limit],
+    [reserve, limit, minWaitMs],
   );
   return rows
     .map((r) => ({

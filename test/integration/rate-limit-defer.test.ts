@@ -88,13 +88,13 @@ describe("the stored headroom", () => {
       },
     };
     const sync = new HeadroomSync(spy as never, tally);
-    tally.headroom.set("app", { remaining: 10, limit: 5000, resetAt: inSeconds(60) });
-    tally.headroom.set("31", { remaining: 20, limit: 5000, resetAt: inSeconds(60) });
+    tally.headroom.set("app", { remaining: 10, limit: 5000, resetAt: inSeconds(600) });
+    tally.headroom.set("31", { remaining: 20, limit: 5000, resetAt: inSeconds(600) });
     await sync.flush();
     await sync.flush(); // nothing new: no statement
     expect(writes).toHaveLength(1);
     expect(writes[0]?.[0]).toEqual([31]);
-    tally.headroom.set("31", { remaining: 19, limit: 5000, resetAt: inSeconds(60) });
+    tally.headroom.set("31", { remaining: 19, limit: 5000, resetAt: inSeconds(600) });
     await sync.flush();
     expect(writes).toHaveLength(2);
     expect((await readHeadroom(pool, 100))["31"]?.remaining).toBe(19);
@@ -190,7 +190,7 @@ describe("telling the thread", () => {
     await reset();
     const t = await seedTask(pool, { ...key(), installation_id: 23 });
     await saveHeadroom(pool, [
-      { installationId: 23, remaining: 3, limit: 5000, resetAt: inSeconds(60) },
+      { installationId: 23, remaining: 3, limit: 5000, resetAt: inSeconds(600) },
     ]);
     const thread = fakeThread({ firstId: 600 });
     const tell = () => tellDeferred({ pool, log, github: async () => thread, reserve: 100 });
@@ -209,7 +209,7 @@ describe("telling the thread", () => {
     await reset();
     const t = await seedTask(pool, { ...key(), installation_id: 24 });
     await saveHeadroom(pool, [
-      { installationId: 24, remaining: 1, limit: 5000, resetAt: inSeconds(60) },
+      { installationId: 24, remaining: 1, limit: 5000, resetAt: inSeconds(600) },
     ]);
     let tries = 0;
     const thread = fakeThread();
@@ -230,7 +230,7 @@ describe("telling the thread", () => {
     await reset();
     const t = await seedTask(pool, { ...key(), installation_id: 25 });
     await saveHeadroom(pool, [
-      { installationId: 25, remaining: 1, limit: 5000, resetAt: inSeconds(60) },
+      { installationId: 25, remaining: 1, limit: 5000, resetAt: inSeconds(600) },
     ]);
     const thread = fakeThread({ firstId: 700 });
     const create = thread.createComment;
@@ -244,6 +244,20 @@ describe("telling the thread", () => {
     expect(await tellDeferred({ pool, log, github: async () => thread, reserve: 100 })).toEqual([]);
     expect(thread.comments[0]?.body).toMatch(/rate limit reset at .* took this request up then/);
     expect(await attachNote(pool, t.id as number, 700)).toBe(false);
+  });
+
+  it("a reset seconds away is waited for without a note", async () => {
+    await reset();
+    const t = await seedTask(pool, { ...key(), installation_id: 26 });
+    await saveHeadroom(pool, [
+      { installationId: 26, remaining: 0, limit: 5000, resetAt: inSeconds(10) },
+    ]);
+    const thread = fakeThread();
+    expect(await tellDeferred({ pool, log, github: async () => thread, reserve: 100 })).toEqual([]);
+    expect(thread.creates).toBe(0);
+    expect(await claim(100)).toEqual([]);
+    await passReset(26);
+    expect((await claim(100)).map((x) => x.id)).toEqual([t.id]);
   });
 
   it("renders the note", () => {
@@ -360,7 +374,7 @@ describe("the queue is not held up for long", () => {
         created_at: new Date(Date.now() - 10_000 + i),
       });
     await saveHeadroom(pool, [
-      { installationId: 41, remaining: 0, limit: 5000, resetAt: inSeconds(60) },
+      { installationId: 41, remaining: 0, limit: 5000, resetAt: inSeconds(600) },
     ]);
     const first = await takeUntoldDeferred(pool, 100, 2);
     expect(first).toHaveLength(2);
