@@ -124,7 +124,9 @@ export async function claimTasks(
         WHERE t.status = 'queued'
           -- Near an installation's rate limit, its tasks wait for the reset (#34); another
           -- installation's are not held up. A task told to wait (deferred_until) waits too.
-          AND (t.deferred_until IS NULL OR t.deferred_until <= now())
+          -- (Written as IS NOT TRUE, not "IS NULL OR <= now()": the planner's guess at that OR
+          -- halved bench/claim.ts's throughput, 1,000 → 550 tasks/s here.)
+          AND (t.deferred_until > now()) IS NOT TRUE
           AND NOT EXISTS (
             SELECT 1 FROM installation_rate_limits l
              WHERE l.installation_id = t.installation_id
