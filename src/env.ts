@@ -197,6 +197,12 @@ export const EnvSchema = z.object({
    */
   TETHER_GITHUB_THROTTLE: boolFrom.default(true),
   /**
+   * GitHub API requests an installation keeps in reserve: when its rate-limit headroom
+   * (x-ratelimit-remaining) falls below this, its turns wait, queued, until the window resets,
+   * each thread told so once (src/runner/rate-limit-defer.ts says why 100). 0: never wait.
+   */
+  TETHER_RATE_LIMIT_RESERVE: intFrom(0, 1_000_000).default(100),
+  /**
    * Wait before a final answer GitHub refused (past the request retries) is posted again, in
    * milliseconds; it doubles per failed try, up to 30 minutes, 20 tries in all. The task keeps
    * the status its run earned meanwhile; the answer waits in the tasks row (answer_pending).

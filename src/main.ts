@@ -5,8 +5,10 @@ import type { AppDeps } from "./deps.js";
 import { openDatabase } from "./db/database.js";
 import { applyEnvFile, EnvError, loadEnv, type Env } from "./env.js";
 import { appOctokit, githubApiUrl, readPrivateKey } from "./github/app-auth.js";
+import { HeadroomSync } from "./github/headroom-sync.js";
 import { githubDeliveryLog } from "./github/webhook-deliveries.js";
 import { InboxPruner } from "./intake/inbox-pruner.js";
+import { PeriodicJob } from "./intake/periodic-job.js";
 import { IntakeProcessor } from "./intake/processor.js";
 import { RedeliverySweeper } from "./intake/redelivery-sweeper.js";
 import { createLogger, type Logger } from "./log.js";
@@ -133,6 +135,17 @@ async function main(): Promise<void> {
       });
       pruner.start();
       shutdown.add(10, "inbox pruner", () => pruner.stop());
+      if (role === "web") {
+        // What intake's responses said of each installation's rate limit, for the runners'
+        // claims (#34); a runner in this process writes it before each claim itself.
+        const headroom = new HeadroomSync(db.pool);
+        const sync = new PeriodicJob(
+          () => headroom.flush().catch((err) => log.warn({ err }, "could not store headroom")),
+          2000,
+        );
+        sync.start(2000);
+        shutdown.add(10, "headroom sync", () => sync.stop());
+      }
       if (env.TETHER_REDELIVER_MINUTES > 0) {
         // GitHub never redelivers a delivery the endpoint failed to take; this asks it to.
         const redeliver = new RedeliverySweeper({

@@ -246,6 +246,11 @@ export class Metrics {
     });
     fromDb("tether_queue_depth", "Tasks waiting in the queue.", (f) => f.depth);
     fromDb(
+      "tether_tasks_deferred",
+      "Queued tasks waiting for their installation's GitHub rate limit to reset (TETHER_RATE_LIMIT_RESERVE); they run after it.",
+      (f) => f.deferred,
+    );
+    fromDb(
       "tether_queue_oldest_age_seconds",
       "Age of the oldest queued task; 0 when the queue is empty.",
       (f) => f.oldestAgeSeconds ?? 0,

@@ -16,6 +16,12 @@ export type RequestKind = "turn" | "intake" | "app";
 export class RequestCounter {
   count = 0;
   notModified = 0;
+  /**
+   * Set when GitHub's rate limit asked for a longer wait than the request policy takes (epoch
+   * ms: when it allows requests again). A turn that failed for it goes back to the queue until
+   * then instead of failing (src/runner/rate-limit-defer.ts).
+   */
+  limitedUntil: number | null = null;
   constructor(readonly installationId: number) {}
 }
 
@@ -65,7 +71,10 @@ export function recordGithubRequest(
     return Number.isFinite(n) ? n : null;
   };
   const remaining = num("x-ratelimit-remaining");
-  if (remaining !== null)
+  // Only the REST limit ("core") is the installation's headroom: search and GraphQL count apart,
+  // with limits and windows of their own.
+  const resource = h["x-ratelimit-resource"];
+  if (remaining !== null && (resource === undefined || resource === "core"))
     tally.headroom.set(installation, {
       remaining,
       limit: num("x-ratelimit-limit"),

@@ -235,8 +235,11 @@ export function requestPolicy(
         const e = err as { status?: number; response?: { headers?: unknown } };
         observe({ status: e?.status, headers: e?.response?.headers });
         const v = retryVerdict(err, tried, { ...o, now: o.now() });
-        if (!v.retry && "tooLong" in v)
+        if (!v.retry && "tooLong" in v) {
+          if (counter && v.tooLong.kind !== "transient")
+            counter.limitedUntil = Math.max(counter.limitedUntil ?? 0, o.now() + v.tooLong.waitMs);
           throw waitTooLong(err, v.tooLong, `${method} ${req.url}`, o);
+        }
         if (!v.retry) throw err;
         tried[v.kind]++;
         octokit.log.warn(

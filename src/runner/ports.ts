@@ -72,6 +72,11 @@ export interface GitHubThread {
    * charge it). Absent: not counted.
    */
   requests?(): number;
+  /**
+   * When GitHub allows this thread's client requests again (epoch ms), if a rate limit asked
+   * for a longer wait than the request policy takes; null: none did. Absent: not tracked.
+   */
+  limitedUntil?(): number | null;
 }
 
 export type ProgressEvent = { kind: "text"; text: string } | { kind: "tool"; name: string };

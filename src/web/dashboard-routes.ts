@@ -20,6 +20,7 @@ import {
   sessionCookieValue,
 } from "./access.js";
 import { requestTally } from "../github/request-count.js";
+import { readHeadroom } from "../sql/rate-limits.js";
 import type { DashboardStats } from "./browser/stats.js";
 import { conversationPage, noConversationPage } from "./conversation-page.js";
 import { dashboardPage, forbiddenPage, loginPage } from "./dashboard-page.js";
@@ -133,8 +134,19 @@ export function dashboardRoutes(deps: AppDeps, opts: DashboardOptions = {}): Han
     }
     res.setHeader("server-timing", `db;dur=${(performance.now() - started).toFixed(1)}`);
     // What the page's script reads of it (browser/stats.d.ts): checked here, at compile time.
-    // GitHub's rate-limit headroom is this process's own (its last responses), not Postgres's.
-    const githubHeadroom = Object.fromEntries(requestTally.headroom);
+    // GitHub's rate-limit headroom: what every process stored (src/sql/rate-limits.ts), with how
+    // many tasks wait for each reset; this process's own last responses for the rest.
+    const githubHeadroom: NonNullable<DashboardStats["githubHeadroom"]> = Object.fromEntries(
+      requestTally.headroom,
+    );
+    try {
+      Object.assign(
+        githubHeadroom,
+        await readHeadroom(deps.pool, deps.env.TETHER_RATE_LIMIT_RESERVE ?? 0),
+      );
+    } catch (err) {
+      log.warn({ err }, "could not read the stored rate-limit headroom");
+    }
     return sendJson(res, 200, { ...body, githubHeadroom } satisfies DashboardStats);
   }
 

@@ -8,7 +8,9 @@ import { recordGithubRequest, type Headroom } from "../../src/github/request-cou
 import type { Stats as DbStats } from "../../src/sql/stats/figures.js";
 import { dashboardRoutes } from "../../src/web/dashboard-routes.js";
 import { serveHandlers, type Served } from "../../src/web/http.js";
+import { saveHeadroom } from "../../src/sql/rate-limits.js";
 import { seedRealisticTasks } from "../helpers/dashboard-seed.js";
+import { seedTask } from "../helpers/seed.js";
 import { createTestDatabase } from "../helpers/db.js";
 
 /**
@@ -21,6 +23,8 @@ const REBOUND = "rebound.attacker.test";
 const RESULTS = path.resolve(import.meta.dirname, "../../test-results");
 // The server's clock is pinned so the windows cannot move between the page and the API call.
 const NOW = new Date(Math.floor(Date.now() / 1000) * 1000);
+/** When installation 9302's rate-limit window resets: an hour from now (Postgres's clock). */
+const DEFERRED_UNTIL = Math.floor(Date.now() / 1000) + 3600;
 
 const db = await createTestDatabase();
 let server: Served;
@@ -39,6 +43,15 @@ beforeAll(async () => {
     installation: 9301,
     kind: "intake",
     response: { status: 200, headers: { "x-ratelimit-remaining": "4321" } },
+  });
+  // An installation below the reserve (100, the default), one of its tasks waiting for the reset.
+  await saveHeadroom(db.pool, [
+    { installationId: 9302, remaining: 12, limit: 5000, resetAt: DEFERRED_UNTIL },
+  ]);
+  await seedTask(db.pool, {
+    repo: "octo/deferred",
+    installation_id: 9302,
+    deferred_until: new Date(DEFERRED_UNTIL * 1000),
   });
   server = await serveHandlers([
     dashboardRoutes({
@@ -192,6 +205,12 @@ async function expectPageMatches(page: Page, s: Stats): Promise<void> {
     );
   expect(s.githubHeadroom["9301"]?.remaining).toBe(4321);
   expect(await page.locator('[data-gh-headroom="9301"]').textContent()).toBe("#9301 4,321 left");
+  // Stored by the runners in Postgres, with the tasks waiting for the window's reset.
+  expect(s.githubHeadroom["9302"]).toMatchObject({ remaining: 12, deferred: 1 });
+  const clock = new Date(DEFERRED_UNTIL * 1000).toISOString().slice(11, 16);
+  expect(await page.locator('[data-gh-headroom="9302"]').textContent()).toBe(
+    `#9302 12 left · 1 waiting until ${clock} UTC`,
+  );
 }
 
 describe("the dashboard in chromium", () => {

@@ -474,6 +474,10 @@ export class FakeGitHub implements PayloadSource {
   private readonly repos = new Map<string, RepoState>();
   private readonly commentsById = new Map<number, CommentState>();
   private readonly tokens = new Map<string, TokenState>();
+  private readonly rateLimits = new Map<
+    number,
+    { remaining: number; limit: number; resetAt: number }
+  >();
   private readonly globalPermissions = new Map<string, Permission>();
   private readonly failures: Array<{
     matcher: RequestMatcher;
@@ -726,6 +730,19 @@ export class FakeGitHub implements PayloadSource {
 
   protectBranch(repo: string, branch: string): void {
     this.repo(repo).protectedBranches.add(branch);
+  }
+
+  /**
+   * The rate-limit headroom an installation's token requests are told (x-ratelimit-remaining,
+   * -limit, -reset on every answer), as GitHub reports it; null: the default (4999 of 5000, an
+   * hour to go). The count stays where it is set: a test moves it, the stand-in does not.
+   */
+  setRateLimit(
+    installationId: number,
+    limit: { remaining: number; limit?: number; resetAt: number } | null,
+  ): void {
+    if (limit === null) this.rateLimits.delete(installationId);
+    else this.rateLimits.set(installationId, { limit: 5000, ...limit });
   }
 
   /** Change what an installation was granted (e.g. add `workflows: write`). */
@@ -1545,6 +1562,7 @@ export class FakeGitHub implements PayloadSource {
       "x-ratelimit-used": "1",
       "x-ratelimit-reset": String(Math.ceil(Date.now() / 1000) + 3600),
       "x-ratelimit-resource": "core",
+      ...this.rateLimitHeaders(rec),
       ...reply.headers,
     };
     if (reply.status === 204) {
@@ -1559,6 +1577,19 @@ export class FakeGitHub implements PayloadSource {
     }
     res.writeHead(reply.status, { ...headers, "content-type": "application/json; charset=utf-8" });
     res.end(JSON.stringify(reply.body ?? {}));
+  }
+
+  /** What setRateLimit said for the installation of the request's token, if anything. */
+  private rateLimitHeaders(rec: RecordedRequest): Record<string, string> {
+    const installation = rec.token ? this.tokens.get(rec.token)?.installationId : undefined;
+    const l = installation === undefined ? undefined : this.rateLimits.get(installation);
+    if (!l) return {};
+    return {
+      "x-ratelimit-limit": String(l.limit),
+      "x-ratelimit-remaining": String(l.remaining),
+      "x-ratelimit-used": String(Math.max(0, l.limit - l.remaining)),
+      "x-ratelimit-reset": String(l.resetAt),
+    };
   }
 
   /** Hold a REST request and the answer about to go out against GitHub's description. */

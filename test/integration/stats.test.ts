@@ -213,6 +213,7 @@ describe("/api/stats on seeded tasks", () => {
       running: 1,
       runnersAlive: 1,
       answersPending: 1,
+      deferred: 0,
     });
     expect(s.runners.map((r) => [r.id, r.alive, r.heartbeatAgeSeconds, r.runningTasks])).toEqual([
       ["runner-a", true, 10, 1],

@@ -16,6 +16,7 @@ import { sweepExpired } from "../../sql/tasks/sweep.js";
 import { sandboxLabel, type SandboxStatus } from "../../sandbox/sandbox.js";
 import { postPendingAnswers } from "./post-answers.js";
 import { runTask, SHUTDOWN, type RunTaskDeps } from "../turn/run-task.js";
+import { tellDeferred } from "./rate-limit-defer.js";
 
 export interface RunnerOptions extends Omit<RunTaskDeps, "runnerId"> {
   concurrency: number;
@@ -45,6 +46,16 @@ export interface RunnerOptions extends Omit<RunTaskDeps, "runnerId"> {
    * the runner claims nothing: queued tasks wait for a runner that can contain them.
    */
   sandbox?: () => SandboxStatus;
+  /**
+   * TETHER_RATE_LIMIT_RESERVE: an installation whose GitHub headroom is below this has its
+   * tasks wait for the window's reset, each thread told once (src/runner/rate-limit-defer.ts).
+   * 0 or absent: none wait on headroom.
+   */
+  rateLimitReserve?: number;
+  /** Told of the tasks whose threads were just told they wait for a rate limit's reset. */
+  onDeferred?: (taskIds: number[]) => void;
+  /** Writes this process's observed headroom to Postgres; run before each claim. */
+  headroom?: { flush(): Promise<void> };
 }
 
 export class Runner {
@@ -59,6 +70,7 @@ export class Runner {
   private ticking: Promise<void> | undefined;
   private again = false;
   private posting: Promise<void> | undefined;
+  private telling: Promise<void> | undefined;
   private lastHeartbeat = Date.now();
   /** The pool turns write through: a Postgres restart mid-turn waits for the server instead of failing the turn. */
   private readonly taskPool: Pool;
@@ -154,6 +166,7 @@ export class Runner {
 
   /** Claim as many tasks as there are free slots; coalesces concurrent wake-ups into one loop. */
   tick(): Promise<void> {
+    this.tellDeferred();
     if (this.ticking) {
       this.again = true;
       return this.ticking;
@@ -178,6 +191,10 @@ export class Runner {
         if (this.opts.sandbox && !this.opts.sandbox().ok) return;
         const free = this.opts.concurrency - this.running.size;
         if (free <= 0) return;
+        // What this process last heard of each installation's headroom, before the claim reads it.
+        await this.opts.headroom
+          ?.flush()
+          .catch((err) => this.log.warn({ err }, "could not store GitHub's rate-limit headroom"));
         const tasks = await claimTasks(
           this.pool,
           this.runnerId,
@@ -187,6 +204,7 @@ export class Runner {
           undefined,
           this.opts.runtime.codexVersion?.() ?? null,
           this.opts.runtime.geminiVersion?.() ?? null,
+          { rateLimitReserve: this.opts.rateLimitReserve ?? 0 },
         );
         for (const t of tasks) this.launch(t);
         if (tasks.length === free) this.again = true;
@@ -194,6 +212,26 @@ export class Runner {
     } catch (err) {
       this.log.error({ err }, "claim failed; will retry");
     }
+  }
+
+  /** Tell the threads of tasks newly waiting for a rate limit's reset; one round at a time. */
+  private tellDeferred(): void {
+    const reserve = this.opts.rateLimitReserve ?? 0;
+    if (reserve <= 0 || this.telling || this.stopping) return;
+    const flush = this.opts.headroom?.flush() ?? Promise.resolve();
+    this.telling = flush
+      .then(() =>
+        tellDeferred({ pool: this.pool, log: this.log, github: this.opts.github, reserve }),
+      )
+      .then(
+        (told) => {
+          if (told.length) this.opts.onDeferred?.(told);
+        },
+        (err) => this.log.error({ err }, "telling deferred tasks failed; will retry"),
+      )
+      .finally(() => {
+        this.telling = undefined;
+      });
   }
 
   private launch(task: Task): void {
@@ -291,7 +329,7 @@ export class Runner {
     this.listener = undefined;
     // A posting in flight gets the same deadline as the turns; one cut short stays pending and
     // is posted again once its lease runs out, into the same comment.
-    const posting = this.posting ?? Promise.resolve();
+    const posting = Promise.all([this.posting, this.telling]);
     const all = [...this.running.values()];
     const deadline = new Promise<boolean>((r) =>
       setTimeout(() => r(false), Math.max(0, deadlineMs - 1500)).unref(),

@@ -36,6 +36,7 @@ import { answerBody, footerOf } from "./turn-answer.js";
 import { postReview, type ReviewOutcome } from "./review-step.js";
 import { admit, type Refusal } from "./admit.js";
 import { conversationUrl } from "../../core/conversation-path.js";
+import { requeueIfRateLimited } from "./rate-limit-requeue.js";
 import { SHUTDOWN, type RunTaskDeps } from "./turn.js";
 
 export { SHUTDOWN, type RunTaskDeps } from "./turn.js";
@@ -194,7 +195,7 @@ async function openTurn(deps: RunTaskDeps, task: Task, signal: AbortSignal): Pro
   const secrets = new Set<string | undefined>(deps.secrets?.() ?? []);
   const retryInMs = answerRetryPolicy(deps.answerRetry).baseMs;
   let gh: GitHubThread | undefined;
-  const end = ender(deps, task, () => gh?.requests?.() ?? null);
+  const end = ender(deps, task, log, () => gh);
   const refuse = (last: FinalAnswer | Promise<FinalAnswer>, r: Omit<Refusal, "answer">) =>
     end(last, {
       status: r.status,
@@ -338,17 +339,25 @@ async function answerTurn(
  * row, under this runner's lease. False: the lease was lost (the task was finished or taken
  * over elsewhere). A turn left to another runner (a shutdown, a lost lease) just returns.
  */
-function ender(deps: RunTaskDeps, task: Task, githubRequests: () => number | null) {
+function ender(
+  deps: RunTaskDeps,
+  task: Task,
+  log: RunTaskDeps["log"],
+  gh: () => GitHubThread | undefined,
+) {
   return async (
     last: FinalAnswer | Promise<FinalAnswer>,
     f: Omit<Finish, "answer">,
   ): Promise<boolean> => {
     const answer = await last;
+    // A rate limit GitHub asked a longer wait for is not the turn's failure: it waits (#34).
+    const { pool, runnerId } = deps;
+    if (await requeueIfRateLimited({ pool, runnerId, log }, task, gh(), f)) return false;
     // Read after the answer is posted: the turn's count includes it.
     const ok = await finishTask(deps.pool, task.id, deps.runnerId, {
       ...f,
       answer,
-      githubRequests: githubRequests(),
+      githubRequests: gh()?.requests?.() ?? null,
     });
     if (!ok)
       deps.log.warn({ task: task.id }, "lease lost: the task was finished or taken over elsewhere");

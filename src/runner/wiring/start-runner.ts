@@ -11,6 +11,7 @@ import { loadRepoConfig } from "../../config/load-repo-config.js";
 import { formatConfigProblems } from "../../config/repo-config.js";
 import type { Pool } from "../../db/pool.js";
 import type { Env } from "../../env.js";
+import { HeadroomSync } from "../../github/headroom-sync.js";
 import { appOctokit, githubApiUrl, readPrivateKey } from "../../github/app-auth.js";
 import { RequestCounter } from "../../github/request-count.js";
 import { cloneUrlFor } from "../../github/git-auth.js";
@@ -177,6 +178,9 @@ export async function startRunner(opts: {
       }),
     }),
     sandbox: () => sandbox.status,
+    // Near an installation's rate limit its turns wait for the reset (#34).
+    rateLimitReserve: env.TETHER_RATE_LIMIT_RESERVE,
+    headroom: new HeadroomSync(pool),
     workspace,
     publish: publisher({ workspaces, pool, log: log.child({ component: "publish" }) }),
     github: async (task) => {

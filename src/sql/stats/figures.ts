@@ -81,6 +81,8 @@ export interface QueueFigures {
   runnersAlive: number;
   /** Finished tasks whose final answer GitHub has not taken yet (the answer outbox). */
   answersPending: number;
+  /** Queued tasks waiting for their installation's GitHub rate limit to reset (#34). */
+  deferred: number;
 }
 
 export interface RunnerRow {

@@ -5,6 +5,7 @@
 import type { Pool } from "../../db/pool.js";
 import { inTransaction } from "../db.js";
 import { CHANNELS, notify } from "../notify.js";
+import type { Queryable } from "../db.js";
 import type { Row } from "./claim.js";
 
 /**
@@ -52,19 +53,7 @@ export async function sweepExpired(
             );
             failed.push(id);
           } else {
-            const newer = await tx.query(
-              `SELECT id, force_fresh, requested_model, fork_session_id FROM tasks WHERE repo = $1 AND issue_number = $2 AND agent = $3
-                 AND status = 'queued' FOR UPDATE`,
-              [t.repo, t.issue_number, t.agent],
-            );
-            const q = newer.rows[0] as Row | undefined;
-            if (q) {
-              await tx.query(`UPDATE task_comments SET task_id = $1 WHERE task_id = $2`, [
-                id,
-                q.id,
-              ]);
-              await tx.query(`DELETE FROM tasks WHERE id = $1`, [q.id]);
-            }
+            const q = await foldNewerQueued(tx, t);
             await tx.query(
               `UPDATE tasks SET status = 'queued', locked_by = NULL, locked_at = NULL, heartbeat_at = NULL,
                       force_fresh = force_fresh OR $2,
@@ -90,4 +79,24 @@ export async function sweepExpired(
     client.release();
   }
   return { requeued, failed };
+}
+
+/**
+ * A running task about to go back to the queue takes in its key's queued task, if a comment
+ * came meanwhile (at most one task per key is queued): its comments move over, it goes, and what
+ * it asked for is returned for the caller to merge (force_fresh, requested_model,
+ * fork_session_id). Run inside the caller's transaction, with `t` locked.
+ */
+export async function foldNewerQueued(tx: Queryable, t: Row): Promise<Row | undefined> {
+  const newer = await tx.query(
+    `SELECT id, force_fresh, requested_model, fork_session_id FROM tasks WHERE repo = $1 AND issue_number = $2 AND agent = $3
+       AND status = 'queued' FOR UPDATE`,
+    [t.repo, t.issue_number, t.agent],
+  );
+  const q = newer.rows[0] as Row | undefined;
+  if (q) {
+    await tx.query(`UPDATE task_comments SET task_id = $1 WHERE task_id = $2`, [t.id, q.id]);
+    await tx.query(`DELETE FROM tasks WHERE id = $1`, [q.id]);
+  }
+  return q;
 }

@@ -756,11 +756,22 @@
     });
     var left = d.githubHeadroom || {};
     Object.keys(left).forEach(function (k) {
+      var e = left[k];
+      var waiting = e.deferred || 0;
+      // Tasks waiting for the window's reset (TETHER_RATE_LIMIT_RESERVE), and when it comes.
+      var wait =
+        waiting > 0 && e.resetAt
+          ? " · " +
+            int(waiting) +
+            " waiting until " +
+            new Date(e.resetAt * 1000).toISOString().slice(11, 16) +
+            " UTC"
+          : "";
       box.appendChild(
         h("span", {
           cls: "pill",
           "data-gh-headroom": k,
-          text: "#" + k + " " + int(left[k].remaining) + " left",
+          text: "#" + k + " " + int(e.remaining) + " left" + wait,
         }),
       );
     });

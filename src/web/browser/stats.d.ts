@@ -45,6 +45,7 @@ export interface DashboardStats {
     running: number;
     runnersAlive: number;
     answersPending: number;
+    deferred?: number;
   };
   runners: DashboardRunner[];
   latest: DashboardTask[];
@@ -63,8 +64,15 @@ export interface DashboardStats {
   reviews?: { posted: number; failed: number; lineComments: number };
   /** GitHub requests per turn by kind (first, followUp, publishing): median and mean. */
   githubRequests?: Record<string, { turns: number; median: number | null; mean: number | null }>;
-  /** Per installation: the x-ratelimit-remaining this process last had from GitHub. */
-  githubHeadroom?: Record<string, { remaining: number; limit: number | null }>;
+  /**
+   * Per installation: the x-ratelimit-remaining GitHub last reported (stored by every process, or
+   * this process's own), when the window resets (epoch seconds), and how many queued tasks wait
+   * for that reset (TETHER_RATE_LIMIT_RESERVE).
+   */
+  githubHeadroom?: Record<
+    string,
+    { remaining: number; limit: number | null; resetAt?: number | null; deferred?: number }
+  >;
 }
 
 export interface DashboardCostProfile {
