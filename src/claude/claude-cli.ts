@@ -17,6 +17,9 @@ import { findTranscript } from "./session-files.js";
 /** The run options (cli-dialect.ts), every one optional: the binary defaults to resolveClaudePath. */
 export type ClaudeCliOptions = Partial<CliRunOptions>;
 
+/** The operator's Anthropic and Claude Code settings, passed to the CLI (and only to it). */
+export const CLAUDE_ENV_PREFIXES = ["ANTHROPIC_", "CLAUDE_CODE_"] as const;
+
 /** What is Claude's own in a run: its arguments, environment, stream and verdicts. */
 export const claudeDialect: CliDialect<StreamMessage, RunEvidence> = {
   label: "Claude CLI",
@@ -28,8 +31,11 @@ export const claudeDialect: CliDialect<StreamMessage, RunEvidence> = {
   // CLI's "standard" mode; docs/claude-cli-facts.md, "MCP tools").
   env: (base, o) => ({
     ENABLE_TOOL_SEARCH: "false",
+    // No traffic beyond the API, unless the operator says otherwise.
+    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
     ...buildChildEnv(base, {
       home: o.home,
+      prefixes: CLAUDE_ENV_PREFIXES,
       extra: { ...cacheTtlEnv(o.settings.cacheTtl), ...o.extra },
     }),
     // Seen with 2.1.197: without it the CLI silently asks the API for claude-opus-4-8 when told

@@ -70,8 +70,9 @@ const SettingsSnapshot = z.object({
     z.object({
       name: z.string(),
       mention: z.string().optional(),
-      // Absent in snapshots taken before Codex: those agents are Claude's.
-      cli: z.enum(["claude", "codex"]).optional(),
+      // Absent in snapshots taken before a second CLI: those agents ran on the default one.
+      // Any name is kept as it was: a CLI this runner lacks fails its turn with words saying so.
+      cli: z.string().optional(),
       model: z.string().optional(),
       models: z.array(z.string()).optional(),
       maxTurns: z.number().int().positive().optional(),

@@ -3,6 +3,7 @@
  * A pure function of its input, so every guard in design.md has a row in a table test.
  */
 import type { TaskKey } from "./task.js";
+import type { CliKind } from "./settings.js";
 
 export const FRESH_REASONS = [
   "no_prior_session",
@@ -37,7 +38,7 @@ export type ReasonCode = (typeof REASON_CODES)[number];
 export interface PriorSession {
   sessionId: string;
   /** The CLI that made it; only that CLI can resume it. */
-  cli: "claude" | "codex";
+  cli: CliKind;
   runtimeId: string | null;
   workDir: string | null;
   /** Latest state: once poisoned or retired, never resumed again. */
@@ -72,14 +73,14 @@ export interface ResumeInput {
   policy: ResumePolicy;
   runtimeId: string;
   /** The CLI this turn runs on (the agent's `cli`). */
-  cli: "claude" | "codex";
+  cli: CliKind;
   /** The key's working directory for this turn, and whether it exists now (before any clone). */
   workDir: string;
   workDirExists: boolean;
   /** The key's current history epoch. */
   historyEpoch: number;
   cliCanResume: boolean;
-  /** `claude --version` of this runner's CLI; null when it did not say. */
+  /** This runner's version of that CLI (`--version`); null when it did not say. */
   cliVersion: string | null;
   /**
    * Where this runner can restore the session's transcript from. Absent: a CLI that keeps its

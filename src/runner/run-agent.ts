@@ -3,6 +3,7 @@
  * its session the moment it is known), and one fresh retry in the same task when a resumed
  * session broke before it did anything. Then what the run tells of its session.
  */
+import { cliOf } from "../cli-registry.js";
 import type { Logger } from "../log.js";
 import type { PriorSession, ResumeDecision } from "../core/resume-decision.js";
 import { markSession, touchSession, upsertSession } from "../sql/sessions.js";
@@ -20,9 +21,6 @@ import {
 } from "./ports.js";
 import type { ReadyWorkspace } from "./turn-workspace.js";
 import type { RunTaskDeps, TurnKey } from "./turn.js";
-
-/** What a resumed run's prompt is to compact the session (Claude Code's slash command). */
-export const COMPACT_PROMPT = "/compact";
 
 export interface AgentTurn {
   deps: Pick<RunTaskDeps, "pool" | "runnerId" | "runtimeId" | "agent">;
@@ -120,7 +118,8 @@ export async function runAgent(a: AgentTurn, decision: ResumeDecision): Promise<
    */
   const compactFirst = async (sessionId: string): Promise<AgentRunResult> => {
     const c = await deps.agent.run(
-      request(COMPACT_PROMPT, sessionId, false, {
+      // Only a CLI with a compaction prompt is asked to compact (its canCompact).
+      request(cliOf(a.cli).compactPrompt ?? "", sessionId, false, {
         // The turn after it pins the session (the same id) and reports progress.
         onSession: () => {},
         onProgress: () => {},
@@ -209,11 +208,8 @@ export async function runAgent(a: AgentTurn, decision: ResumeDecision): Promise<
         // refused its history): nothing of this turn happened, so the same turn runs again at
         // once in a fresh session with the whole thread, and the person gets the one answer they
         // asked for instead of being told to comment again.
-        // Claude says "prompt is too long"; Codex's verdict says the thread no longer fits.
-        const overflow =
-          /prompt_too_long|prompt is too long|no longer fits the model's context/i.test(
-            result.detail ?? "",
-          );
+        // Each CLI says so in its own words (its registry entry's overflowed).
+        const overflow = cliOf(a.cli).overflowed(result.detail ?? "");
         if (!decision.fork)
           await markSession(deps.pool, decision.sessionId, "poisoned", result.detail ?? "poisoned");
         log.warn(

@@ -3,6 +3,7 @@
  * the prompt, run the agent (pinning its session the moment it is known), classify, answer,
  * finish. Every write is scoped to this runner's lease.
  */
+import { DEFAULT_CLI, findCli } from "../cli-registry.js";
 import { readSettingsSnapshot } from "../config/repo-settings.js";
 import { readEpoch } from "../sql/history.js";
 import { priorSession } from "../sql/sessions.js";
@@ -180,7 +181,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     spendSettings.freshResetsConversation && task.forceFresh ? 0 : spend.conversation.countedUsd;
 
   // The resume decision, recorded on the task before anything runs; a retry takes a new one.
-  const cli = settings.cli ?? "claude";
+  const cli = settings.cli ?? DEFAULT_CLI;
   // `/from <agent>`: a fork of that agent's session, else the key's own decision.
   const fork = await decideFork(deps, { task, cli, policy: config.settings.resume, now });
   let decision: ResumeDecision =
@@ -198,10 +199,9 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     }));
   const isFollowUp = prior !== null;
   // The prompt cache's lifetime this turn writes with (what the conversation's next turn finds).
-  const cacheTtl =
-    cli === "claude"
-      ? chooseCacheTtl(settings.cacheTtl, { previousTurnAt: prior?.lastUsedAt ?? null, now: now() })
-      : null;
+  const cacheTtl = findCli(cli)?.cacheTtl
+    ? chooseCacheTtl(settings.cacheTtl, { previousTurnAt: prior?.lastUsedAt ?? null, now: now() })
+    : null;
   log.info(
     { decision: decision.kind, reason: decision.reason, prior: prior?.sessionId },
     "resume decision",

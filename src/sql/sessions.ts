@@ -1,5 +1,7 @@
-/** The sessions table: one row per agent CLI session (a Claude session or a Codex thread), holding its latest state. */
+/** The sessions table: one row per agent CLI session, holding its latest state. */
+import { DEFAULT_CLI } from "../cli-registry.js";
 import type { PriorSession } from "../core/resume-decision.js";
+import type { CliKind } from "../core/settings.js";
 import type { TaskKey } from "../core/task.js";
 import type { Queryable } from "./db.js";
 
@@ -9,8 +11,8 @@ export async function upsertSession(
   s: TaskKey & {
     sessionId: string;
     runtimeId: string;
-    /** Default claude. */
-    cli?: "claude" | "codex";
+    /** Default: the registry's default CLI. */
+    cli?: CliKind;
     workDir: string;
     model: string | null;
     historyEpoch: number;
@@ -30,7 +32,7 @@ export async function upsertSession(
       s.workDir,
       s.model,
       s.historyEpoch,
-      s.cli ?? "claude",
+      s.cli ?? DEFAULT_CLI,
     ],
   );
 }
@@ -98,7 +100,7 @@ export async function priorSession(db: Queryable, key: TaskKey): Promise<PriorSe
   if (!r) return null;
   return {
     sessionId: r.session_id as string,
-    cli: r.cli === "codex" ? "codex" : "claude",
+    cli: r.cli as CliKind,
     runtimeId: (r.runtime_id as string | null) ?? null,
     workDir: (r.work_dir as string | null) ?? null,
     state: r.state as PriorSession["state"],
@@ -130,7 +132,7 @@ export async function sessionById(
       agent: r.agent as string,
     },
     sessionId: r.session_id as string,
-    cli: r.cli === "codex" ? "codex" : "claude",
+    cli: r.cli as CliKind,
     runtimeId: (r.runtime_id as string | null) ?? null,
     workDir: (r.work_dir as string | null) ?? null,
     state: r.state as PriorSession["state"],
@@ -174,7 +176,7 @@ export async function pinSession(db: Queryable, key: TaskKey, sessionId: string)
 export interface SessionSummary {
   agent: string;
   sessionId: string;
-  cli: "claude" | "codex";
+  cli: CliKind;
   state: PriorSession["state"];
   /** Turns that ran in it (tasks that pinned it). */
   turns: number;
@@ -211,7 +213,7 @@ export async function issueSessions(
     return {
       agent: r.agent as string,
       sessionId: r.session_id as string,
-      cli: r.cli === "codex" ? "codex" : "claude",
+      cli: r.cli as CliKind,
       state: r.state as PriorSession["state"],
       turns: r.turns as number,
       lastUsedAt: r.last_used_at as Date,

@@ -16,7 +16,7 @@ await registerRuntime(pool, {
   id: "rt",
   hostname: "h",
   homeDir: "/h",
-  claudePath: "/c",
+  cliPath: "/c",
   cliVersion: "2.1.197",
   canResume: true,
   concurrency: 4,
@@ -25,7 +25,7 @@ await registerRuntime(pool, {
   id: "rt2",
   hostname: "h2",
   homeDir: "/h",
-  claudePath: "/c",
+  cliPath: "/c",
   cliVersion: "2.1.197",
   canResume: true,
   concurrency: 4,
@@ -119,16 +119,22 @@ describe("runtime affinity", () => {
     };
     const readable = await stored("2.1.100 (Claude Code)");
     expect(
-      (await claimTasks(pool, "r-on-rt", "rt", 5, "2.1.197 (Claude Code)")).map((t) => t.id),
+      (await claimTasks(pool, "r-on-rt", "rt", 5, { claude: "2.1.197 (Claude Code)" })).map(
+        (t) => t.id,
+      ),
     ).toEqual([readable.id]);
     const newer = await stored("2.2.0 (Claude Code)");
-    expect(await claimTasks(pool, "r-on-rt", "rt", 5, "2.1.197 (Claude Code)")).toEqual([]);
+    expect(await claimTasks(pool, "r-on-rt", "rt", 5, { claude: "2.1.197 (Claude Code)" })).toEqual(
+      [],
+    );
     expect(
-      (await claimTasks(pool, "r-on-rt", "rt", 5, "2.2.1 (Claude Code)")).map((t) => t.id),
+      (await claimTasks(pool, "r-on-rt", "rt", 5, { claude: "2.2.1 (Claude Code)" })).map(
+        (t) => t.id,
+      ),
     ).toEqual([newer.id]);
     // Over the bound it starts fresh wherever it runs: no reason to wait for the holder.
     const big = await stored("2.1.100 (Claude Code)", true);
-    expect((await claimTasks(pool, "r-on-rt", "rt", 5, null)).map((t) => t.id)).toEqual([big.id]);
+    expect((await claimTasks(pool, "r-on-rt", "rt", 5, {})).map((t) => t.id)).toEqual([big.id]);
   });
 
   it("a Codex session in the shared store is compared with this runner's Codex version, not Claude's", async () => {
@@ -154,10 +160,16 @@ describe("runtime affinity", () => {
     );
     const t = await seedTask(pool, k);
     // Claude's version says nothing about a rollout; no Codex version known yet: it waits for rt2.
-    expect(await claimTasks(pool, "r-on-rt", "rt", 5, "2.1.197 (Claude Code)")).toEqual([]);
-    expect(await claimTasks(pool, "r-on-rt", "rt", 5, "0.169.0", 30_000, "0.168.0")).toEqual([]);
+    expect(await claimTasks(pool, "r-on-rt", "rt", 5, { claude: "2.1.197 (Claude Code)" })).toEqual(
+      [],
+    );
     expect(
-      (await claimTasks(pool, "r-on-rt", "rt", 5, "2.1.197", 30_000, "0.169.0")).map((x) => x.id),
+      await claimTasks(pool, "r-on-rt", "rt", 5, { claude: "0.169.0", codex: "0.168.0" }),
+    ).toEqual([]);
+    expect(
+      (await claimTasks(pool, "r-on-rt", "rt", 5, { claude: "2.1.197", codex: "0.169.0" })).map(
+        (x) => x.id,
+      ),
     ).toEqual([t.id]);
   });
 
@@ -193,7 +205,7 @@ describe("runtime affinity", () => {
       historyEpoch: 0,
     });
     const old = await seedTask(pool, { ...k1, created_at: new Date(Date.now() - 60_000) });
-    expect((await claimTasks(pool, "r-on-rt", "rt", 5, null, 30_000)).map((t) => t.id)).toEqual([
+    expect((await claimTasks(pool, "r-on-rt", "rt", 5, {}, 30_000)).map((t) => t.id)).toEqual([
       old.id,
     ]);
 

@@ -98,15 +98,14 @@ export async function claimTasks(
   runnerId: string,
   runtimeId: string,
   limit: number,
-  cliVersion: string | null = null,
+  /** This runner's version of each CLI, by name, once known (a CLI may be probed on its first turn). */
+  cliVersions: Readonly<Record<string, string | null>> = {},
   affinityWaitMs = 30_000,
-  /** This runner's Codex version, once known (Codex is probed on its first turn). */
-  codexVersion: string | null = null,
 ): Promise<Task[]> {
   if (limit <= 0) return [];
   // Runtime affinity, only where it matters: a session held in the shared store
-  // (session_transcripts) resumes on any runner whose CLI (Claude's or Codex's, as the session's
-  // cli says) reads it (tether_cli_reads), so such
+  // (session_transcripts) resumes on any runner whose CLI (the one the session's cli names, its
+  // version looked up in $5) reads it (tether_cli_reads), so such
   // a key's task is anyone's at once; one over the size bound starts fresh anyway. A session
   // only its runtime holds (from before the store), or one this CLI cannot read, is left to
   // that runtime while it is alive — for affinityWaitMs at most, after which anyone takes it
@@ -123,7 +122,7 @@ export async function claimTasks(
                OR COALESCE((
                  SELECT COALESCE(s.last_runtime_id, s.runtime_id) = $2
                         OR COALESCE(tr.over_bound, false) OR tether_cli_reads(tr.cli_version,
-                             CASE s.cli WHEN 'codex' THEN $6 ELSE $5 END)
+                                                                   $5::jsonb ->> s.cli)
                         OR rt.heartbeat_at IS NULL OR rt.stopped_at IS NOT NULL
                         OR rt.heartbeat_at < now() - interval '1 minute'
                    FROM sessions s
@@ -143,7 +142,7 @@ export async function claimTasks(
        FROM candidates c
       WHERE t.id = c.id
      RETURNING t.*`,
-    [runnerId, runtimeId, limit, affinityWaitMs, cliVersion, codexVersion],
+    [runnerId, runtimeId, limit, affinityWaitMs, JSON.stringify(cliVersions)],
   );
   return rows
     .map(toTask)
