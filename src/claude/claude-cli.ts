@@ -82,7 +82,7 @@ export function createClaudeCli(opts: ClaudeCliOptions = {}): CliAdapter {
     "claude-code",
     claudeDialect,
     { ...opts, path, baseEnv },
-    (): Promise<CliCapabilities> => probeCli(path, { env: baseEnv }),
+    (): Promise<CliCapabilities> => probeCli(path, { env: baseEnv, prefixes: CLAUDE_ENV_PREFIXES }),
   );
 }
 
