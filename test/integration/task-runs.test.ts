@@ -5,7 +5,7 @@ import { adoptOrphans, heartbeatTasks } from "../../src/sql/tasks/lease.js";
 import { pinSession, recordDecision } from "../../src/sql/tasks/record.js";
 import { sweepExpired } from "../../src/sql/tasks/sweep.js";
 import { canReadTranscript } from "../../src/core/resume-decision.js";
-import { markSession, priorSession, upsertSession } from "../../src/sql/sessions.js";
+import { markSession, priorSession, sessionById, upsertSession } from "../../src/sql/sessions.js";
 import { registerRuntime } from "../../src/sql/runtimes.js";
 import { createTestDatabase } from "../helpers/db.js";
 import { readTask, seedTask } from "../helpers/seed.js";
@@ -171,6 +171,40 @@ describe("runtime affinity", () => {
         (x) => x.id,
       ),
     ).toEqual([t.id]);
+  });
+
+  it("a session of any CLI the registry may add is compared with that CLI's version, by name (#31)", async () => {
+    await pool.query("DELETE FROM tasks");
+    await pool.query("UPDATE runtimes SET heartbeat_at = now(), stopped_at = NULL");
+    const k = key();
+    const sessionId = `third-port-${n}`;
+    // No CHECK names the CLIs any more (migration 1763800004200): the code validates them.
+    await upsertSession(pool, {
+      repo: k.repo,
+      issueNumber: 1,
+      agent: "tether",
+      sessionId,
+      runtimeId: "rt2",
+      workDir: "/w",
+      model: null,
+      historyEpoch: 0,
+      cli: "third",
+    });
+    await pool.query(
+      `INSERT INTO session_transcripts (repo, issue_number, agent, session_id, sha256, cli_version)
+       VALUES ($2, 1, 'tether', $1, '\\x00', '1.4.0')`,
+      [sessionId, k.repo],
+    );
+    const t = await seedTask(pool, k);
+    expect(await claimTasks(pool, "r-on-rt", "rt", 5, { claude: "1.4.0", codex: "1.4.0" })).toEqual(
+      [],
+    );
+    expect(await claimTasks(pool, "r-on-rt", "rt", 5, { third: "1.3.0" })).toEqual([]);
+    expect(
+      (await claimTasks(pool, "r-on-rt", "rt", 5, { third: "1.4.2" })).map((x) => x.id),
+    ).toEqual([t.id]);
+    // Read back as itself, not relabelled as the default CLI.
+    expect((await sessionById(pool, sessionId))?.cli).toBe("third");
   });
 
   it("tether_cli_reads (SQL) and canReadTranscript agree", async () => {

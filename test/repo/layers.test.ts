@@ -37,6 +37,8 @@ const BELOW_RUNNER = [
   "github",
   "publish",
   "sessions",
+  "agent-cli",
+  "cli-registry.ts",
   "claude",
   "codex",
   "workspace",
