@@ -159,6 +159,7 @@ describe.each(CONTRACT_ROWS)("the $cli CLI keeps the contract", { timeout: 240_0
       a.session_id,
     ]);
     fs.rmSync(path.join(stack.dataDir, "sessions"), { recursive: true, force: true });
+    const m = api.mark();
     const b = await stack.finishedTask(await stack.comment(n, "@subject two"));
     expect(b).toMatchObject({
       status: "succeeded",
@@ -168,6 +169,8 @@ describe.each(CONTRACT_ROWS)("the $cli CLI keeps the contract", { timeout: 240_0
     });
     expect(b.session_id).not.toBe(a.session_id);
     expect((await session(a.session_id)).state).toBe("retired");
+    // The retry ran cold: its prompt carries the whole thread as context.
+    expect(api.since(m).some((r) => r.lastUser.includes("# Instruction"))).toBe(true);
     expect(stack.taskComments(n, b.id as number)).toHaveLength(1);
   });
 
@@ -202,7 +205,11 @@ describe.each(CONTRACT_ROWS)("the $cli CLI keeps the contract", { timeout: 240_0
     expect(stack.app.descendants().length).toBeGreaterThan(0);
     await stack.comment(n, "@subject /cancel");
     const done = await stack.finishedTask(c, 60_000);
-    expect(done).toMatchObject({ status: "cancelled", outcome: "cancelled" });
+    expect(done).toMatchObject({
+      status: "cancelled",
+      outcome: "cancelled",
+      cancel_requested: true,
+    });
     expect(String(stack.taskComments(n, done.id as number)[0]!.body)).toContain(
       "Cancelled with `/cancel`",
     );
@@ -233,6 +240,10 @@ describe.each(CONTRACT_ROWS)("the $cli CLI keeps the contract", { timeout: 240_0
       const req = api.since(m)[0]!;
       expect(req.said.some((t) => t.includes("EARLIER-REQUEST"))).toBe(true);
       expect(req.said.some((t) => t.includes(`${row.cli}-EARLIER-ANSWER`))).toBe(true);
+      expect(req.lastUser).toContain("LATER-REQUEST");
+      // The workspace was prepared again from the repository.
+      expect(fs.existsSync(path.join(String(b.work_dir), "src", "split.js"))).toBe(true);
+      expect(stack.taskComments(n, b.id as number)).toHaveLength(1);
     } finally {
       await stack.app.stop();
       await stack.startApp();
