@@ -3,7 +3,7 @@
  * its session the moment it is known), and one fresh retry in the same task when a resumed
  * session broke before it did anything. Then what the run tells of its session.
  */
-import { cliOf } from "../cli-registry.js";
+import { findCli } from "../cli-registry.js";
 import type { Logger } from "../log.js";
 import type { PriorSession, ResumeDecision } from "../core/resume-decision.js";
 import { markSession, touchSession, upsertSession } from "../sql/sessions.js";
@@ -119,7 +119,7 @@ export async function runAgent(a: AgentTurn, decision: ResumeDecision): Promise<
   const compactFirst = async (sessionId: string): Promise<AgentRunResult> => {
     const c = await deps.agent.run(
       // Only a CLI with a compaction prompt is asked to compact (its canCompact).
-      request(cliOf(a.cli).compactPrompt ?? "", sessionId, false, {
+      request(findCli(a.cli)?.compactPrompt ?? "", sessionId, false, {
         // The turn after it pins the session (the same id) and reports progress.
         onSession: () => {},
         onProgress: () => {},
@@ -209,7 +209,7 @@ export async function runAgent(a: AgentTurn, decision: ResumeDecision): Promise<
         // once in a fresh session with the whole thread, and the person gets the one answer they
         // asked for instead of being told to comment again.
         // Each CLI says so in its own words (its registry entry's overflowed).
-        const overflow = cliOf(a.cli).overflowed(result.detail ?? "");
+        const overflow = findCli(a.cli)?.overflowed(result.detail ?? "") ?? false;
         if (!decision.fork)
           await markSession(deps.pool, decision.sessionId, "poisoned", result.detail ?? "poisoned");
         log.warn(
