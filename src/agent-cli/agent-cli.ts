@@ -41,6 +41,8 @@ export interface AgentCli {
   readonly homeStore: string;
   /** A resumed run's prompt that compacts the session; null: the CLI cannot compact on request. */
   readonly compactPrompt: string | null;
+  /** Whether a session can be resumed at an earlier message (a rewind past an edited comment). */
+  readonly rewinds: boolean;
   /** Whether a session can be forked into a new one (`/from <agent>`). */
   readonly forks: boolean;
   /** Whether the config's tool rules (`allowedTools`, `disallowedTools`, `permissionMode`) apply. */

@@ -72,6 +72,11 @@ export interface CliDialect<M extends { kind: string }, S> {
   /** The CLI's last word for the turn (after it, only a bound on lingering applies). */
   isFinal(message: M): boolean;
   classify(input: { resumeSessionId?: string; state: S; exit: ExitFacts }): Classification;
+  /**
+   * A resumed run: the session's message its turn hung from (where `--resume-session-at` goes
+   * back to). Absent: the CLI cannot say, or cannot rewind.
+   */
+  entryOf?(state: S): string | undefined;
   /** The session this run started or resumed, as the CLI reported it. */
   sessionOf(state: S): string | undefined;
   resultText(state: S): string | undefined;

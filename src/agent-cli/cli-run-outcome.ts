@@ -44,7 +44,9 @@ export function buildOutcome<M extends { kind: string }, S>(
   const { kind, detail, exit, asked } = run;
   const started = dialect.sessionOf(state);
   const sessionId = started && (asked === undefined || started === asked) ? started : undefined;
+  const entry = sessionId ? dialect.entryOf?.(state) : undefined;
   return {
+    ...(entry ? { entry } : {}),
     kind,
     sessionId,
     // A turn stopped at its spend limit keeps what the agent had written by then.

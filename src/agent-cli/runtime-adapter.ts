@@ -4,6 +4,9 @@ import type { NetworkPolicy } from "../sandbox/egress.js";
 import type { LineCommentTool } from "../review/line-comment-tool.js";
 import type { Mask, Sandbox } from "../sandbox/sandbox.js";
 
+/** A message uuid as the CLI writes them; anything else never reaches argv. */
+export const ENTRY = /^[0-9A-Za-z][0-9A-Za-z-]{0,63}$/;
+
 /*
  * The seam between Tether and an agent CLI that keeps resumable sessions. Every registered CLI
  * (src/cli-registry.ts) implements CliAdapter with the same settings, events and outcome (most
@@ -32,7 +35,7 @@ export const PermissionMode = z.enum([
 export type PermissionMode = z.infer<typeof PermissionMode>;
 
 /**
- * One run's options, as the CLI takes them: made by the runner (runner/cli-agent.ts) from the
+ * One run's options, as the CLI takes them: made by the runner (runner/wiring/cli-agent.ts) from the
  * agent's settings (core/settings.ts, the one shape from the config file on), with its minutes
  * turned into milliseconds there and nowhere else.
  */
@@ -76,6 +79,11 @@ export const RunSettings = z.object({
    * run then reports a new session id, which is no sign of a rejected resume.
    */
   forkSession: z.boolean().optional(),
+  /**
+   * With a resume: resume the session as it stood at this message (`--resume-session-at`), not
+   * at its end: what came after it is left out of the conversation (a rewind).
+   */
+  resumeAt: z.string().regex(ENTRY, "resumeAt must be a message uuid").optional(),
   /** Wall-clock limit for the whole run, in milliseconds; then the run ends as timed_out. */
   timeoutMs: z
     .number()
@@ -265,6 +273,8 @@ export interface RunOutcome {
   kind: OutcomeKind;
   /** The session this run worked in, from THIS run's init line; undefined if it never started. */
   sessionId: string | undefined;
+  /** A resumed run: the session's message its turn hung from (CliDialect.entryOf). */
+  entry?: string;
   /** The answer (the result line's text); undefined when there is none. */
   resultText: string | undefined;
   usage: RunUsage;
@@ -299,7 +309,7 @@ export interface AgentRun extends AsyncIterable<RunEvent> {
 
 /**
  * One agent CLI binary (Claude Code's, or Codex's through the same run engine): probe it, start
- * runs of it. The runner's Agent (runner/cli-agent.ts) is built over one.
+ * runs of it. The runner's Agent (runner/wiring/cli-agent.ts) is built over one.
  */
 export interface CliAdapter {
   /** Which CLI this is, e.g. "claude-code". */

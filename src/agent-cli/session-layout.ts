@@ -4,12 +4,7 @@
  * a turn and puts it back before the next one, on any runner).
  */
 import path from "node:path";
-
-export interface TranscriptKey {
-  repo: string;
-  issueNumber: number;
-  agent: string;
-}
+import type { TaskKey } from "../core/task.js";
 
 /**
  * Where a CLI files a session in its HOME: each CLI's folder has its own
@@ -28,13 +23,13 @@ export interface TranscriptLayout {
   /** A copy this runner's disk holds from before the shared store kept the CLI's sessions. */
   legacy(
     cacheRoot: string,
-    key: TranscriptKey,
+    key: TaskKey,
     sessionId: string,
   ): Promise<{ file: string; name: string } | null>;
 }
 
 /** The key's directory in a session store, every part percent-encoded. */
-export function keyDir(key: TranscriptKey): string {
+export function keyDir(key: TaskKey): string {
   const enc = (s: string) =>
     s.replace(/[^A-Za-z0-9._-]/gu, (c) =>
       Array.from(Buffer.from(c, "utf8"), (b) => `%${b.toString(16).padStart(2, "0")}`).join(""),

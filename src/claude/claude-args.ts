@@ -40,6 +40,9 @@ export function buildClaudeArgs(
   if (settings.model !== undefined) args.push("--model", settings.model);
   if (resumeSessionId !== undefined) args.push("--resume", resumeSessionId);
   if (resumeSessionId !== undefined && settings.forkSession) args.push("--fork-session");
+  // Hidden (not in --help) but present in 2.1.197 and 2.1.332 (docs/claude-cli-facts.md).
+  if (resumeSessionId !== undefined && settings.resumeAt)
+    args.push("--resume-session-at", settings.resumeAt);
   if (settings.maxTurns !== undefined) args.push("--max-turns", String(settings.maxTurns));
   if (settings.maxBudgetUsd !== undefined)
     args.push("--max-budget-usd", String(settings.maxBudgetUsd));

@@ -13,6 +13,7 @@ import { StreamParser, type StreamMessage } from "./stream-parser.js";
 import { summarizeUsage } from "./usage.js";
 import { readCostBefore } from "./session-cost.js";
 import { findTranscript } from "./session-files.js";
+import { readEntry } from "./session-entry.js";
 
 /** The run options (cli-dialect.ts), every one optional: the binary defaults to resolveClaudePath. */
 export type ClaudeCliOptions = Partial<CliRunOptions>;
@@ -50,8 +51,20 @@ export const claudeDialect: CliDialect<StreamMessage, RunEvidence> = {
   async beforeStart(state, spec, resumeSessionId) {
     if (resumeSessionId === undefined) return;
     const found = await findTranscript(spec.home ?? os.homedir(), resumeSessionId);
-    if (found) state.costBefore = await readCostBefore(found.file, resumeSessionId);
+    if (!found) return;
+    state.transcriptBefore = found;
+    state.costBefore = await readCostBefore(found.file, resumeSessionId);
   },
+  // Where the turn entered the session: what a later rewind to before it resumes at.
+  async afterExit(state, spec) {
+    const before = state.transcriptBefore;
+    const sessionId = state.init?.sessionId;
+    if (!before || !sessionId) return;
+    // Looked up again: the sandbox could have swapped a path for a link during the run.
+    const found = await findTranscript(spec.home ?? os.homedir(), sessionId);
+    if (found?.file === before.file) state.entry = await readEntry(found.file, before.size);
+  },
+  entryOf: (evidence) => evidence.entry,
   observe,
   earlyStop,
   isFinal: (message) => message.kind === "result",

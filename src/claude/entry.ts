@@ -32,6 +32,8 @@ export const claudeCli: AgentCli = {
   homeStore: ".claude",
   // Claude Code's slash command, seen with 2.1.197 (docs/claude-cli-facts.md).
   compactPrompt: "/compact",
+  // `--resume-session-at` (docs/claude-cli-facts.md).
+  rewinds: true,
   forks: true,
   toolRules: true,
   turnLimit: true,

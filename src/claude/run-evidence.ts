@@ -26,6 +26,10 @@ export interface RunEvidence {
   lastText: string | undefined;
   /** A resumed session's totals before this run (session-cost.ts), taken off its result. */
   costBefore: CostBefore | undefined;
+  /** A resumed session's transcript and its size before this run (session-entry.ts). */
+  transcriptBefore: { file: string; size: number } | undefined;
+  /** The message this run's first line in the transcript hangs from (session-entry.ts). */
+  entry: string | undefined;
 }
 
 export function newEvidence(): RunEvidence {
@@ -42,6 +46,8 @@ export function newEvidence(): RunEvidence {
     result: undefined,
     lastText: undefined,
     costBefore: undefined,
+    transcriptBefore: undefined,
+    entry: undefined,
   };
 }
 

@@ -21,6 +21,8 @@ export const codexCli: AgentCli = {
   homeStore: ".codex",
   // `codex exec` has no command that compacts without a terminal.
   compactPrompt: null,
+  // `codex exec resume` cannot resume at a message (docs/codex-cli-facts.md).
+  rewinds: false,
   forks: false,
   toolRules: false,
   turnLimit: false,

@@ -114,6 +114,17 @@ export const AgentConfig = z.strictObject({
     .array(z.string().regex(MODEL_ID, `must be a model id like ${DEFAULT_MODEL}`))
     .max(50)
     .optional(),
+  /**
+   * The models the CI loop moves up to after each failed attempt: a CI turn's first attempt runs
+   * on `model`, attempt n+1 on the nth of these (the last one once they run out), resuming the
+   * same session. Each must be one of `models` when those are listed. Default: none (every
+   * attempt on `model`).
+   */
+  escalate: z
+    .array(z.string().regex(MODEL_ID, `must be a model id like ${DEFAULT_MODEL}`))
+    .min(1, "list at least one model, or leave it out")
+    .max(20, "must list at most 20 models")
+    .optional(),
   /** Most agentic turns in one run (for a CLI whose entry has `turnLimit`). Default: 30. */
   maxTurns: wholeNumber(1, 500).default(30),
   /** A run is stopped after this many minutes. Default: 30. */
@@ -344,6 +355,19 @@ export const RepoConfig = RepoConfigInput.superRefine((cfg, ctx) => {
       });
   }
   for (const [name, a] of Object.entries(cfg.agents)) {
+    // An escalation the agent may not be asked for by `/model` is refused as a comment's would be.
+    if (!a.escalate || !a.models) continue;
+    const allowed = new Set([a.model ?? defaultModel(a.cli), ...a.models]);
+    a.escalate.forEach((m, i) => {
+      if (!allowed.has(m))
+        ctx.addIssue({
+          code: "custom",
+          path: ["agents", name, "escalate", i],
+          message: `${m} is not one of this agent's models (${[...allowed].join(", ")}); add it to models or remove it here`,
+        });
+    });
+  }
+  for (const [name, a] of Object.entries(cfg.agents)) {
     const cli = cliOf(a.cli);
     if (cli.toolRules) continue;
     // Tool rules mean nothing to a CLI without them; silently ignoring them would widen what the
@@ -360,6 +384,11 @@ export const RepoConfig = RepoConfigInput.superRefine((cfg, ctx) => {
 }).transform((cfg) => ({ ...cfg, agents: resolveAgents(cfg.agents) }));
 export type RepoConfig = z.output<typeof RepoConfig>;
 
+/** The model of an agent that names none: its CLI's (the registry entry's `defaultModel`). */
+function defaultModel(cli: string): string {
+  return cliOf(cli).defaultModel;
+}
+
 /**
  * The agents a repository has: the configured ones, each with its mention resolved, and the
  * built-in agent when no configured agent answers to its mention (and it is not configured
@@ -369,8 +398,7 @@ function resolveAgents(
   configured: Record<string, z.output<typeof AgentConfig>>,
 ): Record<string, AgentConfig> {
   const agents: Record<string, AgentConfig> = {};
-  const withModel = (agent: z.output<typeof AgentConfig>) =>
-    agent.model ?? cliOf(agent.cli).defaultModel;
+  const withModel = (agent: z.output<typeof AgentConfig>) => agent.model ?? defaultModel(agent.cli);
   const labelOf = (name: string, agent: z.output<typeof AgentConfig>) =>
     agent.label === false ? null : (agent.label ?? name);
   for (const [name, agent] of Object.entries(configured))

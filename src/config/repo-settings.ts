@@ -7,6 +7,7 @@
  * one this version cannot read, is run with a fresh read as before.
  */
 import { z } from "zod";
+import { DEFAULT_CLI } from "../cli-registry.js";
 import type { AgentSettings, RepoSettings, SpendSettings } from "../core/settings.js";
 import { CACHE_TTL_SETTINGS, CHANGES_MODES } from "../core/settings.js";
 import { PublishConfig, type RepoConfig } from "./repo-config.js";
@@ -72,7 +73,7 @@ const SettingsSnapshot = z.object({
       mention: z.string().optional(),
       // Absent in snapshots taken before a second CLI: those agents ran on the default one.
       // Any name is kept as it was: a CLI this runner lacks fails its turn with words saying so.
-      cli: z.string().optional(),
+      cli: z.string().default(DEFAULT_CLI),
       model: z.string().optional(),
       models: z.array(z.string()).optional(),
       maxTurns: z.number().int().positive().optional(),
@@ -118,8 +119,11 @@ const SettingsSnapshot = z.object({
 type SameKeys<A, B> = [Exclude<keyof A, keyof B> | Exclude<keyof B, keyof A>] extends [never]
   ? true
   : { differ: Exclude<keyof A, keyof B> | Exclude<keyof B, keyof A> };
-/** Who may start a turn without a mention: intake reads these; the runner never needs them. */
-type IntakeOnly = "reviews" | "label" | "assignee" | "ci";
+/**
+ * Who may start a turn without a mention, and the model a CI turn asks for (intake puts it on the
+ * task as the turn's model): intake reads these; the runner never needs them.
+ */
+type IntakeOnly = "reviews" | "label" | "assignee" | "ci" | "escalate";
 type StoredAgent = z.output<typeof SettingsSnapshot>["agents"][string];
 type StoredRepo = Omit<z.output<typeof SettingsSnapshot>, "v">;
 /** @public Read by the typecheck only. */

@@ -1,7 +1,7 @@
 /**
  * Where a conversation's chain lives on the dashboard: one page per (repository, issue, agent),
  * `/dashboard/conversations/<owner>/<name>/<issue>/<agent>`, its JSON under /api/conversations/
- * (src/web/dashboard-routes.ts). The answer's footer links to it (src/runner/thread-comments.ts).
+ * (src/web/dashboard-routes.ts). The answer's footer links to it (src/runner/render/thread-comments.ts).
  */
 import type { TaskKey } from "./task.js";
 

@@ -26,9 +26,10 @@ export type FreshReason = (typeof FRESH_REASONS)[number];
  * Why a turn resumes: `resumed` (the session as it is) or `compacted` (the session was over the
  * context budget, so it is compacted first, the CLI's `/compact`, and the summary resumed) or
  * `forked` (`/from <agent>`: a new session branched off another agent's session on the issue,
- * which stays as it was).
+ * which stays as it was) or `rewound` (a comment the session read was edited or deleted: the
+ * session is resumed as it stood just before that comment entered it; see planRewind).
  */
-export const RESUME_REASONS = ["resumed", "compacted", "forked"] as const;
+export const RESUME_REASONS = ["resumed", "compacted", "forked", "rewound"] as const;
 export type ResumeReason = (typeof RESUME_REASONS)[number];
 /** Every reason code a turn's decision can carry: what the dashboard and metrics count. */
 export const REASON_CODES = [...RESUME_REASONS, ...FRESH_REASONS] as const;
@@ -66,6 +67,55 @@ export interface ResumePolicy {
   compact?: boolean;
 }
 
+/**
+ * One turn that ran in the prior session, oldest first: what a rewind needs to know of it
+ * (sql/history.ts rewindFacts).
+ */
+export interface SessionTurn {
+  taskId: number;
+  /**
+   * The session's message this turn's prompt hung from: resuming there
+   * (`--resume-session-at`) gives the session as it stood just before this turn. Null: nothing
+   * to go back to (a fresh turn, a fork's first turn, a turn from before rewinds were recorded).
+   */
+  entry: string | null;
+  /** The comments it was asked in (`task_comments.source`), in order; none: another trigger. */
+  sources: string[];
+  /** The session was compacted before this turn. */
+  compacted: boolean;
+  /** A rewound turn: the first turn it rewound past (those from it on left the session's branch). */
+  rewoundFrom: number | null;
+}
+
+/** One bump of the key's history epoch: what changed. */
+export interface HistoryEdit {
+  epoch: number;
+  /** The comment's `task_comments.source`; null: the issue body, which every turn read. */
+  source: string | null;
+  deleted: boolean;
+}
+
+/** What a rewind is decided from: the prior session's turns and the edits since it was pinned. */
+export interface RewindFacts {
+  turns: SessionTurn[];
+  edits: HistoryEdit[];
+}
+
+/** Where a rewound turn resumes its session, and what it sends again. */
+export interface RewindPlan {
+  /** The message uuid to resume at (`--resume-session-at`). */
+  at: string;
+  /** The first turn rewound past: it and the turns after it left the session's branch. */
+  fromTaskId: number;
+  /**
+   * The comments those turns were asked in, oldest first, sent again as they read now (a
+   * deleted one is left out).
+   */
+  resend: string[];
+  /** The comments whose change caused the rewind. */
+  changed: Array<{ source: string; deleted: boolean }>;
+}
+
 export interface ResumeInput {
   prior: PriorSession | null;
   /** `/fresh` on any comment of the task, or a rerun. */
@@ -80,6 +130,16 @@ export interface ResumeInput {
   /** The key's current history epoch. */
   historyEpoch: number;
   cliCanResume: boolean;
+  /** The CLI can resume a session at an earlier message (Claude's `--resume-session-at`); absent: false. */
+  cliCanRewind?: boolean;
+  /**
+   * `/model`: the context window of the model this turn asks for, when known. Smaller than the
+   * session's, it is the window the budget is judged against: the session is compacted first, or
+   * not resumed, and the decision says so (`smallerWindow`).
+   */
+  requestedWindow?: number | null;
+  /** The prior session's turns and the edits since its epoch, when the epoch moved; absent: no rewind. */
+  rewind?: RewindFacts;
   /** This runner's version of that CLI (`--version`); null when it did not say. */
   cliVersion: string | null;
   /**
@@ -132,8 +192,18 @@ export type ResumeDecision =
       fork?: boolean;
       /** A fork's source conversation: where its transcript is stored (another agent's key). */
       forkFrom?: TaskKey;
+      /** Reason `rewound`: resume at an earlier message, and send those comments again. */
+      rewind?: RewindPlan;
+      /** Compacted because the `/model` asked for has a smaller window than the session holds. */
+      smallerWindow?: true;
     }
-  | { kind: "fresh"; reason: FreshReason; priorSessionId: string | null };
+  | {
+      kind: "fresh";
+      reason: FreshReason;
+      priorSessionId: string | null;
+      /** `context_budget` because the `/model` asked for has a smaller window than the session holds. */
+      smallerWindow?: true;
+    };
 
 /** Used when a session's window was never reported (older CLI output). */
 export const DEFAULT_CONTEXT_WINDOW = 200_000;
@@ -172,19 +242,91 @@ export function decideResume(input: ResumeInput): ResumeDecision {
   }
   if (prior.state !== "active") return fresh("poisoned");
   if (transcript.where === "over_bound") return fresh("session_too_large");
-  if (prior.historyEpoch !== input.historyEpoch) return fresh("history_edited");
+  // The edit epoch is the guard: a session whose history holds a changed comment is resumed only
+  // from before that comment entered it (a rewind), or not at all.
+  let rewind: RewindPlan | null = null;
+  if (prior.historyEpoch !== input.historyEpoch) {
+    rewind =
+      input.cliCanRewind === true && input.rewind
+        ? planRewind(prior.historyEpoch, input.historyEpoch, input.rewind)
+        : null;
+    if (!rewind) return fresh("history_edited");
+  }
   if (isExpired(prior, input)) return fresh("expired");
-  const window = prior.contextWindow ?? DEFAULT_CONTEXT_WINDOW;
+  const own = prior.contextWindow ?? DEFAULT_CONTEXT_WINDOW;
+  // `/model` on a model with a smaller window: what the session holds must fit that one.
+  const asked = input.requestedWindow ?? null;
+  const window = asked !== null && asked < own ? asked : own;
   const overBudget =
     prior.contextTokens !== null && prior.contextTokens >= window * input.policy.contextBudget;
+  const smallerWindow =
+    overBudget && prior.contextTokens! < own * input.policy.contextBudget
+      ? ({ smallerWindow: true } as const)
+      : {};
+  // A rewind is not compacted (a summary would hold the old text): a session too full to resume
+  // as it is starts fresh, as it did before rewinds.
+  if (rewind && overBudget) return fresh("history_edited");
+  if (rewind && !input.cliCanResume) return fresh("cli_cannot_resume");
+  if (rewind) return { kind: "resume", sessionId: prior.sessionId, reason: "rewound", rewind };
   // Compacting is itself a resume of the session, so it needs a CLI that can resume.
   if (overBudget && !(input.policy.compact === true && input.cliCanResume))
-    return fresh("context_budget");
+    return { ...fresh("context_budget"), ...smallerWindow };
   if (!input.cliCanResume) return fresh("cli_cannot_resume");
   return {
     kind: "resume",
     sessionId: prior.sessionId,
     reason: overBudget ? "compacted" : "resumed",
+    ...smallerWindow,
+  };
+}
+
+/**
+ * Where to rewind the session to so that it holds no changed comment: just before the earliest
+ * turn (on the session's current branch) that read one. Null, and the turn runs fresh, when that
+ * cannot be known or done: an epoch bump with no record (from before rewinds, or the issue
+ * body, which the first turn read), a changed comment the session read in the thread (its cold
+ * first turn) rather than as a turn's request, a turn with nothing to resume at (a fresh or
+ * unrecorded one), a compaction after it (the history before a summary is what was too big),
+ * or a turn after it that no comment started (it cannot be sent again).
+ */
+export function planRewind(
+  fromEpoch: number,
+  toEpoch: number,
+  facts: RewindFacts,
+): RewindPlan | null {
+  const edits = facts.edits.filter((e) => e.epoch > fromEpoch && e.epoch <= toEpoch);
+  if (new Set(edits.map((e) => e.epoch)).size !== toEpoch - fromEpoch) return null;
+  // The session's branch: a rewound turn replaced the turns it rewound past, and was asked
+  // their comments again.
+  const branch: Array<{ turn: SessionTurn; sources: string[] }> = [];
+  for (const turn of facts.turns) {
+    let sources = turn.sources;
+    if (turn.rewoundFrom !== null) {
+      const at = branch.findIndex((b) => b.turn.taskId === turn.rewoundFrom);
+      if (at < 0) return null;
+      sources = [...branch.splice(at).flatMap((b) => b.sources), ...turn.sources];
+    }
+    branch.push({ turn, sources });
+  }
+  let from = branch.length;
+  for (const e of edits) {
+    if (e.source === null) return null;
+    const at = branch.findIndex((b) => b.sources.includes(e.source!));
+    if (at < 0) return null;
+    from = Math.min(from, at);
+  }
+  const target = branch[from];
+  if (!target?.turn.entry) return null;
+  const after = branch.slice(from);
+  if (after.some((b, i) => (i > 0 && b.turn.compacted) || b.turn.sources.length === 0)) return null;
+  const deleted = new Set(edits.filter((e) => e.deleted).map((e) => e.source!));
+  const changed = new Map<string, boolean>();
+  for (const e of edits) changed.set(e.source!, e.deleted);
+  return {
+    at: target.turn.entry,
+    fromTaskId: target.turn.taskId,
+    resend: [...new Set(after.flatMap((b) => b.sources))].filter((s) => !deleted.has(s)),
+    changed: [...changed].map(([source, d]) => ({ source, deleted: d })),
   };
 }
 
@@ -201,6 +343,8 @@ export function describeReason(reason: ReasonCode): string {
       return "the session's context was nearly full, so it was compacted (summarised) and the summary resumed";
     case "forked":
       return "started as a fork of another agent's session on this issue (/from), which stays as it was";
+    case "rewound":
+      return "a comment the session had read was edited or deleted, so the session was resumed as it stood just before that comment, and the comments since were sent again";
     case "no_prior_session":
       return "first turn for this agent on this issue";
     case "forced_fresh":

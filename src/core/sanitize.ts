@@ -21,7 +21,7 @@ export function sanitizeForPrompt(text: string): string {
 }
 
 /**
- * The tags a prompt uses as markers (src/runner/prompts.ts): outside text may mention them, never
+ * The tags a prompt uses as markers (src/runner/render/prompts.ts): outside text may mention them, never
  * open or close one, so nothing it says can step out of the context block or pose as the request.
  */
 export const PROMPT_MARKERS = [

@@ -34,8 +34,8 @@ export interface AgentSettings {
   name: string;
   /** What addresses the agent in a comment, e.g. `@tether`. */
   mention?: string;
-  /** Default: the registry's first CLI. */
-  cli?: CliKind;
+  /** Read by zod from the config, so always known: a name in the registry (src/cli-registry.ts). */
+  cli: CliKind;
   model?: string;
   /** Models a comment may ask for with `/model` besides `model`; absent: any. */
   models?: string[];

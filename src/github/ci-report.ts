@@ -3,7 +3,7 @@
  * read-only checks and actions permissions: the check runs on the commit, and for each failing
  * one its output, its annotations and, for a GitHub Actions job, the tail of its log. All of it
  * is written by others (a test's output can say anything), so it is capped here and reaches the
- * prompt only as data (src/runner/prompts.ts, the trigger context).
+ * prompt only as data (src/runner/render/prompts.ts, the trigger context).
  */
 import type { TriggerContextItem } from "../core/task.js";
 import type { GitHub } from "./types.js";
@@ -16,7 +16,7 @@ export const FAILING_CONCLUSIONS: ReadonlySet<string> = new Set([
   "action_required",
 ]);
 
-/** Caps: the prompt's own caps apply on top (src/runner/prompts.ts LIMITS). */
+/** Caps: the prompt's own caps apply on top (src/runner/render/prompts.ts LIMITS). */
 export const CI_CAPS = {
   /** Failing check runs described; the rest are named in one line. */
   checks: 10,

@@ -1,11 +1,8 @@
 /**
  * How the app's requests to GitHub wait and retry. It stands in for the two Octokit plugins in
  * ProbotOctokit that do this (`@octokit/plugin-throttling` and `@octokit/plugin-retry`), keeping
- * what they decide and dropping what they cost: both route every request through Bottleneck,
- * whose datastore yields to a timer several times per job, and that came to about 15 ms per
- * request here (1.7 ms for a bare request against the GitHub stand-in, 17 ms through both
- * plugins). A turn makes half a dozen requests before its CLI starts, so that was most of the
- * webhook → spawn budget. Here a request that needs no waiting goes straight through.
+ * what they decide and dropping their queue, which cost most of a turn's webhook → spawn time
+ * (docs/benchmarks.md). A request that needs no waiting goes straight through.
  *
  * What is kept:
  * - a primary rate limit (403/429 with `x-ratelimit-remaining: 0`) is waited out until
@@ -19,7 +16,7 @@
  *   `retry-after` can say anything) is not taken: the request fails at once with GitHub's status and headers and a message saying how
  *   long GitHub asked for. The turn does not sit on a runner slot for an hour: what it could not
  *   read fails the turn, an answer it could not post goes to the answer outbox, which tries again
- *   later (src/runner/answer-retry.ts);
+ *   later (src/runner/turn/answer-retry.ts);
  * - 5xx, network failures (Octokit reports them as 500) and other statuses worth another try are
  *   retried after 1, 4 and 9 seconds (`retry-after` when the server gives one);
  * - each kind is retried at most three times;

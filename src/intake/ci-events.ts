@@ -6,9 +6,9 @@
  * own words and whose context (the failing checks' output, annotations and log tails, read by
  * Tether) is data. Guards: one turn per head commit; at most `ci.maxAttempts` in a row without a
  * green run, then one comment says it stopped; a turn already queued or running absorbs the
- * failure; spend limits apply as to any turn (a refused turn ends the loop).
+ * failure; spend limits apply as to any turn (a refused turn ends the loop). Each attempt after
+ * the first may run on a stronger model (`escalate`, ciAttemptModel).
  */
-import { z } from "zod";
 import { loadRepoConfig } from "../config/load-repo-config.js";
 import { snapshotSettings } from "../config/repo-settings.js";
 import { TRIGGERS, type TaskKey, type TriggerContextItem } from "../core/task.js";
@@ -20,182 +20,15 @@ import type { Delivery } from "../sql/deliveries.js";
 import type { GitHub } from "../github/types.js";
 import { enqueueComment, type TriggerComment } from "../sql/tasks/enqueue.js";
 import type { Handled, IntakeEffects } from "./intake-effects.js";
-import { repoKey } from "./payloads.js";
-
-/** The CI events intake takes in: checks that finished. */
-export const CI_EVENTS = [
-  "check_run.completed",
-  "check_suite.completed",
-  "workflow_run.completed",
-] as const;
-const CI_KINDS: ReadonlySet<string> = new Set(CI_EVENTS);
-
-export function isCiEvent(kind: string): boolean {
-  return CI_KINDS.has(kind);
-}
-
-const Repository = z.object({
-  id: z.number(),
-  name: z.string().min(1),
-  full_name: z.string().regex(/^[^/\s]+\/[^/\s]+$/),
-  owner: z.object({ login: z.string().min(1) }),
-});
-const Installation = z.object({ id: z.number() });
-const PullRef = z.object({ number: z.number().int().positive() });
-const Sha = z.string().regex(/^[0-9a-f]{40}$/, "must be a commit sha");
-
-/** The fields of a check suite or a workflow run this reads (both carry them alike). */
-const Run = z.object({
-  id: z.number(),
-  head_branch: z.string().nullish(),
-  head_sha: Sha,
-  status: z.string().nullish(),
-  conclusion: z.string().nullish(),
-  pull_requests: z.array(PullRef).default([]),
-  run_attempt: z.number().optional(),
-});
-
-const CheckSuiteEvent = z.object({
-  action: z.literal("completed"),
-  check_suite: Run,
-  repository: Repository,
-  installation: Installation,
-});
-const WorkflowRunEvent = z.object({
-  action: z.literal("completed"),
-  workflow_run: Run,
-  repository: Repository,
-  installation: Installation,
-});
-const CheckRunEvent = z.object({
-  action: z.literal("completed"),
-  check_run: z.object({
-    id: z.number(),
-    head_sha: Sha,
-    status: z.string().nullish(),
-    conclusion: z.string().nullish(),
-    pull_requests: z.array(PullRef).default([]),
-    check_suite: z.object({ head_branch: z.string().nullish() }).nullish(),
-  }),
-  repository: Repository,
-  installation: Installation,
-});
-
-/** A finished CI run, read alike from any of the three events. */
-export interface CiRun {
-  event: string;
-  /** The check run's, suite's or workflow run's id (with its attempt for a rerun). */
-  id: string;
-  headSha: string;
-  headBranch: string | null;
-  conclusion: string | null;
-  repository: z.infer<typeof Repository>;
-  installationId: number;
-}
-
-/** The trimmed payload the inbox keeps, and what the processor reads back. */
-export type CiPayload = CiRun & { action: "completed" };
-
-/** Reads a `check_run|check_suite|workflow_run.completed` payload; `problem` when it cannot. */
-export function parseCiEvent(
-  name: string,
-  payload: unknown,
-): { run: CiRun } | { problem: z.ZodError } | undefined {
-  const common = (e: { repository: CiRun["repository"]; installation: { id: number } }) => ({
-    event: name,
-    repository: e.repository,
-    installationId: e.installation.id,
-  });
-  switch (name) {
-    case "check_run": {
-      const p = CheckRunEvent.safeParse(payload);
-      if (!p.success) return { problem: p.error };
-      const r = p.data.check_run;
-      return {
-        run: {
-          ...common(p.data),
-          id: String(r.id),
-          headSha: r.head_sha,
-          headBranch: r.check_suite?.head_branch ?? null,
-          conclusion: r.conclusion ?? null,
-        },
-      };
-    }
-    case "check_suite":
-    case "workflow_run": {
-      const p = (name === "check_suite" ? CheckSuiteEvent : WorkflowRunEvent).safeParse(payload);
-      if (!p.success) return { problem: p.error };
-      const r = "check_suite" in p.data ? p.data.check_suite : p.data.workflow_run;
-      return {
-        run: {
-          ...common(p.data),
-          id: `${r.id}${r.run_attempt !== undefined ? `.${r.run_attempt}` : ""}`,
-          headSha: r.head_sha,
-          headBranch: r.head_branch ?? null,
-          conclusion: r.conclusion ?? null,
-        },
-      };
-    }
-    default:
-      return undefined;
-  }
-}
-
-/** Reads back what screening kept. */
-const StoredRun = z.object({
-  action: z.literal("completed"),
-  event: z.string(),
-  id: z.string(),
-  headSha: Sha,
-  headBranch: z.string().nullable(),
-  conclusion: z.string().nullable(),
-  repository: Repository,
-  installationId: z.number(),
-});
-
-/** Conversation branches: `tether/<issue>-<agent>` (src/publish/publisher.ts). */
-const CONVERSATION_BRANCH = /^tether\/\d+-[^/]+$/;
-
-/**
- * The webhook's cheap check for a CI event, pure: a finished run on a conversation's branch.
- * Which conversation, and whether the run's commit is its pull request's head, is the
- * processor's. Each event of one failure is its own delivery (a check suite's green may follow
- * another suite's failure on the same commit); their dedupe keys differ, a redelivery's not.
- */
-export function screenCiEvent(
-  name: string,
-  payload: unknown,
-):
-  | { take: false; reason: string }
-  | { take: true; dedupeKey: string; installationId: number; payload: CiPayload } {
-  const read = parseCiEvent(name, payload);
-  if (read === undefined) return { take: false, reason: `${name} is not handled` };
-  if ("problem" in read) {
-    const first = read.problem.issues[0];
-    return {
-      take: false,
-      reason: `unexpected ${name}.completed payload: ${first ? `${first.path.join(".") || "(root)"}: ${first.message}` : "invalid"}`,
-    };
-  }
-  const r = read.run;
-  if (!r.headBranch || !CONVERSATION_BRANCH.test(r.headBranch))
-    return { take: false, reason: "CI on a branch that is no conversation's" };
-  return {
-    take: true,
-    dedupeKey: `ci:${name}:${r.id}:${r.headSha}:${r.conclusion ?? "none"}`,
-    installationId: r.installationId,
-    payload: { ...r, action: "completed" },
-  };
-}
+import { repoKey, type CiRun } from "./payloads.js";
 
 const skipped = (outcome: string): Handled => ({ status: "skipped", outcome });
 const done = (outcome: string): Handled => ({ status: "done", outcome });
 
-/** The processor's part: see the module comment. */
-export async function handleCiEvent(fx: IntakeEffects, d: Delivery): Promise<Handled> {
-  const read = StoredRun.safeParse(d.payload);
-  if (!read.success) return skipped(`unexpected ${d.event}.${d.action} payload`);
-  const run = read.data;
+/**
+ * The processor's part (the webhook only screened the branch's name): see the module comment.
+ */
+export async function handleCiEvent(fx: IntakeEffects, d: Delivery, run: CiRun): Promise<Handled> {
   if (!run.headBranch) return skipped("no branch");
   const repo = repoKey(run.repository.full_name);
   const conversation = await conversationOfBranch(fx.pool, repo, run.headBranch);
@@ -279,6 +112,7 @@ export async function handleCiEvent(fx: IntakeEffects, d: Delivery): Promise<Han
   }
 
   const context = await ciContext(reader, { ...where, sha: run.headSha }, checks.failing);
+  const model = ciAttemptModel(agent, claim.attempt);
   const res = await enqueueComment(fx.pool, {
     key,
     repoId: run.repository.id,
@@ -295,6 +129,8 @@ export async function handleCiEvent(fx: IntakeEffects, d: Delivery): Promise<Han
       context,
     }),
     forceFresh: false,
+    // The turn's own model, as a `/model` would be: resumed in the same session, this turn only.
+    ...(model ? { requestedModel: model } : {}),
     deliveryId: d.deliveryId,
     settings: snapshotSettings(loaded.config),
     threadNumber: conversation.pullNumber,
@@ -307,7 +143,23 @@ export async function handleCiEvent(fx: IntakeEffects, d: Delivery): Promise<Han
     taskId: res.taskId,
     absorbed: res.kind === "covered",
   });
-  return done(`${key.agent}: CI ${res.kind} task ${res.taskId} (attempt ${claim.attempt})`);
+  return done(
+    `${key.agent}: CI ${res.kind} task ${res.taskId} (attempt ${claim.attempt}${model ? `, escalated to ${model}` : ""})`,
+  );
+}
+
+/**
+ * Pure: the model the CI loop's `attempt`th automatic turn asks for (`escalate`): null for the
+ * agent's own model (the first attempt, or no `escalate`), else the (attempt-1)th escalation,
+ * the last one once they run out.
+ */
+export function ciAttemptModel(
+  agent: { escalate?: readonly string[] | undefined },
+  attempt: number,
+): string | null {
+  const up = agent.escalate ?? [];
+  if (attempt <= 1 || !up.length) return null;
+  return up[Math.min(attempt - 2, up.length - 1)]!;
 }
 
 /** What reading a CI run needs (app.yml says why each): nothing that could change anything. */

@@ -18,7 +18,8 @@ import type { Delivery } from "../sql/deliveries.js";
 import { enqueueComment, type TriggerComment } from "../sql/tasks/enqueue.js";
 import { decideAccess, type Author } from "./access.js";
 import type { Handled, IntakeEffects } from "./intake-effects.js";
-import { parseWorkItemEvent, repoKey, type WorkItemTrigger } from "./payloads.js";
+import type { ReviewTrigger } from "./events.js";
+import { repoKey, type WorkItemTrigger } from "./payloads.js";
 import { describeReviewPlace, describeReviewState } from "./review-request.js";
 
 /** How many of a review's line comments reach the prompt; GitHub caps a review far lower in practice. */
@@ -33,15 +34,12 @@ const WORK_ITEM_TRIGGERS: readonly TriggerKind[] = ["label", "assignment"];
 // ---------------------------------------------------------------------------------------------
 // Labels and assignments
 
-/** `issues.labeled|assigned`, `pull_request.labeled|assigned`. */
-export async function handleWorkItem(fx: IntakeEffects, d: Delivery): Promise<Handled> {
-  const read = parseWorkItemEvent(d.event, d.payload);
-  if ("problem" in read) return skipped(`unexpected ${d.event}.${d.action} payload`);
-  const t = read.trigger;
-  if (!t)
-    return skipped(
-      `${d.event}.${d.action} names no ${d.action === "labeled" ? "label" : "assignee"}`,
-    );
+/** `issues.labeled|assigned`, `pull_request.labeled|assigned`, as events.ts read them. */
+export async function handleWorkItem(
+  fx: IntakeEffects,
+  d: Delivery,
+  t: WorkItemTrigger,
+): Promise<Handled> {
   const repo = repoKey(t.repository.full_name);
   const where = { owner: t.repository.owner.login, repo: t.repository.name };
   const log = fx.log.child({ delivery: d.deliveryId, repo, issue: t.item.number });
@@ -124,23 +122,6 @@ export function workItemRequest(t: WorkItemTrigger, deliveryId: string): Trigger
 
 // ---------------------------------------------------------------------------------------------
 // Reviews of an agent's pull request
-
-export interface ReviewTrigger {
-  owner: string;
-  name: string;
-  repo: string;
-  repoId: number;
-  pullNumber: number;
-  review: {
-    id: number;
-    state: string;
-    body: string;
-    url: string;
-    author: Author;
-    submittedAt: string | null;
-    commitId: string | null;
-  };
-}
 
 /** Which agents' `reviews` setting takes a review in this state without a mention. */
 export function reviewStarts(mode: AgentConfig["reviews"], state: string): boolean {

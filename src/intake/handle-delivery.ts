@@ -4,7 +4,7 @@ import { snapshotSettings } from "../config/repo-settings.js";
 import type { Pool } from "../db/pool.js";
 import { postComment } from "../github/comments.js";
 import { getPermission } from "../github/permission.js";
-import { addReaction, type ReactionTarget } from "../github/reactions.js";
+import { addReaction } from "../github/reactions.js";
 import type { GitHub } from "../github/types.js";
 import type { Logger } from "../log.js";
 import { conversationOfPull, conversationsOfPull } from "../sql/conversations.js";
@@ -12,9 +12,9 @@ import { isDeliveryPending, type Delivery } from "../sql/deliveries.js";
 import { bumpEpochsForComment, bumpEpochsForIssueBody } from "../sql/history.js";
 import { cancelKey, type CancelResult } from "../sql/tasks/cancel.js";
 import { queuedTasksFedBy, removeQueuedComment, updateQueuedComment } from "../sql/tasks/edit.js";
-import { enqueueComment, type TriggerComment } from "../sql/tasks/enqueue.js";
+import { enqueueComment } from "../sql/tasks/enqueue.js";
 import type { TaskKey } from "../core/task.js";
-import { decideAccess, isBot, type Author } from "./access.js";
+import { decideAccess, isBot } from "./access.js";
 import { renderHelp } from "./help.js";
 import { checkModel, chooseFork, chooseSession, describeSessions } from "./session-commands.js";
 import {
@@ -24,30 +24,15 @@ import {
   parseComment,
   type Command,
 } from "./parse-comment.js";
-import {
-  parseIntakeEvent,
-  previousBody,
-  repoKey,
-  type IssueCommentEvent,
-  type IssuesEvent,
-  type PullRequestReviewCommentEvent,
-  type PullRequestReviewEvent,
-} from "./payloads.js";
 import { getReplyParent } from "../github/review-comment.js";
-import { reviewCommentRequest, reviewRequest, type ReplyParent } from "./review-request.js";
-import { INTAKE_EVENTS, WORK_ITEM_EVENTS } from "./webhook.js";
-import {
-  handleReviewTurns,
-  handleWorkItem,
-  reviewLineComments,
-  type ReviewTrigger,
-} from "./event-triggers.js";
-import { handleCiEvent, isCiEvent } from "./ci-events.js";
+import { reviewCommentRequest } from "./review-request.js";
+import { readDelivery, type Change, type ReviewTrigger, type TextTrigger } from "./events.js";
+import { handleReviewTurns, handleWorkItem, reviewLineComments } from "./event-triggers.js";
+import { handleCiEvent } from "./ci-events.js";
 import type { Handled, IntakeEffects } from "./intake-effects.js";
 
 export type { Handled, IntakeEffects } from "./intake-effects.js";
 
-/** What handling a delivery needs from the outside world. */
 /** Not a failure: the delivery must wait for another one (its comment's creation) to finish. */
 export class RetryLater extends Error {
   override name = "RetryLater";
@@ -63,206 +48,25 @@ const done = (outcome: string): Handled => ({ status: "done", outcome });
  * last, so a failure before them does not post twice.
  */
 export async function handleDelivery(fx: IntakeEffects, d: Delivery): Promise<Handled> {
-  const kind = `${d.event}.${d.action}`;
-  if (WORK_ITEM_EVENTS.has(kind)) return handleWorkItem(fx, d);
-  if (isCiEvent(kind)) return handleCiEvent(fx, d);
-  const read = (INTAKE_EVENTS as readonly string[]).includes(kind) ? readPayload(d) : undefined;
-  if (read === undefined) return skipped(`${kind} is not handled`);
-  if ("problem" in read) return skipped(`unexpected ${kind} payload: ${read.problem}`);
-  const { trigger: t, change } = read;
-  switch (change.action) {
-    case "created":
-      return t.review ? handleReview(fx, d, t, t.review) : handleTrigger(fx, d, t);
-    case "edited":
-      if (change.previousText === undefined) return skipped("body unchanged");
-      return handleChange(fx, d, t, change);
-    case "deleted":
-      return handleChange(fx, d, t, change);
+  const read = readDelivery(d);
+  if (!read.ok) return skipped(read.reason);
+  const e = read.event;
+  switch (e.kind) {
+    case "work-item":
+      return handleWorkItem(fx, d, e.trigger);
+    case "ci":
+      return handleCiEvent(fx, d, e.run);
+    case "text": {
+      const t = e.trigger;
+      if (e.change.action === "created")
+        return t.review ? handleReview(fx, d, t, t.review) : handleTrigger(fx, d, t);
+      return handleChange(fx, d, t, e.change);
+    }
   }
 }
 
 // ---------------------------------------------------------------------------------------------
 // A comment (or a new issue's body, or a review) that may address agents
-
-interface Trigger {
-  owner: string;
-  name: string;
-  /** `owner/name` lower case. */
-  repo: string;
-  repoId: number;
-  issueNumber: number;
-  isPullRequest: boolean;
-  /** What its author wrote: the text mentions and commands are parsed from. */
-  text: string;
-  /** What the agent reads as the request, and its identity in the queue. */
-  comment: TriggerComment;
-  author: Author;
-  viaAppId: number | undefined;
-  /** Where the 👀 goes; null for a review's body (GitHub has no reactions on reviews). */
-  reactTo: ReactionTarget | null;
-  /** Dedupe key of the delivery that created it: an edit waits while that one is pending. */
-  createdKey: string;
-  /**
-   * Which sessions can have read it, for the history epochs: a conversation comment is in the
-   * thread every cold turn reads; a review comment only reached the turns it fed; the issue's
-   * body is read by every turn.
-   */
-  seenBy: "thread" | "fed-turns" | "every-turn";
-  /** How operators and epoch reasons name it, e.g. "review comment 12". */
-  label: string;
-  /**
-   * A reply in a review thread: the comment it answers, and the request rebuilt with it. Read
-   * only once the reply is known to start a turn, so other comments cost no extra call.
-   */
-  replyTo?: { commentId: number; request: (parent: ReplyParent) => string };
-  /** A submitted review: it may start its pull request's agent without a mention. */
-  review?: ReviewTrigger;
-}
-
-/** A creation (comment created, issue opened, review submitted), an edit or a deletion. */
-type Change =
-  | { action: "created" }
-  | {
-      action: "edited";
-      /** What the author had written before; undefined when the edit left the body alone. */
-      previousText: string | undefined;
-      by: string;
-    }
-  | { action: "deleted"; by: string };
-
-type Read = { trigger: Trigger; change: Change } | { problem: string } | undefined;
-
-function readPayload(d: Delivery): Read {
-  const read = parseIntakeEvent(d.event, d.payload);
-  if (read === undefined) return undefined;
-  if ("problem" in read) return { problem: read.problem.message };
-  const { name, event: e } = read;
-  switch (name) {
-    case "issue_comment":
-      return { trigger: triggerFromComment(e), change: changeOf(e) };
-    case "pull_request_review_comment":
-      return { trigger: triggerFromReviewComment(e), change: changeOf(e) };
-    case "pull_request_review":
-      return { trigger: triggerFromReview(e), change: { action: "created" } };
-    case "issues":
-      return {
-        trigger: triggerFromIssue(e),
-        change: changeOf({ ...e, action: e.action === "opened" ? "created" : e.action }),
-      };
-  }
-}
-
-function changeOf(e: {
-  action: "created" | "edited" | "deleted";
-  sender: { login: string };
-  changes?: { body?: { from?: string | null | undefined } | undefined } | undefined;
-}): Change {
-  switch (e.action) {
-    case "created":
-      return { action: "created" };
-    case "edited":
-      return {
-        action: "edited",
-        previousText: previousBody(e.changes),
-        by: e.sender.login,
-      };
-    case "deleted":
-      return { action: "deleted", by: e.sender.login };
-  }
-}
-
-function triggerFromComment(e: IssueCommentEvent): Trigger {
-  const text = e.comment.body ?? "";
-  return {
-    ...repoOf(e),
-    issueNumber: e.issue.number,
-    isPullRequest: e.issue.pull_request !== undefined && e.issue.pull_request !== null,
-    text,
-    comment: {
-      source: `comment:${e.comment.id}`,
-      commentId: e.comment.id,
-      author: e.comment.user.login,
-      url: e.comment.html_url,
-      body: text,
-      createdAt: new Date(e.comment.created_at),
-    },
-    author: e.comment.user,
-    viaAppId: e.comment.performed_via_github_app?.id,
-    reactTo: { kind: "comment", commentId: e.comment.id },
-    createdKey: `comment:${e.comment.id}:created`,
-    seenBy: "thread",
-    label: `comment ${e.comment.id}`,
-  };
-}
-
-/**
- * A comment on the diff asks like a comment in the pull request's conversation: same task key
- * (the pull request's number), answered in the conversation. Its request carries where it sits.
- */
-function triggerFromReviewComment(e: PullRequestReviewCommentEvent): Trigger {
-  return {
-    ...repoOf(e),
-    issueNumber: e.pull_request.number,
-    isPullRequest: true,
-    text: e.comment.body ?? "",
-    comment: {
-      source: `review_comment:${e.comment.id}`,
-      commentId: e.comment.id,
-      author: e.comment.user.login,
-      url: e.comment.html_url,
-      body: reviewCommentRequest(e.comment),
-      createdAt: new Date(e.comment.created_at),
-    },
-    author: e.comment.user,
-    viaAppId: e.comment.performed_via_github_app?.id,
-    reactTo: { kind: "review_comment", commentId: e.comment.id },
-    createdKey: `review_comment:${e.comment.id}:created`,
-    seenBy: "fed-turns",
-    label: `review comment ${e.comment.id}`,
-    replyTo: e.comment.in_reply_to_id
-      ? {
-          commentId: e.comment.in_reply_to_id,
-          request: (parent) => reviewCommentRequest(e.comment, parent),
-        }
-      : undefined,
-  };
-}
-
-function triggerFromReview(e: PullRequestReviewEvent): Trigger {
-  return {
-    ...repoOf(e),
-    issueNumber: e.pull_request.number,
-    isPullRequest: true,
-    text: e.review.body ?? "",
-    comment: {
-      source: `review:${e.review.id}`,
-      commentId: e.review.id,
-      author: e.review.user.login,
-      url: e.review.html_url,
-      body: reviewRequest(e.review),
-      createdAt: e.review.submitted_at ? new Date(e.review.submitted_at) : new Date(),
-    },
-    author: e.review.user,
-    viaAppId: undefined,
-    reactTo: null,
-    createdKey: `review:${e.review.id}:submitted`,
-    seenBy: "fed-turns",
-    label: `review ${e.review.id}`,
-    review: {
-      ...repoOf(e),
-      pullNumber: e.pull_request.number,
-      review: {
-        id: e.review.id,
-        state: e.review.state,
-        body: e.review.body ?? "",
-        url: e.review.html_url,
-        author: e.review.user,
-        submittedAt: e.review.submitted_at ?? null,
-        commitId: e.review.commit_id ?? null,
-      },
-    },
-  };
-}
 
 /**
  * A submitted review: the agents it mentions take it as a comment (its body is their request),
@@ -273,7 +77,7 @@ function triggerFromReview(e: PullRequestReviewEvent): Trigger {
 async function handleReview(
   fx: IntakeEffects,
   d: Delivery,
-  t: Trigger,
+  t: TextTrigger,
   r: ReviewTrigger,
 ): Promise<Handled> {
   const asked = mentionedNames(t.text).length ? await handleTrigger(fx, d, t) : null;
@@ -281,39 +85,6 @@ async function handleReview(
   if (!asked) return taken;
   if (taken.status === "skipped") return asked;
   return done([asked.outcome, taken.outcome].join("; "));
-}
-
-function triggerFromIssue(e: IssuesEvent): Trigger {
-  const text = e.issue.body ?? "";
-  return {
-    ...repoOf(e),
-    issueNumber: e.issue.number,
-    isPullRequest: e.issue.pull_request !== undefined && e.issue.pull_request !== null,
-    text,
-    comment: {
-      source: `issue:${e.issue.id}`,
-      commentId: null,
-      author: e.issue.user.login,
-      url: e.issue.html_url,
-      body: text,
-      createdAt: new Date(e.issue.created_at),
-    },
-    author: e.issue.user,
-    viaAppId: e.issue.performed_via_github_app?.id,
-    reactTo: { kind: "issue", issueNumber: e.issue.number },
-    createdKey: `issue:${e.issue.id}:opened`,
-    seenBy: "every-turn",
-    label: "issue body",
-  };
-}
-
-function repoOf(e: { repository: IssuesEvent["repository"] }) {
-  return {
-    owner: e.repository.owner.login,
-    name: e.repository.name,
-    repo: repoKey(e.repository.full_name),
-    repoId: e.repository.id,
-  };
 }
 
 async function anyQueued(pool: Pool, refs: Parameters<typeof queuedTasksFedBy>[1][]) {
@@ -340,7 +111,7 @@ function isControl(commands: readonly Command[]): boolean {
 async function handleTrigger(
   fx: IntakeEffects,
   d: Delivery,
-  t: Trigger,
+  t: TextTrigger,
   previousText?: string,
 ): Promise<Handled> {
   const log = fx.log.child({ delivery: d.deliveryId, repo: t.repo, issue: t.issueNumber });
@@ -551,22 +322,26 @@ async function handleTrigger(
   return done(notes.join("; "));
 }
 
-/**
- * The installation's Octokit, with its token fetched now. Octokit fetches it lazily on the first
- * request otherwise, and a 404 from token creation (the app was uninstalled) would then look
- * like "no config file" to the config plugin and "no permission" to the access check.
- */
 /** The trigger with its request carrying the comment it replies to, if it is a reply. */
-async function withReplyParent(octokit: GitHub, t: Trigger): Promise<Trigger> {
+async function withReplyParent(octokit: GitHub, t: TextTrigger): Promise<TextTrigger> {
   if (!t.replyTo) return t;
   const parent = await getReplyParent(octokit, {
     owner: t.owner,
     repo: t.name,
     commentId: t.replyTo.commentId,
   });
-  return { ...t, comment: { ...t.comment, body: t.replyTo.request(parent) }, replyTo: undefined };
+  return {
+    ...t,
+    comment: { ...t.comment, body: reviewCommentRequest(t.replyTo.comment, parent) },
+    replyTo: undefined,
+  };
 }
 
+/**
+ * The installation's Octokit, with its token fetched now. Octokit fetches it lazily on the first
+ * request otherwise, and a 404 from token creation (the app was uninstalled) would then look
+ * like "no config file" to the config plugin and "no permission" to the access check.
+ */
 async function installationOctokit(fx: IntakeEffects, installationId: number): Promise<GitHub> {
   const octokit = await fx.auth(installationId);
   await octokit.auth({ type: "installation" });
@@ -574,7 +349,7 @@ async function installationOctokit(fx: IntakeEffects, installationId: number): P
 }
 
 /** The 👀 that says "seen". Not worth failing (and redoing) a delivery over: a failure is logged. */
-async function acknowledge(octokit: GitHub, t: Trigger, log: Logger): Promise<void> {
+async function acknowledge(octokit: GitHub, t: TextTrigger, log: Logger): Promise<void> {
   if (!t.reactTo) return;
   try {
     await addReaction(octokit, {
@@ -613,7 +388,7 @@ function describeCancel(mention: string, r: CancelResult): string {
 async function handleChange(
   fx: IntakeEffects,
   d: Delivery,
-  t: Trigger,
+  t: TextTrigger,
   change: Exclude<Change, { action: "created" }>,
 ): Promise<Handled> {
   // Its creation is still in the inbox: let it become a task first, or this change would find
@@ -662,6 +437,8 @@ async function handleChange(
           commentCreatedAt: t.comment.createdAt,
           inThread: t.seenBy === "thread",
           reason,
+          deleted: change.action === "deleted",
+          body: t.comment.body,
         });
   if (bumped.length) notes.push(`history epoch bumped for ${bumped.join(",")}`);
   if (t.seenBy !== "every-turn")
@@ -674,6 +451,8 @@ async function handleChange(
         commentCreatedAt: t.comment.createdAt,
         inThread: false,
         reason,
+        deleted: change.action === "deleted",
+        body: t.comment.body,
       });
       if (more.length)
         notes.push(`history epoch of #${c.issueNumber} bumped for ${more.join(",")}`);

@@ -136,33 +136,33 @@ export const IssuesEvent = z.object({
 });
 export type IssuesEvent = z.infer<typeof IssuesEvent>;
 
-/** Each event intake takes in, and the schema its payload is read with. */
-const EVENT_SCHEMAS = {
+/** Each event carrying a text that may address agents, and the schema its payload is read with. */
+const TEXT_SCHEMAS = {
   issue_comment: IssueCommentEvent,
   pull_request_review_comment: PullRequestReviewCommentEvent,
   pull_request_review: PullRequestReviewEvent,
   issues: IssuesEvent,
 } as const;
-type IntakeEventName = keyof typeof EVENT_SCHEMAS;
+type TextEventName = keyof typeof TEXT_SCHEMAS;
 
 /** A payload read with its event's schema, tagged with the event's name. */
-export type IntakeEvent = {
-  [N in IntakeEventName]: { name: N; event: z.infer<(typeof EVENT_SCHEMAS)[N]> };
-}[IntakeEventName];
+export type TextEvent = {
+  [N in TextEventName]: { name: N; event: z.infer<(typeof TEXT_SCHEMAS)[N]> };
+}[TextEventName];
 
 /**
- * Reads a delivery's payload with its event's schema: the webhook's screening and the
- * processor's handling read it alike. `problem` when it lacks what intake reads; undefined for
- * an event intake does not take in.
+ * Reads a comment, review comment, review or issue event's payload with its event's schema
+ * (events.ts turns it into a trigger). `problem` when it lacks what intake reads; undefined for
+ * another event.
  */
-export function parseIntakeEvent(
+export function parseTextEvent(
   name: string,
   payload: unknown,
-): IntakeEvent | { problem: z.ZodError } | undefined {
-  if (!Object.hasOwn(EVENT_SCHEMAS, name)) return undefined;
-  const parsed = EVENT_SCHEMAS[name as IntakeEventName].safeParse(payload);
+): TextEvent | { problem: z.ZodError } | undefined {
+  if (!Object.hasOwn(TEXT_SCHEMAS, name)) return undefined;
+  const parsed = TEXT_SCHEMAS[name as TextEventName].safeParse(payload);
   // The schema is the name's, so the pair matches; TypeScript cannot follow that through.
-  return parsed.success ? ({ name, event: parsed.data } as IntakeEvent) : { problem: parsed.error };
+  return parsed.success ? ({ name, event: parsed.data } as TextEvent) : { problem: parsed.error };
 }
 
 /**
@@ -263,5 +263,145 @@ export function parseWorkItemEvent(
             installationId: e.installation.id,
             sender: e.sender,
           },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Finished CI runs: `check_run`, `check_suite` and `workflow_run`, action `completed`
+
+const PullRef = z.object({ number: z.number().int().positive() });
+const Sha = z.string().regex(/^[0-9a-f]{40}$/, "must be a commit sha");
+
+/** The fields of a check suite or a workflow run intake reads (both carry them alike). */
+const Run = z.object({
+  id: z.number(),
+  head_branch: z.string().nullish(),
+  head_sha: Sha,
+  status: z.string().nullish(),
+  conclusion: z.string().nullish(),
+  pull_requests: z.array(PullRef).default([]),
+  run_attempt: z.number().optional(),
+});
+
+const CheckSuiteEvent = z.object({
+  action: z.literal("completed"),
+  check_suite: Run,
+  repository: Repository,
+  installation: Installation,
+});
+const WorkflowRunEvent = z.object({
+  action: z.literal("completed"),
+  workflow_run: Run,
+  repository: Repository,
+  installation: Installation,
+});
+const CheckRunEvent = z.object({
+  action: z.literal("completed"),
+  check_run: z.object({
+    id: z.number(),
+    head_sha: Sha,
+    status: z.string().nullish(),
+    conclusion: z.string().nullish(),
+    pull_requests: z.array(PullRef).default([]),
+    check_suite: z.object({ head_branch: z.string().nullish() }).nullish(),
+  }),
+  repository: Repository,
+  installation: Installation,
+});
+type CiEvent =
+  | z.infer<typeof CheckRunEvent>
+  | z.infer<typeof CheckSuiteEvent>
+  | z.infer<typeof WorkflowRunEvent>;
+
+/** A finished CI run, read alike from any of the three events. */
+export interface CiRun {
+  event: string;
+  /** The check run's, suite's or workflow run's id (with its attempt for a rerun). */
+  id: string;
+  headSha: string;
+  headBranch: string | null;
+  conclusion: string | null;
+  repository: IssuesEvent["repository"];
+  installationId: number;
+}
+
+/**
+ * Reads a `check_run|check_suite|workflow_run.completed` payload, validated and trimmed;
+ * `problem` when it cannot, undefined for another event.
+ */
+export function parseCiEvent(
+  name: string,
+  payload: unknown,
+): { event: CiEvent; run: CiRun } | { problem: z.ZodError } | undefined {
+  const common = (e: CiEvent) => ({
+    event: name,
+    repository: e.repository,
+    installationId: e.installation.id,
+  });
+  switch (name) {
+    case "check_run": {
+      const p = CheckRunEvent.safeParse(payload);
+      if (!p.success) return { problem: p.error };
+      const r = p.data.check_run;
+      return {
+        event: p.data,
+        run: {
+          ...common(p.data),
+          id: String(r.id),
+          headSha: r.head_sha,
+          headBranch: r.check_suite?.head_branch ?? null,
+          conclusion: r.conclusion ?? null,
+        },
+      };
+    }
+    case "check_suite":
+    case "workflow_run": {
+      const p = (name === "check_suite" ? CheckSuiteEvent : WorkflowRunEvent).safeParse(payload);
+      if (!p.success) return { problem: p.error };
+      const r = "check_suite" in p.data ? p.data.check_suite : p.data.workflow_run;
+      return {
+        event: p.data,
+        run: {
+          ...common(p.data),
+          id: `${r.id}${r.run_attempt !== undefined ? `.${r.run_attempt}` : ""}`,
+          headSha: r.head_sha,
+          headBranch: r.head_branch ?? null,
+          conclusion: r.conclusion ?? null,
+        },
+      };
+    }
+    default:
+      return undefined;
+  }
+}
+
+/**
+ * The run as the inbox kept it before it kept the trimmed event: the run itself, flattened.
+ * Read only from the inbox, for a delivery an earlier version took in and had not handled yet
+ * when it was replaced; such rows are handled within moments of the upgrade.
+ */
+const LegacyStoredRun = z.object({
+  action: z.literal("completed"),
+  event: z.enum(["check_run", "check_suite", "workflow_run"]),
+  id: z.string(),
+  headSha: Sha,
+  headBranch: z.string().nullable(),
+  conclusion: z.string().nullable(),
+  repository: Repository,
+  installationId: z.number(),
+});
+
+export function parseLegacyStoredRun(payload: unknown): CiRun | undefined {
+  const p = LegacyStoredRun.safeParse(payload);
+  if (!p.success) return undefined;
+  const r = p.data;
+  return {
+    event: r.event,
+    id: r.id,
+    headSha: r.headSha,
+    headBranch: r.headBranch,
+    conclusion: r.conclusion,
+    repository: r.repository,
+    installationId: r.installationId,
   };
 }

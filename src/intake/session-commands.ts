@@ -134,8 +134,8 @@ export async function chooseFork(
       ok: false,
       reply: `${who}: \`/from\` forks another agent's session; to go on with this agent's own, just ask. Nothing was run.`,
     };
-  const cli = me.cli ?? DEFAULT_CLI;
-  const sourceCli = sourceAgent.cli ?? DEFAULT_CLI;
+  const cli = me.cli;
+  const sourceCli = sourceAgent.cli;
   if (cli !== sourceCli || !findCli(cli)?.forks)
     return {
       ok: false,

@@ -40,7 +40,7 @@ export type DescribeStatus = (req: StatusRequest) => Promise<string>;
 
 /**
  * The keys /status reports on, every agent on the issue: the addressed ones first, then any other
- * with tasks there. Shared with the runner's /status (src/runner/describe-next-turn.ts).
+ * with tasks there. Shared with the runner's /status (src/runner/render/describe-next-turn.ts).
  */
 export async function issueKeyStates(req: StatusRequest): Promise<KeyState[]> {
   const others = await agentsOnIssue(req.pool, req.repo, req.issueNumber);
@@ -205,7 +205,7 @@ function tokens(n: number): string {
   return n.toLocaleString("en-US");
 }
 
-/** The model a turn runs on: a `/model` for it, else the agent's. */
+/** The model a turn runs on: a `/model` (or a CI turn's `escalate`) for it, else the agent's. */
 export function turnModel(t: TaskSummary | undefined, agentModel: string | undefined) {
   return t?.requestedModel ?? agentModel;
 }
@@ -213,7 +213,10 @@ export function turnModel(t: TaskSummary | undefined, agentModel: string | undef
 function onModel(t: TaskSummary, agentModel: string | undefined): string {
   const model = turnModel(t, agentModel);
   if (!model) return "";
-  return t.requestedModel ? `, on \`${model}\` (/model, this turn only)` : `, on \`${model}\``;
+  if (!t.requestedModel) return `, on \`${model}\``;
+  return t.trigger === "ci"
+    ? `, on \`${model}\` (\`escalate\`: after a failed CI attempt)`
+    : `, on \`${model}\` (/model, this turn only)`;
 }
 
 function describeTask(t: TaskSummary, now: Date): string {

@@ -1,5 +1,3 @@
-import { createHash } from "node:crypto";
-import type { z } from "zod";
 import type { Logger } from "../log.js";
 import type { Pool } from "../db/pool.js";
 import { isDeliveryPending, type InsertResult } from "../sql/deliveries.js";
@@ -7,55 +5,7 @@ import { issueHasTasks } from "../sql/tasks/read.js";
 import { InboxWriter } from "./inbox-writer.js";
 import { addedMentionNames, mentionedNames } from "./parse-comment.js";
 import { conversationsOfPull } from "../sql/conversations.js";
-import { isCiEvent, screenCiEvent, type CiPayload } from "./ci-events.js";
-import {
-  parseIntakeEvent,
-  parseWorkItemEvent,
-  previousBody,
-  repoKey,
-  type IssueCommentEvent,
-  type IssuesEvent,
-  type IssueTriggerEvent,
-  type PullRequestReviewCommentEvent,
-  type PullRequestReviewEvent,
-  type PullTriggerEvent,
-} from "./payloads.js";
-
-/** The webhook events intake takes in. */
-export const INTAKE_EVENTS = [
-  "issue_comment.created",
-  "issue_comment.edited",
-  "issue_comment.deleted",
-  "issues.opened",
-  "issues.edited",
-  "pull_request_review_comment.created",
-  "pull_request_review_comment.edited",
-  "pull_request_review_comment.deleted",
-  "pull_request_review.submitted",
-  // Labels and assignments that start an agent's turn (README "Talking to Tether").
-  "issues.labeled",
-  "issues.assigned",
-  "pull_request.labeled",
-  "pull_request.assigned",
-] as const;
-
-/** The events whose trigger is a label or an assignment, not a text (src/intake/event-triggers.ts). */
-export const WORK_ITEM_EVENTS: ReadonlySet<string> = new Set([
-  "issues.labeled",
-  "issues.assigned",
-  "pull_request.labeled",
-  "pull_request.assigned",
-]);
-
-const EVENT_NAMES: ReadonlySet<string> = new Set(INTAKE_EVENTS.map((e) => e.split(".")[0]!));
-
-export type IntakePayload =
-  | IssueCommentEvent
-  | IssuesEvent
-  | PullRequestReviewCommentEvent
-  | PullRequestReviewEvent
-  | IssueTriggerEvent
-  | PullTriggerEvent;
+import { readEvent, type IntakeEvent } from "./events.js";
 
 export type Screened =
   | { take: false; reason: string }
@@ -65,7 +15,7 @@ export type Screened =
       installationId: number;
       dedupeKey: string;
       /** The payload, validated and trimmed to what intake reads. */
-      payload: IntakePayload | CiPayload;
+      payload: object;
       /**
        * Deletions, and edits that mention no one new, matter only on an issue that has tasks,
        * or whose triggering delivery is still in the inbox. Checked in Postgres after screening.
@@ -78,181 +28,68 @@ export type Screened =
       onlyIfConversationPull?: { repo: string; pullNumber: number };
     };
 
-/**
- * What screening reads of any event carrying a text that may address agents: a comment, a
- * review comment, a review's body or an issue's body.
- */
-interface Text {
-  /** "comment", "review" or "issue": for the reasons operators read. */
-  what: string;
-  /** `comment:<id>`, `review_comment:<id>`, `review:<id>` or `issue:<id>`. */
-  base: string;
-  /** The action that creates it: its delivery's dedupe key is `<base>:<creation>`. */
-  creation: string;
-  body: string;
-  /** The body before an edit; undefined when the edit left the body alone. */
-  previousBody: string | undefined;
-  updatedAt: string;
-  viaAppId: number | undefined;
-  repo: string;
-  issueNumber: number;
-}
+/** Conversation branches: `tether/<issue>-<agent>` (src/publish/publisher.ts). */
+const CONVERSATION_BRANCH = /^tether\/\d+-[^/]+$/;
 
 /**
- * The webhook's cheap checks, a pure function of the delivery: is it an event and action intake
- * handles, in the shape intake reads, not written by Tether itself, and could it matter (a body
- * that mentions someone, an edit that changed a body)? Anything needing GitHub or the repo
- * config is the processor's.
+ * The webhook's cheap checks, a pure function of the delivery: does it carry a trigger
+ * (events.ts reads it), not written by Tether itself, that could matter (a body that mentions
+ * someone, an edit that changed a body, CI on a conversation's branch)? Anything needing GitHub
+ * or the repo config is the processor's.
  */
 export function screenDelivery(name: string, payload: unknown, appId?: number): Screened {
-  const action = (payload as { action?: unknown } | null)?.action;
-  const kind = `${name}.${typeof action === "string" ? action : "?"}`;
-  if (WORK_ITEM_EVENTS.has(kind)) return screenWorkItem(kind, name, payload);
-  if (isCiEvent(kind)) {
-    const ci = screenCiEvent(name, payload);
-    return ci.take ? { ...ci, action: "completed" } : ci;
-  }
-  const read = (INTAKE_EVENTS as readonly string[]).includes(kind)
-    ? readText(name, payload)
-    : undefined;
-  if (read === undefined)
-    return { take: false, reason: `${EVENT_NAMES.has(name) ? kind : name} is not handled` };
-  if ("problem" in read) return { take: false, reason: unexpected(kind, read.problem) };
-  const { text: t, event: e } = read;
-  if (appId !== undefined && t.viaAppId === appId)
-    return { take: false, reason: `Tether's own ${t.what}` };
+  const read = readEvent(name, payload);
+  if (!read.ok) return { take: false, reason: read.reason };
+  const e = read.event;
   const taken = {
     take: true as const,
     action: e.action,
-    installationId: e.installation.id,
-    payload: e,
+    installationId: e.installationId,
+    dedupeKey: e.dedupeKey,
+    payload: e.payload,
   };
-  const onlyIf = {
-    repo: t.repo,
-    issueNumber: t.issueNumber,
-    pendingKey: `${t.base}:${t.creation}`,
-  };
-  switch (e.action) {
-    case "edited": {
-      if (t.previousBody === undefined) return { take: false, reason: "body unchanged" };
-      const dedupeKey = `${t.base}:edited:${t.updatedAt}:${digest(t.body)}`;
+  switch (e.kind) {
+    case "work-item":
+      return taken;
+    case "ci":
+      // Which conversation, and whether the run's commit is its pull request's head, is the
+      // processor's.
+      return e.run.headBranch && CONVERSATION_BRANCH.test(e.run.headBranch)
+        ? taken
+        : { take: false, reason: "CI on a branch that is no conversation's" };
+    case "text":
+      return screenText(e, taken, appId);
+  }
+}
+
+function screenText(
+  e: Extract<IntakeEvent, { kind: "text" }>,
+  taken: Extract<Screened, { take: true }>,
+  appId: number | undefined,
+): Screened {
+  const t = e.trigger;
+  if (appId !== undefined && t.viaAppId === appId)
+    return { take: false, reason: `Tether's own ${t.what}` };
+  const onlyIf = { repo: t.repo, issueNumber: t.issueNumber, pendingKey: t.createdKey };
+  switch (e.change.action) {
+    case "edited":
       // An edit that mentions someone new may address an agent for the first time: a request,
       // taken like a new comment. Other edits only touch what already exists.
-      if (addedMentionNames(t.previousBody, t.body).length) return { ...taken, dedupeKey };
-      return { ...taken, dedupeKey, onlyIf };
-    }
+      if (addedMentionNames(e.change.previousText, t.text).length) return taken;
+      return { ...taken, onlyIf };
     case "deleted":
-      return { ...taken, dedupeKey: `${t.base}:deleted`, onlyIf };
-    default:
-      if (mentionedNames(t.body).length) return { ...taken, dedupeKey: `${t.base}:${t.creation}` };
+      return { ...taken, onlyIf };
+    case "created":
+      if (mentionedNames(t.text).length) return taken;
       // A review of an agent's own pull request reaches it without a mention (per the agent's
       // `reviews` setting, which the processor reads with the config).
-      if (t.what === "review")
+      if (t.review)
         return {
           ...taken,
-          dedupeKey: `${t.base}:${t.creation}`,
           onlyIfConversationPull: { repo: t.repo, pullNumber: t.issueNumber },
         };
       return { take: false, reason: "mentions no one" };
   }
-}
-
-/**
- * A label added or an assignment: taken whenever it names a label or assignee; which agent's
- * (if any) is the config's to say, in the processor. The dedupe key holds the issue's update
- * time, so the same label added again later is a new request, and a redelivery is not.
- */
-function screenWorkItem(kind: string, name: string, payload: unknown): Screened {
-  const read = parseWorkItemEvent(name, payload);
-  if ("problem" in read) return { take: false, reason: unexpected(kind, read.problem) };
-  const t = read.trigger;
-  if (!t)
-    return {
-      take: false,
-      reason: `${kind} without a ${kind.endsWith("labeled") ? "label" : "assignee"}`,
-    };
-  const base = `${t.isPullRequest ? "pull" : "issue"}:${t.item.id}`;
-  return {
-    take: true,
-    action: read.event.action,
-    installationId: t.installationId,
-    dedupeKey: `${base}:${read.event.action}:${t.value.toLowerCase()}:${t.item.updated_at ?? ""}`,
-    payload: read.event,
-  };
-}
-
-type Read = { text: Text; event: IntakePayload } | { problem: z.ZodError } | undefined;
-
-function readText(name: string, payload: unknown): Read {
-  const read = parseIntakeEvent(name, payload);
-  if (read === undefined || "problem" in read) return read;
-  const { name: eventName, event: e } = read;
-  switch (eventName) {
-    case "issue_comment":
-      return { event: e, text: commentText(e, `comment:${e.comment.id}`, e.issue.number) };
-    case "pull_request_review_comment":
-      return {
-        event: e,
-        text: commentText(e, `review_comment:${e.comment.id}`, e.pull_request.number),
-      };
-    case "pull_request_review":
-      return {
-        event: e,
-        text: {
-          what: "review",
-          base: `review:${e.review.id}`,
-          creation: "submitted",
-          body: e.review.body ?? "",
-          previousBody: undefined,
-          updatedAt: e.review.submitted_at ?? "",
-          viaAppId: undefined,
-          repo: repoKey(e.repository.full_name),
-          issueNumber: e.pull_request.number,
-        },
-      };
-    case "issues":
-      return {
-        event: e,
-        text: {
-          what: "issue",
-          base: `issue:${e.issue.id}`,
-          creation: "opened",
-          body: e.issue.body ?? "",
-          previousBody: previousBody(e.changes),
-          updatedAt: e.issue.updated_at ?? "",
-          viaAppId: e.issue.performed_via_github_app?.id,
-          repo: repoKey(e.repository.full_name),
-          issueNumber: e.issue.number,
-        },
-      };
-  }
-}
-
-/**
- * A comment in the conversation or on the diff: screening reads both alike, and tells them apart
- * by `base` (their ids are GitHub's separate series).
- */
-function commentText(
-  e: IssueCommentEvent | PullRequestReviewCommentEvent,
-  base: string,
-  issueNumber: number,
-): Text {
-  return {
-    what: "comment",
-    base,
-    creation: "created",
-    body: e.comment.body ?? "",
-    previousBody: previousBody(e.changes),
-    updatedAt: e.comment.updated_at ?? "",
-    viaAppId: e.comment.performed_via_github_app?.id,
-    repo: repoKey(e.repository.full_name),
-    issueNumber,
-  };
-}
-
-function unexpected(kind: string, err: z.ZodError): string {
-  const first = err.issues[0];
-  return `unexpected ${kind} payload: ${first ? `${first.path.join(".") || "(root)"}: ${first.message}` : "invalid"}`;
 }
 
 export interface WebhookDelivery {
@@ -331,8 +168,4 @@ export function takeDelivery(deps: WebhookDeps): (event: WebhookDelivery) => Pro
     );
     return { taken: true, result };
   };
-}
-
-function digest(text: string): string {
-  return createHash("sha256").update(text).digest("hex").slice(0, 12);
 }

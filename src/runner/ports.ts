@@ -7,7 +7,7 @@ import type { AgentSettings, CliKind, ConfigResult } from "../core/settings.js";
 import type { Mask } from "../sandbox/sandbox.js";
 import type { ProjectInstructions } from "../workspace/project-instructions.js";
 import type { TranscriptState } from "../core/resume-decision.js";
-import type { Outcome, Usage } from "../core/task.js";
+import type { Outcome, TaskKey, Usage } from "../core/task.js";
 import type { PullFile, ReviewComment, ReviewRequest } from "../review/review-plan.js";
 
 export type {
@@ -78,7 +78,7 @@ export type ProgressEvent = { kind: "text"; text: string } | { kind: "tool"; nam
 
 export interface AgentRunRequest {
   /** The task key: whose session store the run uses. */
-  key: { repo: string; issueNumber: number; agent: string };
+  key: TaskKey;
   /** The key's workspace (host path); the sandbox's /workspace. */
   cwd: string;
   /** The repository's mirror: the workspace's read-only `origin` inside the sandbox. */
@@ -89,11 +89,13 @@ export interface AgentRunRequest {
   resumeSessionId: string | null;
   /** Branch a new session off `resumeSessionId` (`/from`) and leave that one as it was. */
   forkSession?: boolean;
+  /** Resume `resumeSessionId` as it stood at this message (a rewind), not at its end. */
+  resumeAt?: string;
   /**
    * Whose stored transcript the resumed session is: a fork's source conversation (another
    * agent's key on the issue). Absent: `key`'s own.
    */
-  transcriptKey?: AgentRunRequest["key"];
+  transcriptKey?: TaskKey;
   settings: AgentSettings;
   systemPrompt: string;
   signal: AbortSignal;
@@ -118,7 +120,7 @@ export interface AgentRunRequest {
  * One run takes it; whatever is not taken is removed by `release`.
  */
 export interface StagedRun {
-  readonly key: AgentRunRequest["key"];
+  readonly key: TaskKey;
   readonly cwd: string;
   readonly resumeSessionId: string | null;
   /** Removes the HOME unless a run took it. Safe to call more than once. */
@@ -142,6 +144,11 @@ export interface AgentRunResult {
   compacted?: { trigger: string | null; preTokens: number | null; postTokens: number | null };
   /** What the agent asked the line-comment tool for (a run offered it; absent otherwise). */
   review?: ReviewRequest;
+  /**
+   * A resumed run: the session's message its prompt hung from (where a rewind to before this
+   * turn resumes). Absent: a fresh run, or a CLI that cannot say.
+   */
+  entry?: string;
 }
 
 /** A turn that failed with nothing from the CLI (no session, text, usage or tool run). */
@@ -175,16 +182,14 @@ export interface Agent {
    * is `/compact`). Absent: it cannot.
    */
   canCompact?(cli?: CliKind): boolean;
+  /** Whether the CLI resumes a session at an earlier message (a rewind). Absent: it cannot. */
+  canRewind?(cli?: CliKind): boolean;
   /**
    * Where this runner can restore the session's transcript from. Absent: the CLI's own store
    * on this runtime is used (every session of this runtime counts as held).
    */
-  holdsSession?(key: AgentRunRequest["key"], sessionId: string, cli?: CliKind): Promise<boolean>;
-  transcriptState?(
-    key: AgentRunRequest["key"],
-    sessionId: string,
-    cli?: CliKind,
-  ): Promise<TranscriptState>;
+  holdsSession?(key: TaskKey, sessionId: string, cli?: CliKind): Promise<boolean>;
+  transcriptState?(key: TaskKey, sessionId: string, cli?: CliKind): Promise<TranscriptState>;
   /**
    * Starts making the HOME a run of `req` will need (the transcript restore above all) and
    * returns at once; pass the result as the run's `staged`. Null or absent: nothing to stage.
@@ -209,22 +214,21 @@ export interface PreparedWorkspace {
 
 export interface WorkspacePort {
   /** The stable directory of a task key; sessions are tied to it. */
-  pathFor(repo: string, issueNumber: number, agent: string): string;
+  pathFor(key: TaskKey): string;
   exists(dir: string): Promise<boolean>;
   /** Clone on the first turn, fetch on later ones, never destroying the agent's own work. */
-  prepare(req: {
-    repo: string;
-    issueNumber: number;
-    agent: string;
-    cloneUrl: string;
-    token: string;
-    pullRequest?: { number: number; headRef: string; headSha?: string; baseRef?: string };
-    /** An issue's conversation branch: followed once it exists on the server. */
-    follow?: string;
-    /** A branch's commit on GitHub (GitHubThread.branchHead): lets an unchanged mirror skip its fetch. */
-    serverHead?: (branch: string, signal?: AbortSignal) => Promise<string | null>;
-    signal?: AbortSignal;
-  }): Promise<PreparedWorkspace>;
+  prepare(
+    req: TaskKey & {
+      cloneUrl: string;
+      token: string;
+      pullRequest?: { number: number; headRef: string; headSha?: string; baseRef?: string };
+      /** An issue's conversation branch: followed once it exists on the server. */
+      follow?: string;
+      /** A branch's commit on GitHub (GitHubThread.branchHead): lets an unchanged mirror skip its fetch. */
+      serverHead?: (branch: string, signal?: AbortSignal) => Promise<string | null>;
+      signal?: AbortSignal;
+    },
+  ): Promise<PreparedWorkspace>;
   /**
    * A pull request turn: masks for the agent-control files (`.claude/`, `CLAUDE.md`, git hooks…)
    * its head changed from its base, shown as the base has them. Called after prepare(); call
@@ -247,10 +251,5 @@ export interface WorkspacePort {
     signal?: AbortSignal;
   }): Promise<ProjectInstructions | null>;
   /** Housekeeping (git gc --auto) after a turn; never throws. */
-  maintain?(req: {
-    repo: string;
-    issueNumber: number;
-    agent: string;
-    signal?: AbortSignal;
-  }): Promise<void>;
+  maintain?(req: TaskKey & { signal?: AbortSignal }): Promise<void>;
 }

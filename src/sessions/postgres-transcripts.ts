@@ -40,8 +40,9 @@ import {
   type TranscriptChunk,
   type TranscriptHead,
 } from "../sql/transcripts.js";
-import { keyDir, type TranscriptKey, type TranscriptLayout } from "../agent-cli/session-layout.js";
+import { keyDir, type TranscriptLayout } from "../agent-cli/session-layout.js";
 import type { Saved, TranscriptStore } from "./transcripts.js";
+import type { TaskKey } from "../core/task.js";
 
 const gzip = promisify(zlib.gzip);
 const gunzip = promisify(zlib.gunzip);
@@ -73,7 +74,7 @@ export function postgresTranscripts(opts: PostgresTranscriptsOptions): Transcrip
   const layout = opts.layout;
   const cliVersion = async () =>
     typeof opts.cliVersion === "function" ? opts.cliVersion() : opts.cliVersion;
-  const cacheOf = (key: TranscriptKey, sessionId: string) => {
+  const cacheOf = (key: TaskKey, sessionId: string) => {
     if (!SESSION_ID.test(sessionId))
       throw new Error(`not a session id: ${JSON.stringify(sessionId)}`);
     return path.join(opts.cacheRoot, keyDir(key), `${sessionId}.jsonl`);

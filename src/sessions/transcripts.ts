@@ -13,15 +13,15 @@
 import fs from "node:fs/promises";
 import path from "node:path";
 import type { TranscriptState } from "../core/resume-decision.js";
-import type { TranscriptKey } from "../agent-cli/session-layout.js";
+import type { TaskKey } from "../core/task.js";
 
 export interface TranscriptStore {
   /** Where the session's transcript can be restored from, as this runner sees it. */
-  state(key: TranscriptKey, sessionId: string): Promise<TranscriptState>;
+  state(key: TaskKey, sessionId: string): Promise<TranscriptState>;
   /** Puts the transcript into `home` where a CLI working in `cwd` looks for it. */
-  restore(key: TranscriptKey, sessionId: string, home: string, cwd: string): Promise<Restored>;
+  restore(key: TaskKey, sessionId: string, home: string, cwd: string): Promise<Restored>;
   /** After the run (no process of it left): keeps the session's transcript from `home`. */
-  save(key: TranscriptKey, sessionId: string, home: string): Promise<Saved | null>;
+  save(key: TaskKey, sessionId: string, home: string): Promise<Saved | null>;
 }
 
 /** Where a restore came from (null: nothing held), and how long it took. */

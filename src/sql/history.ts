@@ -1,3 +1,4 @@
+import type { HistoryEdit, RewindFacts } from "../core/resume-decision.js";
 import type { TaskKey } from "../core/task.js";
 import type { Queryable } from "./db.js";
 
@@ -5,7 +6,8 @@ import type { Queryable } from "./db.js";
  * `history_epochs`: one counter per task key, bumped when something in the key's session
  * history changed under it (a comment edited or deleted, the issue body edited). The runner
  * records the epoch a session was pinned at and does not resume it once the counter has moved
- * on (guard `history_edited`). Nothing else is stored: the comparison is the runner's.
+ * on (guard `history_edited`), or rewinds it to before the changed comment (`rewound`): each
+ * bump leaves a row in `history_edits` saying what changed, and the comparison is the runner's.
  */
 
 /**
@@ -34,6 +36,9 @@ export async function bumpEpochsForComment(
     commentCreatedAt: Date;
     inThread: boolean;
     reason: string;
+    /** Deleted, or edited to `body` (what a rewind sends again). */
+    deleted: boolean;
+    body: string | null;
   },
 ): Promise<string[]> {
   return bump(
@@ -45,6 +50,7 @@ export async function bumpEpochsForComment(
              OR EXISTS (SELECT 1 FROM task_comments tc WHERE tc.task_id = t.id AND tc.source = $4))`,
     [opts.repo, opts.issueNumber, opts.commentCreatedAt, opts.source, opts.inThread],
     opts.reason,
+    { source: opts.source, deleted: opts.deleted, body: opts.deleted ? null : opts.body },
   );
 }
 
@@ -60,6 +66,7 @@ export async function bumpEpochsForIssueBody(
      SELECT s.agent FROM sessions s WHERE s.repo = $1 AND s.issue_number = $2`,
     [opts.repo, opts.issueNumber],
     opts.reason,
+    { source: null, deleted: false, body: null },
   );
 }
 
@@ -68,16 +75,26 @@ async function bump(
   agentsQuery: string,
   params: unknown[],
   reason: string,
+  change: { source: string | null; deleted: boolean; body: string | null },
 ): Promise<string[]> {
   const n = params.length;
+  // The epoch and its record move together, in one statement.
   const { rows } = await db.query<{ agent: string }>(
-    `WITH keys AS (${agentsQuery})
-     INSERT INTO history_epochs AS h (repo, issue_number, agent, epoch, reason, bumped_at)
-     SELECT $1, $2, keys.agent, 1, $${n + 1}, now() FROM keys
-     ON CONFLICT (repo, issue_number, agent)
-       DO UPDATE SET epoch = h.epoch + 1, reason = EXCLUDED.reason, bumped_at = now()
-     RETURNING agent`,
-    [...params, reason.slice(0, 500)],
+    `WITH keys AS (${agentsQuery}),
+     bumped AS (
+       INSERT INTO history_epochs AS h (repo, issue_number, agent, epoch, reason, bumped_at)
+       SELECT $1, $2, keys.agent, 1, $${n + 1}, now() FROM keys
+       ON CONFLICT (repo, issue_number, agent)
+         DO UPDATE SET epoch = h.epoch + 1, reason = EXCLUDED.reason, bumped_at = now()
+       RETURNING agent, epoch),
+     logged AS (
+       INSERT INTO history_edits AS e (repo, issue_number, agent, epoch, source, deleted, body)
+       SELECT $1, $2, b.agent, b.epoch, $${n + 2}, $${n + 3}, $${n + 4} FROM bumped b
+       ON CONFLICT (repo, issue_number, agent, epoch) DO UPDATE
+         SET source = EXCLUDED.source, deleted = EXCLUDED.deleted, body = EXCLUDED.body,
+             created_at = now())
+     SELECT agent FROM bumped`,
+    [...params, reason.slice(0, 500), change.source, change.deleted, change.body],
   );
   return rows.map((r) => r.agent).sort();
 }
@@ -89,4 +106,95 @@ export async function readEpoch(db: Queryable, key: TaskKey): Promise<number> {
     [key.repo, key.issueNumber, key.agent],
   );
   return rows[0]?.epoch ?? 0;
+}
+
+/**
+ * What a rewind of `sessionId` is decided from (core/resume-decision.ts planRewind): the
+ * session's finished turns, oldest first, and the key's edits in (fromEpoch, toEpoch].
+ */
+export async function rewindFacts(
+  db: Queryable,
+  key: TaskKey,
+  sessionId: string,
+  fromEpoch: number,
+  toEpoch: number,
+): Promise<RewindFacts> {
+  const [turns, edits] = await Promise.all([
+    db.query(
+      `SELECT t.id, t.session_entry, t.compacted, t.rewound_from,
+              COALESCE(array_agg(tc.source ORDER BY tc.created_at, tc.comment_id NULLS FIRST)
+                         FILTER (WHERE tc.source IS NOT NULL), '{}') AS sources
+         FROM tasks t LEFT JOIN task_comments tc ON tc.task_id = t.id
+        WHERE t.session_id = $4 AND t.repo = $1 AND t.issue_number = $2 AND t.agent = $3
+          AND t.status IN ('succeeded', 'failed', 'cancelled')
+        GROUP BY t.id
+        ORDER BY t.started_at NULLS LAST, t.id`,
+      [key.repo, key.issueNumber, key.agent, sessionId],
+    ),
+    db.query(
+      `SELECT epoch, source, deleted FROM history_edits
+        WHERE repo = $1 AND issue_number = $2 AND agent = $3 AND epoch > $4 AND epoch <= $5
+        ORDER BY epoch`,
+      [key.repo, key.issueNumber, key.agent, fromEpoch, toEpoch],
+    ),
+  ]);
+  return {
+    turns: turns.rows.map((r: Record<string, unknown>) => ({
+      taskId: Number(r.id),
+      entry: (r.session_entry as string | null) ?? null,
+      sources: r.sources as string[],
+      compacted: r.compacted === true,
+      rewoundFrom: r.rewound_from === null ? null : Number(r.rewound_from),
+    })),
+    edits: edits.rows.map((r: Record<string, unknown>): HistoryEdit => ({
+      epoch: r.epoch as number,
+      source: (r.source as string | null) ?? null,
+      deleted: r.deleted as boolean,
+    })),
+  };
+}
+
+/** A comment a rewound turn sends again, as it reads now. */
+export interface ResentComment {
+  source: string;
+  author: string;
+  url: string;
+  body: string;
+  createdAt: Date;
+}
+
+/**
+ * The key's comments `sources` as they read now (the latest edit's text, else what the turn was
+ * asked), in the order given; a comment deleted since is left out.
+ */
+export async function resentComments(
+  db: Queryable,
+  key: TaskKey,
+  sources: readonly string[],
+): Promise<ResentComment[]> {
+  if (!sources.length) return [];
+  const { rows } = await db.query(
+    `SELECT tc.source, tc.author, tc.url, tc.created_at, tc.body, e.deleted, e.body AS edited
+       FROM task_comments tc
+       LEFT JOIN LATERAL (
+         SELECT deleted, body FROM history_edits
+          WHERE repo = $1 AND issue_number = $2 AND agent = $3 AND source = tc.source
+          ORDER BY epoch DESC LIMIT 1) e ON true
+      WHERE tc.agent = $3 AND tc.source = ANY($4)`,
+    [key.repo, key.issueNumber, key.agent, sources],
+  );
+  const bySource = new Map(rows.map((r: Record<string, unknown>) => [r.source as string, r]));
+  return sources.flatMap((source) => {
+    const r = bySource.get(source);
+    if (!r || r.deleted === true) return [];
+    return [
+      {
+        source,
+        author: r.author as string,
+        url: r.url as string,
+        body: (r.edited as string | null) ?? (r.body as string),
+        createdAt: r.created_at as Date,
+      },
+    ];
+  });
 }

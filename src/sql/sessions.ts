@@ -52,6 +52,34 @@ export async function touchSession(
   );
 }
 
+/**
+ * A rewound turn took the session back to before every changed comment: its history now holds
+ * the key's history as of `epoch`, so the next turn resumes it as it is.
+ */
+export async function advanceSessionEpoch(
+  db: Queryable,
+  sessionId: string,
+  epoch: number,
+): Promise<void> {
+  await db.query(
+    `UPDATE sessions SET history_epoch = GREATEST(history_epoch, $2) WHERE session_id = $1`,
+    [sessionId, epoch],
+  );
+}
+
+/**
+ * The context window the CLI last reported for `model` (a session whose latest turn ran on it);
+ * null when no session has run on it yet.
+ */
+export async function knownWindow(db: Queryable, model: string): Promise<number | null> {
+  const { rows } = await db.query<{ context_window: string }>(
+    `SELECT context_window FROM sessions WHERE model = $1 AND context_window IS NOT NULL
+      ORDER BY last_used_at DESC LIMIT 1`,
+    [model],
+  );
+  return rows[0] ? Number(rows[0].context_window) : null;
+}
+
 /** Poisoned (it overflowed, or the API rejected its history) or retired (the CLI would not resume it). */
 export async function markSession(
   db: Queryable,

@@ -22,20 +22,9 @@ import { pathOf, sendJson, type Handler } from "./http.js";
 export const WEBHOOK_PATH = "/api/github/webhooks";
 
 /**
- * The default cap on a delivery's body (TETHER_WEBHOOK_MAX_BYTES), fitted to the events Tether
- * subscribes to (app.yml: issue_comment, issues, pull_request_review_comment,
- * pull_request_review).
- *
- * Measured: the largest of the 47 payloads @octokit/webhooks-examples 7.6.1 has for those events
- * is a pull_request_review_comment.created of 26,328 bytes (pull_request_review: 25,617;
- * issues: 18,580; issue_comment: 13,995). What grows past an example is user text: GitHub keeps
- * an issue, pull request, comment or review body to 65,536 characters, and one delivery carries
- * up to three of them (an edited comment: the issue's body, the comment's and its previous
- * body). At 6 bytes a character, the longest JSON can spell one (a `\u` escape), that is
- * 1,179,648 bytes, 1.2 MB with the rest of the payload. 2 MiB leaves 70 % over that worst case,
- * 80 times the largest example, and is a twelfth of GitHub's own 25 MB cap, which is what this
- * route used to read. (A review comment's `diff_hunk` is the one field GitHub does not bound;
- * a hunk of more than 800 KB above the commented line is what the setting is there for.)
+ * The default cap on a delivery's body (TETHER_WEBHOOK_MAX_BYTES): 2 MiB, fitted to the
+ * largest payloads of the events Tether takes. The sizing is in docs/how-a-turn-runs.md ("The
+ * webhook endpoint").
  */
 export const DEFAULT_WEBHOOK_MAX_BYTES = 2 * 1024 * 1024;
 

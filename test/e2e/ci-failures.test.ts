@@ -3,30 +3,57 @@
  * process, real Postgres, the real Claude CLI against the fake Messages API, and the GitHub
  * stand-in serving check runs, annotations and an Actions job's log (behind GitHub's redirect)
  * and delivering check_run, check_suite and workflow_run as GitHub does for one finished run.
+ * Issue 30: the second attempt runs on the agent's `escalate` model, in the same session.
  */
 import { execFileSync } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase } from "../helpers/db.js";
 import { startStack, REPO, SECRET, type Stack } from "../helpers/e2e-stack.js";
-import { lastUserText, replies, type FakeReply } from "../helpers/fake-anthropic.js";
+import {
+  lastUserText,
+  replies,
+  userTexts,
+  type FakeReply,
+  type FakeRequest,
+} from "../helpers/fake-anthropic.js";
 
 const CONFIG = `
 agents:
   tether:
     model: claude-sonnet-4-5
+    escalate: [claude-opus-4-1]
     ci:
       maxAttempts: 2
 `;
+const DASH = "e2e-dashboard-token-0123456789abcdef0123456789";
 
 const db = await createTestDatabase();
 let stack: Stack;
 
 beforeAll(async () => {
-  stack = await startStack({ pool: db.pool, databaseUrl: db.url, config: CONFIG });
+  stack = await startStack({
+    pool: db.pool,
+    databaseUrl: db.url,
+    config: CONFIG,
+    env: { TETHER_DASHBOARD_TOKEN: DASH },
+  });
 }, 120_000);
 afterAll(async () => {
   await stack?.close();
 });
+
+/** The agent's own requests to the Messages API since `from` (not the CLI's side requests). */
+function agentRequests(from: number): FakeRequest[] {
+  return stack.api
+    .messageRequests()
+    .filter((r) => r.n > from)
+    .filter((r) => {
+      const system = r.body?.system;
+      const text =
+        typeof system === "string" ? system : (system ?? []).map((b) => b.text).join("\n");
+      return text.includes('You are "tether", a coding agent run by Tether');
+    });
+}
 
 function agentWrites(files: Record<string, string>, text: string): FakeReply[] {
   return [
@@ -191,7 +218,13 @@ describe(
         thread_number: pullNumber,
         resume_reason: "resumed",
         publish_result: "published",
+        // Attempt 1 runs on the agent's own model; `escalate` starts with the second.
+        requested_model: null,
+        model: "claude-sonnet-4-5",
       });
+      const asked = agentRequests(m);
+      expect(asked.length).toBeGreaterThan(0);
+      for (const r of asked) expect(r.body?.model).toBe("claude-sonnet-4-5");
 
       // The prompt: Tether's request, and the failing check with its annotation and log tail as data.
       const prompt = lastUserText(stack.api.requests[m]!);
@@ -277,13 +310,50 @@ describe(
           "Second CI fix.",
         ),
       );
-      await processed(await deliver(failingRun(sha2, branch, "TWO")));
+      const m = stack.api.requests.length;
+      const taken = await processed(await deliver(failingRun(sha2, branch, "TWO")));
+      expect(taken.join("\n")).toContain("(attempt 2, escalated to claude-opus-4-1)");
+      const first = (await ciTasks(issue))[0]!;
       const second = await finishedCiTask(issue, 2);
       expect(second).toMatchObject({
         status: "succeeded",
         resume_reason: "resumed",
         publish_result: "published",
+        session_id: first.session_id,
+        requested_model: "claude-opus-4-1",
+        model: "claude-opus-4-1",
       });
+      // The second attempt asks the API for the escalated model, on the resumed session: the
+      // request carries the earlier messages (the first request and the first CI failure).
+      const asked = agentRequests(m);
+      expect(asked.length).toBeGreaterThan(0);
+      for (const r of asked) expect(r.body?.model).toBe("claude-opus-4-1");
+      const texts = userTexts(asked[0]!);
+      expect(texts.some((t) => t.includes("fix the parser"))).toBe(true);
+      expect(texts.some((t) => t.includes("AssertionError ONE"))).toBe(true);
+      expect(texts.at(-1)).toContain("AssertionError TWO");
+      expect(texts.at(-1)).toContain("Automatic attempt 2 of at most 2.");
+      const answer = String(stack.taskComments(pullNumber, second.id as number)[0]?.body);
+      expect(answer).toContain("`claude-opus-4-1` (`escalate`: after a failed CI attempt)");
+
+      // The conversation's page lists each CI attempt with its model and cost.
+      const path = `octo/widgets/${issue}/tether`;
+      const chain = (await fetch(`${stack.app.url}/api/conversations/${path}`, {
+        headers: { authorization: `Bearer ${DASH}` },
+      }).then((r) => r.json())) as {
+        turns: Array<{ id: number; trigger: string; model: string; costUsd: number }>;
+      };
+      const ciTurns = chain.turns.filter((t) => t.trigger === "ci").sort((a, b) => a.id - b.id);
+      expect(ciTurns.map((t) => [t.id, t.model])).toEqual([
+        [Number(first.id), "claude-sonnet-4-5"],
+        [Number(second.id), "claude-opus-4-1"],
+      ]);
+      for (const t of ciTurns) expect(t.costUsd).toBeGreaterThan(0);
+      const page = await fetch(`${stack.app.url}/dashboard/conversations/${path}`, {
+        headers: { authorization: `Bearer ${DASH}` },
+      }).then((r) => r.text());
+      const row = page.slice(page.indexOf(`<tr data-task="${String(second.id)}">`));
+      expect(row.slice(0, row.indexOf("</tr>"))).toContain("claude-opus-4-1");
 
       const sha3 = (await stack.gh.sha(REPO, branch))!;
       expect(sha3).not.toBe(sha2);

@@ -6,13 +6,13 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase } from "../helpers/db.js";
 import { startStack, REPO, type Stack } from "../helpers/e2e-stack.js";
-import { userTexts, type FakeRequest } from "../helpers/fake-anthropic.js";
+import { replies, userTexts, type FakeRequest } from "../helpers/fake-anthropic.js";
 
 const CONFIG = `
 agents:
   tether:
     model: claude-sonnet-4-5
-    models: [claude-opus-4-1]
+    models: [claude-opus-4-1, claude-haiku-4-5]
   reviewer:
     model: claude-sonnet-4-5
   coder:
@@ -135,13 +135,55 @@ describe("session controls from the thread", { timeout: 200_000 }, () => {
     expect(answerOf(n, third.id)).not.toContain("/model");
   });
 
+  it("/model on a model whose window is smaller than the session holds: compacted first (by the agent's own model), and the footer says why", async () => {
+    const n = newIssue();
+    const first = await stack.finishedTask(
+      await stack.comment(n, "@tether WINDOW-ONE look at split()"),
+    );
+    // What the CLI last said of claude-haiku-4-5's window: smaller than what this session holds.
+    await db.pool.query(
+      `INSERT INTO sessions (session_id, repo, issue_number, agent, runtime_id, work_dir, model,
+                             history_epoch, context_tokens, context_window, last_used_at)
+       VALUES ($1, 'elsewhere/repo', 1, 'tether', 'rt', '/w', 'claude-haiku-4-5', 0, 10, 1000,
+               now() + interval '1 hour')`,
+      [`window-probe-${n}`],
+    );
+    await db.pool.query(
+      "UPDATE sessions SET context_tokens = 5000, context_window = 200000 WHERE session_id = $1",
+      [first.session_id],
+    );
+    stack.api.script(replies.text("<summary>WINDOW-SUMMARY of the earlier work.</summary>"));
+    const m = mark();
+    const second = await stack.finishedTask(
+      await stack.comment(n, "@tether /model claude-haiku-4-5 WINDOW-TWO quick check"),
+    );
+    expect(second).toMatchObject({
+      status: "succeeded",
+      resume_reason: "compacted",
+      compacted: true,
+      session_id: first.session_id,
+      model: "claude-haiku-4-5",
+    });
+    const [compaction, turn] = stack.api.messageRequests().filter((r) => r.n > m);
+    // The session's own model summarised it; the turn ran on the model asked for.
+    expect(compaction!.body?.model).toBe("claude-sonnet-4-5");
+    expect(userTexts(compaction!).at(-1)).toContain("summary");
+    expect(turn!.body?.model).toBe("claude-haiku-4-5");
+    expect(JSON.stringify(turn!.body?.messages)).toContain("WINDOW-SUMMARY");
+    expect(answerOf(n, second.id)).toContain(
+      "🗜️ compacted and resumed session (the turn's model has a smaller context window)",
+    );
+  });
+
   it("a model the agent may not use gets a reply listing the allowed ones, and no run", async () => {
     const n = newIssue();
     const m = mark();
     const c = await stack.comment(n, "@tether /model gpt-4o do it");
     const body = await reply(n, "is not one of this agent's models");
     expect(body).toContain("`gpt-4o`");
-    expect(body).toContain("It may run on: `claude-sonnet-4-5`, `claude-opus-4-1`.");
+    expect(body).toContain(
+      "It may run on: `claude-sonnet-4-5`, `claude-opus-4-1`, `claude-haiku-4-5`.",
+    );
     expect(await handled(c)).toContain("tether: /model refused");
     const { rows } = await db.pool.query(
       "SELECT count(*)::int AS n FROM tasks WHERE repo = $1 AND issue_number = $2",
@@ -268,5 +310,136 @@ describe("session controls from the thread", { timeout: 200_000 }, () => {
     );
     expect(rows[0].n).toBe(0);
     expect(stack.api.messageRequests().filter((r) => r.n > m)).toEqual([]);
+  });
+
+  describe("a comment the session read is edited or deleted: the session is rewound", () => {
+    /** The agent's first request of the turn for `comment`, and where it starts. */
+    async function turn(n: number, body: string) {
+      const m = mark();
+      const task = await stack.finishedTask(await stack.comment(n, body));
+      const req = agentRequests(m, "tether")[0]!;
+      return { task, req, all: JSON.stringify(req.body?.messages) };
+    }
+    /** The fake API's answer to `req` (its default reply names the request's number). */
+    const replyTo = (req: FakeRequest) => `reply#${req.n} seen_messages=`;
+    /** Waits until intake has bumped the key's history epoch to `epoch`. */
+    async function epochAt(n: number, epoch: number): Promise<void> {
+      const deadline = Date.now() + 30_000;
+      for (;;) {
+        const { rows } = await db.pool.query(
+          "SELECT epoch FROM history_epochs WHERE repo = $1 AND issue_number = $2 AND agent = 'tether'",
+          [REPO, n],
+        );
+        if ((rows[0]?.epoch ?? 0) >= epoch) return;
+        if (Date.now() > deadline) throw new Error(`history epoch never reached ${epoch}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+
+    it("an edited early comment: the next request carries what came before it and the new text, not the old text nor what was said after it", async () => {
+      const n = newIssue();
+      const one = await turn(n, "@tether ONE-ASK look at split()");
+      const two = await turn(n, "@tether TWO-ASK old-wording please");
+      const three = await turn(n, "@tether THREE-ASK and the tests");
+      const session = one.task.session_id;
+      expect(two.task).toMatchObject({ resume_reason: "resumed", session_id: session });
+      expect(three.task).toMatchObject({ resume_reason: "resumed", session_id: session });
+      // Where each resumed turn entered the session is recorded.
+      expect(two.task.session_entry).toEqual(expect.any(String));
+      expect(three.task.session_entry).toEqual(expect.any(String));
+      expect(one.task.session_entry).toBeNull();
+
+      const twoComment = (
+        await db.pool.query(`SELECT comment_id FROM task_comments WHERE task_id = $1`, [
+          two.task.id,
+        ])
+      ).rows[0].comment_id as number;
+      await stack.editComment(n, twoComment, "@tether TWO-ASK new-wording please");
+      await epochAt(n, 1);
+
+      const four = await turn(n, "@tether FOUR-ASK go on");
+      expect(four.task).toMatchObject({
+        status: "succeeded",
+        resume_decision: "resume",
+        resume_reason: "rewound",
+        session_id: session,
+        rewound_from: two.task.id,
+      });
+      // The session as it stood before TWO-ASK entered it: the first request and its answer…
+      expect(four.all).toContain("ONE-ASK");
+      expect(four.all).toContain(replyTo(one.req));
+      // …then the edited comment (and the one after it) sent again, and the new request.
+      const last = userTexts(four.req).at(-1)!;
+      expect(last).toContain("TWO-ASK new-wording please");
+      expect(last).toContain("THREE-ASK");
+      expect(last).toContain("FOUR-ASK");
+      expect(last).toContain("This conversation was rewound");
+      // Not the old text, nor what the session said after it.
+      expect(four.all).not.toContain("old-wording");
+      expect(four.all).not.toContain(replyTo(two.req));
+      expect(four.all).not.toContain(replyTo(three.req));
+      expect(answerOf(n, four.task.id)).toContain("⏪ rewound session");
+
+      // The rewind settled the edit: the next turn resumes the rewound session as it is.
+      const five = await turn(n, "@tether FIVE-ASK more");
+      expect(five.task).toMatchObject({ resume_reason: "resumed", session_id: session });
+      expect(five.all).toContain("FOUR-ASK");
+      expect(five.all).toContain(replyTo(four.req));
+      expect(five.all).not.toContain("old-wording");
+      expect(five.all).not.toContain(replyTo(two.req));
+    });
+
+    it("a deleted comment: the session goes back to before it and the comment is not sent again", async () => {
+      const n = newIssue();
+      const one = await turn(n, "@tether DEL-ONE look at split()");
+      const two = await turn(n, "@tether DEL-TWO rename it");
+      const three = await turn(n, "@tether DEL-THREE and the docs");
+      const twoComment = (
+        await db.pool.query(`SELECT comment_id FROM task_comments WHERE task_id = $1`, [
+          two.task.id,
+        ])
+      ).rows[0].comment_id as number;
+      stack.gh.deleteComment(twoComment);
+      await stack.deliver(
+        stack.gh.webhooks.issueComment({
+          repo: REPO,
+          issueNumber: n,
+          commentId: twoComment,
+          action: "deleted",
+        }),
+      );
+      await epochAt(n, 1);
+
+      const four = await turn(n, "@tether DEL-FOUR go on");
+      expect(four.task).toMatchObject({
+        resume_reason: "rewound",
+        session_id: one.task.session_id,
+        rewound_from: two.task.id,
+      });
+      expect(four.all).toContain("DEL-ONE");
+      expect(four.all).toContain(replyTo(one.req));
+      expect(four.all).not.toContain("DEL-TWO");
+      expect(four.all).not.toContain(replyTo(two.req));
+      expect(four.all).not.toContain(replyTo(three.req));
+      const last = userTexts(four.req).at(-1)!;
+      expect(last).toContain("DEL-THREE");
+      expect(last).toContain("DEL-FOUR");
+      expect(last).toContain("was deleted on GitHub");
+    });
+
+    it("an edit of the first (cold) turn's comment cannot be rewound past: fresh, history_edited", async () => {
+      const n = newIssue();
+      const c1 = await stack.comment(n, "@tether COLD-ONE first");
+      const one = await stack.finishedTask(c1);
+      await turn(n, "@tether COLD-TWO second");
+      await stack.editComment(n, c1, "@tether COLD-ONE first (edited)");
+      await epochAt(n, 1);
+      const three = await turn(n, "@tether COLD-THREE third");
+      expect(three.task).toMatchObject({
+        resume_decision: "fresh",
+        resume_reason: "history_edited",
+      });
+      expect(three.task.session_id).not.toBe(one.session_id);
+    });
   });
 });

@@ -9,7 +9,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { createLogger } from "../../src/log.js";
-import { runTask, SHUTDOWN, type RunTaskDeps } from "../../src/runner/run-task.js";
+import { runTask, SHUTDOWN, type RunTaskDeps } from "../../src/runner/turn/run-task.js";
 import { registerRuntime } from "../../src/sql/runtimes.js";
 import { claimTasks } from "../../src/sql/tasks/claim.js";
 import { createTestDatabase } from "../helpers/db.js";

@@ -8,7 +8,7 @@ import path from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { createPool } from "../../src/db/pool.js";
 import { createLogger } from "../../src/log.js";
-import { Runner, type RunnerOptions } from "../../src/runner/runner.js";
+import { Runner, type RunnerOptions } from "../../src/runner/loop/runner.js";
 import { CHANNELS, listen } from "../../src/sql/notify.js";
 import { createTestDatabase } from "../helpers/db.js";
 import { readTask, seedTask } from "../helpers/seed.js";

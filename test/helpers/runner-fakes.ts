@@ -59,7 +59,7 @@ export function fakeThread(
 ): GitHubThread & { comments: IssueComment[]; creates: number } {
   let next = opts.firstId ?? 1;
   const agents = opts.agents ?? {
-    tether: { name: "tether", timeoutMinutes: 30, stallMinutes: 5 },
+    tether: { name: "tether", cli: "claude", timeoutMinutes: 30, stallMinutes: 5 },
   };
   const t = {
     comments: [] as IssueComment[],
@@ -100,7 +100,7 @@ export function fakeThread(
 
 export function fakeWorkspace(root: string, over: Partial<WorkspacePort> = {}): WorkspacePort {
   return {
-    pathFor: (repo, n, agent) => path.join(root, repo, `issue-${n}`, agent),
+    pathFor: (k) => path.join(root, k.repo, `issue-${k.issueNumber}`, k.agent),
     exists: async (dir) => fs.existsSync(dir),
     prepare: async (req) => {
       const dir = path.join(root, req.repo, `issue-${req.issueNumber}`, req.agent);

@@ -8,10 +8,10 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeEach, describe, expect, it } from "vitest";
 import { createLogger } from "../../src/log.js";
-import { postPendingAnswers, type PostAnswersDeps } from "../../src/runner/post-answers.js";
+import { postPendingAnswers, type PostAnswersDeps } from "../../src/runner/loop/post-answers.js";
 import type { GitHubThread, IssueComment } from "../../src/runner/ports.js";
-import { Runner } from "../../src/runner/runner.js";
-import { findTaskMarker } from "../../src/runner/thread-comments.js";
+import { Runner } from "../../src/runner/loop/runner.js";
+import { findTaskMarker } from "../../src/runner/render/thread-comments.js";
 import {
   answerPosted,
   claimAnswers,

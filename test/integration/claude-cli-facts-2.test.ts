@@ -5,6 +5,7 @@ import { execa } from "execa";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { buildClaudeArgs, OUT_OF_TURN_TOOLS } from "../../src/claude/claude-args.js";
 import { resolveClaudePath } from "../../src/claude/claude-path.js";
+import { readEntry } from "../../src/claude/session-entry.js";
 import {
   replies,
   startFakeAnthropic,
@@ -313,6 +314,35 @@ describe("forking and rewinding a session", () => {
     expect(after.requests[0]!.body?.messages).toHaveLength(5);
     expect(sent).toContain("MARKER-AT");
     expect(sent).not.toContain("MARKER-TWO");
+  });
+});
+
+describe("where a resumed turn entered its session (src/claude/session-entry.ts)", () => {
+  it("the first line a resume appends hangs from the session's last message; resuming there leaves that turn out", async () => {
+    const cwd = workDir();
+    const one = await run([], { cwd, prompt: "ENTRY-ONE" });
+    const id = one.sessionId!;
+    const file = sessionFile(cwd, id);
+    const before = fs.readFileSync(file, "utf8");
+    const last = before
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { uuid?: string })
+      .filter((e) => typeof e.uuid === "string")
+      .at(-1)!.uuid;
+    await run(["--resume", id], { cwd, prompt: "ENTRY-TWO" });
+    const entry = await readEntry(file, Buffer.byteLength(before));
+    expect(entry).toBe(last);
+
+    const at = await run(["--resume", id, "--resume-session-at", entry!], {
+      cwd,
+      prompt: "ENTRY-THREE",
+    });
+    expect(at.sessionId).toBe(id);
+    const sent = JSON.stringify(at.requests[0]!.body?.messages);
+    expect(sent).toContain("ENTRY-ONE");
+    expect(sent).not.toContain("ENTRY-TWO");
+    expect(userTexts(at.requests[0]!).at(-1)).toContain("ENTRY-THREE");
   });
 });
 

@@ -1,5 +1,5 @@
 /**
- * Collection (src/sessions/collect.ts) on real directories and a real Postgres: idle workspaces
+ * Collection (src/workspace/collect-idle.ts) on real directories and a real Postgres: idle workspaces
  * and cached transcripts go, busy and recent ones and Tether's own dirs stay, and saved
  * transcripts of retired sessions are pruned.
  */
@@ -11,7 +11,7 @@ import { createLogger } from "../../src/log.js";
 import { RepoConfig } from "../../src/config/repo-config.js";
 import { snapshotSettings } from "../../src/config/repo-settings.js";
 import { decideResume } from "../../src/core/resume-decision.js";
-import { collectIdle, touchWorkspace } from "../../src/sessions/collect.js";
+import { collectIdle, touchWorkspace } from "../../src/workspace/collect-idle.js";
 import { upsertSession } from "../../src/sql/sessions.js";
 import { transcriptHead } from "../../src/sql/transcripts.js";
 import { createTestDatabase } from "../helpers/db.js";

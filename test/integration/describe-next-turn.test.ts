@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { DEFAULT_CONFIG, parseRepoConfig } from "../../src/config/repo-config.js";
-import { describeNextTurn } from "../../src/runner/describe-next-turn.js";
+import { describeNextTurn } from "../../src/runner/render/describe-next-turn.js";
 import { upsertSession } from "../../src/sql/sessions.js";
+import { resentComments, rewindFacts } from "../../src/sql/history.js";
 import { createTestDatabase } from "../helpers/db.js";
 import { seedTask } from "../helpers/seed.js";
 
@@ -116,6 +117,76 @@ describe("/status with the runner's next-turn decision", () => {
     );
   });
 
+  it("says the next turn rewinds a session whose read comment was edited (Claude), and starts fresh on Codex", async () => {
+    await upsertSession(pool, {
+      repo: "octo/widgets",
+      issueNumber: 50,
+      agent: "tether",
+      sessionId: "sess-50",
+      runtimeId: "rt-a",
+      workDir: "/w/50",
+      model: "m",
+      historyEpoch: 0,
+    });
+    const turns = [];
+    for (const [i, entry] of [null, "m-b", "m-c"].entries()) {
+      const t = await seedTask(pool, {
+        issue_number: 50,
+        status: "succeeded",
+        session_id: "sess-50",
+        session_entry: entry,
+        started_at: new Date(now.getTime() - (10 - i) * 60_000),
+        finished_at: new Date(now.getTime() - (9 - i) * 60_000),
+      });
+      await pool.query(
+        `INSERT INTO task_comments (source, agent, task_id, comment_id, author, url, body)
+         VALUES ($1, 'tether', $2, $3, 'alice', $4, $5)`,
+        [`comment:50${i}`, t.id, 500 + i, `u-50${i}`, `asked ${i}`],
+      );
+      turns.push(t);
+    }
+    await pool.query(
+      `INSERT INTO history_epochs (repo, issue_number, agent, epoch) VALUES ('octo/widgets', 50, 'tether', 1)`,
+    );
+    await pool.query(
+      `INSERT INTO history_edits (repo, issue_number, agent, epoch, source, deleted, body)
+       VALUES ('octo/widgets', 50, 'tether', 1, 'comment:501', false, 'asked 1, edited')`,
+    );
+    const key = { repo: "octo/widgets", issueNumber: 50, agent: "tether" };
+    expect(await rewindFacts(pool, key, "sess-50", 0, 1)).toEqual({
+      turns: turns.map((t, i) => ({
+        taskId: Number(t.id),
+        entry: [null, "m-b", "m-c"][i],
+        sources: [`comment:50${i}`],
+        compacted: false,
+        rewoundFrom: null,
+      })),
+      edits: [{ epoch: 1, source: "comment:501", deleted: false }],
+    });
+    // What the rewound turn sends again: the edited text, then the comment after it.
+    expect(
+      (await resentComments(pool, key, ["comment:501", "comment:502"])).map((c) => c.body),
+    ).toEqual(["asked 1, edited", "asked 2"]);
+    expect(await status(50)).toContain(
+      "Next turn: **rewinds, then resumes** session `sess-50` on runtime `rt-a` (`rewound`)",
+    );
+    const codex = parseRepoConfig({ agents: { tether: { cli: "codex" } } });
+    if (!codex.ok) throw new Error("config");
+    // (A Claude session on a Codex agent is another CLI's: the first guard names that.)
+    await pool.query("UPDATE sessions SET cli = 'codex' WHERE session_id = 'sess-50'");
+    expect(await status(50, ["tether"], codex.config)).toMatch(
+      /fresh session\*\* \(`history_edited`/,
+    );
+    // A deletion: the comment is not sent again.
+    await pool.query(
+      `INSERT INTO history_edits (repo, issue_number, agent, epoch, source, deleted, body)
+       VALUES ('octo/widgets', 50, 'tether', 2, 'comment:502', true, NULL)`,
+    );
+    expect(
+      (await resentComments(pool, key, ["comment:501", "comment:502"])).map((c) => c.body),
+    ).toEqual(["asked 1, edited"]);
+  });
+
   it("gives the reason when the next turn cannot resume: history edited, /fresh queued, resume disabled", async () => {
     await upsertSession(pool, {
       repo: "octo/widgets",
@@ -180,6 +251,20 @@ describe("/status with the runner's next-turn decision", () => {
     expect(text).toContain("Last session: `sess-6` (active), from task");
     expect(text).toMatch(/Last session: .*, on `claude-sonnet-4-5`/);
     expect(text).toMatch(/Next turn: .* on `claude-opus-4-1`\./);
+  });
+
+  it("names a queued CI turn's escalated model as the CI loop's, not a /model's (#30)", async () => {
+    await seedTask(pool, {
+      issue_number: 7,
+      status: "queued",
+      trigger: "ci",
+      requested_model: "claude-opus-4-1",
+    });
+    const text = await status(7);
+    expect(text).toMatch(
+      /Queued: .*, on `claude-opus-4-1` \(`escalate`: after a failed CI attempt\)/,
+    );
+    expect(text).not.toContain("/model");
   });
 
   it("covers every agent with tasks on the issue, not only the one addressed", async () => {

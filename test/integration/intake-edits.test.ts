@@ -196,6 +196,16 @@ describe("history epochs (guard history_edited)", () => {
     await edit(commentId, "v2", at(1));
     await remove(commentId, at(1));
     expect(await epoch()).toBe(2);
+    // Each bump says what changed: what a rewind sends again, or leaves out.
+    const { rows } = await db.pool.query(
+      `SELECT epoch, source, deleted, body FROM history_edits
+        WHERE repo = $1 AND issue_number = $2 AND agent = 'tether' ORDER BY epoch`,
+      [REPO_KEY, issue],
+    );
+    expect(rows).toEqual([
+      { epoch: 1, source: `comment:${commentId}`, deleted: false, body: "v2" },
+      { epoch: 2, source: `comment:${commentId}`, deleted: true, body: null },
+    ]);
   });
 
   it("an edited issue body bumps every key on the issue that has a session", async () => {
@@ -217,6 +227,15 @@ describe("history epochs (guard history_edited)", () => {
     );
     expect([await epoch("tether"), await epoch("reviewer"), await epoch("helper")]).toEqual([
       1, 1, 0,
+    ]);
+    const { rows } = await db.pool.query(
+      `SELECT agent, source FROM history_edits WHERE repo = $1 AND issue_number = $2 ORDER BY agent`,
+      [REPO_KEY, issue],
+    );
+    // The issue body: every turn read it, so no rewind goes past it.
+    expect(rows).toEqual([
+      { agent: "reviewer", source: null },
+      { agent: "tether", source: null },
     ]);
   });
 

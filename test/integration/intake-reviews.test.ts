@@ -9,7 +9,7 @@ import path from "node:path";
 import { beforeEach, describe, expect, it } from "vitest";
 import { createLogger } from "../../src/log.js";
 import type { Agent, AgentRunRequest } from "../../src/runner/ports.js";
-import { runTask } from "../../src/runner/run-task.js";
+import { runTask } from "../../src/runner/turn/run-task.js";
 import { readDelivery } from "../../src/sql/deliveries.js";
 import { readEpoch } from "../../src/sql/history.js";
 import { registerRuntime } from "../../src/sql/runtimes.js";

@@ -7,7 +7,7 @@
 import nock from "nock";
 import { describe, expect, it } from "vitest";
 import { openPull } from "../../src/publish/publisher.js";
-import { githubThread } from "../../src/runner/github-thread.js";
+import { githubThread } from "../../src/runner/wiring/github-thread.js";
 import { draftsRefused } from "../../src/sql/repo-facts.js";
 import { createTestDatabase } from "../helpers/db.js";
 import { rest } from "../helpers/rest-shapes.js";

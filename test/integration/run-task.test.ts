@@ -19,9 +19,9 @@ import type {
   StagedRun,
   WorkspacePort,
 } from "../../src/runner/ports.js";
-import { postPendingAnswers } from "../../src/runner/post-answers.js";
-import { runTask, type RunTaskDeps } from "../../src/runner/run-task.js";
-import { findTaskMarker } from "../../src/runner/thread-comments.js";
+import { postPendingAnswers } from "../../src/runner/loop/post-answers.js";
+import { runTask, type RunTaskDeps } from "../../src/runner/turn/run-task.js";
+import { findTaskMarker } from "../../src/runner/render/thread-comments.js";
 import { claimTasks } from "../../src/sql/tasks/claim.js";
 import { createTestDatabase } from "../helpers/db.js";
 import { readTask, seedTask } from "../helpers/seed.js";
@@ -85,8 +85,8 @@ const fakeThread = () =>
     stampComments: true,
     strictUpdates: true,
     agents: {
-      tether: { name: "tether", model: "m", timeoutMinutes: 30, stallMinutes: 5 },
-      reviewer: { name: "reviewer", timeoutMinutes: 30, stallMinutes: 5 },
+      tether: { name: "tether", cli: "claude", model: "m", timeoutMinutes: 30, stallMinutes: 5 },
+      reviewer: { name: "reviewer", cli: "claude", timeoutMinutes: 30, stallMinutes: 5 },
     },
   });
 
@@ -720,7 +720,13 @@ describe("runTask with projectInstructions", () => {
   const threadWith = (projectInstructions: boolean) =>
     sharedFakeThread({
       agents: {
-        tether: { name: "tether", timeoutMinutes: 30, stallMinutes: 5, projectInstructions },
+        tether: {
+          name: "tether",
+          cli: "claude",
+          timeoutMinutes: 30,
+          stallMinutes: 5,
+          projectInstructions,
+        },
       },
     });
 
@@ -922,7 +928,7 @@ describe("runTask on a pull request", () => {
         repo: "octo/widgets",
         pullRequest: issue,
         baseRef: "main",
-        dir: workspace.pathFor("octo/widgets", issue, "tether"),
+        dir: workspace.pathFor({ repo: "octo/widgets", issueNumber: issue, agent: "tether" }),
       }),
     ]);
     expect(agent.calls[0]!.masks).toEqual(masks);
@@ -1130,6 +1136,7 @@ describe("runTask and the spend limits", () => {
         tether: {
           name: "tether",
           mention: "@tether",
+          cli: "claude",
           timeoutMinutes: 30,
           stallMinutes: 5,
           ...agent,
@@ -1461,5 +1468,124 @@ describe("runTask: a session over the context budget", () => {
     const row = await turn(agent, thread, { force_fresh: true });
     expect(agent.calls.map((c) => c.resumeSessionId)).toEqual([null, null]);
     expect(row).toMatchObject({ resume_reason: "forced_fresh", compacted: false });
+  });
+});
+
+describe("runTask: a comment the session read was edited (a rewind)", () => {
+  /** An agent whose CLI rewinds (Claude Code's --resume-session-at). */
+  class RewindingAgent extends FakeAgent {
+    canRewind() {
+      return true;
+    }
+  }
+  /** A run that entered its session at `entry` (what the CLI's transcript says). */
+  const entered =
+    (sessionId: string, entry: string | undefined): Script =>
+    async (req) => ({ ...(await ok(sessionId)(req)), ...(entry ? { entry } : {}) });
+  /** The comment a finished turn was asked in, as intake records it. */
+  const askedIn = (taskId: unknown, source: string, body: string) =>
+    pool.query(
+      `INSERT INTO task_comments (source, agent, task_id, comment_id, author, url, body)
+       VALUES ($1, 'tether', $2, NULL, 'alice', $3, $4)`,
+      [source, taskId, `https://example.test/${source}`, body],
+    );
+  /** Intake's bump of the key's epoch for an edit of `source`. */
+  const edited = (epoch: number, source: string, body: string) =>
+    pool.query(
+      `WITH e AS (INSERT INTO history_epochs (repo, issue_number, agent, epoch)
+                  VALUES ('octo/widgets', $1, 'tether', $2)
+                  ON CONFLICT (repo, issue_number, agent) DO UPDATE SET epoch = EXCLUDED.epoch)
+       INSERT INTO history_edits (repo, issue_number, agent, epoch, source, deleted, body)
+       VALUES ('octo/widgets', $1, 'tether', $2, $3, false, $4)`,
+      [issue, epoch, source, body],
+    );
+  const sessionRow = async (id: string) =>
+    (await pool.query("SELECT state, history_epoch FROM sessions WHERE session_id = $1", [id]))
+      .rows[0];
+
+  /** Three turns in session `id`: fresh, then two resumed ones that entered at m-2 and m-3. */
+  async function threeTurns(agent: FakeAgent, thread: ReturnType<typeof fakeThread>) {
+    const one = await turn(agent, thread);
+    await askedIn(one.id, `comment:${issue}-1`, "@tether first");
+    const two = await turn(agent, thread);
+    await askedIn(two.id, `comment:${issue}-2`, "@tether second, old words");
+    const three = await turn(agent, thread);
+    await askedIn(three.id, `comment:${issue}-3`, "@tether third");
+    return { one, two, three };
+  }
+
+  it("resumes at the message before the edited comment, sends it and what came after again, and moves the session's epoch on", async () => {
+    issue++;
+    const thread = fakeThread();
+    const agent = new RewindingAgent([
+      entered("s-rw1", undefined),
+      entered("s-rw1", "m-2"),
+      entered("s-rw1", "m-3"),
+      entered("s-rw1", "m-2"),
+      entered("s-rw1", "m-5"),
+    ]);
+    const { one, two, three } = await threeTurns(agent, thread);
+    expect([one.session_entry, two.session_entry, three.session_entry]).toEqual([
+      null,
+      "m-2",
+      "m-3",
+    ]);
+    await edited(1, `comment:${issue}-2`, "@tether second, NEW words");
+    const four = await turn(agent, thread, { trigger_body: "@tether fourth" });
+    expect(four).toMatchObject({
+      resume_decision: "resume",
+      resume_reason: "rewound",
+      session_id: "s-rw1",
+      rewound_from: two.id,
+      session_entry: "m-2",
+    });
+    const call = agent.calls[3]!;
+    expect(call.resumeSessionId).toBe("s-rw1");
+    expect(call.resumeAt).toBe("m-2");
+    expect(call.prompt).toContain("This conversation was rewound");
+    expect(call.prompt).toContain("second, NEW words");
+    expect(call.prompt).toContain("@tether third");
+    expect(call.prompt).not.toContain("old words");
+    expect(call.prompt.indexOf("third")).toBeLessThan(call.prompt.indexOf("fourth"));
+    expect(await sessionRow("s-rw1")).toEqual({ state: "active", history_epoch: 1 });
+    // The next turn resumes it as it is.
+    const five = await turn(agent, thread);
+    expect(five).toMatchObject({ resume_reason: "resumed", session_id: "s-rw1" });
+    expect(agent.calls[4]!.resumeAt).toBeUndefined();
+  });
+
+  it("a run that did not enter where asked leaves the old text possibly in the session: it is retired", async () => {
+    issue++;
+    const thread = fakeThread();
+    const agent = new RewindingAgent([
+      entered("s-rw2", undefined),
+      entered("s-rw2", "m-2"),
+      entered("s-rw2", "m-3"),
+      entered("s-rw2", "m-3"), // the CLI went on from the end after all
+      ok("s-rw3"),
+    ]);
+    await threeTurns(agent, thread);
+    await edited(1, `comment:${issue}-2`, "@tether second, NEW words");
+    const four = await turn(agent, thread);
+    expect(four).toMatchObject({ resume_reason: "rewound", session_id: "s-rw2" });
+    expect(await sessionRow("s-rw2")).toEqual({ state: "retired", history_epoch: 0 });
+    const five = await turn(agent, thread);
+    expect(five).toMatchObject({ resume_decision: "fresh", resume_reason: "poisoned" });
+  });
+
+  it("a CLI that cannot rewind starts fresh, as before (history_edited)", async () => {
+    issue++;
+    const thread = fakeThread();
+    const agent = new FakeAgent([
+      entered("s-rw4", undefined),
+      entered("s-rw4", "m-2"),
+      entered("s-rw4", "m-3"),
+      ok("s-rw5"),
+    ]);
+    await threeTurns(agent, thread);
+    await edited(1, `comment:${issue}-2`, "@tether second, NEW words");
+    const four = await turn(agent, thread);
+    expect(four).toMatchObject({ resume_decision: "fresh", resume_reason: "history_edited" });
+    expect(agent.calls[3]!.resumeAt).toBeUndefined();
   });
 });

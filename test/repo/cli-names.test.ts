@@ -110,7 +110,7 @@ describe("only the registry and the CLIs' own folders name a CLI (#31)", () => {
 
   it("reads the files it judges, comments left out but strings kept", () => {
     expect(judged.length).toBeGreaterThan(100);
-    expect(judged).toContain("runner/start-runner.ts");
+    expect(judged).toContain("runner/wiring/start-runner.ts");
     expect(judged).toContain("agent-cli/cli-run.ts");
     expect(judged).not.toContain("claude/claude-cli.ts");
     const sample = 'const a = "claude"; // codex\n/* gemini */ const b = `x${"opencode"}`;';

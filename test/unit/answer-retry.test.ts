@@ -5,7 +5,7 @@ import {
   answerRetryPolicy,
   DEFAULT_ANSWER_RETRY,
   type AfterFailure,
-} from "../../src/runner/answer-retry.js";
+} from "../../src/runner/turn/answer-retry.js";
 
 const p = DEFAULT_ANSWER_RETRY;
 const httpError = (status: number) => Object.assign(new Error(`HTTP ${status}`), { status });

@@ -2,9 +2,10 @@ import { createRequire } from "node:module";
 import { describe, expect, it } from "vitest";
 import { parseRepoConfig } from "../../src/config/repo-config.js";
 import { checkRunBody, logTail, type CheckRunSummary } from "../../src/github/ci-report.js";
-import { ciRequest, screenCiEvent, stopComment } from "../../src/intake/ci-events.js";
+import { ciAttemptModel, ciRequest, stopComment } from "../../src/intake/ci-events.js";
+import { readDelivery } from "../../src/intake/events.js";
 import { screenDelivery } from "../../src/intake/webhook.js";
-import { buildResumedPrompt } from "../../src/runner/prompts.js";
+import { buildResumedPrompt } from "../../src/runner/render/prompts.js";
 
 type Json = Record<string, unknown>;
 const require = createRequire(import.meta.url);
@@ -110,27 +111,37 @@ describe("screening CI events (GitHub's example payloads)", () => {
 
   it("the events of one run have their own dedupe keys; a redelivery has the same", () => {
     const keys = ["check_run", "check_suite", "workflow_run"].map((e) => {
-      const s = screenCiEvent(e, completed(e));
+      const s = screenDelivery(e, completed(e));
       if (!s.take) throw new Error(s.reason);
       return s.dedupeKey;
     });
     expect(new Set(keys).size).toBe(3);
-    const again = screenCiEvent("check_suite", completed("check_suite"));
+    const again = screenDelivery("check_suite", completed("check_suite"));
     expect(again.take && again.dedupeKey).toBe(keys[1]);
-    // The inbox keeps the trimmed run, not GitHub's whole payload.
-    const s = screenCiEvent("workflow_run", completed("workflow_run"));
+    // The inbox keeps the trimmed event, not GitHub's whole payload.
+    const full = completed("workflow_run");
+    const s = screenDelivery("workflow_run", full);
     expect(s.take && Object.keys(s.payload).sort()).toEqual(
-      [
-        "action",
-        "conclusion",
-        "event",
-        "headBranch",
-        "headSha",
-        "id",
-        "installationId",
-        "repository",
-      ].sort(),
+      ["action", "installation", "repository", "workflow_run"].sort(),
     );
+    expect(s.take && JSON.stringify(s.payload).length).toBeLessThan(
+      JSON.stringify(full).length / 5,
+    );
+  });
+
+  it("a run an earlier version kept flattened in the inbox reads as the same run, same key", () => {
+    for (const event of ["check_run", "check_suite", "workflow_run"]) {
+      const s = screenDelivery(event, completed(event));
+      const now = readDelivery({ event, payload: JSON.parse(JSON.stringify(s.take && s.payload)) });
+      if (!now.ok || now.event.kind !== "ci") throw new Error(JSON.stringify(now));
+      const legacy = JSON.parse(JSON.stringify({ ...now.event.run, action: "completed" }));
+      const then = readDelivery({ event, payload: legacy });
+      expect(then.ok && then.event.kind === "ci" && then.event.run).toEqual(now.event.run);
+      expect(then.ok && then.event.dedupeKey).toBe(now.event.dedupeKey);
+      // Kept under another event's name, it is not read as that event's.
+      const other = event === "check_run" ? "check_suite" : "check_run";
+      expect(readDelivery({ event: other, payload: legacy }).ok).toBe(false);
+    }
   });
 
   it("other check actions are not taken", () => {
@@ -285,5 +296,29 @@ describe("the ci setting", () => {
     const parsed = parseRepoConfig({ agents: { a: null } });
     if (!parsed.ok) throw new Error("invalid");
     expect(parsed.config.agents.a!.ci).toEqual({ mode: "fix", maxAttempts: 3 });
+  });
+});
+
+describe("the model of each CI attempt (escalate)", () => {
+  const UP = ["claude-sonnet-4-6", "claude-opus-4-1"];
+  it.each([
+    { escalate: undefined, attempt: 1, model: null },
+    { escalate: undefined, attempt: 3, model: null },
+    { escalate: UP, attempt: 1, model: null }, // the first attempt: the agent's own model
+    { escalate: UP, attempt: 2, model: "claude-sonnet-4-6" },
+    { escalate: UP, attempt: 3, model: "claude-opus-4-1" },
+    { escalate: UP, attempt: 4, model: "claude-opus-4-1" }, // past the list: its last
+    { escalate: UP, attempt: 20, model: "claude-opus-4-1" },
+    { escalate: ["claude-opus-4-1"], attempt: 2, model: "claude-opus-4-1" },
+    { escalate: UP, attempt: 0, model: null },
+  ])("escalate $escalate, attempt $attempt → $model", ({ escalate, attempt, model }) => {
+    expect(ciAttemptModel({ escalate }, attempt)).toBe(model);
+  });
+
+  it("reads a parsed config's agent", () => {
+    const parsed = parseRepoConfig({ agents: { tether: { escalate: UP } } });
+    if (!parsed.ok) throw new Error(JSON.stringify(parsed.problems));
+    const agent = parsed.config.agents.tether!;
+    expect([1, 2, 3, 4].map((n) => ciAttemptModel(agent, n))).toEqual([null, ...UP, UP[1]]);
   });
 });

@@ -137,6 +137,32 @@ describe("RunSettings", () => {
   });
 });
 
+describe("--resume-session-at (a rewind)", () => {
+  it("goes with a resume only, after it", () => {
+    const args = buildClaudeArgs(
+      { ...limits, resumeAt: "9d1ba7c6-efe3-4622-baac-cf0518b41a80" },
+      "s-1",
+    );
+    expect(args.slice(args.indexOf("--resume"), args.indexOf("--resume") + 4)).toEqual([
+      "--resume",
+      "s-1",
+      "--resume-session-at",
+      "9d1ba7c6-efe3-4622-baac-cf0518b41a80",
+    ]);
+    expect(buildClaudeArgs({ ...limits, resumeAt: "9d1ba7c6" })).not.toContain(
+      "--resume-session-at",
+    );
+  });
+  it.each([
+    ["9d1ba7c6-efe3-4622-baac-cf0518b41a80", true],
+    ["--fork-session", false],
+    ["a b", false],
+    ["", false],
+  ])("resumeAt %s valid=%s", (at, ok) => {
+    expect(RunSettings.safeParse({ ...limits, resumeAt: at }).success).toBe(ok);
+  });
+});
+
 describe("SESSION_ID", () => {
   it.each([
     ["d3526fa6-dfe2-405c-ad61-19274b86848a", true],

@@ -9,7 +9,7 @@ import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import type { AgentRun, CliAdapter, RunSpec } from "../../src/agent-cli/runtime-adapter.js";
 import { createLogger } from "../../src/log.js";
-import { cliAgent } from "../../src/runner/cli-agent.js";
+import { cliAgent } from "../../src/runner/wiring/cli-agent.js";
 import type { AgentRunRequest } from "../../src/runner/ports.js";
 import type { Sandbox } from "../../src/sandbox/sandbox.js";
 import type { TranscriptStore } from "../../src/sessions/transcripts.js";
@@ -99,7 +99,7 @@ function agentUnderTest() {
     cwd,
     prompt: "hi",
     resumeSessionId: "s-1",
-    settings: { name: "tether", timeoutMinutes: 1, stallMinutes: 1 },
+    settings: { name: "tether", cli: "claude", timeoutMinutes: 1, stallMinutes: 1 },
     systemPrompt: "",
     signal: new AbortController().signal,
     onSession: () => {},

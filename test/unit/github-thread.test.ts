@@ -1,7 +1,7 @@
 /** githubThread's review discussion over nock: the REST shapes mapped once, paginated, bounded. */
 import nock from "nock";
 import { describe, expect, it } from "vitest";
-import { githubThread, REVIEW_FETCH_CAP } from "../../src/runner/github-thread.js";
+import { githubThread, REVIEW_FETCH_CAP } from "../../src/runner/wiring/github-thread.js";
 import { API, rest, takeNockOpenapiViolations, useNock } from "../helpers/intake-github.js";
 import { TestOctokit } from "../helpers/probot.js";
 

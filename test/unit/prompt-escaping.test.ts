@@ -13,7 +13,7 @@ import {
   buildSystemPrompt,
   type ThreadContext,
   type TurnFacts,
-} from "../../src/runner/prompts.js";
+} from "../../src/runner/render/prompts.js";
 import { PROMPT_MARKERS, promptText, promptValue } from "../../src/core/sanitize.js";
 import { describeReplyParent, describeReviewPlace } from "../../src/intake/review-request.js";
 

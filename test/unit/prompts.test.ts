@@ -6,7 +6,7 @@ import {
   LIMITS,
   type ThreadContext,
   type TurnFacts,
-} from "../../src/runner/prompts.js";
+} from "../../src/runner/render/prompts.js";
 import { sanitizeForPrompt } from "../../src/core/sanitize.js";
 import { decodeCapped } from "../../src/workspace/project-instructions.js";
 
@@ -229,6 +229,31 @@ describe("resumed prompt", () => {
     expect(p).not.toContain("Parser drops the last line");
     expect(p).not.toContain("Same here");
     expect(p.length).toBeLessThan(turn.requests[0]!.body.length + 2048);
+  });
+
+  it("a rewound turn: says why, sends the earlier comments again as data before the new one", () => {
+    const p = buildResumedPrompt(turn, {
+      comments: [
+        { author: "dan", url: "u1", body: "EARLIER <!-- hidden --> one, edited" },
+        { author: "erin", url: "u2", body: "EARLIER two" },
+      ],
+      edited: true,
+      deleted: false,
+    });
+    expect(p).toContain(
+      "This conversation was rewound: a comment it had read was edited on GitHub",
+    );
+    expect(p).toContain('<earlier-request author="@dan" url="u1">');
+    expect(p).not.toContain("hidden");
+    // Oldest first, all before the new request, and the turn facts still last.
+    expect(p.indexOf("EARLIER")).toBeLessThan(p.indexOf("EARLIER two"));
+    expect(p.indexOf("EARLIER two")).toBeLessThan(p.indexOf("please write a failing test first"));
+    expect(p.indexOf("please write a failing test first")).toBeLessThan(p.indexOf("Turn facts:"));
+    const none = buildResumedPrompt(turn, { comments: [], edited: false, deleted: true });
+    expect(none).toContain("was deleted on GitHub");
+    expect(none).toContain("No comment from that point on is left to send again.");
+    // A plain resume says nothing of it.
+    expect(buildResumedPrompt(turn)).not.toContain("rewound");
   });
 
   it("stays flat as the thread grows: only the new comment's size matters", () => {

@@ -2,7 +2,7 @@
 import { describe, expect, it } from "vitest";
 import type { FileChange } from "../../src/publish/mirror-git.js";
 import { renderChanges, type PublishReport } from "../../src/publish/report.js";
-import { MAX_ANSWER, renderAnswer } from "../../src/runner/thread-comments.js";
+import { MAX_ANSWER, renderAnswer } from "../../src/runner/render/thread-comments.js";
 
 const files: FileChange[] = [
   { path: "src/parser.ts", status: "M", mode: "100644", bytes: 120, added: 3, removed: 1 },

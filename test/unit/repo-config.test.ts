@@ -266,6 +266,54 @@ const ROWS: Row[] = [
     problem: /^agents\.tether\.models\[0\]: must be a model id/,
   },
   {
+    name: "escalation models, any model allowed",
+    input: { agents: { tether: { escalate: ["claude-opus-4-1", "claude-opus-4-5"] } } },
+    valid: true,
+  },
+  {
+    name: "escalation models among the agent's models (its own model is one)",
+    input: {
+      agents: {
+        tether: {
+          model: "claude-haiku-4-5",
+          models: ["claude-opus-4-1"],
+          escalate: ["claude-haiku-4-5", "claude-opus-4-1"],
+        },
+      },
+    },
+    valid: true,
+  },
+  {
+    name: "an escalation model the agent's models do not list",
+    input: {
+      agents: { tether: { models: ["claude-opus-4-1"], escalate: ["claude-opus-4-1", "gpt-4o"] } },
+    },
+    valid: false,
+    problem:
+      /^agents\.tether\.escalate\[1\]: gpt-4o is not one of this agent's models \(claude-sonnet-4-5, claude-opus-4-1\); add it to models/,
+  },
+  {
+    name: "a codex agent's escalation checked against Codex's default model",
+    input: {
+      agents: { coder: { cli: "codex", models: ["gpt-5.6"], escalate: ["gpt-5.5", "o3"] } },
+    },
+    valid: false,
+    problem:
+      /^agents\.coder\.escalate\[1\]: o3 is not one of this agent's models \(gpt-5\.5, gpt-5\.6\)/,
+  },
+  {
+    name: "an escalation model id that looks like a flag",
+    input: { agents: { tether: { escalate: ["--dangerously"] } } },
+    valid: false,
+    problem: /^agents\.tether\.escalate\[0\]: must be a model id/,
+  },
+  {
+    name: "an empty escalation list",
+    input: { agents: { tether: { escalate: [] } } },
+    valid: false,
+    problem: /^agents\.tether\.escalate: list at least one model, or leave it out/,
+  },
+  {
     name: "a context budget over 1",
     input: { resume: { contextBudget: 1.2 } },
     valid: false,

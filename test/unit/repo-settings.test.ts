@@ -53,6 +53,19 @@ describe("the settings snapshot on a task", () => {
     expect(read?.agents.tether?.changes).toBeUndefined();
   });
 
+  it("keeps each agent's cli, and reads a snapshot taken before Codex as Claude's", () => {
+    const codex = config({ agents: { tether: { cli: "codex" } } });
+    const stored = JSON.parse(JSON.stringify(snapshotSettings(codex))) as unknown;
+    expect(readSettingsSnapshot(stored)?.agents.tether?.cli).toBe("codex");
+    const before = JSON.parse(JSON.stringify(snapshotSettings(cfg))) as {
+      agents: Record<string, Record<string, unknown>>;
+    };
+    for (const a of Object.values(before.agents)) delete a.cli;
+    const read = readSettingsSnapshot(before);
+    expect(read?.agents.tether?.cli).toBe("claude");
+    expect(read?.agents.reviewer?.cli).toBe("claude");
+  });
+
   it("keeps resume.compact, and reads a snapshot taken before it as compacting (the default)", () => {
     const off = config({ resume: { compact: false } });
     const stored = JSON.parse(JSON.stringify(snapshotSettings(off))) as unknown;

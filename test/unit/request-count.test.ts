@@ -8,7 +8,7 @@ import { describe, expect, it } from "vitest";
 import { appOctokit } from "../../src/github/app-auth.js";
 import { RequestCounter, requestTally, tallyRows } from "../../src/github/request-count.js";
 import { Metrics } from "../../src/metrics.js";
-import { githubThread } from "../../src/runner/github-thread.js";
+import { githubThread } from "../../src/runner/wiring/github-thread.js";
 import { API, rest, useNock } from "../helpers/intake-github.js";
 
 useNock();

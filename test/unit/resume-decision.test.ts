@@ -3,9 +3,14 @@ import {
   canReadTranscript,
   decideResume,
   describeReason,
+  planRewind,
   REASON_CODES,
+  type HistoryEdit,
   type PriorSession,
+  type ResumeDecision,
   type ResumeInput,
+  type RewindFacts,
+  type SessionTurn,
 } from "../../src/core/resume-decision.js";
 
 const NOW = new Date("2026-11-22T12:00:00Z");
@@ -273,6 +278,278 @@ describe("decideResume", () => {
           reason: "context_budget",
           priorSessionId: "s-1",
         });
+    });
+  });
+
+  describe("a comment the session read was edited or deleted: rewind, or fresh (history_edited)", () => {
+    // The session's turns: t1 fresh (the thread, and comment:1), t2 asked in comment:2 and
+    // comment:3 (coalesced), t3 in comment:4. The session was pinned at epoch 2; edits since.
+    const turn = (taskId: number, over: Partial<SessionTurn> = {}): SessionTurn => ({
+      taskId,
+      entry: `m-${taskId}`,
+      sources: [`comment:${taskId}`],
+      compacted: false,
+      rewoundFrom: null,
+      ...over,
+    });
+    const TURNS = [
+      turn(1, { entry: null }),
+      turn(2, { sources: ["comment:2", "comment:3"] }),
+      turn(3, { sources: ["comment:4"] }),
+    ];
+    const edit = (epoch: number, source: string | null, deleted = false): HistoryEdit => ({
+      epoch,
+      source,
+      deleted,
+    });
+    const facts = (edits: HistoryEdit[], turns = TURNS): RewindFacts => ({ turns, edits });
+    // [name, facts, the key's epoch now, plan, the session's epoch (default 2)]
+    const rewindRows: Array<[string, RewindFacts, number, ReturnType<typeof planRewind>, number?]> =
+      [
+        [
+          "an edit of the last turn's comment: back to before that turn, its text sent again",
+          facts([edit(3, "comment:4")]),
+          3,
+          {
+            at: "m-3",
+            fromTaskId: 3,
+            resend: ["comment:4"],
+            changed: [{ source: "comment:4", deleted: false }],
+          },
+        ],
+        [
+          "an edit of an early comment: back to before its turn, it and what came after sent again",
+          facts([edit(3, "comment:3")]),
+          3,
+          {
+            at: "m-2",
+            fromTaskId: 2,
+            resend: ["comment:2", "comment:3", "comment:4"],
+            changed: [{ source: "comment:3", deleted: false }],
+          },
+        ],
+        [
+          "a deletion: the deleted comment is not sent again",
+          facts([edit(3, "comment:2", true)]),
+          3,
+          {
+            at: "m-2",
+            fromTaskId: 2,
+            resend: ["comment:3", "comment:4"],
+            changed: [{ source: "comment:2", deleted: true }],
+          },
+        ],
+        [
+          "two edits: back to before the earlier one",
+          facts([edit(3, "comment:4"), edit(4, "comment:2")]),
+          4,
+          {
+            at: "m-2",
+            fromTaskId: 2,
+            resend: ["comment:2", "comment:3", "comment:4"],
+            changed: [
+              { source: "comment:4", deleted: false },
+              { source: "comment:2", deleted: false },
+            ],
+          },
+        ],
+        [
+          "the first (fresh) turn's comment: nothing to go back to",
+          facts([edit(3, "comment:1")]),
+          3,
+          null,
+        ],
+        [
+          "a comment read in the thread only (no turn was asked in it)",
+          facts([edit(3, "comment:99")]),
+          3,
+          null,
+        ],
+        ["the issue body (every turn read it)", facts([edit(3, null)]), 3, null],
+        ["a bump with no record (from before rewinds)", facts([]), 3, null],
+        ["one of two bumps without a record", facts([edit(4, "comment:4")]), 4, null],
+        [
+          "edits at or before the session's epoch do not count",
+          facts([edit(2, "comment:1"), edit(3, "comment:4")]),
+          3,
+          {
+            at: "m-3",
+            fromTaskId: 3,
+            resend: ["comment:4"],
+            changed: [{ source: "comment:4", deleted: false }],
+          },
+        ],
+        [
+          "the turn has no entry recorded (from before rewinds)",
+          facts(
+            [edit(3, "comment:4")],
+            [turn(1, { entry: null }), turn(2), turn(3, { entry: null })],
+          ),
+          3,
+          null,
+        ],
+        [
+          "a compaction after the rewind point: the history before it was too big",
+          facts(
+            [edit(3, "comment:2")],
+            [turn(1, { entry: null }), turn(2), turn(3, { compacted: true })],
+          ),
+          3,
+          null,
+        ],
+        [
+          "the rewound-to turn itself compacted first: its entry is the summary's",
+          facts([edit(3, "comment:2")], [turn(1, { entry: null }), turn(2, { compacted: true })]),
+          3,
+          {
+            at: "m-2",
+            fromTaskId: 2,
+            resend: ["comment:2"],
+            changed: [{ source: "comment:2", deleted: false }],
+          },
+        ],
+        [
+          "a turn after it that no comment started (a CI failure) cannot be sent again",
+          facts(
+            [edit(3, "comment:2")],
+            [turn(1, { entry: null }), turn(2), turn(3, { sources: [] })],
+          ),
+          3,
+          null,
+        ],
+        [
+          "after a rewind, the branch: a re-sent comment is the rewound turn's",
+          // t3 rewound past t2 (comment:2 and comment:3 sent again, and its own comment:5); now
+          // comment:3 is edited again: back to t3's entry (which is t2's), all re-sent once more.
+          facts(
+            [edit(4, "comment:3")],
+            [
+              turn(1, { entry: null }),
+              turn(2, { sources: ["comment:2", "comment:3"] }),
+              turn(3, { entry: "m-2", sources: ["comment:5"], rewoundFrom: 2 }),
+            ],
+          ),
+          4,
+          {
+            at: "m-2",
+            fromTaskId: 3,
+            resend: ["comment:2", "comment:3", "comment:5"],
+            changed: [{ source: "comment:3", deleted: false }],
+          },
+          // The rewound turn moved the session's epoch on to 3.
+          3,
+        ],
+        [
+          "a rewound turn whose start is not in the session: unknown branch",
+          facts(
+            [edit(3, "comment:5")],
+            [turn(1, { entry: null }), turn(3, { sources: ["comment:5"], rewoundFrom: 2 })],
+          ),
+          3,
+          null,
+        ],
+      ];
+
+    it.each(rewindRows)("planRewind: %s", (_name, f, toEpoch, plan, fromEpoch = 2) => {
+      expect(planRewind(fromEpoch, toEpoch, f)).toEqual(plan);
+    });
+
+    const REWIND = { cliCanRewind: true, historyEpoch: 3, rewind: facts([edit(3, "comment:4")]) };
+    const decideRows: Array<[string, Partial<ResumeInput>, string]> = [
+      ["a CLI that rewinds, with a plan", REWIND, "rewound"],
+      [
+        "stored, on another runtime",
+        { ...REWIND, transcript: STORED, runtimeId: "rt-b" },
+        "rewound",
+      ],
+      ["a CLI that cannot rewind (Codex)", { ...REWIND, cliCanRewind: false }, "history_edited"],
+      ["no facts read", { ...REWIND, rewind: undefined }, "history_edited"],
+      ["no plan", { ...REWIND, rewind: facts([edit(3, "comment:1")]) }, "history_edited"],
+      // Every other guard still holds.
+      ["/fresh", { ...REWIND, forceFresh: true }, "forced_fresh"],
+      ["poisoned", { ...REWIND, prior: prior({ state: "poisoned" }) }, "poisoned"],
+      ["expired", { ...REWIND, prior: prior({ lastUsedAt: new Date(0) }) }, "expired"],
+      [
+        "over the budget: not compacted, fresh",
+        { ...REWIND, prior: prior({ contextTokens: 160_000 }) },
+        "history_edited",
+      ],
+      [
+        "over the budget with compaction on: still fresh",
+        {
+          ...REWIND,
+          prior: prior({ contextTokens: 160_000 }),
+          policy: { enabled: true, ttlMs: 72 * HOUR, contextBudget: 0.8, compact: true },
+        },
+        "history_edited",
+      ],
+      ["CLI without --resume", { ...REWIND, cliCanResume: false }, "cli_cannot_resume"],
+      // The epoch has not moved: no rewind, whatever the facts say.
+      ["epoch unchanged", { ...REWIND, historyEpoch: 2 }, "resumed"],
+    ];
+
+    it.each(decideRows)("decideResume: %s → %s", (_name, over, reason) => {
+      const d = decideResume(input(over));
+      expect(d.reason).toBe(reason);
+      if (reason === "rewound")
+        expect(d).toEqual({
+          kind: "resume",
+          sessionId: "s-1",
+          reason: "rewound",
+          rewind: {
+            at: "m-3",
+            fromTaskId: 3,
+            resend: ["comment:4"],
+            changed: [{ source: "comment:4", deleted: false }],
+          },
+        });
+      else if (reason !== "resumed") expect(d.kind).toBe("fresh");
+    });
+  });
+
+  describe("/model on a model whose window is smaller than what the session holds", () => {
+    const COMPACT = { enabled: true, ttlMs: 72 * HOUR, contextBudget: 0.8, compact: true };
+    // The session holds 100k of its 200k window; budget 0.8.
+    const held = prior({ contextTokens: 100_000 });
+    const rows: Array<[string, Partial<ResumeInput>, ResumeDecision]> = [
+      [
+        "a 100k window: compacted first, and says why",
+        { prior: held, policy: COMPACT, requestedWindow: 100_000 },
+        { kind: "resume", sessionId: "s-1", reason: "compacted", smallerWindow: true },
+      ],
+      [
+        "a 100k window, compaction off: fresh, and says why",
+        { prior: held, requestedWindow: 100_000 },
+        { kind: "fresh", reason: "context_budget", priorSessionId: "s-1", smallerWindow: true },
+      ],
+      [
+        "a window the session still fits in (0.8 × 128k > 100k): resumed as it is",
+        { prior: held, policy: COMPACT, requestedWindow: 128_000 },
+        { kind: "resume", sessionId: "s-1", reason: "resumed" },
+      ],
+      [
+        "a larger window: the session's own budget rules",
+        { prior: held, policy: COMPACT, requestedWindow: 1_000_000 },
+        { kind: "resume", sessionId: "s-1", reason: "resumed" },
+      ],
+      [
+        "an unknown window: the session's own budget rules",
+        { prior: held, policy: COMPACT, requestedWindow: null },
+        { kind: "resume", sessionId: "s-1", reason: "resumed" },
+      ],
+      [
+        "over its own budget too: compacted, not for the model",
+        { prior: prior({ contextTokens: 170_000 }), policy: COMPACT, requestedWindow: 100_000 },
+        { kind: "resume", sessionId: "s-1", reason: "compacted" },
+      ],
+      [
+        "unknown context use: resumed as it is",
+        { prior: prior({ contextTokens: null }), policy: COMPACT, requestedWindow: 1_000 },
+        { kind: "resume", sessionId: "s-1", reason: "resumed" },
+      ],
+    ];
+    it.each(rows)("%s", (_name, over, decision) => {
+      expect(decideResume(input(over))).toEqual(decision);
     });
   });
 

@@ -5,7 +5,7 @@ import type {
   ReviewLineComment,
   ReviewSummary,
 } from "../../src/runner/ports.js";
-import { reviewContext } from "../../src/runner/review-context.js";
+import { reviewContext } from "../../src/runner/render/review-context.js";
 
 const place: ReviewCommentPlace = {
   path: "src/split.js",

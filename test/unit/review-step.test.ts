@@ -2,8 +2,8 @@
 import nock from "nock";
 import pino from "pino";
 import { describe, expect, it } from "vitest";
-import { githubThread } from "../../src/runner/github-thread.js";
-import { postReview, renderReviewLine } from "../../src/runner/review-step.js";
+import { githubThread } from "../../src/runner/wiring/github-thread.js";
+import { postReview, renderReviewLine } from "../../src/runner/turn/review-step.js";
 import type { LineComment } from "../../src/review/review-plan.js";
 import { API, useNock } from "../helpers/intake-github.js";
 import { TestOctokit } from "../helpers/probot.js";

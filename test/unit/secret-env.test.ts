@@ -66,7 +66,7 @@ describe("SECRET_ENV_NAMES and secretsInEnv", () => {
   });
 
   it("is the only copy: main.ts and start-runner.ts take their secrets from it", () => {
-    for (const file of ["main.ts", "runner/start-runner.ts"]) {
+    for (const file of ["main.ts", "runner/wiring/start-runner.ts"]) {
       const text = fs.readFileSync(path.join(SRC, file), "utf8");
       expect(text, file).toMatch(/secretsInEnv\(/);
       // No list of its own: no stretch of the file names three secret variables.

@@ -14,7 +14,7 @@ import {
   renderFooter,
   renderRefusal,
   renderTracking,
-} from "../../src/runner/thread-comments.js";
+} from "../../src/runner/render/thread-comments.js";
 
 const usage = {
   model: "claude-sonnet-4-5",
@@ -79,6 +79,17 @@ describe("thread comments", () => {
     expect(
       renderFooter({ resumed: false, reason: "forced_fresh", sessionId: null, usage: null }),
     ).toBe("<sub>🆕 fresh session (forced_fresh)</sub>");
+    expect(
+      renderFooter({ resumed: true, reason: "rewound", sessionId: "d3526fa6-dfe2", usage: null }),
+    ).toBe("<sub>⏪ rewound session (a comment it had read changed) · `d3526fa6`</sub>");
+    // `/model` on a smaller window: which of the two it was, and why.
+    const smaller = { sessionId: null, usage: null, smallerWindow: true };
+    expect(renderFooter({ ...smaller, resumed: true, reason: "compacted" })).toBe(
+      "<sub>🗜️ compacted and resumed session (the turn's model has a smaller context window)</sub>",
+    );
+    expect(renderFooter({ ...smaller, resumed: false, reason: "context_budget" })).toBe(
+      "<sub>🆕 fresh session (context_budget: the turn's model has a smaller context window)</sub>",
+    );
     // A task swept before its decision (the answer outbox renders its failure).
     expect(renderFooter({ resumed: false, reason: null, sessionId: null, usage: null })).toBe(
       "<sub>no session started</sub>",
@@ -93,6 +104,12 @@ describe("thread comments", () => {
     expect(
       renderFooter({ ...facts, model: { name: "claude-opus-4-1", requested: true } }),
     ).toContain("· `claude-opus-4-1` (/model, this turn only) ·");
+    const escalated = renderFooter({
+      ...facts,
+      model: { name: "claude-opus-4-1", requested: true, escalated: true },
+    });
+    expect(escalated).toContain("· `claude-opus-4-1` (`escalate`: after a failed CI attempt) ·");
+    expect(escalated).not.toContain("/model");
   });
 
   it("clips answers to what GitHub accepts", () => {

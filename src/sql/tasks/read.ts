@@ -2,7 +2,7 @@
  * Intake's reads of tasks: which agents work on an issue, whether it has tasks at all, and each
  * key's state for /status.
  */
-import type { TaskStatus } from "../../core/task.js";
+import type { TaskStatus, TriggerKind } from "../../core/task.js";
 import type { Queryable } from "../db.js";
 
 /** Agents with any task on this issue, in order of their first task. */
@@ -45,8 +45,10 @@ export interface TaskSummary {
   startedAt: Date | null;
   cancelRequested: boolean;
   forceFresh: boolean;
-  /** `/model <name>`: the model of this turn only; null: the agent's. */
+  /** `/model <name>` (or, for a CI turn, the CI loop's `escalate`): this turn's model; null: the agent's. */
   requestedModel: string | null;
+  /** What started the task: its first request's kind. */
+  trigger: TriggerKind;
   /** Comments the task answers (more than one when comments were coalesced). */
   comments: number;
 }
@@ -87,10 +89,11 @@ export async function readKeyStates(
     cancel_requested: boolean;
     force_fresh: boolean;
     requested_model: string | null;
+    trigger: TriggerKind;
     comments: number;
   }>(
     `SELECT t.id, t.agent, t.status, t.trigger_author, t.trigger_url, t.created_at, t.started_at,
-            t.cancel_requested, t.force_fresh, t.requested_model,
+            t.cancel_requested, t.force_fresh, t.requested_model, t.trigger,
             (SELECT count(*)::int FROM task_comments tc WHERE tc.task_id = t.id) AS comments
        FROM tasks t
       WHERE t.repo = $1 AND t.issue_number = $2 AND t.agent = ANY($3)
@@ -125,6 +128,7 @@ export async function readKeyStates(
         cancelRequested: r.cancel_requested,
         forceFresh: r.force_fresh,
         requestedModel: r.requested_model,
+        trigger: r.trigger,
         comments: r.comments,
       };
       if (r.status === "running") state.running = summary;

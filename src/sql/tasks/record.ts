@@ -17,6 +17,8 @@ export interface DecisionRecord {
   retriedFresh?: boolean;
   /** The CLI the turn runs on; default: the registry's default CLI. */
   cli?: CliKind;
+  /** Reason `rewound`: the first turn of the session it rewinds past. */
+  rewoundFrom?: number | null;
 }
 
 /** Store the resume decision before the CLI starts. Returns false when the lease was lost. */
@@ -29,7 +31,7 @@ export async function recordDecision(
   const res = await db.query(
     `UPDATE tasks SET resume_decision = $3, resume_reason = $4, resume_session_id = $5,
             is_follow_up = $6, history_epoch = $7, work_dir = $8,
-            retried_fresh = retried_fresh OR $9, cli = $10, updated_at = now()
+            retried_fresh = retried_fresh OR $9, cli = $10, rewound_from = $11, updated_at = now()
       WHERE id = $1 AND locked_by = $2 AND status = 'running'`,
     [
       taskId,
@@ -42,6 +44,7 @@ export async function recordDecision(
       d.workDir,
       d.retriedFresh ?? false,
       d.cli ?? DEFAULT_CLI,
+      d.rewoundFrom ?? null,
     ],
   );
   return res.rowCount === 1;
@@ -62,6 +65,24 @@ export async function pinSession(
     `UPDATE tasks SET session_id = $3, updated_at = now()
       WHERE id = $1 AND locked_by = $2 AND status = 'running'`,
     [taskId, runnerId, sessionId],
+  );
+  return res.rowCount === 1;
+}
+
+/**
+ * The session's message this turn's prompt hung from (AgentRunResult.entry): where a later rewind
+ * to before this turn resumes the session.
+ */
+export async function recordSessionEntry(
+  db: Queryable,
+  taskId: number,
+  runnerId: string,
+  entry: string,
+): Promise<boolean> {
+  const res = await db.query(
+    `UPDATE tasks SET session_entry = $3, updated_at = now()
+      WHERE id = $1 AND locked_by = $2 AND status = 'running'`,
+    [taskId, runnerId, entry],
   );
   return res.rowCount === 1;
 }

@@ -36,6 +36,7 @@
     session_too_large: "The session's transcript grew past the size bound",
     context_overflow: "The resumed session ran out of context; retried fresh",
     compacted: "The session's context was nearly full: compacted (summarised), then resumed",
+    rewound: "A comment the session had read was edited or deleted: resumed from just before it",
     compaction_failed: "The session's context was nearly full and compacting it failed; ran fresh",
   };
   var FAILED = [
@@ -469,7 +470,7 @@
       var fill = h("span");
       fill.style.width = (max ? (100 * count) / max : 0) + "%";
       var kind =
-        code === "resumed" || code === "compacted"
+        code === "resumed" || code === "compacted" || code === "rewound"
           ? "resumed"
           : code === "no_prior_session"
             ? "first"

@@ -3,11 +3,11 @@
  * when the run starts, edited with progress, and finally replaced by the answer, so a task has
  * exactly one answer even when it is retried or its runner crashed (the marker finds it again).
  */
-import { findCli } from "../cli-registry.js";
-import { shortenSessionIds, shortSessionId } from "../core/redact.js";
-import { describeReason, type ReasonCode } from "../core/resume-decision.js";
-import type { Outcome, Usage } from "../core/task.js";
-import type { CacheTtl } from "../core/settings.js";
+import { findCli } from "../../cli-registry.js";
+import { shortenSessionIds, shortSessionId } from "../../core/redact.js";
+import { describeReason, type ReasonCode } from "../../core/resume-decision.js";
+import type { Outcome, Usage } from "../../core/task.js";
+import type { CacheTtl } from "../../core/settings.js";
 import {
   dayName,
   formatLimit,
@@ -15,8 +15,8 @@ import {
   monthName,
   nextMonthStart,
   type ReachedLimit,
-} from "../spend/spend-limits.js";
-import { CONFIG_FILE } from "../config/repo-config.js";
+} from "../../spend/spend-limits.js";
+import { CONFIG_FILE } from "../../config/repo-config.js";
 
 export function taskMarker(taskId: number): string {
   return `<!-- tether:task:${taskId} -->`;
@@ -45,7 +45,9 @@ export function renderTracking(s: TrackingState): string {
       ? "🗜️ The session's context is nearly full: compacting it (a summary), then resuming it."
       : s.reason === "forked"
         ? "🍴 Starting from a fork of another agent's session on this issue (/from)."
-        : "🔗 Resuming the session this issue already has."
+        : s.reason === "rewound"
+          ? "⏪ A comment the session had read was edited or deleted: resuming the session as it stood just before it."
+          : "🔗 Resuming the session this issue already has."
     : `🆕 Starting a fresh session: ${describeReason(s.reason)}.`;
   const lines = [`⏳ **${s.agent}** is working on this.`, "", how];
   const secs = Math.max(0, Math.round((s.now.getTime() - s.startedAt.getTime()) / 1000));
@@ -72,8 +74,11 @@ export interface FooterFacts {
   reason: ReasonCode | null;
   sessionId: string | null;
   usage: Usage | null;
-  /** The model the turn ran on; `requested`: a comment's `/model` asked for it, for this turn. */
-  model?: { name: string; requested: boolean };
+  /**
+   * The model the turn ran on; `requested`: a comment's `/model` asked for it, for this turn, or
+   * (`escalated`) the CI loop's `escalate` did, for an attempt after a failed one.
+   */
+  model?: { name: string; requested: boolean; escalated?: boolean };
   /** The CLI stopped the run at this per-turn limit (outcome `turn_limit`). */
   turnLimitUsd?: number;
   /** The conversation's spend with this turn, and its limit when one is set. */
@@ -82,23 +87,28 @@ export interface FooterFacts {
   cacheTtl?: CacheTtl;
   /** The conversation's page on the dashboard (TETHER_PUBLIC_URL set); behind its token. */
   chainUrl?: string;
+  /** Compacted, or not resumed, because the turn's `/model` has a smaller window than the session holds. */
+  smallerWindow?: boolean;
 }
 
 export function renderFooter(f: FooterFacts): string {
   const parts: string[] = [];
+  const smaller = "the turn's model has a smaller context window";
   if (f.resumed)
     parts.push(
       f.reason === "compacted"
-        ? "🗜️ compacted and resumed session"
+        ? `🗜️ compacted and resumed session${f.smallerWindow ? ` (${smaller})` : ""}`
         : f.reason === "forked"
           ? "🍴 forked session (/from)"
-          : "🔗 resumed session",
+          : f.reason === "rewound"
+            ? "⏪ rewound session (a comment it had read changed)"
+            : "🔗 resumed session",
     );
-  else if (f.reason !== null) parts.push(`🆕 fresh session (${f.reason})`);
+  else if (f.reason !== null)
+    parts.push(`🆕 fresh session (${f.reason}${f.smallerWindow ? `: ${smaller}` : ""})`);
   else parts.push("no session started");
   if (f.sessionId) parts.push(`\`${shortSessionId(f.sessionId)}\``);
-  if (f.model)
-    parts.push(`\`${f.model.name}\`${f.model.requested ? " (/model, this turn only)" : ""}`);
+  if (f.model) parts.push(`\`${f.model.name}\`${modelNote(f.model)}`);
   const u = f.usage;
   if (u) {
     parts.push(`${u.numTurns} turn${u.numTurns === 1 ? "" : "s"}`);
@@ -120,6 +130,11 @@ export function renderFooter(f: FooterFacts): string {
   if (f.chainUrl && /^https?:\/\/[^\s()<>[\]]+$/.test(f.chainUrl))
     parts.push(`[conversation log (operators only)](${f.chainUrl})`);
   return `<sub>${parts.join(" · ")}</sub>`;
+}
+
+function modelNote(m: NonNullable<FooterFacts["model"]>): string {
+  if (!m.requested) return "";
+  return m.escalated ? " (`escalate`: after a failed CI attempt)" : " (/model, this turn only)";
 }
 
 /** GitHub refuses comment bodies over 65,536 characters. */

@@ -2,14 +2,14 @@
  * The runner's one Agent over several CLIs: each request goes to the Agent of its agent's
  * `cli` (default: the registry's first CLI). A CLI this runner does not have fails the turn with words saying so.
  */
-import { DEFAULT_CLI } from "../cli-registry.js";
+import { DEFAULT_CLI } from "../../cli-registry.js";
 import {
   failedRun,
   type Agent,
   type AgentRunRequest,
   type AgentRunResult,
   type CliKind,
-} from "./ports.js";
+} from "../ports.js";
 
 export function agentForClis(agents: Partial<Record<CliKind, Agent>>): Agent {
   const agentOf = (cli: CliKind | undefined) => agents[cli ?? DEFAULT_CLI];
@@ -22,6 +22,9 @@ export function agentForClis(agents: Partial<Record<CliKind, Agent>>): Agent {
     },
     canCompact(cli) {
       return agentOf(cli)?.canCompact?.(cli) ?? false;
+    },
+    canRewind(cli) {
+      return agentOf(cli)?.canRewind?.(cli) ?? false;
     },
     async holdsSession(key, sessionId, cli) {
       const agent = agentOf(cli);
@@ -38,7 +41,7 @@ export function agentForClis(agents: Partial<Record<CliKind, Agent>>): Agent {
       return agentOf(cli)?.stage?.(req, cli) ?? null;
     },
     async run(req: AgentRunRequest): Promise<AgentRunResult> {
-      const cli = req.settings.cli ?? DEFAULT_CLI;
+      const cli = req.settings.cli;
       const agent = agentOf(cli);
       if (agent) return agent.run(req);
       return failedRun(

@@ -4,8 +4,8 @@
  * diff, so a fresh turn reads it too. Each item carries the same location note intake puts in
  * front of a review comment that asks for an agent, so context and request read alike.
  */
-import { describeReviewPlace, describeReviewState } from "../intake/review-request.js";
-import type { IssueComment, ReviewDiscussion } from "./ports.js";
+import { describeReviewPlace, describeReviewState } from "../../intake/review-request.js";
+import type { IssueComment, ReviewDiscussion } from "../ports.js";
 import type { PromptReviewItem, ReviewContext } from "./prompts.js";
 
 /**

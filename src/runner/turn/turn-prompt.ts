@@ -2,26 +2,26 @@
  * What a turn tells the agent: the comments it answers, the facts of the turn, and the prompt
  * for its decision (resumed: the new comments; fresh: the whole thread, read while git works).
  */
-import type { Logger } from "../log.js";
-import type { PublishTarget } from "../publish/publisher.js";
-import type { ResumeDecision } from "../core/resume-decision.js";
-import { taskComments, type Task } from "../sql/tasks/claim.js";
-import type { Pool } from "../db/pool.js";
+import type { Logger } from "../../log.js";
+import type { PublishTarget } from "../../publish/publisher.js";
+import type { ResumeDecision, RewindPlan } from "../../core/resume-decision.js";
+import { taskComments, type Task } from "../../sql/tasks/claim.js";
+import type { Pool } from "../../db/pool.js";
 import type {
   GitHubThread,
   IssueComment,
   IssueInfo,
   PreparedWorkspace,
   ReviewDiscussion,
-} from "./ports.js";
+} from "../ports.js";
 import {
   buildColdPrompt,
   buildResumedPrompt,
   type PromptComment,
   type TurnFacts,
-} from "./prompts.js";
-import { reviewContext } from "./review-context.js";
-import { findTaskMarker } from "./thread-comments.js";
+} from "../render/prompts.js";
+import { reviewContext } from "../render/review-context.js";
+import { findTaskMarker } from "../render/thread-comments.js";
 
 export type ThreadRead = {
   comments: IssueComment[];
@@ -92,6 +92,8 @@ export function promptFor(p: {
   requests: PromptComment[];
   thread: Promise<ThreadRead> | null;
   readThread: () => Promise<ThreadRead>;
+  /** A rewound turn: the comments it sends again, as they read now. */
+  resent?: (plan: RewindPlan) => Promise<PromptComment[]>;
 }): (d: ResumeDecision) => Promise<string> {
   const { turn, issue, requests, readThread } = p;
   let threadP = p.thread;
@@ -126,7 +128,15 @@ export function promptFor(p: {
       turn,
     );
   };
-  return async (d) => (d.kind === "resume" ? buildResumedPrompt(turn) : await coldPrompt());
+  return async (d) => {
+    if (d.kind === "fresh") return coldPrompt();
+    if (!d.rewind) return buildResumedPrompt(turn);
+    return buildResumedPrompt(turn, {
+      comments: p.resent ? await p.resent(d.rewind) : [],
+      deleted: d.rewind.changed.some((c) => c.deleted),
+      edited: d.rewind.changed.some((c) => !c.deleted),
+    });
+  };
 }
 
 /**

@@ -7,7 +7,7 @@
  * double to half an hour, which with the default 20 attempts keeps trying for about 7.5 hours,
  * longer than GitHub's longest incidents, without hammering it while it recovers.
  */
-import { httpStatusOf } from "../github/errors.js";
+import { httpStatusOf } from "../../github/errors.js";
 
 export interface AnswerRetryPolicy {
   /** Wait before the first retry of an answer the run could not post; doubles per failure. */

@@ -9,24 +9,28 @@
  * lost lease, a crash after the post but before the record) edits that comment again instead
  * of posting a second.
  */
-import { httpStatusOf, describeError } from "../github/errors.js";
-import type { Pool } from "../db/pool.js";
-import type { Logger } from "../log.js";
+import { httpStatusOf, describeError } from "../../github/errors.js";
+import type { Pool } from "../../db/pool.js";
+import type { Logger } from "../../log.js";
 import {
   answerPosted,
   claimAnswers,
   giveUpAnswer,
   retryAnswer,
   type PendingAnswer,
-} from "../sql/answer-outbox.js";
-import type { Outcome } from "../core/task.js";
-import type { Task } from "../sql/tasks/claim.js";
-import { afterFailedPost, answerRetryPolicy, type AnswerRetryPolicy } from "./answer-retry.js";
-import type { GitHubThread } from "./ports.js";
-import { redact } from "../core/redact.js";
-import { REASON_CODES, type ReasonCode } from "../core/resume-decision.js";
-import { conversationUrl } from "../core/conversation-path.js";
-import { findTaskMarker, renderFailure } from "./thread-comments.js";
+} from "../../sql/answer-outbox.js";
+import type { Outcome } from "../../core/task.js";
+import type { Task } from "../../sql/tasks/claim.js";
+import {
+  afterFailedPost,
+  answerRetryPolicy,
+  type AnswerRetryPolicy,
+} from "../turn/answer-retry.js";
+import type { GitHubThread } from "../ports.js";
+import { redact } from "../../core/redact.js";
+import { REASON_CODES, type ReasonCode } from "../../core/resume-decision.js";
+import { conversationUrl } from "../../core/conversation-path.js";
+import { findTaskMarker, renderFailure } from "../render/thread-comments.js";
 
 export interface PostAnswersDeps {
   pool: Pool;

@@ -3,21 +3,21 @@
  * the spawn, and needs nothing the decision does), awaited once the turn is going to run, or
  * abandoned when it is not.
  */
-import { conversationBranch } from "../publish/publisher.js";
-import type { Logger } from "../log.js";
-import type { Mask } from "../sandbox/sandbox.js";
-import type { Task } from "../sql/tasks/claim.js";
+import { conversationBranch } from "../../publish/publisher.js";
+import type { Logger } from "../../log.js";
+import type { Mask } from "../../sandbox/sandbox.js";
+import type { Task } from "../../sql/tasks/claim.js";
 import {
   PROJECT_INSTRUCTIONS_FILE,
   type ProjectInstructions,
-} from "../workspace/project-instructions.js";
+} from "../../workspace/project-instructions.js";
 import type {
   AgentSettings,
   GitHubThread,
   IssueInfo,
   PreparedWorkspace,
   WorkspacePort,
-} from "./ports.js";
+} from "../ports.js";
 
 export interface TurnWorkspace {
   /** The key's stable directory, and whether it existed before this turn (for the decision). */
@@ -51,7 +51,7 @@ export async function startWorkspace(
   token: string | undefined,
   signal: AbortSignal,
 ): Promise<TurnWorkspace> {
-  const workDir = workspace.pathFor(task.repo, task.issueNumber, task.agent);
+  const workDir = workspace.pathFor(task);
   const workDirExists = await workspace.exists(workDir);
   const issueP = gh.getIssue(task.issueNumber);
   issueP.catch(() => {}); // awaited below; this only keeps an early failure from going unhandled

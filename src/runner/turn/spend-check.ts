@@ -2,11 +2,11 @@
  * The spend limits, checked before a turn starts: what its conversation, repository and
  * installation have spent, and which limits that reaches (src/spend/spend-limits.ts).
  */
-import type { Pool } from "../db/pool.js";
-import { conversationSpend, spentSince, type ConversationSpend } from "../sql/spend.js";
-import type { Task } from "../sql/tasks/claim.js";
-import { monthStart, reachedLimits, type ReachedLimit } from "../spend/spend-limits.js";
-import type { AgentSettings, SpendSettings } from "./ports.js";
+import type { Pool } from "../../db/pool.js";
+import { conversationSpend, spentSince, type ConversationSpend } from "../../sql/spend.js";
+import type { Task } from "../../sql/tasks/claim.js";
+import { monthStart, reachedLimits, type ReachedLimit } from "../../spend/spend-limits.js";
+import type { AgentSettings, SpendSettings } from "../ports.js";
 
 export interface SpendCheck {
   reached: ReachedLimit[];

@@ -6,16 +6,16 @@
 import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import type { Logger } from "../log.js";
-import type { CliAdapter, RunEvent } from "../agent-cli/runtime-adapter.js";
-import { killProcessesIn } from "../process/process-tree.js";
-import { COMMENTS_FILE } from "../review/line-comment-tool.js";
-import { readToolOutput, type ReviewRequest } from "../review/review-plan.js";
-import { IN_SANDBOX } from "../sandbox/bwrap-args.js";
-import type { NetworkPolicy } from "../sandbox/egress.js";
-import type { Sandbox } from "../sandbox/sandbox.js";
-import { turnHome, type TranscriptStore } from "../sessions/transcripts.js";
-import type { Agent, AgentRunRequest, AgentRunResult, AgentSettings, StagedRun } from "./ports.js";
+import type { Logger } from "../../log.js";
+import type { CliAdapter, RunEvent } from "../../agent-cli/runtime-adapter.js";
+import { killProcessesIn } from "../../process/process-tree.js";
+import { COMMENTS_FILE } from "../../review/line-comment-tool.js";
+import { readToolOutput, type ReviewRequest } from "../../review/review-plan.js";
+import { IN_SANDBOX } from "../../sandbox/bwrap-args.js";
+import type { NetworkPolicy } from "../../sandbox/egress.js";
+import type { Sandbox } from "../../sandbox/sandbox.js";
+import { turnHome, type TranscriptStore } from "../../sessions/transcripts.js";
+import type { Agent, AgentRunRequest, AgentRunResult, AgentSettings, StagedRun } from "../ports.js";
 
 /** A run's HOME, and how the resumed session's transcript was put in it. */
 interface TurnHome {
@@ -38,6 +38,11 @@ export interface CliAgentOptions {
    * with 2.1.197; `codex exec` has no such command). Default false.
    */
   compacts?: boolean;
+  /**
+   * The CLI resumes a session at an earlier message and says where each resumed run entered it
+   * (Claude Code's `--resume-session-at`; not Codex). Default false.
+   */
+  rewinds?: boolean;
 }
 
 export function cliAgent(cli: CliAdapter, opts: CliAgentOptions): Agent {
@@ -74,6 +79,7 @@ export function cliAgent(cli: CliAdapter, opts: CliAgentOptions): Agent {
       return (await probe()).version;
     },
     canCompact: () => opts.compacts === true,
+    canRewind: () => opts.rewinds === true,
     ...(contain
       ? { transcriptState: (key, sessionId) => contain.transcripts.state(key, sessionId) }
       : {}),
@@ -141,6 +147,7 @@ export function cliAgent(cli: CliAdapter, opts: CliAgentOptions): Agent {
             ...(s.maxTurns ? { maxTurns: s.maxTurns } : {}),
             ...(s.turnLimitUsd ? { maxBudgetUsd: s.turnLimitUsd } : {}),
             ...(req.forkSession && req.resumeSessionId ? { forkSession: true } : {}),
+            ...(req.resumeAt && req.resumeSessionId ? { resumeAt: req.resumeAt } : {}),
             ...(s.allowedTools?.length ? { allowedTools: s.allowedTools } : {}),
             ...(s.disallowedTools?.length ? { disallowedTools: s.disallowedTools } : {}),
             ...(s.permissionMode ? { permissionMode: s.permissionMode as never } : {}),
@@ -210,6 +217,7 @@ export function cliAgent(cli: CliAdapter, opts: CliAgentOptions): Agent {
           ...(restored ? { restored } : {}),
           ...(compacted ? { compacted } : {}),
           ...(review ? { review } : {}),
+          ...(o.entry ? { entry: o.entry } : {}),
         };
       } finally {
         if (outbox) await fs.rm(outbox, { recursive: true, force: true }).catch(() => {});

@@ -2,21 +2,20 @@
  * The words of one turn that every step of it shares: what a runner gives `runTask`, what it
  * is told of a finished turn, and the abort reason that leaves a task to the next start.
  */
-import type { Pool } from "../db/pool.js";
-import type { Logger } from "../log.js";
-import type { Publisher } from "../publish/publisher.js";
-import type { PublishReport } from "../publish/report.js";
-import type { ReasonCode } from "../core/resume-decision.js";
-import type { Outcome, Usage } from "../core/task.js";
-import type { Task } from "../sql/tasks/claim.js";
+import type { Pool } from "../../db/pool.js";
+import type { Logger } from "../../log.js";
+import type { Publisher } from "../../publish/publisher.js";
+import type { PublishReport } from "../../publish/report.js";
+import type { ReasonCode } from "../../core/resume-decision.js";
+import type { Outcome, Usage } from "../../core/task.js";
+import type { Task } from "../../sql/tasks/claim.js";
 import type { AnswerRetryPolicy } from "./answer-retry.js";
-import type { Agent, CliKind, GitHubThread, WorkspacePort } from "./ports.js";
+import type { Agent, CliKind, GitHubThread, WorkspacePort } from "../ports.js";
 
 /** The abort reason a runner uses when the process stops (as opposed to a user's /cancel). */
 export const SHUTDOWN = "shutdown";
 
 /** The task key: whose session, workspace and history a turn is. */
-export type TurnKey = { repo: string; issueNumber: number; agent: string };
 
 export interface RunTaskDeps {
   pool: Pool;

@@ -5,39 +5,39 @@
 import os from "node:os";
 import path from "node:path";
 import { Probot } from "probot";
-import type { CliAdapter } from "../agent-cli/runtime-adapter.js";
-import { AGENT_CLIS, CLI_SECRETS, cliOf, DEFAULT_CLI } from "../cli-registry.js";
-import { loadRepoConfig } from "../config/load-repo-config.js";
-import { formatConfigProblems } from "../config/repo-config.js";
-import type { Pool } from "../db/pool.js";
-import type { Env } from "../env.js";
-import { appOctokit, githubApiUrl, readPrivateKey } from "../github/app-auth.js";
-import { RequestCounter } from "../github/request-count.js";
-import { cloneUrlFor } from "../github/git-auth.js";
+import type { CliAdapter } from "../../agent-cli/runtime-adapter.js";
+import { AGENT_CLIS, CLI_SECRETS, cliOf, DEFAULT_CLI } from "../../cli-registry.js";
+import { loadRepoConfig } from "../../config/load-repo-config.js";
+import { formatConfigProblems } from "../../config/repo-config.js";
+import type { Pool } from "../../db/pool.js";
+import type { Env } from "../../env.js";
+import { appOctokit, githubApiUrl, readPrivateKey } from "../../github/app-auth.js";
+import { RequestCounter } from "../../github/request-count.js";
+import { cloneUrlFor } from "../../github/git-auth.js";
 import {
   FETCH_PERMISSIONS,
   scopedOctokit,
   scopedToken,
   THREAD_PERMISSIONS,
-} from "../github/scoped-auth.js";
-import type { Logger } from "../log.js";
-import type { Metrics } from "../metrics.js";
-import { toRepoSettings } from "../config/repo-settings.js";
+} from "../../github/scoped-auth.js";
+import type { Logger } from "../../log.js";
+import type { Metrics } from "../../metrics.js";
+import { toRepoSettings } from "../../config/repo-settings.js";
 import { agentForClis } from "./agent-clis.js";
 import { cliAgent } from "./cli-agent.js";
 import { githubThread } from "./github-thread.js";
-import type { ConfigResult } from "./ports.js";
-import { Sandbox } from "../sandbox/sandbox.js";
+import type { ConfigResult } from "../ports.js";
+import { Sandbox } from "../../sandbox/sandbox.js";
 import {
   postgresTranscripts,
   type PostgresTranscriptsOptions,
-} from "../sessions/postgres-transcripts.js";
-import { publisher } from "../publish/publisher.js";
-import { Runner } from "./runner.js";
-import { collectIdle } from "../sessions/collect.js";
+} from "../../sessions/postgres-transcripts.js";
+import { publisher } from "../../publish/publisher.js";
+import { Runner } from "../loop/runner.js";
+import { collectIdle } from "../../workspace/collect-idle.js";
 import { deriveRuntimeId } from "./runtime-id.js";
-import { secretsInEnv } from "../core/secret-env.js";
-import { Workspaces } from "../workspace/workspace.js";
+import { secretsInEnv } from "../../core/secret-env.js";
+import { Workspaces } from "../../workspace/workspace.js";
 import { workspacePort } from "./workspace-port.js";
 
 export async function startRunner(opts: {
@@ -148,6 +148,7 @@ export async function startRunner(opts: {
           cliAgent(adapter, {
             log,
             compacts: entry.compactPrompt !== null,
+            rewinds: entry.rewinds,
             contain: contain({
               cliVersion: probes.has(entry.name)
                 ? (probes.get(entry.name)!.version ?? null)

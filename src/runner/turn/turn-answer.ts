@@ -2,13 +2,13 @@
  * The body of a turn's answer: the agent's reply (with what became of its changes) or what
  * went wrong, and the footer with the decision, the session and what the turn cost.
  */
-import type { ResumeDecision } from "../core/resume-decision.js";
-import { renderChanges, type PublishReport } from "../publish/report.js";
-import type { CacheTtl } from "../core/settings.js";
-import type { Usage } from "../core/task.js";
-import type { Task } from "../sql/tasks/claim.js";
-import type { AgentRunResult, AgentSettings, CliKind } from "./ports.js";
-import { renderAnswer, renderFailure, type FooterFacts } from "./thread-comments.js";
+import type { ResumeDecision } from "../../core/resume-decision.js";
+import { renderChanges, type PublishReport } from "../../publish/report.js";
+import type { CacheTtl } from "../../core/settings.js";
+import type { Usage } from "../../core/task.js";
+import type { Task } from "../../sql/tasks/claim.js";
+import type { AgentRunResult, AgentSettings, CliKind } from "../ports.js";
+import { renderAnswer, renderFailure, type FooterFacts } from "../render/thread-comments.js";
 import { renderReviewLine, type ReviewOutcome } from "./review-step.js";
 
 export function answerBody(a: {
@@ -37,7 +37,7 @@ export function answerBody(a: {
   const model = usage?.model ?? settings.model;
   const footer: FooterFacts = {
     ...footerOf(decision, result.sessionId, usage),
-    ...(model ? { model: { name: model, requested: task.requestedModel !== null } } : {}),
+    ...(model ? { model: modelFacts(task, model) } : {}),
     ...(a.cacheTtl && usage ? { cacheTtl: a.cacheTtl } : {}),
     ...(a.chainUrl ? { chainUrl: a.chainUrl } : {}),
     ...(result.outcome === "turn_limit" && settings.turnLimitUsd !== undefined
@@ -74,10 +74,25 @@ export function answerBody(a: {
       );
 }
 
+/**
+ * A CI turn's own model is the CI loop's escalation (intake chose it by the attempt); any other
+ * turn's is a comment's `/model`.
+ */
+function modelFacts(task: Task, name: string): NonNullable<FooterFacts["model"]> {
+  const requested = task.requestedModel !== null;
+  return { name, requested, ...(requested && task.trigger === "ci" ? { escalated: true } : {}) };
+}
+
 export function footerOf(
   d: ResumeDecision,
   sessionId: string | null,
   usage: Usage | null,
 ): FooterFacts {
-  return { resumed: d.kind === "resume", reason: d.reason, sessionId, usage };
+  return {
+    resumed: d.kind === "resume",
+    reason: d.reason,
+    sessionId,
+    usage,
+    ...(d.smallerWindow ? { smallerWindow: true } : {}),
+  };
 }

@@ -5,17 +5,17 @@
  * because a NOTIFY is only ever a latency hint.
  */
 import os from "node:os";
-import type { Pool } from "../db/pool.js";
-import { retryingPool } from "../db/retry-on-disconnect.js";
-import type { Logger } from "../log.js";
-import { CHANNELS, listen, type Listener } from "../sql/notify.js";
-import { heartbeatRuntime, markRuntimeStopped, registerRuntime } from "../sql/runtimes.js";
-import { claimTasks, type Task } from "../sql/tasks/claim.js";
-import { adoptOrphans, heartbeatTasks } from "../sql/tasks/lease.js";
-import { sweepExpired } from "../sql/tasks/sweep.js";
-import { sandboxLabel, type SandboxStatus } from "../sandbox/sandbox.js";
+import type { Pool } from "../../db/pool.js";
+import { retryingPool } from "../../db/retry-on-disconnect.js";
+import type { Logger } from "../../log.js";
+import { CHANNELS, listen, type Listener } from "../../sql/notify.js";
+import { heartbeatRuntime, markRuntimeStopped, registerRuntime } from "../../sql/runtimes.js";
+import { claimTasks, type Task } from "../../sql/tasks/claim.js";
+import { adoptOrphans, heartbeatTasks } from "../../sql/tasks/lease.js";
+import { sweepExpired } from "../../sql/tasks/sweep.js";
+import { sandboxLabel, type SandboxStatus } from "../../sandbox/sandbox.js";
 import { postPendingAnswers } from "./post-answers.js";
-import { runTask, SHUTDOWN, type RunTaskDeps } from "./run-task.js";
+import { runTask, SHUTDOWN, type RunTaskDeps } from "../turn/run-task.js";
 
 export interface RunnerOptions extends Omit<RunTaskDeps, "runnerId"> {
   concurrency: number;
@@ -35,7 +35,7 @@ export interface RunnerOptions extends Omit<RunTaskDeps, "runnerId"> {
   /** How often pending answers (the answer outbox) are looked for. */
   answerPollMs?: number;
   /**
-   * Collection of idle workspaces and sessions (src/sessions/collect.ts), run at start and
+   * Collection of idle workspaces and sessions (src/workspace/collect-idle.ts), run at start and
    * every `everyMs`; told the workspaces of the tasks running here, which it must not take.
    */
   collect?: { everyMs: number; run(busy: string[]): Promise<unknown> };
@@ -141,9 +141,7 @@ export class Runner {
     const collect = this.opts.collect;
     if (collect) {
       const busy = () =>
-        [...this.running.values()].map(({ task: t }) =>
-          this.opts.workspace.pathFor(t.repo, t.issueNumber, t.agent),
-        );
+        [...this.running.values()].map(({ task: t }) => this.opts.workspace.pathFor(t));
       every(collect.everyMs, () => collect.run(busy()));
       void collect
         .run(busy())

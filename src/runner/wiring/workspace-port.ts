@@ -1,12 +1,12 @@
 /** The runner's WorkspacePort over src/workspace/workspace.ts. */
 import fs from "node:fs/promises";
-import type { WorkspacePort } from "./ports.js";
-import type { Workspaces } from "../workspace/workspace.js";
-import { touchWorkspace } from "../sessions/collect.js";
+import type { WorkspacePort } from "../ports.js";
+import type { Workspaces } from "../../workspace/workspace.js";
+import { touchWorkspace } from "../../workspace/collect-idle.js";
 
 export function workspacePort(ws: Workspaces): WorkspacePort {
   return {
-    pathFor: (repo, issueNumber, agent) => ws.pathFor({ repo, issueNumber, agent }),
+    pathFor: (key) => ws.pathFor(key),
     // Only the key's directory itself is looked at: Tether made it; what is inside is the agent's.
     exists: async (dir) => ((await fs.readdir(dir).catch(() => [])) as string[]).length > 0,
     prepare: async (req) => {

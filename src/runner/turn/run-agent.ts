@@ -3,13 +3,13 @@
  * its session the moment it is known), and one fresh retry in the same task when a resumed
  * session broke before it did anything. Then what the run tells of its session.
  */
-import { findCli } from "../cli-registry.js";
-import type { Logger } from "../log.js";
-import type { PriorSession, ResumeDecision } from "../core/resume-decision.js";
-import { markSession, touchSession, upsertSession } from "../sql/sessions.js";
-import type { Usage } from "../core/task.js";
-import type { Task } from "../sql/tasks/claim.js";
-import { pinSession, recordSessionMove } from "../sql/tasks/record.js";
+import { findCli } from "../../cli-registry.js";
+import type { Logger } from "../../log.js";
+import type { PriorSession, ResumeDecision } from "../../core/resume-decision.js";
+import { advanceSessionEpoch, markSession, touchSession, upsertSession } from "../../sql/sessions.js";
+import type { Usage } from "../../core/task.js";
+import type { Task } from "../../sql/tasks/claim.js";
+import { pinSession, recordSessionEntry, recordSessionMove } from "../../sql/tasks/record.js";
 import {
   failedRun,
   type AgentRunRequest,
@@ -18,14 +18,15 @@ import {
   type CliKind,
   type ProgressEvent,
   type StagedRun,
-} from "./ports.js";
+} from "../ports.js";
 import type { ReadyWorkspace } from "./turn-workspace.js";
-import type { RunTaskDeps, TurnKey } from "./turn.js";
+import type { RunTaskDeps } from "./turn.js";
+import type { TaskKey } from "../../core/task.js";
 
 export interface AgentTurn {
   deps: Pick<RunTaskDeps, "pool" | "runnerId" | "runtimeId" | "agent">;
   task: Task;
-  key: TurnKey;
+  key: TaskKey;
   log: Logger;
   signal: AbortSignal;
   cli: CliKind;
@@ -33,6 +34,11 @@ export interface AgentTurn {
   workDir: string;
   workspace: ReadyWorkspace;
   settings: AgentSettings;
+  /**
+   * The settings a compaction runs with, when not `settings`: under `/model` the agent's own
+   * model summarises the session (the model asked for may have too small a window to read it).
+   */
+  compactSettings?: AgentSettings;
   systemPrompt: string;
   prompt: (d: ResumeDecision) => Promise<string>;
   onProgress: (ev: ProgressEvent) => void;
@@ -60,7 +66,8 @@ export async function runAgent(a: AgentTurn, decision: ResumeDecision): Promise<
     prompt: string,
     resumeSessionId: string | null,
     fork: boolean,
-    on: Pick<AgentRunRequest, "onSession" | "onProgress">,
+    on: Pick<AgentRunRequest, "onSession" | "onProgress" | "resumeAt">,
+    runSettings: AgentSettings = settings,
   ): AgentRunRequest => ({
     key,
     cwd: workDir,
@@ -72,7 +79,8 @@ export async function runAgent(a: AgentTurn, decision: ResumeDecision): Promise<
     ...(fork && decision.kind === "resume" && decision.forkFrom
       ? { transcriptKey: decision.forkFrom }
       : {}),
-    settings,
+    ...(on.resumeAt ? { resumeAt: on.resumeAt } : {}),
+    settings: runSettings,
     systemPrompt,
     signal,
     ...(a.staged ? { staged: a.staged } : {}),
@@ -103,6 +111,7 @@ export async function runAgent(a: AgentTurn, decision: ResumeDecision): Promise<
             log.info({ sessionId }, "session pinned");
           },
           onProgress: a.onProgress,
+          ...(d.kind === "resume" && d.rewind ? { resumeAt: d.rewind.at } : {}),
         },
       ),
       ...(a.lineComments ? { lineComments: a.lineComments } : {}),
@@ -119,11 +128,17 @@ export async function runAgent(a: AgentTurn, decision: ResumeDecision): Promise<
   const compactFirst = async (sessionId: string): Promise<AgentRunResult> => {
     const c = await deps.agent.run(
       // Only a CLI with a compaction prompt is asked to compact (its canCompact).
-      request(findCli(a.cli)?.compactPrompt ?? "", sessionId, false, {
-        // The turn after it pins the session (the same id) and reports progress.
-        onSession: () => {},
-        onProgress: () => {},
-      }),
+      request(
+        findCli(a.cli)?.compactPrompt ?? "",
+        sessionId,
+        false,
+        {
+          // The turn after it pins the session (the same id) and reports progress.
+          onSession: () => {},
+          onProgress: () => {},
+        },
+        a.compactSettings ?? settings,
+      ),
     );
     if (compactedSession(c, sessionId)) {
       log.info(
@@ -237,6 +252,7 @@ export async function runAgent(a: AgentTurn, decision: ResumeDecision): Promise<
  */
 export async function recordRunSession(
   deps: Pick<RunTaskDeps, "pool" | "runnerId" | "runtimeId">,
+  epoch: number,
   task: Task,
   log: Logger,
   ran: AgentRan,
@@ -252,6 +268,26 @@ export async function recordRunSession(
       resumedAcross: decision.kind === "resume" && prior?.runtimeId !== deps.runtimeId,
       compacted,
     }).catch((err: Error) => log.warn({ err: err.message }, "could not record the restore"));
+  }
+  // Where this turn entered its session: a later rewind to before it resumes there.
+  if (result.entry && result.sessionId && decision.kind === "resume" && !decision.fork)
+    await recordSessionEntry(deps.pool, task.id, deps.runnerId, result.entry).catch((err: Error) =>
+      log.warn({ err: err.message }, "could not record where the turn entered its session"),
+    );
+  if (decision.kind === "resume" && decision.rewind && result.sessionId === decision.sessionId) {
+    // The rewind is proven by where the turn entered the session: at the message asked for. Then
+    // the session's history is the key's as of this turn's epoch; otherwise it may still hold
+    // the old text, and it is never resumed again.
+    if (result.entry === decision.rewind.at)
+      await advanceSessionEpoch(deps.pool, decision.sessionId, epoch);
+    else {
+      log.warn(
+        { session: decision.sessionId, asked: decision.rewind.at, entered: result.entry ?? null },
+        "the CLI did not rewind the session where asked; retiring it",
+      );
+      await markSession(deps.pool, decision.sessionId, "retired", "the CLI did not rewind it");
+      return;
+    }
   }
   if (result.sessionId) {
     if (result.outcome === "poisoned")

@@ -4,14 +4,14 @@
  * others go into the review's body as `path:line` and their text, so none is lost (GitHub would
  * refuse the whole review for one line outside the diff). The agent never approves.
  */
-import type { Logger } from "../log.js";
+import type { Logger } from "../../log.js";
 import {
   allInBody,
   planReview,
   type ReviewPlan,
   type ReviewRequest,
-} from "../review/review-plan.js";
-import type { GitHubThread } from "./ports.js";
+} from "../../review/review-plan.js";
+import type { GitHubThread } from "../ports.js";
 
 export type ReviewOutcome =
   | { kind: "posted"; url: string; onLines: number; inBody: number; event: string }

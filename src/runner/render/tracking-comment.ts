@@ -3,13 +3,13 @@
  * progress edits it (throttled), and the task's last word (its answer, or why there is none)
  * lands in it. Posts run one after another, so the answer may queue behind a progress edit.
  */
-import type { Pool } from "../db/pool.js";
-import type { Logger } from "../log.js";
-import type { ResumeDecision } from "../core/resume-decision.js";
-import type { Task } from "../sql/tasks/claim.js";
-import type { FinalAnswer } from "../sql/tasks/finish.js";
-import { markToolRan, setTrackingComment } from "../sql/tasks/record.js";
-import type { GitHubThread, ProgressEvent } from "./ports.js";
+import type { Pool } from "../../db/pool.js";
+import type { Logger } from "../../log.js";
+import type { ResumeDecision } from "../../core/resume-decision.js";
+import type { Task } from "../../sql/tasks/claim.js";
+import type { FinalAnswer } from "../../sql/tasks/finish.js";
+import { markToolRan, setTrackingComment } from "../../sql/tasks/record.js";
+import type { GitHubThread, ProgressEvent } from "../ports.js";
 import { findTaskMarker, renderTracking } from "./thread-comments.js";
 
 type PostResult = { ok: true; commentId: number } | { ok: false; error: string };

@@ -2,22 +2,22 @@
  * /status with the runner's view: for each agent on the issue, what intake knows (running,
  * queued, last session) and what the next turn would do — resume or fresh, and why.
  */
-import { DEFAULT_CLI, findCli } from "../cli-registry.js";
-import type { DescribeStatus } from "../intake/status.js";
+import { DEFAULT_CLI, findCli } from "../../cli-registry.js";
+import type { DescribeStatus } from "../../intake/status.js";
 import {
   issueKeyStates,
   readSpendFigures,
   renderSpend,
   renderStatus,
   turnModel,
-} from "../intake/status.js";
-import { readEpoch } from "../sql/history.js";
-import { priorSession } from "../sql/sessions.js";
-import { getConversation } from "../sql/conversations.js";
-import { conversationBranch } from "../publish/publisher.js";
-import { transcriptHead } from "../sql/transcripts.js";
-import { decideResume, describeReason } from "../core/resume-decision.js";
-import { shortSessionId } from "../core/redact.js";
+} from "../../intake/status.js";
+import { readEpoch, rewindFacts } from "../../sql/history.js";
+import { knownWindow, priorSession } from "../../sql/sessions.js";
+import { getConversation } from "../../sql/conversations.js";
+import { conversationBranch } from "../../publish/publisher.js";
+import { transcriptHead } from "../../sql/transcripts.js";
+import { decideResume, describeReason } from "../../core/resume-decision.js";
+import { shortSessionId } from "../../core/redact.js";
 
 export const describeNextTurn: DescribeStatus = async (req) => {
   const blocks: string[] = [];
@@ -30,6 +30,13 @@ export const describeNextTurn: DescribeStatus = async (req) => {
     // runtime and CLI checks assume a runner that can resume it takes it (the claim query
     // prefers one, and runtime affinity keeps an unstored session with its runtime while alive).
     const cli = req.config.agents[state.agent]?.cli ?? DEFAULT_CLI;
+    const epoch = await readEpoch(req.pool, key);
+    // Runners rewind a session whose read comment changed, on a CLI that can (its registry entry).
+    const cliCanRewind = findCli(cli)?.rewinds ?? false;
+    const rewind =
+      prior && cliCanRewind && prior.historyEpoch !== epoch
+        ? await rewindFacts(req.pool, key, prior.sessionId, prior.historyEpoch, epoch)
+        : undefined;
     const decision = decideResume({
       prior,
       forceFresh: state.queued?.forceFresh ?? false,
@@ -44,8 +51,13 @@ export const describeNextTurn: DescribeStatus = async (req) => {
       cli,
       workDir: prior?.workDir ?? "",
       workDirExists: prior?.workDir != null,
-      historyEpoch: await readEpoch(req.pool, key),
+      historyEpoch: epoch,
       cliCanResume: true,
+      cliCanRewind,
+      ...(rewind ? { rewind } : {}),
+      requestedWindow: state.queued?.requestedModel
+        ? await knownWindow(req.pool, state.queued.requestedModel)
+        : null,
       cliVersion: head?.cliVersion ?? null,
       ...(head
         ? {
@@ -60,7 +72,7 @@ export const describeNextTurn: DescribeStatus = async (req) => {
     const onModel = model ? ` on \`${model}\`` : "";
     const next =
       decision.kind === "resume"
-        ? `- Next turn: **${decision.reason === "compacted" ? "compacts, then resumes" : "resumes"}** session \`${shortSessionId(decision.sessionId)}\`${prior?.runtimeId ? ` on runtime \`${prior.runtimeId}\`` : ""} (\`${decision.reason}\`)${onModel}.`
+        ? `- Next turn: **${decision.reason === "compacted" ? "compacts, then resumes" : decision.reason === "rewound" ? "rewinds, then resumes" : "resumes"}** session \`${shortSessionId(decision.sessionId)}\`${prior?.runtimeId ? ` on runtime \`${prior.runtimeId}\`` : ""} (\`${decision.reason}\`)${onModel}.`
         : `- Next turn: **fresh session** (\`${decision.reason}\`: ${describeReason(decision.reason)})${onModel}.`;
     const spend = renderSpend(
       await readSpendFigures(req, state.agent),

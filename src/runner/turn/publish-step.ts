@@ -2,12 +2,12 @@
  * A turn's changes: before the run, where they go and what moved on that branch since the
  * last turn (for the prompt); after a run that succeeded, their publishing and its record.
  */
-import { DEFAULT_CONFIG } from "../config/repo-config.js";
-import type { Logger } from "../log.js";
-import { publishTarget, type Publisher, type PublishTarget } from "../publish/publisher.js";
-import type { PublishReport } from "../publish/report.js";
-import type { Task } from "../sql/tasks/claim.js";
-import { recordPublish, type PublishRecord } from "../sql/tasks/record.js";
+import { DEFAULT_CONFIG } from "../../config/repo-config.js";
+import type { Logger } from "../../log.js";
+import { publishTarget, type Publisher, type PublishTarget } from "../../publish/publisher.js";
+import type { PublishReport } from "../../publish/report.js";
+import type { Task } from "../../sql/tasks/claim.js";
+import { recordPublish, type PublishRecord } from "../../sql/tasks/record.js";
 import type {
   AgentRunResult,
   AgentSettings,
@@ -15,9 +15,10 @@ import type {
   IssueInfo,
   PreparedWorkspace,
   RepoSettings,
-} from "./ports.js";
-import type { PromptComment } from "./prompts.js";
-import type { RunTaskDeps, TurnKey } from "./turn.js";
+} from "../ports.js";
+import type { PromptComment } from "../render/prompts.js";
+import type { RunTaskDeps } from "./turn.js";
+import type { TaskKey } from "../../core/task.js";
 
 export interface ChangesPlan {
   mode: NonNullable<AgentSettings["changes"]>;
@@ -32,7 +33,7 @@ export async function planChanges(
   deps: Pick<RunTaskDeps, "publish">,
   gh: GitHubThread,
   settings: AgentSettings,
-  key: TurnKey,
+  key: TaskKey,
   issue: IssueInfo,
   prepared: PreparedWorkspace,
   log: Logger,
@@ -63,7 +64,7 @@ export async function publishChanges(
   plan: ChangesPlan,
   t: {
     task: Task;
-    key: TurnKey;
+    key: TaskKey;
     gh: GitHubThread;
     token: string | undefined;
     issue: IssueInfo;

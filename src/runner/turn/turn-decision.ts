@@ -2,24 +2,25 @@
  * The turn's resume decision: what the key's history, the config and this runtime say (resume
  * session X, or fresh, with a reason code), and its record on the task.
  */
-import { findCli } from "../cli-registry.js";
+import { findCli } from "../../cli-registry.js";
 import {
   decideResume,
   type PriorSession,
   type ResumeDecision,
   type TranscriptState,
-} from "../core/resume-decision.js";
-import { readEpoch } from "../sql/history.js";
-import { sessionById } from "../sql/sessions.js";
-import type { Task } from "../sql/tasks/claim.js";
-import { recordDecision } from "../sql/tasks/record.js";
-import type { CliKind, ResumeSettings } from "./ports.js";
-import type { RunTaskDeps, TurnKey } from "./turn.js";
+} from "../../core/resume-decision.js";
+import { readEpoch, rewindFacts } from "../../sql/history.js";
+import { knownWindow, sessionById } from "../../sql/sessions.js";
+import type { Task } from "../../sql/tasks/claim.js";
+import { recordDecision } from "../../sql/tasks/record.js";
+import type { CliKind, ResumeSettings } from "../ports.js";
+import type { RunTaskDeps } from "./turn.js";
+import type { TaskKey } from "../../core/task.js";
 
 export async function decide(
-  deps: Pick<RunTaskDeps, "agent" | "cliVersion" | "runtimeId">,
+  deps: Pick<RunTaskDeps, "agent" | "cliVersion" | "runtimeId" | "pool">,
   d: {
-    key: TurnKey;
+    key: TaskKey;
     task: Task;
     cli: CliKind;
     policy: ResumeSettings;
@@ -44,6 +45,15 @@ export async function decide(
           .transcriptState(key, prior.sessionId, cli)
           .catch((): TranscriptState => ({ where: "none" }))
       : undefined;
+  // `/model`: the window of the model asked for, as the CLI last reported it.
+  const requestedWindow =
+    prior && task.requestedModel ? await knownWindow(deps.pool, task.requestedModel) : null;
+  // A comment the session read changed since it was pinned: what a rewind is decided from.
+  const cliCanRewind = deps.agent.canRewind?.(cli) ?? false;
+  const rewind =
+    prior && cliCanRewind && prior.historyEpoch !== epoch
+      ? await rewindFacts(deps.pool, key, prior.sessionId, prior.historyEpoch, epoch)
+      : undefined;
   return decideResume({
     prior,
     forceFresh: task.forceFresh,
@@ -60,6 +70,9 @@ export async function decide(
     workDirExists,
     historyEpoch: epoch,
     cliCanResume,
+    cliCanRewind,
+    ...(rewind ? { rewind } : {}),
+    requestedWindow,
     cliVersion,
     ...(transcript === undefined ? {} : { transcript }),
     now: now(),
@@ -93,6 +106,9 @@ export async function decideFork(
     workDirExists: false,
     now: d.now,
   });
+  // A fork is not rewound: a source whose read comment changed is not forked, as before rewinds.
+  if (decided.kind === "resume" && decided.rewind)
+    return { kind: "fresh", reason: "history_edited", priorSessionId: source.sessionId };
   return decided.kind === "resume"
     ? { ...decided, reason: "forked", fork: true, forkFrom: source.key }
     : decided;
@@ -117,6 +133,7 @@ export async function record(
     historyEpoch: epoch,
     workDir,
     retriedFresh,
+    rewoundFrom: d.kind === "resume" && d.rewind ? d.rewind.fromTaskId : null,
   });
   if (!ok)
     deps.log.warn(

@@ -1,6 +1,6 @@
 /** GitHubThread over an installation's Octokit (REST only). */
 import type { ProbotOctokit } from "probot";
-import type { RequestCounter } from "../github/request-count.js";
+import type { RequestCounter } from "../../github/request-count.js";
 import type {
   ConfigResult,
   GitHubThread,
@@ -11,10 +11,10 @@ import type {
   ReviewDiscussion,
   ReviewLineComment,
   ReviewSummary,
-} from "./ports.js";
+} from "../ports.js";
 
-import { reviewCommentPlace } from "../github/review-comment.js";
-import { pushToken } from "../github/scoped-auth.js";
+import { reviewCommentPlace } from "../../github/review-comment.js";
+import { pushToken } from "../../github/scoped-auth.js";
 
 type Octokit = InstanceType<typeof ProbotOctokit>;
 

@@ -3,21 +3,21 @@
  * the prompt, run the agent (pinning its session the moment it is known), classify, answer,
  * finish. Every write is scoped to this runner's lease.
  */
-import { DEFAULT_CLI, findCli } from "../cli-registry.js";
-import { readSettingsSnapshot } from "../config/repo-settings.js";
-import { readEpoch } from "../sql/history.js";
-import { priorSession } from "../sql/sessions.js";
-import type { Task } from "../sql/tasks/claim.js";
-import { finishTask, type FinalAnswer, type Finish } from "../sql/tasks/finish.js";
-import type { ResumeDecision } from "../core/resume-decision.js";
-import { redact } from "../core/redact.js";
-import { chooseCacheTtl } from "../core/cache-ttl.js";
-import type { AgentSettings, ConfigResult, GitHubThread } from "./ports.js";
-import { buildSystemPrompt } from "./prompts.js";
+import { findCli } from "../../cli-registry.js";
+import { readSettingsSnapshot } from "../../config/repo-settings.js";
+import { readEpoch, resentComments } from "../../sql/history.js";
+import { priorSession } from "../../sql/sessions.js";
+import type { Task } from "../../sql/tasks/claim.js";
+import { finishTask, type FinalAnswer, type Finish } from "../../sql/tasks/finish.js";
+import type { ResumeDecision } from "../../core/resume-decision.js";
+import { redact } from "../../core/redact.js";
+import { chooseCacheTtl } from "../../core/cache-ttl.js";
+import type { AgentSettings, ConfigResult, GitHubThread } from "../ports.js";
+import { buildSystemPrompt } from "../render/prompts.js";
 import { answerRetryPolicy } from "./answer-retry.js";
 import { checkSpend } from "./spend-check.js";
-import { renderFailure, renderRefusal, taskMarker } from "./thread-comments.js";
-import { trackingComment } from "./tracking-comment.js";
+import { renderFailure, renderRefusal, taskMarker } from "../render/thread-comments.js";
+import { trackingComment } from "../render/tracking-comment.js";
 import { readyWorkspace, startWorkspace, type ReadyWorkspace } from "./turn-workspace.js";
 import { decide, decideFork, record } from "./turn-decision.js";
 import { promptFor, requestsOf, threadReader, turnFacts } from "./turn-prompt.js";
@@ -25,7 +25,7 @@ import { recordRunSession, runAgent, withCompaction, type AgentRan } from "./run
 import { planChanges, publishChanges } from "./publish-step.js";
 import { answerBody, footerOf } from "./turn-answer.js";
 import { postReview } from "./review-step.js";
-import { conversationUrl } from "../core/conversation-path.js";
+import { conversationUrl } from "../../core/conversation-path.js";
 import { SHUTDOWN, type RunTaskDeps } from "./turn.js";
 
 export { SHUTDOWN, type RunTaskDeps } from "./turn.js";
@@ -181,7 +181,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     spendSettings.freshResetsConversation && task.forceFresh ? 0 : spend.conversation.countedUsd;
 
   // The resume decision, recorded on the task before anything runs; a retry takes a new one.
-  const cli = settings.cli ?? DEFAULT_CLI;
+  const cli = settings.cli;
   // `/from <agent>`: a fork of that agent's session, else the key's own decision.
   const fork = await decideFork(deps, { task, cli, policy: config.settings.resume, now });
   let decision: ResumeDecision =
@@ -294,8 +294,22 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
   try {
     plan = await planChanges(deps, gh, settings, key, issue, prepared, log);
     const turn = turnFacts(task, requests, plan.target, plan.news, prepared, lineComments);
-    const prompt = promptFor({ turn, issue, requests, thread: threadP, readThread });
+    const prompt = promptFor({
+      turn,
+      issue,
+      requests,
+      thread: threadP,
+      readThread,
+      resent: async (plan) =>
+        (await resentComments(deps.pool, key, plan.resend)).map((c) => ({
+          author: c.author,
+          url: c.url,
+          body: c.body,
+          createdAt: c.createdAt.toISOString(),
+        })),
+    });
     const systemPrompt = buildSystemPrompt(task.agent, settings.appendSystemPrompt, project);
+    const runSettings = cacheTtl ? { ...settings, cacheTtl } : settings;
     ran = await runAgent(
       {
         deps,
@@ -307,7 +321,11 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
         epoch,
         workDir,
         workspace: ready,
-        settings: cacheTtl ? { ...settings, cacheTtl } : settings,
+        settings: runSettings,
+        // Under `/model`, the agent's own model compacts the session it made.
+        ...(task.requestedModel && configured?.model
+          ? { compactSettings: { ...runSettings, model: configured.model } }
+          : {}),
         systemPrompt,
         prompt,
         onProgress,
@@ -330,7 +348,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     log.warn({ session: result.sessionId }, "stopped by shutdown; the task will be taken over");
     return;
   }
-  await recordRunSession(deps, task, log, ran, decision, prior);
+  await recordRunSession(deps, epoch, task, log, ran, decision, prior);
 
   // Publish, then answer, then finish.
   const published = await publishChanges(deps, plan, {
