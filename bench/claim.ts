@@ -21,7 +21,7 @@ await registerRuntime(pool, {
   id: "bench",
   hostname: "bench",
   homeDir: "/",
-  claudePath: "/bin/true",
+  cliPath: "/bin/true",
   cliVersion: null,
   canResume: true,
   concurrency,

@@ -8,6 +8,7 @@
  *
  *   npx tsx bench/session-store.ts [sizesMB=1,10,50] [rounds=5]
  */
+import { claudeLayout } from "../src/claude/session-files.js";
 import { randomBytes } from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
@@ -66,6 +67,7 @@ const store = (name: string) =>
     log,
     maxBytes: 256 * MB,
     cliVersion: "2.1.197 (Claude Code)",
+    layout: claudeLayout,
   });
 let homes = 0;
 const home = () => {

@@ -212,7 +212,7 @@ async function triggerCost(pool: ReturnType<typeof createPool>): Promise<void> {
  */
 async function seed(pool: ReturnType<typeof createPool>, n: number, days: number): Promise<void> {
   await pool.query(
-    `INSERT INTO runtimes (id, hostname, home_dir, claude_path, cli_version, can_resume, concurrency, running, heartbeat_at)
+    `INSERT INTO runtimes (id, hostname, home_dir, cli_path, cli_version, can_resume, concurrency, running, heartbeat_at)
      SELECT 'runner-' || i, 'host-' || i, '/home/tether', '/usr/bin/claude', '2.1.197', true, 4, 2,
             now() - make_interval(secs => i * 20)
        FROM generate_series(1, 4) i`,

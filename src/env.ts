@@ -62,12 +62,8 @@ export const EnvSchema = z.object({
   TETHER_DATA_DIR: z.string().default(".data"),
   /** Port of the embedded PostgreSQL; 0 picks a free port. */
   TETHER_PG_PORT: intFrom(0, 65535).default(0),
-  /** Path of the Claude Code executable; default: the bundled @anthropic-ai/claude-code binary, then `claude` on PATH. */
-  TETHER_CLAUDE_PATH: optional(z.string()),
-  /** Path of the Codex executable; default: the native binary of the bundled @openai/codex, then `codex` on PATH. */
-  TETHER_CODEX_PATH: optional(z.string()),
-  /** Path of the Gemini CLI; default: `bundle/gemini.js` of the bundled @google/gemini-cli, then `gemini` on PATH. */
-  TETHER_GEMINI_PATH: optional(z.string()),
+  // Each agent CLI's binary is read from the variable its registry entry names (`pathEnv`,
+  // src/cli-registry.ts), straight from the environment when the runner starts.
   /**
    * Where agents run: `bwrap` (default), a bubblewrap sandbox per run that sees its own
    * workspace and nothing of Tether's; `off` runs them as Tether's own user, able to read
@@ -99,7 +95,7 @@ export const EnvSchema = z.object({
   ),
   /** Root of the per-(repo, issue, agent) working directories. Default: <TETHER_DATA_DIR>/workspaces. */
   TETHER_WORKSPACE_DIR: optional(z.string()),
-  /** Fixed runtime id; by default derived from host, $HOME/.claude and the CLI binary. */
+  /** Fixed runtime id; by default derived from host, the default CLI's store in $HOME and its binary. */
   TETHER_RUNTIME_ID: optional(
     z.string().regex(/^[\w.:@-]{1,128}$/, "must be 1-128 of [A-Za-z0-9_.:@-]"),
   ),

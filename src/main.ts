@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { CLI_SECRETS } from "./cli-registry.js";
 import { Probot, run as runProbotSetup } from "probot";
 import { serveTether, tetherApp } from "./app.js";
 import type { AppDeps } from "./deps.js";
@@ -52,7 +53,7 @@ async function main(): Promise<void> {
   const role: Role = (arg as Role | undefined) ?? env.TETHER_ROLE;
   // Every log line is scrubbed of these (and of token-shaped strings), whatever logged it; the
   // runner scrubs its comments of the same (core/secret-env.ts is the one list).
-  const secrets = new Set<string>(secretsInEnv(process.env));
+  const secrets = new Set<string>(secretsInEnv(process.env, CLI_SECRETS));
   const privateKey = await readPrivateKey(env).catch(() => undefined);
   if (privateKey) secrets.add(privateKey);
   if (arg === TRANSCRIPT_COMMAND) {

@@ -10,13 +10,14 @@ import {
 import { readQueueFigures } from "./sql/stats/read.js";
 import { LIMIT_KINDS } from "./spend/spend-limits.js";
 import { TRIGGERS } from "./core/task.js";
+import { CLI_NAMES, DEFAULT_CLI } from "./cli-registry.js";
 import { requestTally, tallyRows } from "./github/request-count.js";
 
 /** What the runner reports once per finished turn. */
 export interface TurnRecord {
   outcome: Outcome;
-  /** The agent CLI the turn ran on; default claude. */
-  cli?: "claude" | "codex" | "gemini";
+  /** The agent CLI the turn ran on; default: the registry's default CLI. */
+  cli?: string;
   /** What started the turn (core/task.ts TRIGGERS); default comment. */
   trigger?: string;
   /** The turn's resume reason code; null when the decision never ran. */
@@ -102,7 +103,7 @@ export class Metrics {
 
   private readonly turns = new Counter({
     name: "tether_turns_total",
-    help: "Finished turns by outcome, resume reason code and agent CLI (claude, codex, gemini).",
+    help: `Finished turns by outcome, resume reason code and agent CLI (${CLI_NAMES.join(", ")}).`,
     labelNames: ["outcome", "reason", "cli"] as const,
     registers: [this.registry],
   });
@@ -120,7 +121,7 @@ export class Metrics {
   });
   private readonly cost = new Counter({
     name: "tether_turn_cost_usd_total",
-    help: "Cost in US dollars, by whether the turn resumed and agent CLI: Claude's as it reported it, Codex's estimated from its tokens and a price table.",
+    help: "Cost in US dollars, by whether the turn resumed and agent CLI: as the CLI reported it, or estimated from its tokens and a price table for a CLI that reports none.",
     labelNames: ["resumed", "cli"] as const,
     registers: [this.registry],
   });
@@ -286,7 +287,8 @@ export class Metrics {
   recordTurn(turn: TurnRecord): void {
     const outcome = known(OUTCOMES, turn.outcome);
     const reason = turn.reason === null ? "none" : known(REASON_CODES, turn.reason);
-    const cli = turn.cli === "codex" || turn.cli === "gemini" ? turn.cli : "claude";
+    // A CLI the registry does not list counts as "other", never as another CLI.
+    const cli = known(CLI_NAMES, turn.cli ?? DEFAULT_CLI);
     this.turns.inc({ outcome, reason, cli });
     this.triggers.inc({ trigger: known(TRIGGERS, turn.trigger ?? "comment") });
     if (nonNegative(turn.durationMs)) this.duration.observe({ outcome }, turn.durationMs / 1000);

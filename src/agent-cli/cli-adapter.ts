@@ -1,6 +1,6 @@
 /**
  * A CliAdapter over a CliDialect (cli-dialect.ts): the options' defaults, the runs it has going
- * (cli-run.ts), and cancelling them all. createClaudeCli and createCodexCli are built on it.
+ * (cli-run.ts), and cancelling them all. Each CLI's factory (its folder's) is built on it.
  */
 import { pino } from "pino";
 import type { CliDialect, CliRunOptions, RunConfig } from "./cli-dialect.js";

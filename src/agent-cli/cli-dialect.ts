@@ -1,8 +1,8 @@
 /**
  * What the run engine (cli-run.ts) asks of a CLI: a CliDialect says everything one CLI does
  * differently (arguments, environment, how the model API is reached, the stream's shape, how an
- * end is classified and what it cost), CliRunOptions how its runs are made. Claude Code's
- * dialect is in claude-cli.ts, Codex's in src/codex/.
+ * end is classified and what it cost), CliRunOptions how its runs are made. Each CLI's dialect
+ * is in its own folder (src/<cli>/), and its registry entry (agent-cli.ts) makes its adapter.
  */
 import type { McpServer } from "../review/line-comment-tool.js";
 import type { ModelEndpoint } from "../sandbox/egress.js";

@@ -20,17 +20,19 @@ export type ProbeExec = (file: string, args: string[]) => Promise<ProbeResult>;
 const PROBE_TIMEOUT_MS = 15_000;
 
 /**
- * Runs a CLI binary to ask it something (`--version`, `--help`), for Claude's probe and
- * Codex's: the children's environment built from `source`, no stdin, 15 s, 1 MiB of output.
+ * Runs a CLI binary to ask it something (`--version`, `--help`), for every CLI's probe: the
+ * children's environment built from `source` (with the CLI's own settings `prefixes`), no
+ * stdin, 15 s, 1 MiB of output.
  */
 export async function runProbe(
   file: string,
   args: string[],
   source: Record<string, string | undefined>,
+  prefixes: readonly string[] = [],
 ): Promise<ProbeResult> {
   const r = await runCommand(file, args, {
     cwd: process.cwd(),
-    env: buildChildEnv(source),
+    env: buildChildEnv(source, { prefixes }),
     timeoutMs: PROBE_TIMEOUT_MS,
     maxBuffer: 1024 * 1024,
     // SIGKILL 5 s after the SIGTERM at the timeout, as execa's own timeout did.
@@ -52,7 +54,12 @@ export async function runProbe(
  */
 export async function probeCli(
   file: string,
-  opts: { exec?: ProbeExec; env?: Record<string, string | undefined> } = {},
+  opts: {
+    exec?: ProbeExec;
+    env?: Record<string, string | undefined>;
+    /** The CLI's own settings prefixes (its registry entry's childEnvPrefixes). */
+    prefixes?: readonly string[];
+  } = {},
 ): Promise<CliCapabilities> {
   const resolved = resolveOnPath(file, opts.env?.PATH ?? process.env.PATH);
   const key = cacheKey(resolved);
@@ -60,7 +67,7 @@ export async function probeCli(
     const hit = cache.get(key);
     if (hit) return hit;
   }
-  const exec = opts.exec ?? defaultExec(opts.env ?? process.env);
+  const exec = opts.exec ?? defaultExec(opts.env ?? process.env, opts.prefixes ?? []);
   const probe = (async (): Promise<CliCapabilities> => {
     const version = await exec(resolved, ["--version"]);
     if (version.failed) {
@@ -131,6 +138,9 @@ function resolveOnPath(file: string, pathEnv: string | undefined): string {
   return file;
 }
 
-function defaultExec(source: Record<string, string | undefined>): ProbeExec {
-  return (file, args) => runProbe(file, args, source);
+function defaultExec(
+  source: Record<string, string | undefined>,
+  prefixes: readonly string[],
+): ProbeExec {
+  return (file, args) => runProbe(file, args, source, prefixes);
 }

@@ -8,9 +8,10 @@ import type { Mask, Sandbox } from "../sandbox/sandbox.js";
 export const ENTRY = /^[0-9A-Za-z][0-9A-Za-z-]{0,63}$/;
 
 /*
- * The seam between Tether and an agent CLI that keeps resumable sessions. Claude Code is the
- * only implementation today; another CLI (Codex, Gemini) fits by implementing CliAdapter with
- * the same settings, events and outcome, so the runner never learns which one it drives.
+ * The seam between Tether and an agent CLI that keeps resumable sessions. Every registered CLI
+ * (src/cli-registry.ts) implements CliAdapter with the same settings, events and outcome (most
+ * through the run engine, cli-adapter.ts, and a CliDialect), so the runner never learns which
+ * one it drives.
  */
 
 /** A name on a command line: never empty, never starting with "-" (it would read as a flag). */

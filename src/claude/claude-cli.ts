@@ -18,6 +18,9 @@ import { readEntry } from "./session-entry.js";
 /** The run options (cli-dialect.ts), every one optional: the binary defaults to resolveClaudePath. */
 export type ClaudeCliOptions = Partial<CliRunOptions>;
 
+/** The operator's Anthropic and Claude Code settings, passed to the CLI (and only to it). */
+export const CLAUDE_ENV_PREFIXES = ["ANTHROPIC_", "CLAUDE_CODE_"] as const;
+
 /** What is Claude's own in a run: its arguments, environment, stream and verdicts. */
 export const claudeDialect: CliDialect<StreamMessage, RunEvidence> = {
   label: "Claude CLI",
@@ -29,8 +32,11 @@ export const claudeDialect: CliDialect<StreamMessage, RunEvidence> = {
   // CLI's "standard" mode; docs/claude-cli-facts.md, "MCP tools").
   env: (base, o) => ({
     ENABLE_TOOL_SEARCH: "false",
+    // No traffic beyond the API, unless the operator says otherwise.
+    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
     ...buildChildEnv(base, {
       home: o.home,
+      prefixes: CLAUDE_ENV_PREFIXES,
       extra: { ...cacheTtlEnv(o.settings.cacheTtl), ...o.extra },
     }),
     // Seen with 2.1.197: without it the CLI silently asks the API for claude-opus-4-8 when told
@@ -89,7 +95,7 @@ export function createClaudeCli(opts: ClaudeCliOptions = {}): CliAdapter {
     "claude-code",
     claudeDialect,
     { ...opts, path, baseEnv },
-    (): Promise<CliCapabilities> => probeCli(path, { env: baseEnv }),
+    (): Promise<CliCapabilities> => probeCli(path, { env: baseEnv, prefixes: CLAUDE_ENV_PREFIXES }),
   );
 }
 

@@ -17,6 +17,13 @@ export const CLAUDE_MODEL_ENV = [
   "ANTHROPIC_CUSTOM_HEADERS",
 ] as const;
 
+/** Those of them that hold a credential: secrets, scrubbed by value from logs and comments. */
+export const CLAUDE_SECRET_ENV = [
+  "ANTHROPIC_API_KEY",
+  "ANTHROPIC_AUTH_TOKEN",
+  "CLAUDE_CODE_OAUTH_TOKEN",
+] as const;
+
 /** What a sandboxed CLI holds in place of a credential. Worthless outside Tether's proxy. */
 export const PLACEHOLDER = "sk-ant-tether-sandbox-placeholder";
 

@@ -6,6 +6,7 @@
  */
 import fs from "node:fs/promises";
 import path from "node:path";
+import { keyDir, type TranscriptLayout } from "../agent-cli/session-layout.js";
 import { SESSION_ID } from "./claude-args.js";
 
 /** The CLI's project directory name for a working directory. */
@@ -48,3 +49,19 @@ export async function findTranscript(
   }
   return null;
 }
+
+/** Claude Code's layout: `$HOME/.claude/projects/<cwd>/<session id>.jsonl`. */
+export const claudeLayout: TranscriptLayout = {
+  async find(home, sessionId) {
+    const found = await findTranscript(home, sessionId);
+    return found ? { ...found, name: `${sessionId}.jsonl` } : null;
+  },
+  place: (home, cwd, sessionId) => sessionFile(home, cwd, sessionId),
+  keepsName: false,
+  async legacy(cacheRoot, key, sessionId) {
+    if (!isSessionId(sessionId)) return null;
+    const file = path.join(cacheRoot, keyDir(key), `${sessionId}.jsonl`);
+    const st = await fs.stat(file).catch(() => null);
+    return st?.isFile() ? { file, name: `${sessionId}.jsonl` } : null;
+  },
+};

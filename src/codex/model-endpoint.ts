@@ -17,6 +17,9 @@ export const CODEX_MODEL_ENV = [
   "CODEX_API_KEY",
 ] as const;
 
+/** Those of them that hold a credential: secrets, scrubbed by value from logs and comments. */
+export const CODEX_SECRET_ENV = ["OPENAI_API_KEY", "CODEX_API_KEY"] as const;
+
 /** What a sandboxed Codex holds in place of the key. Worthless outside Tether's proxy. */
 export const OPENAI_PLACEHOLDER = "sk-tether-sandbox-placeholder";
 

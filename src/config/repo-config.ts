@@ -1,4 +1,5 @@
 import { CACHE_TTL_SETTINGS, CHANGES_MODES } from "../core/settings.js";
+import { CLI_NAMES, cliOf, DEFAULT_CLI } from "../cli-registry.js";
 import { z } from "zod";
 
 /** Where a repository configures Tether (Probot's `context.config` path, under `.github/`). */
@@ -15,21 +16,11 @@ export const DEFAULT_AGENT = "tether";
 export const DEFAULT_MENTION = `@${DEFAULT_AGENT}`;
 
 /**
- * Model for agents that do not name one. Passed explicitly on every run: without `--model` the
- * CLI picked a different model for the first resumed turn than for the fresh one, which missed
- * the prompt cache (claude-cli-facts.md). Sonnet 4.5 is the CLI's own choice for coding agents
- * at a fraction of Opus' price, and a named, dated-family id keeps a session on one model.
+ * Model for agents that do not name one: their CLI's (its registry entry's `defaultModel`).
+ * Passed explicitly on every run: without `--model` a CLI picked a different model for the first
+ * resumed turn than for the fresh one, which missed the prompt cache.
  */
-export const DEFAULT_MODEL = "claude-sonnet-4-5";
-
-/** Model for Codex agents that do not name one: the one Codex 0.169.0 was recorded with. */
-export const DEFAULT_CODEX_MODEL = "gpt-5.5";
-
-/** Model for Gemini CLI agents that do not name one (a named model: no per-prompt routing call). */
-export const DEFAULT_GEMINI_MODEL = "gemini-2.5-pro";
-
-/** The agent CLIs Tether runs. */
-export const AGENT_CLIS = ["claude", "codex", "gemini"] as const;
+export const DEFAULT_MODEL = cliOf(DEFAULT_CLI).defaultModel;
 
 const NAME_RE = /^[a-z0-9](?:[a-z0-9]|-(?=[a-z0-9])){0,38}$/;
 const MENTION_RE = /^@[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}$/;
@@ -109,22 +100,18 @@ export const AgentConfig = z.strictObject({
    */
   mention: z.string().regex(MENTION_RE, "must be @ followed by a GitHub-style name").optional(),
   /**
-   * Which agent CLI runs this agent: `claude` (Claude Code), `codex` (OpenAI's Codex CLI) or
-   * `gemini` (Google's Gemini CLI). A session belongs to its CLI: changing it starts the next
-   * turn fresh. Default: `claude`.
+   * Which agent CLI runs this agent: a name in the registry of CLIs (src/cli-registry.ts). A
+   * session belongs to its CLI: changing it starts the next turn fresh. Default: the first.
    */
-  cli: z.enum(AGENT_CLIS, "must be claude, codex or gemini").default("claude"),
-  /**
-   * Model id passed on every turn (`--model` / `-m`). Default: `claude-sonnet-4-5` for Claude,
-   * `gpt-5.5` for Codex, `gemini-2.5-pro` for Gemini.
-   */
-  model: z.string().regex(MODEL_ID, "must be a model id like claude-sonnet-4-5").optional(),
+  cli: z.enum(CLI_NAMES, `must be ${CLI_NAMES.join(" or ")}`).default(DEFAULT_CLI),
+  /** Model id passed on every turn. Default: the CLI's (its registry entry's `defaultModel`). */
+  model: z.string().regex(MODEL_ID, `must be a model id like ${DEFAULT_MODEL}`).optional(),
   /**
    * The models a comment may ask for with `/model <name>` (one turn on another model), besides
    * `model`. Default: any model id the CLI accepts.
    */
   models: z
-    .array(z.string().regex(MODEL_ID, "must be a model id like claude-opus-4-1"))
+    .array(z.string().regex(MODEL_ID, `must be a model id like ${DEFAULT_MODEL}`))
     .max(50)
     .optional(),
   /**
@@ -134,11 +121,11 @@ export const AgentConfig = z.strictObject({
    * attempt on `model`).
    */
   escalate: z
-    .array(z.string().regex(MODEL_ID, "must be a model id like claude-opus-4-1"))
+    .array(z.string().regex(MODEL_ID, `must be a model id like ${DEFAULT_MODEL}`))
     .min(1, "list at least one model, or leave it out")
     .max(20, "must list at most 20 models")
     .optional(),
-  /** Most agentic turns in one run (`--max-turns`; Claude only, Codex has no such limit). Default: 30. */
+  /** Most agentic turns in one run (for a CLI whose entry has `turnLimit`). Default: 30. */
   maxTurns: wholeNumber(1, 500).default(30),
   /** A run is stopped after this many minutes. Default: 30. */
   timeoutMinutes: wholeNumber(1, 1440).default(30),
@@ -262,8 +249,8 @@ export const ResumeConfig = z.strictObject({
     .default(0.8),
   /**
    * A session past `contextBudget` is compacted (the CLI summarises it, `/compact`) and the
-   * summary resumed (reason `compacted`), instead of starting fresh (`context_budget`). Claude
-   * agents only: Codex cannot compact on request without a terminal. Default: true.
+   * summary resumed (reason `compacted`), instead of starting fresh (`context_budget`). Only for
+   * a CLI that can compact on request without a terminal (its entry's `compactPrompt`). Default: true.
    */
   compact: z.boolean().default(true),
 });
@@ -381,28 +368,25 @@ export const RepoConfig = RepoConfigInput.superRefine((cfg, ctx) => {
     });
   }
   for (const [name, a] of Object.entries(cfg.agents)) {
-    if (a.cli !== "codex") continue;
-    // Claude's tool rules mean nothing to Codex; silently ignoring them would widen what the
+    const cli = cliOf(a.cli);
+    if (cli.toolRules) continue;
+    // Tool rules mean nothing to a CLI without them; silently ignoring them would widen what the
     // agent may do without its author knowing.
     for (const key of ["allowedTools", "disallowedTools"] as const) {
       if (a[key].length > 0)
         ctx.addIssue({
           code: "custom",
           path: ["agents", name, key],
-          message: "is a Claude setting; a cli: codex agent has no tool rules (remove it)",
+          message: `is a tool rule; a cli: ${cli.name} agent has none (remove it)`,
         });
     }
   }
 }).transform((cfg) => ({ ...cfg, agents: resolveAgents(cfg.agents) }));
 export type RepoConfig = z.output<typeof RepoConfig>;
 
-/** The model of an agent that names none. */
-function defaultModel(cli: (typeof AGENT_CLIS)[number]): string {
-  return cli === "codex"
-    ? DEFAULT_CODEX_MODEL
-    : cli === "gemini"
-      ? DEFAULT_GEMINI_MODEL
-      : DEFAULT_MODEL;
+/** The model of an agent that names none: its CLI's (the registry entry's `defaultModel`). */
+function defaultModel(cli: string): string {
+  return cliOf(cli).defaultModel;
 }
 
 /**

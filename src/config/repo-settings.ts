@@ -7,6 +7,7 @@
  * one this version cannot read, is run with a fresh read as before.
  */
 import { z } from "zod";
+import { DEFAULT_CLI } from "../cli-registry.js";
 import type { AgentSettings, RepoSettings, SpendSettings } from "../core/settings.js";
 import { CACHE_TTL_SETTINGS, CHANGES_MODES } from "../core/settings.js";
 import { PublishConfig, type RepoConfig } from "./repo-config.js";
@@ -70,8 +71,9 @@ const SettingsSnapshot = z.object({
     z.object({
       name: z.string(),
       mention: z.string().optional(),
-      // Absent in snapshots taken before Codex: those agents are Claude's.
-      cli: z.enum(["claude", "codex", "gemini"]).default("claude"),
+      // Absent in snapshots taken before a second CLI: those agents ran on the default one.
+      // Any name is kept as it was: a CLI this runner lacks fails its turn with words saying so.
+      cli: z.string().default(DEFAULT_CLI),
       model: z.string().optional(),
       models: z.array(z.string()).optional(),
       maxTurns: z.number().int().positive().optional(),

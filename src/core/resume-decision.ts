@@ -140,7 +140,7 @@ export interface ResumeInput {
   requestedWindow?: number | null;
   /** The prior session's turns and the edits since its epoch, when the epoch moved; absent: no rewind. */
   rewind?: RewindFacts;
-  /** `claude --version` of this runner's CLI; null when it did not say. */
+  /** This runner's version of that CLI (`--version`); null when it did not say. */
   cliVersion: string | null;
   /**
    * Where this runner can restore the session's transcript from. Absent: a CLI that keeps its

@@ -1,7 +1,9 @@
 /**
  * The environment variables that hold a secret Tether handles: the one list both the log
  * scrubber (main.ts) and the runner's comment and error scrubbing (start-runner.ts) blank by
- * value, on top of the shapes in redact.ts. A name added here is scrubbed everywhere.
+ * value, on top of the shapes in redact.ts. A name added here is scrubbed everywhere. The model
+ * APIs' credentials are each agent CLI's own (its registry entry, src/cli-registry.ts
+ * CLI_SECRETS), which every caller passes.
  */
 export const SECRET_ENV_NAMES = [
   // The GitHub App's credentials.
@@ -11,39 +13,36 @@ export const SECRET_ENV_NAMES = [
   "DATABASE_URL",
   "TETHER_DASHBOARD_TOKEN",
   "TETHER_METRICS_TOKEN",
-  // The model APIs' (src/claude/model-endpoint.ts, src/codex/model-endpoint.ts,
-  // src/gemini/model-endpoint.ts).
-  "ANTHROPIC_API_KEY",
-  "ANTHROPIC_AUTH_TOKEN",
-  "CLAUDE_CODE_OAUTH_TOKEN",
-  "OPENAI_API_KEY",
-  "CODEX_API_KEY",
-  "GEMINI_API_KEY",
-  "GOOGLE_API_KEY",
   // Not Tether's, but never to be shown if the machine has them.
   "GITHUB_TOKEN",
   "GH_TOKEN",
   "PGPASSWORD",
 ] as const;
 
+/** The agent CLIs' secrets: their credential variables, and values held some other way. */
+export interface CliSecrets {
+  names: readonly string[];
+  values(env: Readonly<Record<string, string | undefined>>): string[];
+}
+
 /**
- * The secret values `source` (normally process.env) holds: each listed variable's value, the
- * password inside DATABASE_URL (as written and decoded: a driver's error may print either), and
- * the values of ANTHROPIC_CUSTOM_HEADERS (one `Name: value` a line; a proxy's credentials).
- * Pure; empty values are left out.
+ * The secret values `source` (normally process.env) holds: each listed variable's value and each
+ * CLI's, the password inside DATABASE_URL (as written and decoded: a driver's error may print
+ * either), and what the CLIs hold some other way (a proxy's header values). Pure; empty values
+ * are left out.
  */
-export function secretsInEnv(source: Readonly<Record<string, string | undefined>>): string[] {
+export function secretsInEnv(
+  source: Readonly<Record<string, string | undefined>>,
+  clis: CliSecrets,
+): string[] {
   const out = new Set<string>();
-  for (const name of SECRET_ENV_NAMES) {
+  for (const name of [...SECRET_ENV_NAMES, ...clis.names]) {
     const value = source[name];
     if (value) out.add(value);
   }
   const password = urlPassword(source.DATABASE_URL);
   for (const p of password) out.add(p);
-  for (const line of (source.ANTHROPIC_CUSTOM_HEADERS ?? "").split(/\r?\n/)) {
-    const value = line.slice(line.indexOf(":") + 1).trim();
-    if (line.includes(":") && value) out.add(value);
-  }
+  for (const v of clis.values(source)) if (v) out.add(v);
   return [...out];
 }
 

@@ -23,15 +23,18 @@ export type CacheTtl = (typeof CACHE_TTLS)[number];
 export const CACHE_TTL_SETTINGS = [...CACHE_TTLS, "auto"] as const;
 export type CacheTtlSetting = (typeof CACHE_TTL_SETTINGS)[number];
 
-/** Which agent CLI runs an agent. A session belongs to the CLI that made it. */
-export type CliKind = "claude" | "codex" | "gemini";
+/**
+ * Which agent CLI runs an agent: a name in the registry of CLIs (src/cli-registry.ts), which the
+ * config schema checks. A session belongs to the CLI that made it.
+ */
+export type CliKind = string;
 
 /** One agent's settings, as the repo config resolves them. */
 export interface AgentSettings {
   name: string;
   /** What addresses the agent in a comment, e.g. `@tether`. */
   mention?: string;
-  /** The config's default is claude, and a snapshot taken before Codex reads as claude. */
+  /** Read by zod from the config, so always known: a name in the registry (src/cli-registry.ts). */
   cli: CliKind;
   model?: string;
   /** Models a comment may ask for with `/model` besides `model`; absent: any. */

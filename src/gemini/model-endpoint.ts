@@ -23,6 +23,9 @@ export const GEMINI_MODEL_ENV = [
   "GEMINI_CLI_CUSTOM_HEADERS",
 ] as const;
 
+/** The operator's Gemini credentials: kept by the egress proxy, scrubbed everywhere by value. */
+export const GEMINI_SECRET_ENV = ["GEMINI_API_KEY", "GOOGLE_API_KEY"] as const;
+
 /** What a sandboxed Gemini CLI holds in place of the key. Worthless outside Tether's proxy. */
 export const GEMINI_PLACEHOLDER = "gemini-tether-sandbox-placeholder";
 
@@ -79,7 +82,7 @@ export function geminiModelAccess(env: Record<string, string | undefined>): Dial
       headers,
       strip: ["x-goog-api-key", "authorization", "x-gemini-api-privileged-user-id"],
       routes: GEMINI_ROUTES,
-      meter: { api: "gemini", costUsd: (u) => estimateCostUsd(u.model, u) },
+      meter: { api: "google", costUsd: (u) => estimateCostUsd(u.model, u) },
     },
     inside,
     outside,

@@ -1,3 +1,4 @@
+import { forkingClis } from "../cli-registry.js";
 import { CONFIG_FILE, type AgentConfig, type RepoConfig } from "../config/repo-config.js";
 import { formatLimit } from "../spend/spend-limits.js";
 
@@ -23,7 +24,7 @@ export function renderHelp(config: RepoConfig, mention = "@tether"): string {
   return [
     "**Tether commands**",
     "",
-    "Address an agent by its mention and write your request. Follow-up comments on this issue continue the same Claude session.",
+    "Address an agent by its mention and write your request. Follow-up comments on this issue continue the same session.",
     "",
     "| comment | what happens |",
     "| --- | --- |",
@@ -34,7 +35,7 @@ export function renderHelp(config: RepoConfig, mention = "@tether"): string {
     `| ${m} /model <name> <request>\` | runs this turn on another model (the agent's \`models\` list what it may be); the next turn is back on the agent's own |`,
     `| ${m} /sessions\` | lists this agent's sessions on this issue: id, turns, last use, state, model, cost |`,
     `| ${m} /resume <session> [request]\` | makes that earlier session (the first characters of its id) the one the next turn resumes, e.g. to undo a \`/fresh\` |`,
-    `| ${m} /from <agent> <request>\` | starts this agent's turn as a fork of that agent's session on this issue (Claude agents only): it knows what the other read and did, and the other's session stays as it was |`,
+    `| ${m} /from <agent> <request>\` | starts this agent's turn as a fork of that agent's session on this issue (agents on ${forkingClis()} only): it knows what the other read and did, and the other's session stays as it was |`,
     `| ${m} /help\` | shows this help |`,
     "",
     "**Agents on this repository**",

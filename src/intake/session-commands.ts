@@ -3,6 +3,7 @@
  * `/sessions` (the issue's sessions) and `/resume <id-prefix>` (which session the next turn
  * resumes). What each replies, and what it checks first, so that intake only wires them in.
  */
+import { DEFAULT_CLI, findCli, forkingClis } from "../cli-registry.js";
 import { MODEL_ID, type AgentConfig, type RepoConfig } from "../config/repo-config.js";
 import type { TaskKey } from "../core/task.js";
 import type { Queryable } from "../sql/db.js";
@@ -103,7 +104,7 @@ export type ForkChoice = { ok: true; sessionId: string } | { ok: false; reply: s
 
 /**
  * `/from <agent>`: the session of `<agent>` (its name or mention) on this issue that `agent`'s
- * turn starts as a fork of. Same CLI only, and only Claude forks (`--fork-session`); the other
+ * turn starts as a fork of. Same CLI only, and only a CLI that forks (its registry entry); the other
  * agent needs a session here that can still be resumed.
  */
 export async function chooseFork(
@@ -135,10 +136,10 @@ export async function chooseFork(
     };
   const cli = me.cli;
   const sourceCli = sourceAgent.cli;
-  if (cli !== sourceCli || cli !== "claude")
+  if (cli !== sourceCli || !findCli(cli)?.forks)
     return {
       ok: false,
-      reply: `${who}: only a Claude agent can fork another Claude agent's session, and this one runs on ${cli}, ${code(sourceAgent.mention)} on ${sourceCli}. Nothing was run.`,
+      reply: `${who}: an agent can fork only a session of its own CLI, and only on ${forkingClis()}; this one runs on ${cli}, ${code(sourceAgent.mention)} on ${sourceCli}. Nothing was run.`,
     };
   const session = await priorSession(db, { ...key, agent: source });
   if (!session || session.state !== "active")

@@ -1,4 +1,5 @@
 import { shortSessionId } from "../core/redact.js";
+import { findCli } from "../cli-registry.js";
 import type { AgentConfig, RepoConfig } from "../config/repo-config.js";
 import type { Pool } from "../db/pool.js";
 import type { PriorSession } from "../core/resume-decision.js";
@@ -171,9 +172,9 @@ export function renderSpend(
   const s = f.session;
   if (s && s.contextTokens !== null) {
     const window = s.contextWindow;
-    // What a runner does past the budget: compact Claude sessions, drop the others.
+    // What a runner does past the budget: compact the sessions of a CLI that can, drop the others.
     const past =
-      config.resume.compact && (agent?.cli ?? "claude") === "claude"
+      config.resume.compact && (findCli(agent?.cli)?.compactPrompt ?? null) !== null
         ? ", compacted first past it"
         : ", started afresh past it";
     const share = window

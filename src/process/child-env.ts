@@ -1,7 +1,7 @@
 /**
  * The environment of every child Tether starts: one allow-list and one denylist. The agent
- * CLIs (Claude Code, Codex) and their probes run with buildChildEnv: built up from nothing,
- * only what a CLI needs and the user's own Claude settings pass, and a denylist of Tether's
+ * CLIs and their probes run with buildChildEnv: built up from nothing,
+ * only what a CLI needs and the operator's settings for that CLI pass, and a denylist of Tether's
  * secrets wins over everything (the caller's extra variables included). The agent runs
  * arbitrary shell commands in this environment, so anything in it is as good as published.
  * Tether's own git (src/workspace/git.ts) takes fewer names, through passEnv: the way to the
@@ -43,8 +43,8 @@ const ALLOWED_NAMES = new Set([
   "IS_SANDBOX",
 ]);
 
-/** Prefixes passed through: locale, and the user's Anthropic and Claude Code settings. */
-const ALLOWED_PREFIXES = ["LC_", "ANTHROPIC_", "CLAUDE_CODE_"];
+/** Prefixes passed through to every child: locale. A CLI adds its own (ChildEnvOptions.prefixes). */
+const ALLOWED_PREFIXES = ["LC_"];
 
 /** Never passed, whatever else says so. Matched without regard to case. */
 const DENIED: RegExp[] = [
@@ -61,7 +61,6 @@ const DENIED: RegExp[] = [
 /** Set unless the operator set them: no self-update mid-run, no traffic beyond the API. */
 const DEFAULTS: Record<string, string> = {
   DISABLE_AUTOUPDATER: "1",
-  CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
 };
 
 /** PATH where the source has none, and inside a sandbox: the system's programs. */
@@ -71,13 +70,17 @@ export function isDeniedName(name: string): boolean {
   return DENIED.some((re) => re.test(name));
 }
 
-export function isAllowedName(name: string): boolean {
-  return ALLOWED_NAMES.has(name) || ALLOWED_PREFIXES.some((p) => name.startsWith(p));
+export function isAllowedName(name: string, prefixes: readonly string[] = []): boolean {
+  return (
+    ALLOWED_NAMES.has(name) || [...ALLOWED_PREFIXES, ...prefixes].some((p) => name.startsWith(p))
+  );
 }
 
 export interface ChildEnvOptions {
   /** HOME for the child (where the CLI keeps sessions); default: the source's HOME. */
   home?: string;
+  /** Prefixes of the CLI's own settings passed besides the shared ones (its registry entry's). */
+  prefixes?: readonly string[];
   /** Added after the allowlist; the denylist still applies. */
   extra?: Record<string, string | undefined>;
 }
@@ -89,7 +92,7 @@ export function buildChildEnv(
 ): Record<string, string> {
   const env: Record<string, string> = {};
   for (const [name, value] of Object.entries(source)) {
-    if (value === undefined || !isAllowedName(name) || isDeniedName(name)) continue;
+    if (value === undefined || !isAllowedName(name, opts.prefixes) || isDeniedName(name)) continue;
     env[name] = value;
   }
   for (const [name, value] of Object.entries(DEFAULTS)) env[name] ??= value;

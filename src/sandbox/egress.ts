@@ -350,7 +350,7 @@ export async function startEgress(opts: EgressOptions): Promise<Egress> {
     const body =
       api === "openai"
         ? { error: { message: reason, type: "permission_error", code: "tether_refused" } }
-        : api === "gemini"
+        : api === "google"
           ? { error: { code: 403, message: reason, status: "PERMISSION_DENIED" } }
           : { type: "error", error: { type: "permission_error", message: reason } };
     res.writeHead(403, { "content-type": "application/json" }).end(JSON.stringify(body));
@@ -373,7 +373,7 @@ export async function startEgress(opts: EgressOptions): Promise<Egress> {
       const body =
         api === "openai"
           ? { error: { message, type: "rate_limit_error", code: "tether_concurrency" } }
-          : api === "gemini"
+          : api === "google"
             ? { error: { code: 429, message, status: "RESOURCE_EXHAUSTED" } }
             : { type: "error", error: { type: "rate_limit_error", message } };
       res

@@ -10,7 +10,7 @@
  * counts what its start said (Anthropic bills the input of a call it started).
  */
 
-export type ModelApi = "anthropic" | "openai" | "gemini";
+export type ModelApi = "anthropic" | "openai" | "google";
 
 /** One call's usage, in the shape Tether prices (input excludes cache reads and writes). */
 export interface MeteredUsage {
@@ -95,8 +95,8 @@ export class ResponseMeter {
     const changed =
       this.api === "anthropic"
         ? this.readAnthropic(data)
-        : this.api === "gemini"
-          ? this.readGemini(data)
+        : this.api === "google"
+          ? this.readGoogle(data)
           : this.readOpenAI(data);
     if (changed) this.onUsage({ ...this.usage });
   }
@@ -125,7 +125,7 @@ export class ResponseMeter {
    * call's totals so far (promptTokenCount includes the cached tokens; thoughts are billed as
    * output), `modelVersion` the model.
    */
-  private readGemini(data: Json): boolean {
+  private readGoogle(data: Json): boolean {
     const model = str(data.modelVersion);
     if (model) this.usage.model = model;
     const u = obj(data.usageMetadata);

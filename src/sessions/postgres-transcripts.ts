@@ -19,7 +19,7 @@
  * session id asked for under another key finds nothing (sql/transcripts.ts).
  *
  * The same store keeps Claude Code's transcripts and Codex's rollouts; a `layout` says where
- * each CLI files a session in its HOME (transcripts.ts claudeLayout, rollouts.ts codexLayout).
+ * each CLI files a session in its HOME (its registry entry's `layout`, src/cli-registry.ts).
  */
 import { createHash, randomBytes } from "node:crypto";
 import { constants as fsConstants } from "node:fs";
@@ -40,13 +40,8 @@ import {
   type TranscriptChunk,
   type TranscriptHead,
 } from "../sql/transcripts.js";
-import {
-  claudeLayout,
-  keyDir,
-  type Saved,
-  type TranscriptLayout,
-  type TranscriptStore,
-} from "./transcripts.js";
+import { keyDir, type TranscriptLayout } from "../agent-cli/session-layout.js";
+import type { Saved, TranscriptStore } from "./transcripts.js";
 import type { TaskKey } from "../core/task.js";
 
 const gzip = promisify(zlib.gzip);
@@ -67,8 +62,8 @@ export interface PostgresTranscriptsOptions {
    * save (Codex is probed on its first turn, not at start).
    */
   cliVersion: string | null | (() => Promise<string | null>);
-  /** Where the CLI files a session in its HOME (default: Claude Code's). */
-  layout?: TranscriptLayout;
+  /** Where the CLI files a session in its HOME. */
+  layout: TranscriptLayout;
   /** Raw bytes per stored chunk. */
   chunkBytes?: number;
 }
@@ -76,7 +71,7 @@ export interface PostgresTranscriptsOptions {
 export function postgresTranscripts(opts: PostgresTranscriptsOptions): TranscriptStore {
   const { pool, log } = opts;
   const chunkBytes = opts.chunkBytes ?? 4 * 1024 * 1024;
-  const layout = opts.layout ?? claudeLayout;
+  const layout = opts.layout;
   const cliVersion = async () =>
     typeof opts.cliVersion === "function" ? opts.cliVersion() : opts.cliVersion;
   const cacheOf = (key: TaskKey, sessionId: string) => {

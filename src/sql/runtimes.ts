@@ -5,7 +5,7 @@ export interface RuntimeInfo {
   id: string;
   hostname: string;
   homeDir: string;
-  claudePath: string;
+  cliPath: string;
   cliVersion: string | null;
   canResume: boolean | null;
   concurrency: number;
@@ -15,17 +15,17 @@ export interface RuntimeInfo {
 
 export async function registerRuntime(db: Queryable, r: RuntimeInfo): Promise<void> {
   await db.query(
-    `INSERT INTO runtimes (id, hostname, home_dir, claude_path, cli_version, can_resume, concurrency, sandbox)
+    `INSERT INTO runtimes (id, hostname, home_dir, cli_path, cli_version, can_resume, concurrency, sandbox)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
      ON CONFLICT (id) DO UPDATE SET hostname = EXCLUDED.hostname, home_dir = EXCLUDED.home_dir,
-       claude_path = EXCLUDED.claude_path, cli_version = EXCLUDED.cli_version,
+       cli_path = EXCLUDED.cli_path, cli_version = EXCLUDED.cli_version,
        can_resume = EXCLUDED.can_resume, concurrency = EXCLUDED.concurrency, sandbox = EXCLUDED.sandbox,
        started_at = now(), heartbeat_at = now(), stopped_at = NULL`,
     [
       r.id,
       r.hostname,
       r.homeDir,
-      r.claudePath,
+      r.cliPath,
       r.cliVersion,
       r.canResume,
       r.concurrency,

@@ -1,13 +1,9 @@
-/** The sessions table: one row per agent CLI session (a Claude session or a Codex thread), holding its latest state. */
+/** The sessions table: one row per agent CLI session, holding its latest state. */
+import { DEFAULT_CLI } from "../cli-registry.js";
 import type { PriorSession } from "../core/resume-decision.js";
-import type { TaskKey } from "../core/task.js";
 import type { CliKind } from "../core/settings.js";
+import type { TaskKey } from "../core/task.js";
 import type { Queryable } from "./db.js";
-
-/** A row's CLI: what the table's CHECK admits; anything else (none yet) reads as claude. */
-function cliOf(v: unknown): CliKind {
-  return v === "codex" || v === "gemini" ? v : "claude";
-}
 
 /** Record (or refresh) a session when the CLI reports it. */
 export async function upsertSession(
@@ -15,7 +11,7 @@ export async function upsertSession(
   s: TaskKey & {
     sessionId: string;
     runtimeId: string;
-    /** Default claude. */
+    /** Default: the registry's default CLI. */
     cli?: CliKind;
     workDir: string;
     model: string | null;
@@ -36,7 +32,7 @@ export async function upsertSession(
       s.workDir,
       s.model,
       s.historyEpoch,
-      s.cli ?? "claude",
+      s.cli ?? DEFAULT_CLI,
     ],
   );
 }
@@ -132,7 +128,7 @@ export async function priorSession(db: Queryable, key: TaskKey): Promise<PriorSe
   if (!r) return null;
   return {
     sessionId: r.session_id as string,
-    cli: cliOf(r.cli),
+    cli: r.cli as CliKind,
     runtimeId: (r.runtime_id as string | null) ?? null,
     workDir: (r.work_dir as string | null) ?? null,
     state: r.state as PriorSession["state"],
@@ -164,7 +160,7 @@ export async function sessionById(
       agent: r.agent as string,
     },
     sessionId: r.session_id as string,
-    cli: cliOf(r.cli),
+    cli: r.cli as CliKind,
     runtimeId: (r.runtime_id as string | null) ?? null,
     workDir: (r.work_dir as string | null) ?? null,
     state: r.state as PriorSession["state"],
@@ -245,7 +241,7 @@ export async function issueSessions(
     return {
       agent: r.agent as string,
       sessionId: r.session_id as string,
-      cli: cliOf(r.cli),
+      cli: r.cli as CliKind,
       state: r.state as PriorSession["state"],
       turns: r.turns as number,
       lastUsedAt: r.last_used_at as Date,

@@ -137,7 +137,7 @@ export function dashboardPage(nonce: string, opts: { signOut: boolean }): string
     </div>
   </section>
   <section class="panel">
-    <div class="panel-head"><h2>By agent CLI</h2><span class="muted">Codex cost is Tether's estimate from its tokens</span></div>
+    <div class="panel-head"><h2>By agent CLI</h2><span class="muted">≈: Tether's estimate from the tokens, for a CLI that reports no cost</span></div>
     <div class="scroll"><table id="clis" class="num-table"></table></div>
   </section>
   <section class="panel">

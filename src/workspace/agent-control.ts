@@ -6,16 +6,16 @@
  * own and bound read-only over the checkout's copy), or hidden when the base has none. The
  * checkout itself is left as it is; only the sandbox's view changes.
  *
- * The Claude CLI already reads none of these (`--setting-sources ""`, `--strict-mcp-config`).
- * The masks cover what else would: git hooks the agent's own `git commit` runs (`.husky/`,
- * `.githooks/`, lefthook, pre-commit), `AGENTS.md` and `.codex/` for Codex, `.gitmodules` for the
- * agent's git, `CLAUDE.md` for anything that reads it.
+ * The masks cover each registered CLI's own instructions and settings (its registry entry's
+ * `controlFiles`, whichever CLI runs the turn), git hooks the agent's own `git commit` runs
+ * (`.husky/`, `.githooks/`, lefthook, pre-commit) and `.gitmodules` for the agent's git.
  *
  * Tether's own git reads the mirror only (no token, no network); nothing here follows a link in
  * the checkout.
  */
 import fs from "node:fs/promises";
 import path from "node:path";
+import { CLI_CONTROL_FILES } from "../cli-registry.js";
 import type { Logger } from "../log.js";
 import type { Mask } from "../sandbox/sandbox.js";
 import type { FailureContext } from "./errors.js";
@@ -23,22 +23,14 @@ import type { HostGit } from "./git.js";
 import { isValidBranchName } from "./git-refs.js";
 
 /** Paths at the top of a checkout that configure an agent or run code when git or a CLI acts. */
-export const AGENT_CONTROL_PATHS = [
-  ".claude",
-  ".mcp.json",
-  ".claude.json",
-  "CLAUDE.md",
-  "CLAUDE.local.md",
-  "AGENTS.md",
-  ".codex",
-  ".gemini",
-  "GEMINI.md",
+export const AGENT_CONTROL_PATHS: readonly string[] = [
+  ...CLI_CONTROL_FILES,
   ".gitmodules",
   ".husky",
   ".githooks",
   "lefthook.yml",
   ".pre-commit-config.yaml",
-] as const;
+];
 
 /** What a tree holds at a path: git's object type, with links and submodules told apart. */
 export type TreeKind = "tree" | "blob" | "symlink" | "gitlink";

@@ -53,7 +53,7 @@ export async function readProjectInstructions(req: {
   if (entry.kind !== "blob") {
     req.log.info(
       { repo: req.repo, branch: req.branch, kind: entry.kind },
-      "CLAUDE.md on the default branch is not a regular file; no project instructions",
+      `${PROJECT_INSTRUCTIONS_FILE} on the default branch is not a regular file; no project instructions`,
     );
     return null;
   }
@@ -66,7 +66,7 @@ export async function readProjectInstructions(req: {
   const bytes = entry.size ?? r.stdout.length;
   if (r.stdout.length < Math.min(bytes, max))
     throw new Error(
-      `could not read CLAUDE.md of ${req.repo} from its mirror: ${r.stderr.trim().slice(-300) || `exit ${r.exitCode}`}`,
+      `could not read ${PROJECT_INSTRUCTIONS_FILE} of ${req.repo} from its mirror: ${r.stderr.trim().slice(-300) || `exit ${r.exitCode}`}`,
     );
   return { ...decodeCapped(r.stdout, max, bytes), bytes, branch: req.branch };
 }

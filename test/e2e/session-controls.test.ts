@@ -297,9 +297,9 @@ describe("session controls from the thread", { timeout: 200_000 }, () => {
     const n = newIssue();
     const m = mark();
     const across = await stack.comment(n, "@reviewer /from coder look");
-    expect(await reply(n, "only a Claude agent can fork another Claude agent's session")).toContain(
-      "`@coder` on codex",
-    );
+    expect(
+      await reply(n, "an agent can fork only a session of its own CLI, and only on claude"),
+    ).toContain("`@coder` on codex");
     expect(await handled(across)).toContain("/from refused");
     const none = await stack.comment(n, "@reviewer /from @tether look");
     expect(await reply(n, "`@tether` has no session on this issue to fork")).toBeTruthy();

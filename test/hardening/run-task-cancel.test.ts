@@ -21,7 +21,7 @@ await registerRuntime(db.pool, {
   id: "rt-c",
   hostname: "h",
   homeDir: "/h",
-  claudePath: "/c",
+  cliPath: "/c",
   cliVersion: null,
   canResume: true,
   concurrency: 1,

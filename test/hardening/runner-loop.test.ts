@@ -31,7 +31,7 @@ function runner(over: Partial<RunnerOptions>): Runner {
     log: createLogger("silent"),
     runtimeId: "rt-loop",
     concurrency: 1,
-    runtime: { homeDir: root, claudePath: "/nowhere/claude", cliVersion: null, canResume: true },
+    runtime: { homeDir: root, cliPath: "/nowhere/claude", cliVersion: null, canResume: true },
     agent: new GatedAgent(),
     workspace: fakeWorkspace(root),
     github: async () => fakeThread(),

@@ -55,7 +55,7 @@ const done = (createdAt: Date, outcome: string, status = "succeeded"): Row => ({
  */
 export async function seedDashboardFixture(pool: Pool): Promise<Row[]> {
   await pool.query(
-    `INSERT INTO runtimes (id, hostname, home_dir, claude_path, cli_version, can_resume, concurrency, running, started_at, heartbeat_at, sandbox)
+    `INSERT INTO runtimes (id, hostname, home_dir, cli_path, cli_version, can_resume, concurrency, running, started_at, heartbeat_at, sandbox)
      VALUES ('runner-a', 'host-a', '/home/a', '/usr/bin/claude', '2.1.197', true, 4, 1, $1, $2, 'bwrap 0.8.0'),
             ('runner-b', 'host-b', '/home/b', '/usr/bin/claude', '2.1.180', false, 2, 0, $1, $3, 'unavailable: bwrap: No permissions to create new namespace')`,
     [ago(3 * DAY), ago(10_000), ago(5 * MIN)],
@@ -155,7 +155,7 @@ export async function seedRealisticTasks(
   const days = opts.days ?? 30;
   const now = opts.now;
   await pool.query(
-    `INSERT INTO runtimes (id, hostname, home_dir, claude_path, cli_version, can_resume, concurrency, running, started_at, heartbeat_at, sandbox)
+    `INSERT INTO runtimes (id, hostname, home_dir, cli_path, cli_version, can_resume, concurrency, running, started_at, heartbeat_at, sandbox)
      VALUES ('runner-eu-1', 'ci-eu-1.internal', '/home/tether', '/usr/bin/claude', '2.1.197', true, 4, 2, $1::timestamptz - interval '3 days', $1::timestamptz - interval '8 seconds', 'bwrap 0.8.0'),
             ('runner-eu-2', 'ci-eu-2.internal', '/home/tether', '/usr/bin/claude', '2.1.197', true, 4, 1, $1::timestamptz - interval '3 days', $1::timestamptz - interval '21 seconds', 'bwrap 0.8.0'),
             ('runner-us-1', 'ci-us-1.internal', '/home/tether', '/usr/bin/claude', '2.1.180', true, 2, 0, $1::timestamptz - interval '9 days', $1::timestamptz - interval '47 minutes', 'off')`,

@@ -155,7 +155,7 @@ export async function registerTestRuntime(
     id: "rt",
     hostname: "h",
     homeDir: "/h",
-    claudePath: "/c",
+    cliPath: "/c",
     cliVersion: "x",
     canResume: true,
     concurrency: 1,

@@ -494,7 +494,7 @@ describe("the runner", () => {
       log: createLogger("silent"),
       runtimeId: "rt",
       concurrency: 1,
-      runtime: { homeDir: root, claudePath: "/nowhere/claude", cliVersion: null, canResume: true },
+      runtime: { homeDir: root, cliPath: "/nowhere/claude", cliVersion: null, canResume: true },
       agent: new GatedAgent(),
       workspace: fakeWorkspace(root),
       github: async () => gh,

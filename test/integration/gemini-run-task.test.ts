@@ -16,7 +16,7 @@ import { agentForClis } from "../../src/runner/wiring/agent-clis.js";
 import { cliAgent } from "../../src/runner/wiring/cli-agent.js";
 import { runTask } from "../../src/runner/turn/run-task.js";
 import { Sandbox } from "../../src/sandbox/sandbox.js";
-import { geminiLayout } from "../../src/sessions/gemini-sessions.js";
+import { geminiLayout } from "../../src/gemini/session-layout.js";
 import { postgresTranscripts } from "../../src/sessions/postgres-transcripts.js";
 import { claimTasks } from "../../src/sql/tasks/claim.js";
 import { createTestDatabase } from "../helpers/db.js";

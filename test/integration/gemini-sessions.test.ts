@@ -14,7 +14,7 @@ import { createLogger } from "../../src/log.js";
 import { cliAgent } from "../../src/runner/wiring/cli-agent.js";
 import type { AgentRunRequest } from "../../src/runner/ports.js";
 import { Sandbox } from "../../src/sandbox/sandbox.js";
-import { geminiLayout } from "../../src/sessions/gemini-sessions.js";
+import { geminiLayout } from "../../src/gemini/session-layout.js";
 import { postgresTranscripts } from "../../src/sessions/postgres-transcripts.js";
 import { upsertSession } from "../../src/sql/sessions.js";
 import { transcriptHead } from "../../src/sql/transcripts.js";

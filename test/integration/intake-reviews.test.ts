@@ -111,7 +111,7 @@ describe("pull_request_review_comment.created", () => {
       id: "rt-review",
       hostname: "h",
       homeDir: "/h",
-      claudePath: "/c",
+      cliPath: "/c",
       cliVersion: "x",
       canResume: true,
       concurrency: 1,

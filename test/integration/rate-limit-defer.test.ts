@@ -43,7 +43,7 @@ let n = 0;
 const key = () => ({ repo: `octo/r${++n}`, issue_number: 1, agent: "tether" });
 const inSeconds = (s: number) => Math.floor(Date.now() / 1000) + s;
 const claim = (reserve: number, runner = `runner-${++n}`) =>
-  claimTasks(pool, runner, "rt", 10, null, undefined, null, null, {
+  claimTasks(pool, runner, "rt", 10, {}, undefined, {
     rateLimitReserve: reserve,
   });
 const reset = async () => {

@@ -11,7 +11,8 @@ import zlib from "node:zlib";
 import { describe, expect, it } from "vitest";
 import { createLogger } from "../../src/log.js";
 import { postgresTranscripts } from "../../src/sessions/postgres-transcripts.js";
-import { codexLayout } from "../../src/sessions/rollouts.js";
+import { claudeLayout } from "../../src/claude/session-files.js";
+import { codexLayout } from "../../src/codex/rollout-layout.js";
 import { sessionFile } from "../../src/claude/session-files.js";
 import { upsertSession } from "../../src/sql/sessions.js";
 import {
@@ -45,7 +46,7 @@ function runner(
       ? async () => over.cliVersion ?? "0.169.0"
       : (over.cliVersion ?? "2.1.197 (Claude Code)"),
     chunkBytes: 64 * 1024,
-    ...(over.codex ? { layout: codexLayout } : {}),
+    layout: over.codex ? codexLayout : claudeLayout,
   });
   let homes = 0;
   const home = () => fs.mkdtempSync(path.join(root, `home-${homes++}-`));

@@ -5,7 +5,7 @@ import { adoptOrphans, heartbeatTasks } from "../../src/sql/tasks/lease.js";
 import { pinSession, recordDecision } from "../../src/sql/tasks/record.js";
 import { sweepExpired } from "../../src/sql/tasks/sweep.js";
 import { canReadTranscript } from "../../src/core/resume-decision.js";
-import { markSession, priorSession, upsertSession } from "../../src/sql/sessions.js";
+import { markSession, priorSession, sessionById, upsertSession } from "../../src/sql/sessions.js";
 import { registerRuntime } from "../../src/sql/runtimes.js";
 import { createTestDatabase } from "../helpers/db.js";
 import { readTask, seedTask } from "../helpers/seed.js";
@@ -16,7 +16,7 @@ await registerRuntime(pool, {
   id: "rt",
   hostname: "h",
   homeDir: "/h",
-  claudePath: "/c",
+  cliPath: "/c",
   cliVersion: "2.1.197",
   canResume: true,
   concurrency: 4,
@@ -25,7 +25,7 @@ await registerRuntime(pool, {
   id: "rt2",
   hostname: "h2",
   homeDir: "/h",
-  claudePath: "/c",
+  cliPath: "/c",
   cliVersion: "2.1.197",
   canResume: true,
   concurrency: 4,
@@ -119,16 +119,22 @@ describe("runtime affinity", () => {
     };
     const readable = await stored("2.1.100 (Claude Code)");
     expect(
-      (await claimTasks(pool, "r-on-rt", "rt", 5, "2.1.197 (Claude Code)")).map((t) => t.id),
+      (await claimTasks(pool, "r-on-rt", "rt", 5, { claude: "2.1.197 (Claude Code)" })).map(
+        (t) => t.id,
+      ),
     ).toEqual([readable.id]);
     const newer = await stored("2.2.0 (Claude Code)");
-    expect(await claimTasks(pool, "r-on-rt", "rt", 5, "2.1.197 (Claude Code)")).toEqual([]);
+    expect(await claimTasks(pool, "r-on-rt", "rt", 5, { claude: "2.1.197 (Claude Code)" })).toEqual(
+      [],
+    );
     expect(
-      (await claimTasks(pool, "r-on-rt", "rt", 5, "2.2.1 (Claude Code)")).map((t) => t.id),
+      (await claimTasks(pool, "r-on-rt", "rt", 5, { claude: "2.2.1 (Claude Code)" })).map(
+        (t) => t.id,
+      ),
     ).toEqual([newer.id]);
     // Over the bound it starts fresh wherever it runs: no reason to wait for the holder.
     const big = await stored("2.1.100 (Claude Code)", true);
-    expect((await claimTasks(pool, "r-on-rt", "rt", 5, null)).map((t) => t.id)).toEqual([big.id]);
+    expect((await claimTasks(pool, "r-on-rt", "rt", 5, {})).map((t) => t.id)).toEqual([big.id]);
   });
 
   it("a Codex session in the shared store is compared with this runner's Codex version, not Claude's", async () => {
@@ -154,11 +160,51 @@ describe("runtime affinity", () => {
     );
     const t = await seedTask(pool, k);
     // Claude's version says nothing about a rollout; no Codex version known yet: it waits for rt2.
-    expect(await claimTasks(pool, "r-on-rt", "rt", 5, "2.1.197 (Claude Code)")).toEqual([]);
-    expect(await claimTasks(pool, "r-on-rt", "rt", 5, "0.169.0", 30_000, "0.168.0")).toEqual([]);
+    expect(await claimTasks(pool, "r-on-rt", "rt", 5, { claude: "2.1.197 (Claude Code)" })).toEqual(
+      [],
+    );
     expect(
-      (await claimTasks(pool, "r-on-rt", "rt", 5, "2.1.197", 30_000, "0.169.0")).map((x) => x.id),
+      await claimTasks(pool, "r-on-rt", "rt", 5, { claude: "0.169.0", codex: "0.168.0" }),
+    ).toEqual([]);
+    expect(
+      (await claimTasks(pool, "r-on-rt", "rt", 5, { claude: "2.1.197", codex: "0.169.0" })).map(
+        (x) => x.id,
+      ),
     ).toEqual([t.id]);
+  });
+
+  it("a session of any CLI the registry may add is compared with that CLI's version, by name (#31)", async () => {
+    await pool.query("DELETE FROM tasks");
+    await pool.query("UPDATE runtimes SET heartbeat_at = now(), stopped_at = NULL");
+    const k = key();
+    const sessionId = `third-port-${n}`;
+    // No CHECK names the CLIs any more (migration 1763800004200): the code validates them.
+    await upsertSession(pool, {
+      repo: k.repo,
+      issueNumber: 1,
+      agent: "tether",
+      sessionId,
+      runtimeId: "rt2",
+      workDir: "/w",
+      model: null,
+      historyEpoch: 0,
+      cli: "third",
+    });
+    await pool.query(
+      `INSERT INTO session_transcripts (repo, issue_number, agent, session_id, sha256, cli_version)
+       VALUES ($2, 1, 'tether', $1, '\\x00', '1.4.0')`,
+      [sessionId, k.repo],
+    );
+    const t = await seedTask(pool, k);
+    expect(await claimTasks(pool, "r-on-rt", "rt", 5, { claude: "1.4.0", codex: "1.4.0" })).toEqual(
+      [],
+    );
+    expect(await claimTasks(pool, "r-on-rt", "rt", 5, { third: "1.3.0" })).toEqual([]);
+    expect(
+      (await claimTasks(pool, "r-on-rt", "rt", 5, { third: "1.4.2" })).map((x) => x.id),
+    ).toEqual([t.id]);
+    // Read back as itself, not relabelled as the default CLI.
+    expect((await sessionById(pool, sessionId))?.cli).toBe("third");
   });
 
   it("tether_cli_reads (SQL) and canReadTranscript agree", async () => {
@@ -193,7 +239,7 @@ describe("runtime affinity", () => {
       historyEpoch: 0,
     });
     const old = await seedTask(pool, { ...k1, created_at: new Date(Date.now() - 60_000) });
-    expect((await claimTasks(pool, "r-on-rt", "rt", 5, null, 30_000)).map((t) => t.id)).toEqual([
+    expect((await claimTasks(pool, "r-on-rt", "rt", 5, {}, 30_000)).map((t) => t.id)).toEqual([
       old.id,
     ]);
 

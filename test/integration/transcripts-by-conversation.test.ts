@@ -4,6 +4,7 @@
  * so a session id alone must open nothing: asked for under another key, the store has nothing,
  * and another key's save under the same id cannot touch the first one's transcript.
  */
+import { claudeLayout } from "../../src/claude/session-files.js";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -33,6 +34,7 @@ describe("stored transcripts are keyed by the conversation", () => {
         log,
         maxBytes: 64 * 1024 * 1024,
         cliVersion: "2.1.197 (Claude Code)",
+        layout: claudeLayout,
       });
     const home = (name: string) => fs.mkdtempSync(path.join(tmp, `${name}-home-`));
     const owner = { repo: "octo/private-repo", issueNumber: 5, agent: "tether" };

@@ -4,6 +4,7 @@
  * is produced there, the paths and variables agree with the code, and the HEALTHCHECK command
  * itself works against Tether's /healthz.
  */
+import { AGENT_CLIS } from "../../src/cli-registry.js";
 import fs from "node:fs";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -292,7 +293,11 @@ describe("Dockerfile", () => {
 
   it("sets only variables Tether knows, to values it accepts", () => {
     const env = imageEnv();
-    const known = new Set([...Object.keys(EnvSchema.shape), "NODE_ENV"]);
+    const known = new Set([
+      ...Object.keys(EnvSchema.shape),
+      ...AGENT_CLIS.map((c) => c.pathEnv),
+      "NODE_ENV",
+    ]);
     expect(Object.keys(env).filter((k) => !known.has(k))).toEqual([]);
     expect(env.HOST).toBe("0.0.0.0"); // Probot and the runner's server default to loopback
     const { NODE_ENV: _, ...tether } = env;

@@ -21,6 +21,7 @@ import {
   ResumeConfig,
   parseRepoConfig,
 } from "../../src/config/repo-config.js";
+import { AGENT_CLIS, CLI_ENV_PREFIXES } from "../../src/cli-registry.js";
 import { EnvSchema } from "../../src/env.js";
 import { COMMANDS } from "../../src/intake/parse-comment.js";
 import { Metrics } from "../../src/metrics.js";
@@ -126,7 +127,9 @@ describe("README: environment", () => {
       /process\.env(?:\.|\[\s*")([A-Z][A-Z0-9_]*)/g,
     );
     // The parser finds reads (the secret variables are read through core/secret-env.ts's list).
-    expect([...read]).toEqual(expect.arrayContaining(["TETHER_CLAUDE_PATH", "PATH"]));
+    expect([...read]).toEqual(expect.arrayContaining(["PATH"]));
+    // Each CLI's binary is read from its registry entry's variable.
+    for (const cli of AGENT_CLIS) read.add(cli.pathEnv);
     const missing = [...read].filter((k) => !documented.has(k));
     expect(missing).toEqual([]);
   });
@@ -136,11 +139,11 @@ describe("README: environment", () => {
       sourceFiles(path.join(ROOT, "node_modules/probot/lib"), ".js"),
       /\benv\.([A-Z][A-Z0-9_]*)/g,
     );
-    const tether = new Set(Object.keys(EnvSchema.shape));
+    const tether = new Set([...Object.keys(EnvSchema.shape), ...AGENT_CLIS.map((c) => c.pathEnv)]);
     const src = envReads(sourceFiles(path.join(ROOT, "src")), /process\.env\.([A-Z][A-Z0-9_]*)/g);
     const unknown = [...documented].filter((name) => {
-      if (name.endsWith("*")) return !isAllowedName(name.slice(0, -1) + "X");
-      const forChild = isAllowedName(name) && !isDeniedName(name);
+      if (name.endsWith("*")) return !isAllowedName(name.slice(0, -1) + "X", CLI_ENV_PREFIXES);
+      const forChild = isAllowedName(name, CLI_ENV_PREFIXES) && !isDeniedName(name);
       const forCodex = (CODEX_MODEL_ENV as readonly string[]).includes(name);
       const forGemini = (GEMINI_MODEL_ENV as readonly string[]).includes(name);
       return (

@@ -39,6 +39,8 @@ const BELOW_RUNNER = [
   "github",
   "publish",
   "sessions",
+  "agent-cli",
+  "cli-registry.ts",
   "claude",
   "codex",
   "workspace",

@@ -7,7 +7,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import type { AgentRun, CliAdapter, RunSpec } from "../../src/claude/index.js";
+import type { AgentRun, CliAdapter, RunSpec } from "../../src/agent-cli/runtime-adapter.js";
 import { createLogger } from "../../src/log.js";
 import { cliAgent } from "../../src/runner/wiring/cli-agent.js";
 import type { AgentRunRequest } from "../../src/runner/ports.js";

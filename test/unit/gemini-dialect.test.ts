@@ -18,7 +18,7 @@ import {
 import { GeminiStreamParser, parseGeminiLine } from "../../src/gemini/gemini-stream.js";
 import { estimateCostUsd, priceOf } from "../../src/gemini/pricing.js";
 import { ResponseMeter, type MeteredUsage } from "../../src/sandbox/model-meter.js";
-import { geminiLayout } from "../../src/sessions/gemini-sessions.js";
+import { geminiLayout } from "../../src/gemini/session-layout.js";
 
 const ID = "2ed7ce82-d38d-4972-a031-2dc80325f9d3";
 const LINES = {
@@ -189,7 +189,7 @@ describe("Gemini command line, settings and policy", () => {
 describe("the proxy's meter on Gemini's answers", () => {
   it("reads the last usageMetadata of a stream: cached out of the prompt, thoughts as output", () => {
     const seen: MeteredUsage[] = [];
-    const m = new ResponseMeter("gemini", "text/event-stream", null, (u) => seen.push(u));
+    const m = new ResponseMeter("google", "text/event-stream", null, (u) => seen.push(u));
     const chunk = (v: unknown) => Buffer.from(`data: ${JSON.stringify(v)}\r\n\r\n`);
     m.push(
       chunk({

@@ -1,5 +1,9 @@
 import { describe, expect, it } from "vitest";
+import { CLAUDE_ENV_PREFIXES, claudeDialect } from "../../src/claude/claude-cli.js";
 import { buildChildEnv, withheldNames } from "../../src/process/child-env.js";
+
+/** A CLI passes its own settings by prefix (Claude's, here: its registry entry's). */
+const CLAUDE = { prefixes: CLAUDE_ENV_PREFIXES };
 
 /** Everything a Tether process may have in its environment. */
 const RUNNER_ENV: Record<string, string> = {
@@ -49,7 +53,7 @@ const RUNNER_ENV: Record<string, string> = {
 };
 
 describe("buildChildEnv", () => {
-  const env = buildChildEnv(RUNNER_ENV);
+  const env = buildChildEnv(RUNNER_ENV, CLAUDE);
 
   const passes = [
     "PATH",
@@ -118,15 +122,21 @@ describe("buildChildEnv", () => {
     }
   });
 
-  it("turns off self-update and non-essential traffic unless the operator chose otherwise", () => {
+  it("turns off self-update (and Claude's non-essential traffic) unless the operator chose otherwise", () => {
     expect(env.DISABLE_AUTOUPDATER).toBe("1");
-    expect(env.CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC).toBe("1");
-    const chosen = buildChildEnv({
-      DISABLE_AUTOUPDATER: "0",
-      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "0",
-    });
+    const o = { home: undefined, extra: undefined, settings: {} } as unknown as Parameters<
+      typeof claudeDialect.env
+    >[1];
+    expect(claudeDialect.env(RUNNER_ENV, o).CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC).toBe("1");
+    const chosen = buildChildEnv({ DISABLE_AUTOUPDATER: "0" });
     expect(chosen.DISABLE_AUTOUPDATER).toBe("0");
-    expect(chosen.CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC).toBe("0");
+    const claudeChosen = claudeDialect.env({ CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "0" }, o);
+    expect(claudeChosen.CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC).toBe("0");
+  });
+
+  it("passes a CLI's settings only to that CLI: no prefix, no ANTHROPIC_* or CLAUDE_CODE_*", () => {
+    const other = buildChildEnv(RUNNER_ENV);
+    expect(Object.keys(other).filter((k) => /^(ANTHROPIC_|CLAUDE_CODE_)/.test(k))).toEqual([]);
   });
 
   it("sets HOME for the child and adds extra variables, the denylist still applying", () => {
@@ -151,9 +161,7 @@ describe("buildChildEnv", () => {
       {},
       { extra: { github_token: "x", Gh_Token: "y", database_url: "z" } },
     );
-    expect(Object.keys(child).sort()).toEqual(
-      ["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "DISABLE_AUTOUPDATER", "PATH"].sort(),
-    );
+    expect(Object.keys(child).sort()).toEqual(["DISABLE_AUTOUPDATER", "PATH"].sort());
   });
 
   it("gives the child a PATH even when the runner has none", () => {
@@ -161,7 +169,7 @@ describe("buildChildEnv", () => {
   });
 
   it("lists what it withheld by name only", () => {
-    const names = withheldNames(RUNNER_ENV);
+    const names = withheldNames(RUNNER_ENV, CLAUDE);
     expect(names).toEqual([...kept].sort());
   });
 });

@@ -99,7 +99,7 @@ const ROWS: Row[] = [
     name: "Claude's tool rules on a codex agent",
     input: { agents: { coder: { cli: "codex", allowedTools: ["Read"] } } },
     valid: false,
-    problem: /^agents\.coder\.allowedTools: is a Claude setting/,
+    problem: /^agents\.coder\.allowedTools: is a tool rule; a cli: codex agent has none/,
   },
   {
     name: "an unknown agent field",

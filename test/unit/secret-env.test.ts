@@ -7,6 +7,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { redact } from "../../src/core/redact.js";
+import { CLI_SECRETS } from "../../src/cli-registry.js";
 import { SECRET_ENV_NAMES, secretsInEnv } from "../../src/core/secret-env.js";
 
 const SRC = path.resolve(import.meta.dirname, "../../src");
@@ -24,17 +25,20 @@ describe("SECRET_ENV_NAMES and secretsInEnv", () => {
     "OPENAI_API_KEY",
     "CODEX_API_KEY",
   ])("lists %s, and its value is scrubbed", (name) => {
-    expect(SECRET_ENV_NAMES).toContain(name);
+    expect([...SECRET_ENV_NAMES, ...CLI_SECRETS.names]).toContain(name);
     const value = `value-of-${name.toLowerCase()}-0123456789`;
-    const secrets = secretsInEnv({ [name]: value, PATH: "/usr/bin:/bin" });
+    const secrets = secretsInEnv({ [name]: value, PATH: "/usr/bin:/bin" }, CLI_SECRETS);
     expect(secrets).toEqual([value]);
     expect(redact(`log line with ${value} in it`, secrets)).toBe("log line with [redacted] in it");
   });
 
   it("takes the password out of DATABASE_URL, as written and decoded", () => {
-    const secrets = secretsInEnv({
-      DATABASE_URL: "postgres://tether:p%40ss-w0rd-long@db.internal:5432/tether",
-    });
+    const secrets = secretsInEnv(
+      {
+        DATABASE_URL: "postgres://tether:p%40ss-w0rd-long@db.internal:5432/tether",
+      },
+      CLI_SECRETS,
+    );
     expect(secrets).toContain("p%40ss-w0rd-long");
     expect(secrets).toContain("p@ss-w0rd-long");
     expect(redact('password authentication failed: "p@ss-w0rd-long"', secrets)).not.toContain(
@@ -43,15 +47,21 @@ describe("SECRET_ENV_NAMES and secretsInEnv", () => {
   });
 
   it("takes the values of ANTHROPIC_CUSTOM_HEADERS, not their names", () => {
-    const secrets = secretsInEnv({
-      ANTHROPIC_CUSTOM_HEADERS: "X-Proxy-Key: proxy-credential-12345\nX-Team: blue-team-name",
-    });
+    const secrets = secretsInEnv(
+      {
+        ANTHROPIC_CUSTOM_HEADERS: "X-Proxy-Key: proxy-credential-12345\nX-Team: blue-team-name",
+      },
+      CLI_SECRETS,
+    );
     expect(secrets).toEqual(["proxy-credential-12345", "blue-team-name"]);
   });
 
   it("leaves out what is unset, empty or not a secret, and a DATABASE_URL that is no URL", () => {
     expect(
-      secretsInEnv({ OPENAI_API_KEY: "", PATH: "/bin", LOG_LEVEL: "info", DATABASE_URL: "::" }),
+      secretsInEnv(
+        { OPENAI_API_KEY: "", PATH: "/bin", LOG_LEVEL: "info", DATABASE_URL: "::" },
+        CLI_SECRETS,
+      ),
     ).toEqual(["::"]);
   });
 
@@ -60,7 +70,8 @@ describe("SECRET_ENV_NAMES and secretsInEnv", () => {
       const text = fs.readFileSync(path.join(SRC, file), "utf8");
       expect(text, file).toMatch(/secretsInEnv\(/);
       // No list of its own: no stretch of the file names three secret variables.
-      const names = [...text.matchAll(new RegExp(`\\b(${SECRET_ENV_NAMES.join("|")})\\b`, "g"))];
+      const all = [...SECRET_ENV_NAMES, ...CLI_SECRETS.names];
+      const names = [...text.matchAll(new RegExp(`\\b(${all.join("|")})\\b`, "g"))];
       for (const m of names) {
         const near = names.filter((n) => Math.abs(n.index - m.index) < 400).map((n) => n[1]);
         expect(new Set(near).size, `${file} lists ${near.join(", ")}`).toBeLessThan(3);

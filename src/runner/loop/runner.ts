@@ -22,13 +22,12 @@ export interface RunnerOptions extends Omit<RunTaskDeps, "runnerId"> {
   concurrency: number;
   runtime: {
     homeDir: string;
-    claudePath: string;
+    /** The default CLI's binary, version and whether it resumes (the runtimes table). */
+    cliPath: string;
     cliVersion: string | null;
     canResume: boolean | null;
-    /** This runner's Codex version once its first probe said (null before: not run yet). */
-    codexVersion?: () => string | null;
-    /** Likewise the Gemini CLI's. */
-    geminiVersion?: () => string | null;
+    /** Each CLI's version once its probe said, by name (absent before: not run yet). */
+    cliVersions?: () => Record<string, string | null>;
   };
   pollMs?: number;
   heartbeatMs?: number;
@@ -105,7 +104,7 @@ export class Runner {
       id: this.opts.runtimeId,
       hostname: os.hostname(),
       homeDir: this.opts.runtime.homeDir,
-      claudePath: this.opts.runtime.claudePath,
+      cliPath: this.opts.runtime.cliPath,
       cliVersion: this.opts.runtime.cliVersion,
       canResume: this.opts.runtime.canResume,
       concurrency: this.opts.concurrency,
@@ -200,11 +199,7 @@ export class Runner {
           this.runnerId,
           this.opts.runtimeId,
           free,
-          this.opts.runtime.cliVersion,
-          undefined,
-          this.opts.runtime.codexVersion?.() ?? null,
-          this.opts.runtime.geminiVersion?.() ?? null,
-          { rateLimitReserve: this.opts.rateLimitReserve ?? 0 },
+          this.opts.runtime.cliVersions?.() ?? {},
         );
         for (const t of tasks) this.launch(t);
         if (tasks.length === free) this.again = true;

@@ -2,6 +2,7 @@
  * /status with the runner's view: for each agent on the issue, what intake knows (running,
  * queued, last session) and what the next turn would do — resume or fresh, and why.
  */
+import { DEFAULT_CLI, findCli } from "../../cli-registry.js";
 import type { DescribeStatus } from "../../intake/status.js";
 import {
   issueKeyStates,
@@ -28,10 +29,10 @@ export const describeNextTurn: DescribeStatus = async (req) => {
     // The web process may sit on another machine than the runner that takes the task, so the
     // runtime and CLI checks assume a runner that can resume it takes it (the claim query
     // prefers one, and runtime affinity keeps an unstored session with its runtime while alive).
-    const cli = req.config.agents[state.agent]?.cli ?? "claude";
+    const cli = req.config.agents[state.agent]?.cli ?? DEFAULT_CLI;
     const epoch = await readEpoch(req.pool, key);
-    // Claude runners rewind a session whose read comment changed (--resume-session-at).
-    const cliCanRewind = cli === "claude";
+    // Runners rewind a session whose read comment changed, on a CLI that can (its registry entry).
+    const cliCanRewind = findCli(cli)?.rewinds ?? false;
     const rewind =
       prior && cliCanRewind && prior.historyEpoch !== epoch
         ? await rewindFacts(req.pool, key, prior.sessionId, prior.historyEpoch, epoch)
@@ -43,8 +44,8 @@ export const describeNextTurn: DescribeStatus = async (req) => {
         enabled: policy.enabled,
         ttlMs: policy.ttlHours * 3600_000,
         contextBudget: policy.contextBudget,
-        // Runners compact Claude sessions (its /compact), not Codex ones.
-        compact: policy.compact !== false && cli === "claude",
+        // Runners compact the sessions of a CLI that compacts on request, drop the others.
+        compact: policy.compact !== false && (findCli(cli)?.compactPrompt ?? null) !== null,
       },
       runtimeId: prior?.runtimeId ?? "",
       cli,

@@ -1,4 +1,5 @@
 import {
+  PROJECT_INSTRUCTIONS_FILE,
   PROJECT_INSTRUCTIONS_MAX_BYTES,
   type ProjectInstructions,
 } from "../../workspace/project-instructions.js";
@@ -108,14 +109,14 @@ export function buildSystemPrompt(
     // From the default branch only (never a pull request's head), so the maintainers wrote it.
     lines.push(
       "",
-      `Project instructions: the repository's CLAUDE.md as its default branch (${attr(project.branch)}) has it.`,
+      `Project instructions: the repository's ${PROJECT_INSTRUCTIONS_FILE} as its default branch (${attr(project.branch)}) has it.`,
       "<project-instructions>",
       promptText(project.text).replace(/\n+$/, ""),
       "</project-instructions>",
     );
     if (project.cut)
       lines.push(
-        `[Cut: these are the first ${Buffer.byteLength(project.text)} of CLAUDE.md's ${project.bytes} bytes (Tether passes at most ${PROJECT_INSTRUCTIONS_MAX_BYTES / 1024} KiB). Read the file for the rest.]`,
+        `[Cut: these are the first ${Buffer.byteLength(project.text)} of ${PROJECT_INSTRUCTIONS_FILE}'s ${project.bytes} bytes (Tether passes at most ${PROJECT_INSTRUCTIONS_MAX_BYTES / 1024} KiB). Read the file for the rest.]`,
       );
   }
   // The repository's own instructions (its config): instructions, not context, yet no marker.

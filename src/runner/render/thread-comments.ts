@@ -3,6 +3,7 @@
  * when the run starts, edited with progress, and finally replaced by the answer, so a task has
  * exactly one answer even when it is retried or its runner crashed (the marker finds it again).
  */
+import { findCli } from "../../cli-registry.js";
 import { shortenSessionIds, shortSessionId } from "../../core/redact.js";
 import { describeReason, type ReasonCode } from "../../core/resume-decision.js";
 import type { Outcome, Usage } from "../../core/task.js";
@@ -173,8 +174,13 @@ export interface FailureFacts {
   agent?: string;
   /** What the agent had written when it was stopped (`turn_limit`); callers redact it. */
   lastText?: string | null;
-  /** The agent's CLI (which API and which credentials are meant); default claude. */
-  cli?: "claude" | "codex" | "gemini";
+  /** The agent's CLI (which API and which credentials are meant); default: the registry's. */
+  cli?: string;
+}
+
+/** The model API an agent's CLI talks to, in words; "model API" for a CLI not registered. */
+function apiOf(cli: string | undefined): { name: string; credentials: string } {
+  return findCli(cli)?.api ?? { name: "model API", credentials: "model API credentials" };
 }
 
 /** Plain words: what happened and what to do. Never a stack trace; callers redact `detail`. */
@@ -185,22 +191,18 @@ export function explainFailure(f: FailureFacts): string {
     case "resume_rejected":
       return "I could not resume this issue's session, and tools had already run in this turn, so I did not retry on my own. Comment again to start fresh.";
     case "auth_failed":
-      return f.cli === "codex"
-        ? "The OpenAI API refused Tether's credentials (HTTP 401/403), so nothing ran. An operator needs to check the runner's `OPENAI_API_KEY`."
-        : f.cli === "gemini"
-          ? "The Gemini API refused Tether's credentials, so nothing ran. An operator needs to check the runner's `GEMINI_API_KEY`."
-          : "The Claude API refused Tether's credentials (HTTP 401/403), so nothing ran. An operator needs to check the runner's `ANTHROPIC_API_KEY` (or other Claude credentials).";
+      return `The ${apiOf(f.cli).name} refused Tether's credentials (HTTP 401/403), so nothing ran. An operator needs to check the runner's ${apiOf(f.cli).credentials}.`;
     case "timed_out":
       return `The run hit its time limit${f.timeoutMinutes ? ` of ${f.timeoutMinutes} minutes` : ""} and was stopped. Ask for something narrower, or raise \`timeoutMinutes\` for this agent in \`.github/tether.yml\`.`;
     case "stalled":
-      return `The run produced no output${f.stallMinutes ? ` for ${f.stallMinutes} minutes` : " for too long"} and was stopped. Comment again to retry; if it keeps happening, an operator should check the runner's connection to the ${f.cli === "codex" ? "OpenAI" : f.cli === "gemini" ? "Gemini" : "Claude"} API.`;
+      return `The run produced no output${f.stallMinutes ? ` for ${f.stallMinutes} minutes` : " for too long"} and was stopped. Comment again to retry; if it keeps happening, an operator should check the runner's connection to the ${apiOf(f.cli).name}.`;
     case "cancelled":
       return "Cancelled with `/cancel`.";
     case "turn_limit": {
       const limit = f.turnLimitUsd !== undefined ? ` of ${formatLimit(f.turnLimitUsd)}` : "";
       const cost = f.costUsd !== undefined ? ` after spending ${formatSpent(f.costUsd)}` : "";
       const setting = `\`agents.${f.agent ?? "<name>"}.turnLimitUsd\``;
-      return `The run reached this agent's per-turn spend limit${limit} and the Claude CLI stopped it${cost}, before it had finished. The CLI checks the limit after each model call, so a turn can end a little over it. The session is kept: comment again to go on from where it stopped, ask for something smaller, or raise ${setting} in \`${CONFIG_FILE}\`.`;
+      return `The run reached this agent's per-turn spend limit${limit} and the ${findCli(f.cli)?.label ?? "CLI"} stopped it${cost}, before it had finished. The CLI checks the limit after each model call, so a turn can end a little over it. The session is kept: comment again to go on from where it stopped, ask for something smaller, or raise ${setting} in \`${CONFIG_FILE}\`.`;
     }
     case "limit_refused":
       return `Not run: a spend limit was reached${f.detail ? ` (${oneLine(shortenSessionIds(f.detail), 300)})` : ""}. Raise the limit in \`${CONFIG_FILE}\`, then comment again.`;

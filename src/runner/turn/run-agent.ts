@@ -4,6 +4,7 @@
  * session broke before it did anything (the choice is src/core/after-run.ts's, pure). Then what
  * the run tells of its session.
  */
+import { findCli } from "../../cli-registry.js";
 import type { Logger } from "../../log.js";
 import type { PriorSession, ResumeDecision } from "../../core/resume-decision.js";
 import { afterCompaction, afterRun, type SessionMark } from "../../core/after-run.js";
@@ -28,9 +29,6 @@ import type { TurnProgress } from "../render/tracking-comment.js";
 import type { ReadyWorkspace } from "./turn-workspace.js";
 import { record } from "./turn-decision.js";
 import type { RunTaskDeps } from "./turn.js";
-
-/** What a resumed run's prompt is to compact the session (Claude Code's slash command). */
-export const COMPACT_PROMPT = "/compact";
 
 export interface AgentTurn {
   deps: Pick<RunTaskDeps, "pool" | "runnerId" | "runtimeId" | "agent" | "log">;
@@ -192,7 +190,8 @@ async function compactFirst(
 ): Promise<AgentRunResult> {
   const sessionId = d.sessionId;
   const c = await a.deps.agent.run({
-    ...baseRequest(a, { ...d, fork: false }, COMPACT_PROMPT),
+    // Only a CLI with a compaction prompt is asked to compact (its canCompact).
+    ...baseRequest(a, { ...d, fork: false }, findCli(a.cli)?.compactPrompt ?? ""),
     settings: a.compactSettings ?? a.settings,
     // The turn after it pins the session (the same id) and reports progress.
     onSession: () => {},

@@ -3,6 +3,7 @@
  * the prompt, run the agent (pinning its session the moment it is known), classify, answer,
  * finish. Every write is scoped to this runner's lease.
  */
+import { findCli } from "../../cli-registry.js";
 import { readSettingsSnapshot } from "../../config/repo-settings.js";
 import { readEpoch, resentComments } from "../../sql/history.js";
 import { priorSession } from "../../sql/sessions.js";
@@ -78,8 +79,9 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
   const isFollowUp = prior !== null;
   // The prompt cache's lifetime this turn writes with (what the conversation's next turn finds).
   const previousTurnAt = prior?.lastUsedAt ?? null;
-  const cacheTtl =
-    cli === "claude" ? chooseCacheTtl(settings.cacheTtl, { previousTurnAt, now: now() }) : null;
+  const cacheTtl = findCli(cli)?.cacheTtl
+    ? chooseCacheTtl(settings.cacheTtl, { previousTurnAt, now: now() })
+    : null;
   const staged = stage(deps, key, ws.workDir, decision, cli);
   // A fresh run needs the thread (on a pull request, its review discussion too): fetch it while
   // git works.

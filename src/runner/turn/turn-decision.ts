@@ -2,6 +2,7 @@
  * The turn's resume decision: what the key's history, the config and this runtime say (resume
  * session X, or fresh, with a reason code), and its record on the task.
  */
+import { findCli } from "../../cli-registry.js";
 import {
   decideResume,
   type PriorSession,
@@ -106,7 +107,7 @@ export async function decide(
 /**
  * `/from <agent>`: the turn starts as a fork of another agent's session on the issue, when the
  * resume guards hold for that session as they would for its own agent (without compaction, which
- * would change it). Only Claude forks (`--fork-session`). Null: the task asks for no fork.
+ * would change it). Only a CLI whose registry entry says it forks. Null: the task asks for no fork.
  */
 export async function decideFork(
   deps: Pick<RunTaskDeps, "agent" | "runtimeId" | "pool">,
@@ -116,7 +117,7 @@ export async function decideFork(
   if (!task.forkSessionId) return null;
   const source = await sessionById(deps.pool, task.forkSessionId);
   if (!source) return { kind: "fresh", reason: "no_prior_session", priorSessionId: null };
-  if (cli !== "claude")
+  if (!findCli(cli)?.forks)
     return { kind: "fresh", reason: "runtime_mismatch", priorSessionId: source.sessionId };
   const decided = await decide(deps, {
     key: source.key,

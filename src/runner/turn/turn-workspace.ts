@@ -7,7 +7,10 @@ import { conversationBranch } from "../../publish/publisher.js";
 import type { Logger } from "../../log.js";
 import type { Mask } from "../../sandbox/sandbox.js";
 import type { Task } from "../../sql/tasks/claim.js";
-import type { ProjectInstructions } from "../../workspace/project-instructions.js";
+import {
+  PROJECT_INSTRUCTIONS_FILE,
+  type ProjectInstructions,
+} from "../../workspace/project-instructions.js";
 import type {
   AgentSettings,
   GitHubThread,
@@ -113,7 +116,7 @@ export async function readyWorkspace(
           // The turn still runs, without them; the log says why.
           log.warn(
             { err: (err as Error).message },
-            "could not read CLAUDE.md from the default branch; running without project instructions",
+            `could not read ${PROJECT_INSTRUCTIONS_FILE} from the default branch; running without project instructions`,
           );
           return null;
         })
@@ -130,7 +133,7 @@ export async function readyWorkspace(
   if (project)
     log.info(
       { branch: project.branch, bytes: project.bytes, cut: project.cut },
-      "project instructions: CLAUDE.md from the default branch",
+      `project instructions: ${PROJECT_INSTRUCTIONS_FILE} from the default branch`,
     );
   return { issue, prepared, control, project };
 }

@@ -1,7 +1,8 @@
 /**
  * The runner's one Agent over several CLIs: each request goes to the Agent of its agent's
- * `cli` (default claude). A CLI this runner does not have fails the turn with words saying so.
+ * `cli` (default: the registry's first CLI). A CLI this runner does not have fails the turn with words saying so.
  */
+import { DEFAULT_CLI } from "../../cli-registry.js";
 import {
   failedRun,
   type Agent,
@@ -11,7 +12,7 @@ import {
 } from "../ports.js";
 
 export function agentForClis(agents: Partial<Record<CliKind, Agent>>): Agent {
-  const agentOf = (cli: CliKind | undefined) => agents[cli ?? "claude"];
+  const agentOf = (cli: CliKind | undefined) => agents[cli ?? DEFAULT_CLI];
   return {
     async canResume(cli) {
       return (await agentOf(cli)?.canResume(cli)) ?? false;

@@ -1,12 +1,12 @@
 /**
- * Builds a runner from the environment: the Claude CLI, the runtime id, GitHub through the
+ * Builds a runner from the environment: the registered agent CLIs, the runtime id, GitHub through the
  * app's installations, the workspaces, and the repo config loader. Used by main.ts.
  */
 import os from "node:os";
 import path from "node:path";
 import { Probot } from "probot";
-import { createClaudeCli, type CliAdapter } from "../../claude/index.js";
-import { lookupClaudePath } from "../../claude/claude-path.js";
+import type { CliAdapter } from "../../agent-cli/runtime-adapter.js";
+import { AGENT_CLIS, CLI_SECRETS, cliOf, DEFAULT_CLI } from "../../cli-registry.js";
 import { loadRepoConfig } from "../../config/load-repo-config.js";
 import { formatConfigProblems } from "../../config/repo-config.js";
 import type { Pool } from "../../db/pool.js";
@@ -24,10 +24,6 @@ import {
 import type { Logger } from "../../log.js";
 import type { Metrics } from "../../metrics.js";
 import { toRepoSettings } from "../../config/repo-settings.js";
-import { createCodexCli, resolveCodexPath } from "../../codex/codex-cli.js";
-import { codexLayout } from "../../sessions/rollouts.js";
-import { createGeminiCli, resolveGeminiPath } from "../../gemini/gemini-cli.js";
-import { geminiLayout } from "../../sessions/gemini-sessions.js";
 import { agentForClis } from "./agent-clis.js";
 import { cliAgent } from "./cli-agent.js";
 import { githubThread } from "./github-thread.js";
@@ -62,44 +58,35 @@ export async function startRunner(opts: {
     log.warn("the runner needs APP_ID and PRIVATE_KEY (register the app first); not starting it");
     return null;
   }
-  const claude = lookupClaudePath(env);
-  const cli = createClaudeCli({ path: claude.path, log: log.child({ component: "claude" }) });
-  const caps = await cli.probe();
-  if (caps.error)
-    log.error(
-      { claude: claude.path, error: caps.error },
-      "the Claude CLI did not answer --version/--help; runs will fail until it does",
-    );
-  // Codex is probed lazily, on the first turn of a cli: codex agent: a runner whose repos use
-  // only Claude never runs it.
-  const codexCli = createCodexCli({
-    path: resolveCodexPath(env),
-    log: log.child({ component: "codex" }),
+  // Every registered CLI (src/cli-registry.ts). The default CLI is probed now: its binary and
+  // store make the runtime id. The others when their entry says so, else on their first turn.
+  const defaultCli = cliOf(DEFAULT_CLI);
+  const versions: Record<string, string | null> = {};
+  const adapters = AGENT_CLIS.map((entry) => {
+    const made = entry.create({ env: process.env, log });
+    const adapter: CliAdapter = {
+      ...made,
+      // What the claim query compares a stored session's CLI version with, once known.
+      probe: () =>
+        made.probe().then((c) => {
+          if (c.version) versions[entry.name] = c.version;
+          return c;
+        }),
+    };
+    return { entry, adapter };
   });
-  // What the claim query compares a stored Codex rollout's version with, once known.
-  let codexVersion: string | null = null;
-  const codex: CliAdapter = {
-    ...codexCli,
-    probe: () =>
-      codexCli.probe().then((c) => {
-        if (c.version) codexVersion = c.version;
-        return c;
-      }),
-  };
-  // Gemini CLI likewise, on the first turn of a cli: gemini agent.
-  const geminiCli = createGeminiCli({
-    path: resolveGeminiPath(env),
-    log: log.child({ component: "gemini" }),
-  });
-  let geminiVersion: string | null = null;
-  const gemini: CliAdapter = {
-    ...geminiCli,
-    probe: () =>
-      geminiCli.probe().then((c) => {
-        if (c.version) geminiVersion = c.version;
-        return c;
-      }),
-  };
+  const probes = new Map<string, Awaited<ReturnType<CliAdapter["probe"]>>>();
+  for (const { entry, adapter } of adapters) {
+    if (entry !== defaultCli && !entry.probeAtStart) continue;
+    const caps = await adapter.probe();
+    probes.set(entry.name, caps);
+    if (caps.error)
+      log.error(
+        { cli: entry.name, path: caps.path, error: caps.error },
+        `the ${entry.label} did not answer --version/--help; runs will fail until it does`,
+      );
+  }
+  const caps = probes.get(defaultCli.name)!;
   const sandbox = await Sandbox.start({
     mode: env.TETHER_SANDBOX,
     stateDir: path.join(env.dataDir, "sandbox"),
@@ -110,7 +97,8 @@ export async function startRunner(opts: {
   const runtimeId = deriveRuntimeId({
     configured: env.TETHER_RUNTIME_ID,
     home,
-    claudePath: caps.path || claude.path,
+    homeStore: defaultCli.homeStore,
+    cliPath: caps.path,
   });
   const probot = new Probot({
     appId: env.APP_ID,
@@ -126,9 +114,9 @@ export async function startRunner(opts: {
     gitHome: path.join(env.dataDir, "git-home"),
   });
   const workspace = workspacePort(workspaces);
-  // Each CLI's sessions are contained alike: the same sandbox and homes, and Codex's rollouts go
-  // to the same store as Claude's transcripts, so any runner whose CLI reads them resumes the
-  // thread. What differs is the CLI's version and where it files a session.
+  // Each CLI's sessions are contained alike: the same sandbox and homes, and the same store, so
+  // any runner whose CLI reads them resumes the session. What differs is the CLI's version and
+  // where it files a session (its registry entry's layout).
   const contain = (cliSessions: Pick<PostgresTranscriptsOptions, "cliVersion" | "layout">) => ({
     sandbox,
     transcripts: postgresTranscripts({
@@ -149,34 +137,29 @@ export async function startRunner(opts: {
     concurrency: env.TETHER_RUNNER_CONCURRENCY,
     runtime: {
       homeDir: home,
-      claudePath: caps.path || claude.path,
+      cliPath: caps.path,
       cliVersion: caps.version,
       canResume: caps.canResume,
-      codexVersion: () => codexVersion,
-      geminiVersion: () => geminiVersion,
+      cliVersions: () => ({ ...versions }),
     },
-    agent: agentForClis({
-      claude: cliAgent(cli, {
-        log,
-        compacts: true,
-        rewinds: true,
-        contain: contain({ cliVersion: caps.version }),
-      }),
-      codex: cliAgent(codex, {
-        log,
-        contain: contain({
-          cliVersion: () => codex.probe().then((c) => c.version),
-          layout: codexLayout,
-        }),
-      }),
-      gemini: cliAgent(gemini, {
-        log,
-        contain: contain({
-          cliVersion: () => gemini.probe().then((c) => c.version),
-          layout: geminiLayout,
-        }),
-      }),
-    }),
+    agent: agentForClis(
+      Object.fromEntries(
+        adapters.map(({ entry, adapter }) => [
+          entry.name,
+          cliAgent(adapter, {
+            log,
+            compacts: entry.compactPrompt !== null,
+            rewinds: entry.rewinds,
+            contain: contain({
+              cliVersion: probes.has(entry.name)
+                ? (probes.get(entry.name)!.version ?? null)
+                : () => adapter.probe().then((c) => c.version),
+              layout: entry.layout,
+            }),
+          }),
+        ]),
+      ),
+    ),
     sandbox: () => sandbox.status,
     // Near an installation's rate limit its turns wait for the reset (#34).
     rateLimitReserve: env.TETHER_RATE_LIMIT_RESERVE,
@@ -225,7 +208,7 @@ export async function startRunner(opts: {
         },
       });
     },
-    secrets: () => [privateKey, ...secretsInEnv(process.env), ...(opts.secrets ?? [])],
+    secrets: () => [privateKey, ...secretsInEnv(process.env, CLI_SECRETS), ...(opts.secrets ?? [])],
     answerRetry: { baseMs: env.TETHER_ANSWER_RETRY_MS },
     ...(env.TETHER_PUBLIC_URL ? { publicUrl: env.TETHER_PUBLIC_URL } : {}),
     // Pending answers are looked for every 5 s, or at their first retry if that comes sooner.
@@ -269,7 +252,7 @@ export async function startRunner(opts: {
     onRefused: (t) => opts.metrics?.recordRefused(t.limits),
   });
   log.info(
-    { runtimeId, claude: caps.path, version: caps.version, canResume: caps.canResume },
+    { runtimeId, cli: caps.path, version: caps.version, canResume: caps.canResume },
     "runtime",
   );
   await runner.start();

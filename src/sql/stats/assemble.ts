@@ -1,9 +1,9 @@
 /** Rolls the rows of every section up into the Stats shape: sums, averages, rates, savings. */
+import { CLI_NAMES, DEFAULT_CLI, findCli } from "../../cli-registry.js";
 import { REASON_CODES } from "../../core/resume-decision.js";
 import { OUTCOMES } from "../../core/task.js";
 import { changesFigures, type ChangeRow } from "./changes.js";
 import {
-  CLIS,
   MAX_REPO_ROWS,
   PENDING,
   type LatestTask,
@@ -132,10 +132,10 @@ export function assemble(w: StatsWindow, parts: StatsParts): Stats {
     }
     return c;
   };
-  for (const cli of CLIS) cliOf(cli);
+  for (const cli of CLI_NAMES) cliOf(cli);
   for (const g of parts.hours) {
     add(total, g);
-    const c = cliOf(g.cli ?? "claude");
+    const c = cliOf(g.cli ?? DEFAULT_CLI);
     add(c.acc, g);
     c.reasons[g.reason] = (c.reasons[g.reason] ?? 0) + g.turns;
     add(g.resumed ? classes.resumed : g.follow_up ? classes.freshFollowUp : classes.freshFirst, g);
@@ -226,7 +226,7 @@ export function assemble(w: StatsWindow, parts: StatsParts): Stats {
           resumeRate: ratio(c.acc.resumed, c.acc.followUps),
           reasons: c.reasons,
           costUsd: usd(c.acc.cost),
-          costEstimated: cli !== "claude",
+          costEstimated: findCli(cli)?.costEstimated ?? true,
         },
       ]),
     ),

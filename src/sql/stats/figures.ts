@@ -157,8 +157,8 @@ export interface Stats {
    */
   outcomes: Record<string, number>;
   /**
-   * The same figures per agent CLI (`claude`, `codex`; both always present). Codex reports
-   * tokens only, so its cost is Tether's estimate from a price table (src/codex/pricing.ts).
+   * The same figures per agent CLI (every registered one always present, src/cli-registry.ts).
+   * A CLI that reports tokens only has its cost estimated by Tether from a price table.
    */
   byCli: Record<string, CliFigures>;
   series: SeriesPoint[];
@@ -232,8 +232,6 @@ export interface CliFigures {
   /** The cost is an estimate priced by Tether, not the CLI's own figure. */
   costEstimated: boolean;
 }
-
-export const CLIS = ["claude", "codex", "gemini"] as const;
 
 export interface SessionMoves {
   /** Resumed turns whose session another runtime ran last. */

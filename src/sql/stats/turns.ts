@@ -5,7 +5,7 @@ import { BUCKET_MS, type StatsWindow } from "./window.js";
 /** Turn sums for one bucket and one (follow-up, resumed, reason, outcome) combination. */
 export interface HourRow {
   bucket: number;
-  /** The agent CLI; absent counts as claude. */
+  /** The agent CLI; absent counts as the default CLI. */
   cli?: string;
   follow_up: boolean;
   resumed: boolean;

@@ -98,12 +98,9 @@ export async function claimTasks(
   runnerId: string,
   runtimeId: string,
   limit: number,
-  cliVersion: string | null = null,
+  /** This runner's version of each CLI, by name, once known (a CLI may be probed on its first turn). */
+  cliVersions: Readonly<Record<string, string | null>> = {},
   affinityWaitMs = 30_000,
-  /** This runner's Codex version, once known (Codex is probed on its first turn). */
-  codexVersion: string | null = null,
-  /** This runner's Gemini CLI version, once known (probed on its first turn, as Codex is). */
-  geminiVersion: string | null = null,
   opts: {
     /**
      * TETHER_RATE_LIMIT_RESERVE: an installation whose stored headroom (installation_rate_limits)
@@ -114,8 +111,8 @@ export async function claimTasks(
 ): Promise<Task[]> {
   if (limit <= 0) return [];
   // Runtime affinity, only where it matters: a session held in the shared store
-  // (session_transcripts) resumes on any runner whose CLI (Claude's or Codex's, as the session's
-  // cli says) reads it (tether_cli_reads), so such
+  // (session_transcripts) resumes on any runner whose CLI (the one the session's cli names, its
+  // version looked up in $5) reads it (tether_cli_reads), so such
   // a key's task is anyone's at once; one over the size bound starts fresh anyway. A session
   // only its runtime holds (from before the store), or one this CLI cannot read, is left to
   // that runtime while it is alive — for affinityWaitMs at most, after which anyone takes it
@@ -132,7 +129,7 @@ export async function claimTasks(
           AND NOT EXISTS (
             SELECT 1 FROM installation_rate_limits l
              WHERE l.installation_id = t.installation_id
-               AND l.remaining < $8 AND l.reset_at > now())
+               AND l.remaining < $6 AND l.reset_at > now())
           AND NOT EXISTS (
             SELECT 1 FROM tasks r
              WHERE r.repo = t.repo AND r.issue_number = t.issue_number AND r.agent = t.agent
@@ -141,7 +138,7 @@ export async function claimTasks(
                OR COALESCE((
                  SELECT COALESCE(s.last_runtime_id, s.runtime_id) = $2
                         OR COALESCE(tr.over_bound, false) OR tether_cli_reads(tr.cli_version,
-                             CASE s.cli WHEN 'codex' THEN $6 WHEN 'gemini' THEN $7 ELSE $5 END)
+                                                                   $5::jsonb ->> s.cli)
                         OR rt.heartbeat_at IS NULL OR rt.stopped_at IS NOT NULL
                         OR rt.heartbeat_at < now() - interval '1 minute'
                    FROM sessions s
@@ -166,9 +163,7 @@ export async function claimTasks(
       runtimeId,
       limit,
       affinityWaitMs,
-      cliVersion,
-      codexVersion,
-      geminiVersion,
+      JSON.stringify(cliVersions),
       opts.rateLimitReserve ?? 0,
     ],
   );

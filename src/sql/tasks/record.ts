@@ -3,6 +3,8 @@
  * the session got here, the tracking comment, that a tool ran, what became of its changes.
  * Each write is scoped to the claiming runner and returns (or ignores) whether the lease held.
  */
+import { DEFAULT_CLI } from "../../cli-registry.js";
+import type { CliKind } from "../../core/settings.js";
 import type { Queryable } from "../db.js";
 
 export interface DecisionRecord {
@@ -13,8 +15,8 @@ export interface DecisionRecord {
   historyEpoch: number;
   workDir: string;
   retriedFresh?: boolean;
-  /** The CLI the turn runs on; default claude. */
-  cli?: "claude" | "codex" | "gemini";
+  /** The CLI the turn runs on; default: the registry's default CLI. */
+  cli?: CliKind;
   /** Reason `rewound`: the first turn of the session it rewinds past. */
   rewoundFrom?: number | null;
 }
@@ -41,7 +43,7 @@ export async function recordDecision(
       d.historyEpoch,
       d.workDir,
       d.retriedFresh ?? false,
-      d.cli ?? "claude",
+      d.cli ?? DEFAULT_CLI,
       d.rewoundFrom ?? null,
     ],
   );

@@ -31,7 +31,7 @@
     history_edited: "A comment in the session's history was edited or deleted",
     expired: "The session is older than its time to live",
     context_budget: "The session's context is too full",
-    cli_cannot_resume: "The Claude binary cannot resume",
+    cli_cannot_resume: "The agent CLI cannot resume",
     resume_rejected: "The CLI rejected the resume; retried fresh",
     session_too_large: "The session's transcript grew past the size bound",
     context_overflow: "The resumed session ran out of context; retried fresh",

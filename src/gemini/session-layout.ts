@@ -14,8 +14,8 @@ import {
   findSessionFile,
   GEMINI_SESSION_ID,
   isSessionFileName,
-} from "../gemini/session-files.js";
-import type { TranscriptLayout } from "./transcripts.js";
+} from "./session-files.js";
+import type { TranscriptLayout } from "../agent-cli/session-layout.js";
 
 export const geminiLayout: TranscriptLayout = {
   find: (home, sessionId) => findSessionFile(home, sessionId),

@@ -12,8 +12,8 @@
  */
 import fs from "node:fs/promises";
 import path from "node:path";
-import { findRollout, isRolloutName, THREAD_ID } from "../codex/rollout.js";
-import { keyDir, type TranscriptLayout } from "./transcripts.js";
+import { keyDir, type TranscriptLayout } from "../agent-cli/session-layout.js";
+import { findRollout, isRolloutName, THREAD_ID } from "./rollout.js";
 
 /** `rollout-2026-05-06T12-34-56-<id>.jsonl`: the local date Codex filed it under. */
 const DATED = /^rollout-(\d{4})-(\d{2})-(\d{2})T/;

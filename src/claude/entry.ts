@@ -1,0 +1,42 @@
+/** Claude Code in the registry of agent CLIs (src/cli-registry.ts). */
+import type { AgentCli } from "../agent-cli/agent-cli.js";
+import { lookupClaudePath } from "./claude-path.js";
+import { CLAUDE_ENV_PREFIXES, createClaudeCli } from "./claude-cli.js";
+import { CLAUDE_SECRET_ENV } from "./model-endpoint.js";
+import { claudeLayout } from "./session-files.js";
+
+export const claudeCli: AgentCli = {
+  name: "claude",
+  label: "Claude CLI",
+  api: { name: "Claude API", credentials: "`ANTHROPIC_API_KEY` (or other Claude credentials)" },
+  defaultModel: "claude-sonnet-4-5",
+  pathEnv: "TETHER_CLAUDE_PATH",
+  secretEnv: CLAUDE_SECRET_ENV,
+  // A proxy's credentials, one `Name: value` a line: the values are secret, the names are not.
+  secretValues(env) {
+    const out: string[] = [];
+    for (const line of (env.ANTHROPIC_CUSTOM_HEADERS ?? "").split(/\r?\n/)) {
+      const value = line.slice(line.indexOf(":") + 1).trim();
+      if (line.includes(":") && value) out.push(value);
+    }
+    return out;
+  },
+  // The operator's Anthropic and Claude Code settings pass to the CLI.
+  childEnvPrefixes: CLAUDE_ENV_PREFIXES,
+  // The CLI reads none of these (`--setting-sources ""`, `--strict-mcp-config`); masked anyway.
+  controlFiles: [".claude", ".mcp.json", ".claude.json", "CLAUDE.md", "CLAUDE.local.md"],
+  layout: claudeLayout,
+  homeStore: ".claude",
+  // Claude Code's slash command, seen with 2.1.197 (docs/claude-cli-facts.md).
+  compactPrompt: "/compact",
+  // `--resume-session-at` (docs/claude-cli-facts.md).
+  rewinds: true,
+  forks: true,
+  toolRules: true,
+  turnLimit: true,
+  cacheTtl: true,
+  costEstimated: false,
+  probeAtStart: true,
+  create: ({ env, log }) =>
+    createClaudeCli({ path: lookupClaudePath(env).path, log: log.child({ component: "claude" }) }),
+};

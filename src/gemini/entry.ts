@@ -1,0 +1,37 @@
+/** Google's Gemini CLI in the registry of agent CLIs (src/cli-registry.ts). */
+import type { AgentCli } from "../agent-cli/agent-cli.js";
+import { createGeminiCli, resolveGeminiPath } from "./gemini-cli.js";
+import { GEMINI_SECRET_ENV } from "./model-endpoint.js";
+import { geminiLayout } from "./session-layout.js";
+
+export const geminiCli: AgentCli = {
+  name: "gemini",
+  label: "Gemini CLI",
+  api: { name: "Gemini API", credentials: "`GEMINI_API_KEY`" },
+  // A named model: no per-prompt routing call (docs/gemini-cli-facts.md).
+  defaultModel: "gemini-2.5-pro",
+  pathEnv: "TETHER_GEMINI_PATH",
+  secretEnv: GEMINI_SECRET_ENV,
+  // Tether writes the CLI's settings itself before each run (gemini-args.ts).
+  childEnvPrefixes: [],
+  // An untrusted workspace ignores these (GEMINI_CLI_TRUST_WORKSPACE=false); masked anyway.
+  controlFiles: [".gemini", "GEMINI.md"],
+  layout: geminiLayout,
+  homeStore: ".gemini",
+  // `/compress` sent headless is only text to the model; the CLI compresses on its own.
+  compactPrompt: null,
+  rewinds: false,
+  forks: false,
+  // allowedTools / disallowedTools map to its policy file and tools.exclude (gemini-args.ts).
+  toolRules: true,
+  turnLimit: false,
+  cacheTtl: false,
+  // Gemini CLI reports tokens only: its cost is Tether's estimate (pricing.ts).
+  costEstimated: true,
+  probeAtStart: false,
+  create: ({ env, log }) =>
+    createGeminiCli({
+      path: resolveGeminiPath({ TETHER_GEMINI_PATH: env.TETHER_GEMINI_PATH }),
+      log: log.child({ component: "gemini" }),
+    }),
+};

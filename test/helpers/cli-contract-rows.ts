@@ -1,0 +1,194 @@
+/**
+ * The rows of the agent-CLI contract suite (test/e2e/cli-contract.test.ts): one per registered
+ * CLI, each the real CLI's fake model API seen through one small interface. A new CLI's row is
+ * its fake API wrapped in a ContractApi, the agent's config and the environment that points the
+ * runner at the fake; the suite's scenarios are the same for every row.
+ */
+import {
+  lastUserText as anthropicLastUser,
+  replies as anthropicReplies,
+  startFakeAnthropic,
+  type FakeAnthropic,
+  type FakeRequest as AnthropicRequest,
+} from "./fake-anthropic.js";
+import {
+  lastUserText as openaiLastUser,
+  messages as openaiMessages,
+  replies as openaiReplies,
+  startFakeOpenAI,
+  toolOutputs,
+  type FakeOpenAI,
+  type FakeRequest as OpenAIRequest,
+} from "./fake-openai.js";
+
+/** One model request as the suite reads it. */
+export interface ContractRequest {
+  n: number;
+  /** Every text of the conversation the CLI sent (user and assistant), oldest first. */
+  said: string[];
+  /** The last user message's text. */
+  lastUser: string;
+  /** The tool results the CLI sent back, as text. */
+  toolOutputs: string[];
+  /** The whole request body as JSON (to prove something is nowhere in what the model got). */
+  raw: string;
+}
+
+/** A CLI's fake model API, as the scenarios drive it. */
+export interface ContractApi {
+  /** How many requests so far: `since(mark())` is what came after. */
+  mark(): number;
+  /** The model requests (turns, not probes) received after `mark`. */
+  since(mark: number): ContractRequest[];
+  /** The next request is answered with `text`. */
+  answer(text: string): void;
+  /** The next request is accepted and never answered (a turn in flight). */
+  hang(): void;
+  /** The next request runs `command` in the agent's shell tool; the one after answers `text`. */
+  shell(command: string, text: string): void;
+  /**
+   * Every request but a cold one (the whole thread, `# Instruction`) is answered with the API's
+   * context overflow; returns the undo.
+   */
+  overflowUntilCold(): () => void;
+  /** Resolves once a request after `mark` was answered with a hang. */
+  waitForHang(mark: number): Promise<void>;
+  /** Drops scripted replies and restores the default answer. */
+  reset(): void;
+  close(): Promise<void>;
+}
+
+export interface ContractRow {
+  /** The registry's name of the CLI (src/cli-registry.ts). */
+  cli: string;
+  /** The agent's settings in `.github/tether.yml`, under `agents.subject:` (YAML, 4 spaces in). */
+  agent: string;
+  /** The model credential the runner holds: it must never reach the sandbox. */
+  key: string;
+  /** Starts the fake API; the environment that points the runner at it with `key`. */
+  start(): Promise<{ api: ContractApi; env: Record<string, string> }>;
+  /** The files at the top of a checkout this CLI would read as its own instructions. */
+  controlFiles: string[];
+}
+
+function anthropicTexts(req: AnthropicRequest): string[] {
+  const out: string[] = [];
+  for (const m of req.body?.messages ?? []) {
+    if (typeof m.content === "string") out.push(m.content);
+    else
+      for (const b of m.content)
+        if (b.type === "text" && typeof b.text === "string") out.push(b.text);
+  }
+  return out;
+}
+
+function anthropicToolResults(req: AnthropicRequest): string[] {
+  const out: string[] = [];
+  for (const m of req.body?.messages ?? [])
+    if (typeof m.content !== "string")
+      for (const b of m.content) if (b.type === "tool_result") out.push(JSON.stringify(b.content));
+  return out;
+}
+
+function claudeApi(fake: FakeAnthropic): ContractApi {
+  const view = (r: AnthropicRequest): ContractRequest => ({
+    n: r.n,
+    said: anthropicTexts(r),
+    lastUser: anthropicLastUser(r),
+    toolOutputs: anthropicToolResults(r),
+    raw: JSON.stringify(r.body ?? null),
+  });
+  return {
+    mark: () => fake.requests.length,
+    since: (m) =>
+      fake
+        .messageRequests()
+        .filter((r) => r.n > m)
+        .map(view),
+    answer: (text) => fake.script(anthropicReplies.text(text)),
+    hang: () => fake.script(anthropicReplies.hang()),
+    shell: (command, text) =>
+      fake.script(
+        anthropicReplies.toolUse("Bash", { command, description: "Look around" }),
+        anthropicReplies.text(text),
+      ),
+    overflowUntilCold() {
+      // Claude Code 2.1.332 compacts by itself after one overflow: its summaries are refused
+      // too, so it gives up (test/e2e/runner.test.ts 5c shows the other case).
+      fake.setDefault((req) =>
+        anthropicLastUser(req).includes("# Instruction")
+          ? anthropicReplies.text(`reply#${req.n} cold`)
+          : anthropicReplies.promptTooLong(),
+      );
+      return () => fake.reset();
+    },
+    waitForHang: (m) =>
+      fake.waitFor((reqs) => reqs.some((r) => r.n > m && r.reply === "hang"), 60_000),
+    reset: () => fake.reset(),
+    close: () => fake.close(),
+  };
+}
+
+function codexApi(fake: FakeOpenAI): ContractApi {
+  const view = (r: OpenAIRequest): ContractRequest => ({
+    n: r.n,
+    said: openaiMessages(r).map((x) => x.text),
+    lastUser: openaiLastUser(r),
+    toolOutputs: toolOutputs(r).map((o) => o.output),
+    raw: JSON.stringify(r.body ?? null),
+  });
+  return {
+    mark: () => fake.requests.length,
+    since: (m) =>
+      fake
+        .responseRequests()
+        .filter((r) => r.n > m)
+        .map(view),
+    answer: (text) => fake.script(openaiReplies.text(text)),
+    hang: () => fake.script(openaiReplies.hang()),
+    shell: (command, text) => fake.script(openaiReplies.shell(command), openaiReplies.text(text)),
+    overflowUntilCold() {
+      fake.setDefault((req) =>
+        openaiLastUser(req).includes("# Instruction")
+          ? openaiReplies.text(`reply#${req.n} cold`)
+          : openaiReplies.contextOverflow(),
+      );
+      return () => fake.reset();
+    },
+    waitForHang: (m) =>
+      fake.waitFor((reqs) => reqs.some((r) => r.n > m && r.reply === "hang"), 60_000),
+    reset: () => fake.reset(),
+    close: () => fake.close(),
+  };
+}
+
+/** Every registered CLI's row; test/repo/cli-names' sibling check keeps it complete. */
+export const CONTRACT_ROWS: ContractRow[] = [
+  {
+    cli: "claude",
+    // Its tools need permission rules; Codex has none.
+    agent: "    cli: claude\n    model: claude-sonnet-4-5\n    allowedTools: [Bash, Read]\n",
+    key: "sk-ant-contract-key-0123456789abcdef",
+    controlFiles: ["CLAUDE.md", ".claude/settings.json"],
+    async start() {
+      const fake = await startFakeAnthropic();
+      return {
+        api: claudeApi(fake),
+        env: { ANTHROPIC_BASE_URL: fake.url, ANTHROPIC_API_KEY: this.key },
+      };
+    },
+  },
+  {
+    cli: "codex",
+    agent: "    cli: codex\n    model: gpt-5.5\n",
+    key: "sk-openai-contract-key-0123456789abcdef",
+    controlFiles: ["AGENTS.md", ".codex/config.toml"],
+    async start() {
+      const fake = await startFakeOpenAI();
+      return {
+        api: codexApi(fake),
+        env: { OPENAI_BASE_URL: fake.url, OPENAI_API_KEY: this.key },
+      };
+    },
+  },
+];
