@@ -3,7 +3,7 @@
  * `/sessions` (the issue's sessions) and `/resume <id-prefix>` (which session the next turn
  * resumes). What each replies, and what it checks first, so that intake only wires them in.
  */
-import { DEFAULT_CLI, findCli, forkingClis } from "../cli-registry.js";
+import { findCli, forkingClis } from "../cli-registry.js";
 import { MODEL_ID, type AgentConfig, type RepoConfig } from "../config/repo-config.js";
 import type { TaskKey } from "../core/task.js";
 import type { Queryable } from "../sql/db.js";
