@@ -53,7 +53,7 @@ export function githubThread(o: GitHubThreadOptions): GitHubThread {
   const { counter } = o;
   return {
     cloneUrl: o.cloneUrl,
-    ...(counter ? { requests: () => counter.count } : {}),
+    ...(counter ? { requests: () => counter.count, notModified: () => counter.notModified } : {}),
     async token() {
       if (o.gitToken) return o.gitToken();
       const auth = (await octokit.auth({ type: "installation" })) as { token: string };

@@ -72,6 +72,8 @@ export interface GitHubThread {
    * charge it). Absent: not counted.
    */
   requests?(): number;
+  /** Of its conditional requests, those GitHub answered 304 Not Modified so far. */
+  notModified?(): number;
 }
 
 export type ProgressEvent = { kind: "text"; text: string } | { kind: "tool"; name: string };

@@ -63,6 +63,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
       ...f,
       answer,
       githubRequests,
+      githubRequestsNotModified: gh?.notModified?.() ?? null,
     });
     if (!ok)
       deps.log.warn({ task: task.id }, "lease lost: the task was finished or taken over elsewhere");

@@ -12,6 +12,7 @@ import { formatConfigProblems } from "../config/repo-config.js";
 import type { Pool } from "../db/pool.js";
 import type { Env } from "../env.js";
 import { appOctokit, githubApiUrl, readPrivateKey } from "../github/app-auth.js";
+import { postgresAnswers } from "../github/conditional-requests.js";
 import { RequestCounter } from "../github/request-count.js";
 import { cloneUrlFor } from "../github/git-auth.js";
 import {
@@ -95,12 +96,14 @@ export async function startRunner(opts: {
     home,
     claudePath: caps.path || claude.path,
   });
+  // The turn's reads of the issue, branches and users are asked conditionally.
+  const Octokit = appOctokit(env, { answers: postgresAnswers(pool) });
   const probot = new Probot({
     appId: env.APP_ID,
     privateKey,
     baseUrl: githubApiUrl(env),
     log: log.child({ component: "github" }),
-    Octokit: appOctokit(env),
+    Octokit,
   });
   const workspaces = await Workspaces.open({
     root: env.workspaceDir,
@@ -168,7 +171,7 @@ export async function startRunner(opts: {
       const counter = new RequestCounter(task.installationId);
       const octokit = scopedOctokit(
         appClient,
-        appOctokit(env),
+        Octokit,
         { ...scope, permissions: THREAD_PERMISSIONS },
         {
           baseUrl: githubApiUrl(env),
