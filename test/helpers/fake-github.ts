@@ -4,6 +4,7 @@ import {
   randomBytes,
   verify as verifySignature,
   type KeyObject,
+  createHash,
   createPublicKey,
 } from "node:crypto";
 import fs from "node:fs/promises";
@@ -55,7 +56,9 @@ import {
   issuesEvent,
   pullRequestEvent,
   pullRequestReviewCommentEvent,
+  pushEvent,
   WebhookDeliveryLog,
+  type PushEvent,
   type DeliveryAttemptRecord,
   type DeliveryResult,
   type PayloadSource,
@@ -436,7 +439,14 @@ export class FakeGitHub implements PayloadSource {
       pullRequestReviewEvent(this, o),
     pullRequestReviewComment: (o: Parameters<typeof pullRequestReviewCommentEvent>[1]) =>
       pullRequestReviewCommentEvent(this, o),
+    push: (o: Parameters<typeof pushEvent>[1]) => pushEvent(this, o),
   };
+
+  /**
+   * Sends the `push` webhook GitHub sends after `commit()` moves a branch (e2e-stack.ts delivers
+   * it to the app). Unset: no push is delivered. Pushes over git (the app's own) send none.
+   */
+  onPush: ((event: PushEvent) => Promise<void>) | undefined;
 
   /**
    * GitHub's log of the app's webhook deliveries: what `deliver` sent (and what a test recorded),
@@ -629,10 +639,12 @@ export class FakeGitHub implements PayloadSource {
     o: { files: FileMap; message?: string; branch?: string; from?: string },
   ): Promise<string> {
     const r = this.repo(repo);
+    const branch = o.branch ?? r.defaultBranch;
+    const before = this.onPush ? await refSha(r.bare, `refs/heads/${branch}`, this.gitEnv()) : "";
     const sha = await commitFiles(
       r.bare,
       {
-        branch: o.branch ?? r.defaultBranch,
+        branch,
         files: o.files,
         message: o.message ?? "Update files",
         from: o.from ?? `refs/heads/${r.defaultBranch}`,
@@ -641,6 +653,14 @@ export class FakeGitHub implements PayloadSource {
       this.gitEnv(),
     );
     r.pushedAt = this.now();
+    await this.onPush?.(
+      this.webhooks.push({
+        repo,
+        ref: `refs/heads/${branch}`,
+        before: before || "0".repeat(40),
+        after: sha,
+      }),
+    );
     return sha;
   }
 
@@ -1531,7 +1551,7 @@ export class FakeGitHub implements PayloadSource {
       repo,
       accept: String(req.headers.accept ?? ""),
     });
-    this.sendJson(res, rec, reply);
+    this.sendJson(res, rec, rec.method === "GET" ? conditional(req, rec, reply) : reply);
   }
 
   private sendJson(res: ServerResponse, rec: RecordedRequest, reply: Reply): void {
@@ -1547,8 +1567,8 @@ export class FakeGitHub implements PayloadSource {
       "x-ratelimit-resource": "core",
       ...reply.headers,
     };
-    if (reply.status === 204) {
-      res.writeHead(204, headers);
+    if (reply.status === 204 || reply.status === 304) {
+      res.writeHead(reply.status, headers);
       res.end();
       return;
     }
@@ -1570,7 +1590,11 @@ export class FakeGitHub implements PayloadSource {
       body: parseBody(rec.rawBody),
     };
     const body =
-      reply.status === 204 ? undefined : reply.raw ? String(reply.raw.data) : (reply.body ?? {});
+      reply.status === 204 || reply.status === 304
+        ? undefined
+        : reply.raw
+          ? String(reply.raw.data)
+          : (reply.body ?? {});
     this.openapiViolations.push(
       ...checkRequest(req),
       ...checkResponse(req, { status: reply.status, body }),
@@ -2404,6 +2428,42 @@ function diffLines(patch: string): { LEFT: Set<number>; RIGHT: Set<number> } {
     }
   }
   return out;
+}
+
+/**
+ * A GET's answer as GitHub gives it: with an ETag, which GitHub makes per token (an ETag another
+ * token got does not match), and a Last-Modified where the resource has an `updated_at`. A
+ * request whose If-None-Match names the ETag, or (without one) whose If-Modified-Since is no
+ * older than Last-Modified, gets 304 Not Modified and no body, which GitHub does not count
+ * against the rate limit.
+ */
+function conditional(req: IncomingMessage, rec: RecordedRequest, reply: Reply): Reply {
+  if (reply.status !== 200) return reply;
+  const text = reply.raw ? String(reply.raw.data) : JSON.stringify(reply.body ?? {});
+  const etag = `W/"${createHash("sha256")
+    .update(`${rec.token ?? ""}\n${text}`)
+    .digest("hex")
+    .slice(0, 40)}"`;
+  const updatedAt = (reply.body as { updated_at?: unknown } | undefined)?.updated_at;
+  const lastModified =
+    !reply.raw && typeof updatedAt === "string" && !Number.isNaN(Date.parse(updatedAt))
+      ? new Date(updatedAt).toUTCString()
+      : undefined;
+  const headers = {
+    ...reply.headers,
+    etag,
+    ...(lastModified ? { "last-modified": lastModified } : {}),
+  };
+  const bare = (t: string) => t.trim().replace(/^W\//, "");
+  const ifNoneMatch = req.headers["if-none-match"];
+  const ifModifiedSince = req.headers["if-modified-since"];
+  const unchanged =
+    ifNoneMatch !== undefined
+      ? ifNoneMatch.split(",").some((t) => t.trim() === "*" || bare(t) === bare(etag))
+      : ifModifiedSince !== undefined &&
+        lastModified !== undefined &&
+        Date.parse(lastModified) <= Date.parse(ifModifiedSince);
+  return unchanged ? { status: 304, headers } : { ...reply, headers };
 }
 
 function notFound(): Reply {
