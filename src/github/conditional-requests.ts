@@ -166,7 +166,10 @@ export function conditionalRequests(
     };
     let response: Response;
     try {
-      response = await request({ ...options, headers: { ...options.headers, ...validator } });
+      // In place: Octokit's hooks are each bound to the one options object, and an outer hook's
+      // argument never reaches the inner ones (before-after-hook), only that object does.
+      options.headers = { ...options.headers, ...validator };
+      response = await request(options);
     } catch (err) {
       const e = err as { status?: number; response?: { headers?: Headers } };
       if (e?.status === 304 && hit) {

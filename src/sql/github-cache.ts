@@ -104,7 +104,7 @@ export async function storeAnswer(
        INSERT INTO github_cache AS c
          (installation_id, request, token_fingerprint, scope, etag, last_modified, status,
           headers, body, pinned, validated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $4 IS NOT NULL, $10)
+       VALUES ($1, $2, $3, $4::text, $5, $6, $7, $8, $9, $4::text IS NOT NULL, $10)
        ON CONFLICT (installation_id, request, token_fingerprint) DO UPDATE
          SET scope = EXCLUDED.scope, etag = EXCLUDED.etag, last_modified = EXCLUDED.last_modified,
              status = EXCLUDED.status, headers = EXCLUDED.headers, body = EXCLUDED.body,
