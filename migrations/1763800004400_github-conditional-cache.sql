@@ -44,7 +44,14 @@ CREATE TABLE github_cache_pushes (
 ALTER TABLE tasks ADD COLUMN github_requests_not_modified integer
   CHECK (github_requests_not_modified >= 0);
 
+-- The issue as the webhook that queued the task carried it (title, body, author, link, its
+-- updated_at): a turn on an issue reads it from here instead of asking GitHub again, whose answer
+-- changes with every comment and so is never a free 304. Coalesced comments keep the newest.
+-- NULL: a task from another trigger, on a pull request, or queued before this column.
+ALTER TABLE tasks ADD COLUMN issue_snapshot jsonb;
+
 -- Down Migration
+ALTER TABLE tasks DROP COLUMN issue_snapshot;
 ALTER TABLE tasks DROP COLUMN github_requests_not_modified;
 DROP TABLE github_cache_pushes;
 DROP TABLE github_cache;

@@ -11,8 +11,13 @@ import { conversationOfPull, conversationsOfPull } from "../sql/conversations.js
 import { isDeliveryPending, type Delivery } from "../sql/deliveries.js";
 import { bumpEpochsForComment, bumpEpochsForIssueBody } from "../sql/history.js";
 import { cancelKey, type CancelResult } from "../sql/tasks/cancel.js";
-import { queuedTasksFedBy, removeQueuedComment, updateQueuedComment } from "../sql/tasks/edit.js";
-import { enqueueComment, type TriggerComment } from "../sql/tasks/enqueue.js";
+import {
+  queuedTasksFedBy,
+  refreshIssueSnapshot,
+  removeQueuedComment,
+  updateQueuedComment,
+} from "../sql/tasks/edit.js";
+import { enqueueComment, type IssueSnapshot, type TriggerComment } from "../sql/tasks/enqueue.js";
 import type { TaskKey } from "../core/task.js";
 import { decideAccess, isBot, type Author } from "./access.js";
 import { renderHelp } from "./help.js";
@@ -117,6 +122,8 @@ interface Trigger {
   replyTo?: { commentId: number; request: (parent: ReplyParent) => string };
   /** A submitted review: it may start its pull request's agent without a mention. */
   review?: ReviewTrigger;
+  /** The issue as the webhook carried it: the turn reads it instead of asking GitHub (#34). */
+  issue?: IssueSnapshot;
 }
 
 /** A creation (comment created, issue opened, review submitted), an edit or a deletion. */
@@ -192,6 +199,19 @@ function triggerFromComment(e: IssueCommentEvent): Trigger {
     createdKey: `comment:${e.comment.id}:created`,
     seenBy: "thread",
     label: `comment ${e.comment.id}`,
+    issue: issueSnapshot(e.issue),
+  };
+}
+
+/** The issue as the payload has it; undefined for a pull request or a payload without the facts. */
+function issueSnapshot(i: IssueCommentEvent["issue"]): IssueSnapshot | undefined {
+  if (i.pull_request || typeof i.title !== "string" || !i.updated_at) return undefined;
+  return {
+    title: i.title,
+    body: i.body ?? "",
+    author: i.user.login,
+    url: i.html_url,
+    updatedAt: i.updated_at,
   };
 }
 
@@ -304,6 +324,7 @@ function triggerFromIssue(e: IssuesEvent): Trigger {
     createdKey: `issue:${e.issue.id}:opened`,
     seenBy: "every-turn",
     label: "issue body",
+    issue: issueSnapshot(e.issue),
   };
 }
 
@@ -511,6 +532,8 @@ async function handleTrigger(
       deliveryId: d.deliveryId,
       settings,
       ...(conversation ? { threadNumber: t.issueNumber } : {}),
+      // The issue the webhook carried is the key's own only when the comment is on it.
+      ...(t.issue && key.issueNumber === t.issueNumber ? { issue: t.issue } : {}),
     });
     notes.push(`${agent}: ${r.kind} task ${r.taskId}`);
     log.info({ agent, task: r.taskId, result: r.kind }, "comment queued");
@@ -633,6 +656,11 @@ async function handleChange(
     : [];
   const refs = [ref, ...conversations.map((c) => ({ ...ref, issueNumber: c.issueNumber }))];
   const notes: string[] = [];
+  // A queued turn that reads the issue from its snapshot reads the edited one.
+  if (t.seenBy === "every-turn" && change.action === "edited" && t.issue) {
+    const refreshed = await refreshIssueSnapshot(fx.pool, t, t.issue);
+    if (refreshed.length) notes.push(`issue refreshed for queued task(s) ${refreshed.join(",")}`);
+  }
   if (change.action === "edited") {
     // A queued reply's request quotes its parent: the edit rebuilds it the same way, reading
     // the parent only when there is a queued request to rebuild.

@@ -207,6 +207,8 @@ interface RepoState {
   bare: string;
   createdAt: Date;
   pushedAt: Date;
+  /** When each commit the stand-in made or took landed: a branch's answer dates its commit by it. */
+  commitDates: Map<string, Date>;
   nextNumber: number;
   issues: Map<number, IssueState>;
   permissions: Map<string, Permission>;
@@ -612,6 +614,7 @@ export class FakeGitHub implements PayloadSource {
       bare: path.join(this.reposDir, `${key}.git`),
       createdAt: this.now(),
       pushedAt: this.now(),
+      commitDates: new Map(),
       nextNumber: 1,
       issues: new Map(),
       permissions: new Map(),
@@ -653,6 +656,7 @@ export class FakeGitHub implements PayloadSource {
       this.gitEnv(),
     );
     r.pushedAt = this.now();
+    r.commitDates.set(sha, r.pushedAt);
     await this.onPush?.(
       this.webhooks.push({
         repo,
@@ -1712,6 +1716,7 @@ export class FakeGitHub implements PayloadSource {
           : null,
       });
       repo.pushedAt = this.now();
+      if (b !== null) repo.commitDates.set(b, repo.pushedAt);
       if (!ref.startsWith("refs/heads/") || b === null) continue;
       const branch = ref.slice("refs/heads/".length);
       for (const issue of repo.issues.values()) {
@@ -2240,7 +2245,9 @@ export class FakeGitHub implements PayloadSource {
         status: 200,
         body: {
           name,
-          commit: commitJson(this.bases(), full, sha, r.pushedAt),
+          // Dated by the commit, not the repository's last push: pushing one branch does not
+          // change another's answer (nor its ETag).
+          commit: commitJson(this.bases(), full, sha, r.commitDates.get(sha) ?? r.createdAt),
           _links: {
             self: `${this.apiUrl}/repos/${full}/branches/${name}`,
             html: `${this.url}/${full}/tree/${name}`,
