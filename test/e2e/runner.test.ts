@@ -131,6 +131,9 @@ describe(
     it("2b. a follow-up that publishes nothing costs at most 4 requests against the rate limit; the reads that did not change are 304s", async () => {
       const n = newIssue();
       await stack.finishedTask(await stack.comment(n, "@tether look at split()"));
+      // The first follow-up in a repository is the first to look up its default branch (a 200,
+      // kept); the one measured is the next, as most follow-ups are.
+      await stack.finishedTask(await stack.comment(n, "@tether and the edge cases?"));
       const ghFrom = lastSeq(stack.gh);
       const commentId = await stack.comment(n, "@tether and now the tests?");
       const task = await stack.finishedTask(commentId);
@@ -140,8 +143,13 @@ describe(
       // Everything the installation's rate limit is charged for, intake's and the turn's, as
       // the stand-in logged it (a 304 is free, as on GitHub).
       const { counted, notModified } = installationRequests(stack.gh, ghFrom);
-      const what = `counted:\n  ${routeCounts(counted).join("\n  ")}\n304:\n  ${routeCounts(notModified).join("\n  ")}`;
-      expect(counted.length, what).toBeLessThanOrEqual(4);
+      // A turn that runs longer than the progress interval (3 s) also edits its tracking comment
+      // as it goes; on a loaded machine even this one may. Those edits are counted writes too,
+      // in proportion to the turn's length, not to what it reads: the budget here is the rest.
+      const patches = counted.filter((r) => r.method === "PATCH");
+      const progressEdits = patches.slice(0, -1);
+      const what = `progress edits: ${progressEdits.length}; counted:\n  ${routeCounts(counted).join("\n  ")}\n304:\n  ${routeCounts(notModified).join("\n  ")}`;
+      expect(counted.length - progressEdits.length, what).toBeLessThanOrEqual(4);
       // The writes cannot be cut: the 👀, the tracking comment, its final edit.
       expect(routeCounts(counted), what).toEqual(
         expect.arrayContaining([
@@ -150,13 +158,19 @@ describe(
           "PATCH /repos/{owner}/{repo}/issues/comments/{comment_id} ×1",
         ]),
       );
-      // The reads that did not change were asked conditionally: the issue, the asker's
-      // permission and user record.
+      // The reads that did not change were asked conditionally: the asker's permission and user
+      // record, the default branch.
       const conditional = routeCounts(notModified).join("\n");
-      expect(conditional, what).toContain("GET /repos/{owner}/{repo}/issues/{issue_number} ×1");
       expect(conditional, what).toContain(
         "GET /repos/{owner}/{repo}/collaborators/{username}/permission ×1",
       );
+      expect(conditional, what).toContain("GET /users/{username} ×1");
+      expect(conditional, what).toContain("GET /repos/{owner}/{repo}/branches/{branch}");
+      // The issue came with the webhook: not asked at all.
+      expect(
+        [...counted, ...notModified].filter((r) => r.route?.endsWith("/issues/{issue_number}")),
+        what,
+      ).toEqual([]);
       // The config was not asked at all: pinned until a push.
       expect(
         [...counted, ...notModified].filter((r) => r.path.includes("/contents/")),
