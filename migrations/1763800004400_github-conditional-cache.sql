@@ -24,7 +24,7 @@ CREATE TABLE github_cache (
   headers jsonb NOT NULL,
   body jsonb,
   -- Served without asking GitHub while no push to `scope` came after `validated_at` (and for an
-  -- hour at most): the repository config.
+  -- hour at most), once a push to `scope` has been seen at all: the repository config.
   pinned boolean NOT NULL DEFAULT false,
   -- When the answer was last known current (the database's clock when its request started).
   validated_at timestamptz NOT NULL,

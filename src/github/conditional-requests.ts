@@ -13,7 +13,9 @@
  *
  * The repository config is read from the default branch (`contents` without `ref`); its answer,
  * a 404 included, is pinned: served without asking until a push to that repository's default
- * branch (src/intake/config-push.ts) or an hour at most, then asked conditionally again.
+ * branch (src/intake/config-push.ts) or an hour at most, then asked conditionally again. Only
+ * once a push to that repository has been seen: an app registered without the `push` event
+ * would otherwise miss an edit of the file for that hour.
  *
  * The cache never fails a request: when Postgres does not answer, GitHub is asked as before.
  */
@@ -46,11 +48,11 @@ const KEPT_HEADERS = ["content-type", "etag", "last-modified"] as const;
 
 /** Where answers are kept: Postgres in production (postgresAnswers), anything alike in tests. */
 export interface AnswerStore {
-  lookUp(k: CacheKey): Promise<{ readAt: Date; hit: CachedAnswer | undefined }>;
+  lookUp(k: CacheKey): Promise<{ readAt: string; hit: CachedAnswer | undefined }>;
   store(
     k: CacheKey,
     a: StoredAnswer,
-    o: { validatedAt: Date; pinScope: string | null },
+    o: { validatedAt: string; pinScope: string | null },
   ): Promise<void>;
 }
 
@@ -132,7 +134,7 @@ export function conditionalRequests(
     if (options.method.toUpperCase() !== "GET" || !CONDITIONAL_ROUTES.has(options.url))
       return request(options);
     let key: CacheKey;
-    let looked: { readAt: Date; hit: CachedAnswer | undefined };
+    let looked: { readAt: string; hit: CachedAnswer | undefined };
     try {
       const { token } = (await octokit.auth({ type: "installation" })) as { token?: string };
       if (typeof token !== "string") return request(options);

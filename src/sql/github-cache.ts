@@ -34,20 +34,26 @@ export interface CachedAnswer extends StoredAnswer {
   sameToken: boolean;
   /** Pinned and no push since: serve it without asking. */
   fresh: boolean;
-  /** The database's clock as the lookup ran: the validation time of what the request brings. */
-  readAt: Date;
+  /**
+   * The database's clock as the lookup ran: the validation time of what the request brings. Kept
+   * as Postgres wrote it (microseconds): a Date's milliseconds could put it before a push made
+   * in the same millisecond.
+   */
+  readAt: string;
 }
 
 /**
- * The answer to serve or validate against: a fresh pinned one first, then this token's, then the
+ * The answer to serve or validate against: a fresh pinned one first (pinned, validated after the
+ * scope's last push, and within PIN_MAX_AGE_MINUTES; a scope no push was ever seen for is never
+ * fresh: without the app's `push` event nothing would say the file changed), then this token's, then the
  * newest of any token (its Last-Modified is good for any). `readAt` is always returned.
  */
 export async function lookUpAnswer(
   db: Queryable,
   k: CacheKey,
-): Promise<{ readAt: Date; hit: CachedAnswer | undefined }> {
+): Promise<{ readAt: string; hit: CachedAnswer | undefined }> {
   const { rows } = await db.query<{
-    read_at: Date;
+    read_at: string;
     etag: string | null;
     last_modified: string | null;
     status: number | null;
@@ -56,14 +62,14 @@ export async function lookUpAnswer(
     same_token: boolean | null;
     fresh: boolean | null;
   }>(
-    `SELECT now() AS read_at, c.*
+    `SELECT now()::text AS read_at, c.*
        FROM (SELECT 1) one
        LEFT JOIN LATERAL (
          SELECT c.etag, c.last_modified, c.status, c.headers, c.body,
                 c.token_fingerprint = $3 AS same_token,
-                c.pinned AND c.scope IS NOT NULL
+                COALESCE(c.pinned AND c.scope IS NOT NULL
                   AND c.validated_at > now() - make_interval(mins => $4)
-                  AND (p.pushed_at IS NULL OR c.validated_at > p.pushed_at) AS fresh
+                  AND c.validated_at > p.pushed_at, false) AS fresh
            FROM github_cache c
            LEFT JOIN github_cache_pushes p ON p.scope = c.scope
           WHERE c.installation_id = $1 AND c.request = $2
@@ -97,14 +103,14 @@ export async function storeAnswer(
   db: Queryable,
   k: CacheKey,
   a: StoredAnswer,
-  o: { validatedAt: Date; pinScope: string | null },
+  o: { validatedAt: string; pinScope: string | null },
 ): Promise<void> {
   await db.query(
     `WITH kept AS (
        INSERT INTO github_cache AS c
          (installation_id, request, token_fingerprint, scope, etag, last_modified, status,
           headers, body, pinned, validated_at)
-       VALUES ($1, $2, $3, $4::text, $5, $6, $7, $8, $9, $4::text IS NOT NULL, $10)
+       VALUES ($1, $2, $3, $4::text, $5, $6, $7, $8, $9, $4::text IS NOT NULL, $10::timestamptz)
        ON CONFLICT (installation_id, request, token_fingerprint) DO UPDATE
          SET scope = EXCLUDED.scope, etag = EXCLUDED.etag, last_modified = EXCLUDED.last_modified,
              status = EXCLUDED.status, headers = EXCLUDED.headers, body = EXCLUDED.body,

@@ -129,6 +129,8 @@ describe(
     });
 
     it("2b. a follow-up that publishes nothing costs at most 4 requests against the rate limit; the reads that did not change are 304s", async () => {
+      // A push the app hears of: from then on the repository's config is pinned until the next.
+      await stack.gh.commit(REPO, { files: { "CHANGES.md": "a push\n" } });
       const n = newIssue();
       await stack.finishedTask(await stack.comment(n, "@tether look at split()"));
       // The first follow-up in a repository is the first to look up its default branch (a 200,

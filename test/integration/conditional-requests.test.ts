@@ -176,6 +176,19 @@ describe("the config, pinned until a push", () => {
       .reply(200, yaml, { ...raw, etag: etagOf("cfg1") });
     const first = await loadRepoConfig(octokit, { owner: "octo", repo: "widgets" });
     expect(first).toMatchObject({ ok: true, repoFile: true });
+    // No push seen from this repository yet (the app may lack the push event): asked again,
+    // conditionally, every time.
+    nock(API).get(repoFile).matchHeader("if-none-match", etagOf("cfg1")).reply(304, "");
+    expect(await loadRepoConfig(octokit, { owner: "octo", repo: "widgets" })).toEqual(first);
+    expect(counter).toMatchObject({ count: 1, notModified: 1 });
+    // Once pushes arrive, the answer is pinned.
+    await takePush(db.pool, {
+      ref: "refs/heads/main",
+      repository: { full_name: "octo/widgets", default_branch: "main" },
+    });
+    nock(API).get(repoFile).matchHeader("if-none-match", etagOf("cfg1")).reply(304, "");
+    await loadRepoConfig(octokit, { owner: "octo", repo: "widgets" });
+    counter.notModified = 0;
     // No interceptor: a request would fail the test.
     const second = await loadRepoConfig(octokit, { owner: "octo", repo: "widgets" });
     expect(second).toEqual(first);
@@ -215,6 +228,11 @@ describe("the config, pinned until a push", () => {
 
   it("pins a repository without a file of its own (404) and the organisation's file; a push to the org's .github asks that one again", async () => {
     const { octokit, counter } = client();
+    for (const full_name of ["octo/widgets", "octo/.github"])
+      await takePush(db.pool, {
+        ref: "refs/heads/main",
+        repository: { full_name, default_branch: "main" },
+      });
     const orgYaml = "agents:\n  tether:\n    model: claude-sonnet-4-5\n";
     nock(API)
       .get(repoFile)
