@@ -4,7 +4,7 @@
  * push and a draft pull request). The built app as a process, real Postgres, the real Claude
  * CLI against the fake Messages API, the GitHub stand-in over HTTP, one turn at a time.
  *
- *   npx tsx bench/github-requests.ts [rounds=3]
+ *   npx tsx bench/github-requests.ts [rounds=3]     (BENCH_NO_PUSH=1: an app without the push event)
  *
  * Per kind it prints the requests the stand-in logged, split by who made them: the turn's own
  * client (REST with the runner's thread token, test/helpers/turn-requests.ts), intake (REST
@@ -90,6 +90,12 @@ const stack = await startStack({
   config: "agents:\n  tether:\n    model: claude-sonnet-4-5\n",
   env: { LOG_LEVEL: "warn" },
 });
+// A push the app hears of (the stand-in sends the push webhook), as an installation with the
+// push event does: from then on the repository's config is kept until the next push
+// (docs/operations.md "GitHub requests"). BENCH_NO_PUSH=1 leaves it out: the config is then
+// asked conditionally on every comment.
+if (process.env.BENCH_NO_PUSH !== "1")
+  await stack.gh.commit(REPO, { files: { "NOTES.md": "a push the app hears of\n" } });
 const turns = new Map<Kind, Turn[]>(KINDS.map((k) => [k, []]));
 try {
   for (let i = 0; i < rounds; i++) {
