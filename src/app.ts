@@ -2,6 +2,7 @@ import type { ApplicationFunction, Probot } from "probot";
 import type { AppDeps } from "./deps.js";
 import { INTAKE_EVENTS } from "./intake/events.js";
 import { takeDelivery } from "./intake/webhook.js";
+import { PUSH_EVENT } from "./intake/config-push.js";
 import { processMetrics } from "./metrics.js";
 import { dashboardRoutes } from "./web/dashboard-routes.js";
 import { healthRoutes } from "./web/health.js";
@@ -18,7 +19,7 @@ export function tetherApp(deps: AppDeps): ApplicationFunction {
     const metrics = processMetrics().useDatabase(deps.pool);
     // Deliveries through Probot (probot.receive in tests; Probot's middleware when the app is
     // loaded into a Probot Server, which Tether itself no longer uses).
-    app.on([...INTAKE_EVENTS], async (context) => {
+    app.on([...INTAKE_EVENTS, PUSH_EVENT], async (context) => {
       await intake(context);
     });
     // What main.ts serves: Tether's own webhook route, with its body cap, in-flight bound and

@@ -7,6 +7,7 @@ import { openDatabase } from "./db/database.js";
 import { applyEnvFile, EnvError, loadEnv, type Env } from "./env.js";
 import { appOctokit, githubApiUrl, readPrivateKey } from "./github/app-auth.js";
 import { HeadroomSync } from "./github/headroom-sync.js";
+import { postgresAnswers } from "./github/conditional-requests.js";
 import { githubDeliveryLog } from "./github/webhook-deliveries.js";
 import { InboxPruner } from "./intake/inbox-pruner.js";
 import { PeriodicJob } from "./intake/periodic-job.js";
@@ -196,7 +197,8 @@ async function startWeb(
     secret: env.WEBHOOK_SECRET,
     baseUrl: githubApiUrl(env),
     log: log.child({ component: "probot" }),
-    Octokit: appOctokit(env),
+    // Intake's reads (the config, the asker's permission) are asked conditionally.
+    Octokit: appOctokit(env, { answers: postgresAnswers(deps.pool) }),
   });
   const http = await serveTether(deps, probot, { host: env.HOST ?? "localhost", port: env.PORT });
   log.info({ url: http.url }, "listening");

@@ -9,7 +9,7 @@
 import { createHash } from "node:crypto";
 import type { z } from "zod";
 import type { ReactionTarget } from "../github/reactions.js";
-import type { TriggerComment } from "../sql/tasks/enqueue.js";
+import type { IssueSnapshot, TriggerComment } from "../sql/tasks/enqueue.js";
 import type { Author } from "./access.js";
 import {
   parseCiEvent,
@@ -124,6 +124,8 @@ export interface TextTrigger {
   replyTo?: { commentId: number; comment: ReviewComment };
   /** A submitted review: it may start its pull request's agent without a mention. */
   review?: ReviewTrigger;
+  /** The issue as the webhook carried it: the turn reads it instead of asking GitHub (#34). */
+  issue?: IssueSnapshot;
 }
 
 /** A creation (comment created, issue opened, review submitted), an edit or a deletion. */
@@ -277,6 +279,23 @@ function changeOf(e: {
   }
 }
 
+/**
+ * The issue as the payload has it, for the turn to read instead of asking GitHub; nothing for a
+ * pull request or a payload without the facts.
+ */
+function withIssue(i: IssueCommentEvent["issue"]): { issue?: IssueSnapshot } {
+  if (i.pull_request || typeof i.title !== "string" || !i.updated_at) return {};
+  return {
+    issue: {
+      title: i.title,
+      body: i.body ?? "",
+      author: i.user.login,
+      url: i.html_url,
+      updatedAt: i.updated_at,
+    },
+  };
+}
+
 function triggerFromComment(e: IssueCommentEvent): TextTrigger {
   const text = e.comment.body ?? "";
   return {
@@ -298,6 +317,7 @@ function triggerFromComment(e: IssueCommentEvent): TextTrigger {
     reactTo: { kind: "comment", commentId: e.comment.id },
     createdKey: `comment:${e.comment.id}:created`,
     seenBy: "thread",
+    ...withIssue(e.issue),
     label: `comment ${e.comment.id}`,
   };
 }
@@ -391,6 +411,7 @@ function triggerFromIssue(e: IssuesEvent): TextTrigger {
     reactTo: { kind: "issue", issueNumber: e.issue.number },
     createdKey: `issue:${e.issue.id}:opened`,
     seenBy: "every-turn",
+    ...withIssue(e.issue),
     label: "issue body",
   };
 }

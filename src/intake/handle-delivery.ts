@@ -11,7 +11,12 @@ import { conversationOfPull, conversationsOfPull } from "../sql/conversations.js
 import { isDeliveryPending, type Delivery } from "../sql/deliveries.js";
 import { bumpEpochsForComment, bumpEpochsForIssueBody } from "../sql/history.js";
 import { cancelKey, type CancelResult } from "../sql/tasks/cancel.js";
-import { queuedTasksFedBy, removeQueuedComment, updateQueuedComment } from "../sql/tasks/edit.js";
+import {
+  queuedTasksFedBy,
+  refreshIssueSnapshot,
+  removeQueuedComment,
+  updateQueuedComment,
+} from "../sql/tasks/edit.js";
 import { enqueueComment } from "../sql/tasks/enqueue.js";
 import type { TaskKey } from "../core/task.js";
 import { decideAccess, isBot } from "./access.js";
@@ -282,6 +287,8 @@ async function handleTrigger(
       deliveryId: d.deliveryId,
       settings,
       ...(conversation ? { threadNumber: t.issueNumber } : {}),
+      // The issue the webhook carried is the key's own only when the comment is on it.
+      ...(t.issue && key.issueNumber === t.issueNumber ? { issue: t.issue } : {}),
     });
     notes.push(`${agent}: ${r.kind} task ${r.taskId}`);
     log.info({ agent, task: r.taskId, result: r.kind }, "comment queued");
@@ -408,6 +415,11 @@ async function handleChange(
     : [];
   const refs = [ref, ...conversations.map((c) => ({ ...ref, issueNumber: c.issueNumber }))];
   const notes: string[] = [];
+  // A queued turn that reads the issue from its snapshot reads the edited one.
+  if (t.seenBy === "every-turn" && change.action === "edited" && t.issue) {
+    const refreshed = await refreshIssueSnapshot(fx.pool, t, t.issue);
+    if (refreshed.length) notes.push(`issue refreshed for queued task(s) ${refreshed.join(",")}`);
+  }
   if (change.action === "edited") {
     // A queued reply's request quotes its parent: the edit rebuilds it the same way, reading
     // the parent only when there is a queued request to rebuild.

@@ -6,6 +6,7 @@ import { InboxWriter } from "./inbox-writer.js";
 import { addedMentionNames, mentionedNames } from "./parse-comment.js";
 import { conversationsOfPull } from "../sql/conversations.js";
 import { readEvent, type IntakeEvent } from "./events.js";
+import { PUSH_EVENT, takePush } from "./config-push.js";
 
 export type Screened =
   | { take: false; reason: string }
@@ -106,7 +107,11 @@ export interface WebhookDeps {
   appId?: number;
 }
 
-export type Taken = { taken: false; reason: string } | { taken: true; result: InsertResult };
+export type Taken =
+  | { taken: false; reason: string }
+  | { taken: true; result: InsertResult }
+  /** A push, recorded at once (src/intake/config-push.ts). */
+  | { taken: true; recorded: string };
 
 /**
  * The webhook handler: screen, then put the delivery in the inbox (which wakes a processor),
@@ -117,6 +122,13 @@ export type Taken = { taken: false; reason: string } | { taken: true; result: In
 export function takeDelivery(deps: WebhookDeps): (event: WebhookDelivery) => Promise<Taken> {
   const inbox = new InboxWriter(deps.pool);
   return async (event) => {
+    if (event.name === PUSH_EVENT) {
+      const pushed = await takePush(deps.pool, event.payload);
+      deps.log.debug({ delivery: event.id, ...pushed }, "push");
+      return "ignore" in pushed
+        ? { taken: false, reason: pushed.ignore }
+        : { taken: true, recorded: pushed.recorded };
+    }
     const s = screenDelivery(event.name, event.payload, deps.appId);
     if (!s.take) {
       deps.log.debug(

@@ -77,6 +77,8 @@ export interface GitHubThread {
    * for a longer wait than the request policy takes; null: none did. Absent: not tracked.
    */
   limitedUntil?(): number | null;
+  /** Of its conditional requests, those GitHub answered 304 Not Modified so far. */
+  notModified?(): number;
 }
 
 export type ProgressEvent = { kind: "text"; text: string } | { kind: "tool"; name: string };

@@ -11,7 +11,12 @@ import { execFileSync } from "node:child_process";
 import { createTestDatabase } from "../helpers/db.js";
 import { startStack, REPO, type Stack } from "../helpers/e2e-stack.js";
 import { lastUserText, replies, userTexts, type FakeRequest } from "../helpers/fake-anthropic.js";
-import { lastSeq, turnRequests } from "../helpers/turn-requests.js";
+import {
+  installationRequests,
+  lastSeq,
+  routeCounts,
+  turnRequests,
+} from "../helpers/turn-requests.js";
 
 const CONFIG = `
 agents:
@@ -56,6 +61,11 @@ function requestsSince(from: number): FakeRequest[] {
 }
 const mark = () => stack.api.requests.length;
 
+/** Wait for a condition the app makes true (no deadline: the test's timeout is the bound). */
+async function until(ok: () => boolean): Promise<void> {
+  while (!ok()) await new Promise((r) => setTimeout(r, 20));
+}
+
 describe(
   "Tether end to end (real CLI, real Postgres, GitHub stand-in)",
   { timeout: 150_000 },
@@ -93,10 +103,11 @@ describe(
         await stack.comment(n, "@tether SECOND-REQUEST now add a test", "bob"),
       );
       // Tether's own count of the turn's GitHub requests (#34) is the stand-in's count of the
-      // requests made with the turn's tokens.
+      // requests made with the turn's tokens; those answered 304 apart.
       const made = turnRequests(stack.gh, ghFrom);
       expect(made.length).toBeGreaterThan(0);
-      expect(second.github_requests).toBe(made.length);
+      expect(second.github_requests).toBe(made.filter((r) => r.status !== 304).length);
+      expect(second.github_requests_not_modified).toBe(made.filter((r) => r.status === 304).length);
       expect(second).toMatchObject({
         status: "succeeded",
         resume_decision: "resume",
@@ -117,6 +128,72 @@ describe(
       expect(last).not.toContain("FIRST-REQUEST");
       expect(last).not.toContain("Issue body"); // no re-sent thread
       expect(stack.taskComments(n, second.id as number)).toHaveLength(1);
+    });
+
+    it("2b. a follow-up that publishes nothing costs at most 4 requests against the rate limit; the reads that did not change are 304s", async () => {
+      // A push the app hears of: from then on the repository's config is pinned until the next.
+      await stack.gh.commit(REPO, { files: { "CHANGES.md": "a push\n" } });
+      const n = newIssue();
+      await stack.finishedTask(await stack.comment(n, "@tether look at split()"));
+      // The first follow-up in a repository is the first to look up its default branch (a 200,
+      // kept); the one measured is the next, as most follow-ups are.
+      await stack.finishedTask(await stack.comment(n, "@tether and the edge cases?"));
+      const ghFrom = lastSeq(stack.gh);
+      const commentId = await stack.comment(n, "@tether and now the tests?");
+      const task = await stack.finishedTask(commentId);
+      expect(task).toMatchObject({ status: "succeeded", resume_reason: "resumed" });
+      // Intake's 👀 is made after the delivery is recorded: it belongs to this turn too.
+      await until(() => stack.gh.reactions(REPO, { commentId }).some((r) => r.content === "eyes"));
+      // Everything the installation's rate limit is charged for, intake's and the turn's, as
+      // the stand-in logged it (a 304 is free, as on GitHub).
+      const { counted, notModified } = installationRequests(stack.gh, ghFrom);
+      // A turn that runs longer than the progress interval (3 s) also edits its tracking comment
+      // as it goes; on a loaded machine even this one may. Those edits are counted writes too,
+      // in proportion to the turn's length, not to what it reads: the budget here is the rest.
+      const patches = counted.filter((r) => r.method === "PATCH");
+      const progressEdits = patches.slice(0, -1);
+      const what = `progress edits: ${progressEdits.length}; counted:\n  ${routeCounts(counted).join("\n  ")}\n304:\n  ${routeCounts(notModified).join("\n  ")}`;
+      expect(counted.length - progressEdits.length, what).toBeLessThanOrEqual(4);
+      // The writes cannot be cut: the 👀, the tracking comment, its final edit.
+      expect(routeCounts(counted), what).toEqual(
+        expect.arrayContaining([
+          "POST /repos/{owner}/{repo}/issues/comments/{comment_id}/reactions ×1",
+          "POST /repos/{owner}/{repo}/issues/{issue_number}/comments ×1",
+          "PATCH /repos/{owner}/{repo}/issues/comments/{comment_id} ×1",
+        ]),
+      );
+      // The reads that did not change were asked conditionally: the asker's permission and user
+      // record, the default branch.
+      const conditional = routeCounts(notModified).join("\n");
+      expect(conditional, what).toContain(
+        "GET /repos/{owner}/{repo}/collaborators/{username}/permission ×1",
+      );
+      expect(conditional, what).toContain("GET /users/{username} ×1");
+      expect(conditional, what).toContain("GET /repos/{owner}/{repo}/branches/{branch}");
+      // The issue came with the webhook: not asked at all.
+      expect(
+        [...counted, ...notModified].filter((r) => r.route?.endsWith("/issues/{issue_number}")),
+        what,
+      ).toEqual([]);
+      // The config was not asked at all: pinned until a push.
+      expect(
+        [...counted, ...notModified].filter((r) => r.path.includes("/contents/")),
+        what,
+      ).toEqual([]);
+      expect(task.github_requests_not_modified).toBeGreaterThan(0);
+    });
+
+    it("2c. a push to the default branch makes the next turn read the config again", async () => {
+      const n = newIssue();
+      const before = lastSeq(stack.gh);
+      await stack.gh.commit(REPO, { files: { "NOTES.md": "a push\n" } });
+      await stack.finishedTask(await stack.comment(n, "@tether hello after a push"));
+      const reads = stack.gh.requests.filter(
+        (r) => r.seq > before && r.kind === "rest" && r.path.includes("/contents/"),
+      );
+      // Asked again, conditionally: the file did not change, so GitHub answers 304.
+      expect(reads.length).toBeGreaterThan(0);
+      expect(reads.every((r) => r.status === 304)).toBe(true);
     });
 
     it("3. /fresh starts a new session; the next follow-up resumes the new one", async () => {

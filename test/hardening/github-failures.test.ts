@@ -61,7 +61,6 @@ function answeredWith(
 const answered = (from: number, status: number, match: (r: RecordedRequest) => boolean) =>
   answeredWith(from, status, match).length;
 
-const issuePath = (n: number) => new RegExp(`/repos/octo/widgets/issues/${n}$`);
 const commentsPath = (n: number) => new RegExp(`/repos/octo/widgets/issues/${n}/comments$`);
 
 /** One comment, answered once with the stand-in's reply. */
@@ -78,22 +77,24 @@ describe("GitHub failing", { timeout: 90_000 }, () => {
   it("5xx on the runner's reads and writes: retried with backoff, answered once", async () => {
     const n = newIssue();
     const from = stack.gh.requests.length;
-    const get: RequestMatcher = { method: "GET", path: issuePath(n) };
+    // The runner's read: the thread a first turn reads (the issue itself comes with the webhook).
+    const get: RequestMatcher = { method: "GET", path: commentsPath(n) };
     const post: RequestMatcher = { method: "POST", path: commentsPath(n) };
     stack.gh.failNext(get, { status: 502 });
     stack.gh.failNext(post, { status: 503 });
     await answeredOnce(n, "@tether survive a bad gateway");
-    expect(answered(from, 502, (r) => issuePath(n).test(r.path))).toBe(1);
-    expect(answered(from, 503, (r) => commentsPath(n).test(r.path))).toBe(1);
+    expect(answered(from, 502, (r) => r.method === "GET" && commentsPath(n).test(r.path))).toBe(1);
+    expect(answered(from, 503, (r) => r.method === "POST" && commentsPath(n).test(r.path))).toBe(1);
   });
 
   it("a primary rate limit on the runner's read: waits for the reset, then answers", async () => {
     const n = newIssue();
     const from = stack.gh.requests.length;
-    stack.gh.failNext({ method: "GET", path: issuePath(n) }, rateLimited(1));
+    const read = (r: RecordedRequest) => r.method === "GET" && commentsPath(n).test(r.path);
+    stack.gh.failNext({ method: "GET", path: commentsPath(n) }, rateLimited(1));
     await answeredOnce(n, "@tether wait for the quota");
-    const limited = answeredWith(from, 403, (r) => issuePath(n).test(r.path));
-    const retried = answeredWith(from, 200, (r) => issuePath(n).test(r.path));
+    const limited = answeredWith(from, 403, read);
+    const retried = answeredWith(from, 200, read);
     expect(limited).toHaveLength(1);
     // Retried only after the reset, not at once.
     expect(retried[0]!.at - limited[0]!.at).toBeGreaterThanOrEqual(900);

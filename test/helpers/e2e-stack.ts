@@ -260,5 +260,9 @@ export async function startStack(opts: {
       fs.rmSync(tmp, { recursive: true, force: true });
     },
   };
+  // GitHub sends a push after every commit; a failed delivery does not fail the push.
+  gh.onPush = async (ev) => {
+    await gh.deliver(stack.app.url, ev.name, ev.payload, SECRET, { timeoutMs: 15_000 });
+  };
   return stack;
 }

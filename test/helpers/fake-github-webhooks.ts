@@ -147,6 +147,27 @@ export function pullRequestReviewCommentEvent(
   } as unknown as PullRequestReviewCommentEvent;
 }
 
+export type PushEvent = EmitterWebhookEvent<"push">;
+
+/** A push of `ref` from `before` to `after`, as GitHub sends it after any push. */
+export function pushEvent(
+  src: PayloadSource,
+  o: Common & { ref: string; before: string; after: string },
+): PushEvent {
+  const payload = examplePayload("push", (e) => e.installation !== undefined);
+  payload.ref = o.ref;
+  payload.before = o.before;
+  payload.after = o.after;
+  payload.created = /^0+$/.test(o.before);
+  payload.deleted = /^0+$/.test(o.after);
+  payload.forced = false;
+  payload.commits = [];
+  payload.head_commit = null;
+  payload.compare = "";
+  finish(src, payload, o.repo, o.sender ?? o.repo.split("/")[0]!);
+  return { id: randomUUID(), name: "push", payload } as unknown as PushEvent;
+}
+
 function finish(src: PayloadSource, payload: Json, repo: string, sender: string): void {
   payload.repository = src.repoJson(repo);
   payload.sender = src.userJson(sender);

@@ -4,6 +4,7 @@ import {
   randomBytes,
   verify as verifySignature,
   type KeyObject,
+  createHash,
   createPublicKey,
 } from "node:crypto";
 import fs from "node:fs/promises";
@@ -55,7 +56,9 @@ import {
   issuesEvent,
   pullRequestEvent,
   pullRequestReviewCommentEvent,
+  pushEvent,
   WebhookDeliveryLog,
+  type PushEvent,
   type DeliveryAttemptRecord,
   type DeliveryResult,
   type PayloadSource,
@@ -204,6 +207,8 @@ interface RepoState {
   bare: string;
   createdAt: Date;
   pushedAt: Date;
+  /** When each commit the stand-in made or took landed: a branch's answer dates its commit by it. */
+  commitDates: Map<string, Date>;
   nextNumber: number;
   issues: Map<number, IssueState>;
   permissions: Map<string, Permission>;
@@ -436,7 +441,14 @@ export class FakeGitHub implements PayloadSource {
       pullRequestReviewEvent(this, o),
     pullRequestReviewComment: (o: Parameters<typeof pullRequestReviewCommentEvent>[1]) =>
       pullRequestReviewCommentEvent(this, o),
+    push: (o: Parameters<typeof pushEvent>[1]) => pushEvent(this, o),
   };
+
+  /**
+   * Sends the `push` webhook GitHub sends after `commit()` moves a branch (e2e-stack.ts delivers
+   * it to the app). Unset: no push is delivered. Pushes over git (the app's own) send none.
+   */
+  onPush: ((event: PushEvent) => Promise<void>) | undefined;
 
   /**
    * GitHub's log of the app's webhook deliveries: what `deliver` sent (and what a test recorded),
@@ -606,6 +618,7 @@ export class FakeGitHub implements PayloadSource {
       bare: path.join(this.reposDir, `${key}.git`),
       createdAt: this.now(),
       pushedAt: this.now(),
+      commitDates: new Map(),
       nextNumber: 1,
       issues: new Map(),
       permissions: new Map(),
@@ -633,10 +646,12 @@ export class FakeGitHub implements PayloadSource {
     o: { files: FileMap; message?: string; branch?: string; from?: string },
   ): Promise<string> {
     const r = this.repo(repo);
+    const branch = o.branch ?? r.defaultBranch;
+    const before = this.onPush ? await refSha(r.bare, `refs/heads/${branch}`, this.gitEnv()) : "";
     const sha = await commitFiles(
       r.bare,
       {
-        branch: o.branch ?? r.defaultBranch,
+        branch,
         files: o.files,
         message: o.message ?? "Update files",
         from: o.from ?? `refs/heads/${r.defaultBranch}`,
@@ -645,6 +660,15 @@ export class FakeGitHub implements PayloadSource {
       this.gitEnv(),
     );
     r.pushedAt = this.now();
+    r.commitDates.set(sha, r.pushedAt);
+    await this.onPush?.(
+      this.webhooks.push({
+        repo,
+        ref: `refs/heads/${branch}`,
+        before: before || "0".repeat(40),
+        after: sha,
+      }),
+    );
     return sha;
   }
 
@@ -1548,7 +1572,7 @@ export class FakeGitHub implements PayloadSource {
       repo,
       accept: String(req.headers.accept ?? ""),
     });
-    this.sendJson(res, rec, reply);
+    this.sendJson(res, rec, rec.method === "GET" ? conditional(req, rec, reply) : reply);
   }
 
   private sendJson(res: ServerResponse, rec: RecordedRequest, reply: Reply): void {
@@ -1565,8 +1589,8 @@ export class FakeGitHub implements PayloadSource {
       ...this.rateLimitHeaders(rec),
       ...reply.headers,
     };
-    if (reply.status === 204) {
-      res.writeHead(204, headers);
+    if (reply.status === 204 || reply.status === 304) {
+      res.writeHead(reply.status, headers);
       res.end();
       return;
     }
@@ -1601,7 +1625,11 @@ export class FakeGitHub implements PayloadSource {
       body: parseBody(rec.rawBody),
     };
     const body =
-      reply.status === 204 ? undefined : reply.raw ? String(reply.raw.data) : (reply.body ?? {});
+      reply.status === 204 || reply.status === 304
+        ? undefined
+        : reply.raw
+          ? String(reply.raw.data)
+          : (reply.body ?? {});
     this.openapiViolations.push(
       ...checkRequest(req),
       ...checkResponse(req, { status: reply.status, body }),
@@ -1719,6 +1747,7 @@ export class FakeGitHub implements PayloadSource {
           : null,
       });
       repo.pushedAt = this.now();
+      if (b !== null) repo.commitDates.set(b, repo.pushedAt);
       if (!ref.startsWith("refs/heads/") || b === null) continue;
       const branch = ref.slice("refs/heads/".length);
       for (const issue of repo.issues.values()) {
@@ -2247,7 +2276,9 @@ export class FakeGitHub implements PayloadSource {
         status: 200,
         body: {
           name,
-          commit: commitJson(this.bases(), full, sha, r.pushedAt),
+          // Dated by the commit, not the repository's last push: pushing one branch does not
+          // change another's answer (nor its ETag).
+          commit: commitJson(this.bases(), full, sha, r.commitDates.get(sha) ?? r.createdAt),
           _links: {
             self: `${this.apiUrl}/repos/${full}/branches/${name}`,
             html: `${this.url}/${full}/tree/${name}`,
@@ -2435,6 +2466,42 @@ function diffLines(patch: string): { LEFT: Set<number>; RIGHT: Set<number> } {
     }
   }
   return out;
+}
+
+/**
+ * A GET's answer as GitHub gives it: with an ETag, which GitHub makes per token (an ETag another
+ * token got does not match), and a Last-Modified where the resource has an `updated_at`. A
+ * request whose If-None-Match names the ETag, or (without one) whose If-Modified-Since is no
+ * older than Last-Modified, gets 304 Not Modified and no body, which GitHub does not count
+ * against the rate limit.
+ */
+function conditional(req: IncomingMessage, rec: RecordedRequest, reply: Reply): Reply {
+  if (reply.status !== 200) return reply;
+  const text = reply.raw ? String(reply.raw.data) : JSON.stringify(reply.body ?? {});
+  const etag = `W/"${createHash("sha256")
+    .update(`${rec.token ?? ""}\n${text}`)
+    .digest("hex")
+    .slice(0, 40)}"`;
+  const updatedAt = (reply.body as { updated_at?: unknown } | undefined)?.updated_at;
+  const lastModified =
+    !reply.raw && typeof updatedAt === "string" && !Number.isNaN(Date.parse(updatedAt))
+      ? new Date(updatedAt).toUTCString()
+      : undefined;
+  const headers = {
+    ...reply.headers,
+    etag,
+    ...(lastModified ? { "last-modified": lastModified } : {}),
+  };
+  const bare = (t: string) => t.trim().replace(/^W\//, "");
+  const ifNoneMatch = req.headers["if-none-match"];
+  const ifModifiedSince = req.headers["if-modified-since"];
+  const unchanged =
+    ifNoneMatch !== undefined
+      ? ifNoneMatch.split(",").some((t) => t.trim() === "*" || bare(t) === bare(etag))
+      : ifModifiedSince !== undefined &&
+        lastModified !== undefined &&
+        Date.parse(lastModified) <= Date.parse(ifModifiedSince);
+  return unchanged ? { status: 304, headers } : { ...reply, headers };
 }
 
 function notFound(): Reply {

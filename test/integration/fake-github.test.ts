@@ -362,6 +362,90 @@ describe("REST shapes", () => {
   });
 });
 
+describe("conditional requests, as GitHub answers them", () => {
+  const issueReq = (t: string, headers: Record<string, string>, n: number) =>
+    fetch(`${gh.apiUrl}/repos/octo/widgets/issues/${n}`, {
+      headers: { authorization: `token ${t}`, accept: "application/vnd.github+json", ...headers },
+    });
+
+  it("sends an ETag per token and answers a matching If-None-Match with 304 and no body", async () => {
+    const n = gh.addIssue({ repo: REPO, title: "Cached", body: "x", user: "alice" })
+      .number as number;
+    const first = await issueReq(token, {}, n);
+    expect(first.status).toBe(200);
+    const etag = first.headers.get("etag")!;
+    expect(etag).toMatch(/^W\/"[0-9a-f]+"$/);
+    const again = await issueReq(token, { "if-none-match": etag }, n);
+    expect(again.status).toBe(304);
+    expect(await again.text()).toBe("");
+    expect(again.headers.get("etag")).toBe(etag);
+    expect(gh.requests.at(-1)).toMatchObject({ status: 304 });
+
+    // GitHub's ETags are per token: another token's ETag brings the whole answer.
+    const other = gh.createInstallationToken();
+    const otherAnswer = await issueReq(other, { "if-none-match": etag }, n);
+    expect(otherAnswer.status).toBe(200);
+    expect(otherAnswer.headers.get("etag")).not.toBe(etag);
+
+    // A change makes the old ETag stale.
+    gh.editIssue(REPO, n, { body: "changed" });
+    const changed = await issueReq(token, { "if-none-match": etag }, n);
+    expect(changed.status).toBe(200);
+    expect(((await changed.json()) as { body: string }).body).toBe("changed");
+  });
+
+  it("sends Last-Modified where the resource has updated_at and honours If-Modified-Since from any token", async () => {
+    const n = gh.addIssue({ repo: REPO, title: "Dated", body: "x", user: "alice" })
+      .number as number;
+    const first = await issueReq(token, {}, n);
+    const lastModified = first.headers.get("last-modified")!;
+    expect(new Date(lastModified).toUTCString()).toBe(lastModified);
+    const other = gh.createInstallationToken();
+    expect((await issueReq(other, { "if-modified-since": lastModified }, n)).status).toBe(304);
+    const earlier = new Date(Date.parse(lastModified) - 60_000).toUTCString();
+    expect((await issueReq(other, { "if-modified-since": earlier }, n)).status).toBe(200);
+  });
+
+  it("answers conditional reads of raw file contents, and Octokit sees the 304 as GitHub's", async () => {
+    await gh.setConfig(REPO, "resume: false\n");
+    const raw = await octokit.rest.repos.getContent({
+      owner: "octo",
+      repo: "widgets",
+      path: ".github/tether.yml",
+      mediaType: { format: "raw" },
+    });
+    const etag = String(raw.headers.etag);
+    expect(
+      await status(
+        octokit.rest.repos.getContent({
+          owner: "octo",
+          repo: "widgets",
+          path: ".github/tether.yml",
+          mediaType: { format: "raw" },
+          headers: { "if-none-match": etag },
+        }),
+      ),
+    ).toBe(304);
+    await gh.setConfig(REPO, null);
+  });
+
+  it("sends a push webhook after a commit when asked to, from the old head to the new", async () => {
+    const pushes: Array<{ ref: string; before: string; after: string; repository: Json }> = [];
+    gh.onPush = async (ev) => {
+      pushes.push(ev.payload as never);
+    };
+    try {
+      const before = await gh.sha(REPO, "main");
+      const after = await gh.commit(REPO, { files: { "notes.md": "hi\n" } });
+      expect(pushes).toHaveLength(1);
+      expect(pushes[0]).toMatchObject({ ref: "refs/heads/main", before, after });
+      expect(pushes[0]!.repository).toMatchObject({ full_name: REPO, default_branch: "main" });
+    } finally {
+      gh.onPush = undefined;
+    }
+  });
+});
+
 describe("pull request files and reviews, as GitHub answers them", () => {
   it("lists a pull request's files with their patch, and takes a review only on lines of the diff", async () => {
     const pr = await gh.addPullRequest({

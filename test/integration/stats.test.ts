@@ -402,7 +402,7 @@ describe("/api/stats on seeded tasks", () => {
 
   it("GitHub requests per turn by kind: first, follow-up, publishing; median and mean (#34)", async () => {
     const before = (await api("24h")).body.githubRequests;
-    const none = { turns: 0, median: null, mean: null };
+    const none = { turns: 0, median: null, mean: null, notModifiedMedian: null };
     expect(before).toEqual({ first: none, followUp: none, publishing: none });
     const at = new Date(NOW.getTime() - 3600_000);
     const seed = (github_requests: number | null, more: Record<string, unknown> = {}) =>
@@ -418,21 +418,26 @@ describe("/api/stats on seeded tasks", () => {
       });
     await seed(5);
     await seed(7);
-    await seed(6, { is_follow_up: true });
-    await seed(6, { is_follow_up: true });
-    await seed(9, { is_follow_up: true });
+    await seed(6, { is_follow_up: true, github_requests_not_modified: 3 });
+    await seed(6, { is_follow_up: true, github_requests_not_modified: 5 });
+    await seed(9, { is_follow_up: true }); // recorded before the 304s were: left out of theirs
     await seed(10, { is_follow_up: true, publish_result: "published" });
     await seed(null, { is_follow_up: true }); // recorded before the count: left out
     await seed(99, { created_at: new Date(NOW.getTime() - 3 * 24 * 3600_000) }); // outside 24h
     await seed(99, { status: "running", finished_at: null, locked_by: "r" }); // not finished
     const { body } = await api("24h");
     expect(body.githubRequests).toEqual({
-      first: { turns: 2, median: 6, mean: 6 },
-      followUp: { turns: 3, median: 6, mean: 7 },
-      publishing: { turns: 1, median: 10, mean: 10 },
+      first: { turns: 2, median: 6, mean: 6, notModifiedMedian: null },
+      followUp: { turns: 3, median: 6, mean: 7, notModifiedMedian: 4 },
+      publishing: { turns: 1, median: 10, mean: 10, notModifiedMedian: null },
     });
     // The 7-day window takes the turn from three days ago.
-    expect((await api("7d")).body.githubRequests.first).toEqual({ turns: 3, median: 7, mean: 37 });
+    expect((await api("7d")).body.githubRequests.first).toEqual({
+      turns: 3,
+      median: 7,
+      mean: 37,
+      notModifiedMedian: null,
+    });
   });
 
   it("counts the reviews agents posted, refused ones apart, and their line comments (#29)", async () => {

@@ -360,6 +360,7 @@ function ender(
       ...f,
       answer,
       githubRequests: gh()?.requests?.() ?? null,
+      githubRequestsNotModified: gh()?.notModified?.() ?? null,
     });
     if (!ok)
       deps.log.warn({ task: task.id }, "lease lost: the task was finished or taken over elsewhere");

@@ -53,7 +53,18 @@ export async function startWorkspace(
 ): Promise<TurnWorkspace> {
   const workDir = workspace.pathFor(task);
   const workDirExists = await workspace.exists(workDir);
-  const issueP = gh.getIssue(task.issueNumber);
+  // An issue's answer changes with every comment (never a free 304): a task queued from a
+  // webhook reads the issue as that webhook carried it. A pull request needs GitHub's refs.
+  const snapshot = task.isPullRequest ? null : (task.issueSnapshot ?? null);
+  const issueP: Promise<IssueInfo> = snapshot
+    ? Promise.resolve({
+        title: snapshot.title,
+        body: snapshot.body,
+        author: snapshot.author,
+        url: snapshot.url,
+        isPullRequest: false,
+      })
+    : gh.getIssue(task.issueNumber);
   issueP.catch(() => {}); // awaited below; this only keeps an early failure from going unhandled
   const preparing = new AbortController();
   const stopPreparing = () => preparing.abort(signal.reason);

@@ -53,7 +53,13 @@ export function githubThread(o: GitHubThreadOptions): GitHubThread {
   const { counter } = o;
   return {
     cloneUrl: o.cloneUrl,
-    ...(counter ? { requests: () => counter.count, limitedUntil: () => counter.limitedUntil } : {}),
+    ...(counter
+      ? {
+          requests: () => counter.count,
+          limitedUntil: () => counter.limitedUntil,
+          notModified: () => counter.notModified,
+        }
+      : {}),
     async token() {
       if (o.gitToken) return o.gitToken();
       const auth = (await octokit.auth({ type: "installation" })) as { token: string };

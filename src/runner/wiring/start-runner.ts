@@ -15,6 +15,7 @@ import { HeadroomSync } from "../../github/headroom-sync.js";
 import { appOctokit, githubApiUrl, readPrivateKey } from "../../github/app-auth.js";
 import { RequestCounter } from "../../github/request-count.js";
 import { cloneUrlFor } from "../../github/git-auth.js";
+import { postgresAnswers } from "../../github/conditional-requests.js";
 import {
   FETCH_PERMISSIONS,
   scopedOctokit,
@@ -100,12 +101,14 @@ export async function startRunner(opts: {
     homeStore: defaultCli.homeStore,
     cliPath: caps.path,
   });
+  // The turn's reads of the issue, branches and users are asked conditionally.
+  const Octokit = appOctokit(env, { answers: postgresAnswers(pool) });
   const probot = new Probot({
     appId: env.APP_ID,
     privateKey,
     baseUrl: githubApiUrl(env),
     log: log.child({ component: "github" }),
-    Octokit: appOctokit(env),
+    Octokit,
   });
   const workspaces = await Workspaces.open({
     root: env.workspaceDir,
@@ -180,7 +183,7 @@ export async function startRunner(opts: {
       const counter = new RequestCounter(task.installationId);
       const octokit = scopedOctokit(
         appClient,
-        appOctokit(env),
+        Octokit,
         { ...scope, permissions: THREAD_PERMISSIONS },
         {
           baseUrl: githubApiUrl(env),

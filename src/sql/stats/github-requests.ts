@@ -17,6 +17,11 @@ export interface TurnRequestFigures {
   median: number | null;
   /** Mean requests per turn; null without a turn. */
   mean: number | null;
+  /**
+   * Median conditional requests per turn answered 304 (not counted against the limit, nor in
+   * `median`); null without a turn that recorded them.
+   */
+  notModifiedMedian: number | null;
 }
 
 export interface GithubRequestRow {
@@ -24,6 +29,7 @@ export interface GithubRequestRow {
   turns: number;
   median: number | null;
   mean: number | null;
+  not_modified_median: number | null;
 }
 
 /** Finished tasks queued in the window with a count, by kind (the created_at index). */
@@ -36,7 +42,9 @@ export async function githubRequestRows(
                  WHEN is_follow_up THEN 'followUp' ELSE 'first' END AS kind,
             count(*)::int AS turns,
             percentile_cont(0.5) WITHIN GROUP (ORDER BY github_requests)::float8 AS median,
-            avg(github_requests)::float8 AS mean
+            avg(github_requests)::float8 AS mean,
+            percentile_cont(0.5) WITHIN GROUP (ORDER BY github_requests_not_modified)::float8
+              AS not_modified_median
        FROM tasks
       WHERE created_at >= $1 AND created_at <= $2 AND finished_at IS NOT NULL
         AND github_requests IS NOT NULL
@@ -51,13 +59,17 @@ export function githubRequestFigures(
   rows: readonly GithubRequestRow[],
 ): Record<RequestTurnKind, TurnRequestFigures> {
   const out = Object.fromEntries(
-    REQUEST_TURN_KINDS.map((k) => [k, { turns: 0, median: null, mean: null }]),
+    REQUEST_TURN_KINDS.map((k) => [
+      k,
+      { turns: 0, median: null, mean: null, notModifiedMedian: null },
+    ]),
   ) as Record<RequestTurnKind, TurnRequestFigures>;
   for (const r of rows)
     out[r.kind] = {
       turns: r.turns,
       median: r.median,
       mean: r.mean === null ? null : Math.round(r.mean * 10) / 10,
+      notModifiedMedian: r.not_modified_median,
     };
   return out;
 }

@@ -6,6 +6,7 @@
  */
 import type { TaskStatus, TriggerContextItem, TriggerKind } from "../../core/task.js";
 import type { Queryable } from "../db.js";
+import type { IssueSnapshot } from "./enqueue.js";
 
 export interface TaskComment {
   commentId: number | null;
@@ -51,6 +52,8 @@ export interface Task {
   startedAt: Date | null;
   /** The settings snapshot intake stored (src/config/repo-settings.ts), unread. */
   repoSettings: unknown;
+  /** The issue as the queuing webhook carried it (tasks.issue_snapshot); null: ask GitHub. */
+  issueSnapshot?: IssueSnapshot | null;
 }
 
 /** A tasks row as node-postgres returns it. */
@@ -85,6 +88,7 @@ export function toTask(r: Row): Task {
     createdAt: r.created_at as Date,
     startedAt: (r.started_at as Date | null) ?? null,
     repoSettings: r.repo_settings ?? null,
+    issueSnapshot: (r.issue_snapshot as IssueSnapshot | null | undefined) ?? null,
   };
 }
 

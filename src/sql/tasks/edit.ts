@@ -4,6 +4,7 @@
  */
 import type { Pool } from "../../db/pool.js";
 import { inTransaction, type Queryable } from "../db.js";
+import type { IssueSnapshot } from "./enqueue.js";
 
 export interface CommentRef {
   repo: string;
@@ -114,6 +115,26 @@ export async function queuedTasksFedBy(db: Queryable, ref: CommentRef): Promise<
       WHERE tc.source = $1 AND t.repo = $2 AND t.issue_number = $3 AND t.status = 'queued'
       ORDER BY t.id`,
     [ref.source, ref.repo, ref.issueNumber],
+  );
+  return rows.map((r) => r.id);
+}
+
+/**
+ * The issue was edited: the queued tasks of its keys that read it from their snapshot
+ * (tasks.issue_snapshot) read the edit instead, unless they hold a newer one. Returns their ids.
+ */
+export async function refreshIssueSnapshot(
+  db: Queryable,
+  where: { repo: string; issueNumber: number },
+  issue: IssueSnapshot,
+): Promise<number[]> {
+  const { rows } = await db.query<{ id: number }>(
+    `UPDATE tasks SET issue_snapshot = $3::jsonb, updated_at = now()
+      WHERE repo = $1 AND issue_number = $2 AND status = 'queued'
+        AND issue_snapshot IS NOT NULL
+        AND issue_snapshot->>'updatedAt' <= $3::jsonb->>'updatedAt'
+      RETURNING id`,
+    [where.repo, where.issueNumber, JSON.stringify(issue)],
   );
   return rows.map((r) => r.id);
 }

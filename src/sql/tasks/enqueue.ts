@@ -34,6 +34,18 @@ export interface TriggerComment {
   context?: TriggerContextItem[];
 }
 
+/**
+ * The issue as a webhook carried it (tasks.issue_snapshot): what a turn on it would otherwise ask
+ * GitHub for. `updatedAt` orders two snapshots: the newer one is kept.
+ */
+export interface IssueSnapshot {
+  title: string;
+  body: string;
+  author: string;
+  url: string;
+  updatedAt: string;
+}
+
 export interface EnqueueInput {
   key: TaskKey;
   repoId: number | null;
@@ -59,6 +71,8 @@ export interface EnqueueInput {
    * issue as its request), even when the runner claimed the first before the second came in.
    */
   coveredBy?: readonly TriggerKind[];
+  /** The key's issue as this comment's webhook carried it (not for a pull request). */
+  issue?: IssueSnapshot;
 }
 
 export type EnqueueResult =
@@ -82,6 +96,7 @@ export type EnqueueResult =
 export async function enqueueComment(pool: Pool, input: EnqueueInput): Promise<EnqueueResult> {
   const { key, comment } = input;
   const settingsJson = input.settings === undefined ? null : JSON.stringify(input.settings);
+  const issueJson = input.issue ? JSON.stringify(input.issue) : null;
   return inTransaction(pool, async (tx): Promise<EnqueueResult> => {
     const seen = await findCommentTask(tx, comment.source, key.agent);
     if (seen !== undefined) return { kind: "duplicate", taskId: seen };
@@ -111,7 +126,12 @@ export async function enqueueComment(pool: Pool, input: EnqueueInput): Promise<E
           `UPDATE tasks SET force_fresh = force_fresh OR $2,
                   repo_settings = COALESCE($3::jsonb, repo_settings),
                   requested_model = COALESCE($4, requested_model),
-                  fork_session_id = COALESCE($5, fork_session_id), updated_at = now()
+                  fork_session_id = COALESCE($5, fork_session_id),
+                  issue_snapshot = CASE
+                    WHEN $6::jsonb IS NOT NULL AND (issue_snapshot IS NULL
+                      OR issue_snapshot->>'updatedAt' <= $6::jsonb->>'updatedAt')
+                    THEN $6::jsonb ELSE issue_snapshot END,
+                  updated_at = now()
             WHERE id = $1`,
           [
             taskId,
@@ -119,6 +139,7 @@ export async function enqueueComment(pool: Pool, input: EnqueueInput): Promise<E
             settingsJson,
             input.requestedModel ?? null,
             input.forkSessionId ?? null,
+            issueJson,
           ],
         );
       } else {
@@ -126,8 +147,9 @@ export async function enqueueComment(pool: Pool, input: EnqueueInput): Promise<E
           `INSERT INTO tasks (repo, repo_id, installation_id, issue_number, is_pull_request, agent,
                               trigger_comment_id, trigger_author, trigger_url, trigger_body,
                               delivery_id, force_fresh, repo_settings, thread_number, trigger,
-                              requested_model, fork_session_id)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13::jsonb, $14, $15, $16, $17)
+                              requested_model, fork_session_id, issue_snapshot)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13::jsonb, $14, $15, $16, $17,
+                   $18::jsonb)
            ON CONFLICT (repo, issue_number, agent) WHERE status = 'queued' DO NOTHING
            RETURNING id`,
           [
@@ -148,6 +170,7 @@ export async function enqueueComment(pool: Pool, input: EnqueueInput): Promise<E
             comment.trigger ?? "comment",
             input.requestedModel ?? null,
             input.forkSessionId ?? null,
+            issueJson,
           ],
         );
         taskId = created.rows[0]?.id;

@@ -33,6 +33,8 @@ export interface Finish {
   cacheTtl?: CacheTtl | null;
   /** GitHub requests the turn's client made (src/github/request-count.ts); null: not counted. */
   githubRequests?: number | null;
+  /** Of its conditional requests, those GitHub answered 304 (not counted against the limit). */
+  githubRequestsNotModified?: number | null;
   /** The review the turn posted with the agent's line comments; null: none was asked for. */
   review?: { result: "posted" | "failed"; lineComments: number } | null;
 }
@@ -61,6 +63,7 @@ export async function finishTask(
             answer_next_at = CASE WHEN $17 THEN now() + make_interval(secs => $19::double precision / 1000) END,
             prompt_bytes = $20, answer_bytes = $21, cache_ttl = COALESCE($22, cache_ttl),
             github_requests = $23, review_result = $24, review_line_comments = $25,
+            github_requests_not_modified = $26,
             finished_at = now(), updated_at = now(), locked_by = NULL, heartbeat_at = NULL
       WHERE id = $1 AND locked_by = $2 AND status = 'running'`,
     [
@@ -89,6 +92,7 @@ export async function finishTask(
       f.githubRequests ?? null,
       f.review?.result ?? null,
       f.review?.lineComments ?? null,
+      f.githubRequestsNotModified ?? null,
     ],
   );
   return res.rowCount === 1;

@@ -63,7 +63,15 @@ export interface DashboardStats {
   ci?: { loops: Record<string, number>; turns: number };
   reviews?: { posted: number; failed: number; lineComments: number };
   /** GitHub requests per turn by kind (first, followUp, publishing): median and mean. */
-  githubRequests?: Record<string, { turns: number; median: number | null; mean: number | null }>;
+  githubRequests?: Record<
+    string,
+    {
+      turns: number;
+      median: number | null;
+      mean: number | null;
+      notModifiedMedian?: number | null;
+    }
+  >;
   /**
    * Per installation: the x-ratelimit-remaining GitHub last reported (stored by every process, or
    * this process's own), when the window resets (epoch seconds), and how many queued tasks wait

@@ -1,0 +1,48 @@
+/**
+ * A push to a repository's default branch may change its `.github/tether.yml`, or, for an
+ * organisation's `.github` repository, the default every repository of the organisation reads.
+ * The config's answers are pinned (src/github/conditional-requests.ts): served without asking
+ * GitHub until such a push. So the push is recorded at once, in the webhook handler (one
+ * statement, no GitHub call, no inbox row): the next config read of that repository asks GitHub
+ * again, conditionally, and a push that did not touch the file costs a free 304.
+ *
+ * Pushes to other branches change nothing the config reads, and are ignored.
+ */
+import { z } from "zod";
+import type { Queryable } from "../sql/db.js";
+import { recordPush } from "../sql/github-cache.js";
+
+export const PUSH_EVENT = "push";
+
+const PushEvent = z.object({
+  ref: z.string().min(1),
+  repository: z.object({
+    full_name: z.string().regex(/^[^/\s]+\/[^/\s]+$/),
+    default_branch: z.string().min(1),
+  }),
+});
+
+/** What a push says about pinned answers: the scope to ask again, or why nothing. */
+export function pushScope(payload: unknown): { scope: string } | { ignore: string } {
+  const read = PushEvent.safeParse(payload);
+  if (!read.success) {
+    const first = read.error.issues[0];
+    return {
+      ignore: `unexpected push payload: ${first ? `${first.path.join(".") || "(root)"}: ${first.message}` : "invalid"}`,
+    };
+  }
+  const { ref, repository: r } = read.data;
+  if (ref !== `refs/heads/${r.default_branch}`) return { ignore: "push to another branch" };
+  return { scope: r.full_name.toLowerCase() };
+}
+
+/** Record the push, when it is to the default branch. Returns what was done, for the log. */
+export async function takePush(
+  db: Queryable,
+  payload: unknown,
+): Promise<{ recorded: string } | { ignore: string }> {
+  const s = pushScope(payload);
+  if ("ignore" in s) return s;
+  await recordPush(db, s.scope);
+  return { recorded: `push to ${s.scope}'s default branch: its config is asked again` };
+}
