@@ -109,7 +109,11 @@ export function createOpencodeCli(opts: OpencodeCliOptions = {}): CliAdapter {
     opts.path ?? resolveOpencodePath({ TETHER_OPENCODE_PATH: process.env.TETHER_OPENCODE_PATH });
   const baseEnv = opts.baseEnv ?? process.env;
   let probed: Promise<CliCapabilities> | undefined;
-  return createDialectCli("opencode", opencodeDialect, { ...opts, path: file, baseEnv }, () => {
+  // The CLI's first line comes only once the model's first answer streams (facts, "The
+  // stream"): the start-up limit has to cover a boot on a busy machine and a model call.
+  const startTimeoutMs = opts.startTimeoutMs ?? 180_000;
+  const o = { ...opts, path: file, baseEnv, startTimeoutMs };
+  return createDialectCli("opencode", opencodeDialect, o, () => {
     probed ??= probeOpencode(file, baseEnv).then((c) => {
       if (c.error) probed = undefined;
       return c;
@@ -145,7 +149,7 @@ export async function probeOpencode(
     return {
       path: file,
       version: parseVersion(version.stdout),
-      canResume: /(^|\s)--session\b/m.test(help.stdout),
+      canResume: /(^|\s)--session\b/m.test(help.stdout + help.stderr),
       ...(help.failed ? { error: `could not run ${file} run --help: ${help.error}` } : {}),
     };
   } finally {
