@@ -66,6 +66,8 @@ export const EnvSchema = z.object({
   TETHER_CLAUDE_PATH: optional(z.string()),
   /** Path of the Codex executable; default: the native binary of the bundled @openai/codex, then `codex` on PATH. */
   TETHER_CODEX_PATH: optional(z.string()),
+  /** Path of the opencode executable; default: the native binary of the bundled opencode-ai, then `opencode` on PATH. */
+  TETHER_OPENCODE_PATH: optional(z.string()),
   /**
    * Where agents run: `bwrap` (default), a bubblewrap sandbox per run that sees its own
    * workspace and nothing of Tether's; `off` runs them as Tether's own user, able to read

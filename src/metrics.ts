@@ -16,7 +16,7 @@ import { requestTally, tallyRows } from "./github/request-count.js";
 export interface TurnRecord {
   outcome: Outcome;
   /** The agent CLI the turn ran on; default claude. */
-  cli?: "claude" | "codex";
+  cli?: "claude" | "codex" | "opencode";
   /** What started the turn (core/task.ts TRIGGERS); default comment. */
   trigger?: string;
   /** The turn's resume reason code; null when the decision never ran. */
@@ -102,7 +102,7 @@ export class Metrics {
 
   private readonly turns = new Counter({
     name: "tether_turns_total",
-    help: "Finished turns by outcome, resume reason code and agent CLI (claude, codex).",
+    help: "Finished turns by outcome, resume reason code and agent CLI (claude, codex, opencode).",
     labelNames: ["outcome", "reason", "cli"] as const,
     registers: [this.registry],
   });
@@ -281,7 +281,7 @@ export class Metrics {
   recordTurn(turn: TurnRecord): void {
     const outcome = known(OUTCOMES, turn.outcome);
     const reason = turn.reason === null ? "none" : known(REASON_CODES, turn.reason);
-    const cli = turn.cli === "codex" ? "codex" : "claude";
+    const cli = turn.cli === "codex" || turn.cli === "opencode" ? turn.cli : "claude";
     this.turns.inc({ outcome, reason, cli });
     this.triggers.inc({ trigger: known(TRIGGERS, turn.trigger ?? "comment") });
     if (nonNegative(turn.durationMs)) this.duration.observe({ outcome }, turn.durationMs / 1000);

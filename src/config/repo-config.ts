@@ -26,7 +26,7 @@ export const DEFAULT_MODEL = "claude-sonnet-4-5";
 export const DEFAULT_CODEX_MODEL = "gpt-5.5";
 
 /** The agent CLIs Tether runs. */
-export const AGENT_CLIS = ["claude", "codex"] as const;
+export const AGENT_CLIS = ["claude", "codex", "opencode"] as const;
 
 const NAME_RE = /^[a-z0-9](?:[a-z0-9]|-(?=[a-z0-9])){0,38}$/;
 const MENTION_RE = /^@[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}$/;
@@ -106,10 +106,11 @@ export const AgentConfig = z.strictObject({
    */
   mention: z.string().regex(MENTION_RE, "must be @ followed by a GitHub-style name").optional(),
   /**
-   * Which agent CLI runs this agent: `claude` (Claude Code) or `codex` (OpenAI's Codex CLI). A
-   * session belongs to its CLI: changing it starts the next turn fresh. Default: `claude`.
+   * Which agent CLI runs this agent: `claude` (Claude Code), `codex` (OpenAI's Codex CLI) or
+   * `opencode` (sst's opencode, on Anthropic's API). A session belongs to its CLI: changing it
+   * starts the next turn fresh. Default: `claude`.
    */
-  cli: z.enum(AGENT_CLIS, "must be claude or codex").default("claude"),
+  cli: z.enum(AGENT_CLIS, "must be claude, codex or opencode").default("claude"),
   /**
    * Model id passed on every turn (`--model` / `-m`). Default: `claude-sonnet-4-5` for Claude,
    * `gpt-5.5` for Codex.
@@ -353,15 +354,15 @@ export const RepoConfig = RepoConfigInput.superRefine((cfg, ctx) => {
       });
   }
   for (const [name, a] of Object.entries(cfg.agents)) {
-    if (a.cli !== "codex") continue;
-    // Claude's tool rules mean nothing to Codex; silently ignoring them would widen what the
-    // agent may do without its author knowing.
+    if (a.cli === "claude") continue;
+    // Claude's tool rules mean nothing to Codex or opencode; silently ignoring them would widen
+    // what the agent may do without its author knowing.
     for (const key of ["allowedTools", "disallowedTools"] as const) {
       if (a[key].length > 0)
         ctx.addIssue({
           code: "custom",
           path: ["agents", name, key],
-          message: "is a Claude setting; a cli: codex agent has no tool rules (remove it)",
+          message: `is a Claude setting; a cli: ${a.cli} agent has no tool rules (remove it)`,
         });
     }
   }

@@ -71,7 +71,7 @@ const SettingsSnapshot = z.object({
       name: z.string(),
       mention: z.string().optional(),
       // Absent in snapshots taken before Codex: those agents are Claude's.
-      cli: z.enum(["claude", "codex"]).optional(),
+      cli: z.enum(["claude", "codex", "opencode"]).optional(),
       model: z.string().optional(),
       models: z.array(z.string()).optional(),
       maxTurns: z.number().int().positive().optional(),

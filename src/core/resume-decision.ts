@@ -37,7 +37,7 @@ export type ReasonCode = (typeof REASON_CODES)[number];
 export interface PriorSession {
   sessionId: string;
   /** The CLI that made it; only that CLI can resume it. */
-  cli: "claude" | "codex";
+  cli: "claude" | "codex" | "opencode";
   runtimeId: string | null;
   workDir: string | null;
   /** Latest state: once poisoned or retired, never resumed again. */
@@ -72,7 +72,7 @@ export interface ResumeInput {
   policy: ResumePolicy;
   runtimeId: string;
   /** The CLI this turn runs on (the agent's `cli`). */
-  cli: "claude" | "codex";
+  cli: "claude" | "codex" | "opencode";
   /** The key's working directory for this turn, and whether it exists now (before any clone). */
   workDir: string;
   workDirExists: boolean;

@@ -24,7 +24,7 @@ export const CACHE_TTL_SETTINGS = [...CACHE_TTLS, "auto"] as const;
 export type CacheTtlSetting = (typeof CACHE_TTL_SETTINGS)[number];
 
 /** Which agent CLI runs an agent. A session belongs to the CLI that made it. */
-export type CliKind = "claude" | "codex";
+export type CliKind = "claude" | "codex" | "opencode";
 
 /** One agent's settings, as the repo config resolves them. */
 export interface AgentSettings {

@@ -26,6 +26,8 @@ export interface RunnerOptions extends Omit<RunTaskDeps, "runnerId"> {
     canResume: boolean | null;
     /** This runner's Codex version once its first probe said (null before: not run yet). */
     codexVersion?: () => string | null;
+    /** Likewise opencode's. */
+    opencodeVersion?: () => string | null;
   };
   pollMs?: number;
   heartbeatMs?: number;
@@ -186,6 +188,7 @@ export class Runner {
           this.opts.runtime.cliVersion,
           undefined,
           this.opts.runtime.codexVersion?.() ?? null,
+          this.opts.runtime.opencodeVersion?.() ?? null,
         );
         for (const t of tasks) this.launch(t);
         if (tasks.length === free) this.again = true;

@@ -25,6 +25,8 @@ import type { Metrics } from "../metrics.js";
 import { toRepoSettings } from "../config/repo-settings.js";
 import { createCodexCli, resolveCodexPath } from "../codex/codex-cli.js";
 import { codexLayout } from "../sessions/rollouts.js";
+import { createOpencodeCli, resolveOpencodePath } from "../opencode/opencode-cli.js";
+import { opencodeLayout } from "../opencode/session-db.js";
 import { agentForClis } from "./agent-clis.js";
 import { cliAgent } from "./cli-agent.js";
 import { githubThread } from "./github-thread.js";
@@ -83,6 +85,20 @@ export async function startRunner(opts: {
         return c;
       }),
   };
+  // opencode likewise, on the first turn of a cli: opencode agent.
+  const opencodeCli = createOpencodeCli({
+    path: resolveOpencodePath(env),
+    log: log.child({ component: "opencode" }),
+  });
+  let opencodeVersion: string | null = null;
+  const opencode: CliAdapter = {
+    ...opencodeCli,
+    probe: () =>
+      opencodeCli.probe().then((c) => {
+        if (c.version) opencodeVersion = c.version;
+        return c;
+      }),
+  };
   const sandbox = await Sandbox.start({
     mode: env.TETHER_SANDBOX,
     stateDir: path.join(env.dataDir, "sandbox"),
@@ -136,6 +152,7 @@ export async function startRunner(opts: {
       cliVersion: caps.version,
       canResume: caps.canResume,
       codexVersion: () => codexVersion,
+      opencodeVersion: () => opencodeVersion,
     },
     agent: agentForClis({
       claude: cliAgent(cli, {
@@ -148,6 +165,13 @@ export async function startRunner(opts: {
         contain: contain({
           cliVersion: () => codex.probe().then((c) => c.version),
           layout: codexLayout,
+        }),
+      }),
+      opencode: cliAgent(opencode, {
+        log,
+        contain: contain({
+          cliVersion: () => opencode.probe().then((c) => c.version),
+          layout: opencodeLayout,
         }),
       }),
     }),

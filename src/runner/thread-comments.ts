@@ -159,7 +159,7 @@ export interface FailureFacts {
   /** What the agent had written when it was stopped (`turn_limit`); callers redact it. */
   lastText?: string | null;
   /** The agent's CLI (which API and which credentials are meant); default claude. */
-  cli?: "claude" | "codex";
+  cli?: "claude" | "codex" | "opencode";
 }
 
 /** Plain words: what happened and what to do. Never a stack trace; callers redact `detail`. */

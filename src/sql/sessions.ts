@@ -3,6 +3,11 @@ import type { PriorSession } from "../core/resume-decision.js";
 import type { TaskKey } from "../core/task.js";
 import type { Queryable } from "./db.js";
 
+/** The CLI a stored session belongs to (a value it does not know reads as claude, the default). */
+function cliOf(v: unknown): "claude" | "codex" | "opencode" {
+  return v === "codex" || v === "opencode" ? v : "claude";
+}
+
 /** Record (or refresh) a session when the CLI reports it. */
 export async function upsertSession(
   db: Queryable,
@@ -10,7 +15,7 @@ export async function upsertSession(
     sessionId: string;
     runtimeId: string;
     /** Default claude. */
-    cli?: "claude" | "codex";
+    cli?: "claude" | "codex" | "opencode";
     workDir: string;
     model: string | null;
     historyEpoch: number;
@@ -98,7 +103,7 @@ export async function priorSession(db: Queryable, key: TaskKey): Promise<PriorSe
   if (!r) return null;
   return {
     sessionId: r.session_id as string,
-    cli: r.cli === "codex" ? "codex" : "claude",
+    cli: cliOf(r.cli),
     runtimeId: (r.runtime_id as string | null) ?? null,
     workDir: (r.work_dir as string | null) ?? null,
     state: r.state as PriorSession["state"],
@@ -130,7 +135,7 @@ export async function sessionById(
       agent: r.agent as string,
     },
     sessionId: r.session_id as string,
-    cli: r.cli === "codex" ? "codex" : "claude",
+    cli: cliOf(r.cli),
     runtimeId: (r.runtime_id as string | null) ?? null,
     workDir: (r.work_dir as string | null) ?? null,
     state: r.state as PriorSession["state"],
@@ -174,7 +179,7 @@ export async function pinSession(db: Queryable, key: TaskKey, sessionId: string)
 export interface SessionSummary {
   agent: string;
   sessionId: string;
-  cli: "claude" | "codex";
+  cli: "claude" | "codex" | "opencode";
   state: PriorSession["state"];
   /** Turns that ran in it (tasks that pinned it). */
   turns: number;
@@ -211,7 +216,7 @@ export async function issueSessions(
     return {
       agent: r.agent as string,
       sessionId: r.session_id as string,
-      cli: r.cli === "codex" ? "codex" : "claude",
+      cli: cliOf(r.cli),
       state: r.state as PriorSession["state"],
       turns: r.turns as number,
       lastUsedAt: r.last_used_at as Date,

@@ -226,7 +226,7 @@ export function assemble(w: StatsWindow, parts: StatsParts): Stats {
           resumeRate: ratio(c.acc.resumed, c.acc.followUps),
           reasons: c.reasons,
           costUsd: usd(c.acc.cost),
-          costEstimated: cli !== "claude",
+          costEstimated: cli === "codex",
         },
       ]),
     ),

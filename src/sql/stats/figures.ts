@@ -231,7 +231,7 @@ export interface CliFigures {
   costEstimated: boolean;
 }
 
-export const CLIS = ["claude", "codex"] as const;
+export const CLIS = ["claude", "codex", "opencode"] as const;
 
 export interface SessionMoves {
   /** Resumed turns whose session another runtime ran last. */

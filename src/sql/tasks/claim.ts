@@ -102,6 +102,8 @@ export async function claimTasks(
   affinityWaitMs = 30_000,
   /** This runner's Codex version, once known (Codex is probed on its first turn). */
   codexVersion: string | null = null,
+  /** This runner's opencode version, once known (opencode is probed on its first turn). */
+  opencodeVersion: string | null = null,
 ): Promise<Task[]> {
   if (limit <= 0) return [];
   // Runtime affinity, only where it matters: a session held in the shared store
@@ -123,7 +125,7 @@ export async function claimTasks(
                OR COALESCE((
                  SELECT COALESCE(s.last_runtime_id, s.runtime_id) = $2
                         OR COALESCE(tr.over_bound, false) OR tether_cli_reads(tr.cli_version,
-                             CASE s.cli WHEN 'codex' THEN $6 ELSE $5 END)
+                             CASE s.cli WHEN 'codex' THEN $6 WHEN 'opencode' THEN $7 ELSE $5 END)
                         OR rt.heartbeat_at IS NULL OR rt.stopped_at IS NOT NULL
                         OR rt.heartbeat_at < now() - interval '1 minute'
                    FROM sessions s
@@ -143,7 +145,7 @@ export async function claimTasks(
        FROM candidates c
       WHERE t.id = c.id
      RETURNING t.*`,
-    [runnerId, runtimeId, limit, affinityWaitMs, cliVersion, codexVersion],
+    [runnerId, runtimeId, limit, affinityWaitMs, cliVersion, codexVersion, opencodeVersion],
   );
   return rows
     .map(toTask)

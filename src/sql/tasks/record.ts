@@ -14,7 +14,7 @@ export interface DecisionRecord {
   workDir: string;
   retriedFresh?: boolean;
   /** The CLI the turn runs on; default claude. */
-  cli?: "claude" | "codex";
+  cli?: "claude" | "codex" | "opencode";
 }
 
 /** Store the resume decision before the CLI starts. Returns false when the lease was lost. */
