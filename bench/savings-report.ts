@@ -17,6 +17,8 @@ export interface BenchOptions {
   fileBytes: number;
   /** Path of the result files without extension. */
   out: string;
+  /** The agent CLI both arms run on (`claude` by default, or `opencode`). */
+  cli?: "claude" | "opencode";
 }
 
 /** One turn of one arm, as measured. */
