@@ -119,9 +119,7 @@ try {
     // The wrapper records each run into `calls`, from inside the sandbox too, and runs the real
     // binary from there.
     env: {
-      ...(CLI === "opencode"
-        ? { TETHER_OPENCODE_PATH: wrapper }
-        : { TETHER_CLAUDE_PATH: wrapper }),
+      ...(CLI === "opencode" ? { TETHER_OPENCODE_PATH: wrapper } : { TETHER_CLAUDE_PATH: wrapper }),
       TETHER_SANDBOX_BIND: `${calls}:rw,${path.dirname(real.path)}`,
       LOG_LEVEL: "warn",
     },

@@ -104,7 +104,8 @@ const ROWS: Row[] = [
     name: "Claude's tool rules on an opencode agent",
     input: { agents: { coder: { cli: "opencode", disallowedTools: ["Bash"] } } },
     valid: false,
-    problem: /^agents\.coder\.disallowedTools: is a Claude setting; a cli: opencode agent has no tool rules/,
+    problem:
+      /^agents\.coder\.disallowedTools: is a Claude setting; a cli: opencode agent has no tool rules/,
   },
   {
     name: "Claude's tool rules on a codex agent",
