@@ -241,7 +241,10 @@ try {
   const first = requestsOf.resume[0];
   const summary = summarize(records, {
     options: opts,
-    cliVersion: runtime.rows[0]?.cli_version ?? "unknown",
+    cliVersion:
+      CLI === "opencode"
+        ? execFileSync(real.path, ["--version"], { encoding: "utf8" }).trim()
+        : (runtime.rows[0]?.cli_version ?? "unknown"),
     model: MODEL,
     cliPrefixBytes: first ? cliPrefixBytes(first) : { toolsAndSystem: 0, reminders: 0 },
     systemStable: systemStable(requestsOf),
