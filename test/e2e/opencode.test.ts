@@ -116,6 +116,41 @@ describe("a cli: opencode agent end to end", { timeout: 600_000 }, () => {
     }
   });
 
+  it("killed with SIGKILL mid-run: the session id was pinned at the CLI's first line; after a restart the task completes with one answer", async () => {
+    const n = newIssue();
+    // A first step (a tool call) prints the session's lines; the next call never answers.
+    stack.api.script(
+      replies.toolUse("bash", { command: "echo pinned", description: "echo" }),
+      replies.hang(),
+    );
+    const m = mark();
+    const c = await stack.comment(n, "@oc long job");
+    await stack.api.waitFor((reqs) => reqs.some((r) => r.n > m && r.reply === "hang"), TIMEOUT);
+    // The runner pins the id as it reads the line; the CLI does not wait for that.
+    let pinned: Record<string, unknown> | undefined;
+    const deadline = Date.now() + TIMEOUT;
+    while (!pinned && Date.now() < deadline) {
+      const { rows } = await db.pool.query(
+        `SELECT t.* FROM tasks t JOIN task_comments c ON c.task_id = t.id
+          WHERE c.comment_id = $1 AND t.status = 'running' AND t.session_id IS NOT NULL`,
+        [c],
+      );
+      pinned = rows[0] as Record<string, unknown> | undefined;
+      if (!pinned) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(pinned?.session_id).toMatch(/^ses_/);
+    if (!pinned) return;
+    await stack.app.kill();
+    const after = (
+      await db.pool.query("SELECT status, session_id FROM tasks WHERE id = $1", [pinned.id])
+    ).rows[0];
+    expect(after).toEqual({ status: "running", session_id: pinned.session_id });
+    await stack.startApp();
+    const done = await stack.finishedTask(c, TIMEOUT);
+    expect(done).toMatchObject({ id: pinned.id, status: "succeeded", attempts: 2 });
+    expect(stack.taskComments(n, done.id as number)).toHaveLength(1);
+  });
+
   it("a session opencode does not hold → retired, and the same task runs fresh", async () => {
     const n = newIssue();
     const first = await stack.finishedTask(await stack.comment(n, "@oc start"), TIMEOUT);
