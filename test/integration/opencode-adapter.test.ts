@@ -312,5 +312,8 @@ describe("opencode adapter, real CLI in the sandbox", { timeout: 300_000 }, () =
     release();
     expect(o.kind).toBe("cancelled");
     expect(o.detail).toContain("/cancel");
+    // The CLI's process group is gone with it.
+    expect(run.pid).toBeGreaterThan(0);
+    expect(() => process.kill(-run.pid!, 0)).toThrow();
   });
 });
