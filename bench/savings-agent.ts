@@ -62,7 +62,16 @@ export interface ReadingAgent {
   reply(req: FakeRequest): FakeReply;
 }
 
-export function readingAgent(replyBytes: number): ReadingAgent {
+/** How the CLI's file-reading tool is called: Claude Code's `Read`, or opencode's `read`. */
+const READ_TOOL = {
+  claude: (file: string) => ({ name: "Read", input: { file_path: file } }),
+  opencode: (file: string) => ({ name: "read", input: { filePath: file } }),
+};
+
+export function readingAgent(
+  replyBytes: number,
+  cli: keyof typeof READ_TOOL = "claude",
+): ReadingAgent {
   let needs: string[] = [];
   return {
     setTurn(turn) {
@@ -72,8 +81,10 @@ export function readingAgent(replyBytes: number): ReadingAgent {
       const conversation = JSON.stringify(req.body?.messages ?? []);
       const missing = needs.find((f) => !conversation.includes(marker(f)));
       const cwd = workingDirectory(req);
-      if (missing && cwd)
-        return replies.toolUse("Read", { file_path: `${cwd}/${missing}` }, `Reading ${missing}.`);
+      if (missing && cwd) {
+        const call = READ_TOOL[cli](`${cwd}/${missing}`);
+        return replies.toolUse(call.name, call.input, `Reading ${missing}.`);
+      }
       return replies.text(answerText(replyBytes, req.n));
     },
   };

@@ -17,6 +17,8 @@ export interface BenchOptions {
   fileBytes: number;
   /** Path of the result files without extension. */
   out: string;
+  /** The agent CLI both arms run on (`claude` by default, or `opencode`). */
+  cli?: "claude" | "opencode";
 }
 
 /** One turn of one arm, as measured. */
@@ -319,6 +321,7 @@ export function renderReport(s: Summary): string {
     o.bodyBytes !== 10_000 ? ` --body-kb=${o.bodyBytes / 1000}` : "",
     o.commentBytes !== 2000 ? ` --comment-kb=${o.commentBytes / 1000}` : "",
     o.replyBytes !== 300 ? ` --reply-bytes=${o.replyBytes}` : "",
+    o.cli && o.cli !== "claude" ? ` --cli=${o.cli}` : "",
   ].join("");
   const armTable = (arm: Arm) => {
     const rows = s.figures.filter((f) => f.arm === arm).sort((a, b) => a.turn - b.turn);
@@ -409,11 +412,12 @@ export function renderReport(s: Summary): string {
     return w.length % 2 ? w[(w.length - 1) / 2]! : (w[w.length / 2 - 1]! + w[w.length / 2]!) / 2;
   };
   const stable = (a: Arm) => (s.systemStable[a] ? "byte-identical" : "NOT identical");
+  const opencode = o.cli === "opencode";
 
   return `# Savings: resumed session vs cold start
 
 \`${command}\` (${o.turns} turns; issue body ${kb(o.bodyBytes)} KB, comments ${kb(o.commentBytes)} KB, answers ${o.replyBytes} B; 1 KB = 1000 bytes).
-Claude Code ${s.cliVersion}, model \`${s.model}\`, ${s.machine}; the run took ${s.benchSeconds.toFixed(0)} s.
+${opencode ? "opencode" : "Claude Code"} ${s.cliVersion}, model \`${s.model}\`, ${s.machine}; the run took ${s.benchSeconds.toFixed(0)} s.
 
 ${agent}
 
@@ -424,14 +428,14 @@ With the cache cold at the start of every turn (turns further apart than its lif
 
 ## How it is measured
 
-- End to end: the built app (real runner, real Claude CLI, real PostgreSQL), GitHub stood in
+- End to end: the built app (real runner, real ${opencode ? "opencode (`cli: opencode` in both arms)" : "Claude"} CLI, real PostgreSQL), GitHub stood in
   for locally, a fake Messages API that records every request. The resume arm is
   \`octo/warm-arm\` (default config); the cold arm is \`octo/cold-arm\` with
   \`resume: {enabled: false}\`, so every turn there is fresh and its prompt carries the whole
   thread (issue body, every earlier comment and every earlier answer). Same comments, same
   answers, turns alternating between the arms.
 - **prompt → CLI**: the bytes the runner wrote to the CLI's stdin, recorded by a wrapper
-  (\`TETHER_CLAUDE_PATH\`) that then runs the real binary.
+  (\`${opencode ? "TETHER_OPENCODE_PATH" : "TETHER_CLAUDE_PATH"}\`) that then runs the real binary.
 - **API requests**: the \`POST /v1/messages\` requests the CLI sent for the turn and their
   bodies' size; **tool calls**: how many of them the fake answered with a tool call (a Read).
   Other requests (\`HEAD /\` probes) are left out.

@@ -14,6 +14,10 @@
  *
  *   npx tsx bench/savings.ts [--turns=10] [--body-kb=10] [--comment-kb=2] [--reply-bytes=300]
  *                            [--agent=reads|text] [--file-kb=4] [--out=bench/results/savings]
+ *                            [--cli=claude|opencode]
+ *
+ * --cli=opencode runs both arms on sst's opencode (`cli: opencode`, the pinned binary) instead
+ * of Claude Code; its reading agent calls opencode's `read` tool.
  *
  * --agent=reads (the default) gives the fake an agent policy (savings-agent.ts): each comment
  * needs two of the repository's files, and the fake asks the CLI to Read each one whose contents
@@ -33,6 +37,7 @@ import os from "node:os";
 import path from "node:path";
 import { createPool } from "../src/db/pool.js";
 import { lookupClaudePath } from "../src/claude/claude-path.js";
+import { resolveOpencodePath } from "../src/opencode/opencode-cli.js";
 import { startStack, SECRET, type Stack } from "../test/helpers/e2e-stack.js";
 import { replies, type FakeRequest } from "../test/helpers/fake-anthropic.js";
 import { signedWebhook } from "../test/helpers/fake-github.js";
@@ -51,21 +56,22 @@ import { benchDatabase } from "./support.js";
 
 const ROOT = path.resolve(import.meta.dirname, "..");
 const MODEL = "claude-sonnet-4-5";
+const opts = parseOptions(process.argv.slice(2));
+const CLI = opts.cli ?? "claude";
+const CLI_LINE = CLI === "claude" ? "" : `    cli: ${CLI}\n`;
 const ARMS: Record<Arm, { repo: string; config: string }> = {
   resume: {
     repo: "octo/warm-arm",
-    config: `agents:\n  tether:\n    model: ${MODEL}\n`,
+    config: `agents:\n  tether:\n${CLI_LINE}    model: ${MODEL}\n`,
   },
   cold: {
     repo: "octo/cold-arm",
-    config: `agents:\n  tether:\n    model: ${MODEL}\nresume:\n  enabled: false\n`,
+    config: `agents:\n  tether:\n${CLI_LINE}    model: ${MODEL}\nresume:\n  enabled: false\n`,
   },
 };
 const WARMUP_REPO = "octo/widgets";
 /** The turns the gap table shows (1-based). */
 const GAP_TURNS = [2, 5, 10];
-
-const opts = parseOptions(process.argv.slice(2));
 const started = Date.now();
 console.log(
   `savings benchmark: ${opts.turns} turns, issue body ${opts.bodyBytes} B, comments ${opts.commentBytes} B, answers ${opts.replyBytes} B, ` +
@@ -95,10 +101,16 @@ try {
   const pool = createPool(pg.url, { max: 4 });
   cleanup.unshift(() => pool.end());
   const calls = path.join(tmp, "calls");
-  const realClaude = lookupClaudePath({ TETHER_CLAUDE_PATH: process.env.TETHER_CLAUDE_PATH });
-  const wrapper = writeWrapper(path.join(tmp, "claude"), calls, realClaude.path);
-  const agent = readingAgent(opts.replyBytes);
-  console.log(`Claude CLI: ${realClaude.path} (${realClaude.source}), through ${wrapper}`);
+  const real =
+    CLI === "opencode"
+      ? {
+          path: resolveOpencodePath({ TETHER_OPENCODE_PATH: process.env.TETHER_OPENCODE_PATH }),
+          source: "opencode-ai",
+        }
+      : lookupClaudePath({ TETHER_CLAUDE_PATH: process.env.TETHER_CLAUDE_PATH });
+  const wrapper = writeWrapper(path.join(tmp, CLI), calls, real.path);
+  const agent = readingAgent(opts.replyBytes, CLI);
+  console.log(`${CLI} CLI: ${real.path} (${real.source}), through ${wrapper}`);
 
   const stack = await startStack({
     pool,
@@ -107,8 +119,8 @@ try {
     // The wrapper records each run into `calls`, from inside the sandbox too, and runs the real
     // binary from there.
     env: {
-      TETHER_CLAUDE_PATH: wrapper,
-      TETHER_SANDBOX_BIND: `${calls}:rw,${path.dirname(realClaude.path)}`,
+      ...(CLI === "opencode" ? { TETHER_OPENCODE_PATH: wrapper } : { TETHER_CLAUDE_PATH: wrapper }),
+      TETHER_SANDBOX_BIND: `${calls}:rw,${path.dirname(real.path)}`,
       LOG_LEVEL: "warn",
     },
     anthropic: {
@@ -181,7 +193,7 @@ try {
         commentBytes: Buffer.byteLength(comment.body),
         cliRuns: r.cli.length,
         promptBytes: r.cli.reduce((n, c) => n + c.stdinBytes, 0),
-        resumeFlag: r.cli.some((c) => c.args.includes("--resume")),
+        resumeFlag: r.cli.some((c) => c.args.includes("--resume") || c.args.includes("--session")),
         apiRequests: r.requests.length,
         toolCalls: r.requests.filter((q) => q.reply === "tool_use").length,
         needs: opts.agent === "reads" ? needsOf(t + 1) : [],
@@ -229,7 +241,10 @@ try {
   const first = requestsOf.resume[0];
   const summary = summarize(records, {
     options: opts,
-    cliVersion: runtime.rows[0]?.cli_version ?? "unknown",
+    cliVersion:
+      CLI === "opencode"
+        ? execFileSync(real.path, ["--version"], { encoding: "utf8" }).trim()
+        : (runtime.rows[0]?.cli_version ?? "unknown"),
     model: MODEL,
     cliPrefixBytes: first ? cliPrefixBytes(first) : { toolsAndSystem: 0, reminders: 0 },
     systemStable: systemStable(requestsOf),
@@ -306,7 +321,7 @@ interface CliCall {
 interface CallLog {
   /** Everything recorded so far belongs to earlier turns. */
   mark(): void;
-  /** Runs (`-p`) started since mark(); probes (--version, --help) are left out. */
+  /** Runs (`-p`, opencode's `run`) started since mark(); probes (--version, --help) are left out. */
   since(): CliCall[];
 }
 
@@ -336,7 +351,11 @@ function callLog(dir: string): CallLog {
         seen.add(f);
         const args = fs.readFileSync(path.join(dir, `${f}.args`), "utf8").split("\n");
         args.pop();
-        if (!args.includes("-p") && !args.includes("--print")) continue;
+        const isRun =
+          args.includes("-p") ||
+          args.includes("--print") ||
+          (args[0] === "run" && !args.includes("--help"));
+        if (!isRun) continue;
         out.push({ args, stdinBytes: fs.statSync(path.join(dir, `${f}.stdin`)).size });
       }
       return out;
@@ -421,7 +440,7 @@ function parseOptions(argv: string[]): BenchOptions {
     const m = /^--([\w-]+)=(.*)$/.exec(a);
     if (!m)
       throw new Error(
-        `unknown argument ${a}; use --turns=N --body-kb=N --comment-kb=N --reply-bytes=N --agent=reads|text --file-kb=N --out=PATH`,
+        `unknown argument ${a}; use --turns=N --body-kb=N --comment-kb=N --reply-bytes=N --agent=reads|text --file-kb=N --out=PATH --cli=claude|opencode`,
       );
     named.set(m[1]!, m[2]!);
   }
@@ -437,7 +456,11 @@ function parseOptions(argv: string[]): BenchOptions {
   const agent = named.get("agent") ?? process.env.BENCH_AGENT ?? "reads";
   if (agent !== "reads" && agent !== "text")
     throw new Error(`--agent must be reads or text, got ${agent}`);
+  const cli = named.get("cli") ?? process.env.BENCH_CLI ?? "claude";
+  if (cli !== "claude" && cli !== "opencode")
+    throw new Error(`--cli must be claude or opencode, got ${cli}`);
   return {
+    cli,
     agent,
     fileBytes: Math.round(num("file-kb", "BENCH_FILE_KB", 4) * 1000),
     turns,

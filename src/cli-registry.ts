@@ -12,9 +12,15 @@ import type { CliSecrets } from "./core/secret-env.js";
 import { claudeCli } from "./claude/entry.js";
 import { codexCli } from "./codex/entry.js";
 import { geminiCli } from "./gemini/entry.js";
+import { opencodeCli } from "./opencode/entry.js";
 
 /** Every registered CLI; the first is the default (an agent that names none runs on it). */
-export const AGENT_CLIS: readonly [AgentCli, ...AgentCli[]] = [claudeCli, codexCli, geminiCli];
+export const AGENT_CLIS: readonly [AgentCli, ...AgentCli[]] = [
+  claudeCli,
+  codexCli,
+  geminiCli,
+  opencodeCli,
+];
 
 /** The registered CLIs' names, in the registry's order. */
 export const CLI_NAMES = AGENT_CLIS.map((c) => c.name) as [string, ...string[]];

@@ -84,6 +84,11 @@ export interface CliDialect<M extends { kind: string }, S> {
   usage(state: S, wallMs: number): RunUsage;
   /** Host paths the sandbox shows read-only for the binary `exe` to run; default just it. */
   binds?(exe: string): string[];
+  /**
+   * Top-level workspace paths the CLI reads whatever its flags say: hidden by the sandbox on
+   * every run, and no run without a sandbox while the checkout has one (cli-hidden.ts).
+   */
+  hides?: readonly string[];
   /** Arguments as logged (long user text shortened). */
   redactArgs?(args: string[]): string[];
   /**

@@ -14,6 +14,7 @@ import { spawnStreaming, type StreamingChild } from "../process/run-command.js";
 import { lineCommentServer, readOnlyPaths } from "../review/line-comment-tool.js";
 import { IN_SANDBOX } from "../sandbox/bwrap-args.js";
 import type { PreparedCommand } from "../sandbox/sandbox.js";
+import { hiddenMasks, withHidden } from "./cli-hidden.js";
 import type { ExitFacts, StopReason } from "./outcome.js";
 import type { CliDialect, RunConfig } from "./cli-dialect.js";
 import { RunLimits } from "./cli-run-limits.js";
@@ -129,6 +130,15 @@ export class CliRun<M extends { kind: string }, S> implements AgentRun {
 
     const { dialect } = this;
     const sandboxed = spec.sandbox?.sandbox.sandboxed ?? false;
+    const hidden = await hiddenMasks(spec.cwd, dialect.hides ?? []);
+    if (hidden.problem) return this.finishEarly("failed", `${hidden.problem}; not running it`);
+    if (hidden.masks.length && !sandboxed) {
+      return this.finishEarly(
+        "failed",
+        `the checkout has ${hidden.masks.map((m) => m.path).join(", ")}, which the ${dialect.label} loads whatever it is told (code included); only Tether's sandbox hides them from it, and this run has none`,
+      );
+    }
+    const masks = withHidden(spec.sandbox?.masks, hidden.masks);
     const access = dialect.modelAccess(this.config.baseEnv);
     const tool = spec.lineComments;
     const mcp = tool && lineCommentServer(tool, sandboxed ? IN_SANDBOX.outbox : tool.dir);
@@ -164,7 +174,7 @@ export class CliRun<M extends { kind: string }, S> implements AgentRun {
           workspace: spec.cwd,
           ...(spec.home ? { home: spec.home } : {}),
           ...(spec.sandbox.origin ? { origin: spec.sandbox.origin } : {}),
-          ...(spec.sandbox.masks ? { masks: spec.sandbox.masks } : {}),
+          ...(masks ? { masks } : {}),
           readOnly: [...(this.dialect.binds?.(exe) ?? [exe]), ...(tool ? readOnlyPaths() : [])],
           ...(tool ? { outbox: tool.dir } : {}),
           egress: {

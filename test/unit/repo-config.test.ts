@@ -93,7 +93,18 @@ const ROWS: Row[] = [
     name: "an unknown cli",
     input: { agents: { coder: { cli: "mistral" } } },
     valid: false,
-    problem: /^agents\.coder\.cli: must be claude, codex or gemini/,
+    problem: /^agents\.coder\.cli: must be claude or codex or gemini or opencode/,
+  },
+  {
+    name: "an opencode agent",
+    input: { agents: { coder: { cli: "opencode" } } },
+    valid: true,
+  },
+  {
+    name: "Claude's tool rules on an opencode agent",
+    input: { agents: { coder: { cli: "opencode", disallowedTools: ["Bash"] } } },
+    valid: false,
+    problem: /^agents\.coder\.disallowedTools: is a tool rule; a cli: opencode agent has none/,
   },
   {
     name: "Claude's tool rules on a codex agent",

@@ -1,0 +1,80 @@
+/**
+ * opencode's command line and environment for one turn (docs/opencode-cli-facts.md,
+ * "Invocation" and "What a repository can make the CLI do"). No shell; the prompt on stdin.
+ */
+import { buildChildEnv } from "../process/child-env.js";
+import type { RunSettings } from "../agent-cli/runtime-adapter.js";
+
+/** The provider every Tether run uses: Anthropic's Messages API, through the egress proxy. */
+export const PROVIDER = "anthropic";
+
+/**
+ * The configuration Tether passes in OPENCODE_CONFIG_CONTENT: no update check, no sharing, no
+ * snapshots of the workspace (a second git store of it in HOME), no title model call, and no
+ * web fetch or access outside the workspace without asking (and nothing asks: a run denies).
+ */
+export const OPENCODE_CONFIG = {
+  $schema: "https://opencode.ai/config.json",
+  autoupdate: false,
+  share: "disabled",
+  snapshot: false,
+  permission: { webfetch: "deny", external_directory: "deny" },
+  agent: { title: { disable: true } },
+} as const;
+
+/**
+ * What the CLI's environment switches off: the project's opencode.json, `.opencode/` and
+ * AGENTS.md (the first is not enough: see "hidden" in opencode-cli.ts), external plugins and the
+ * built-in ones (which install packages from npm), Claude Code's files and skills, the model
+ * list download, the update check, sharing, LSP downloads.
+ */
+export const OPENCODE_SWITCHES: Readonly<Record<string, string>> = {
+  OPENCODE_DISABLE_PROJECT_CONFIG: "1",
+  OPENCODE_PURE: "1",
+  OPENCODE_DISABLE_DEFAULT_PLUGINS: "1",
+  OPENCODE_DISABLE_CLAUDE_CODE: "1",
+  OPENCODE_DISABLE_EXTERNAL_SKILLS: "1",
+  OPENCODE_DISABLE_MODELS_FETCH: "1",
+  OPENCODE_DISABLE_AUTOUPDATE: "1",
+  OPENCODE_DISABLE_SHARE: "1",
+  OPENCODE_DISABLE_LSP_DOWNLOAD: "1",
+};
+
+export function buildOpencodeArgs(
+  settings: RunSettings,
+  resumeSessionId: string | undefined,
+): string[] {
+  const args = ["run", "--format", "json"];
+  // The model is not remembered by the session the way a prompt cache needs: pass it every run.
+  if (settings.model !== undefined) args.push("-m", `${PROVIDER}/${settings.model}`);
+  if (resumeSessionId !== undefined) args.push("--session", resumeSessionId);
+  return args;
+}
+
+/** Other CLIs' settings have no business in opencode's environment. */
+const NOT_FOR_OPENCODE = [
+  /^CLAUDE_CODE_/,
+  /^IS_SANDBOX$/,
+  /^DISABLE_/,
+  /^OPENAI_/,
+  /^CODEX_/,
+  /^OPENCODE_/,
+  /^XDG_/,
+];
+
+/** The child's environment: the shared allow-list and denylist, then opencode's switches. */
+export function buildOpencodeEnv(
+  base: Record<string, string | undefined>,
+  o: { home: string | undefined; extra: Record<string, string> | undefined },
+): Record<string, string> {
+  const env = buildChildEnv(base, { home: o.home, extra: o.extra });
+  for (const name of Object.keys(env)) {
+    if (NOT_FOR_OPENCODE.some((re) => re.test(name)) && !(o.extra && name in o.extra))
+      delete env[name];
+  }
+  return {
+    ...env,
+    ...OPENCODE_SWITCHES,
+    OPENCODE_CONFIG_CONTENT: JSON.stringify(OPENCODE_CONFIG),
+  };
+}
