@@ -200,6 +200,8 @@ export class Runner {
           this.opts.runtimeId,
           free,
           this.opts.runtime.cliVersions?.() ?? {},
+          undefined,
+          { rateLimitReserve: this.opts.rateLimitReserve ?? 0 },
         );
         for (const t of tasks) this.launch(t);
         if (tasks.length === free) this.again = true;
