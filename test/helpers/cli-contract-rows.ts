@@ -100,12 +100,19 @@ function anthropicToolResults(req: AnthropicRequest): string[] {
  * A CLI on the fake Messages API: Claude Code (tool `Bash`) or opencode through its Anthropic
  * provider (tool `bash`). `firstLineAfterAnswer`: the CLI prints its first line (and so names its
  * session) only once the model's first answer streams, so a turn held in flight must have had
- * one answer first (opencode, docs/opencode-cli-facts.md, "The stream").
+ * one answer first (opencode, docs/opencode-cli-facts.md, "The stream"). `summary`: the CLI's own
+ * compaction request (the history to summarise, not a turn: left out of `since`, and refused
+ * while the API overflows, since it carries the same history).
  */
 function anthropicApi(
   fake: FakeAnthropic,
-  cli: { shellTool: string; firstLineAfterAnswer: boolean },
+  cli: {
+    shellTool: string;
+    firstLineAfterAnswer: boolean;
+    summary?: (req: AnthropicRequest) => boolean;
+  },
 ): ContractApi {
+  const summary = cli.summary ?? (() => false);
   const view = (r: AnthropicRequest): ContractRequest => ({
     n: r.n,
     said: anthropicTexts(r),
@@ -120,7 +127,7 @@ function anthropicApi(
     since: (m) =>
       fake
         .messageRequests()
-        .filter((r) => r.n > m)
+        .filter((r) => r.n > m && !summary(r))
         .map(view),
     answer: (text) => fake.script(anthropicReplies.text(text)),
     hang: () =>
@@ -133,7 +140,7 @@ function anthropicApi(
       // summaries are refused too, so they give up (test/e2e/runner.test.ts 5c shows the other
       // case).
       fake.setDefault((req) =>
-        anthropicLastUser(req).includes("# Instruction")
+        anthropicLastUser(req).includes("# Instruction") && !summary(req)
           ? anthropicReplies.text(`reply#${req.n} cold`)
           : anthropicReplies.promptTooLong(),
       );
@@ -145,6 +152,13 @@ function anthropicApi(
     close: () => fake.close(),
   };
 }
+
+/**
+ * opencode 1.18.33's compaction request: the history quoted in one user message (the cold
+ * prompt's `# Instruction` among it), then its summary instructions.
+ */
+const opencodeSummary = (req: AnthropicRequest): boolean =>
+  anthropicLastUser(req).includes("Create a new anchored summary from the conversation history");
 
 function codexApi(fake: FakeOpenAI): ContractApi {
   const view = (r: OpenAIRequest): ContractRequest => ({
@@ -295,7 +309,11 @@ export const CONTRACT_ROWS: ContractRow[] = [
     async start() {
       const fake = await startFakeAnthropic();
       return {
-        api: anthropicApi(fake, { shellTool: "bash", firstLineAfterAnswer: true }),
+        api: anthropicApi(fake, {
+          shellTool: "bash",
+          firstLineAfterAnswer: true,
+          summary: opencodeSummary,
+        }),
         env: { ANTHROPIC_BASE_URL: fake.url, ANTHROPIC_API_KEY: this.key },
       };
     },
