@@ -79,7 +79,9 @@ const toml = (s: string) => JSON.stringify(s);
  * The user-tier policy (`~/.gemini/policies/tether.toml`): in an untrusted folder the CLI runs
  * in its default approval mode, where a headless run is refused every tool that would ask;
  * these rules allow the agent's tools without asking (all of them, or only `allowedTools`), and
- * deny `disallowedTools` above that.
+ * deny `disallowedTools` above that. `allowRedirection`: without it the CLI turns an allowed shell
+ * command with a redirection (`2>&1`, `< file`) into a question, refused headless; in the
+ * sandbox a redirection reaches nothing the command itself could not.
  */
 export function geminiPolicy(settings: RunSettings): string {
   const rules: string[] = [];
@@ -88,7 +90,9 @@ export function geminiPolicy(settings: RunSettings): string {
   if (settings.permissionMode === "plan") return rules.join("\n");
   const allowed = settings.allowedTools?.length ? settings.allowedTools : ["*"];
   for (const tool of allowed)
-    rules.push(`[[rule]]\ntoolName = ${toml(tool)}\ndecision = "allow"\npriority = 100\n`);
+    rules.push(
+      `[[rule]]\ntoolName = ${toml(tool)}\ndecision = "allow"\npriority = 100\nallowRedirection = true\n`,
+    );
   return rules.join("\n");
 }
 

@@ -40,7 +40,7 @@ it("has a row for every registered CLI, and only those", () => {
   }
 });
 
-describe.each(CONTRACT_ROWS)("the $cli CLI keeps the contract", { timeout: 240_000 }, (row) => {
+describe.each(CONTRACT_ROWS)("the $cli CLI keeps the contract", { timeout: 480_000 }, (row) => {
   let stack: Stack;
   let api: ContractApi;
   const db = databases[CONTRACT_ROWS.indexOf(row)]!;
@@ -70,13 +70,16 @@ describe.each(CONTRACT_ROWS)("the $cli CLI keeps the contract", { timeout: 240_0
       user: "alice",
     }).number as number;
   };
+  // A turn's wait: generous, since a CLI's start-up on a loaded machine can take a minute or more
+  // (opencode's first line comes only after the model's first answer); a wait, not a deadline.
+  const finished = (comment: number, ms = 180_000) => stack.finishedTask(comment, ms);
   const session = async (id: unknown) =>
     (await db.pool.query("SELECT cli, state FROM sessions WHERE session_id = $1", [id])).rows[0];
 
   it("a fresh turn: answered once, its session pinned under this CLI", async () => {
     const n = newIssue();
     api.answer(`${row.cli}-FRESH-ANSWER`);
-    const t = await stack.finishedTask(await stack.comment(n, "@subject FRESH-REQUEST look"));
+    const t = await finished(await stack.comment(n, "@subject FRESH-REQUEST look"));
     expect(t).toMatchObject({
       status: "succeeded",
       outcome: "success",
@@ -94,12 +97,10 @@ describe.each(CONTRACT_ROWS)("the $cli CLI keeps the contract", { timeout: 240_0
   it("a resumed turn: the same session, the earlier messages at the API, the new comment last", async () => {
     const n = newIssue();
     api.answer(`${row.cli}-FIRST-ANSWER`);
-    const a = await stack.finishedTask(await stack.comment(n, "@subject FIRST-REQUEST explain"));
+    const a = await finished(await stack.comment(n, "@subject FIRST-REQUEST explain"));
     const m = api.mark();
     api.answer(`${row.cli}-SECOND-ANSWER`);
-    const b = await stack.finishedTask(
-      await stack.comment(n, "@subject SECOND-REQUEST more", "bob"),
-    );
+    const b = await finished(await stack.comment(n, "@subject SECOND-REQUEST more", "bob"));
     expect(b).toMatchObject({
       status: "succeeded",
       resume_decision: "resume",
@@ -138,7 +139,7 @@ describe.each(CONTRACT_ROWS)("the $cli CLI keeps the contract", { timeout: 240_0
     expect(after).toEqual({ status: "running", session_id: pinned.session_id });
     api.answer(`${row.cli}-AFTER-CRASH`);
     await stack.startApp();
-    const done = await stack.finishedTask(c);
+    const done = await finished(c);
     expect(done).toMatchObject({ id: pinned.id, status: "succeeded", attempts: 2 });
     const posted = stack.taskComments(n, done.id as number);
     expect(posted).toHaveLength(1);
@@ -147,7 +148,7 @@ describe.each(CONTRACT_ROWS)("the $cli CLI keeps the contract", { timeout: 240_0
 
   it("a session the CLI cannot resume is retired and the same task runs fresh, once", async () => {
     const n = newIssue();
-    const a = await stack.finishedTask(await stack.comment(n, "@subject one"));
+    const a = await finished(await stack.comment(n, "@subject one"));
     // Held (the store has it), so the decision resumes; emptied in Postgres and in this
     // runner's cache, so the CLI finds nothing to resume in what is restored.
     await db.pool.query(
@@ -160,7 +161,7 @@ describe.each(CONTRACT_ROWS)("the $cli CLI keeps the contract", { timeout: 240_0
     ]);
     fs.rmSync(path.join(stack.dataDir, "sessions"), { recursive: true, force: true });
     const m = api.mark();
-    const b = await stack.finishedTask(await stack.comment(n, "@subject two"));
+    const b = await finished(await stack.comment(n, "@subject two"));
     expect(b).toMatchObject({
       status: "succeeded",
       resume_decision: "fresh",
@@ -176,12 +177,10 @@ describe.each(CONTRACT_ROWS)("the $cli CLI keeps the contract", { timeout: 240_0
 
   it("a context overflow before any tool ran: the same turn is answered by a fresh session", async () => {
     const n = newIssue();
-    const a = await stack.finishedTask(await stack.comment(n, "@subject OVERFLOW-ONE read"));
+    const a = await finished(await stack.comment(n, "@subject OVERFLOW-ONE read"));
     const undo = api.overflowUntilCold();
     const m = api.mark();
-    const b = await stack
-      .finishedTask(await stack.comment(n, "@subject OVERFLOW-TWO sum up"))
-      .finally(undo);
+    const b = await finished(await stack.comment(n, "@subject OVERFLOW-TWO sum up")).finally(undo);
     expect(b).toMatchObject({
       status: "succeeded",
       resume_decision: "fresh",
@@ -204,7 +203,7 @@ describe.each(CONTRACT_ROWS)("the $cli CLI keeps the contract", { timeout: 240_0
     await api.waitForHang(m);
     expect(stack.app.descendants().length).toBeGreaterThan(0);
     await stack.comment(n, "@subject /cancel");
-    const done = await stack.finishedTask(c, 60_000);
+    const done = await finished(c, 60_000);
     expect(done).toMatchObject({
       status: "cancelled",
       outcome: "cancelled",
@@ -219,7 +218,7 @@ describe.each(CONTRACT_ROWS)("the $cli CLI keeps the contract", { timeout: 240_0
   it("a runner that lost its disk and HOME resumes the session from Postgres", async () => {
     const n = newIssue();
     api.answer(`${row.cli}-EARLIER-ANSWER`);
-    const a = await stack.finishedTask(await stack.comment(n, "@subject EARLIER-REQUEST hello"));
+    const a = await finished(await stack.comment(n, "@subject EARLIER-REQUEST hello"));
     await stack.app.stop();
     fs.rmSync(stack.dataDir, { recursive: true, force: true });
     fs.rmSync(stack.workspaces, { recursive: true, force: true });
@@ -227,7 +226,7 @@ describe.each(CONTRACT_ROWS)("the $cli CLI keeps the contract", { timeout: 240_0
     await stack.startApp({ TETHER_RUNTIME_ID: `rt-${row.cli}-other`, HOME: home2 });
     try {
       const m = api.mark();
-      const b = await stack.finishedTask(await stack.comment(n, "@subject LATER-REQUEST again"));
+      const b = await finished(await stack.comment(n, "@subject LATER-REQUEST again"));
       expect(b).toMatchObject({
         status: "succeeded",
         resume_decision: "resume",
@@ -264,7 +263,7 @@ describe.each(CONTRACT_ROWS)("the $cli CLI keeps the contract", { timeout: 240_0
     const n = pr.number as number;
     const m = api.mark();
     api.shell(`cat ${row.controlFiles.join(" ")} 2>&1; echo LOOKED-AT-CONTROL`, "done");
-    const t = await stack.finishedTask(await stack.comment(n, "@subject review this"));
+    const t = await finished(await stack.comment(n, "@subject review this"));
     expect(t).toMatchObject({ status: "succeeded", is_pull_request: true });
     const reqs = api.since(m);
     // The tool ran (its output came back), and neither the CLI's own reading nor the agent's
@@ -281,7 +280,7 @@ describe.each(CONTRACT_ROWS)("the $cli CLI keeps the contract", { timeout: 240_0
     const n = newIssue();
     const m = api.mark();
     api.shell("env | sort; tr '\\0' '\\n' < /proc/self/environ; echo LOOKED-AT-ENV", "done");
-    const t = await stack.finishedTask(await stack.comment(n, "@subject what is your env?"));
+    const t = await finished(await stack.comment(n, "@subject what is your env?"));
     expect(t).toMatchObject({ status: "succeeded" });
     const seen = api
       .since(m)

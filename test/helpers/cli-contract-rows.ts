@@ -12,6 +12,12 @@ import {
   type FakeRequest as AnthropicRequest,
 } from "./fake-anthropic.js";
 import {
+  geminiReplies,
+  startFakeGemini,
+  type FakeGemini,
+  type FakeGeminiRequest,
+} from "./fake-gemini.js";
+import {
   lastUserText as openaiLastUser,
   messages as openaiMessages,
   replies as openaiReplies,
@@ -90,7 +96,23 @@ function anthropicToolResults(req: AnthropicRequest): string[] {
   return out;
 }
 
-function claudeApi(fake: FakeAnthropic): ContractApi {
+/**
+ * A CLI on the fake Messages API: Claude Code (tool `Bash`) or opencode through its Anthropic
+ * provider (tool `bash`). `firstLineAfterAnswer`: the CLI prints its first line (and so names its
+ * session) only once the model's first answer streams, so a turn held in flight must have had
+ * one answer first (opencode, docs/opencode-cli-facts.md, "The stream"). `summary`: the CLI's own
+ * compaction request (the history to summarise, not a turn: left out of `since`, and refused
+ * while the API overflows, since it carries the same history).
+ */
+function anthropicApi(
+  fake: FakeAnthropic,
+  cli: {
+    shellTool: string;
+    firstLineAfterAnswer: boolean;
+    summary?: (req: AnthropicRequest) => boolean;
+  },
+): ContractApi {
+  const summary = cli.summary ?? (() => false);
   const view = (r: AnthropicRequest): ContractRequest => ({
     n: r.n,
     said: anthropicTexts(r),
@@ -98,25 +120,27 @@ function claudeApi(fake: FakeAnthropic): ContractApi {
     toolOutputs: anthropicToolResults(r),
     raw: JSON.stringify(r.body ?? null),
   });
+  const shellCall = (command: string) =>
+    anthropicReplies.toolUse(cli.shellTool, { command, description: "Look around" });
   return {
     mark: () => fake.requests.length,
     since: (m) =>
       fake
         .messageRequests()
-        .filter((r) => r.n > m)
+        .filter((r) => r.n > m && !summary(r))
         .map(view),
     answer: (text) => fake.script(anthropicReplies.text(text)),
-    hang: () => fake.script(anthropicReplies.hang()),
-    shell: (command, text) =>
-      fake.script(
-        anthropicReplies.toolUse("Bash", { command, description: "Look around" }),
-        anthropicReplies.text(text),
-      ),
+    hang: () =>
+      cli.firstLineAfterAnswer
+        ? fake.script(shellCall("echo first-step"), anthropicReplies.hang())
+        : fake.script(anthropicReplies.hang()),
+    shell: (command, text) => fake.script(shellCall(command), anthropicReplies.text(text)),
     overflowUntilCold() {
-      // Claude Code 2.1.332 compacts by itself after one overflow: its summaries are refused
-      // too, so it gives up (test/e2e/runner.test.ts 5c shows the other case).
+      // Claude Code 2.1.332 and opencode 1.18.33 compact by themselves after one overflow: their
+      // summaries are refused too, so they give up (test/e2e/runner.test.ts 5c shows the other
+      // case).
       fake.setDefault((req) =>
-        anthropicLastUser(req).includes("# Instruction")
+        anthropicLastUser(req).includes("# Instruction") && !summary(req)
           ? anthropicReplies.text(`reply#${req.n} cold`)
           : anthropicReplies.promptTooLong(),
       );
@@ -128,6 +152,13 @@ function claudeApi(fake: FakeAnthropic): ContractApi {
     close: () => fake.close(),
   };
 }
+
+/**
+ * opencode 1.18.33's compaction request: the history quoted in one user message (the cold
+ * prompt's `# Instruction` among it), then its summary instructions.
+ */
+const opencodeSummary = (req: AnthropicRequest): boolean =>
+  anthropicLastUser(req).includes("Create a new anchored summary from the conversation history");
 
 function codexApi(fake: FakeOpenAI): ContractApi {
   const view = (r: OpenAIRequest): ContractRequest => ({
@@ -162,6 +193,69 @@ function codexApi(fake: FakeOpenAI): ContractApi {
   };
 }
 
+/** A Gemini request's texts, each part's text (a function's call or response as JSON). */
+function geminiTexts(req: FakeGeminiRequest): string[] {
+  return (req.body?.contents ?? []).flatMap((c) =>
+    (c.parts ?? []).flatMap((p) => (typeof p.text === "string" ? [p.text] : [])),
+  );
+}
+
+/** The last user content that carries text (a function's response is a user content too). */
+function geminiLastUser(req: FakeGeminiRequest): string {
+  const contents = req.body?.contents ?? [];
+  for (let i = contents.length - 1; i >= 0; i--) {
+    const c = contents[i]!;
+    if (c.role !== "user") continue;
+    const texts = (c.parts ?? []).flatMap((p) => (typeof p.text === "string" ? [p.text] : []));
+    if (texts.length) return texts.join("");
+  }
+  return "";
+}
+
+function geminiToolOutputs(req: FakeGeminiRequest): string[] {
+  return (req.body?.contents ?? []).flatMap((c) =>
+    (c.parts ?? []).flatMap((p) =>
+      p.functionResponse === undefined ? [] : [JSON.stringify(p.functionResponse)],
+    ),
+  );
+}
+
+function geminiApi(fake: FakeGemini): ContractApi {
+  const view = (r: FakeGeminiRequest): ContractRequest => ({
+    n: r.n,
+    said: geminiTexts(r),
+    lastUser: geminiLastUser(r),
+    toolOutputs: geminiToolOutputs(r),
+    raw: JSON.stringify(r.body ?? null),
+  });
+  return {
+    mark: () => fake.requests.length,
+    // The turn's requests: the CLI's side questions (next speaker, loop checks) and token
+    // counts are not the model's turns.
+    since: (m) =>
+      fake
+        .turnRequests()
+        .filter((r) => r.n > m)
+        .map(view),
+    answer: (text) => fake.script(geminiReplies.text(text)),
+    hang: () => fake.script(geminiReplies.hang()),
+    shell: (command, text) => fake.script(geminiReplies.shell(command), geminiReplies.text(text)),
+    overflowUntilCold() {
+      // Gemini CLI does not retry a 400 nor compact after one (docs/gemini-cli-facts.md).
+      fake.setDefault((req) =>
+        geminiLastUser(req).includes("# Instruction")
+          ? geminiReplies.text(`reply#${req.n} cold`)
+          : geminiReplies.contextOverflow(),
+      );
+      return () => fake.reset();
+    },
+    waitForHang: (m) =>
+      fake.waitFor((reqs) => reqs.some((r) => r.n > m && r.reply === "hang"), 60_000),
+    reset: () => fake.reset(),
+    close: () => fake.close(),
+  };
+}
+
 /** Every registered CLI's row; test/repo/cli-names' sibling check keeps it complete. */
 export const CONTRACT_ROWS: ContractRow[] = [
   {
@@ -173,7 +267,7 @@ export const CONTRACT_ROWS: ContractRow[] = [
     async start() {
       const fake = await startFakeAnthropic();
       return {
-        api: claudeApi(fake),
+        api: anthropicApi(fake, { shellTool: "Bash", firstLineAfterAnswer: false }),
         env: { ANTHROPIC_BASE_URL: fake.url, ANTHROPIC_API_KEY: this.key },
       };
     },
@@ -188,6 +282,39 @@ export const CONTRACT_ROWS: ContractRow[] = [
       return {
         api: codexApi(fake),
         env: { OPENAI_BASE_URL: fake.url, OPENAI_API_KEY: this.key },
+      };
+    },
+  },
+  {
+    cli: "gemini",
+    // Its policy allows every tool when the agent names none (docs/gemini-cli-facts.md).
+    agent: "    cli: gemini\n    model: gemini-2.5-flash\n",
+    key: "AIza-gemini-contract-key-0123456789abcdef",
+    controlFiles: ["GEMINI.md", ".gemini/settings.json"],
+    async start() {
+      const fake = await startFakeGemini();
+      return {
+        api: geminiApi(fake),
+        env: { GOOGLE_GEMINI_BASE_URL: fake.url, GEMINI_API_KEY: this.key },
+      };
+    },
+  },
+  {
+    cli: "opencode",
+    // Its Anthropic provider on the fake Messages API; its tools need no permission rules.
+    agent: "    cli: opencode\n    model: claude-sonnet-4-5\n",
+    key: "sk-ant-opencode-contract-key-0123456789abcdef",
+    // `.opencode/agent/build.md` would be the prompt of the agent `opencode run` uses.
+    controlFiles: ["opencode.json", ".opencode/agent/build.md"],
+    async start() {
+      const fake = await startFakeAnthropic();
+      return {
+        api: anthropicApi(fake, {
+          shellTool: "bash",
+          firstLineAfterAnswer: true,
+          summary: opencodeSummary,
+        }),
+        env: { ANTHROPIC_BASE_URL: fake.url, ANTHROPIC_API_KEY: this.key },
       };
     },
   },

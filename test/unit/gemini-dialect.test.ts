@@ -151,6 +151,8 @@ describe("Gemini command line, settings and policy", () => {
 
   it("the policy allows every tool, or only the allowed ones, and denies the disallowed above that; plan allows none", () => {
     expect(geminiPolicy(base)).toContain('toolName = "*"\ndecision = "allow"');
+    // A shell command with a redirection is allowed too (the CLI would ask, refused headless).
+    expect(geminiPolicy(base)).toContain("priority = 100\nallowRedirection = true");
     const p = geminiPolicy({
       ...base,
       allowedTools: ["read_file"],
