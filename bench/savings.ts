@@ -105,7 +105,7 @@ try {
     CLI === "opencode"
       ? {
           path: resolveOpencodePath({ TETHER_OPENCODE_PATH: process.env.TETHER_OPENCODE_PATH }),
-          source: "opencode-ai",
+          source: "opencode-linux-x64",
         }
       : lookupClaudePath({ TETHER_CLAUDE_PATH: process.env.TETHER_CLAUDE_PATH });
   const wrapper = writeWrapper(path.join(tmp, CLI), calls, real.path);

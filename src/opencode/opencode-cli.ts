@@ -1,5 +1,5 @@
 /**
- * sst's opencode (`opencode-ai`, pinned) as a CliAdapter: the same run engine as Claude's
+ * sst's opencode (its linux-x64 binary package `opencode-linux-x64`, pinned) as a CliAdapter: the same run engine as Claude's
  * (src/claude/cli-run.ts) with opencode's dialect (a CliDialect, src/claude/cli-dialect.ts).
  * Facts it rests on: docs/opencode-cli-facts.md.
  */
@@ -69,7 +69,7 @@ export function resolveOpencodePath(env: { TETHER_OPENCODE_PATH?: string | undef
 export const opencodeDialect: CliDialect<OpencodeMessage, OpencodeEvidence> = {
   label: "opencode CLI",
   short: "opencode",
-  installHint: "set TETHER_OPENCODE_PATH or install opencode-ai",
+  installHint: "set TETHER_OPENCODE_PATH or install opencode-linux-x64",
   sessionId: SESSION_ID,
   args: (settings, resumeSessionId) => buildOpencodeArgs(settings, resumeSessionId),
   env: buildOpencodeEnv,
