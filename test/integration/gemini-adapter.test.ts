@@ -191,6 +191,41 @@ describe("Gemini adapter, real CLI in the sandbox", { timeout: 240_000 }, () => 
     expect(out).not.toContain("ghs_must_not_leak");
   });
 
+  it("git runs in the untrusted workspace: status, diff and log reach the next request", async () => {
+    const p = place();
+    const git = (...a: string[]) => execFileSync("git", a, { cwd: p.cwd });
+    git(
+      "-c",
+      "user.name=T",
+      "-c",
+      "user.email=t@example.com",
+      "commit",
+      "-q",
+      "--allow-empty",
+      "-m",
+      "GIT-LOG-CANARY",
+    );
+    fs.writeFileSync(path.join(p.cwd, "tracked.txt"), "old\n");
+    git("add", "tracked.txt");
+    fs.writeFileSync(path.join(p.cwd, "tracked.txt"), "GIT-DIFF-CANARY\n");
+    fs.writeFileSync(path.join(p.cwd, "untracked-canary.txt"), "");
+    fake.script(
+      replies.shell("git status"),
+      replies.shell("git diff"),
+      replies.shell("git log -1"),
+      replies.text("GIT-DONE"),
+    );
+    const before = fake.turnRequests().length;
+    const o = await cli.start(spec(p)).outcome;
+    expect(o).toMatchObject({ kind: "success", toolRan: true, resultText: "GIT-DONE" });
+    const [, afterStatus, afterDiff, afterLog] = since(before).map((r) =>
+      functionResponses(r).at(-1),
+    );
+    expect(afterStatus).toContain("untracked-canary.txt");
+    expect(afterDiff).toContain("+GIT-DIFF-CANARY");
+    expect(afterLog).toContain("GIT-LOG-CANARY");
+  });
+
   it("the repository's GEMINI.md, AGENTS.md, .gemini/ settings, hooks, commands and .env do not apply", async () => {
     const p = place();
     const w = (f: string, text: string) => {
