@@ -8,6 +8,14 @@ import path from "node:path";
 import type { RunSettings } from "../agent-cli/runtime-adapter.js";
 import { buildChildEnv } from "../process/child-env.js";
 
+/**
+ * The CLI sets git's `diff.external` to "" for every shell command (to neutralise a repository's
+ * diff program), and git runs "" as that program: `git diff` of a change fails with "external diff
+ * died". `--no-ext-diff` uses git's own diff (docs/gemini-cli-facts.md).
+ */
+export const GIT_DIFF_NOTE =
+  'In this shell, pass --no-ext-diff to git diff, git show and git log -p (git diff --no-ext-diff): without it they fail with "external diff died".';
+
 export function buildGeminiArgs(
   settings: RunSettings,
   resumeSessionId: string | undefined,
@@ -15,7 +23,8 @@ export function buildGeminiArgs(
   // `--prompt`: headless, the prompt read from stdin with the flag's text appended to it. The
   // CLI has no way to add to its system prompt (GEMINI_SYSTEM_MD replaces all of it), so
   // Tether's own instructions ride there, after the prompt, on every turn.
-  const extra = settings.appendSystemPrompt ? `\n\n${settings.appendSystemPrompt}` : "";
+  const notes = [settings.appendSystemPrompt, GIT_DIFF_NOTE].filter(Boolean).join("\n\n");
+  const extra = `\n\n${notes}`;
   const args = [`--prompt=${extra}`, "--output-format", "stream-json"];
   // The model is not remembered by a session: pass it every time (without it the CLI routes
   // each request through its "auto" model choice, an extra call per prompt).
@@ -82,13 +91,26 @@ const toml = (s: string) => JSON.stringify(s);
  * deny `disallowedTools` above that. `allowRedirection`: without it the CLI turns an allowed shell
  * command with a redirection (`2>&1`, `< file`) into a question, refused headless; in the
  * sandbox a redirection reaches nothing the command itself could not.
+ *
+ * `GIT_RULE`: in an untrusted folder the CLI turns a shell command that runs `git` into a question
+ * too (its shell heuristics, which a rule with a `commandRegex` skips), so without it the agent
+ * could not run `git status`; the rule allows a shell command whose text holds `git` wherever the
+ * shell tool is allowed. The checkout is the agent's own work, run in the sandbox like any other
+ * command it may run (`make`, `npm test`); Tether's trust setting is about the CLI's own
+ * control files, which stay off.
  */
+const GIT_RULE =
+  `[[rule]]\ntoolName = "run_shell_command"\ncommandRegex = ${toml(String.raw`[^\x00]*git`)}\n` +
+  `decision = "allow"\npriority = 110\nallowRedirection = true\n`;
+const SHELL_TOOLS = new Set(["*", "run_shell_command", "ShellTool"]);
+
 export function geminiPolicy(settings: RunSettings): string {
   const rules: string[] = [];
   for (const tool of settings.disallowedTools ?? [])
     rules.push(`[[rule]]\ntoolName = ${toml(tool)}\ndecision = "deny"\npriority = 900\n`);
   if (settings.permissionMode === "plan") return rules.join("\n");
   const allowed = settings.allowedTools?.length ? settings.allowedTools : ["*"];
+  if (allowed.some((t) => SHELL_TOOLS.has(t))) rules.push(GIT_RULE);
   for (const tool of allowed)
     rules.push(
       `[[rule]]\ntoolName = ${toml(tool)}\ndecision = "allow"\npriority = 100\nallowRedirection = true\n`,

@@ -6,7 +6,12 @@
  */
 import { describe, expect, it } from "vitest";
 import type { ExitFacts } from "../../src/agent-cli/outcome.js";
-import { buildGeminiArgs, geminiPolicy, geminiSettings } from "../../src/gemini/gemini-args.js";
+import {
+  buildGeminiArgs,
+  geminiPolicy,
+  geminiSettings,
+  GIT_DIFF_NOTE,
+} from "../../src/gemini/gemini-args.js";
 import {
   classifyGemini,
   geminiEarlyStop,
@@ -136,7 +141,7 @@ describe("Gemini command line, settings and policy", () => {
   const base = { timeoutMs: 1000, stallMs: 1000 };
   it("headless stream-json, the model every time, --resume with the id; Tether's instructions after the prompt", () => {
     expect(buildGeminiArgs({ ...base, model: "gemini-2.5-pro" }, ID)).toEqual([
-      "--prompt=",
+      `--prompt=\n\n${GIT_DIFF_NOTE}`,
       "--output-format",
       "stream-json",
       "-m",
@@ -145,7 +150,7 @@ describe("Gemini command line, settings and policy", () => {
       ID,
     ]);
     expect(buildGeminiArgs({ ...base, appendSystemPrompt: "-be brief" }, undefined)[0]).toBe(
-      "--prompt=\n\n-be brief",
+      `--prompt=\n\n-be brief\n\n${GIT_DIFF_NOTE}`,
     );
   });
 
@@ -153,6 +158,12 @@ describe("Gemini command line, settings and policy", () => {
     expect(geminiPolicy(base)).toContain('toolName = "*"\ndecision = "allow"');
     // A shell command with a redirection is allowed too (the CLI would ask, refused headless).
     expect(geminiPolicy(base)).toContain("priority = 100\nallowRedirection = true");
+    // A shell command that runs git is allowed above the heuristics that would ask in an
+    // untrusted folder, and the pattern passes the CLI's ReDoS check (no quantified group).
+    const gitRule = 'toolName = "run_shell_command"\ncommandRegex = "[^\\\\x00]*git"';
+    expect(geminiPolicy(base)).toContain(gitRule);
+    expect(geminiPolicy({ ...base, allowedTools: ["run_shell_command"] })).toContain(gitRule);
+    expect(geminiPolicy({ ...base, allowedTools: ["read_file"] })).not.toContain("commandRegex");
     const p = geminiPolicy({
       ...base,
       allowedTools: ["read_file"],
