@@ -92,15 +92,16 @@ const toml = (s: string) => JSON.stringify(s);
  * command with a redirection (`2>&1`, `< file`) into a question, refused headless; in the
  * sandbox a redirection reaches nothing the command itself could not.
  *
- * `GIT_RULE`: in an untrusted folder the CLI turns a shell command that runs `git` into a question
- * too (its shell heuristics, which a rule with a `commandRegex` skips), so without it the agent
- * could not run `git status`; the rule allows a shell command whose text holds `git` wherever the
- * shell tool is allowed. The checkout is the agent's own work, run in the sandbox like any other
- * command it may run (`make`, `npm test`); Tether's trust setting is about the CLI's own
- * control files, which stay off.
+ * `SHELL_RULE`: the CLI runs heuristics on a shell command matched by a plain rule, and turns
+ * into a question a command that runs `git` in an untrusted folder (`git status`), `rm -f`/`-rf`,
+ * `find -exec`/`-delete`, `ln -s`, or a `dir_path` outside the workspace; a rule with a
+ * `commandRegex` skips them, so this one allows every shell command wherever the shell tool is
+ * allowed. They are no boundary (`bash -c '…'` is not checked) and the sandbox is: the checkout is
+ * the agent's own work. Tether's trust setting is about the CLI's control files, which stay off.
+ * No quantified group in the pattern: the CLI drops a rule its ReDoS check flags.
  */
-const GIT_RULE =
-  `[[rule]]\ntoolName = "run_shell_command"\ncommandRegex = ${toml(String.raw`[^\x00]*git`)}\n` +
+const SHELL_RULE =
+  `[[rule]]\ntoolName = "run_shell_command"\ncommandRegex = ${toml(String.raw`[^\x00]*`)}\n` +
   `decision = "allow"\npriority = 110\nallowRedirection = true\n`;
 const SHELL_TOOLS = new Set(["*", "run_shell_command", "ShellTool"]);
 
@@ -110,7 +111,7 @@ export function geminiPolicy(settings: RunSettings): string {
     rules.push(`[[rule]]\ntoolName = ${toml(tool)}\ndecision = "deny"\npriority = 900\n`);
   if (settings.permissionMode === "plan") return rules.join("\n");
   const allowed = settings.allowedTools?.length ? settings.allowedTools : ["*"];
-  if (allowed.some((t) => SHELL_TOOLS.has(t))) rules.push(GIT_RULE);
+  if (allowed.some((t) => SHELL_TOOLS.has(t))) rules.push(SHELL_RULE);
   for (const tool of allowed)
     rules.push(
       `[[rule]]\ntoolName = ${toml(tool)}\ndecision = "allow"\npriority = 100\nallowRedirection = true\n`,

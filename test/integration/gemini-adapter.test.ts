@@ -191,7 +191,7 @@ describe("Gemini adapter, real CLI in the sandbox", { timeout: 240_000 }, () => 
     expect(out).not.toContain("ghs_must_not_leak");
   });
 
-  it("git runs in the untrusted workspace: status, diff (with --no-ext-diff), log reach the next request", async () => {
+  it("shell commands the CLI would ask about run: git in the untrusted workspace (status, diff with --no-ext-diff, log), rm -rf, find -delete", async () => {
     const p = place();
     const git = (...a: string[]) => execFileSync("git", a, { cwd: p.cwd });
     git(
@@ -209,20 +209,24 @@ describe("Gemini adapter, real CLI in the sandbox", { timeout: 240_000 }, () => 
     git("add", "tracked.txt");
     fs.writeFileSync(path.join(p.cwd, "tracked.txt"), "GIT-DIFF-CANARY\n");
     fs.writeFileSync(path.join(p.cwd, "untracked-canary.txt"), "");
+    fs.mkdirSync(path.join(p.cwd, "build"));
+    fs.writeFileSync(path.join(p.cwd, "scratch.tmp"), "");
     fake.script(
       replies.shell("git status"),
       replies.shell("git diff"),
       replies.shell("cd /workspace && git diff --no-ext-diff 2>&1"),
       replies.shell("git log -1"),
+      // Not git, but the same heuristics asked for these too.
+      replies.shell("rm -rf build && find . -name '*.tmp' -delete && ls"),
       replies.text("GIT-DONE"),
     );
     const before = fake.turnRequests().length;
     const o = await cli.start(spec(p)).outcome;
     expect(o).toMatchObject({ kind: "success", toolRan: true, resultText: "GIT-DONE" });
-    const [, afterStatus, afterDiff, afterNoExtDiff, afterLog] = since(before).map((r) =>
+    const [, afterStatus, afterDiff, afterNoExtDiff, afterLog, afterRm] = since(before).map((r) =>
       functionResponses(r).at(-1),
     );
-    for (const out of [afterStatus, afterDiff, afterNoExtDiff, afterLog])
+    for (const out of [afterStatus, afterDiff, afterNoExtDiff, afterLog, afterRm])
       expect(out).not.toContain("requires user confirmation");
     expect(afterStatus).toContain("untracked-canary.txt");
     // The CLI sets `diff.external` to "" for every shell command, and git runs "" as the
@@ -231,6 +235,8 @@ describe("Gemini adapter, real CLI in the sandbox", { timeout: 240_000 }, () => 
     expect(afterDiff).toContain("external diff died");
     expect(afterNoExtDiff).toContain("+GIT-DIFF-CANARY");
     expect(afterLog).toContain("GIT-LOG-CANARY");
+    expect(fs.existsSync(path.join(p.cwd, "build"))).toBe(false);
+    expect(fs.existsSync(path.join(p.cwd, "scratch.tmp"))).toBe(false);
   });
 
   it("the repository's GEMINI.md, AGENTS.md, .gemini/ settings, hooks, commands and .env do not apply", async () => {

@@ -158,11 +158,11 @@ describe("Gemini command line, settings and policy", () => {
     expect(geminiPolicy(base)).toContain('toolName = "*"\ndecision = "allow"');
     // A shell command with a redirection is allowed too (the CLI would ask, refused headless).
     expect(geminiPolicy(base)).toContain("priority = 100\nallowRedirection = true");
-    // A shell command that runs git is allowed above the heuristics that would ask in an
-    // untrusted folder, and the pattern passes the CLI's ReDoS check (no quantified group).
-    const gitRule = 'toolName = "run_shell_command"\ncommandRegex = "[^\\\\x00]*git"';
-    expect(geminiPolicy(base)).toContain(gitRule);
-    expect(geminiPolicy({ ...base, allowedTools: ["run_shell_command"] })).toContain(gitRule);
+    // Every shell command is allowed above the heuristics that would ask (git in an untrusted
+    // folder, rm -rf), and the pattern passes the CLI's ReDoS check (no quantified group).
+    const shellRule = 'toolName = "run_shell_command"\ncommandRegex = "[^\\\\x00]*"';
+    expect(geminiPolicy(base)).toContain(shellRule);
+    expect(geminiPolicy({ ...base, allowedTools: ["run_shell_command"] })).toContain(shellRule);
     expect(geminiPolicy({ ...base, allowedTools: ["read_file"] })).not.toContain("commandRegex");
     const p = geminiPolicy({
       ...base,
