@@ -90,13 +90,11 @@ describe("--max-budget-usd with the real CLI", () => {
     expect(outcome.usage.numTurns).toBe(2);
     expect(fs.existsSync(path.join(cwd, "ran-one"))).toBe(true);
     // Only the first call's tool result is reported. 2.1.197 never ran the tool the second call
-    // asked for; 2.1.332 runs it all the same (it starts a tool as the call streams in), and
-    // says nothing of it: `ran-two` appears, around the time the run ends.
+    // asked for; 2.1.332 starts a tool as the call streams in, so whether `ran-two` appears is a
+    // race between that tool and the CLI's exit (seen both ways; on a loaded machine it often
+    // loses), and nothing reports it: its cost is counted either way, which is what Tether needs.
     expect(events.filter((e) => e.type === "tool_result")).toHaveLength(1);
     expect(outcome.toolRan).toBe(true);
-    for (let i = 0; i < 200 && !fs.existsSync(path.join(cwd, "ran-two")); i++)
-      await new Promise((r) => setTimeout(r, 50));
-    expect(fs.existsSync(path.join(cwd, "ran-two"))).toBe(true);
     expect(events.at(-1)).toMatchObject({
       type: "result",
       subtype: "error_max_budget_usd",
