@@ -21,7 +21,9 @@ export default defineConfig({
     projects: [
       {
         extends: true,
-        test: { name: "unit", include: ["test/unit/**/*.test.ts"] },
+        // Worker threads start faster than forks: 27.7 s against 30.7 s for the tier here,
+        // measured side by side on an idle 2-core machine (2082 tests).
+        test: { name: "unit", include: ["test/unit/**/*.test.ts"], pool: "threads" },
       },
       {
         extends: true,
