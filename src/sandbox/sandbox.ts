@@ -251,7 +251,7 @@ export class Sandbox {
       return fail(
         `bubblewrap could not make a sandbox: ${(r.stderr || r.failure || "").trim().slice(0, 400)}. ` +
           "It needs unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1; on Ubuntu 24.04 also an AppArmor profile for bwrap) " +
-          "and, in a container, --security-opt seccomp=unconfined --security-opt apparmor=unconfined --security-opt systempaths=unconfined (docs/deploying.md, Docker). " +
+          "and, in a container, --security-opt seccomp=deploy/seccomp/tether-runner.json --security-opt apparmor=unconfined --security-opt systempaths=unconfined (docs/deploying.md, Docker). " +
           "Or set TETHER_SANDBOX=off to run agents unsandboxed.",
       );
     } finally {
