@@ -3,7 +3,7 @@
 # Tether in one image: the GitHub App, a runner, git and the Claude Code CLI.
 #   docker build -t tether .
 #   docker run --env-file .env -e DATABASE_URL=postgres://… -p 3000:3000 \
-#     --security-opt seccomp=unconfined --security-opt apparmor=unconfined \
+#     --security-opt seccomp=deploy/seccomp/tether-runner.json --security-opt apparmor=unconfined \
 #     --security-opt systempaths=unconfined \
 #     -v tether-data:/data -v tether-claude:/home/node/.claude tether [all|web|runner|migrate]
 # docker-compose.yml runs it with Postgres. test/repo/dockerfile.test.ts checks this file.
@@ -31,8 +31,9 @@ FROM ${NODE_IMAGE}
 # git: the runner clones and fetches. ca-certificates: HTTPS to GitHub and the Claude API.
 # tini: PID 1 that forwards SIGTERM to Tether and reaps the agent's orphaned processes.
 # bubblewrap and socat: the agent's sandbox and its one way out (docs/security.md, "Security model"); the
-# container needs --security-opt seccomp=unconfined,apparmor=unconfined,systempaths=unconfined
-# for bubblewrap to make its namespaces (docker-compose.yml sets them).
+# container needs --security-opt seccomp=deploy/seccomp/tether-runner.json (or unconfined),
+# apparmor=unconfined and systempaths=unconfined for bubblewrap to make its namespaces
+# (docker-compose.yml sets them).
 RUN apt-get update \
   && apt-get install -y --no-install-recommends git ca-certificates tini bubblewrap socat \
   && rm -rf /var/lib/apt/lists/*

@@ -157,11 +157,12 @@ export class CliRun<M extends { kind: string }, S> implements AgentRun {
     } catch (err) {
       this.log.warn({ err }, "could not read what the session holds before the run");
     }
-    let command = {
+    let command: Pick<PreparedCommand, "file" | "args" | "env" | "cwd" | "fd3"> = {
       file: this.config.path,
       args,
       env: spec.sandbox ? env : { ...env, ...access.outside },
       cwd: spec.cwd,
+      fd3: undefined,
     };
     if (spec.sandbox) {
       for (const name of access.remove) delete env[name];
@@ -208,6 +209,7 @@ export class CliRun<M extends { kind: string }, S> implements AgentRun {
     const child = spawnStreaming(command.file, command.args, {
       cwd: command.cwd,
       env: command.env,
+      fd3: command.fd3,
       input: spec.prompt,
     });
     this.child = child;

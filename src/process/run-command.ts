@@ -25,6 +25,8 @@ export interface RunCommandOptions {
   killGraceMs?: number;
   /** Decode stdout as text (default) or keep it as bytes. */
   encoding?: "utf8" | "buffer";
+  /** Bytes the child reads on file descriptor 3 (bubblewrap's seccomp program); default none. */
+  fd3?: Uint8Array | undefined;
 }
 
 export interface CommandResult<Out = string> {
@@ -76,7 +78,8 @@ export async function runCommand(
     env: opts.env,
     extendEnv: false,
     reject: false,
-    ...(opts.input === undefined ? { stdin: "ignore" as const } : { input: opts.input }),
+    ...(opts.input === undefined ? {} : { input: opts.input }),
+    stdio: [opts.input === undefined ? "ignore" : "pipe", "pipe", "pipe", ...extraFds(opts.fd3)],
     maxBuffer: opts.maxBuffer ?? 16 * 1024 * 1024,
     encoding: opts.encoding === "buffer" ? "buffer" : "utf8",
     // Bytes are file contents: every one of them counts, a final newline too.
@@ -133,6 +136,8 @@ export interface StreamingOptions {
   env: Record<string, string>;
   /** Written to stdin, which is then closed. */
   input: string;
+  /** Bytes the child reads on file descriptor 3 (bubblewrap's seccomp program); default none. */
+  fd3?: Uint8Array | undefined;
 }
 
 /** A child whose output is read as it comes; stopping it is the caller's (killGroup). */
@@ -162,8 +167,7 @@ export function spawnStreaming(
     input: opts.input,
     buffer: false,
     reject: false,
-    stdout: "pipe",
-    stderr: "pipe",
+    stdio: ["pipe", "pipe", "pipe", ...extraFds(opts.fd3)],
     windowsHide: true,
   });
   const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) => {
@@ -181,4 +185,9 @@ export function spawnStreaming(
       return String(result.code ?? result.shortMessage);
     },
   };
+}
+
+/** The child's descriptors after stderr: fd 3 carries `bytes` (execa writes them, then closes it). */
+function extraFds(bytes: Uint8Array | undefined): Uint8Array[] {
+  return bytes ? [bytes] : [];
 }

@@ -4,6 +4,8 @@
  *
  * What a sandbox holds (docs/security.md says why):
  * - its own user, pid, ipc, uts, cgroup and network namespaces; inside, uid/gid 1000 ("agent");
+ *   no further user namespace (`--disable-userns`), and a seccomp filter (seccomp-filter.ts)
+ *   that refuses new namespaces, mounts, keyrings, eBPF and the like;
  * - the system read-only: /usr (and the /bin, /lib… links or directories beside it) and an
  *   allow-list of /etc; nothing of the host's /home, /root, /var, /opt, /srv, /proc or /sys;
  * - a private /tmp, a fresh /proc (only the sandbox's own processes) and a minimal /dev;
@@ -99,6 +101,8 @@ export interface BwrapSpec {
   shareNet?: boolean;
   /** The command and its arguments, run inside. */
   command: string[];
+  /** The file descriptor bwrap reads the seccomp program from (seccomp-filter.ts). */
+  seccompFd: number;
 }
 
 /**
@@ -109,6 +113,11 @@ export interface BwrapSpec {
 export function bwrapArgs(spec: BwrapSpec): string[] {
   const a: string[] = [
     "--unshare-all",
+    // --unshare-all only tries a user namespace; --disable-userns needs one for certain. Inside,
+    // no user namespace can be made (max_user_namespaces is 1 and already used): an agent cannot
+    // gain the capabilities a namespace of its own would give it (`unshare -Urn`).
+    "--unshare-user",
+    "--disable-userns",
     ...(spec.shareNet ? ["--share-net"] : []),
     "--die-with-parent",
     // No controlling terminal to push keystrokes into (TIOCSTI).
@@ -137,6 +146,8 @@ export function bwrapArgs(spec: BwrapSpec): string[] {
     a.push(b.optional ? `${flag}-try` : flag, b.host, b.sandbox);
   }
   for (const t of spec.tmpfs ?? []) a.push("--tmpfs", t);
+  // Applied last, just before the command runs: bwrap's own setup is not filtered.
+  a.push("--seccomp", String(spec.seccompFd));
   a.push("--chdir", spec.cwd, "--", ...spec.command);
   return a;
 }

@@ -27,6 +27,10 @@ import {
 import { startEgress, type Egress, type ModelEndpoint, type NetworkPolicy } from "./egress.js";
 import { bridgeCommand, proxyEnv } from "./init-script.js";
 import { emptyTrash, setAsideLeftovers, type SweepRetry } from "./leftovers.js";
+import { seccompFor } from "./seccomp-filter.js";
+
+/** bwrap reads its seccomp program on this descriptor: the spawn's fd 3 (PreparedCommand.fd3). */
+const SECCOMP_FD = 3;
 
 export type SandboxMode = "bwrap" | "off";
 
@@ -97,6 +101,11 @@ export interface PreparedCommand {
   env: Record<string, string>;
   /** Host working directory for the spawn (the workspace when the sandbox is off). */
   cwd: string;
+  /**
+   * Bytes the child must read on file descriptor 3: the seccomp program bwrap applies (pass as
+   * runCommand's or spawnStreaming's `fd3`). Undefined when the sandbox is off.
+   */
+  fd3: Uint8Array | undefined;
   /** Whether the command runs sandboxed. */
   sandboxed: boolean;
   egress: Egress | undefined;
@@ -130,6 +139,8 @@ export class Sandbox {
     private readonly opts: Required<Pick<SandboxOptions, "bwrapPath">> & SandboxOptions,
     private readonly root: RootEntry[],
     private readonly etc: string[],
+    /** The seccomp program for this machine's architecture (seccomp-filter.ts). */
+    private readonly seccomp: Buffer | null = seccompFor(process.arch),
   ) {}
 
   get sandboxed(): boolean {
@@ -166,6 +177,16 @@ export class Sandbox {
         version: null,
       };
       o.log.warn(status, "the agent sandbox is OFF");
+      return made(status);
+    }
+    if (!seccompFor(process.arch)) {
+      const status: SandboxStatus = {
+        mode: "bwrap",
+        ok: false,
+        detail: `no seccomp filter for this architecture (${process.arch}): Tether has one for x64 and arm64. Set TETHER_SANDBOX=off to run agents unsandboxed.`,
+        version: null,
+      };
+      o.log.error(status, "the agent sandbox cannot start here; no agent will run");
       return made(status);
     }
     const probe = new Sandbox({ mode: "bwrap", ok: true, detail: "", version: null }, o, root, etc);
@@ -209,6 +230,7 @@ export class Sandbox {
       const r = await runCommand(prepared.file, prepared.args, {
         cwd: prepared.cwd,
         env: prepared.env,
+        fd3: prepared.fd3,
         timeoutMs: 20_000,
         killGraceMs: 5000,
       });
@@ -229,7 +251,7 @@ export class Sandbox {
       return fail(
         `bubblewrap could not make a sandbox: ${(r.stderr || r.failure || "").trim().slice(0, 400)}. ` +
           "It needs unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1; on Ubuntu 24.04 also an AppArmor profile for bwrap) " +
-          "and, in a container, --security-opt seccomp=unconfined --security-opt apparmor=unconfined --security-opt systempaths=unconfined (docs/deploying.md, Docker). " +
+          "and, in a container, --security-opt seccomp=deploy/seccomp/tether-runner.json --security-opt apparmor=unconfined --security-opt systempaths=unconfined (docs/deploying.md, Docker). " +
           "Or set TETHER_SANDBOX=off to run agents unsandboxed.",
       );
     } finally {
@@ -252,11 +274,15 @@ export class Sandbox {
         args: run.command.slice(1),
         env,
         cwd: run.workspace,
+        fd3: undefined,
         sandboxed: false,
         egress: undefined,
         dispose: async () => {},
       };
     }
+    const seccomp = this.seccomp;
+    // start() never makes a bwrap Sandbox without one; a sandbox without its filter never runs.
+    if (!seccomp) throw new Error(`no seccomp filter for this architecture (${process.arch})`);
     const runDir = path.join(this.opts.stateDir, "runs", randomBytes(8).toString("hex"));
     await fs.mkdir(runDir, { mode: 0o700 });
     let egress: Egress | undefined;
@@ -332,12 +358,14 @@ export class Sandbox {
         tmpfs,
         cwd: IN_SANDBOX.workspace,
         command,
+        seccompFd: SECCOMP_FD,
       });
       return {
         file: this.opts.bwrapPath,
         args,
         env,
         cwd: runDir,
+        fd3: seccomp,
         sandboxed: true,
         egress,
         dispose,

@@ -96,6 +96,7 @@ export function sandboxedGit(opts: {
         const r = await runCommand(prepared.file, prepared.args, {
           cwd: prepared.cwd,
           env: prepared.env,
+          fd3: prepared.fd3,
           timeoutMs: o.timeoutMs ?? opts.timeoutMs ?? 10 * 60_000,
           signal: o.signal,
         });

@@ -97,6 +97,8 @@ async function inSandbox(dir: string, masks: Mask[], script: string): Promise<st
       env: p.env,
       extendEnv: false,
       cwd: p.cwd,
+      // bwrap reads its seccomp program on fd 3.
+      stdio: ["ignore", "pipe", "pipe", p.fd3 ?? "ignore"],
       reject: false,
       timeout: 60_000,
     });

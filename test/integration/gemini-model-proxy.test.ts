@@ -99,6 +99,7 @@ describe("the model proxy with Gemini's endpoint", { timeout: 180_000 }, () => {
       const r = await runCommand(prepared.file, prepared.args, {
         cwd: prepared.cwd,
         env: prepared.env,
+        fd3: prepared.fd3,
         timeoutMs: 120_000,
         killGraceMs: 2000,
       });

@@ -67,6 +67,8 @@ describe("the bridge in a real sandbox", () => {
         env: p.env,
         extendEnv: false,
         cwd: p.cwd,
+        // bwrap reads its seccomp program on fd 3.
+        stdio: ["ignore", "pipe", "pipe", p.fd3 ?? "ignore"],
         reject: false,
         timeout: 60_000,
       });

@@ -432,7 +432,7 @@ describe("docker-compose.yml", () => {
   it("lets bubblewrap make its namespaces in the tether container", () => {
     expect(tether.security_opt).toEqual(
       expect.arrayContaining([
-        "seccomp=unconfined",
+        "seccomp=deploy/seccomp/tether-runner.json",
         "apparmor=unconfined",
         "systempaths=unconfined",
       ]),

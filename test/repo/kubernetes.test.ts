@@ -14,6 +14,7 @@ import { Namespace } from "kubernetes-models/v1/Namespace";
 import { Secret } from "kubernetes-models/v1/Secret";
 import { Service } from "kubernetes-models/v1/Service";
 import { Deployment } from "kubernetes-models/apps/v1/Deployment";
+import { NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1/NetworkPolicy";
 import { ScaledObject } from "@kubernetes-models/keda/keda.sh/v1alpha1/ScaledObject";
 import { TriggerAuthentication } from "@kubernetes-models/keda/keda.sh/v1alpha1/TriggerAuthentication";
 import type { Pool } from "../../src/db/pool.js";
@@ -41,6 +42,7 @@ const MODELS: Record<string, new (data: never) => Model> = {
   "v1/Secret": Secret,
   "v1/Service": Service,
   "apps/v1/Deployment": Deployment,
+  "networking.k8s.io/v1/NetworkPolicy": NetworkPolicy,
   "keda.sh/v1alpha1/ScaledObject": ScaledObject,
   "keda.sh/v1alpha1/TriggerAuthentication": TriggerAuthentication,
 };
@@ -101,6 +103,7 @@ interface Container {
 }
 interface PodSpec {
   hostUsers?: boolean;
+  automountServiceAccountToken?: boolean;
   terminationGracePeriodSeconds?: number;
   securityContext?: Record<string, unknown>;
   initContainers?: Container[];
@@ -320,7 +323,7 @@ describe("deploy/kubernetes against the code", () => {
     expect(runner.containers[0]!.securityContext).toEqual({
       allowPrivilegeEscalation: false,
       capabilities: { drop: ["ALL"] },
-      seccompProfile: { type: "Unconfined" },
+      seccompProfile: { type: "Localhost", localhostProfile: "tether-runner.json" },
       appArmorProfile: { type: "Unconfined" },
       procMount: "Unmasked",
     });
@@ -332,6 +335,54 @@ describe("deploy/kubernetes against the code", () => {
         capabilities: { drop: ["ALL"] },
       });
     }
+  });
+
+  it("runs the runner under the shipped seccomp profile, named as the docs tell to install it", () => {
+    const profile = (
+      podOf("tether-runner").containers[0]!.securityContext!.seccompProfile as {
+        localhostProfile: string;
+      }
+    ).localhostProfile;
+    expect(fs.existsSync(path.join(ROOT, "deploy/seccomp", profile))).toBe(true);
+    expect(fs.readFileSync(path.join(ROOT, "docs/deploying.md"), "utf8")).toContain(
+      `/var/lib/kubelet/seccomp/${profile}`,
+    );
+  });
+
+  it("mounts no service account token in any pod (Tether never calls the Kubernetes API)", () => {
+    for (const name of ["tether-web", "tether-runner"])
+      expect(podOf(name).automountServiceAccountToken, name).toBe(false);
+  });
+
+  it("puts /metrics behind TETHER_METRICS_TOKEN in every pod that serves it", () => {
+    for (const name of ["tether-web", "tether-runner"]) {
+      const c = podOf(name).containers[0]!;
+      const env = containerEnv(c, "p");
+      expect(env.TETHER_METRICS_TOKEN, name).toBeDefined();
+      expect(() => loadEnv(env)).not.toThrow(); // 16+ characters
+      expect(env.TETHER_METRICS_TOKEN).not.toBe(env.TETHER_DASHBOARD_TOKEN);
+    }
+  });
+
+  it("lets runners reach DNS, Postgres and public HTTPS/HTTP only, and be reached on their port only", () => {
+    const np = one("NetworkPolicy", "tether-runner").spec as Mutable;
+    const runnerLabels = (one("Deployment", "tether-runner").spec as Mutable).template.metadata
+      .labels as Record<string, string>;
+    expect(runnerLabels).toMatchObject(np.podSelector.matchLabels);
+    expect([...np.policyTypes].sort()).toEqual(["Egress", "Ingress"]);
+    const runnerPort = Number(containerEnv(podOf("tether-runner").containers[0]!, "p").PORT);
+    expect(np.ingress).toEqual([{ ports: [{ protocol: "TCP", port: runnerPort }] }]);
+    const ports = (np.egress as Mutable[]).map((r) =>
+      (r.ports as Mutable[]).map((p) => `${p.protocol}/${p.port}`).sort(),
+    );
+    expect(ports).toEqual([["TCP/53", "UDP/53"], ["TCP/5432"], ["TCP/443", "TCP/80"]]);
+    const web = (np.egress as Mutable[])[2]!.to as Mutable[];
+    const v4 = web.find((t) => t.ipBlock.cidr === "0.0.0.0/0")!.ipBlock.except as string[];
+    // The cloud metadata endpoint, the cluster's and the node's private ranges.
+    for (const cidr of ["169.254.0.0/16", "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"])
+      expect(v4).toContain(cidr);
+    const v6 = web.find((t) => t.ipBlock.cidr === "::/0")!.ipBlock.except as string[];
+    for (const cidr of ["fc00::/7", "fe80::/10", "::ffff:0:0/96"]) expect(v6).toContain(cidr);
   });
 
   it("routes the Service to the web pods' HTTP port", () => {

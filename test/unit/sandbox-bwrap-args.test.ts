@@ -32,12 +32,16 @@ const spec: BwrapSpec = {
   tmpfs: ["/workspace/.husky"],
   cwd: "/workspace",
   command: ["/usr/bin/claude", "-p", "--setting-sources", ""],
+  seccompFd: 3,
 };
 
 /** The argument list as [flag, ...operands] groups, for reading rows. */
 function groups(args: string[]): string[][] {
   const arity: Record<string, number> = {
     "--unshare-all": 0,
+    "--unshare-user": 0,
+    "--disable-userns": 0,
+    "--seccomp": 1,
     "--share-net": 0,
     "--die-with-parent": 0,
     "--new-session": 0,
@@ -79,6 +83,9 @@ describe("bwrapArgs", () => {
 
   it.each([
     ["every namespace of its own, the network's included", ["--unshare-all"]],
+    ["a user namespace for certain (--disable-userns needs one)", ["--unshare-user"]],
+    ["no user namespace of its own inside", ["--disable-userns"]],
+    ["the seccomp program from the descriptor given", ["--seccomp", "3"]],
     ["dies with Tether", ["--die-with-parent"]],
     ["no controlling terminal to push keystrokes into", ["--new-session"]],
     ["runs as the agent's uid", ["--uid", String(IN_SANDBOX.uid)]],
@@ -106,6 +113,12 @@ describe("bwrapArgs", () => {
     ["starts in the workspace", ["--chdir", "/workspace"]],
   ])("%s", (_name, group) => {
     expect(has(...group)).toBe(true);
+  });
+
+  it("applies the seccomp filter to the command, with the command's arguments after it", () => {
+    expect(index("--seccomp", "3")).toBeGreaterThan(index("--tmpfs", "/workspace/.husky"));
+    expect(index("--seccomp", "3")).toBeLessThan(g.findIndex((x) => x[0] === "--"));
+    expect(bwrapArgs({ ...spec, seccompFd: 5 })).toContain("5");
   });
 
   it("never shares the host's network unless asked, and an agent never asks", () => {
