@@ -2,6 +2,8 @@
 import { describe, expect, it } from "vitest";
 import { tokenScope } from "../../src/github/conditional-requests.js";
 
+type Grant = Parameters<typeof tokenScope>[0];
+
 const turn = {
   repositorySelection: "selected",
   repositoryIds: [42],
@@ -13,44 +15,46 @@ const installation = {
   permissions: { issues: "write", pull_requests: "write", contents: "write", metadata: "read" },
 };
 
-describe("tokenScope", () => {
-  it.each([
-    { why: "the next hour's token of the same grant", a: turn, b: turn, same: true },
-    {
-      why: "the same grant listed in another order",
-      a: turn,
-      b: {
-        ...turn,
-        permissions: {
-          metadata: "read",
-          contents: "read",
-          pull_requests: "write",
-          issues: "write",
-        },
+const rows: Array<{ why: string; a: Grant; b: Grant; same: boolean }> = [
+  { why: "the next hour's token of the same grant", a: turn, b: turn, same: true },
+  {
+    why: "the same grant listed in another order",
+    a: turn,
+    b: {
+      ...turn,
+      permissions: {
+        metadata: "read",
+        contents: "read",
+        pull_requests: "write",
+        issues: "write",
       },
-      same: true,
     },
-    { why: "another repository", a: turn, b: { ...turn, repositoryIds: [43] }, same: false },
-    { why: "the whole installation", a: turn, b: installation, same: false },
-    {
-      why: "another permission level",
-      a: turn,
-      b: { ...turn, permissions: { ...turn.permissions, contents: "write" } },
-      same: false,
-    },
-    {
-      why: "one repository more",
-      a: turn,
-      b: { ...turn, repositoryIds: [42, 43], repositoryNames: ["widgets", "gadgets"] },
-      same: false,
-    },
-    {
-      why: "named repositories, not ids",
-      a: { ...installation, repositorySelection: "selected", repositoryNames: ["Widgets"] },
-      b: { ...installation, repositorySelection: "selected", repositoryNames: ["gadgets"] },
-      same: false,
-    },
-  ])("$why: same scope $same", ({ a, b, same }) => {
+    same: true,
+  },
+  { why: "another repository", a: turn, b: { ...turn, repositoryIds: [43] }, same: false },
+  { why: "the whole installation", a: turn, b: installation, same: false },
+  {
+    why: "another permission level",
+    a: turn,
+    b: { ...turn, permissions: { ...turn.permissions, contents: "write" } },
+    same: false,
+  },
+  {
+    why: "one repository more",
+    a: turn,
+    b: { ...turn, repositoryIds: [42, 43], repositoryNames: ["widgets", "gadgets"] },
+    same: false,
+  },
+  {
+    why: "named repositories, not ids",
+    a: { ...installation, repositorySelection: "selected", repositoryNames: ["Widgets"] },
+    b: { ...installation, repositorySelection: "selected", repositoryNames: ["gadgets"] },
+    same: false,
+  },
+];
+
+describe("tokenScope", () => {
+  it.each(rows)("$why: same scope $same", ({ a, b, same }) => {
     expect(tokenScope(a, "ghs_one") === tokenScope(b, "ghs_two")).toBe(same);
   });
 
