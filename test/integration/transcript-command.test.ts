@@ -220,7 +220,7 @@ describe("node src/main.ts transcript", () => {
   it("in a terminal (util-linux `script` gives it one), an agent's control characters reach it escaped", async () => {
     await session("c0ffee02-tty", { state: "poisoned", lines: HOSTILE });
     const child = spawn(
-      "script",
+      "/usr/bin/script",
       [
         "--quiet",
         "--return",
