@@ -14,8 +14,11 @@ export const geminiCli: AgentCli = {
   secretEnv: GEMINI_SECRET_ENV,
   // Tether writes the CLI's settings itself before each run (gemini-args.ts).
   childEnvPrefixes: [],
-  // An untrusted workspace ignores these (GEMINI_CLI_TRUST_WORKSPACE=false); masked anyway.
-  controlFiles: [".gemini", "GEMINI.md"],
+  // An untrusted workspace ignores the first two (GEMINI_CLI_TRUST_WORKSPACE=false); masked
+  // anyway. The CLI's file tools skip what `.geminiignore` lists, and its docs name Gemini Code
+  // Assist's `.aiexclude` beside it: a pull request's could hide its own files from the agent
+  // reviewing it (#38).
+  controlFiles: [".gemini", "GEMINI.md", ".geminiignore", ".aiexclude"],
   layout: geminiLayout,
   homeStore: ".gemini",
   // `/compress` sent headless is only text to the model; the CLI compresses on its own.

@@ -9,13 +9,17 @@
  *
  * Why the token matters: GitHub's ETags are per token (GitHub support confirmed it; an ETag
  * another token got brings a 200), and an installation token lives an hour, one per process and
- * scope. Last-Modified is good for any token, so one runner's answer saves another's request.
+ * scope. Last-Modified is good for any token, so one runner's answer saves another's request:
+ * GitHub still answers each token as its scope allows.
  *
  * The repository config is read from the default branch (`contents` without `ref`); its answer,
  * a 404 included, is pinned: served without asking until a push to that repository's default
  * branch (src/intake/config-push.ts) or an hour at most, then asked conditionally again. Only
  * once a push to that repository has been seen: an app registered without the `push` event
- * would otherwise miss an edit of the file for that hour.
+ * would otherwise miss an edit of the file for that hour. A pinned answer is served only to a
+ * token of the scope that got it (the repositories and permissions GitHub granted the token,
+ * tokenScope below): the intake's token covers the whole installation, a turn's one repository,
+ * and GitHub answers a repository outside a token's scope with a 404 (#38).
  *
  * The cache never fails a request: when Postgres does not answer, GitHub is asked as before.
  */
@@ -107,6 +111,38 @@ export function tokenFingerprint(token: string): string {
   return createHash("sha256").update(token).digest("hex").slice(0, 16);
 }
 
+/** What the app's auth says about an installation token (@octokit/auth-app's result). */
+interface TokenGrant {
+  token?: unknown;
+  permissions?: unknown;
+  repositorySelection?: unknown;
+  repositoryIds?: unknown;
+  repositoryNames?: unknown;
+}
+
+/**
+ * What a token may read, as a fingerprint: the repositories and permissions GitHub granted it.
+ * Tokens minted alike (the next hour's, another runner's) share it. A token whose grant is not
+ * known (one given as is) is a scope of its own.
+ */
+export function tokenScope(auth: TokenGrant, token: string): string {
+  const perms = auth.permissions;
+  if (typeof auth.repositorySelection !== "string" || !perms || typeof perms !== "object")
+    return `token:${tokenFingerprint(token)}`;
+  const list = (v: unknown) =>
+    Array.isArray(v) ? v.map((x) => String(x).toLowerCase()).sort() : null;
+  const grant = JSON.stringify([
+    auth.repositorySelection,
+    list(auth.repositoryIds),
+    // Names only when no ids: the app's auth gives both for a token minted for repositories.
+    auth.repositoryIds === undefined ? list(auth.repositoryNames) : null,
+    Object.entries(perms as Record<string, unknown>)
+      .map(([k, v]) => `${k}=${String(v)}`)
+      .sort(),
+  ]);
+  return `grant:${createHash("sha256").update(grant).digest("hex").slice(0, 16)}`;
+}
+
 /**
  * The Octokit plugin. Options: `conditionalRequests` (an AnswerStore; without it the plugin does
  * nothing) and the installation as the request policy finds it (the task's counter, or
@@ -136,13 +172,15 @@ export function conditionalRequests(
     let key: CacheKey;
     let looked: { readAt: string; hit: CachedAnswer | undefined };
     try {
-      const { token } = (await octokit.auth({ type: "installation" })) as { token?: string };
+      const auth = (await octokit.auth({ type: "installation" })) as TokenGrant;
+      const token = auth.token;
       if (typeof token !== "string") return request(options);
       const parsed = octokit.request.endpoint.parse(options);
       key = {
         installationId,
         request: `${parsed.url} ${String(parsed.headers.accept ?? "")}`,
         tokenFingerprint: tokenFingerprint(token),
+        tokenScope: tokenScope(auth, token),
       };
       looked = await store.lookUp(key);
     } catch (err) {

@@ -49,17 +49,36 @@ export interface ScopedToken extends TokenRepo {
   permissions: Permissions;
 }
 
-/** A token for one repository with these permissions (cached by the app's auth). */
-export async function scopedToken(app: Octokit, s: ScopedToken): Promise<string> {
-  const auth = (await app.auth({
+/**
+ * An installation token as the app's auth gives it: the token, and what GitHub granted it (its
+ * answer to POST /app/installations/{id}/access_tokens), which the conditional cache pins its
+ * answers under (src/github/conditional-requests.ts).
+ */
+interface TokenAuth {
+  type: "token";
+  tokenType: "installation";
+  token: string;
+  permissions?: Record<string, string>;
+  repositorySelection?: string;
+  repositoryIds?: number[];
+  repositoryNames?: string[];
+}
+
+/** A token for one repository with these permissions, and its grant (cached by the app's auth). */
+async function scopedAuth(app: Octokit, s: ScopedToken): Promise<TokenAuth> {
+  return (await app.auth({
     type: "installation",
     installationId: s.installationId,
     ...(s.repoId !== null
       ? { repositoryIds: [s.repoId] }
       : { repositoryNames: [parseRepoName(s.repo).name] }),
     permissions: s.permissions,
-  })) as { token: string };
-  return auth.token;
+  })) as TokenAuth;
+}
+
+/** A token for one repository with these permissions (cached by the app's auth). */
+export async function scopedToken(app: Octokit, s: ScopedToken): Promise<string> {
+  return (await scopedAuth(app, s)).token;
 }
 
 /**
@@ -75,7 +94,9 @@ export function scopedOctokit(
   const token = () => scopedToken(app, s);
   const authStrategy = () =>
     Object.assign(
-      async () => ({ type: "token", tokenType: "installation", token: await token() }),
+      // The grant with the token: the conditional cache serves a pinned answer only to a token
+      // of the same repositories and permissions.
+      async () => scopedAuth(app, s),
       {
         hook: async (
           request: { endpoint: { merge: (r: unknown, p: unknown) => Record<string, unknown> } } & ((

@@ -8,7 +8,7 @@ import { constants as fsConstants } from "node:fs";
 import fs from "node:fs/promises";
 import path from "node:path";
 import { randomBytes } from "node:crypto";
-import type { FailureContext } from "../workspace/errors.js";
+import { gitFailure, type FailureContext } from "../workspace/errors.js";
 import type { HostGit } from "../workspace/git.js";
 import { isObjectId } from "../workspace/git-refs.js";
 
@@ -52,7 +52,12 @@ export class MirrorGit {
 
   private run(
     args: string[],
-    o: { allowFailure?: boolean; input?: string; env?: Record<string, string> } = {},
+    o: {
+      allowFailure?: boolean;
+      input?: string;
+      env?: Record<string, string>;
+      maxBuffer?: number;
+    } = {},
   ) {
     return this.git(args, { cwd: this.dir, step: "fetch", ctx: this.ctx, ...o });
   }
@@ -192,6 +197,39 @@ export class MirrorGit {
       to,
     ]);
     const cut = r.stdout.length > maxBytes;
+    return { text: cut ? r.stdout.slice(0, maxBytes) : r.stdout, cut };
+  }
+
+  /**
+   * What the secret scan reads: the lines `from..to` adds, as a patch without context (`-U0`) and
+   * without deleted files, every file as text (see `diff`). A deletion adds nothing, and as
+   * removed lines it could fill the budget ahead of a later file's additions (#38). `cut` when the
+   * patch is longer than `maxBytes`: then the caller must not take the scan as whole.
+   */
+  async addedLines(
+    from: string,
+    to: string,
+    maxBytes: number,
+  ): Promise<{ text: string; cut: boolean }> {
+    const r = await this.run(
+      [
+        "diff",
+        "--text",
+        "--no-color",
+        "--no-ext-diff",
+        "--no-textconv",
+        "--no-renames",
+        "--diff-filter=d",
+        "--unified=0",
+        from,
+        to,
+      ],
+      // One character more than the budget: a longer patch stops git there and reads as cut.
+      { allowFailure: true, maxBuffer: maxBytes + 1 },
+    );
+    const cut = r.stdout.length > maxBytes;
+    if (r.exitCode !== 0 && !cut)
+      throw gitFailure(this.ctx, "read", r.stderr, "git-failed", r.exitCode);
     return { text: cut ? r.stdout.slice(0, maxBytes) : r.stdout, cut };
   }
 

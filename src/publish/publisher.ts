@@ -26,7 +26,7 @@ import { WorkspaceError } from "../workspace/errors.js";
 import { mirrorRefOf, type Workspaces } from "../workspace/workspace.js";
 import { isDraftRefusal } from "../github/errors.js";
 import { PushTokenError } from "../github/scoped-auth.js";
-import { checkPublish, touchesWorkflows, type Refusal } from "./checks.js";
+import { checkPublish, size, touchesWorkflows, type Refusal } from "./checks.js";
 import { MirrorGit, type FileChange } from "./mirror-git.js";
 import { MAX_PATCH, type PublishReport } from "./report.js";
 import { scanDiff, scanMessage } from "./secret-scan.js";
@@ -238,6 +238,15 @@ async function publishNow(
 
 type Step = { kind: "done"; report: PublishReport } | { kind: "stale" };
 
+/**
+ * How much of the change's patch the secret scan reads: what it adds is at most `maxBytes` of
+ * file contents (more is refused as too large), and each added line costs a `+` and its hunk's
+ * header, so twice that, and never less than 8 MiB.
+ */
+function scanBudget(maxBytes: number): number {
+  return Math.max(8 * 1024 * 1024, 2 * maxBytes);
+}
+
 /** Whether `sha` is one of `anchors` or an ancestor of one (read in the mirror). */
 async function someAncestor(m: MirrorGit, sha: string, anchors: string[]): Promise<boolean> {
   for (const a of anchors) if (a === sha || (await m.isAncestor(sha, a))) return true;
@@ -333,8 +342,11 @@ async function judgeAndPush(
   }
   const from = remote && target.kind !== "fork" ? remote : base;
   const files = await m.changes(from, pushed);
-  const diff = await m.diff(from, pushed, 8 * 1024 * 1024);
-  const secrets = [...scanDiff(diff.text, req.secrets), ...scanMessage(info.message, req.secrets)];
+  const scanned = await m.addedLines(from, pushed, scanBudget(req.config.maxBytes));
+  const secrets = [
+    ...scanDiff(scanned.text, req.secrets),
+    ...scanMessage(info.message, req.secrets),
+  ];
   const limits = {
     maxFiles: req.config.maxFiles,
     maxBytes: req.config.maxBytes,
@@ -348,6 +360,15 @@ async function judgeAndPush(
       messages: refusals.map((r) => r.message),
       files,
     });
+
+  // A scan that did not read the whole change found nothing about the rest of it (#38).
+  if (scanned.cut)
+    return refused([
+      {
+        reason: "too-large",
+        message: `the change's patch (what it adds, and what it removes from the files it keeps) is longer than the secret scan reads (${size(scanBudget(req.config.maxBytes))}), so it was not checked whole. Split it into smaller changes, then ask again.`,
+      },
+    ]);
 
   if (target.kind === "fork") {
     // Nothing is pushed: the refusals that protect the repository do not apply, those that

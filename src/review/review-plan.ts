@@ -174,6 +174,15 @@ export function placeOf(c: Pick<LineComment, "path" | "line" | "start_line" | "s
   return `${c.path}:${at}${c.side === "LEFT" ? " (base version)" : ""}`;
 }
 
+/**
+ * A value of the agent's as the text of a one-backtick code span: a backtick would close it, and
+ * a blank line (any line break: GitHub's markdown reads \r, U+2028 and the other controls too)
+ * would end it, letting the rest be markdown (a mention, a link, an image).
+ */
+function inCodeSpan(s: string): string {
+  return s.replace(/`/g, "'").replace(/[\p{Cc}\p{Zl}\p{Zp}]+/gu, " ");
+}
+
 function reviewBody(outside: LineComment[], changes: string | null): string {
   const parts: string[] = [];
   if (changes) parts.push(`**Changes requested.** ${changes}`);
@@ -183,7 +192,7 @@ function reviewBody(outside: LineComment[], changes: string | null): string {
         ? "A comment on a line outside this pull request's diff:"
         : "Comments on lines outside this pull request's diff:",
     );
-    for (const c of outside) parts.push(`**\`${placeOf(c).replace(/`/g, "'")}\`**\n\n${c.body}`);
+    for (const c of outside) parts.push(`**\`${inCodeSpan(placeOf(c))}\`**\n\n${c.body}`);
   }
   return parts.join("\n\n");
 }

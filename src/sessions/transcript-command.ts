@@ -2,7 +2,8 @@
  * `tether transcript <session-id-prefix>` (`node dist/src/main.js transcript …`): an operator
  * reads a session's stored transcript, most often a poisoned or retired one's (kept for
  * TETHER_DEBUG_KEEP_HOURS). The transcript (the CLI's JSON lines, as the CLI wrote them) goes
- * to stdout; what the session is, or why there is nothing to read, goes to stderr.
+ * to stdout, its control characters escaped when stdout is a terminal; what the session is, or
+ * why there is nothing to read, goes to stderr.
  *
  * It reaches the database the way the running process does: DATABASE_URL, or the embedded
  * PostgreSQL of TETHER_DATA_DIR, through the port the running owner recorded in its lock (the
@@ -17,6 +18,7 @@ import { openDatabase } from "../db/database.js";
 import { judgeLock, processState } from "../db/data-dir-lock.js";
 import { passwordFileFor } from "../db/embedded-password.js";
 import { createPool, type Pool } from "../db/pool.js";
+import { escapeForTerminal } from "../core/terminal-text.js";
 import type { Env } from "../env.js";
 import type { Logger } from "../log.js";
 import { sessionsByPrefix, transcriptChunks } from "../sql/transcripts.js";
@@ -32,6 +34,8 @@ export const TRANSCRIPT_USAGE =
 
 interface Output {
   write(chunk: string | Buffer): unknown;
+  /** A terminal: it gets the transcript with control characters escaped. */
+  isTTY?: boolean;
 }
 
 /**
@@ -54,9 +58,11 @@ export async function printTranscript(
     return 1;
   }
   const describe = (s: (typeof found)[number]) =>
-    `${s.sessionId}  ${s.repo}#${s.issueNumber} ${s.agent} (${s.cli})  ${s.state}` +
-    `${s.stateReason ? ` (${s.stateReason})` : ""}  last used ${s.lastUsedAt.toISOString()}` +
-    `  ${s.transcript ? `${s.transcript.rawBytes} bytes stored` : "no transcript stored"}`;
+    escapeForTerminal(
+      `${s.sessionId}  ${s.repo}#${s.issueNumber} ${s.agent} (${s.cli})  ${s.state}` +
+        `${s.stateReason ? ` (${s.stateReason})` : ""}  last used ${s.lastUsedAt.toISOString()}` +
+        `  ${s.transcript ? `${s.transcript.rawBytes} bytes stored` : "no transcript stored"}`,
+    );
   if (found.length > 1) {
     err.write(
       `tether: ${found.length > SHOWN ? `more than ${SHOWN}` : found.length} sessions' ids start with "${prefix}"; give more of the id:\n` +
@@ -79,7 +85,18 @@ export async function printTranscript(
     );
     return 1;
   }
-  for (const c of await transcriptChunks(pool, s, s.sessionId)) out.write(await gunzip(c.data));
+  const chunks = await transcriptChunks(pool, s, s.sessionId);
+  if (!out.isTTY) {
+    // A file or a pipe gets the bytes as the CLI wrote them.
+    for (const c of chunks) out.write(await gunzip(c.data));
+    return 0;
+  }
+  // The agent wrote much of it (tool output, files it read): nothing in it acts on the terminal
+  // (#38). A character may span two chunks, so the text is decoded as one stream.
+  const text = new TextDecoder("utf-8");
+  for (const c of chunks)
+    out.write(escapeForTerminal(text.decode(await gunzip(c.data), { stream: true })));
+  out.write(escapeForTerminal(text.decode()));
   return 0;
 }
 

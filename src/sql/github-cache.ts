@@ -19,6 +19,8 @@ export interface CacheKey {
   request: string;
   /** sha256 of the token, 16 hex characters. */
   tokenFingerprint: string;
+  /** What the token may read (its granted repositories and permissions): pins are per scope. */
+  tokenScope: string;
 }
 
 export interface StoredAnswer {
@@ -43,10 +45,12 @@ export interface CachedAnswer extends StoredAnswer {
 }
 
 /**
- * The answer to serve or validate against: a fresh pinned one first (pinned, validated after the
- * scope's last push, and within PIN_MAX_AGE_MINUTES; a scope no push was ever seen for is never
- * fresh: without the app's `push` event nothing would say the file changed), then this token's, then the
- * newest of any token (its Last-Modified is good for any). `readAt` is always returned.
+ * The answer to serve or validate against: a fresh pinned one first (pinned by a token of this
+ * token's scope, validated after the pinned scope's last push, and within PIN_MAX_AGE_MINUTES; a
+ * scope no push was ever seen for is never fresh: without the app's `push` event nothing would
+ * say the file changed), then this token's, then the newest of any token (its Last-Modified is
+ * good for any: GitHub still answers the asking token as its scope allows). `readAt` is always
+ * returned.
  */
 export async function lookUpAnswer(
   db: Queryable,
@@ -67,7 +71,7 @@ export async function lookUpAnswer(
        LEFT JOIN LATERAL (
          SELECT c.etag, c.last_modified, c.status, c.headers, c.body,
                 c.token_fingerprint = $3 AS same_token,
-                COALESCE(c.pinned AND c.scope IS NOT NULL
+                COALESCE(c.pinned AND c.scope IS NOT NULL AND c.token_scope = $5
                   AND c.validated_at > now() - make_interval(mins => $4)
                   AND c.validated_at > p.pushed_at, false) AS fresh
            FROM github_cache c
@@ -76,7 +80,7 @@ export async function lookUpAnswer(
           ORDER BY 7 DESC, 6 DESC, c.validated_at DESC
           LIMIT 1
        ) c ON true`,
-    [k.installationId, k.request, k.tokenFingerprint, PIN_MAX_AGE_MINUTES],
+    [k.installationId, k.request, k.tokenFingerprint, PIN_MAX_AGE_MINUTES, k.tokenScope],
   );
   const r = rows[0]!;
   if (r.status === null) return { readAt: r.read_at, hit: undefined };
@@ -108,11 +112,13 @@ export async function storeAnswer(
   await db.query(
     `WITH kept AS (
        INSERT INTO github_cache AS c
-         (installation_id, request, token_fingerprint, scope, etag, last_modified, status,
-          headers, body, pinned, validated_at)
-       VALUES ($1, $2, $3, $4::text, $5, $6, $7, $8, $9, $4::text IS NOT NULL, $10::timestamptz)
+         (installation_id, request, token_fingerprint, token_scope, scope, etag, last_modified,
+          status, headers, body, pinned, validated_at)
+       VALUES ($1, $2, $3, $12, $4::text, $5, $6, $7, $8, $9, $4::text IS NOT NULL,
+               $10::timestamptz)
        ON CONFLICT (installation_id, request, token_fingerprint) DO UPDATE
-         SET scope = EXCLUDED.scope, etag = EXCLUDED.etag, last_modified = EXCLUDED.last_modified,
+         SET token_scope = EXCLUDED.token_scope,
+             scope = EXCLUDED.scope, etag = EXCLUDED.etag, last_modified = EXCLUDED.last_modified,
              status = EXCLUDED.status, headers = EXCLUDED.headers, body = EXCLUDED.body,
              pinned = EXCLUDED.pinned,
              validated_at = GREATEST(c.validated_at, EXCLUDED.validated_at)
@@ -133,6 +139,7 @@ export async function storeAnswer(
       a.body === undefined ? null : JSON.stringify(a.body),
       o.validatedAt,
       OTHER_TOKEN_KEEP_HOURS,
+      k.tokenScope,
     ],
   );
 }

@@ -181,6 +181,25 @@ describe("a pull request's agent-control files", { timeout: 90_000 }, () => {
     expect(await fs.readdir(masksDir())).toEqual([]);
   });
 
+  it("a head's .geminiignore and .aiexclude, which would hide its own files from the reviewing agent's tools, are hidden", async () => {
+    // Gemini CLI's file tools skip what `.geminiignore` lists (and Gemini Code Assist what
+    // `.aiexclude` does): a pull request could keep the agent asked to review it from reading
+    // the very file it slipped something into.
+    const { repo, number, dir } = await pullRequest({
+      "src/app.ts": "export const v = 6; // HEAD-BACKDOOR\n",
+      ".geminiignore": "src/app.ts\n",
+      ".aiexclude": "src/\n",
+    });
+    const control = await ws.agentControl({ repo, dir, pullRequest: number, baseRef: "main" });
+    expect(control.masks.map((m) => [m.path, m.replacement])).toEqual([
+      [".geminiignore", null],
+      [".aiexclude", null],
+    ]);
+    const out = await inSandbox(dir, control.masks, "wc -c < .geminiignore; wc -c < .aiexclude");
+    expect(out.split("\n")).toEqual(["0", "0"]);
+    await control.dispose();
+  });
+
   it("a pull request that changes no control path gets no masks", async () => {
     const { repo, number, dir } = await pullRequest({ "src/app.ts": "export const v = 3;\n" });
     const control = await ws.agentControl({ repo, dir, pullRequest: number, baseRef: "main" });

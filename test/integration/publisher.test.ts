@@ -72,11 +72,11 @@ function writer(repo: string, minted: string[]): RepoWriter {
   };
 }
 
-async function setup() {
+async function setup(files: Record<string, string> = { "README.md": "# gadgets\n" }) {
   n++;
   const name = `gadgets-${n}`;
   const repo = `octo/${name}`;
-  await gh.addRepo({ owner: "octo", name, files: { "README.md": "# gadgets\n" } });
+  await gh.addRepo({ owner: "octo", name, files });
   const token = gh.createInstallationToken();
   const cloneUrl = cloneUrlFor({ GHE_HOST: gh.host, GHE_PROTOCOL: "http" }, repo);
   const key = { repo, issueNumber: 3, agent: "tether" };
@@ -177,6 +177,45 @@ describe("publisher", () => {
     );
     const r = await publisher({ workspaces: ws, pool: db.pool, log }).publish(req);
     expect(r).toMatchObject({ result: "refused", reason: "too-large" });
+    expect(minted).toEqual([]);
+    expect(gh.pushesTo(repo)).toEqual([]);
+  });
+
+  it("drill: deleting a file larger than the scan reads does not hide a later file's token; refused, nothing pushed", async () => {
+    // 9 MiB of lines the deletion shows as removed, ahead of `z.txt` in the diff: the scan
+    // read only the first 8 MiB of the diff, so the token after them was never looked at.
+    const big = Array.from({ length: 9 * 16384 }, (_, i) => `${String(i).padStart(63, "0")}\n`);
+    const { repo, w, req, minted } = await setup({
+      "README.md": "# gadgets\n",
+      "a-big.txt": big.join(""),
+    });
+    await fs.rm(path.join(w.dir, "a-big.txt"));
+    const token = `ghp_${"A1b2C3d4".repeat(5)}`;
+    await fs.writeFile(path.join(w.dir, "z.txt"), `token = "${token}"\n`);
+    const r = await publisher({ workspaces: ws, pool: db.pool, log }).publish(req);
+    expect(r).toMatchObject({
+      result: "refused",
+      reason: "secret",
+      messages: [expect.stringContaining("`z.txt` line 1")],
+    });
+    expect(JSON.stringify(r)).not.toContain(token);
+    expect(minted).toEqual([]);
+    expect(gh.pushesTo(repo)).toEqual([]);
+  });
+
+  it("drill: a change whose patch is longer than the scan reads is refused, not pushed half-read", async () => {
+    // Rewriting a large file shows its old lines as removed, ahead of the new ones: a patch
+    // longer than the scan reads, with the token past its end.
+    const big = Array.from({ length: 9 * 16384 }, (_, i) => `${String(i).padStart(63, "0")}\n`);
+    const { repo, w, req, minted } = await setup({ "data.txt": big.join("") });
+    const token = `ghp_${"E5f6G7h8".repeat(5)}`;
+    await fs.writeFile(path.join(w.dir, "data.txt"), `token = "${token}"\n`);
+    const r = await publisher({ workspaces: ws, pool: db.pool, log }).publish(req);
+    expect(r).toMatchObject({
+      result: "refused",
+      reason: "too-large",
+      messages: [expect.stringContaining("longer than the secret scan reads (8.0 MiB)")],
+    });
     expect(minted).toEqual([]);
     expect(gh.pushesTo(repo)).toEqual([]);
   });

@@ -27,7 +27,20 @@ const LINES = [
   '{"type":"assistant","message":{"role":"assistant","content":"hi"}}\n',
 ];
 
-async function session(id: string, o: { stored?: boolean; state?: string } = {}) {
+/** What an agent can make a transcript hold: a tool's output or a file it read, as JSON keeps it. */
+const HOSTILE = [
+  // ESC and BEL are escaped by the CLI's JSON (as \u001b), and show raw once JSON is read…
+  '{"type":"tool_result","content":"ok"}\n',
+  // …but DEL and C1 controls (CSI is U+009B) are written raw by JSON.stringify; and a transcript
+  // is whatever the CLI wrote, not always JSON.
+  `{"type":"assistant","text":"\u009b2J\u007f"}\n`,
+  "\u001b]0;pwned\u0007\u001b[2J\u001b]52;c;cm0gLXJmIH4=\u0007\r\u202Eevil\n",
+];
+
+async function session(
+  id: string,
+  o: { stored?: boolean; state?: string; reason?: string; lines?: string[] } = {},
+) {
   await upsertSession(db.pool, {
     repo: "octo/widgets",
     issueNumber: 7,
@@ -40,11 +53,11 @@ async function session(id: string, o: { stored?: boolean; state?: string } = {})
   });
   if (o.state)
     await db.pool.query(
-      "UPDATE sessions SET state = $2, state_reason = 'context overflow', state_changed_at = now() WHERE session_id = $1",
-      [id, o.state],
+      "UPDATE sessions SET state = $2, state_reason = $3, state_changed_at = now() WHERE session_id = $1",
+      [id, o.state, o.reason ?? "context overflow"],
     );
   if (o.stored === false) return;
-  const raw = LINES.map((l) => Buffer.from(l));
+  const raw = (o.lines ?? LINES).map((l) => Buffer.from(l));
   let offset = 0;
   const chunks = raw.map((b) => {
     const c = { rawOffset: offset, rawBytes: b.length, data: zlib.gzipSync(b) };
@@ -62,9 +75,10 @@ async function session(id: string, o: { stored?: boolean; state?: string } = {})
   expect(ok).toBe(true);
 }
 
-function sink() {
+function sink(o: { isTTY?: boolean } = {}) {
   const parts: Buffer[] = [];
   return {
+    ...o,
     write: (c: string | Buffer) => parts.push(Buffer.from(c)),
     text: () => Buffer.concat(parts).toString("utf8"),
   };
@@ -109,6 +123,40 @@ describe("printTranscript", () => {
     const underscore = sink();
     expect(await printTranscript(db.pool, "abc_", sink(), underscore)).toBe(1);
     expect(underscore.text()).toContain("no session's id starts with");
+  });
+});
+
+/** A control character a terminal acts on: every C0 but the line feed and tab, DEL, C1. */
+// eslint-disable-next-line no-control-regex -- matching them is the point
+const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/;
+
+describe("printTranscript to a terminal (#38)", () => {
+  it("escapes the control characters an agent put there; the JSON still reads the same", async () => {
+    await session("c0ffee00-hostile", {
+      state: "poisoned",
+      reason: "api said \u001b[31mno\u001b[0m",
+      lines: HOSTILE,
+    });
+    const out = sink({ isTTY: true });
+    const err = sink({ isTTY: true });
+    expect(await printTranscript(db.pool, "c0ffee00", out, err)).toBe(0);
+    expect(out.text()).not.toMatch(CONTROL);
+    expect(out.text()).not.toContain("\u202E");
+    expect(err.text()).not.toMatch(CONTROL);
+    expect(err.text()).toContain("api said \\u001b[31mno");
+    const lines = out.text().split("\n");
+    expect(lines[0]).toBe(HOSTILE[0]!.trimEnd());
+    expect(JSON.parse(lines[1]!)).toEqual(JSON.parse(HOSTILE[1]!));
+    expect(lines[2]).toBe(
+      "\\u001b]0;pwned\\u0007\\u001b[2J\\u001b]52;c;cm0gLXJmIH4=\\u0007\\u000d\\u202eevil",
+    );
+  });
+
+  it("writes the bytes as stored when stdout is not a terminal (a file, a pipe)", async () => {
+    await session("c0ffee01-hostile", { state: "retired", lines: HOSTILE });
+    const out = sink();
+    expect(await printTranscript(db.pool, "c0ffee01", out, sink())).toBe(0);
+    expect(out.text()).toBe(HOSTILE.join(""));
   });
 });
 
@@ -167,5 +215,40 @@ describe("node src/main.ts transcript", () => {
     expect({ code, stdout }).toEqual({ code: 0, stdout: LINES.join("") });
     expect(stderr).toContain("f00dfeed-cli");
     expect(stderr).toContain("retired");
+  });
+
+  it("in a terminal (util-linux `script` gives it one), an agent's control characters reach it escaped", async () => {
+    await session("c0ffee02-tty", { state: "poisoned", lines: HOSTILE });
+    const child = spawn(
+      "/usr/bin/script",
+      [
+        "--quiet",
+        "--return",
+        "--command",
+        "node --import tsx src/main.ts transcript c0ffee02",
+        "/dev/null",
+      ],
+      {
+        cwd: ROOT,
+        env: {
+          PATH: process.env.PATH ?? "/usr/bin:/bin",
+          SHELL: "/bin/sh",
+          DATABASE_URL: db.url,
+          TETHER_ENV_FILE: "",
+          TETHER_DATA_DIR: fs.mkdtempSync(path.join(os.tmpdir(), "tether-transcript-")),
+        },
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
+    children.push(child);
+    let seen = "";
+    child.stdout.on("data", (d) => (seen += d));
+    const code = await new Promise((r) => child.once("exit", r));
+    expect(code).toBe(0);
+    // The terminal turns each line feed into CR LF; nothing else may act on it.
+    const shown = seen.replace(/\r\n/g, "\n");
+    expect(shown).toContain("c0ffee02-tty");
+    expect(shown).toContain("\\u001b]0;pwned\\u0007");
+    expect(shown).not.toMatch(CONTROL);
   });
 });

@@ -139,6 +139,8 @@ describe("planMasks", () => {
         ".codex",
         ".gemini",
         "GEMINI.md",
+        ".geminiignore",
+        ".aiexclude",
         "opencode.json",
         "opencode.jsonc",
         ".opencode",

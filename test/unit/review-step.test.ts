@@ -133,6 +133,29 @@ describe("postReview", () => {
     );
   });
 
+  it("a path outside the diff goes into the body scrubbed, and on one line of its code span", async () => {
+    files();
+    let sent: Record<string, unknown> = {};
+    nock(API)
+      .post(`${base}/reviews`, (b) => ((sent = b), true))
+      .reply(200, reviewReply(58));
+    // The path is the agent's word as much as the body: a secret in it, or a blank line that
+    // ends the code span and lets the rest of it be markdown (a mention, a link), is its own.
+    await run([
+      comment({ path: "docs/ghs_secret.md", line: 3, body: "b" }),
+      comment({ path: "x.md\n\n@octocat [see](https://evil.invalid)\r\u2028y", body: "c" }),
+    ]);
+    expect(sent.body).toBe(
+      [
+        "Comments on lines outside this pull request's diff:",
+        "**`docs/***.md:3`**",
+        "b",
+        "**`x.md @octocat [see](https://evil.invalid) y:1`**",
+        "c",
+      ].join("\n\n"),
+    );
+  });
+
   it("a 422 (the diff moved) posts it once more with every comment in the body", async () => {
     files();
     const bodies: Array<Record<string, unknown>> = [];

@@ -35,7 +35,8 @@ export async function postReview(r: {
     return { kind: "failed", detail: "this GitHub connection cannot post reviews" };
   }
   const scrubbed: ReviewRequest = {
-    comments: review.comments.map((c) => ({ ...c, body: r.scrub(c.body) })),
+    // The path is the agent's text too: outside the diff it is written into the body (#38).
+    comments: review.comments.map((c) => ({ ...c, path: r.scrub(c.path), body: r.scrub(c.body) })),
     requestChanges: review.requestChanges === null ? null : r.scrub(review.requestChanges),
   };
   try {
