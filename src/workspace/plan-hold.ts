@@ -36,7 +36,9 @@ export async function holdCheckout(
   const tree = values.get("tree") ?? "";
   return {
     async restore(restoreSignal) {
-      const r = await git.run(dir, PLAN_RESTORE, [head, ref, tree], { signal: restoreSignal });
+      const r = await git.run(dir, PLAN_RESTORE, ["plan-restore", head, ref, tree], {
+        signal: restoreSignal,
+      });
       if (r.exitCode !== 0 || r.startError || r.stoppedBy)
         throw new WorkspaceError(
           "git-failed",

@@ -115,7 +115,9 @@ exec git gc --auto --quiet`;
  * Before a plan turn (`/plan`): the checkout as it stands, to be put back after the run (see
  * PLAN_RESTORE). Prints HEAD's commit, the branch HEAD names (empty when detached) and a tree of
  * every file git does not ignore, uncommitted and untracked ones included, written with a
- * scratch index so the checkout's own index is untouched.
+ * scratch index so the checkout's own index is untouched. The scratch index starts as a copy of
+ * the real one (only changed files are hashed again) with its time kept (`cp -p`): git trusts an
+ * entry's size and time only when the index is newer than the file, and a fresh copy would be.
  */
 export const PLAN_HOLD = `
 emit() { printf '%s=%s\\n' "$1" "$2"; }
@@ -123,7 +125,7 @@ gd=$(git rev-parse --git-dir 2>/dev/null) || exit 3
 head=$(git rev-parse --quiet --verify 'HEAD^{commit}') || { emit state no-commit; exit 0; }
 ref=$(git symbolic-ref --quiet HEAD) || ref=
 idx="$gd/tether-plan-index"
-cp "$(git rev-parse --git-path index)" "$idx" 2>/dev/null || rm -f "$idx"
+cp -p "$(git rev-parse --git-path index)" "$idx" 2>/dev/null || rm -f "$idx"
 GIT_INDEX_FILE="$idx" git add --all . || exit 5
 tree=$(GIT_INDEX_FILE="$idx" git write-tree) || exit 5
 rm -f "$idx"
@@ -134,12 +136,13 @@ emit state held
 `;
 
 /**
- * After a plan turn: the checkout exactly as PLAN_HOLD saw it (args: head, ref, tree). Whatever
+ * After a plan turn: the checkout exactly as PLAN_HOLD saw it (its head, ref and tree). Whatever
  * the run did (files written through a shell, commits, a branch switched, a merge begun) is
  * undone, so no later turn publishes it; what the checkout held before the plan stays.
+ * (Args: "plan-restore", then those three; the first names the step in the log.)
  */
 export const PLAN_RESTORE = `
-head=$1; ref=$2; tree=$3
+head=$2; ref=$3; tree=$4
 gd=$(git rev-parse --git-dir 2>/dev/null) || exit 3
 for m in ${OPERATION_MARKERS}; do rm -rf "$gd/$m"; done
 if [ -n "$ref" ]; then
