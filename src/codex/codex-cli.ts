@@ -68,7 +68,14 @@ export const codexDialect: CliDialect<CodexMessage, CodexEvidence> = {
   args: (settings, resumeSessionId, where) =>
     buildCodexArgs(settings, resumeSessionId, {
       baseUrl: where.baseUrl ?? "https://api.openai.com/v1",
-      sandboxMode: where.sandboxed ? "danger-full-access" : "workspace-write",
+      // A plan turn (`/plan`): Codex's own read-only sandbox, inside Tether's, so the agent's
+      // commands can read the checkout and write nothing.
+      sandboxMode:
+        settings.permissionMode === "plan"
+          ? "read-only"
+          : where.sandboxed
+            ? "danger-full-access"
+            : "workspace-write",
       mcp: where.mcp,
     }),
   env: buildCodexEnv,

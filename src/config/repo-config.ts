@@ -1,4 +1,4 @@
-import { CACHE_TTL_SETTINGS, CHANGES_MODES } from "../core/settings.js";
+import { CACHE_TTL_SETTINGS, CHANGES_MODES, PLAN_SETTINGS } from "../core/settings.js";
 import { CLI_NAMES, cliOf, DEFAULT_CLI } from "../cli-registry.js";
 import { z } from "zod";
 
@@ -222,6 +222,12 @@ export const AgentConfig = z.strictObject({
    * asked for. Default: `auto`, the cheapest over the gaps measured (bench/savings-gaps.ts).
    */
   cacheTtl: z.enum(CACHE_TTL_SETTINGS, "must be 5m, 1h or auto").default("auto"),
+  /**
+   * `always`: the first turn of every conversation is a plan (as if asked with `/plan`): read-only,
+   * answered with a plan, nothing published, until someone allowed to trigger says `/go`.
+   * `off`: only `/plan` asks for one. Default: `off`.
+   */
+  plan: z.enum(PLAN_SETTINGS, "must be always or off").default("off"),
   /** What a failed CI run on the agent's own pull request does (README "Talking to Tether"). */
   ci: CiConfig.default(CiConfig.parse({})),
 });

@@ -9,7 +9,7 @@
 import { z } from "zod";
 import { DEFAULT_CLI } from "../cli-registry.js";
 import type { AgentSettings, RepoSettings, SpendSettings } from "../core/settings.js";
-import { CACHE_TTL_SETTINGS, CHANGES_MODES } from "../core/settings.js";
+import { CACHE_TTL_SETTINGS, CHANGES_MODES, PLAN_SETTINGS } from "../core/settings.js";
 import { PublishConfig, type RepoConfig } from "./repo-config.js";
 
 export function toRepoSettings(config: RepoConfig): RepoSettings {
@@ -37,6 +37,7 @@ export function toRepoSettings(config: RepoConfig): RepoSettings {
         : {}),
       requestChanges: a.requestChanges,
       cacheTtl: a.cacheTtl,
+      plan: a.plan,
     };
   }
   return {
@@ -94,6 +95,8 @@ const SettingsSnapshot = z.object({
       requestChanges: z.boolean().optional(),
       // Absent in snapshots taken before the setting: `auto`, its default.
       cacheTtl: z.enum(CACHE_TTL_SETTINGS).optional(),
+      // Absent in snapshots taken before `/plan`: `off`.
+      plan: z.enum(PLAN_SETTINGS).optional(),
     }),
   ),
   resume: z.object({

@@ -60,7 +60,13 @@ export interface AgentSettings {
   requestChanges?: boolean;
   /** The prompt cache's lifetime for its turns. Absent (an old snapshot): `auto`. */
   cacheTtl?: CacheTtlSetting;
+  /** `always`: a conversation's first turn is a plan (`/plan`). Absent (an old snapshot): `off`. */
+  plan?: PlanSetting;
 }
+
+/** `agents.<name>.plan`: whether a conversation's first turn is a plan. */
+export const PLAN_SETTINGS = ["always", "off"] as const;
+export type PlanSetting = (typeof PLAN_SETTINGS)[number];
 
 export interface ResumeSettings {
   enabled: boolean;

@@ -17,6 +17,9 @@ export function keyName(key: TaskKey): string {
   return `${key.repo}#${key.issueNumber}/${key.agent}`;
 }
 
+/** `/plan` (run the turn read-only, answer with a plan) or `/go` (carry out the plan). */
+export type PlanRequest = "plan" | "go";
+
 export type TaskStatus = "queued" | "running" | "succeeded" | "failed" | "cancelled";
 
 /** How a turn ended (the tasks.outcome check constraint; the adapter's outcome kinds). */

@@ -18,7 +18,7 @@ import {
   updateQueuedComment,
 } from "../sql/tasks/edit.js";
 import { enqueueComment } from "../sql/tasks/enqueue.js";
-import type { TaskKey } from "../core/task.js";
+import type { PlanRequest, TaskKey } from "../core/task.js";
 import { decideAccess, isBot } from "./access.js";
 import { renderHelp } from "./help.js";
 import { checkModel, chooseFork, chooseSession, describeSessions } from "./session-commands.js";
@@ -103,6 +103,13 @@ async function anyQueued(pool: Pool, refs: Parameters<typeof queuedTasksFedBy>[1
  */
 function startsTurn(commands: readonly Command[], asks: () => boolean): boolean {
   return !isControl(commands) && (!commands.includes("resume") || asks());
+}
+
+/** `/plan` or `/go` (a comment with both is refused before this). */
+function planRequestOf(commands: readonly Command[]): { planRequest?: PlanRequest } {
+  if (commands.includes("plan")) return { planRequest: "plan" };
+  if (commands.includes("go")) return { planRequest: "go" };
+  return {};
 }
 
 function isControl(commands: readonly Command[]): boolean {
@@ -258,6 +265,13 @@ async function handleTrigger(
       }
       forkSessionId = fork.sessionId;
     }
+    if (commands.includes("plan") && commands.includes("go")) {
+      refuse(
+        `\`${mention}\`: \`/plan\` and \`/go\` in one comment contradict each other: give one. Nothing was run.`,
+        "/go",
+      );
+      continue;
+    }
     if (commands.includes("resume")) {
       if (commands.includes("fresh")) {
         refuse(
@@ -284,6 +298,7 @@ async function handleTrigger(
       forceFresh: commands.includes("fresh"),
       ...(requestedModel ? { requestedModel } : {}),
       ...(forkSessionId ? { forkSessionId } : {}),
+      ...planRequestOf(commands),
       deliveryId: d.deliveryId,
       settings,
       ...(conversation ? { threadNumber: t.issueNumber } : {}),

@@ -36,6 +36,8 @@ export function renderHelp(config: RepoConfig, mention = "@tether"): string {
     `| ${m} /sessions\` | lists this agent's sessions on this issue: id, turns, last use, state, model, cost |`,
     `| ${m} /resume <session> [request]\` | makes that earlier session (the first characters of its id) the one the next turn resumes, e.g. to undo a \`/fresh\` |`,
     `| ${m} /from <agent> <request>\` | starts this agent's turn as a fork of that agent's session on this issue (agents on ${forkingClis()} only): it knows what the other read and did, and the other's session stays as it was |`,
+    `| ${m} /plan <request>\` | asks for a plan first: the agent reads what it needs and answers with a plan, changing and publishing nothing; follow-ups keep planning |`,
+    `| ${m} /go [more words]\` (or ${m} go\`) | carries out the plan in the same session, which remembers everything it read |`,
     `| ${m} /help\` | shows this help |`,
     "",
     "**Agents on this repository**",

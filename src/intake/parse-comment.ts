@@ -21,6 +21,8 @@ export const COMMANDS = [
   "sessions",
   "resume",
   "from",
+  "plan",
+  "go",
 ] as const;
 export type Command = (typeof COMMANDS)[number];
 
@@ -140,6 +142,15 @@ export function parseComment(body: string, agents: readonly AgentMention[]): Par
       if (!leading) cut.push([pos, skipBlanks(body, cmdEnd)]);
       pos = skipBlanks(body, cmdEnd);
     }
+    // "@tether go" alone on its line approves a plan as `/go` does (a line that goes on is a
+    // request that starts with the word "go").
+    if (leading && !commands.length) {
+      const go = GO_WORD.exec(body.slice(pos, lineEndAt(body, pos)));
+      if (go && !hidden[pos]) {
+        commands.push("go");
+        pos += go[0].length;
+      }
+    }
     if (leading) cut.push([first.start, pos]);
     for (const name of group) {
       const seen = addressed.get(name);
@@ -240,6 +251,14 @@ function argumentAt(body: string, from: number): { value: string; end: number } 
 /** Drop blank lines at both ends, keeping the first line's indentation (it may be code). */
 function trimBlankLines(text: string): string {
   return text.replace(/^(?:[ \t]*\r?\n)+/, "").trimEnd();
+}
+
+/** The bare word `go` as all that follows a leading mention on its line. */
+const GO_WORD = /^go[.!]?[ \t]*\r?$/i;
+
+function lineEndAt(body: string, pos: number): number {
+  const nl = body.indexOf("\n", pos);
+  return nl < 0 ? body.length : nl;
 }
 
 function onlySeparators(body: string, from: number, to: number): boolean {

@@ -48,6 +48,9 @@ export function buildOpencodeArgs(
   // The model is not remembered by the session the way a prompt cache needs: pass it every run.
   if (settings.model !== undefined) args.push("-m", `${PROVIDER}/${settings.model}`);
   if (resumeSessionId !== undefined) args.push("--session", resumeSessionId);
+  // A plan turn (`/plan`): opencode's built-in read-only agent (no edits; a shell command asks,
+  // and nothing answers a headless run's question, so it is refused).
+  if (settings.permissionMode === "plan") args.push("--agent", "plan");
   return args;
 }
 

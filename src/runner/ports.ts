@@ -258,6 +258,13 @@ export interface WorkspacePort {
     branch: string;
     signal?: AbortSignal;
   }): Promise<ProjectInstructions | null>;
+  /**
+   * A plan turn (`/plan`): hold the key's checkout as it is, to be restored after the run so
+   * nothing the run wrote is published later. Throws when git cannot. Absent: nothing is held.
+   */
+  holdForPlan?(
+    req: TaskKey & { signal?: AbortSignal },
+  ): Promise<{ restore(signal?: AbortSignal): Promise<void> }>;
   /** Housekeeping (git gc --auto) after a turn; never throws. */
   maintain?(req: TaskKey & { signal?: AbortSignal }): Promise<void>;
 }

@@ -173,7 +173,8 @@ export async function requeueUntil(
               attempts = GREATEST(attempts - 1, 0), deferred_until = $5,
               force_fresh = force_fresh OR $2,
               requested_model = COALESCE($3, requested_model),
-              fork_session_id = COALESCE($4, fork_session_id), updated_at = now()
+              fork_session_id = COALESCE($4, fork_session_id),
+              plan_request = COALESCE($6, plan_request), updated_at = now()
         WHERE id = $1`,
       [
         taskId,
@@ -181,6 +182,7 @@ export async function requeueUntil(
         (q?.requested_model as string | null) ?? null,
         (q?.fork_session_id as string | null) ?? null,
         until,
+        (q?.plan_request as string | null) ?? null,
       ],
     );
     return true;

@@ -110,3 +110,52 @@ emit state committed
 
 export const MAINTAIN = `git rev-parse --git-dir >/dev/null 2>&1 || exit 3
 exec git gc --auto --quiet`;
+
+/**
+ * Before a plan turn (`/plan`): the checkout as it stands, to be put back after the run (see
+ * PLAN_RESTORE). Prints HEAD's commit, the branch HEAD names (empty when detached) and a tree of
+ * every file git does not ignore, uncommitted and untracked ones included, written with a
+ * scratch index so the checkout's own index is untouched. The scratch index starts as a copy of
+ * the real one (only changed files are hashed again) with its time kept (`cp -p`): git trusts an
+ * entry's size and time only when the index is newer than the file, and a fresh copy would be.
+ */
+export const PLAN_HOLD = `
+emit() { printf '%s=%s\\n' "$1" "$2"; }
+gd=$(git rev-parse --git-dir 2>/dev/null) || exit 3
+head=$(git rev-parse --quiet --verify 'HEAD^{commit}') || { emit state no-commit; exit 0; }
+ref=$(git symbolic-ref --quiet HEAD) || ref=
+idx="$gd/tether-plan-index"
+cp -p "$(git rev-parse --git-path index)" "$idx" 2>/dev/null || rm -f "$idx"
+GIT_INDEX_FILE="$idx" git add --all . || exit 5
+tree=$(GIT_INDEX_FILE="$idx" git write-tree) || exit 5
+rm -f "$idx"
+emit head "$head"
+emit ref "$ref"
+emit tree "$tree"
+emit state held
+`;
+
+/**
+ * After a plan turn: the checkout exactly as PLAN_HOLD saw it (its head, ref and tree). Whatever
+ * the run did (files written through a shell, commits, a branch switched, a merge begun) is
+ * undone, so no later turn publishes it; what the checkout held before the plan stays.
+ * (Args: "plan-restore", then those three; the first names the step in the log.)
+ */
+export const PLAN_RESTORE = `
+head=$2; ref=$3; tree=$4
+gd=$(git rev-parse --git-dir 2>/dev/null) || exit 3
+for m in ${OPERATION_MARKERS}; do rm -rf "$gd/$m"; done
+if [ -n "$ref" ]; then
+  git update-ref "$ref" "$head" && git symbolic-ref HEAD "$ref" || exit 6
+else
+  git update-ref --no-deref HEAD "$head" || exit 6
+fi
+git reset --quiet --hard "$head" || exit 6
+idx="$gd/tether-plan-index"
+rm -f "$idx"
+GIT_INDEX_FILE="$idx" git read-tree "$tree" || exit 7
+GIT_INDEX_FILE="$idx" git checkout-index --all --force || exit 7
+GIT_INDEX_FILE="$idx" git clean -fdq || exit 7
+rm -f "$idx"
+printf 'state=restored\\n'
+`;

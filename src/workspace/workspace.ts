@@ -22,6 +22,7 @@ import { AfterTurnLooks, type AfterTurn } from "./after-turn.js";
 import { planUpdate, readState, type LeftReason, type LocalState } from "./checkout-state.js";
 import { collectWork, type Collected, type CollectRequest } from "./collect.js";
 import { gitFailure, WorkspaceError, type FailureContext } from "./errors.js";
+import { holdCheckout, type CheckoutHold } from "./plan-hold.js";
 import { readProjectInstructions, type ProjectInstructions } from "./project-instructions.js";
 import { hostGit, type HostGit } from "./git.js";
 import { isObjectId, isValidBranchName, refFiles } from "./git-refs.js";
@@ -539,6 +540,16 @@ export class Workspaces {
       outRoot: path.join(this.root, OUTBOX_DIR),
       timeoutMs: this.timeoutMs,
     });
+  }
+
+  /**
+   * A plan turn's hold on the key's checkout: restore() puts it back as it is now (plan-hold.ts).
+   * Throws WorkspaceError when git fails.
+   */
+  holdForPlan(key: TaskKey, signal?: AbortSignal): Promise<CheckoutHold> {
+    const dir = this.pathFor(key);
+    this.afterTurn.dropLook(dir);
+    return holdCheckout(this.git, key.repo, dir, signal);
   }
 
   /** The STATE look at the end of a turn, for the next prepare() (see `afterTurn`). */

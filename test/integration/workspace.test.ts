@@ -996,3 +996,43 @@ describe("publishing: the conversation branch and the turn's commit", () => {
     expect(await m.resolve("refs/tether/x")).toBeNull();
   });
 });
+
+describe("a plan turn's hold on the checkout (/plan)", () => {
+  it("puts back everything a run wrote, committed or not, and keeps what was there before", async () => {
+    const w = await prepare();
+    const key = { repo, issueNumber: 1, agent: "tether" };
+    // Earlier work a plan must not lose: a changed file, an untracked one, an ignored one.
+    await fs.writeFile(path.join(w.dir, "src/app.ts"), "export const v = 2;\n");
+    await fs.writeFile(path.join(w.dir, "notes.txt"), "mine\n");
+    await fs.writeFile(path.join(w.dir, ".gitignore"), "build/\n");
+    await fs.mkdir(path.join(w.dir, "build"));
+    await fs.writeFile(path.join(w.dir, "build/out.js"), "1\n");
+    const head = await agentGit(w.dir, "rev-parse", "HEAD");
+    const branch = await agentGit(w.dir, "symbolic-ref", "HEAD");
+
+    const hold = await ws.holdForPlan(key);
+    // What a shell could do in a plan turn: write, delete, commit, switch branch.
+    await fs.writeFile(path.join(w.dir, "src/app.ts"), "export const v = 3;\n");
+    await fs.writeFile(path.join(w.dir, "leak.txt"), "x\n");
+    await fs.mkdir(path.join(w.dir, "newdir"));
+    await fs.writeFile(path.join(w.dir, "newdir/file.txt"), "y\n");
+    await fs.rm(path.join(w.dir, "README.md"));
+    await fs.rm(path.join(w.dir, "notes.txt"));
+    await agentGit(w.dir, "add", "-A");
+    await agentGit(w.dir, "commit", "-qm", "sneaky");
+    await agentGit(w.dir, "checkout", "-qb", "elsewhere");
+    await fs.writeFile(path.join(w.dir, "more.txt"), "z\n");
+    await hold.restore();
+
+    expect(await agentGit(w.dir, "rev-parse", "HEAD")).toBe(head);
+    expect(await agentGit(w.dir, "symbolic-ref", "HEAD")).toBe(branch);
+    expect(await read(w.dir, "src/app.ts")).toBe("export const v = 2;\n");
+    expect(await read(w.dir, "README.md")).toBe("# widgets\n");
+    expect(await read(w.dir, "notes.txt")).toBe("mine\n");
+    expect(await read(w.dir, "build/out.js")).toBe("1\n");
+    for (const gone of ["leak.txt", "newdir", "more.txt"])
+      await expect(fs.stat(path.join(w.dir, gone))).rejects.toThrow(/ENOENT/);
+    // Ran as sandboxed git, like every other step in the checkout.
+    expect(steps().sandboxed).toEqual(expect.arrayContaining(["plan-hold", "plan-restore"]));
+  });
+});

@@ -30,9 +30,11 @@ function agentRows(help: string): string[][] {
 describe("/help", () => {
   it("lists every command", () => {
     const help = renderHelp(config(undefined));
-    for (const c of COMMANDS.filter((c) => c !== "fresh" && !ARG_COMMANDS.includes(c as never)))
+    const withRequest = ["fresh", "plan", "go", ...ARG_COMMANDS];
+    for (const c of COMMANDS.filter((c) => !withRequest.includes(c)))
       expect(help).toContain(`/${c}\``);
-    for (const c of ["fresh", ...ARG_COMMANDS]) expect(help).toContain(`/${c} <`);
+    for (const c of withRequest.filter((c) => c !== "go")) expect(help).toContain(`/${c} <`);
+    expect(help).toContain("/go [more words]`");
   });
 
   it("lists the built-in agent when nothing is configured", () => {

@@ -63,9 +63,9 @@ const ROWS: Row[] = [
   { name: "a bare mention", body: "@tether", addressed: { tether: [] }, request: "" },
   {
     name: "a mention followed by a colon",
-    body: "@tether: go",
+    body: "@tether: look",
     addressed: { tether: [] },
-    request: "go",
+    request: "look",
   },
   {
     name: "sentence punctuation after a mention",
@@ -106,14 +106,14 @@ const ROWS: Row[] = [
   },
   {
     name: "after a closed fence, prose again",
-    body: "```\ncode\n```\n@tether go",
+    body: "```\ncode\n```\n@tether look",
     addressed: { tether: [] },
-    request: "```\ncode\n```\ngo",
+    request: "```\ncode\n```\nlook",
   },
   { name: "indented code", body: "text\n\n    @tether in code", addressed: {} },
   {
     name: "indented text inside a list is prose",
-    body: "- item\n\n    @tether go",
+    body: "- item\n\n    @tether look",
     addressed: { tether: [] },
   },
   { name: "a quote", body: "> @tether did this\n\nthanks", addressed: {} },
@@ -143,6 +143,46 @@ const ROWS: Row[] = [
     request: "start over",
   },
   { name: "/fresh alone", body: "@tether /fresh", addressed: { tether: ["fresh"] }, request: "" },
+  {
+    name: "/plan with a request",
+    body: "@tether /plan add a cache",
+    addressed: { tether: ["plan"] },
+    request: "add a cache",
+  },
+  { name: "/go alone", body: "@tether /go", addressed: { tether: ["go"] }, request: "" },
+  {
+    name: "/go with more words",
+    body: "@tether /go but skip the docs",
+    addressed: { tether: ["go"] },
+    request: "but skip the docs",
+  },
+  { name: "a bare go approves", body: "@tether go", addressed: { tether: ["go"] }, request: "" },
+  { name: "a bare Go! approves", body: "@tether Go!", addressed: { tether: ["go"] }, request: "" },
+  {
+    name: "a bare go on its line, more below",
+    body: "@tether go\nand mind the tests",
+    addressed: { tether: ["go"] },
+    request: "and mind the tests",
+  },
+  {
+    name: "go that starts a sentence is a request",
+    body: "@tether go ahead and fix it",
+    addressed: { tether: [] },
+    request: "go ahead and fix it",
+  },
+  {
+    name: "go after a mid-sentence mention is a request",
+    body: "Should @tether go?",
+    addressed: { tether: [] },
+    request: "Should @tether go?",
+  },
+  {
+    name: "/gone is no command",
+    body: "@tether /gone",
+    addressed: { tether: [] },
+    request: "/gone",
+  },
+
   { name: "/cancel", body: "@tether /cancel", addressed: { tether: ["cancel"] }, request: "" },
   { name: "/status", body: "@tether /status", addressed: { tether: ["status"] } },
   { name: "/help", body: "@tether /help", addressed: { tether: ["help"] } },
@@ -219,9 +259,9 @@ describe("parseComment", () => {
   });
 
   it("handles CRLF line endings", () => {
-    expect(parseComment("```\r\n@tether\r\n```\r\n@review-bot go\r\n", AGENTS).addressed).toEqual([
-      { agent: "reviewer", commands: [] },
-    ]);
+    expect(parseComment("```\r\n@tether\r\n```\r\n@review-bot look\r\n", AGENTS).addressed).toEqual(
+      [{ agent: "reviewer", commands: [] }],
+    );
   });
 });
 
@@ -261,10 +301,10 @@ describe("mentions that share a prefix", () => {
 
   it("in either order of configuration", () => {
     const reversed = [...PREFIXED].reverse();
-    expect(parseComment("@tether-review go", reversed).addressed).toEqual([
+    expect(parseComment("@tether-review look", reversed).addressed).toEqual([
       { agent: "review", commands: [] },
     ]);
-    expect(parseComment("@tether go", reversed).addressed).toEqual([
+    expect(parseComment("@tether look", reversed).addressed).toEqual([
       { agent: "claude", commands: [] },
     ]);
   });

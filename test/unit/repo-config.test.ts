@@ -449,6 +449,7 @@ describe("parseRepoConfig", () => {
           allowedTools: [],
           disallowedTools: [],
           permissionMode: "acceptEdits",
+          plan: "off",
           network: "model-only",
           projectInstructions: false,
           changes: "pull_request",

@@ -16,6 +16,7 @@ import { knownWindow, priorSession } from "../../sql/sessions.js";
 import { getConversation } from "../../sql/conversations.js";
 import { conversationBranch } from "../../publish/publisher.js";
 import { transcriptHead } from "../../sql/transcripts.js";
+import { lastTurnPlan } from "../../sql/tasks/read.js";
 import { decideResume, describeReason } from "../../core/resume-decision.js";
 import { shortSessionId } from "../../core/redact.js";
 
@@ -88,7 +89,17 @@ export const describeNextTurn: DescribeStatus = async (req) => {
       : mode === "off" || plan
         ? `- Changes: not published (${plan ? "the agent plans only" : "`changes: off`"}).`
         : `- Changes: none published yet; they will go to branch \`${conversationBranch(key.issueNumber, key.agent)}\`${mode === "pull_request" ? " with a pull request" : ""}.`;
-    blocks.push([renderStatus([state], req.config, req.now), ...spend, next, branch].join("\n"));
+    const last = await lastTurnPlan(req.pool, key);
+    const mention = req.config.agents[state.agent]?.mention ?? `@${state.agent}`;
+    const planLine =
+      last?.planTurn && last.status === "succeeded"
+        ? [
+            `- Plan: **a plan is waiting for \`/go\`**: \`${mention} /go\` carries it out in this session; any other request keeps planning.`,
+          ]
+        : [];
+    blocks.push(
+      [renderStatus([state], req.config, req.now), ...spend, next, ...planLine, branch].join("\n"),
+    );
   }
   return blocks.join("\n\n");
 };

@@ -64,6 +64,8 @@ export interface TurnFacts {
   lineComments?: { requestChanges: boolean };
   /** What started the turn; absent: a comment. */
   trigger?: TriggerKind;
+  /** A plan turn (`/plan`), or the `/go` turn that carries the session's plan out. */
+  plan?: "plan" | "approved";
 }
 
 /** What the agent is told about publishing (docs/changes.md "Changes"). */
@@ -256,9 +258,22 @@ function turnFacts(turn: TurnFacts): string {
     `- Asked by: ${askers || "unknown"}`,
     `- Comment: ${last ? attr(last.url) : "(issue body)"}`,
     `- Your final message is posted as a reply on ${repo}#${turn.threadNumber ?? turn.issueNumber}, as agent "${attr(turn.agent)}".`,
+    ...planFacts(turn.plan),
     ...changesFacts(turn.changes),
     ...lineCommentFacts(turn),
   ].join("\n");
+}
+
+function planFacts(plan: TurnFacts["plan"]): string[] {
+  if (plan === "plan")
+    return [
+      "- This turn is a PLAN ONLY: read what you need, then answer with a concrete, step-by-step plan for the request (files to change, how, and how to check it). Change nothing: do not edit files or run commands that write. Anything written this turn is discarded and nothing is published. The person approves the plan with `/go`.",
+    ];
+  if (plan === "approved")
+    return [
+      "- The plan you made earlier in this conversation is APPROVED (`/go`): carry it out now, making the changes it describes, with any adjustments the comment asks for.",
+    ];
+  return [];
 }
 
 function lineCommentFacts(turn: TurnFacts): string[] {

@@ -89,6 +89,8 @@ export interface FooterFacts {
   chainUrl?: string;
   /** Compacted, or not resumed, because the turn's `/model` has a smaller window than the session holds. */
   smallerWindow?: boolean;
+  /** A plan turn (`/plan`: read-only, nothing published), or the `/go` turn that carries one out. */
+  plan?: "plan" | "approved";
 }
 
 export function renderFooter(f: FooterFacts): string {
@@ -107,6 +109,8 @@ export function renderFooter(f: FooterFacts): string {
   else if (f.reason !== null)
     parts.push(`🆕 fresh session (${f.reason}${f.smallerWindow ? `: ${smaller}` : ""})`);
   else parts.push("no session started");
+  if (f.plan === "plan") parts.push("📝 plan (read-only, nothing published)");
+  else if (f.plan === "approved") parts.push("▶️ plan approved (/go)");
   if (f.sessionId) parts.push(`\`${shortSessionId(f.sessionId)}\``);
   if (f.model) parts.push(`\`${f.model.name}\`${modelNote(f.model)}`);
   const u = f.usage;

@@ -39,6 +39,9 @@ import { admit, type Refusal } from "./admit.js";
 import { conversationUrl } from "../../core/conversation-path.js";
 import { requeueIfRateLimited } from "./rate-limit-requeue.js";
 import { SHUTDOWN, type RunTaskDeps } from "./turn.js";
+import { decidePlanTurn, type PlanTurn } from "../../core/plan-turn.js";
+import { lastTurnPlan } from "../../sql/tasks/read.js";
+import { recordPlanTurn } from "../../sql/tasks/record.js";
 
 export { SHUTDOWN, type RunTaskDeps } from "./turn.js";
 
@@ -66,7 +69,13 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     if (ended && refused.limits) deps.onRefused?.({ task, limits: refused.limits });
     return;
   }
-  const { settings } = admitted;
+  // A plan turn (`/plan`, a plan's follow-up, `plan: always`) runs the CLI read-only.
+  const planned = await planTurnOf(deps, task, key, admitted.settings);
+  if (!planned) {
+    await ws.abandon(); // the lease was lost
+    return;
+  }
+  const settings = planned.plan ? planSettings(admitted.settings) : admitted.settings;
 
   // The resume decision, recorded on the task before anything runs; a retry takes a new one.
   const cli = settings.cli;
@@ -93,8 +102,11 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
 
   // The workspace, ready for the run; a turn that cannot have it ends here.
   let ready: ReadyWorkspace;
+  let hold: { restore(signal?: AbortSignal): Promise<void> } | undefined;
   try {
     ready = await readyWorkspace(deps.workspace, task, ws, settings, log, signal);
+    // What a plan turn's run writes is put back after it (workspace/plan-hold.ts).
+    if (planned.plan) hold = await deps.workspace.holdForPlan?.({ ...key, signal });
   } catch (err) {
     await staged?.release();
     const r = workspaceRefusal(err as Error, signal, t.scrub, log);
@@ -116,7 +128,16 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
   let ran: AgentRan | null;
   try {
     plan = await planChanges(deps, gh, settings, key, issue, prepared, log);
-    const turn = turnFacts(task, requests, plan.target, plan.news, prepared, lineComments);
+    const planFact = planned.plan ? "plan" : planned.approved ? "approved" : undefined;
+    const turn = turnFacts(
+      task,
+      requests,
+      plan.target,
+      plan.news,
+      prepared,
+      lineComments,
+      planFact,
+    );
     const prompt = promptFor({
       turn,
       issue,
@@ -158,6 +179,10 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
   } finally {
     await staged?.release(); // a HOME no run took
     await control?.dispose();
+    // Before anything else, shutdown included: a turn taken over later must not find them.
+    await hold?.restore().catch((err: Error) => {
+      log.error({ err: t.scrub(err.message) }, "the plan turn's checkout could not be put back");
+    });
   }
   if (!ran) return; // the lease was lost before a retry
   await comment.settled();
@@ -178,6 +203,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     cacheTtl,
     isFollowUp,
     admitted,
+    planned,
   });
   log.info({ outcome: ran.result.outcome, session: ran.result.sessionId }, "task finished");
 }
@@ -267,6 +293,7 @@ async function answerTurn(
     cacheTtl: CacheTtl | null;
     isFollowUp: boolean;
     admitted: { config: RepoSettings; spentBefore: number };
+    planned: PlanTurn;
   },
 ): Promise<void> {
   const { deps, task, key, log, signal, gh, scrub } = t;
@@ -305,6 +332,7 @@ async function answerTurn(
       published,
       review,
       cacheTtl,
+      plan: a.planned,
       ...t.footer,
     }),
   );
@@ -465,6 +493,37 @@ function reviewRecord(review: ReviewOutcome | null): Finish["review"] {
   return review.kind === "posted"
     ? { result: "posted", lineComments: review.onLines }
     : { result: "failed", lineComments: 0 };
+}
+
+/**
+ * Whether the turn plans or acts, recorded on the task (the next turn and `/status` read it).
+ * Null: the lease was lost.
+ */
+async function planTurnOf(
+  deps: RunTaskDeps,
+  task: Task,
+  key: TaskKey,
+  settings: AgentSettings,
+): Promise<PlanTurn | null> {
+  const last = await lastTurnPlan(deps.pool, key, task.id);
+  const planned = decidePlanTurn({
+    request: task.planRequest,
+    lastTurnPlanned: last?.planTurn ?? false,
+    hasPriorTurn: last !== null,
+    setting: settings.plan,
+  });
+  if (planned.plan && !(await recordPlanTurn(deps.pool, task.id, deps.runnerId))) return null;
+  return planned;
+}
+
+/**
+ * A plan turn's settings: the CLI's read-only mode (each dialect maps `plan` to its own: Claude's
+ * permission mode, Codex's read-only sandbox, Gemini's policy without allow rules, opencode's
+ * plan agent) and none of the agent's allowed tools, which could let a write through.
+ */
+function planSettings(s: AgentSettings): AgentSettings {
+  const { allowedTools: _dropped, ...rest } = s;
+  return { ...rest, permissionMode: "plan" };
 }
 
 /** The settings intake accepted the comment under, else (an older task) a fresh read. */

@@ -6,6 +6,7 @@ import type { ResumeDecision } from "../../core/resume-decision.js";
 import { renderChanges, type PublishReport } from "../../publish/report.js";
 import type { CacheTtl } from "../../core/settings.js";
 import type { Usage } from "../../core/task.js";
+import type { PlanTurn } from "../../core/plan-turn.js";
 import type { Task } from "../../sql/tasks/claim.js";
 import type { AgentRunResult, AgentSettings, CliKind } from "../ports.js";
 import { renderAnswer, renderFailure, type FooterFacts } from "../render/thread-comments.js";
@@ -28,9 +29,13 @@ export function answerBody(a: {
   cacheTtl?: CacheTtl | null;
   /** The conversation's dashboard page, for the footer (TETHER_PUBLIC_URL set). */
   chainUrl?: string;
+  /** A plan turn, or the `/go` turn after one (core/plan-turn.ts). */
+  plan?: PlanTurn;
 }): string {
   const { task, settings, cli, decision, result, usage, spentBefore, published } = a;
+  const planned = a.plan?.plan === true;
   const extra = [
+    ...(planned && result.outcome === "success" ? [planNote(settings)] : []),
     ...(published ? [renderChanges(published)] : []),
     ...(a.review ? [renderReviewLine(a.review)] : []),
   ].join("\n\n");
@@ -40,6 +45,8 @@ export function answerBody(a: {
     ...(model ? { model: modelFacts(task, model) } : {}),
     ...(a.cacheTtl && usage ? { cacheTtl: a.cacheTtl } : {}),
     ...(a.chainUrl ? { chainUrl: a.chainUrl } : {}),
+    ...(a.plan?.plan ? { plan: "plan" as const } : {}),
+    ...(a.plan?.plan === false && a.plan.approved ? { plan: "approved" as const } : {}),
     ...(result.outcome === "turn_limit" && settings.turnLimitUsd !== undefined
       ? { turnLimitUsd: settings.turnLimitUsd }
       : {}),
@@ -72,6 +79,16 @@ export function answerBody(a: {
         },
         footer,
       );
+}
+
+/** After a plan turn's answer: what was (not) done, and how to go on. */
+function planNote(settings: AgentSettings): string {
+  const mention = settings.mention ?? `@${settings.name}`;
+  return (
+    `📝 **This is a plan**: the agent ran read-only and nothing it wrote was kept or published. ` +
+    `Reply \`${mention} /go\` (with more words if you like) to carry it out in this same session, ` +
+    `or comment \`${mention} …\` to change the plan first.`
+  );
 }
 
 /**

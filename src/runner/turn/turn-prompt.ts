@@ -58,8 +58,10 @@ export function turnFacts(
   news: { pullNumber: number | null; commits: NonNullable<TurnFacts["changes"]>["news"] },
   prepared: PreparedWorkspace,
   lineComments?: { requestChanges: boolean },
+  plan?: TurnFacts["plan"],
 ): TurnFacts {
   return {
+    ...(plan ? { plan } : {}),
     repo: task.repo,
     issueNumber: task.issueNumber,
     isPullRequest: task.isPullRequest,

@@ -22,6 +22,7 @@ export function workspacePort(ws: Workspaces): WorkspacePort {
     },
     agentControl: (req) => ws.agentControl(req),
     projectInstructions: (req) => ws.projectInstructions(req),
+    holdForPlan: (req) => ws.holdForPlan(req, req.signal),
     maintain: async (req) => {
       await ws.maintain(req, req.signal);
       await ws.mirrors.maintain(req.repo, req.signal);

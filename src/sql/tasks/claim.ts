@@ -4,7 +4,7 @@
  * runner (`locked_by`), so a runner whose task was taken back by the sweeper cannot overwrite
  * what the new owner does.
  */
-import type { TaskStatus, TriggerContextItem, TriggerKind } from "../../core/task.js";
+import type { PlanRequest, TaskStatus, TriggerContextItem, TriggerKind } from "../../core/task.js";
 import type { Queryable } from "../db.js";
 import type { IssueSnapshot } from "./enqueue.js";
 
@@ -41,6 +41,8 @@ export interface Task {
   requestedModel: string | null;
   /** `/from <agent>`: the other agent's session this turn starts as a fork of; null: none. */
   forkSessionId: string | null;
+  /** `/plan` or `/go`, as the comments that fed the task asked; null: neither. */
+  planRequest: PlanRequest | null;
   cancelRequested: boolean;
   runtimeId: string | null;
   sessionId: string | null;
@@ -78,6 +80,7 @@ export function toTask(r: Row): Task {
     forceFresh: r.force_fresh as boolean,
     requestedModel: (r.requested_model as string | null) ?? null,
     forkSessionId: (r.fork_session_id as string | null) ?? null,
+    planRequest: (r.plan_request as PlanRequest | null) ?? null,
     cancelRequested: r.cancel_requested as boolean,
     runtimeId: (r.runtime_id as string | null) ?? null,
     sessionId: (r.session_id as string | null) ?? null,

@@ -5,6 +5,7 @@
 import type { Pool } from "../../db/pool.js";
 import {
   keyName,
+  type PlanRequest,
   type TaskKey,
   type TriggerContextItem,
   type TriggerKind,
@@ -57,6 +58,8 @@ export interface EnqueueInput {
   requestedModel?: string;
   /** `/from <agent>`: the session the turn starts as a fork of (the latest asked wins). */
   forkSessionId?: string;
+  /** `/plan` or `/go` (core/task.ts PlanRequest; the latest asked wins). */
+  planRequest?: PlanRequest;
   deliveryId: string;
   /** The repository settings the comment was accepted under (a newer comment's replace them). */
   settings?: unknown;
@@ -127,6 +130,7 @@ export async function enqueueComment(pool: Pool, input: EnqueueInput): Promise<E
                   repo_settings = COALESCE($3::jsonb, repo_settings),
                   requested_model = COALESCE($4, requested_model),
                   fork_session_id = COALESCE($5, fork_session_id),
+                  plan_request = COALESCE($7, plan_request),
                   issue_snapshot = CASE
                     WHEN $6::jsonb IS NOT NULL AND (issue_snapshot IS NULL
                       OR issue_snapshot->>'updatedAt' <= $6::jsonb->>'updatedAt')
@@ -140,6 +144,7 @@ export async function enqueueComment(pool: Pool, input: EnqueueInput): Promise<E
             input.requestedModel ?? null,
             input.forkSessionId ?? null,
             issueJson,
+            input.planRequest ?? null,
           ],
         );
       } else {
@@ -147,9 +152,9 @@ export async function enqueueComment(pool: Pool, input: EnqueueInput): Promise<E
           `INSERT INTO tasks (repo, repo_id, installation_id, issue_number, is_pull_request, agent,
                               trigger_comment_id, trigger_author, trigger_url, trigger_body,
                               delivery_id, force_fresh, repo_settings, thread_number, trigger,
-                              requested_model, fork_session_id, issue_snapshot)
+                              requested_model, fork_session_id, issue_snapshot, plan_request)
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13::jsonb, $14, $15, $16, $17,
-                   $18::jsonb)
+                   $18::jsonb, $19)
            ON CONFLICT (repo, issue_number, agent) WHERE status = 'queued' DO NOTHING
            RETURNING id`,
           [
@@ -171,6 +176,7 @@ export async function enqueueComment(pool: Pool, input: EnqueueInput): Promise<E
             input.requestedModel ?? null,
             input.forkSessionId ?? null,
             issueJson,
+            input.planRequest ?? null,
           ],
         );
         taskId = created.rows[0]?.id;

@@ -2,7 +2,7 @@
  * Intake's reads of tasks: which agents work on an issue, whether it has tasks at all, and each
  * key's state for /status.
  */
-import type { TaskStatus, TriggerKind } from "../../core/task.js";
+import type { TaskKey, TaskStatus, TriggerKind } from "../../core/task.js";
 import type { Queryable } from "../db.js";
 
 /** Agents with any task on this issue, in order of their first task. */
@@ -145,4 +145,25 @@ export async function readKeyStates(
       };
     return state;
   });
+}
+
+/**
+ * The key's last turn that ran (it has a resume decision): whether it was a plan turn and how it
+ * ended. Null: no turn of the key has run. `/plan`'s follow-ups and `/status` read it.
+ */
+export async function lastTurnPlan(
+  db: Queryable,
+  key: TaskKey,
+  beforeTaskId?: number,
+): Promise<{ planTurn: boolean; status: TaskStatus } | null> {
+  const { rows } = await db.query<{ plan_turn: boolean; status: TaskStatus }>(
+    `SELECT plan_turn, status FROM tasks
+      WHERE repo = $1 AND issue_number = $2 AND agent = $3
+        AND status IN ('succeeded', 'failed', 'cancelled') AND resume_decision IS NOT NULL
+        AND ($4::bigint IS NULL OR id < $4)
+      ORDER BY id DESC LIMIT 1`,
+    [key.repo, key.issueNumber, key.agent, beforeTaskId ?? null],
+  );
+  const r = rows[0];
+  return r ? { planTurn: r.plan_turn, status: r.status } : null;
 }

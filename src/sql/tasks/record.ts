@@ -50,6 +50,20 @@ export async function recordDecision(
   return res.rowCount === 1;
 }
 
+/** The turn runs read-only, as a plan (`/plan`). False when the lease was lost. */
+export async function recordPlanTurn(
+  db: Queryable,
+  taskId: number,
+  runnerId: string,
+): Promise<boolean> {
+  const res = await db.query(
+    `UPDATE tasks SET plan_turn = true, updated_at = now()
+      WHERE id = $1 AND locked_by = $2 AND status = 'running'`,
+    [taskId, runnerId],
+  );
+  return res.rowCount === 1;
+}
+
 /**
  * Pin the session id the moment the CLI reports it, long before the run ends. A retry in the
  * same task (fresh after a rejected resume) pins its new id over the old one; every other write

@@ -58,13 +58,15 @@ export async function sweepExpired(
               `UPDATE tasks SET status = 'queued', locked_by = NULL, locked_at = NULL, heartbeat_at = NULL,
                       force_fresh = force_fresh OR $2,
                       requested_model = COALESCE($3, requested_model),
-                      fork_session_id = COALESCE($4, fork_session_id), updated_at = now()
+                      fork_session_id = COALESCE($4, fork_session_id),
+                      plan_request = COALESCE($5, plan_request), updated_at = now()
                 WHERE id = $1`,
               [
                 id,
                 q?.force_fresh === true,
                 (q?.requested_model as string | null) ?? null,
                 (q?.fork_session_id as string | null) ?? null,
+                (q?.plan_request as string | null) ?? null,
               ],
             );
             requeued.push(id);
@@ -85,11 +87,11 @@ export async function sweepExpired(
  * A running task about to go back to the queue takes in its key's queued task, if a comment
  * came meanwhile (at most one task per key is queued): its comments move over, it goes, and what
  * it asked for is returned for the caller to merge (force_fresh, requested_model,
- * fork_session_id). Run inside the caller's transaction, with `t` locked.
+ * fork_session_id, plan_request). Run inside the caller's transaction, with `t` locked.
  */
 export async function foldNewerQueued(tx: Queryable, t: Row): Promise<Row | undefined> {
   const newer = await tx.query(
-    `SELECT id, force_fresh, requested_model, fork_session_id FROM tasks WHERE repo = $1 AND issue_number = $2 AND agent = $3
+    `SELECT id, force_fresh, requested_model, fork_session_id, plan_request FROM tasks WHERE repo = $1 AND issue_number = $2 AND agent = $3
        AND status = 'queued' FOR UPDATE`,
     [t.repo, t.issue_number, t.agent],
   );
