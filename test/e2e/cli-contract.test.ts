@@ -8,6 +8,7 @@
  * turn; /cancel; a lost disk with the session restored from Postgres; a pull request's control
  * files inert; the key absent from the sandbox. A new CLI is a new row, not a new file.
  */
+import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -274,6 +275,39 @@ describe.each(CONTRACT_ROWS)("the $cli CLI keeps the contract", { timeout: 480_0
     expect(fs.readFileSync(path.join(String(t.work_dir), row.controlFiles[0]!), "utf8")).toContain(
       canary,
     );
+  });
+
+  it("/plan, then /go: a plan turn's shell write reaches no branch; /go resumes the plan's session and publishes", async () => {
+    const n = newIssue();
+    const branch = `refs/heads/tether/${n}-subject`;
+    api.shell("echo leaked > planleak.txt; echo TRIED-TO-WRITE", `${row.cli}-THE-PLAN`);
+    const p = await finished(await stack.comment(n, "@subject /plan PLAN-REQUEST add a file"));
+    expect(p).toMatchObject({ status: "succeeded", plan_turn: true, cli: row.cli });
+    expect(p.publish_result).toBeNull();
+    expect(String(stack.taskComments(n, p.id as number)[0]!.body)).toContain("This is a plan");
+    expect(await stack.gh.sha(REPO, `tether/${n}-subject`)).toBeUndefined();
+    // Whatever the CLI's read-only mode let through, the checkout is as it was.
+    expect(fs.existsSync(path.join(String(p.work_dir), "planleak.txt"))).toBe(false);
+
+    const m = api.mark();
+    api.shell("echo made > planned.txt; echo WROTE", `${row.cli}-DONE`);
+    const g = await finished(await stack.comment(n, "@subject /go"));
+    expect(g).toMatchObject({
+      status: "succeeded",
+      plan_turn: false,
+      resume_decision: "resume",
+      session_id: p.session_id,
+      publish_result: "published",
+    });
+    const req = api.since(m)[0]!;
+    expect(req.said.some((t) => t.includes(`${row.cli}-THE-PLAN`))).toBe(true);
+    expect(req.lastUser).toContain("APPROVED");
+    const show = (file: string) =>
+      spawnSync("git", ["-C", stack.gh.barePath(REPO), "show", `${branch}:${file}`], {
+        encoding: "utf8",
+      });
+    expect(show("planned.txt").stdout).toBe("made\n");
+    expect(show("planleak.txt").status).not.toBe(0);
   });
 
   it("the model key is not in the sandbox: the agent's environment holds a placeholder", async () => {
