@@ -10,6 +10,7 @@ import type { Logger } from "../log.js";
 import { conversationOfPull, conversationsOfPull } from "../sql/conversations.js";
 import { isDeliveryPending, type Delivery } from "../sql/deliveries.js";
 import { bumpEpochsForComment, bumpEpochsForIssueBody } from "../sql/history.js";
+import { clearIgnoredEdit, recordIgnoredEdit } from "../sql/ignored-edits.js";
 import { cancelKey, type CancelResult } from "../sql/tasks/cancel.js";
 import {
   isRequest,
@@ -460,8 +461,16 @@ async function handleChange(
       { delivery: d.deliveryId, repo: t.repo, editor: change.by, reason: ignored },
       "edit of a request ignored",
     );
+    // A cold turn's thread shows GitHub's text: marked as this editor's, not the author's.
+    await recordIgnoredEdit(fx.pool, {
+      repo: t.repo,
+      source: t.comment.source,
+      editor: change.by,
+      reason: ignored,
+    });
     notes.push(`edit ignored: ${ignored}`);
   } else if (change.action === "edited") {
+    if (view) await clearIgnoredEdit(fx.pool, { repo: t.repo, source: t.comment.source });
     // A queued reply's request quotes its parent: the edit rebuilds it the same way, reading
     // the parent only when there is a queued request to rebuild.
     if (t.replyTo && (await anyQueued(fx.pool, refs)))
@@ -567,8 +576,14 @@ async function judgeEditor(
 
 /** The note that says an edit of a request was ignored, and why (logins unlinked: no pings). */
 export function describeIgnoredEdit(t: TextTrigger, editor: string, reason: string): string {
+  const who = `\`@${editor}\``;
+  // Only conversation comments are in the thread a fresh turn reads with their editor marked.
+  const marked =
+    t.seenBy === "thread"
+      ? ` (a fresh turn reads it in the thread as context, marked as ${who}'s)`
+      : "";
   return [
-    `An edit of [this ${t.what === "issue" ? "issue's description" : t.what}](${t.comment.url}) by \`@${editor}\` was ignored: ${reason}.`,
-    `Agents are asked the request as \`@${t.comment.author}\` wrote it; the edited text reaches them only as part of the thread, marked as edited by \`@${editor}\`. Only someone who may ask Tether (\`access\` in \`.github/tether.yml\`) can change a request by editing it.`,
+    `An edit of [this ${t.what === "issue" ? "issue's description" : t.what}](${t.comment.url}) by ${who} was ignored: ${reason}.`,
+    `Agents are asked the request as \`@${t.comment.author}\` wrote it; the edited text is never sent as a request${marked}. Only someone who may ask Tether (\`access\` in \`.github/tether.yml\`) can change a request by editing it.`,
   ].join("\n\n");
 }

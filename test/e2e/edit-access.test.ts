@@ -166,5 +166,15 @@ describe("an edit by someone below access.minPermission", { timeout: 300_000 }, 
     expect(last).toContain("R-FOUR go on");
     expect(JSON.stringify(four.req.body?.messages)).not.toContain("EVIL-WORDS");
     expect(await ignoredNote(n, threeComment)).toContain("mallory has write permission");
+
+    // A fresh turn reads the thread as GitHub has it: mallory's text, marked as hers.
+    const five = await turn("@tether /fresh R-FIVE start over");
+    expect(five.task).toMatchObject({ resume_decision: "fresh", resume_reason: "forced_fresh" });
+    const context = userTexts(five.req).join("\n");
+    const marked = context.slice(context.indexOf('edited-by="@mallory"'));
+    expect(marked).toMatch(
+      /^edited-by="@mallory"[^>]*>\n\[Edited on GitHub by @mallory, who may not ask you/,
+    );
+    expect(marked.slice(0, marked.indexOf("</comment>"))).toContain("R-THREE EVIL-WORDS");
   });
 });

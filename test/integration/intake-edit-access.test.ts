@@ -77,6 +77,14 @@ const edit = (before: string, after: string, sender: Author, id?: string) =>
     id,
   );
 
+const ignoredEdits = async () =>
+  (
+    await db.pool.query("SELECT editor FROM ignored_edits WHERE repo = $1 AND source = $2", [
+      REPO_KEY,
+      `comment:${commentId}`,
+    ])
+  ).rows;
+
 const commentBodies = async (taskId: unknown) =>
   (await db.pool.query("SELECT body FROM task_comments WHERE task_id = $1", [taskId])).rows.map(
     (r) => r.body,
@@ -102,13 +110,20 @@ describe("an edit of a queued request", () => {
     expect((await readDelivery(db.pool, `e-${issue}`))?.outcome).toMatch(
       /edit ignored: mallory has write permission/,
     );
+    // What a fresh turn's thread marks as mallory's words.
+    expect(await ignoredEdits()).toEqual([{ editor: "mallory" }]);
   });
 
-  it("by someone who may ask updates the request, as before", async () => {
+  it("by someone who may ask updates the request, as before, and no longer marks it", async () => {
     const task = await taskFedBy("@tether fix the parser");
+    await db.pool.query(
+      "INSERT INTO ignored_edits (repo, source, editor, reason) VALUES ($1, $2, 'mallory', 'r')",
+      [REPO_KEY, `comment:${commentId}`],
+    );
     github().token(INSTALLATION_ID).config(ADMIN_ONLY).permission("boss", "admin");
     await edit("@tether fix the parser", "@tether fix the lexer", { login: "boss" });
     expect((await readTask(db.pool, task.id)).trigger_body).toBe("@tether fix the lexer");
+    expect(await ignoredEdits()).toEqual([]);
   });
 
   it("by a bot that is not allow-listed changes nothing", async () => {
