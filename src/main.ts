@@ -11,6 +11,7 @@ import { postgresAnswers } from "./github/conditional-requests.js";
 import { githubDeliveryLog } from "./github/webhook-deliveries.js";
 import { InboxPruner } from "./intake/inbox-pruner.js";
 import { PeriodicJob } from "./intake/periodic-job.js";
+import { appBotLogin } from "./github/app-login.js";
 import { IntakeProcessor } from "./intake/processor.js";
 import { RedeliverySweeper } from "./intake/redelivery-sweeper.js";
 import { createLogger, type Logger } from "./log.js";
@@ -125,6 +126,7 @@ async function main(): Promise<void> {
         log: log.child({ component: "intake" }),
         auth: (installationId) => probot.auth(installationId),
         appId: env.APP_ID,
+        appLogin: async () => appBotLogin(await probot.auth()),
         describeStatus: deps.describeStatus,
         concurrency: env.TETHER_INTAKE_CONCURRENCY,
       });

@@ -46,6 +46,11 @@ export function isBot(author: Author): boolean {
   return author.type === "Bot" || /\[bot\]$/i.test(author.login);
 }
 
+/** Whether two logins name one account (without case, with or without `[bot]`). */
+export function sameLogin(a: string, b: string): boolean {
+  return normalise(a) === normalise(b);
+}
+
 /** Logins compare without case and without a `[bot]` suffix (`renovate` = `renovate[bot]`). */
 function normalise(login: string): string {
   return login.toLowerCase().replace(/\[bot\]$/, "");

@@ -7,16 +7,15 @@
  * prompt shows as data.
  */
 import { loadRepoConfig } from "../config/load-repo-config.js";
-import type { AgentConfig, RepoConfig } from "../config/repo-config.js";
+import type { AgentConfig } from "../config/repo-config.js";
 import { snapshotSettings } from "../config/repo-settings.js";
 import type { TaskKey, TriggerContextItem, TriggerKind } from "../core/task.js";
-import { getPermission } from "../github/permission.js";
 import { reviewCommentPlace } from "../github/review-comment.js";
 import type { GitHub } from "../github/types.js";
 import { conversationOfPull, conversationsOfPull } from "../sql/conversations.js";
 import type { Delivery } from "../sql/deliveries.js";
 import { enqueueComment, type TriggerComment } from "../sql/tasks/enqueue.js";
-import { decideAccess, type Author } from "./access.js";
+import { refusalOf } from "./may-trigger.js";
 import type { Handled, IntakeEffects } from "./intake-effects.js";
 import type { ReviewTrigger } from "./events.js";
 import { repoKey, type WorkItemTrigger } from "./payloads.js";
@@ -54,7 +53,12 @@ export async function handleWorkItem(
   if (!agents.length)
     return skipped(t.how === "label" ? "no agent's label" : "not assigned to an agent");
 
-  const refusal = await mayTrigger(octokit, where, t.sender, loaded.config);
+  const refusal = await refusalOf(t.sender, {
+    octokit,
+    where,
+    access: loaded.config.access,
+    appLogin: fx.appLogin,
+  });
   if (refusal) {
     log.info({ sender: t.sender.login, reason: refusal }, `${t.how} refused`);
     return skipped(`refused: ${refusal}`);
@@ -154,7 +158,12 @@ export async function handleReviewTurns(
     return a !== undefined && reviewStarts(a.reviews, r.review.state);
   });
   if (!taking.length) return skipped(`review (${r.review.state}) starts no agent's turn`);
-  const refusal = await mayTrigger(octokit, where, r.review.author, config);
+  const refusal = await refusalOf(r.review.author, {
+    octokit,
+    where,
+    access: config.access,
+    appLogin: fx.appLogin,
+  });
   if (refusal) {
     fx.log.info(
       { delivery: d.deliveryId, author: r.review.author.login, reason: refusal },
@@ -258,24 +267,6 @@ export async function reviewLineComments(
 }
 
 // ---------------------------------------------------------------------------------------------
-
-/** Why `who` may not trigger, or null when they may (the same rule as a comment's author). */
-async function mayTrigger(
-  octokit: GitHub,
-  where: { owner: string; repo: string },
-  who: Author,
-  config: RepoConfig,
-): Promise<string | null> {
-  let decision = decideAccess(who, config.access);
-  if ("lookup" in decision)
-    decision = decideAccess(
-      who,
-      config.access,
-      await getPermission(octokit, { ...where, username: who.login }),
-    );
-  if ("lookup" in decision) return "no permission";
-  return decision.allowed ? null : decision.reason;
-}
 
 async function installationOctokit(fx: IntakeEffects, installationId: number): Promise<GitHub> {
   const octokit = await fx.auth(installationId);

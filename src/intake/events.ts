@@ -136,6 +136,11 @@ export type Change =
       /** What the author had written before (edits that left the body alone are refused). */
       previousText: string;
       by: string;
+      /**
+       * Who edited it (the delivery's sender), who may not be its author: the editor must pass
+       * the access rules for the edit to change what an agent is asked.
+       */
+      editor: Author;
     }
   | { action: "deleted"; by: string };
 
@@ -262,7 +267,7 @@ function textOf(read: TextEvent): {
 
 function changeOf(e: {
   action: "created" | "edited" | "deleted";
-  sender: { login: string };
+  sender: Author;
   changes?: { body?: { from?: string | null | undefined } | undefined } | undefined;
 }): Change | undefined {
   switch (e.action) {
@@ -272,7 +277,12 @@ function changeOf(e: {
       const previousText = previousBody(e.changes);
       return previousText === undefined
         ? undefined
-        : { action: "edited", previousText, by: e.sender.login };
+        : {
+            action: "edited",
+            previousText,
+            by: e.sender.login,
+            editor: { login: e.sender.login, type: e.sender.type },
+          };
     }
     case "deleted":
       return { action: "deleted", by: e.sender.login };

@@ -1,4 +1,4 @@
-import { loadRepoConfig } from "../config/load-repo-config.js";
+import { loadRepoConfig, type LoadedConfig } from "../config/load-repo-config.js";
 import { DEFAULT_CONFIG, formatConfigProblems, type RepoConfig } from "../config/repo-config.js";
 import { snapshotSettings } from "../config/repo-settings.js";
 import type { Pool } from "../db/pool.js";
@@ -10,8 +10,10 @@ import type { Logger } from "../log.js";
 import { conversationOfPull, conversationsOfPull } from "../sql/conversations.js";
 import { isDeliveryPending, type Delivery } from "../sql/deliveries.js";
 import { bumpEpochsForComment, bumpEpochsForIssueBody } from "../sql/history.js";
+import { clearIgnoredEdit, recordIgnoredEdit } from "../sql/ignored-edits.js";
 import { cancelKey, type CancelResult } from "../sql/tasks/cancel.js";
 import {
+  isRequest,
   queuedTasksFedBy,
   refreshIssueSnapshot,
   removeQueuedComment,
@@ -19,7 +21,8 @@ import {
 } from "../sql/tasks/edit.js";
 import { enqueueComment } from "../sql/tasks/enqueue.js";
 import type { PlanRequest, TaskKey } from "../core/task.js";
-import { decideAccess, isBot } from "./access.js";
+import { isBot, type Author } from "./access.js";
+import { refusalOf } from "./may-trigger.js";
 import { renderHelp } from "./help.js";
 import { checkModel, chooseFork, chooseSession, describeSessions } from "./session-commands.js";
 import {
@@ -116,36 +119,54 @@ function isControl(commands: readonly Command[]): boolean {
   return commands.some((c) => c === "cancel" || c === "status" || c === "help" || c === "sessions");
 }
 
+/** An edit of a text: its earlier words, who made it, and what was read for it already. */
+interface EditOf {
+  previousText: string;
+  editor: Author;
+  /** Read (and the editor judged) by the edit's handling, before it asks agents anew. */
+  view?: RepoView;
+}
+
+/** What a delivery reads of the repository: the installation's Octokit, the config, a verdict. */
+interface RepoView {
+  octokit: GitHub;
+  loaded: LoadedConfig;
+  /** Why the asker may not make a request, or null when they may; absent: not judged yet. */
+  refusal?: string | null;
+}
+
 /**
- * A text that may address agents, from its creation or (with `previousText`) from an edit: then
- * only agents the edit addresses for the first time are asked, as a new comment would ask them.
+ * A text that may address agents, from its creation or (with `edit`) from an edit: then only
+ * agents the edit addresses for the first time are asked, as a new comment would ask them, and
+ * whoever made the edit is who asks: they must pass the access rules, whoever wrote the rest.
  */
 async function handleTrigger(
   fx: IntakeEffects,
   d: Delivery,
   t: TextTrigger,
-  previousText?: string,
+  edit?: EditOf,
 ): Promise<Handled> {
   const log = fx.log.child({ delivery: d.deliveryId, repo: t.repo, issue: t.issueNumber });
-  const names =
-    previousText === undefined ? mentionedNames(t.text) : addedMentionNames(previousText, t.text);
-  if (!names.length)
-    return skipped(previousText === undefined ? "mentions no one" : "mentions no one new");
+  const asker = edit?.editor ?? t.author;
+  const names = edit ? addedMentionNames(edit.previousText, t.text) : mentionedNames(t.text);
+  if (!names.length) return skipped(edit ? "mentions no one new" : "mentions no one");
   if (fx.appId !== undefined && t.viaAppId === fx.appId) return skipped("Tether's own comment");
 
-  const octokit = await installationOctokit(fx, d.installationId);
+  const octokit = edit?.view?.octokit ?? (await installationOctokit(fx, d.installationId));
   const where = { owner: t.owner, repo: t.name };
-  const lookUpPermission = () => getPermission(octokit, { ...where, username: t.author.login });
+  const lookUpPermission = () => getPermission(octokit, { ...where, username: asker.login });
   // A human addressing what is likely an agent will need the permission lookup: ask for it
   // alongside the config, instead of after it.
   const early =
-    !isBot(t.author) && fx.repoHints?.permissionLikelyNeeded(t.repo, names, t.author.login)
+    !edit?.view && !isBot(asker) && fx.repoHints?.permissionLikelyNeeded(t.repo, names, asker.login)
       ? lookUpPermission()
       : undefined;
   early?.catch(() => {}); // awaited only if the access rule needs it
-  const loaded = await loadRepoConfig(octokit, where, {
-    orgFileLikely: fx.repoHints?.orgFileLikely(t.repo) ?? false,
-  });
+  const loaded =
+    edit?.view?.loaded ??
+    (await loadRepoConfig(octokit, where, {
+      orgFileLikely: fx.repoHints?.orgFileLikely(t.repo) ?? false,
+    }));
   const agents = loaded.ok
     ? Object.entries(loaded.config.agents).map(([agent, a]) => ({ agent, mention: a.mention }))
     : loaded.agents;
@@ -155,22 +176,25 @@ async function handleTrigger(
       allowUsers: loaded.config.access.allowUsers,
       repoFile: loaded.repoFile,
     });
-  const addressed =
-    previousText === undefined
-      ? parseComment(t.text, agents).addressed
-      : newlyAddressed(previousText, t.text, agents);
-  if (!addressed.length)
-    return skipped(previousText === undefined ? "addresses no agent" : "addresses no new agent");
+  const addressed = edit
+    ? newlyAddressed(edit.previousText, t.text, agents)
+    : parseComment(t.text, agents).addressed;
+  if (!addressed.length) return skipped(edit ? "addresses no new agent" : "addresses no agent");
 
   // A broken file cannot say who may use Tether; the defaults decide who sees the complaint.
-  const access = loaded.ok ? loaded.config.access : DEFAULT_CONFIG.access;
-  let decision = decideAccess(t.author, access);
-  if ("lookup" in decision)
-    decision = decideAccess(t.author, access, await (early ?? lookUpPermission()));
-  if ("lookup" in decision || !decision.allowed) {
-    const reason = "reason" in decision ? decision.reason : "no permission";
-    log.info({ author: t.author.login, reason }, "comment refused");
-    return skipped(`refused: ${reason}`);
+  const refusal =
+    edit?.view?.refusal !== undefined
+      ? edit.view.refusal
+      : await refusalOf(asker, {
+          octokit,
+          where,
+          access: loaded.ok ? loaded.config.access : DEFAULT_CONFIG.access,
+          appLogin: fx.appLogin,
+          permission: early,
+        });
+  if (refusal !== null) {
+    log.info({ author: asker.login, reason: refusal }, "comment refused");
+    return skipped(`refused: ${refusal}`);
   }
 
   const reply = (body: string) =>
@@ -221,7 +245,7 @@ async function handleTrigger(
     if (commands.includes("cancel")) {
       const r = await cancelKey(fx.pool, key, {
         asOf: d.receivedAt,
-        reason: `cancelled by ${t.author.login} (${t.comment.url})`,
+        reason: `cancelled by ${asker.login} (${t.comment.url})`,
       });
       notes.push(
         `${agent}: cancelled [${r.cancelled.join(",")}], stop requested [${r.stopRequested.join(",")}]`,
@@ -430,16 +454,45 @@ async function handleChange(
     : [];
   const refs = [ref, ...conversations.map((c) => ({ ...ref, issueNumber: c.issueNumber }))];
   const notes: string[] = [];
-  // A queued turn that reads the issue from its snapshot reads the edited one.
+  // An edit of a request (a comment that fed a task) changes what an agent is asked only when
+  // its editor may ask: else the request, and what a rewind sends again, stay as they were.
+  const view =
+    change.action === "edited" &&
+    (await isRequest(fx.pool, {
+      repo: t.repo,
+      source: t.comment.source,
+      issueNumbers: refs.map((r) => r.issueNumber),
+    }))
+      ? await judgeEditor(fx, d, t, change.editor)
+      : undefined;
+  const ignored = view?.refusal ?? null;
+  // A queued turn that reads the issue from its snapshot reads the edited one (as context).
   if (t.seenBy === "every-turn" && change.action === "edited" && t.issue) {
     const refreshed = await refreshIssueSnapshot(fx.pool, t, t.issue);
     if (refreshed.length) notes.push(`issue refreshed for queued task(s) ${refreshed.join(",")}`);
   }
-  if (change.action === "edited") {
+  if (change.action === "edited" && ignored !== null) {
+    fx.log.info(
+      { delivery: d.deliveryId, repo: t.repo, editor: change.by, reason: ignored },
+      "edit of a request ignored",
+    );
+    // A cold turn's thread shows GitHub's text: marked as this editor's, not the author's.
+    await recordIgnoredEdit(fx.pool, {
+      repo: t.repo,
+      source: t.comment.source,
+      editor: change.by,
+      reason: ignored,
+    });
+    notes.push(`edit ignored: ${ignored}`);
+  } else if (change.action === "edited") {
+    if (view) await clearIgnoredEdit(fx.pool, { repo: t.repo, source: t.comment.source });
     // A queued reply's request quotes its parent: the edit rebuilds it the same way, reading
     // the parent only when there is a queued request to rebuild.
     if (t.replyTo && (await anyQueued(fx.pool, refs)))
-      t = await withReplyParent(await installationOctokit(fx, d.installationId), t);
+      t = await withReplyParent(
+        view?.octokit ?? (await installationOctokit(fx, d.installationId)),
+        t,
+      );
     for (const r of refs) {
       const updated = await updateQueuedComment(fx.pool, { ...r, body: t.comment.body });
       if (updated.length) notes.push(`updated queued task(s) ${updated.join(",")}`);
@@ -454,21 +507,25 @@ async function handleChange(
         );
   }
   const reason = `${t.label} ${change.action} by ${change.by}`;
+  // The issue body is context to every turn whoever edits it; a comment's ignored edit leaves
+  // the sessions that read it as they are (they hold the words of someone who may ask).
   const bumped =
     t.seenBy === "every-turn"
       ? await bumpEpochsForIssueBody(fx.pool, { repo: t.repo, issueNumber: t.issueNumber, reason })
-      : await bumpEpochsForComment(fx.pool, {
-          repo: t.repo,
-          issueNumber: t.issueNumber,
-          source: t.comment.source,
-          commentCreatedAt: t.comment.createdAt,
-          inThread: t.seenBy === "thread",
-          reason,
-          deleted: change.action === "deleted",
-          body: t.comment.body,
-        });
+      : ignored !== null
+        ? []
+        : await bumpEpochsForComment(fx.pool, {
+            repo: t.repo,
+            issueNumber: t.issueNumber,
+            source: t.comment.source,
+            commentCreatedAt: t.comment.createdAt,
+            inThread: t.seenBy === "thread",
+            reason,
+            deleted: change.action === "deleted",
+            body: t.comment.body,
+          });
   if (bumped.length) notes.push(`history epoch bumped for ${bumped.join(",")}`);
-  if (t.seenBy !== "every-turn")
+  if (t.seenBy !== "every-turn" && ignored === null)
     for (const c of conversations) {
       // Only the turns it fed read it: the issue's cold turns read the issue's thread.
       const more = await bumpEpochsForComment(fx.pool, {
@@ -485,12 +542,63 @@ async function handleChange(
         notes.push(`history epoch of #${c.issueNumber} bumped for ${more.join(",")}`);
     }
 
-  const previous = change.action === "edited" ? change.previousText : undefined;
-  if (previous !== undefined && addedMentionNames(previous, t.text).length) {
-    const asked = await handleTrigger(fx, d, t, previous);
+  if (change.action === "edited" && ignored !== null && view) {
+    // Replies come last: a failure before them leaves nothing done twice.
+    await postComment(view.octokit, {
+      owner: t.owner,
+      repo: t.name,
+      issueNumber: t.issueNumber,
+      body: describeIgnoredEdit(t, change.by, ignored),
+    });
+    return done([...notes, "replied"].join("; "));
+  }
+  if (change.action === "edited" && addedMentionNames(change.previousText, t.text).length) {
+    const asked = await handleTrigger(fx, d, t, {
+      previousText: change.previousText,
+      editor: change.editor,
+      ...(view ? { view } : {}),
+    });
     return notes.length ? done([...notes, asked.outcome].join("; ")) : asked;
   }
   return notes.length
     ? done(notes.join("; "))
     : skipped("not in a queued task or a session's history");
+}
+
+/**
+ * Reads what judging an edit's editor needs (the installation's Octokit, the config) and judges
+ * them by the access rules a comment's author passes. A broken config is judged by the defaults.
+ */
+async function judgeEditor(
+  fx: IntakeEffects,
+  d: Delivery,
+  t: TextTrigger,
+  editor: Author,
+): Promise<RepoView> {
+  const octokit = await installationOctokit(fx, d.installationId);
+  const where = { owner: t.owner, repo: t.name };
+  const loaded = await loadRepoConfig(octokit, where, {
+    orgFileLikely: fx.repoHints?.orgFileLikely(t.repo) ?? false,
+  });
+  const refusal = await refusalOf(editor, {
+    octokit,
+    where,
+    access: loaded.ok ? loaded.config.access : DEFAULT_CONFIG.access,
+    appLogin: fx.appLogin,
+  });
+  return { octokit, loaded, refusal };
+}
+
+/** The note that says an edit of a request was ignored, and why (logins unlinked: no pings). */
+export function describeIgnoredEdit(t: TextTrigger, editor: string, reason: string): string {
+  const who = `\`@${editor}\``;
+  // Only conversation comments are in the thread a fresh turn reads with their editor marked.
+  const marked =
+    t.seenBy === "thread"
+      ? ` (a fresh turn reads it in the thread as context, marked as ${who}'s)`
+      : "";
+  return [
+    `An edit of [this ${t.what === "issue" ? "issue's description" : t.what}](${t.comment.url}) by ${who} was ignored: ${reason}.`,
+    `Agents are asked the request as \`@${t.comment.author}\` wrote it; the edited text is never sent as a request${marked}. Only someone who may ask Tether (\`access\` in \`.github/tether.yml\`) can change a request by editing it.`,
+  ].join("\n\n");
 }

@@ -19,6 +19,11 @@ export interface IntakeEffects {
   /** Tether's own GitHub App id: its comments never trigger. */
   appId?: number;
   /**
+   * Tether's own bot login (`<slug>[bot]`): its reviews and line comments never trigger, even
+   * with the bot in `access.allowBots`. Asked of GitHub once, and only when such a bot asks.
+   */
+  appLogin?: () => Promise<string>;
+  /**
    * Run `work` after the delivery is recorded, without holding its slot. For the 👀 only:
    * write spacing lets one write a second through per installation, and a burst of comments
    * should become queued tasks without waiting for their reactions.

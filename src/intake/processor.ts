@@ -24,6 +24,8 @@ export interface IntakeProcessorOptions {
   auth: (installationId: number) => Promise<GitHub>;
   /** Tether's own GitHub App id: its comments never trigger. */
   appId?: number;
+  /** Tether's own bot login, from GitHub (GET /app): its reviews never trigger. Asked once. */
+  appLogin?: () => Promise<string>;
   /** Renders /status replies. Default: what intake knows (tasks and sessions). */
   describeStatus?: DescribeStatus;
   now?: () => Date;
@@ -83,6 +85,7 @@ export class IntakeProcessor {
       log: opts.log,
       auth: opts.auth,
       appId: opts.appId,
+      ...(opts.appLogin ? { appLogin: once(opts.appLogin) } : {}),
       describeStatus: opts.describeStatus ?? describeIssueStatus,
       now: opts.now ?? (() => new Date()),
       repoHints: new RepoHints(),
@@ -255,4 +258,14 @@ function withTimeout<T>(work: Promise<T>, ms: number, message: string): Promise<
       timer = setTimeout(() => reject(new Error(message)), ms);
     }),
   ]).finally(() => clearTimeout(timer));
+}
+
+/** `f`'s answer, asked once; a failure is not kept, so the next call asks again. */
+function once<T>(f: () => Promise<T>): () => Promise<T> {
+  let p: Promise<T> | undefined;
+  return () =>
+    (p ??= f().catch((err: unknown) => {
+      p = undefined;
+      throw err;
+    }));
 }

@@ -71,8 +71,8 @@ export interface Stack {
   comment(issueNumber: number, body: string, user?: string): Promise<number>;
   /** Deliver a webhook event to the app as GitHub does; anything but 2xx throws. */
   deliver(ev: { name: string; payload: unknown }): Promise<void>;
-  /** Edit a comment on GitHub and deliver issue_comment.edited. */
-  editComment(issueNumber: number, commentId: number, body: string): Promise<void>;
+  /** Edit a comment on GitHub and deliver issue_comment.edited, sent by `sender` (default its author). */
+  editComment(issueNumber: number, commentId: number, body: string, sender?: string): Promise<void>;
   /** The task created from a comment, once it is finished (or the timeout hits). */
   finishedTask(commentId: number, timeoutMs?: number): Promise<Record<string, unknown>>;
   /** Comments on the issue that Tether wrote for a task (found by its marker). */
@@ -219,7 +219,7 @@ export async function startStack(opts: {
       await deliverOk(ev);
       return c.id as number;
     },
-    async editComment(issueNumber, commentId, body) {
+    async editComment(issueNumber, commentId, body, sender) {
       const before = (gh.commentJson(commentId) as { body: string }).body;
       gh.editComment(commentId, body);
       const ev = gh.webhooks.issueComment({
@@ -228,6 +228,7 @@ export async function startStack(opts: {
         commentId,
         action: "edited",
         previousBody: before,
+        ...(sender ? { sender } : {}),
       });
       await deliverOk(ev);
     },

@@ -146,6 +146,11 @@ export function github(owner = "Codertocat", repo = "Hello-World") {
         .reply(201, { token: "ghs_test", expires_at: "2099-01-01T00:00:00Z", permissions: {} });
       return this;
     },
+    /** GET /app (with the app's JWT): its slug names its bot, `<slug>[bot]`. */
+    app(slug = "tether") {
+      api.get("/app").reply(200, rest.app(slug));
+      return this;
+    },
     /** No `.github/tether.yml` in the repository nor in the org's `.github` repository. */
     noConfig() {
       api.get(`${base}${configPath}`).reply(404, { message: "Not Found" });

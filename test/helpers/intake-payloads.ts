@@ -38,6 +38,8 @@ export interface CommentOptions {
   createdAt?: string;
   updatedAt?: string;
   previousBody?: string;
+  /** Who made the edit or deletion (the delivery's `sender`); default: the author. */
+  sender?: Author;
 }
 
 function user(u: Json, a: Author): void {
@@ -65,7 +67,7 @@ function adjustComment(p: Json, o: CommentOptions): Json {
   p.comment.performed_via_github_app =
     o.viaAppId === undefined ? null : { id: o.viaAppId, slug: "tether", name: "Tether" };
   user(p.comment.user, author);
-  user(p.sender, author);
+  user(p.sender, o.sender ?? author);
   return p;
 }
 
@@ -92,6 +94,8 @@ export interface IssueOptions {
   body: string;
   author?: Author;
   updatedAt?: string;
+  /** Who made the edit (the delivery's `sender`); default: the author. */
+  sender?: Author;
 }
 
 function adjustIssue(p: Json, o: IssueOptions): Json {
@@ -103,7 +107,7 @@ function adjustIssue(p: Json, o: IssueOptions): Json {
   p.issue.html_url = `https://github.com/${OWNER}/${REPO}/issues/${o.issueNumber}`;
   if (o.updatedAt) p.issue.updated_at = o.updatedAt;
   user(p.issue.user, author);
-  user(p.sender, author);
+  user(p.sender, o.sender ?? author);
   return p;
 }
 
@@ -143,6 +147,8 @@ export interface ReviewCommentOptions {
   previousBody?: string;
   /** Makes the comment a reply in a review thread, to this comment id. */
   inReplyTo?: number;
+  /** Who made the edit or deletion (the delivery's `sender`); default: the author. */
+  sender?: Author;
 }
 
 function adjustReviewComment(p: Json, o: ReviewCommentOptions): Json {
@@ -161,7 +167,7 @@ function adjustReviewComment(p: Json, o: ReviewCommentOptions): Json {
   if (o.createdAt) p.comment.created_at = o.createdAt;
   if (o.updatedAt) p.comment.updated_at = o.updatedAt;
   user(p.comment.user, author);
-  user(p.sender, author);
+  user(p.sender, o.sender ?? author);
   return p;
 }
 

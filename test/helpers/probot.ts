@@ -3,6 +3,7 @@ import { Probot, ProbotOctokit } from "probot";
 import { tetherApp } from "../../src/app.js";
 import type { AppDeps } from "../../src/deps.js";
 import { loadEnv } from "../../src/env.js";
+import { appBotLogin } from "../../src/github/app-login.js";
 import { IntakeProcessor, type IntakeProcessorOptions } from "../../src/intake/processor.js";
 import type { DescribeStatus } from "../../src/intake/status.js";
 import { countDeliveries } from "../../src/sql/deliveries.js";
@@ -79,6 +80,7 @@ export async function createTestApp(
     log,
     auth: (id) => probot.auth(id),
     appId: APP_ID,
+    appLogin: async () => appBotLogin(await probot.auth()),
     describeStatus: opts.describeStatus,
     listen: false,
     backoffMs: () => 0,

@@ -78,6 +78,24 @@ export const rest = {
       html_url: `https://github.com/${repoFull}/pull/${number}`,
     };
   },
+  /** GET /app: the app itself, as its JWT sees it (its bot is `<slug>[bot]`). */
+  app(slug: string, id = 1): Json {
+    return {
+      id,
+      slug,
+      node_id: `A_${id}`,
+      client_id: `Iv1.${id.toString(16).padStart(16, "0")}`,
+      owner: rest.user("Codertocat"),
+      name: slug,
+      description: "",
+      external_url: "https://example.com",
+      html_url: `https://github.com/apps/${slug}`,
+      created_at: EPOCH.toISOString(),
+      updated_at: EPOCH.toISOString(),
+      permissions: { metadata: "read", issues: "write" },
+      events: ["issue_comment"],
+    };
+  },
   reviewComment(
     repoFull: string,
     o: Partial<Omit<ReviewCommentFacts, "user">> & { id: number; user?: string },

@@ -153,6 +153,7 @@ describe("who may trigger an agent", () => {
     github()
       .token(INSTALLATION_ID)
       .config("access:\n  allowBots: [renovate]\n")
+      .app("tether") // is it Tether's own bot? (never allowed: intake-own-reviews.test.ts)
       .reactToComment(commentId);
     const { tasks } = await deliver({ login: "renovate[bot]", type: "Bot" });
     expect(tasks).toHaveLength(1);

@@ -234,11 +234,13 @@ describe("a comment on a conversation's pull request", () => {
     accepted();
     await onPull("@tether rename it");
     const [task] = await readTasks(db.pool, "repo = $1 AND issue_number = $2", [REPO_KEY, issue]);
-    const edit = (body: string, previousBody: string) =>
-      app.deliver(
+    const edit = (body: string, previousBody: string) => {
+      github().noConfig().permission("Codertocat", "write"); // its editor is judged
+      return app.deliver(
         "issue_comment",
         commentEdited({ commentId, issueNumber: pr(), body, previousBody, pullRequest: true }),
       );
+    };
     await edit("@tether rename it to parseLines", "@tether rename it");
     expect(await readTask(db.pool, task!.id)).toMatchObject({
       status: "queued",

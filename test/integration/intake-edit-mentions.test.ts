@@ -116,7 +116,9 @@ describe("an edit that adds a mention", () => {
     await app.deliver("issue_comment", payload, `again-${issue}`);
     expect(await readDelivery(db.pool, `again-${issue}`)).toBeUndefined();
 
-    await edit("@tether fix it", "fix it"); // the mention taken out: the task stays, text updated
+    // The mention taken out: the task stays, its text updated (its editor may ask).
+    github().noConfig().permission("Codertocat", "write");
+    await edit("@tether fix it", "fix it");
     github().noConfig().permission("Codertocat", "write").reactToComment(commentId);
     await edit("fix it", "@tether fix it, and the docs");
     const tasks = await tasksOnIssue();
@@ -226,6 +228,7 @@ describe("an edit of a comment that already addressed the agent", () => {
        VALUES ($1, 'tether', $2, $3, 'Codertocat', 'u', '@tether fix teh build', $4)`,
       [`comment:${commentId}`, turn.id, commentId, at(0)],
     );
+    github().token(INSTALLATION_ID).noConfig().permission("Codertocat", "write");
     await edit("@tether fix teh build", "@tether fix the build");
     expect(await readEpoch(db.pool, { repo: REPO_KEY, issueNumber: issue, agent: "tether" })).toBe(
       1,

@@ -98,9 +98,17 @@ const remove = (id: number, createdAt = at(-10)) =>
     }),
   );
 
-describe("editing or deleting a queued task's comment (no GitHub call needed)", () => {
+/**
+ * The editor (here the comment's author) may ask: an edit of a request is judged like its author
+ * (intake-edit-access.test.ts is about editors who may not).
+ */
+const editorMayAsk = () =>
+  github().token(INSTALLATION_ID).noConfig().permission("Codertocat", "write");
+
+describe("editing or deleting a queued task's comment", () => {
   it("an edit of the trigger updates the task and its comment", async () => {
     const task = await queuedTaskFor(commentId, "@tether fix A");
+    editorMayAsk();
     await edit(commentId, "@tether fix B instead");
     expect(await readTask(db.pool, task.id)).toMatchObject({
       status: "queued",
@@ -116,6 +124,7 @@ describe("editing or deleting a queued task's comment (no GitHub call needed)", 
   it("an edit of a coalesced comment updates that comment only", async () => {
     const task = await queuedTaskFor(commentId, "@tether first");
     await feed(task.id, commentId + 1000, "@tether second", at(1));
+    editorMayAsk();
     await edit(commentId + 1000, "@tether second, edited");
     expect((await readTask(db.pool, task.id)).trigger_body).toBe("@tether first");
     const { rows } = await db.pool.query(
@@ -151,6 +160,7 @@ describe("editing or deleting a queued task's comment (no GitHub call needed)", 
       status: "running",
       started_at: at(1),
     });
+    editorMayAsk();
     await edit(commentId, "@tether fix B");
     expect((await readTask(db.pool, task.id)).trigger_body).toBe("@tether fix A");
     expect(await epoch()).toBe(1);
@@ -162,6 +172,7 @@ describe("history epochs (guard history_edited)", () => {
     const turn = await finishedTurn("tether", at(5), "resume");
     await finishedTurn("reviewer", at(-30), "fresh");
     await feed(turn.id, commentId, "@tether go", at(4));
+    editorMayAsk();
     await edit(commentId, "@tether go (edited)", at(4));
     expect(await epoch("tether")).toBe(1);
     expect(await epoch("reviewer")).toBe(0);
@@ -250,6 +261,7 @@ describe("history epochs (guard history_edited)", () => {
       `INSERT INTO task_comments (source, agent, task_id, comment_id, author, url, body) VALUES ($1, 'tether', $2, NULL, 'Codertocat', 'u', '@tether A')`,
       [`issue:${500_000 + issue}`, task.id],
     );
+    editorMayAsk();
     await app.deliver(
       "issues",
       issueEdited({
@@ -308,7 +320,9 @@ describe("which edits the webhook takes in", () => {
       .token(INSTALLATION_ID)
       .noConfig()
       .permission("Codertocat", "write")
-      .reactToComment(commentId);
+      .reactToComment(commentId)
+      .noConfig() // the edit's: its editor is judged too
+      .permission("Codertocat", "write");
     await app.receive(
       "issue_comment",
       commentCreated({ commentId, issueNumber: issue, body: "@tether old text" }),
@@ -340,7 +354,9 @@ describe("which edits the webhook takes in", () => {
       .token(INSTALLATION_ID)
       .noConfig()
       .permission("Codertocat", "write")
-      .reactToIssue(issue);
+      .reactToIssue(issue)
+      .noConfig() // the edit's: its editor is judged too
+      .permission("Codertocat", "write");
     await app.receive("issues", issueOpened({ issueNumber: issue, body: "@tether old" }));
     await app.receive(
       "issues",

@@ -118,7 +118,9 @@ describe("a reply in a review thread", () => {
     await app.deliver("pull_request_review_comment", reviewCommentCreated(reply()));
     const { task } = await requestOf();
 
-    // The installation token from the creation is still cached: only the parent is read again.
+    // The installation token from the creation is still cached: its editor is judged (the
+    // config, their permission), and the parent read again.
+    github().noConfig().permission("Codertocat", "write");
     parent(200, "Use a Map here.\nIt keeps insertion order.");
     await app.deliver(
       "pull_request_review_comment",

@@ -248,6 +248,7 @@ describe("editing or deleting a review comment", () => {
 
   it("an edit updates the queued task's request, with its place noted again", async () => {
     const task = await queued();
+    github().noConfig().permission("Codertocat", "write"); // its editor is judged
     await app.deliver(
       "pull_request_review_comment",
       reviewCommentEdited(
@@ -282,6 +283,7 @@ describe("editing or deleting a review comment", () => {
               resume_decision = 'fresh' WHERE id = $1`,
       [task.id, at(5)],
     );
+    github().noConfig().permission("Codertocat", "write"); // its editor is judged
     await app.deliver(
       "pull_request_review_comment",
       reviewCommentEdited(

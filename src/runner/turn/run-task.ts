@@ -6,6 +6,7 @@
 import { findCli } from "../../cli-registry.js";
 import { readSettingsSnapshot } from "../../config/repo-settings.js";
 import { readEpoch, resentComments } from "../../sql/history.js";
+import { ignoredEditors } from "../../sql/ignored-edits.js";
 import { priorSession } from "../../sql/sessions.js";
 import type { Task } from "../../sql/tasks/claim.js";
 import { finishTask, type FinalAnswer, type Finish } from "../../sql/tasks/finish.js";
@@ -151,6 +152,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
           body: c.body,
           createdAt: c.createdAt.toISOString(),
         })),
+      ignoredEditors: (sources) => ignoredEditors(deps.pool, key.repo, sources),
     });
     const systemPrompt = buildSystemPrompt(task.agent, settings.appendSystemPrompt, project);
     const runSettings = cacheTtl ? { ...settings, cacheTtl } : settings;

@@ -96,6 +96,11 @@ export function promptFor(p: {
   readThread: () => Promise<ThreadRead>;
   /** A rewound turn: the comments it sends again, as they read now. */
   resent?: (plan: RewindPlan) => Promise<PromptComment[]>;
+  /**
+   * Who made the ignored edits of these comments (`comment:<id>` → editor): an edit by someone
+   * who may not ask, which GitHub shows and the thread marks as theirs (#38).
+   */
+  ignoredEditors?: (sources: string[]) => Promise<Map<string, string>>;
 }): (d: ResumeDecision) => Promise<string> {
   const { turn, issue, requests, readThread } = p;
   let threadP = p.thread;
@@ -104,15 +109,18 @@ export function promptFor(p: {
     threadP = null; // a retry reads the thread again
     // What the requests brought is shown with them, not again as the thread's context.
     const asked = new Set(requests.flatMap((r) => [r.url, ...(r.context ?? []).map((c) => c.url)]));
+    const comments = all.comments.filter((c) => !asked.has(c.url) && !isInProgress(c));
+    const editors = (await p.ignoredEditors?.(comments.map((c) => `comment:${c.id}`))) ?? new Map();
     return buildColdPrompt(
       {
         title: issue.title,
         body: issue.body,
         author: issue.author,
         url: issue.url,
-        comments: all.comments
-          .filter((c) => !asked.has(c.url) && !isInProgress(c))
-          .map(toPromptComment),
+        comments: comments.map((c) => {
+          const editedBy = editors.get(`comment:${c.id}`);
+          return { ...toPromptComment(c), ...(editedBy ? { editedBy } : {}) };
+        }),
         ...(all.review === "unavailable"
           ? { review: { items: [], unread: false, unavailable: true } }
           : all.review

@@ -13,6 +13,7 @@ import type {
   ReviewSummary,
 } from "../ports.js";
 
+import { appBotLogin } from "../../github/app-login.js";
 import { reviewCommentPlace } from "../../github/review-comment.js";
 import { pushToken } from "../../github/scoped-auth.js";
 
@@ -184,12 +185,6 @@ export function githubThread(o: GitHubThreadOptions): GitHubThread {
   };
 }
 
-/** The app's bot login (`<slug>[bot]`), asked with the app's own (JWT) Octokit. */
-async function appLogin(octokit: Octokit): Promise<string> {
-  const { data } = await octokit.rest.apps.getAuthenticated();
-  return `${data?.slug ?? "tether"}[bot]`;
-}
-
 /** The app's bot account, looked up once per process. */
 let appIdentity: Promise<{ name: string; email: string }> | undefined;
 
@@ -259,7 +254,7 @@ function repoWriter(
     },
     identity() {
       appIdentity ??= (async () => {
-        const login = await appLogin(await p.app());
+        const login = await appBotLogin(await p.app());
         return { name: login, email: await email(login).catch(() => `${login}@${noreply}`) };
       })();
       appIdentity.catch(() => (appIdentity = undefined));

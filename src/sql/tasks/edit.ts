@@ -138,3 +138,20 @@ export async function refreshIssueSnapshot(
   );
   return rows.map((r) => r.id);
 }
+
+/**
+ * Whether a comment fed any task on these issues (queued, running or finished): it is, or was,
+ * someone's request, not only context. An edit of a request must come from someone who may ask.
+ */
+export async function isRequest(
+  db: Queryable,
+  c: { repo: string; source: string; issueNumbers: readonly number[] },
+): Promise<boolean> {
+  const { rows } = await db.query<{ found: boolean }>(
+    `SELECT EXISTS (
+       SELECT 1 FROM task_comments tc JOIN tasks t ON t.id = tc.task_id
+        WHERE tc.source = $1 AND t.repo = $2 AND t.issue_number = ANY($3::int[])) AS found`,
+    [c.source, c.repo, c.issueNumbers],
+  );
+  return rows[0]?.found === true;
+}
