@@ -237,7 +237,9 @@ export class FakeChecks {
    * run's branch; none for a run whose head is in a fork (GitHub: "When the check suite's
    * head_branch is in a forked repository ... the pull_requests array will be empty").
    */
-  private pullRefs(r: Pick<FakeCheckRun, "repo" | "headBranch" | "headSha" | "headRepository">): Json[] {
+  private pullRefs(
+    r: Pick<FakeCheckRun, "repo" | "headBranch" | "headSha" | "headRepository">,
+  ): Json[] {
     if (r.headRepository) return [];
     const { repo, headBranch: branch, headSha: sha } = r;
     const repoJson = this.host.repoJson(repo);
