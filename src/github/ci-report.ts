@@ -107,14 +107,26 @@ export function suiteBelongs(
  */
 export async function readChecks(octokit: GitHub, o: ChecksOf): Promise<ChecksState> {
   const suites: number[] = [];
+  const actionsSuites = new Set<number>();
   for await (const page of octokit.paginate.iterator(octokit.rest.checks.listSuitesForRef, {
     owner: o.owner,
     repo: o.repo,
     ref: o.sha,
     per_page: 100,
   })) {
-    for (const s of page.data) if (suiteBelongs(s, o)) suites.push(s.id);
+    for (const s of page.data)
+      if (suiteBelongs(s, o)) {
+        suites.push(s.id);
+        if (s.app?.slug === "github-actions") actionsSuites.add(s.id);
+      }
     if (suites.length >= CI_CAPS.suites) break;
+  }
+  // An Actions suite does not say where its commit came from; its workflow run does. A suite
+  // GitHub made for a fork's workflow run is dropped even if it looked like the pull request's
+  // (GitHub documents such a suite as naming no pull request; this does not rely on it).
+  if (actionsSuites.size) {
+    const own = await ownActionsSuites(octokit, o);
+    for (const id of actionsSuites) if (!own.has(id)) suites.splice(suites.indexOf(id), 1);
   }
   // The newest run of each name across the suites, as `filter=latest` on the commit would give
   // if only these suites were on it (a rerun in a new suite supersedes the old one's run).
@@ -143,6 +155,25 @@ export async function readChecks(octokit: GitHub, o: ChecksOf): Promise<ChecksSt
     pending: runs.filter((r) => r.status !== "completed").length,
     waiting: runs.filter((r) => r.conclusion === "action_required").length,
   };
+}
+
+/** The check suites of the Actions workflow runs on `sha` whose head repository is this one. */
+async function ownActionsSuites(octokit: GitHub, o: ChecksOf): Promise<Set<number>> {
+  const own = new Set<number>();
+  let read = 0;
+  for await (const page of octokit.paginate.iterator(octokit.rest.actions.listWorkflowRunsForRepo, {
+    owner: o.owner,
+    repo: o.repo,
+    head_sha: o.sha,
+    per_page: 100,
+  })) {
+    for (const r of page.data)
+      if (r.head_repository.id === o.repoId && r.check_suite_id !== undefined)
+        own.add(r.check_suite_id);
+    read += page.data.length;
+    if (read >= 1000) break;
+  }
+  return own;
 }
 
 type CheckRunJson = Awaited<

@@ -41,6 +41,11 @@ export interface FakeCheckRun {
   runId: number;
   /** The fork (`owner/name`) whose pull request made the run; null: the repository itself. */
   headRepository: string | null;
+  /**
+   * A fork's run whose suite names the repository's pull requests on a branch of the same name
+   * anyway: not what GitHub documents, the worst case a reader must survive.
+   */
+  forkMatched: boolean;
   startedAt: Date;
   completedAt: Date | null;
 }
@@ -78,11 +83,20 @@ export class FakeChecks {
       headBranch: string;
       /** A fork's pull request made the run (`owner/name`). Default: the repository's own. */
       headRepository?: string;
+      /** With `headRepository`: its suite names this repository's pull requests anyway. */
+      forkMatched?: boolean;
       checks: Array<
         Partial<
           Omit<
             FakeCheckRun,
-            "id" | "repo" | "headSha" | "headBranch" | "suiteId" | "runId" | "headRepository"
+            | "id"
+            | "repo"
+            | "headSha"
+            | "headBranch"
+            | "suiteId"
+            | "runId"
+            | "headRepository"
+            | "forkMatched"
           >
         > & {
           name: string;
@@ -113,6 +127,7 @@ export class FakeChecks {
         suiteId,
         runId,
         headRepository: o.headRepository ?? null,
+        forkMatched: o.forkMatched ?? false,
       };
       this.runs.push(run);
       return run;
@@ -238,9 +253,9 @@ export class FakeChecks {
    * head_branch is in a forked repository ... the pull_requests array will be empty").
    */
   private pullRefs(
-    r: Pick<FakeCheckRun, "repo" | "headBranch" | "headSha" | "headRepository">,
+    r: Pick<FakeCheckRun, "repo" | "headBranch" | "headSha" | "headRepository" | "forkMatched">,
   ): Json[] {
-    if (r.headRepository) return [];
+    if (r.headRepository && !r.forkMatched) return [];
     const { repo, headBranch: branch, headSha: sha } = r;
     const repoJson = this.host.repoJson(repo);
     const ref = { id: repoJson.id, url: repoJson.url, name: repoJson.name };
@@ -361,25 +376,70 @@ export class FakeChecks {
     out.push({ name: "check_suite", payload: finish(suite) });
     const wr = examplePayload("workflow_run", (e) => e.action === "completed");
     wr.action = "completed";
-    wr.workflow_run = {
-      ...(wr.workflow_run as Json),
+    wr.workflow_run = this.workflowRunJson(repo, runId);
+    out.push({ name: "workflow_run", payload: finish(wr) });
+    return out;
+  }
+
+  /** The workflow run `runId` (REST "workflow-run"; the webhook's is the same object). */
+  workflowRunJson(repo: string, runId: number): Json {
+    const runs = this.runs.filter((r) => r.repo === repo.toLowerCase() && r.runId === runId);
+    const first = runs[0];
+    if (!first) throw new Error(`no CI run ${runId} in ${repo}`);
+    const full = this.host.fullName(repo);
+    const example = examplePayload(
+      "workflow_run",
+      (e) => e.action === "completed" && Boolean((e.workflow_run as Json).display_title),
+    ).workflow_run as Json;
+    const done = runs.every((r) => r.status === "completed");
+    return {
+      ...example,
       id: runId,
       node_id: nodeId("WorkflowRun", runId),
       name: "CI",
+      display_title: "CI",
+      event: first.headRepository ? "pull_request" : "push",
       head_branch: first.headBranch,
       head_sha: first.headSha,
-      status: "completed",
-      conclusion,
+      status: done ? "completed" : "in_progress",
+      conclusion: this.conclusionOf(runs),
       run_attempt: 1,
       check_suite_id: first.suiteId,
+      check_suite_node_id: nodeId("CheckSuite", first.suiteId),
+      check_suite_url: `${this.host.apiBase()}/repos/${full}/check-suites/${first.suiteId}`,
+      head_commit: { ...(example.head_commit as Json), id: first.headSha },
+      repository: this.host.repoJson(repo),
       head_repository: first.headRepository
         ? this.host.forkJson(repo, first.headRepository)
         : this.host.repoJson(repo),
       html_url: `${this.host.webBase()}/${full}/actions/runs/${runId}`,
       url: `${this.host.apiBase()}/repos/${full}/actions/runs/${runId}`,
-      pull_requests: pulls,
+      jobs_url: `${this.host.apiBase()}/repos/${full}/actions/runs/${runId}/jobs`,
+      logs_url: `${this.host.apiBase()}/repos/${full}/actions/runs/${runId}/logs`,
+      cancel_url: `${this.host.apiBase()}/repos/${full}/actions/runs/${runId}/cancel`,
+      rerun_url: `${this.host.apiBase()}/repos/${full}/actions/runs/${runId}/rerun`,
+      artifacts_url: `${this.host.apiBase()}/repos/${full}/actions/runs/${runId}/artifacts`,
+      created_at: iso(first.startedAt),
+      updated_at: iso(first.completedAt ?? first.startedAt),
+      pull_requests: this.pullRefs(first),
     };
-    out.push({ name: "workflow_run", payload: finish(wr) });
-    return out;
+  }
+
+  /**
+   * `GET /repos/{o}/{r}/actions/runs`: the repository's workflow runs (newest first), by
+   * `head_sha`, `branch` and `check_suite_id` as GitHub filters them. Only Actions runs.
+   */
+  listWorkflowRuns(repo: string, query: Record<string, string>): Json[] {
+    const ids = [
+      ...new Set(
+        this.runs
+          .filter((r) => r.repo === repo.toLowerCase() && r.app === "github-actions")
+          .filter((r) => !query.head_sha || r.headSha === query.head_sha)
+          .filter((r) => !query.branch || r.headBranch === query.branch)
+          .filter((r) => !query.check_suite_id || r.suiteId === Number(query.check_suite_id))
+          .map((r) => r.runId),
+      ),
+    ].reverse();
+    return ids.map((id) => this.workflowRunJson(repo, id));
   }
 }

@@ -2410,6 +2410,11 @@ export class FakeGitHub implements PayloadSource {
       const page = this.paginate(runs, ctx);
       return { ...page, body: { total_count: runs.length, check_runs: page.body } };
     });
+    add("GET", "/repos/{owner}/{repo}/actions/runs", "token", (ctx) => {
+      const runs = this.checks.listWorkflowRuns(this.fullName(repoOf(ctx)), ctx.query);
+      const page = this.paginate(runs, ctx);
+      return { ...page, body: { total_count: runs.length, workflow_runs: page.body } };
+    });
     add("GET", "/repos/{owner}/{repo}/check-runs/{check_run_id}", "token", (ctx) => {
       const run = this.checks.find(this.fullName(repoOf(ctx)), Number(ctx.params.check_run_id));
       return run ? { status: 200, body: this.checks.checkRunJson(run) } : notFound();
