@@ -75,6 +75,8 @@ const REST_NEEDS: Record<string, Needs> = {
   "checks.listForSuite": { checks: "read" },
   "checks.listAnnotations": { checks: "read" },
   "actions.downloadJobLogsForWorkflowRun": { actions: "read" },
+  // Where an Actions suite's commit came from: its workflow run's head repository (#38).
+  "actions.listWorkflowRunsForRepo": { actions: "read" },
   "repos.getCollaboratorPermissionLevel": { metadata: "read" },
   // Probot's config plugin: GET /repos/{owner}/{repo}/contents/.github/tether.yml.
   "config.get": { contents: "read" },
