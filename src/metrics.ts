@@ -47,6 +47,7 @@ export const PUBLISH_REASONS = [
   "protected-branch",
   "bad-branch",
   "workflow",
+  "protected-path",
   "too-many-files",
   "too-large",
   "secret",

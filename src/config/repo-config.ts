@@ -272,8 +272,9 @@ export const PublishConfig = z.strictObject({
    */
   link: z.enum(["closes", "refs"]).default("closes"),
   /**
-   * Publish changes under `.github/workflows/`. The app must also have the `workflows`
-   * permission (app.yml does not ask for it). Default: false: such changes are refused.
+   * Deprecated: `changes.protectedPaths` says it now. `true` still publishes changes under
+   * `.github/workflows/` whatever `changes.protectedPaths` protects (the app must also have the
+   * `workflows` permission, which app.yml does not ask for). Default: false.
    */
   workflows: z.boolean().default(false),
   /** Most files one push may add, change or delete (1–1000). Default: 100. */
@@ -282,6 +283,29 @@ export const PublishConfig = z.strictObject({
   maxBytes: wholeNumber(1024, 50 * 1024 * 1024).default(1024 * 1024),
 });
 export type PublishConfig = z.output<typeof PublishConfig>;
+
+/** A `changes.protectedPaths` pattern (src/publish/protected-paths.ts says how it matches). */
+const PathGlob = z
+  .string()
+  .min(1, "must not be empty")
+  .max(300, "at most 300 characters")
+  .refine((s) => !s.startsWith("/") && !s.startsWith("!"), {
+    message: "is a path from the repository's root: no leading / or !",
+  })
+  .refine((s) => !s.includes("\\"), { message: "uses / between directories, not \\" });
+
+/** What the agents may change, for every agent. */
+export const ChangesConfig = z.strictObject({
+  /**
+   * Paths the agent may not change (globs from the repository's root: `*` within a directory,
+   * `**` across them, `dir/` for all under it). A change that adds, changes or deletes one is
+   * refused (`protected-path`; `workflow` under `.github/workflows/`). CI runs what these hold
+   * with the repository's secrets. Default: `[".github/**"]`; add `package.json`, `Makefile`,
+   * `scripts/**` for what CI runs. Setting it replaces the default.
+   */
+  protectedPaths: z.array(PathGlob).max(100, "at most 100 patterns").default([".github/**"]),
+});
+export type ChangesConfig = z.output<typeof ChangesConfig>;
 
 /** Who may trigger agents. */
 export const AccessConfig = z.strictObject({
@@ -334,6 +358,8 @@ const RepoConfigInput = z.strictObject({
   access: orEmpty(AccessConfig),
   /** How the agents' changes are published. */
   publish: orEmpty(PublishConfig),
+  /** What the agents may change. */
+  changes: orEmpty(ChangesConfig),
   /** Monthly spend limits, and the conversation count's reset rule. */
   spend: orEmpty(SpendConfig),
 });

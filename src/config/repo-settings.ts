@@ -43,7 +43,7 @@ export function toRepoSettings(config: RepoConfig): RepoSettings {
   return {
     agents,
     resume: config.resume,
-    publish: config.publish,
+    publish: { ...config.publish, protectedPaths: config.changes.protectedPaths },
     spend: spendSettings(config.spend),
   };
 }
@@ -106,7 +106,8 @@ const SettingsSnapshot = z.object({
     // Absent in snapshots taken before compaction: the default (compact) applies.
     compact: z.boolean().optional(),
   }),
-  publish: PublishConfig.optional(),
+  // protectedPaths: absent in snapshots taken before it; the default applies.
+  publish: PublishConfig.extend({ protectedPaths: z.array(z.string()).optional() }).optional(),
   spend: z.object({
     freshResetsConversation: z.boolean(),
     repositoryMonthlyUsd: z.number().positive().optional(),

@@ -11,9 +11,15 @@ export type ChangesMode = (typeof CHANGES_MODES)[number];
 export interface PublishSettings {
   draft: boolean;
   link: "closes" | "refs";
+  /** Deprecated (`changes.protectedPaths`): still publishes `.github/workflows/` when true. */
   workflows: boolean;
   maxFiles: number;
   maxBytes: number;
+  /**
+   * Paths the agent may not change (the config's `changes.protectedPaths`). Absent (an old
+   * snapshot): the default, `.github/**`.
+   */
+  protectedPaths?: string[];
 }
 
 /** The prompt cache's lifetimes a turn can ask for (docs/benchmarks.md, "By the gap between comments"). */

@@ -1,19 +1,23 @@
 /**
  * What the checks on a commit say, read by Tether (never the agent) with the installation's
- * read-only checks and actions permissions: the check runs on the commit, and for each failing
- * one its output, its annotations and, for a GitHub Actions job, the tail of its log. All of it
+ * read-only checks and actions permissions: the check runs of the commit's suites that belong to
+ * the conversation's pull request, and for each failing one its output, its annotations and, for
+ * a GitHub Actions job, the tail of its log. A suite on the same commit made for another pull
+ * request (a fork's, which can push the very commit: issue 38) is not read. All of it
  * is written by others (a test's output can say anything), so it is capped here and reaches the
  * prompt only as data (src/runner/render/prompts.ts, the trigger context).
  */
 import type { TriggerContextItem } from "../core/task.js";
 import type { GitHub } from "./types.js";
 
-/** Conclusions that make a check run failing: what a fix is wanted for. */
+/**
+ * Conclusions that make a check run failing: what a fix is wanted for. Not `action_required`:
+ * such a run waits for someone (an approval, a fork's first run); nothing in the code can fix it.
+ */
 export const FAILING_CONCLUSIONS: ReadonlySet<string> = new Set([
   "failure",
   "timed_out",
   "startup_failure",
-  "action_required",
 ]);
 
 /** Caps: the prompt's own caps apply on top (src/runner/render/prompts.ts LIMITS). */
@@ -30,6 +34,8 @@ export const CI_CAPS = {
   logBytes: 16 * 1024,
   /** A log longer than this is not read to its end: the tail is then unknown. */
   logReadBytes: 64 * 1024 * 1024,
+  /** Check suites of the pull request read on one commit (one request each). */
+  suites: 30,
 };
 
 export interface CheckRunSummary {
@@ -51,40 +57,141 @@ export interface ChecksState {
   failing: CheckRunSummary[];
   /** Runs not completed yet. */
   pending: number;
+  /** Runs that wait for someone (`action_required`). */
+  waiting: number;
 }
 
-/** The check runs on `sha` (every page), and which of them fail. */
-export async function readChecks(
-  octokit: GitHub,
-  o: { owner: string; repo: string; sha: string },
-): Promise<ChecksState> {
-  const runs: CheckRunSummary[] = [];
-  for await (const page of octokit.paginate.iterator(octokit.rest.checks.listForRef, {
+/** Whose checks are read: the conversation's pull request, in this repository, on `sha`. */
+export interface ChecksOf {
+  owner: string;
+  repo: string;
+  sha: string;
+  /** The conversation's branch. */
+  branch: string;
+  pullNumber: number;
+  /** The repository's id: the pull request's head and base are both in it. */
+  repoId: number;
+}
+
+/** A check suite as GitHub lists it, the fields that say whose it is. */
+interface SuiteFacts {
+  head_branch: string | null;
+  pull_requests: Array<{
+    number: number;
+    head: { repo: { id: number } };
+    base: { repo: { id: number } };
+  }> | null;
+}
+
+/**
+ * Pure: the suite is the conversation's pull request's: on its branch, and GitHub matched it to
+ * that pull request with head and base in this repository (GitHub names no pull request on a
+ * suite whose head is in a fork).
+ */
+export function suiteBelongs(
+  s: SuiteFacts,
+  o: Pick<ChecksOf, "branch" | "pullNumber" | "repoId">,
+): boolean {
+  return (
+    s.head_branch === o.branch &&
+    (s.pull_requests ?? []).some(
+      (p) =>
+        p.number === o.pullNumber && p.head.repo.id === o.repoId && p.base.repo.id === o.repoId,
+    )
+  );
+}
+
+/**
+ * The check runs of the pull request's suites on `sha` (every page), the newest of each name,
+ * and which of them fail.
+ */
+export async function readChecks(octokit: GitHub, o: ChecksOf): Promise<ChecksState> {
+  const suites: number[] = [];
+  const actionsSuites = new Set<number>();
+  for await (const page of octokit.paginate.iterator(octokit.rest.checks.listSuitesForRef, {
     owner: o.owner,
     repo: o.repo,
     ref: o.sha,
-    filter: "latest",
     per_page: 100,
   })) {
-    for (const r of page.data)
-      runs.push({
-        id: r.id,
-        name: r.name,
-        status: r.status,
-        conclusion: r.conclusion ?? null,
-        url: r.html_url ?? r.details_url ?? "",
-        app: r.app?.slug ?? "unknown",
-        title: r.output.title ?? "",
-        summary: r.output.summary ?? "",
-        text: r.output.text ?? "",
-        annotationsCount: r.output.annotations_count,
-      });
-    if (runs.length >= 1000) break;
+    for (const s of page.data)
+      if (suiteBelongs(s, o)) {
+        suites.push(s.id);
+        if (s.app?.slug === "github-actions") actionsSuites.add(s.id);
+      }
+    if (suites.length >= CI_CAPS.suites) break;
   }
+  // An Actions suite does not say where its commit came from; its workflow run does. A suite
+  // GitHub made for a fork's workflow run is dropped even if it looked like the pull request's
+  // (GitHub documents such a suite as naming no pull request; this does not rely on it).
+  if (actionsSuites.size) {
+    const own = await ownActionsSuites(octokit, o);
+    for (const id of actionsSuites) if (!own.has(id)) suites.splice(suites.indexOf(id), 1);
+  }
+  // The newest run of each name across the suites, as `filter=latest` on the commit would give
+  // if only these suites were on it (a rerun in a new suite supersedes the old one's run).
+  const newest = new Map<string, CheckRunSummary>();
+  for (const suite of suites.slice(0, CI_CAPS.suites)) {
+    let read = 0;
+    for await (const page of octokit.paginate.iterator(octokit.rest.checks.listForSuite, {
+      owner: o.owner,
+      repo: o.repo,
+      check_suite_id: suite,
+      filter: "latest",
+      per_page: 100,
+    })) {
+      for (const r of page.data) {
+        const seen = newest.get(r.name);
+        if (!seen || seen.id < r.id) newest.set(r.name, summary(r));
+      }
+      read += page.data.length;
+      if (read >= 1000) break;
+    }
+  }
+  const runs = [...newest.values()].sort((a, b) => a.id - b.id);
   return {
     runs,
     failing: runs.filter((r) => r.conclusion !== null && FAILING_CONCLUSIONS.has(r.conclusion)),
     pending: runs.filter((r) => r.status !== "completed").length,
+    waiting: runs.filter((r) => r.conclusion === "action_required").length,
+  };
+}
+
+/** The check suites of the Actions workflow runs on `sha` whose head repository is this one. */
+async function ownActionsSuites(octokit: GitHub, o: ChecksOf): Promise<Set<number>> {
+  const own = new Set<number>();
+  let read = 0;
+  for await (const page of octokit.paginate.iterator(octokit.rest.actions.listWorkflowRunsForRepo, {
+    owner: o.owner,
+    repo: o.repo,
+    head_sha: o.sha,
+    per_page: 100,
+  })) {
+    for (const r of page.data)
+      if (r.head_repository.id === o.repoId && r.check_suite_id !== undefined)
+        own.add(r.check_suite_id);
+    read += page.data.length;
+    if (read >= 1000) break;
+  }
+  return own;
+}
+
+type CheckRunJson = Awaited<
+  ReturnType<GitHub["rest"]["checks"]["listForSuite"]>
+>["data"]["check_runs"][number];
+
+function summary(r: CheckRunJson): CheckRunSummary {
+  return {
+    id: r.id,
+    name: r.name,
+    status: r.status,
+    conclusion: r.conclusion ?? null,
+    url: r.html_url ?? r.details_url ?? "",
+    app: r.app?.slug ?? "unknown",
+    title: r.output.title ?? "",
+    summary: r.output.summary ?? "",
+    text: r.output.text ?? "",
+    annotationsCount: r.output.annotations_count,
   };
 }
 

@@ -1,8 +1,8 @@
 /**
  * CI failures feed the conversation (README "Talking to Tether"). GitHub sends `check_run`,
  * `check_suite` and `workflow_run` when checks finish, several for one failure. When the checks
- * on the head commit of a conversation's own pull request (branch `tether/<issue>-<agent>`)
- * fail, the key gets one automatic turn, resumed like any follow-up, whose request is Tether's
+ * of a conversation's own pull request (branch `tether/<issue>-<agent>`, in this repository, not
+ * a fork's: ci-ownership.ts) fail on its head commit, the key gets one automatic turn, resumed like any follow-up, whose request is Tether's
  * own words and whose context (the failing checks' output, annotations and log tails, read by
  * Tether) is data. Guards: one turn per head commit; at most `ci.maxAttempts` in a row without a
  * green run, then one comment says it stopped; a turn already queued or running absorbs the
@@ -21,6 +21,7 @@ import type { GitHub } from "../github/types.js";
 import { enqueueComment, type TriggerComment } from "../sql/tasks/enqueue.js";
 import type { Handled, IntakeEffects } from "./intake-effects.js";
 import { repoKey, type CiRun } from "./payloads.js";
+import { ciRunRefusal } from "./ci-ownership.js";
 
 const skipped = (outcome: string): Handled => ({ status: "skipped", outcome });
 const done = (outcome: string): Handled => ({ status: "done", outcome });
@@ -33,9 +34,11 @@ export async function handleCiEvent(fx: IntakeEffects, d: Delivery, run: CiRun):
   const repo = repoKey(run.repository.full_name);
   const conversation = await conversationOfBranch(fx.pool, repo, run.headBranch);
   if (!conversation) return skipped("CI on a branch that is no conversation's");
-  if (conversationBranch(conversation.issueNumber, conversation.agent) !== run.headBranch)
-    return skipped("CI on a branch that is no conversation's");
+  const branch = conversationBranch(conversation.issueNumber, conversation.agent);
   if (conversation.pullNumber === null) return skipped("the conversation has no pull request");
+  // A fork's run on the same commit and branch name is not the conversation's (issue 38).
+  const refused = ciRunRefusal(run, { branch, pullNumber: conversation.pullNumber });
+  if (refused) return skipped(refused);
   const key: TaskKey = {
     repo,
     issueNumber: conversation.issueNumber,
@@ -75,9 +78,19 @@ export async function handleCiEvent(fx: IntakeEffects, d: Delivery, run: CiRun):
   if (pull.data.head.sha !== run.headSha)
     return skipped(`${run.headSha.slice(0, 7)} is not the pull request's head commit`);
 
-  const checks = await readChecks(reader, { ...where, sha: run.headSha });
+  // Only the check suites that belong to the conversation's pull request are read: a fork's
+  // suite on the same commit is not (ci-report.ts).
+  const checks = await readChecks(reader, {
+    ...where,
+    sha: run.headSha,
+    branch,
+    pullNumber: conversation.pullNumber,
+    repoId: run.repository.id,
+  });
   if (!checks.failing.length) {
     if (checks.pending) return skipped("checks still running, none failed");
+    if (checks.waiting)
+      return skipped("checks wait for someone's approval (action_required), none failed");
     const passed = await ciPassed(fx.pool, key);
     log.info({ sha: run.headSha, passed }, "CI passed");
     return done(`CI passed on ${run.headSha.slice(0, 7)}: loop ${passed}`);

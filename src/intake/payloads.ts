@@ -269,7 +269,13 @@ export function parseWorkItemEvent(
 // ---------------------------------------------------------------------------------------------
 // Finished CI runs: `check_run`, `check_suite` and `workflow_run`, action `completed`
 
-const PullRef = z.object({ number: z.number().int().positive() });
+/** A pull request a run names: its number, and the repositories of its head and base. */
+const RepoRef = z.object({ id: z.number() });
+const PullRef = z.object({
+  number: z.number().int().positive(),
+  head: z.object({ repo: RepoRef }),
+  base: z.object({ repo: RepoRef }),
+});
 const Sha = z.string().regex(/^[0-9a-f]{40}$/, "must be a commit sha");
 
 /** The fields of a check suite or a workflow run intake reads (both carry them alike). */
@@ -291,7 +297,8 @@ const CheckSuiteEvent = z.object({
 });
 const WorkflowRunEvent = z.object({
   action: z.literal("completed"),
-  workflow_run: Run,
+  // A workflow run says where its commit came from: a fork's pull request runs here too.
+  workflow_run: Run.extend({ head_repository: RepoRef }),
   repository: Repository,
   installation: Installation,
 });
@@ -320,10 +327,26 @@ export interface CiRun {
   id: string;
   headSha: string;
   headBranch: string | null;
+  /**
+   * The repository the run's commit came from (a workflow run's `head_repository`); null when
+   * the event does not say (a check suite or check run: their pull requests do).
+   */
+  headRepoId: number | null;
+  /** The pull requests GitHub matched to the run (none for a head in a fork). */
+  pulls: CiPull[];
   conclusion: string | null;
   repository: IssuesEvent["repository"];
   installationId: number;
 }
+
+export interface CiPull {
+  number: number;
+  headRepoId: number;
+  baseRepoId: number;
+}
+
+const pullsOf = (prs: Array<z.infer<typeof PullRef>>): CiPull[] =>
+  prs.map((p) => ({ number: p.number, headRepoId: p.head.repo.id, baseRepoId: p.base.repo.id }));
 
 /**
  * Reads a `check_run|check_suite|workflow_run.completed` payload, validated and trimmed;
@@ -350,6 +373,8 @@ export function parseCiEvent(
           id: String(r.id),
           headSha: r.head_sha,
           headBranch: r.check_suite?.head_branch ?? null,
+          headRepoId: null,
+          pulls: pullsOf(r.pull_requests),
           conclusion: r.conclusion ?? null,
         },
       };
@@ -366,6 +391,8 @@ export function parseCiEvent(
           id: `${r.id}${r.run_attempt !== undefined ? `.${r.run_attempt}` : ""}`,
           headSha: r.head_sha,
           headBranch: r.head_branch ?? null,
+          headRepoId: "workflow_run" in p.data ? p.data.workflow_run.head_repository.id : null,
+          pulls: pullsOf(r.pull_requests),
           conclusion: r.conclusion ?? null,
         },
       };
@@ -386,6 +413,11 @@ const LegacyStoredRun = z.object({
   id: z.string(),
   headSha: Sha,
   headBranch: z.string().nullable(),
+  // Not kept before issue 38: such a run names no pull request, so it starts nothing.
+  headRepoId: z.number().nullable().default(null),
+  pulls: z
+    .array(z.object({ number: z.number(), headRepoId: z.number(), baseRepoId: z.number() }))
+    .default([]),
   conclusion: z.string().nullable(),
   repository: Repository,
   installationId: z.number(),
@@ -400,6 +432,8 @@ export function parseLegacyStoredRun(payload: unknown): CiRun | undefined {
     id: r.id,
     headSha: r.headSha,
     headBranch: r.headBranch,
+    headRepoId: r.headRepoId,
+    pulls: r.pulls,
     conclusion: r.conclusion,
     repository: r.repository,
     installationId: r.installationId,

@@ -7,6 +7,7 @@ import { addedMentionNames, mentionedNames } from "./parse-comment.js";
 import { conversationsOfPull } from "../sql/conversations.js";
 import { readEvent, type IntakeEvent } from "./events.js";
 import { PUSH_EVENT, takePush } from "./config-push.js";
+import { screenCiRun } from "./ci-ownership.js";
 
 export type Screened =
   | { take: false; reason: string }
@@ -29,13 +30,10 @@ export type Screened =
       onlyIfConversationPull?: { repo: string; pullNumber: number };
     };
 
-/** Conversation branches: `tether/<issue>-<agent>` (src/publish/publisher.ts). */
-const CONVERSATION_BRANCH = /^tether\/\d+-[^/]+$/;
-
 /**
  * The webhook's cheap checks, a pure function of the delivery: does it carry a trigger
  * (events.ts reads it), not written by Tether itself, that could matter (a body that mentions
- * someone, an edit that changed a body, CI on a conversation's branch)? Anything needing GitHub
+ * someone, an edit that changed a body, CI on a conversation's branch from this repository)? Anything needing GitHub
  * or the repo config is the processor's.
  */
 export function screenDelivery(name: string, payload: unknown, appId?: number): Screened {
@@ -52,12 +50,13 @@ export function screenDelivery(name: string, payload: unknown, appId?: number): 
   switch (e.kind) {
     case "work-item":
       return taken;
-    case "ci":
+    case "ci": {
+      // A fork's run, or one on no conversation's branch, goes no further (ci-ownership.ts).
       // Which conversation, and whether the run's commit is its pull request's head, is the
       // processor's.
-      return e.run.headBranch && CONVERSATION_BRANCH.test(e.run.headBranch)
-        ? taken
-        : { take: false, reason: "CI on a branch that is no conversation's" };
+      const refused = screenCiRun(e.run);
+      return refused ? { take: false, reason: refused } : taken;
+    }
     case "text":
       return screenText(e, taken, appId);
   }

@@ -5,12 +5,14 @@
  */
 import type { FileChange } from "./mirror-git.js";
 import type { SecretHit } from "./secret-scan.js";
+import { protectedAmong, WORKFLOWS_DIR } from "./protected-paths.js";
 
 export type RefusalReason =
   | "default-branch"
   | "protected-branch"
   | "bad-branch"
   | "workflow"
+  | "protected-path"
   | "too-many-files"
   | "too-large"
   | "secret"
@@ -32,10 +34,15 @@ export interface PublishFacts {
   allowedBranch: string;
   files: FileChange[];
   secrets: SecretHit[];
-  limits: { maxFiles: number; maxBytes: number; workflows: boolean };
+  limits: {
+    maxFiles: number;
+    maxBytes: number;
+    /** The deprecated `publish.workflows`: `.github/workflows/` is not protected when true. */
+    workflows: boolean;
+    /** `changes.protectedPaths`. */
+    protectedPaths: readonly string[];
+  };
 }
-
-export const WORKFLOWS_DIR = ".github/workflows/";
 
 export function touchesWorkflows(files: readonly FileChange[]): string[] {
   return files.map((f) => f.path).filter((p) => p.toLowerCase().startsWith(WORKFLOWS_DIR));
@@ -60,12 +67,20 @@ export function checkPublish(f: PublishFacts): Refusal[] {
       reason: "protected-branch",
       message: `${code(f.branch)} is a protected branch: Tether never pushes to one.`,
     });
-  const workflows = touchesWorkflows(f.files);
-  if (workflows.length && !f.limits.workflows)
+  const kept = protectedAmong(
+    f.files.map((x) => x.path),
+    f.limits.protectedPaths,
+    f.limits.workflows,
+  );
+  if (kept.length) {
+    // A workflow keeps its own reason code (dashboards count it since before protectedPaths).
+    const workflow = kept.some((p) => p.toLowerCase().startsWith(WORKFLOWS_DIR));
+    const patterns = f.limits.protectedPaths.slice(0, 5).map(code).join(", ");
     out.push({
-      reason: "workflow",
-      message: `the change touches ${list(workflows, code)} under \`.github/workflows/\`, which Tether does not publish unless \`publish.workflows: true\` is set in \`.github/tether.yml\` (and the app has the \`workflows\` permission).`,
+      reason: workflow ? "workflow" : "protected-path",
+      message: `the change touches ${list(kept, code)}, which \`changes.protectedPaths\` in \`.github/tether.yml\` (${patterns}) keeps from the agent: CI runs such files with the repository's secrets. Change ${kept.length === 1 ? "it" : "them"} yourself, or take the path out of \`changes.protectedPaths\`${workflow ? " (a workflow also needs the app's `workflows` permission)" : ""}.`,
     });
+  }
   if (f.files.length > f.limits.maxFiles)
     out.push({
       reason: "too-many-files",

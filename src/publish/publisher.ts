@@ -13,7 +13,7 @@
  * large change; and signing is about who made the commit, which the app's authorship and the
  * push with the app's token already say. See docs/changes.md "Changes".
  */
-import type { PublishConfig } from "../config/repo-config.js";
+import type { PublishSettings } from "../core/settings.js";
 import type { Pool } from "../db/pool.js";
 import type { Logger } from "../log.js";
 import type { IssueInfo, PullRef, RepoWriter } from "../core/github.js";
@@ -27,6 +27,7 @@ import { mirrorRefOf, type Workspaces } from "../workspace/workspace.js";
 import { isDraftRefusal } from "../github/errors.js";
 import { PushTokenError } from "../github/scoped-auth.js";
 import { checkPublish, size, touchesWorkflows, type Refusal } from "./checks.js";
+import { DEFAULT_PROTECTED_PATHS } from "./protected-paths.js";
 import { MirrorGit, type FileChange } from "./mirror-git.js";
 import { MAX_PATCH, type PublishReport } from "./report.js";
 import { scanDiff, scanMessage } from "./secret-scan.js";
@@ -73,7 +74,7 @@ export interface PublishRequest {
   upstreamSha: string;
   defaultBranch: string;
   mode: "pull_request" | "branch";
-  config: PublishConfig;
+  config: PublishSettings;
   /** Who asked, for the `Co-authored-by:` trailers and the pull request's body. */
   requesters: Array<{ login: string; url: string }>;
   /** The agent's final message (already scrubbed): the pull request's body. */
@@ -351,6 +352,7 @@ async function judgeAndPush(
     maxFiles: req.config.maxFiles,
     maxBytes: req.config.maxBytes,
     workflows: req.config.workflows,
+    protectedPaths: req.config.protectedPaths ?? DEFAULT_PROTECTED_PATHS,
   };
   // A change the rules refuse: the first refusal is its reason, and the answer shows them all.
   const refused = (refusals: Refusal[]): Step =>
@@ -380,7 +382,7 @@ async function judgeAndPush(
       protectedBranch: false,
       files,
       secrets,
-      limits: { ...limits, workflows: true },
+      limits: { ...limits, workflows: true, protectedPaths: [] },
     });
     if (refusals.length) return refused(refusals);
     const patch = await m.diff(base, commit, MAX_PATCH);

@@ -302,7 +302,7 @@ describe(
       const answer = answerOf(n, task);
       expect(answer).toContain("Changes not published");
       expect(answer).toContain("`.github/workflows/ci.yml`");
-      expect(answer).toContain("publish.workflows: true");
+      expect(answer).toContain("`changes.protectedPaths`");
     });
 
     it("7. drill: the agent writes a token into a file: refused with the file and line, the token never posted or pushed", async () => {

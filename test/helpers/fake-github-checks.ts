@@ -5,8 +5,11 @@ import { examplePayload, iso, nodeId, type Json } from "./fake-github-shapes.js"
  * Checks and Actions in the GitHub stand-in: check runs on a commit (what a CI run made), their
  * annotations, an Actions job's log behind GitHub's redirect, and the three webhooks GitHub
  * sends when a run finishes (check_run, check_suite, workflow_run, in that order), shaped as
- * GitHub answers them (REST: "check-run", "check-annotation"; webhooks from
- * @octokit/webhooks-examples).
+ * GitHub answers them (REST: "check-run", "check-suite", "check-annotation"; webhooks from
+ * @octokit/webhooks-examples). A run may come from a fork's pull request (`headRepository`): its
+ * suite is on the commit in the repository as GitHub makes it, and, as GitHub documents for a
+ * head in a fork, its suite and runs name no pull request; its workflow run's `head_repository`
+ * is the fork.
  */
 
 export interface FakeAnnotation {
@@ -36,6 +39,13 @@ export interface FakeCheckRun {
   log: string | null;
   suiteId: number;
   runId: number;
+  /** The fork (`owner/name`) whose pull request made the run; null: the repository itself. */
+  headRepository: string | null;
+  /**
+   * A fork's run whose suite names the repository's pull requests on a branch of the same name
+   * anyway: not what GitHub documents, the worst case a reader must survive.
+   */
+  forkMatched: boolean;
   startedAt: Date;
   completedAt: Date | null;
 }
@@ -50,6 +60,8 @@ export interface ChecksHost {
   fullName(repo: string): string;
   /** Open pull requests whose head is `branch` in `repo`: number and base. */
   pullsWithHead(repo: string, branch: string): Array<{ number: number; baseRef: string }>;
+  /** A fork of `repo` named `fork` (`owner/name`), as a pull request's head.repo shows it. */
+  forkJson(repo: string, fork: string): Json;
 }
 
 export class FakeChecks {
@@ -69,9 +81,23 @@ export class FakeChecks {
     o: {
       headSha: string;
       headBranch: string;
+      /** A fork's pull request made the run (`owner/name`). Default: the repository's own. */
+      headRepository?: string;
+      /** With `headRepository`: its suite names this repository's pull requests anyway. */
+      forkMatched?: boolean;
       checks: Array<
         Partial<
-          Omit<FakeCheckRun, "id" | "repo" | "headSha" | "headBranch" | "suiteId" | "runId">
+          Omit<
+            FakeCheckRun,
+            | "id"
+            | "repo"
+            | "headSha"
+            | "headBranch"
+            | "suiteId"
+            | "runId"
+            | "headRepository"
+            | "forkMatched"
+          >
         > & {
           name: string;
           conclusion: string | null;
@@ -100,6 +126,8 @@ export class FakeChecks {
         id: this.ids.run++,
         suiteId,
         runId,
+        headRepository: o.headRepository ?? null,
+        forkMatched: o.forkMatched ?? false,
       };
       this.runs.push(run);
       return run;
@@ -110,7 +138,10 @@ export class FakeChecks {
   private conclusionOf(runs: FakeCheckRun[]): string | null {
     if (runs.some((r) => r.status !== "completed")) return null;
     const failing = runs.find((r) => r.conclusion && r.conclusion !== "success");
-    return failing ? (failing.conclusion === "timed_out" ? "timed_out" : "failure") : "success";
+    if (!failing) return "success";
+    return ["timed_out", "action_required"].includes(failing.conclusion!)
+      ? failing.conclusion
+      : "failure";
   }
 
   checkRunJson(r: FakeCheckRun): Json {
@@ -138,8 +169,63 @@ export class FakeChecks {
       name: r.name,
       check_suite: { id: r.suiteId },
       app: this.appJson(r.app),
-      pull_requests: this.pullRefs(r.repo, r.headBranch, r.headSha),
+      pull_requests: this.pullRefs(r),
     };
+  }
+
+  /** REST "check-suite": the suite `suiteId` as GitHub answers it, from its check runs. */
+  suiteJson(suiteId: number): Json | undefined {
+    const runs = this.runs.filter((r) => r.suiteId === suiteId);
+    const first = runs[0];
+    if (!first) return undefined;
+    const example = examplePayload("check_suite", (e) => e.action === "completed")
+      .check_suite as Json;
+    const full = this.host.fullName(first.repo);
+    const done = runs.every((r) => r.status === "completed");
+    return {
+      id: suiteId,
+      node_id: nodeId("CheckSuite", suiteId),
+      head_branch: first.headBranch,
+      head_sha: first.headSha,
+      status: done ? "completed" : "in_progress",
+      conclusion: this.conclusionOf(runs),
+      url: `${this.host.apiBase()}/repos/${full}/check-suites/${suiteId}`,
+      before: null,
+      after: first.headSha,
+      pull_requests: this.pullRefs(first),
+      app: this.appJson(first.app),
+      repository: this.host.repoJson(first.repo),
+      created_at: iso(first.startedAt),
+      updated_at: iso(first.completedAt ?? first.startedAt),
+      head_commit: { ...(example.head_commit as Json), id: first.headSha },
+      latest_check_runs_count: runs.length,
+      check_runs_url: `${this.host.apiBase()}/repos/${full}/check-suites/${suiteId}/check-runs`,
+      rerequestable: true,
+      runs_rerequestable: true,
+    };
+  }
+
+  /** `GET /repos/{o}/{r}/commits/{ref}/check-suites`: the suites on a commit sha. */
+  listSuitesForRef(repo: string, ref: string): Json[] {
+    const ids = new Set(
+      this.runs
+        .filter((r) => r.repo === repo.toLowerCase() && (r.headSha === ref || r.headBranch === ref))
+        .map((r) => r.suiteId),
+    );
+    return [...ids].map((id) => this.suiteJson(id)!);
+  }
+
+  /** `GET /repos/{o}/{r}/check-suites/{id}/check-runs`: a suite's runs (newest first). */
+  listForSuite(repo: string, suiteId: number, query: Record<string, string>): Json[] {
+    const runs = this.runs
+      .filter((r) => r.repo === repo.toLowerCase() && r.suiteId === suiteId)
+      .filter((r) => !query.check_name || r.name === query.check_name)
+      .filter((r) => !query.status || r.status === query.status)
+      .reverse();
+    const seen = new Set<string>();
+    const latest =
+      query.filter === "all" ? runs : runs.filter((r) => !seen.has(r.name) && seen.add(r.name));
+    return latest.map((r) => this.checkRunJson(r));
   }
 
   private appJson(slug: string): Json {
@@ -161,7 +247,16 @@ export class FakeChecks {
     };
   }
 
-  private pullRefs(repo: string, branch: string, sha: string): Json[] {
+  /**
+   * The pull requests GitHub lists on a run's suite: the repository's own whose head is the
+   * run's branch; none for a run whose head is in a fork (GitHub: "When the check suite's
+   * head_branch is in a forked repository ... the pull_requests array will be empty").
+   */
+  private pullRefs(
+    r: Pick<FakeCheckRun, "repo" | "headBranch" | "headSha" | "headRepository" | "forkMatched">,
+  ): Json[] {
+    if (r.headRepository && !r.forkMatched) return [];
+    const { repo, headBranch: branch, headSha: sha } = r;
     const repoJson = this.host.repoJson(repo);
     const ref = { id: repoJson.id, url: repoJson.url, name: repoJson.name };
     return this.host.pullsWithHead(repo, branch).map((p) => ({
@@ -230,7 +325,7 @@ export class FakeChecks {
     if (!first) throw new Error(`no CI run ${runId} in ${repo}`);
     const conclusion = this.conclusionOf(runs);
     const full = this.host.fullName(repo);
-    const pulls = this.pullRefs(repo, first.headBranch, first.headSha);
+    const pulls = this.pullRefs(first);
     const finish = (payload: Json): Json => {
       payload.repository = this.host.repoJson(repo);
       payload.sender = this.host.userJson("github");
@@ -281,22 +376,70 @@ export class FakeChecks {
     out.push({ name: "check_suite", payload: finish(suite) });
     const wr = examplePayload("workflow_run", (e) => e.action === "completed");
     wr.action = "completed";
-    wr.workflow_run = {
-      ...(wr.workflow_run as Json),
+    wr.workflow_run = this.workflowRunJson(repo, runId);
+    out.push({ name: "workflow_run", payload: finish(wr) });
+    return out;
+  }
+
+  /** The workflow run `runId` (REST "workflow-run"; the webhook's is the same object). */
+  workflowRunJson(repo: string, runId: number): Json {
+    const runs = this.runs.filter((r) => r.repo === repo.toLowerCase() && r.runId === runId);
+    const first = runs[0];
+    if (!first) throw new Error(`no CI run ${runId} in ${repo}`);
+    const full = this.host.fullName(repo);
+    const example = examplePayload(
+      "workflow_run",
+      (e) => e.action === "completed" && Boolean((e.workflow_run as Json).display_title),
+    ).workflow_run as Json;
+    const done = runs.every((r) => r.status === "completed");
+    return {
+      ...example,
       id: runId,
       node_id: nodeId("WorkflowRun", runId),
       name: "CI",
+      display_title: "CI",
+      event: first.headRepository ? "pull_request" : "push",
       head_branch: first.headBranch,
       head_sha: first.headSha,
-      status: "completed",
-      conclusion,
+      status: done ? "completed" : "in_progress",
+      conclusion: this.conclusionOf(runs),
       run_attempt: 1,
       check_suite_id: first.suiteId,
+      check_suite_node_id: nodeId("CheckSuite", first.suiteId),
+      check_suite_url: `${this.host.apiBase()}/repos/${full}/check-suites/${first.suiteId}`,
+      head_commit: { ...(example.head_commit as Json), id: first.headSha },
+      repository: this.host.repoJson(repo),
+      head_repository: first.headRepository
+        ? this.host.forkJson(repo, first.headRepository)
+        : this.host.repoJson(repo),
       html_url: `${this.host.webBase()}/${full}/actions/runs/${runId}`,
       url: `${this.host.apiBase()}/repos/${full}/actions/runs/${runId}`,
-      pull_requests: pulls,
+      jobs_url: `${this.host.apiBase()}/repos/${full}/actions/runs/${runId}/jobs`,
+      logs_url: `${this.host.apiBase()}/repos/${full}/actions/runs/${runId}/logs`,
+      cancel_url: `${this.host.apiBase()}/repos/${full}/actions/runs/${runId}/cancel`,
+      rerun_url: `${this.host.apiBase()}/repos/${full}/actions/runs/${runId}/rerun`,
+      artifacts_url: `${this.host.apiBase()}/repos/${full}/actions/runs/${runId}/artifacts`,
+      created_at: iso(first.startedAt),
+      updated_at: iso(first.completedAt ?? first.startedAt),
+      pull_requests: this.pullRefs(first),
     };
-    out.push({ name: "workflow_run", payload: finish(wr) });
-    return out;
+  }
+
+  /**
+   * `GET /repos/{o}/{r}/actions/runs`: the repository's workflow runs (newest first), by
+   * `head_sha`, `branch` and `check_suite_id` as GitHub filters them. Only Actions runs.
+   */
+  listWorkflowRuns(repo: string, query: Record<string, string>): Json[] {
+    const ids = [
+      ...new Set(
+        this.runs
+          .filter((r) => r.repo === repo.toLowerCase() && r.app === "github-actions")
+          .filter((r) => !query.head_sha || r.headSha === query.head_sha)
+          .filter((r) => !query.branch || r.headBranch === query.branch)
+          .filter((r) => !query.check_suite_id || r.suiteId === Number(query.check_suite_id))
+          .map((r) => r.runId),
+      ),
+    ].reverse();
+    return ids.map((id) => this.workflowRunJson(repo, id));
   }
 }

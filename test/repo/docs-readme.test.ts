@@ -18,6 +18,7 @@ import {
   CiConfig,
   DEFAULT_CONFIG,
   PublishConfig,
+  ChangesConfig,
   ResumeConfig,
   parseRepoConfig,
 } from "../../src/config/repo-config.js";
@@ -187,12 +188,14 @@ describe("README: .github/tether.yml", () => {
       resume: Record<string, unknown>;
       access: Record<string, unknown>;
       publish: Record<string, unknown>;
+      changes: Record<string, unknown>;
     };
     const agentKeys = new Set(Object.values(raw.agents).flatMap((a) => Object.keys(a ?? {})));
     expect([...agentKeys].sort()).toEqual(Object.keys(AgentConfig.shape).sort());
     expect(Object.keys(raw.resume).sort()).toEqual(Object.keys(ResumeConfig.shape).sort());
     expect(Object.keys(raw.access).sort()).toEqual(Object.keys(AccessConfig.shape).sort());
     expect(Object.keys(raw.publish).sort()).toEqual(Object.keys(PublishConfig.shape).sort());
+    expect(Object.keys(raw.changes).sort()).toEqual(Object.keys(ChangesConfig.shape).sort());
   });
 
   it("describes exactly the schema's fields in its table", () => {
@@ -206,6 +209,7 @@ describe("README: .github/tether.yml", () => {
       ...Object.keys(ResumeConfig.shape).map((k) => `resume.${k}`),
       ...Object.keys(AccessConfig.shape).map((k) => `access.${k}`),
       ...Object.keys(PublishConfig.shape).map((k) => `publish.${k}`),
+      ...Object.keys(ChangesConfig.shape).map((k) => `changes.${k}`),
     ];
     expect(fields.map((r) => codeSpans(r[0]!)[0]).sort()).toEqual(schemaFields.sort());
   });
@@ -229,6 +233,9 @@ describe("README: .github/tether.yml", () => {
       ),
       ...Object.fromEntries(
         Object.entries(DEFAULT_CONFIG.publish).map(([k, v]) => [`publish.${k}`, v]),
+      ),
+      ...Object.fromEntries(
+        Object.entries(DEFAULT_CONFIG.changes).map(([k, v]) => [`changes.${k}`, v]),
       ),
     };
     let compared = 0;
@@ -266,6 +273,7 @@ describe("docs/changes.md: Changes", () => {
     for (const setting of [
       "changes: pull_request | branch | off",
       ...Object.keys(PublishConfig.shape).map((k) => `publish.${k}`),
+      ...Object.keys(ChangesConfig.shape).map((k) => `changes.${k}`),
     ])
       expect(text).toContain(setting);
   });

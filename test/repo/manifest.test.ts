@@ -69,10 +69,14 @@ const REST_NEEDS: Record<string, Needs> = {
   "pulls.listCommentsForReview": { pull_requests: "read" },
   // A reply in a review thread carries the comment it answers.
   "pulls.getReviewComment": { pull_requests: "read" },
-  // A CI failure's turn (#29): the failing checks, their annotations, a job's log tail.
-  "checks.listForRef": { checks: "read" },
+  // A CI failure's turn (#29): the failing checks, their annotations, a job's log tail; only
+  // the check suites of the conversation's pull request, suite by suite (#38).
+  "checks.listSuitesForRef": { checks: "read" },
+  "checks.listForSuite": { checks: "read" },
   "checks.listAnnotations": { checks: "read" },
   "actions.downloadJobLogsForWorkflowRun": { actions: "read" },
+  // Where an Actions suite's commit came from: its workflow run's head repository (#38).
+  "actions.listWorkflowRunsForRepo": { actions: "read" },
   "repos.getCollaboratorPermissionLevel": { metadata: "read" },
   // Probot's config plugin: GET /repos/{owner}/{repo}/contents/.github/tether.yml.
   "config.get": { contents: "read" },

@@ -20,13 +20,29 @@ function completed(event: string, o: { branch?: string | null; conclusion?: stri
   e.installation = { id: 42, node_id: "x" };
   const branch = o.branch === undefined ? "tether/7-tether" : o.branch;
   const obj = (k: string) => e[k] as Json;
+  // The conversation's pull request, head and base in this repository (issue 38).
+  const repo = obj("repository");
+  const ref = { id: repo.id, url: repo.url, name: repo.name };
+  const pulls = [
+    {
+      url: `${String(repo.url)}/pulls/7`,
+      id: 1,
+      number: 7,
+      head: { ref: branch, sha: SHA, repo: ref },
+      base: { ref: "main", sha: SHA, repo: ref },
+    },
+  ];
   if (event === "check_run") {
     obj("check_run").conclusion = o.conclusion ?? "failure";
+    obj("check_run").pull_requests = pulls;
     (obj("check_run").check_suite as Json).head_branch = branch;
   } else {
     const run = obj(event);
     run.head_branch = branch;
     run.conclusion = o.conclusion ?? "failure";
+    run.pull_requests = pulls;
+    // The examples' workflow run comes from another repository (octo-org/octo-repo): a fork's.
+    if (event === "workflow_run") run.head_repository = repo;
   }
   return e;
 }

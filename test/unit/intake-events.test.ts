@@ -42,15 +42,31 @@ function cases(): Array<{ title: string; name: string; payload: Json }> {
           if (payload.action === "edited") mentioned.changes = { body: { from: "earlier words" } };
           out.push({ title: `${title} mentioning @tether`, name: def.name, payload: mentioned });
         }
-      // A run on a conversation's branch, so the screening takes it in.
+      // A run on a conversation's branch, for its pull request in this repository (not a
+      // fork's: issue 38), so the screening takes it in.
+      const own = (p: Json) => {
+        const id = p.repository?.id as number;
+        const repo = { id, url: "https://api.github.com/repositories/1", name: "r" };
+        const pr = {
+          url: "u",
+          id: 1,
+          number: 7,
+          head: { ref: "tether/7-tether", sha: "0".repeat(40), repo },
+          base: { ref: "main", sha: "0".repeat(40), repo },
+        };
+        return [pr];
+      };
       if (["check_suite", "workflow_run"].includes(def.name)) {
         const ours = structuredClone(payload);
         ours[def.name].head_branch = "tether/7-tether";
+        ours[def.name].pull_requests = own(ours);
+        if (def.name === "workflow_run") ours.workflow_run.head_repository = ours.repository;
         out.push({ title: `${title} on a conversation's branch`, name: def.name, payload: ours });
       }
       if (def.name === "check_run" && payload.check_run?.check_suite) {
         const ours = structuredClone(payload);
         ours.check_run.check_suite.head_branch = "tether/7-tether";
+        ours.check_run.pull_requests = own(ours);
         out.push({ title: `${title} on a conversation's branch`, name: def.name, payload: ours });
       }
     });

@@ -24,8 +24,9 @@ const base: PublishFacts = {
   protectedBranch: false,
   files: [file("src/a.ts")],
   secrets: [],
-  limits: { maxFiles: 3, maxBytes: 100, workflows: false },
+  limits: { maxFiles: 3, maxBytes: 100, workflows: false, protectedPaths: [".github/**"] },
 };
+const guarding = (...protectedPaths: string[]) => ({ ...base.limits, protectedPaths });
 
 const ROWS: Array<{ name: string; facts: Partial<PublishFacts>; refused: string[] }> = [
   { name: "an ordinary change", facts: {}, refused: [] },
@@ -64,8 +65,41 @@ const ROWS: Array<{ name: string; facts: Partial<PublishFacts>; refused: string[
     refused: [],
   },
   {
-    name: "a file beside the workflows directory",
+    name: "a file beside the workflows directory (protected by the default .github/**)",
     facts: { files: [file(".github/workflows.md"), file(".github/dependabot.yml")] },
+    refused: ["protected-path"],
+  },
+  {
+    name: "a workflow with publish.workflows: true, and another .github file (still protected)",
+    facts: {
+      files: [file(".github/workflows/ci.yml"), file(".github/CODEOWNERS")],
+      limits: { ...base.limits, workflows: true },
+    },
+    refused: ["protected-path"],
+  },
+  {
+    name: "the repository's own list: package.json at the root",
+    facts: { files: [file("package.json")], limits: guarding("package.json", "scripts/**") },
+    refused: ["protected-path"],
+  },
+  {
+    name: "the repository's own list: a package.json deeper is not the root one",
+    facts: { files: [file("web/package.json")], limits: guarding("package.json") },
+    refused: [],
+  },
+  {
+    name: "the repository's own list: anything under scripts/, deleted",
+    facts: { files: [file("scripts/ci/run.sh", 0, "D")], limits: guarding("scripts/**") },
+    refused: ["protected-path"],
+  },
+  {
+    name: "a list without .github/**: workflows are the app's permission's to refuse",
+    facts: { files: [file(".github/workflows/ci.yml")], limits: guarding("Makefile") },
+    refused: [],
+  },
+  {
+    name: "no protected paths",
+    facts: { files: [file(".github/tether.yml")], limits: guarding() },
     refused: [],
   },
   {
@@ -122,10 +156,12 @@ describe("checkPublish", () => {
     );
   });
 
-  it("names the workflow files and the setting that would allow them", () => {
+  it("names the protected files and the setting that protects them", () => {
     const [r] = checkPublish({ ...base, files: [file(".github/workflows/release.yml")] });
     expect(r?.message).toContain("`.github/workflows/release.yml`");
-    expect(r?.message).toContain("`publish.workflows: true`");
+    expect(r?.message).toContain("`changes.protectedPaths`");
+    expect(r?.message).toContain("`.github/**`");
+    expect(r?.message).toContain("`workflows` permission");
     expect(touchesWorkflows([file(".github/workflows/a.yml"), file("b")])).toEqual([
       ".github/workflows/a.yml",
     ]);

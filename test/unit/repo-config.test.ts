@@ -381,6 +381,36 @@ const ROWS: Row[] = [
     problem: /^agents\.tether\.changes: /,
   },
   {
+    name: "protected paths of the repository's own",
+    input: {
+      changes: { protectedPaths: [".github/**", "package.json", "Makefile", "scripts/**"] },
+    },
+    valid: true,
+  },
+  {
+    name: "changes: with nothing after it (the default)",
+    input: { changes: null },
+    valid: true,
+  },
+  {
+    name: "a protected path from the file system's root",
+    input: { changes: { protectedPaths: ["/etc/passwd"] } },
+    valid: false,
+    problem: /^changes\.protectedPaths\[0\]: is a path from the repository's root/,
+  },
+  {
+    name: "an empty protected path",
+    input: { changes: { protectedPaths: [""] } },
+    valid: false,
+    problem: /^changes\.protectedPaths\[0\]: must not be empty/,
+  },
+  {
+    name: "protected paths as one string",
+    input: { changes: { protectedPaths: ".github/**" } },
+    valid: false,
+    problem: /^changes\.protectedPaths: /,
+  },
+  {
     name: "a typo in publish",
     input: { publish: { maxfiles: 5 } },
     valid: false,
@@ -469,6 +499,7 @@ describe("parseRepoConfig", () => {
         maxFiles: 100,
         maxBytes: 1024 * 1024,
       },
+      changes: { protectedPaths: [".github/**"] },
       spend: { freshResetsConversation: false },
     });
   });

@@ -42,6 +42,18 @@ describe("the settings snapshot on a task", () => {
     expect(read?.publish).toMatchObject({ link: "refs", maxFiles: 7, draft: true });
   });
 
+  it("carries changes.protectedPaths; a snapshot taken before it reads without (the default applies)", () => {
+    const guarded = config({ changes: { protectedPaths: [".github/**", "Makefile"] } });
+    const snap = JSON.parse(JSON.stringify(snapshotSettings(guarded))) as {
+      publish: Record<string, unknown>;
+    };
+    expect(readSettingsSnapshot(snap)?.publish?.protectedPaths).toEqual([".github/**", "Makefile"]);
+    delete snap.publish.protectedPaths;
+    const old = readSettingsSnapshot(snap);
+    expect(old?.publish).toMatchObject({ workflows: false });
+    expect(old?.publish?.protectedPaths).toBeUndefined();
+  });
+
   it("reads a snapshot taken before publishing existed, leaving the defaults to the runner", () => {
     const { publish: _publish, ...old } = snapshotSettings(cfg);
     const agents = Object.fromEntries(
