@@ -274,6 +274,14 @@ export const PublishConfig = z.strictObject({
   maxFiles: wholeNumber(1, 1000).default(100),
   /** Most bytes of new file contents one push may carry (1 KiB – 50 MiB). Default: 1 MiB. */
   maxBytes: wholeNumber(1024, 50 * 1024 * 1024).default(1024 * 1024),
+  /**
+   * Make each turn's commit through GitHub's Git Data API (blobs, a tree, a commit, the branch's
+   * ref) instead of a git push, so that GitHub signs it and marks it "Verified", as branches
+   * that require signed commits demand. A change that needs more requests than one publish may
+   * make (`SIGNED_COMMIT_REQUEST_BUDGET`) is pushed with git instead, with a note, unless the
+   * branch requires signatures: then it is refused. `false`: always a git push. Default: true.
+   */
+  signedCommits: z.boolean().default(true),
 });
 export type PublishConfig = z.output<typeof PublishConfig>;
 

@@ -14,6 +14,8 @@ export interface PublishSettings {
   workflows: boolean;
   maxFiles: number;
   maxBytes: number;
+  /** Make the turn's commit through GitHub's Git Data API, which signs it (`publish.signedCommits`). */
+  signedCommits: boolean;
 }
 
 /** The prompt cache's lifetimes a turn can ask for (docs/benchmarks.md, "By the gap between comments"). */
