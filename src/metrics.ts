@@ -54,6 +54,7 @@ export const PUBLISH_REASONS = [
   "conflict",
   "workspace",
   "push-refused",
+  "signatures-required",
   "permission",
   "workflows-permission",
   "error",

@@ -51,7 +51,13 @@ export function gitDataWriter(octokit: Octokit, owner: string, repo: string): Gi
     },
     async moveBranch(branch, sha) {
       try {
-        await octokit.rest.git.updateRef({ owner, repo, ref: `heads/${branch}`, sha, force: false });
+        await octokit.rest.git.updateRef({
+          owner,
+          repo,
+          ref: `heads/${branch}`,
+          sha,
+          force: false,
+        });
         return "moved";
       } catch (err) {
         if (status(err) === 422 && /fast.forward/i.test(message(err))) return "stale";

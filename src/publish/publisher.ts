@@ -453,7 +453,11 @@ async function judgeAndPush(
       return done({
         result: "failed",
         reason: "push-refused",
-        message: `GitHub refused the commit made through its API for \`${target.branch}\` (${status}): ${String((err as Error).message).slice(0, 600).replace(/`/g, "'")}`,
+        message: `GitHub refused the commit made through its API for \`${target.branch}\` (${status}): ${String(
+          (err as Error).message,
+        )
+          .slice(0, 600)
+          .replace(/`/g, "'")}`,
       });
     }
     if (made.kind === "stale") return { kind: "stale" };

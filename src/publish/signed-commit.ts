@@ -103,8 +103,7 @@ export async function commitThroughApi(
   for (const b of turn.blobs) known.add(b);
   const merged =
     merge && p.remote ? planTree(await m.treeChanges(p.remote, p.pushed), known) : null;
-  const requests =
-    turn.blobs.length + 2 + (merged ? merged.blobs.length + 2 : 0) + 1; // blobs, tree, commit, ref
+  const requests = turn.blobs.length + 2 + (merged ? merged.blobs.length + 2 : 0) + 1; // blobs, tree, commit, ref
   if (requests > p.budget) return { kind: "over-budget", requests };
 
   const gh = api();
@@ -121,9 +120,7 @@ export async function commitThroughApi(
   };
   const first = await make(p.base, p.commit, turn, [p.base]);
   const last =
-    merged && p.remote
-      ? await make(p.remote, p.pushed, merged, [p.remote, first.sha])
-      : first;
+    merged && p.remote ? await make(p.remote, p.pushed, merged, [p.remote, first.sha]) : first;
   const moved = p.remote
     ? await gh.moveBranch(p.branch, last.sha)
     : await gh.createBranch(p.branch, last.sha);
