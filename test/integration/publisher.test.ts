@@ -26,7 +26,7 @@ import { BULK_FILES, forgedBaseAttack } from "../hardening/helpers/forged-base.j
 import { startFakeGitHub, type FakeGitHub, type FileMap } from "../helpers/fake-github.js";
 
 const db = await createTestDatabase();
-const log = createLogger("silent");
+const log = createLogger(process.env.TEST_LOG ?? "silent");
 let gh: FakeGitHub;
 let scratch: string;
 let ws: Workspaces;
@@ -80,11 +80,14 @@ function writer(repo: string, minted: string[]): RepoWriter {
       });
       minted.push(token);
       const [owner = "", name = ""] = repo.split("/");
-      return gitDataWriter(new TestOctokit({ auth: token, baseUrl: gh.apiUrl }), owner, name);
+      return gitDataWriter(new TestOctokit({ auth: { token }, baseUrl: gh.apiUrl }), owner, name);
     },
     requiresSignatures: (branch) => {
       const [owner = "", name = ""] = repo.split("/");
-      const octokit = new TestOctokit({ auth: gh.createInstallationToken(), baseUrl: gh.apiUrl });
+      const octokit = new TestOctokit({
+        auth: { token: gh.createInstallationToken() },
+        baseUrl: gh.apiUrl,
+      });
       return requiresSignatures(octokit, owner, name, branch);
     },
   };
