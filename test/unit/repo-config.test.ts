@@ -370,9 +370,22 @@ const ROWS: Row[] = [
   {
     name: "publish settings",
     input: {
-      publish: { draft: false, link: "refs", workflows: true, maxFiles: 5, maxBytes: 2048 },
+      publish: {
+        draft: false,
+        link: "refs",
+        workflows: true,
+        maxFiles: 5,
+        maxBytes: 2048,
+        signedCommits: false,
+      },
     },
     valid: true,
+  },
+  {
+    name: "signedCommits is true or false",
+    input: { publish: { signedCommits: "yes" } },
+    valid: false,
+    problem: /^publish\.signedCommits: /,
   },
   {
     name: "an unknown changes mode",
@@ -466,6 +479,7 @@ describe("parseRepoConfig", () => {
         link: "closes",
         workflows: false,
         maxFiles: 100,
+        signedCommits: true,
         maxBytes: 1024 * 1024,
       },
       spend: { freshResetsConversation: false },
