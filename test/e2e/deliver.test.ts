@@ -23,6 +23,8 @@ agents:
     allowedTools: ["Bash"]
 publish:
   link: closes
+  # These scenarios are about the git push; signed commits have test/e2e/signed-commits.test.ts.
+  signedCommits: false
 `;
 
 const db = await createTestDatabase();
