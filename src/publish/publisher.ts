@@ -6,12 +6,12 @@
  * repository's mirror, judged there by Tether (checks.ts), and pushed from there with a token
  * scoped to this repository and `contents: write` alone (src/github/scoped-auth.ts).
  *
- * Why plain git and not the REST API's git database (which would make GitHub mark the commits
- * "verified"): a commit made through the API is GitHub's own object, with another id than the
- * one in the workspace, so every turn would leave the checkout behind its branch; the API takes
- * one request per file (base64, 100 MB cap), which GitHub's secondary rate limits punish on a
- * large change; and signing is about who made the commit, which the app's authorship and the
- * push with the app's token already say. See docs/changes.md "Changes".
+ * How it reaches GitHub: with `publish.signedCommits` (the default) the commit is made through
+ * the REST API's git database (signed-commit.ts), so GitHub signs it and marks it "Verified"; a
+ * change too large for the request budget, or `signedCommits: false`, is pushed with git. A
+ * commit made through the API is GitHub's own object, with another id than the one in the
+ * workspace, so afterwards the mirror fetches it and the workspace moves onto it
+ * (Workspaces.adopt). See docs/changes.md "Changes".
  */
 import type { PublishConfig } from "../config/repo-config.js";
 import type { Pool } from "../db/pool.js";
