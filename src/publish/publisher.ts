@@ -122,7 +122,7 @@ export function publisher(deps: { workspaces: Workspaces; pool: Pool; log: Logge
         agent: req.key.agent,
       });
       try {
-        return await publishNow(workspaces, pool, req);
+        return await publishNow(workspaces, pool, req, log);
       } catch (err) {
         if (err instanceof PushTokenError)
           return {
@@ -160,6 +160,7 @@ async function publishNow(
   workspaces: Workspaces,
   pool: Pool,
   req: PublishRequest,
+  log: Logger,
 ): Promise<PublishReport> {
   const { key, writer } = req;
   const target = publishTarget(key, req.issue);
@@ -228,7 +229,12 @@ async function publishNow(
         ),
       );
       if (step.kind === "done") {
-        if (step.adopt) await adoptApiCommit(workspaces, req, target, step.adopt);
+        // Published already: a workspace that cannot take GitHub's commit now is told so by
+        // its next prepare() (it sees its branch diverged), never the publish's answer.
+        if (step.adopt)
+          await adoptApiCommit(workspaces, req, target, step.adopt).catch((err: Error) =>
+            log.warn({ err: err.message }, "the workspace could not take GitHub's commit"),
+          );
         return step.report;
       }
       if (attempt >= 2)
@@ -277,13 +283,16 @@ async function adoptApiCommit(
   const m = mirrorGit(workspaces, key.repo);
   if (target.kind === "pull-head" && (await m.resolve(a.head)))
     await m.setRef(pullRef(target.pull), a.head);
-  await workspaces.adopt({
+  const adopted = await workspaces.adopt({
     ...key,
     branch: target.branch,
     local: a.local,
     theirs: a.theirs,
+    ...(target.kind === "pull-head" ? { pullRequest: target.pull } : {}),
     ...(req.signal ? { signal: req.signal } : {}),
   });
+  if (adopted !== "adopted")
+    throw new Error(`the checkout stayed on its own commit (${adopted})`);
 }
 
 /** Whether `sha` is one of `anchors` or an ancestor of one (read in the mirror). */

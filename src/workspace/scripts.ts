@@ -109,16 +109,17 @@ emit state committed
 `;
 
 /**
- * After a publish through GitHub's API (args: branch, local commit, GitHub's commit): GitHub's
- * commit has the same tree as the one COLLECT made, under another id. Fetch it from the mirror
- * and move the branch onto it, only if the branch is still at the local commit and the trees
- * match, so index and files stay as they are and nothing of the agent's is lost.
+ * After a publish through GitHub's API (args: branch, local commit, GitHub's commit, the mirror's
+ * ref that holds it, where the checkout keeps that ref): GitHub's commit has the same tree as the
+ * one COLLECT made, under another id. Fetch it from the mirror and move the branch onto it, only
+ * if the branch is still at the local commit and the trees match, so index and files stay as
+ * they are and nothing of the agent's is lost.
  */
 export const ADOPT = `
-branch=$1; local=$2; theirs=$3
+branch=$1; local=$2; theirs=$3; src=$4; dst=$5
 emit() { printf '%s=%s\\n' "$1" "$2"; }
 git rev-parse --git-dir >/dev/null 2>&1 || exit 3
-git fetch --quiet --no-tags --no-recurse-submodules "$ORIGIN" "+refs/heads/$branch:refs/remotes/origin/$branch" || exit 6
+git fetch --quiet --no-tags --no-recurse-submodules "$ORIGIN" "+$src:$dst" || exit 6
 lt=$(git rev-parse --quiet --verify "$local^{tree}") || { emit state moved; exit 0; }
 tt=$(git rev-parse --quiet --verify "$theirs^{tree}") || { emit state missing; exit 0; }
 if [ "$lt" != "$tt" ]; then emit state different; exit 0; fi

@@ -547,13 +547,25 @@ export class Workspaces {
    * other state of the checkout is left as it is and said (`moved`, `different`, `missing`).
    */
   async adopt(
-    req: TaskKey & { branch: string; local: string; theirs: string; signal?: AbortSignal },
+    req: TaskKey & {
+      branch: string;
+      local: string;
+      theirs: string;
+      /** A pull request's head branch: GitHub's commit is read from its pull ref. */
+      pullRequest?: number;
+      signal?: AbortSignal;
+    },
   ): Promise<"adopted" | "moved" | "different" | "missing"> {
     if (!isValidBranchName(req.branch) || !isObjectId(req.local) || !isObjectId(req.theirs))
       throw new WorkspaceError("invalid-key", req.repo, `cannot adopt ${req.branch}`);
     const dir = this.pathFor(req);
     this.afterTurn.dropLook(dir);
-    const r = await this.git.run(dir, ADOPT, [req.branch, req.local, req.theirs], {
+    // Where FETCH keeps the same ref: the next prepare() compares against it.
+    const [src, dst] =
+      req.pullRequest === undefined
+        ? [`refs/heads/${req.branch}`, `refs/remotes/origin/${req.branch}`]
+        : [pullRef(req.pullRequest), pullRef(req.pullRequest)];
+    const r = await this.git.run(dir, ADOPT, [req.branch, req.local, req.theirs, src, dst], {
       origin: this.mirrors.pathFor(req.repo),
       signal: req.signal,
     });

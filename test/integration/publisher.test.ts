@@ -411,6 +411,66 @@ describe("publisher", () => {
       expect(gh.pushesTo(repo).map((p) => p.via)).toEqual(["api", "api"]);
     });
 
+    it("a same-repository pull request's head: moved through the API, and the next prepare stands on GitHub's commit", async () => {
+      n++;
+      const name = `gadgets-${n}`;
+      const repo = `octo/${name}`;
+      await gh.addRepo({ owner: "octo", name, files: { "README.md": "# gadgets\n" } });
+      const pr = await gh.addPullRequest({
+        repo,
+        headRef: "feature",
+        files: { "feature.txt": "theirs\n" },
+      });
+      const number = pr.number as number;
+      const token = gh.createInstallationToken();
+      const cloneUrl = cloneUrlFor({ GHE_HOST: gh.host, GHE_PROTOCOL: "http" }, repo);
+      const key = { repo, issueNumber: number, agent: "tether" };
+      const headSha = (pr.head as { sha: string }).sha;
+      const pullRequest = { number, headRef: "feature", headSha, baseRef: "main" };
+      const w = await ws.prepare({ ...key, cloneUrl, token, pullRequest });
+      await fs.writeFile(path.join(w.dir, "feature.txt"), "theirs, and mine\n");
+      const base = {
+        key,
+        cloneUrl,
+        token,
+        writer: writer(repo, []),
+        issue: {
+          title: "Feature",
+          body: "",
+          author: "alice",
+          url: "u",
+          isPullRequest: true,
+          pullRequest: { headRef: "feature", baseRef: "main", headSha, headRepo: repo },
+        },
+        defaultBranch: "main",
+        mode: "pull_request" as const,
+        config: signed,
+        requesters: [{ login: "alice", url: "https://example.invalid/c/1" }],
+        summary: "Did it.",
+        secrets: [],
+      };
+      const r = await publisher({ workspaces: ws, pool: db.pool, log }).publish({
+        ...base,
+        taskId: 2000 + n,
+        upstreamRef: w.upstream.ref,
+        upstreamSha: w.upstream.sha,
+      });
+      expect(r).toMatchObject({ result: "published", branch: "feature", signed: true });
+      if (r.result !== "published") return;
+      expect(await gh.sha(repo, "feature")).toBe(r.sha);
+      expect((await git(gh.barePath(repo), "rev-parse", `${r.sha}^`)).stdout).toBe(headSha);
+      expect(gh.isVerified(repo, r.sha)).toBe(true);
+      expect((await git(w.dir, "rev-parse", "HEAD")).stdout).toBe(r.sha);
+      const w2 = await ws.prepare({
+        ...key,
+        cloneUrl,
+        token,
+        pullRequest: { ...pullRequest, headSha: r.sha },
+      });
+      expect(w2.update.kind).not.toBe("left");
+      expect(w2.headSha).toBe(r.sha);
+    });
+
     it("over the request budget: pushed with git instead, and the answer says why", async () => {
       const { repo, w, req } = await setup();
       for (let i = 0; i < SIGNED_COMMIT_REQUEST_BUDGET; i++)
