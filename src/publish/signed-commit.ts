@@ -115,8 +115,9 @@ export async function commitThroughApi(
     const want = await m.treeOf(local);
     const tree = await gh.createTree(await m.treeOf(parent), plan.entries);
     if (tree !== want) throw new Error(`GitHub made tree ${tree} where the mirror has ${want}`);
-    const info = await m.commitInfo(local);
-    return gh.createCommit({ message: info.message, tree, parents });
+    // The message as git keeps it: `git show`'s own line end dropped, one newline to close it.
+    const message = `${(await m.commitInfo(local)).message.replace(/\s+$/, "")}\n`;
+    return gh.createCommit({ message, tree, parents });
   };
   const first = await make(p.base, p.commit, turn, [p.base]);
   const last =
