@@ -291,8 +291,7 @@ async function adoptApiCommit(
     ...(target.kind === "pull-head" ? { pullRequest: target.pull } : {}),
     ...(req.signal ? { signal: req.signal } : {}),
   });
-  if (adopted !== "adopted")
-    throw new Error(`the checkout stayed on its own commit (${adopted})`);
+  if (adopted !== "adopted") throw new Error(`the checkout stayed on its own commit (${adopted})`);
 }
 
 /** Whether `sha` is one of `anchors` or an ancestor of one (read in the mirror). */
