@@ -1,13 +1,14 @@
 /**
  * GitHub requests per turn, by kind of turn (#34, "a request budget per turn"): a first turn, a
  * follow-up that publishes nothing, and a follow-up that publishes (the agent writes a file: a
- * push and a draft pull request). The built app as a process, real Postgres, the real Claude
+ * commit made through GitHub's Git Data API, `publish.signedCommits`, which is one blob, one tree,
+ * one commit and one ref, and a draft pull request). The built app as a process, real Postgres, the real Claude
  * CLI against the fake Messages API, the GitHub stand-in over HTTP, one turn at a time.
  *
  *   npx tsx bench/github-requests.ts [rounds=3]     (BENCH_NO_PUSH=1: an app without the push event)
  *
  * Per kind it prints the requests the stand-in logged, split by who made them: the turn's own
- * client (REST with the runner's thread token, test/helpers/turn-requests.ts), intake (REST
+ * client (REST with the runner's thread token or its Git Data token, test/helpers/turn-requests.ts), intake (REST
  * with intake's installation token), the app's token requests (its JWT) and git (fetch, push).
  * Each REST figure is split into counted requests and conditional ones answered 304 Not
  * Modified, which GitHub does not count against the installation's limit

@@ -55,6 +55,7 @@ export const PUBLISH_REASONS = [
   "conflict",
   "workspace",
   "push-refused",
+  "signatures-required",
   "permission",
   "workflows-permission",
   "error",

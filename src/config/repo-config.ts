@@ -304,6 +304,14 @@ export const ChangesConfig = z.strictObject({
    * `scripts/**` for what CI runs. Setting it replaces the default.
    */
   protectedPaths: z.array(PathGlob).max(100, "at most 100 patterns").default([".github/**"]),
+  /**
+   * Make each turn's commit through GitHub's Git Data API (blobs, a tree, a commit, the branch's
+   * ref) instead of a git push, so that GitHub signs it and marks it "Verified", as branches
+   * that require signed commits demand. A change that needs more requests than one publish may
+   * make (`SIGNED_COMMIT_REQUEST_BUDGET`) is pushed with git instead, with a note, unless the
+   * branch requires signatures: then it is refused. `false`: always a git push. Default: true.
+   */
+  signedCommits: z.boolean().default(true),
 });
 export type ChangesConfig = z.output<typeof ChangesConfig>;
 

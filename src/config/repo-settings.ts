@@ -43,7 +43,11 @@ export function toRepoSettings(config: RepoConfig): RepoSettings {
   return {
     agents,
     resume: config.resume,
-    publish: { ...config.publish, protectedPaths: config.changes.protectedPaths },
+    publish: {
+      ...config.publish,
+      protectedPaths: config.changes.protectedPaths,
+      signedCommits: config.changes.signedCommits,
+    },
     spend: spendSettings(config.spend),
   };
 }
@@ -107,7 +111,11 @@ const SettingsSnapshot = z.object({
     compact: z.boolean().optional(),
   }),
   // protectedPaths: absent in snapshots taken before it; the default applies.
-  publish: PublishConfig.extend({ protectedPaths: z.array(z.string()).optional() }).optional(),
+  // signedCommits: absent in snapshots taken before it; its default (true) applies.
+  publish: PublishConfig.extend({
+    protectedPaths: z.array(z.string()).optional(),
+    signedCommits: z.boolean().default(true),
+  }).optional(),
   spend: z.object({
     freshResetsConversation: z.boolean(),
     repositoryMonthlyUsd: z.number().positive().optional(),

@@ -104,4 +104,39 @@ export interface RepoWriter {
   identity(): Promise<{ name: string; email: string }>;
   /** `Name <email>` for a `Co-authored-by:` trailer (GitHub's no-reply address). */
   coAuthor(login: string): Promise<string>;
+  /**
+   * GitHub's Git Data API for this repository, with a token like pushToken's (call pushToken
+   * first: its refusals are the ones worth words). Commits made through it are GitHub's, signed.
+   */
+  gitData(o: { workflows: boolean }): GitDataWriter;
+  /**
+   * Whether a ruleset requires signed commits on `branch` (`required_signatures` among the
+   * branch's rules); null when GitHub would not say.
+   */
+  requiresSignatures(branch: string): Promise<boolean | null>;
+}
+
+/** One entry of a tree made through the API: a blob (or submodule) by id, or a deletion. */
+export interface ApiTreeEntry {
+  path: string;
+  mode: "100644" | "100755" | "120000" | "160000";
+  type: "blob" | "commit";
+  /** null deletes the path from the base tree. */
+  sha: string | null;
+}
+
+/** Git Data API writes (REST: /repos/{owner}/{repo}/git/…). */
+export interface GitDataWriter {
+  createBlob(content: Buffer): Promise<string>;
+  createTree(baseTree: string, entries: ApiTreeEntry[]): Promise<string>;
+  /** A commit GitHub authors and signs (no author or committer given). */
+  createCommit(o: {
+    message: string;
+    tree: string;
+    parents: string[];
+  }): Promise<{ sha: string; verified: boolean; reason: string }>;
+  /** `created`, or `exists` when the branch is already there (another writer came first). */
+  createBranch(branch: string, sha: string): Promise<"created" | "exists">;
+  /** Moves the branch, never forced: `stale` when that would not be a fast-forward. */
+  moveBranch(branch: string, sha: string): Promise<"moved" | "stale">;
 }

@@ -20,6 +20,8 @@ export interface PublishSettings {
    * snapshot): the default, `.github/**`.
    */
   protectedPaths?: string[];
+  /** Make the turn's commit through GitHub's Git Data API, which signs it (`changes.signedCommits`). */
+  signedCommits: boolean;
 }
 
 /** The prompt cache's lifetimes a turn can ask for (docs/benchmarks.md, "By the gap between comments"). */

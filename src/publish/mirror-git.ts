@@ -181,6 +181,49 @@ export class MirrorGit {
   }
 
   /**
+   * What `from..to` does to each path, as tree entries: the new mode and object id, or a
+   * deletion. For the Git Data API, which takes a tree as changes to a base tree.
+   */
+  async treeChanges(
+    from: string,
+    to: string,
+  ): Promise<Array<{ path: string; mode: string; sha: string; deleted: boolean }>> {
+    const raw = await this.run(["diff", "--raw", "-z", "--no-renames", "--no-abbrev", from, to]);
+    const fields = raw.stdout.split("\0");
+    const out: Array<{ path: string; mode: string; sha: string; deleted: boolean }> = [];
+    for (let i = 0; i + 1 < fields.length; i += 2) {
+      const [, mode = "", , sha = "", status = ""] = fields[i]!.replace(/^:/, "").split(" ");
+      out.push({ path: fields[i + 1]!, mode, sha, deleted: status.startsWith("D") });
+    }
+    return out;
+  }
+
+  /** Every object id in `commit`'s tree, recursively (blobs and submodule commits). */
+  async treeObjects(commit: string): Promise<Set<string>> {
+    const r = await this.run(["ls-tree", "-r", "-z", "--format=%(objectname)", commit], {
+      maxBuffer: 256 * 1024 * 1024,
+    });
+    return new Set(r.stdout.split("\0").filter(Boolean));
+  }
+
+  /** The tree id of a commit. */
+  async treeOf(commit: string): Promise<string> {
+    const r = await this.run(["rev-parse", "--verify", `${commit}^{tree}`]);
+    return r.stdout.trim();
+  }
+
+  /** A blob's bytes. */
+  async blob(sha: string): Promise<Buffer> {
+    const r = await this.git.bytes(["cat-file", "blob", sha], {
+      cwd: this.dir,
+      step: "fetch",
+      ctx: this.ctx,
+      maxBuffer: 128 * 1024 * 1024,
+    });
+    return r.stdout;
+  }
+
+  /**
    * The diff as a patch, cut at `maxBytes`: what the secret scan reads. Every file as text
    * (`--text`): a file the agent made to look binary (one NUL byte) would otherwise show as
    * "Binary files differ" and none of its lines would be scanned.

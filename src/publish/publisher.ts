@@ -6,12 +6,12 @@
  * repository's mirror, judged there by Tether (checks.ts), and pushed from there with a token
  * scoped to this repository and `contents: write` alone (src/github/scoped-auth.ts).
  *
- * Why plain git and not the REST API's git database (which would make GitHub mark the commits
- * "verified"): a commit made through the API is GitHub's own object, with another id than the
- * one in the workspace, so every turn would leave the checkout behind its branch; the API takes
- * one request per file (base64, 100 MB cap), which GitHub's secondary rate limits punish on a
- * large change; and signing is about who made the commit, which the app's authorship and the
- * push with the app's token already say. See docs/changes.md "Changes".
+ * How it reaches GitHub: with `changes.signedCommits` (the default) the commit is made through
+ * the REST API's git database (signed-commit.ts), so GitHub signs it and marks it "Verified"; a
+ * change too large for the request budget, or `signedCommits: false`, is pushed with git. A
+ * commit made through the API is GitHub's own object, with another id than the one in the
+ * workspace, so afterwards the mirror fetches it and the workspace moves onto it
+ * (Workspaces.adopt). See docs/changes.md "Changes".
  */
 import type { PublishSettings } from "../core/settings.js";
 import type { Pool } from "../db/pool.js";
@@ -31,6 +31,11 @@ import { DEFAULT_PROTECTED_PATHS } from "./protected-paths.js";
 import { MirrorGit, type FileChange } from "./mirror-git.js";
 import { MAX_PATCH, type PublishReport } from "./report.js";
 import { scanDiff, scanMessage } from "./secret-scan.js";
+import {
+  commitThroughApi,
+  SIGNED_COMMIT_REQUEST_BUDGET,
+  type ApiCommitResult,
+} from "./signed-commit.js";
 
 /** The branch a key's changes go to: one per issue and agent, the same on every turn. */
 export function conversationBranch(issueNumber: number, agent: string): string {
@@ -118,7 +123,7 @@ export function publisher(deps: { workspaces: Workspaces; pool: Pool; log: Logge
         agent: req.key.agent,
       });
       try {
-        return await publishNow(workspaces, pool, req);
+        return await publishNow(workspaces, pool, req, log);
       } catch (err) {
         if (err instanceof PushTokenError)
           return {
@@ -156,6 +161,7 @@ async function publishNow(
   workspaces: Workspaces,
   pool: Pool,
   req: PublishRequest,
+  log: Logger,
 ): Promise<PublishReport> {
   const { key, writer } = req;
   const target = publishTarget(key, req.issue);
@@ -223,7 +229,15 @@ async function publishNow(
           synced.defaultBranch,
         ),
       );
-      if (step.kind === "done") return step.report;
+      if (step.kind === "done") {
+        // Published already: a workspace that cannot take GitHub's commit now is told so by
+        // its next prepare() (it sees its branch diverged), never the publish's answer.
+        if (step.adopt)
+          await adoptApiCommit(workspaces, req, target, step.adopt).catch((err: Error) =>
+            log.warn({ err: err.message }, "the workspace could not take GitHub's commit"),
+          );
+        return step.report;
+      }
       if (attempt >= 2)
         return {
           result: "failed",
@@ -237,7 +251,49 @@ async function publishNow(
   }
 }
 
-type Step = { kind: "done"; report: PublishReport } | { kind: "stale" };
+type Step =
+  | {
+      kind: "done";
+      report: PublishReport;
+      /** Made through the API: the mirror and the workspace take GitHub's commit (`theirs`). */
+      adopt?: { local: string; theirs: string; head: string };
+    }
+  | { kind: "stale" };
+
+/**
+ * After a commit made through the API: the mirror fetches it from GitHub, and the key's
+ * checkout moves from its own commit onto GitHub's (same tree), so the next turn builds on what
+ * GitHub holds. A checkout that cannot move is left as it is (its next turn sees it diverged
+ * and says so); the publish itself already happened, so nothing here fails it.
+ */
+async function adoptApiCommit(
+  workspaces: Workspaces,
+  req: PublishRequest,
+  target: PublishTarget,
+  a: { local: string; theirs: string; head: string },
+): Promise<void> {
+  const { key } = req;
+  await workspaces.mirrors.sync({
+    repo: key.repo,
+    cloneUrl: req.cloneUrl,
+    token: req.token,
+    ...(target.kind === "pull-head" ? { pullRequest: target.pull } : {}),
+    report: [`refs/heads/${target.branch}`],
+    signal: req.signal,
+  });
+  const m = mirrorGit(workspaces, key.repo);
+  if (target.kind === "pull-head" && (await m.resolve(a.head)))
+    await m.setRef(pullRef(target.pull), a.head);
+  const adopted = await workspaces.adopt({
+    ...key,
+    branch: target.branch,
+    local: a.local,
+    theirs: a.theirs,
+    ...(target.kind === "pull-head" ? { pullRequest: target.pull } : {}),
+    ...(req.signal ? { signal: req.signal } : {}),
+  });
+  if (adopted !== "adopted") throw new Error(`the checkout stayed on its own commit (${adopted})`);
+}
 
 /**
  * How much of the change's patch the secret scan reads: what it adds is at most `maxBytes` of
@@ -405,21 +461,73 @@ async function judgeAndPush(
   });
   if (refusals.length) return refused(refusals);
 
-  const token = await req.writer.pushToken({ workflows: touchesWorkflows(files).length > 0 });
-  const result = await m.push(req.cloneUrl, token, pushed, target.branch);
-  if (result.kind === "stale") return { kind: "stale" };
-  if (result.kind === "refused")
-    return done({
-      result: "failed",
-      reason: "push-refused",
-      message: `GitHub refused the push to \`${target.branch}\`: ${result.message.replace(/`/g, "'")}`,
-    });
-  await m.setRef(`refs/heads/${target.branch}`, pushed);
-  if (target.kind === "pull-head") await m.setRef(pullRef(target.pull), pushed);
+  const workflows = touchesWorkflows(files).length > 0;
+  const token = await req.writer.pushToken({ workflows });
   const commits = pushed === commit ? 1 : 2;
+  let signed: { verified: boolean } | undefined;
+  let note: string | undefined;
+  let adopt: { local: string; theirs: string; head: string } | undefined;
+  if (req.config.signedCommits) {
+    let made: ApiCommitResult;
+    try {
+      made = await commitThroughApi(m, () => req.writer.gitData({ workflows }), {
+        branch: target.branch,
+        remote,
+        base,
+        commit,
+        pushed,
+        budget: SIGNED_COMMIT_REQUEST_BUDGET,
+      });
+    } catch (err) {
+      const status = (err as { status?: number }).status;
+      if (typeof status !== "number") throw err;
+      return done({
+        result: "failed",
+        reason: "push-refused",
+        message: `GitHub refused the commit made through its API for \`${target.branch}\` (${status}): ${String(
+          (err as Error).message,
+        )
+          .slice(0, 600)
+          .replace(/`/g, "'")}`,
+      });
+    }
+    if (made.kind === "stale") return { kind: "stale" };
+    if (made.kind === "published") {
+      signed = { verified: made.verified };
+      adopt = { local: commit, theirs: made.turnSha, head: made.sha };
+      pushed = made.sha;
+    } else {
+      const limit = `this change needs ${made.requests} requests to GitHub's API, more than the ${SIGNED_COMMIT_REQUEST_BUDGET} one publish may make`;
+      if ((await req.writer.requiresSignatures(target.branch)) === true)
+        return done({
+          result: "refused",
+          reason: "signatures-required",
+          messages: [
+            `\`${target.branch}\` requires signed commits, and ${limit} (one per new file content, plus the tree, the commit and the branch), so it was not committed. Ask for the change in smaller parts.`,
+          ],
+          files,
+        });
+      note = `Pushed with git, unsigned: ${limit} (\`changes.signedCommits\`).`;
+    }
+  }
+  if (!signed) {
+    const result = await m.push(req.cloneUrl, token, pushed, target.branch);
+    if (result.kind === "stale") return { kind: "stale" };
+    if (result.kind === "refused")
+      return done({
+        result: "failed",
+        reason: "push-refused",
+        message: `GitHub refused the push to \`${target.branch}\`: ${result.message.replace(/`/g, "'")}`,
+      });
+    await m.setRef(`refs/heads/${target.branch}`, pushed);
+    if (target.kind === "pull-head") await m.setRef(pullRef(target.pull), pushed);
+  }
+  const how = { ...(signed ? { signed: signed.verified } : {}), ...(note ? { note } : {}) };
+  const finish = (report: PublishReport): Step =>
+    adopt ? { kind: "done", report, adopt } : done(report);
   const branchUrl = `${req.writer.webUrl}/tree/${target.branch}`;
   if (target.kind === "pull-head")
-    return done({
+    return finish({
       result: "published",
       branch: target.branch,
       branchUrl,
@@ -429,9 +537,10 @@ async function judgeAndPush(
       merged,
       pull: null,
       compareUrl: null,
+      ...how,
     });
-  return done(
-    await afterConversationPush(pool, req, {
+  return finish({
+    ...(await afterConversationPush(pool, req, {
       branch: target.branch,
       sha: pushed,
       commits,
@@ -439,8 +548,9 @@ async function judgeAndPush(
       merged,
       branchUrl,
       defaultBranch,
-    }),
-  );
+    })),
+    ...how,
+  });
 }
 
 /** The conversation branch moved: record it, and open its pull request the first time. */

@@ -11,6 +11,7 @@ export type PublishReason =
   | "conflict"
   | "workspace"
   | "push-refused"
+  | "signatures-required"
   | "permission"
   | "workflows-permission"
   | "error";
@@ -41,6 +42,13 @@ export type PublishReport =
       } | null;
       /** `branch` mode: where to open one. */
       compareUrl: string | null;
+      /**
+       * Made through GitHub's API (`changes.signedCommits`): whether GitHub marked it verified.
+       * Absent: pushed with git.
+       */
+      signed?: boolean;
+      /** Said under the first line (why it was pushed with git after all). */
+      note?: string;
     }
   /** A pull request from a fork: nothing pushed; the change as a patch. */
   | {
@@ -64,9 +72,14 @@ export function renderChanges(r: PublishReport): string {
     case "published": {
       const lines: string[] = [];
       const short = r.sha.slice(0, 7);
+      const commits = `${r.commits} commit${r.commits === 1 ? "" : "s"}`;
+      const to = `[\`${r.branch}\`](${r.branchUrl}) (\`${short}\`)`;
       lines.push(
-        `📦 **Changes**: pushed ${r.commits} commit${r.commits === 1 ? "" : "s"} to [\`${r.branch}\`](${r.branchUrl}) (\`${short}\`).`,
+        r.signed === undefined
+          ? `📦 **Changes**: pushed ${commits} to ${to}.`
+          : `📦 **Changes**: committed ${commits} to ${to} through GitHub's API${r.signed ? ", signed by GitHub (Verified)" : ""}.`,
       );
+      if (r.note) lines.push(r.note);
       if (r.pull) {
         const what = !r.pull.opened
           ? `Pull request [#${r.pull.number}](${r.pull.url}) has the new commit.`

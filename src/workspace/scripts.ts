@@ -108,6 +108,25 @@ emit commit "$commit"
 emit state committed
 `;
 
+/**
+ * After a publish through GitHub's API (args: branch, local commit, GitHub's commit, the mirror's
+ * ref that holds it, where the checkout keeps that ref): GitHub's commit has the same tree as the
+ * one COLLECT made, under another id. Fetch it from the mirror and move the branch onto it, only
+ * if the branch is still at the local commit and the trees match, so index and files stay as
+ * they are and nothing of the agent's is lost.
+ */
+export const ADOPT = `
+branch=$1; local=$2; theirs=$3; src=$4; dst=$5
+emit() { printf '%s=%s\\n' "$1" "$2"; }
+git rev-parse --git-dir >/dev/null 2>&1 || exit 3
+git fetch --quiet --no-tags --no-recurse-submodules "$ORIGIN" "+$src:$dst" || exit 6
+lt=$(git rev-parse --quiet --verify "$local^{tree}") || { emit state moved; exit 0; }
+tt=$(git rev-parse --quiet --verify "$theirs^{tree}") || { emit state missing; exit 0; }
+if [ "$lt" != "$tt" ]; then emit state different; exit 0; fi
+git update-ref -m "tether: the turn's commit as GitHub made it" "refs/heads/$branch" "$theirs" "$local" 2>/dev/null || { emit state moved; exit 0; }
+emit state adopted
+`;
+
 export const MAINTAIN = `git rev-parse --git-dir >/dev/null 2>&1 || exit 3
 exec git gc --auto --quiet`;
 

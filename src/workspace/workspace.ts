@@ -29,8 +29,8 @@ import { isObjectId, isValidBranchName, refFiles } from "./git-refs.js";
 import { MIRROR_FRESH_MS, Mirrors, pullRef, type MirrorSync } from "./mirror.js";
 import type { TaskKey } from "../core/task.js";
 import { workspacePath } from "./paths.js";
-import { sandboxedGit, type SandboxedGit } from "./sandboxed-git.js";
-import { CLONE, FETCH, MAINTAIN, MOVE, STATE } from "./scripts.js";
+import { parseReport, sandboxedGit, type SandboxedGit } from "./sandboxed-git.js";
+import { ADOPT, CLONE, FETCH, MAINTAIN, MOVE, STATE } from "./scripts.js";
 
 export { classifyGitFailure, WorkspaceError } from "./errors.js";
 export { isValidBranchName } from "./git-refs.js";
@@ -550,6 +550,42 @@ export class Workspaces {
     const dir = this.pathFor(key);
     this.afterTurn.dropLook(dir);
     return holdCheckout(this.git, key.repo, dir, signal);
+  }
+
+  /**
+   * After a publish through GitHub's API: stand the key's checkout on GitHub's commit (`theirs`,
+   * in the mirror by now), which has the same tree as the checkout's `local` one (ADOPT). Any
+   * other state of the checkout is left as it is and said (`moved`, `different`, `missing`).
+   */
+  async adopt(
+    req: TaskKey & {
+      branch: string;
+      local: string;
+      theirs: string;
+      /** A pull request's head branch: GitHub's commit is read from its pull ref. */
+      pullRequest?: number;
+      signal?: AbortSignal;
+    },
+  ): Promise<"adopted" | "moved" | "different" | "missing"> {
+    if (!isValidBranchName(req.branch) || !isObjectId(req.local) || !isObjectId(req.theirs))
+      throw new WorkspaceError("invalid-key", req.repo, `cannot adopt ${req.branch}`);
+    const dir = this.pathFor(req);
+    this.afterTurn.dropLook(dir);
+    // Where FETCH keeps the same ref: the next prepare() compares against it.
+    const [src, dst] =
+      req.pullRequest === undefined
+        ? [`refs/heads/${req.branch}`, `refs/remotes/origin/${req.branch}`]
+        : [pullRef(req.pullRequest), pullRef(req.pullRequest)];
+    const r = await this.git.run(dir, ADOPT, [req.branch, req.local, req.theirs, src, dst], {
+      origin: this.mirrors.pathFor(req.repo),
+      signal: req.signal,
+    });
+    const ctx: FailureContext = { repo: req.repo, host: "", timeoutMs: this.timeoutMs };
+    if (r.stoppedBy) throw gitFailure(ctx, "update", r.stderr, r.stoppedBy);
+    if (r.startError || r.exitCode !== 0)
+      throw gitFailure(ctx, "update", r.stderr || r.startError || "", "git-failed", r.exitCode);
+    const state = parseReport(r.stdout).values.get("state");
+    return state === "adopted" || state === "different" || state === "missing" ? state : "moved";
   }
 
   /** The STATE look at the end of a turn, for the next prepare() (see `afterTurn`). */

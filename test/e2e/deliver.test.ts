@@ -23,6 +23,9 @@ agents:
     allowedTools: ["Bash"]
 publish:
   link: closes
+changes:
+  # These scenarios are about the git push; signed commits have test/e2e/signed-commits.test.ts.
+  signedCommits: false
 `;
 
 const db = await createTestDatabase();

@@ -258,8 +258,10 @@ export async function listRefs(
 /**
  * What GitHub checks when a push arrives, as a pre-receive hook (git http-backend runs it with
  * the environment the stand-in gives): no update of a protected branch (FAKE_PROTECTED, branch
- * names separated by spaces), and no commit that touches .github/workflows/ unless the token
- * has the workflows permission (FAKE_WORKFLOWS=1). The messages are GitHub's.
+ * names separated by spaces), no commit that touches .github/workflows/ unless the token
+ * has the workflows permission (FAKE_WORKFLOWS=1), and on a branch a ruleset requires signed
+ * commits on (FAKE_SIGNED_BRANCHES), no commit GitHub did not sign (FAKE_SIGNED_COMMITS). The
+ * messages are GitHub's.
  */
 const PRE_RECEIVE = `#!/bin/sh
 zero=0000000000000000000000000000000000000000
@@ -270,8 +272,23 @@ while read -r old new ref; do
       exit 1
     fi
   done
-  if [ "$FAKE_WORKFLOWS" != 1 ] && [ "$new" != "$zero" ]; then
+  if [ "$new" != "$zero" ]; then
     if [ "$old" = "$zero" ]; then range="$new --not --all"; else range="$old..$new"; fi
+  fi
+  for p in $FAKE_SIGNED_BRANCHES; do
+    if [ "$ref" = "refs/heads/$p" ] && [ "$new" != "$zero" ]; then
+      # shellcheck disable=SC2086
+      for c in $(git rev-list $range); do
+        case " $FAKE_SIGNED_COMMITS " in *" $c "*) ;; *)
+          echo "error: GH013: Repository rule violations found for $ref." >&2
+          echo "error: - Commits must have verified signatures." >&2
+          echo "error:   Found 1 violation: $c" >&2
+          exit 1 ;;
+        esac
+      done
+    fi
+  done
+  if [ "$FAKE_WORKFLOWS" != 1 ] && [ "$new" != "$zero" ]; then
     # shellcheck disable=SC2086
     if git log --format= --name-only $range | grep -q '^\\.github/workflows/'; then
       echo "refusing to allow a GitHub App to create or update workflow without workflows permission" >&2

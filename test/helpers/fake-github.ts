@@ -22,6 +22,7 @@ import {
   deleteRef,
   initBareRepo,
   installPreReceive,
+  isSafeRefName,
   listRefs,
   readPath,
   refSha,
@@ -65,6 +66,17 @@ import {
   pullRequestReviewEvent,
 } from "./fake-github-webhooks.js";
 import { checkRequest, checkResponse, parseBody } from "./openapi.js";
+import {
+  isAncestor,
+  newCommits,
+  objectIs,
+  readCommit,
+  treeEntries,
+  writeBlob,
+  writeCommit,
+  writeTree,
+  type TreeEntryIn,
+} from "./fake-github-gitdata.js";
 
 export { signedWebhook, sign } from "./fake-github-webhooks.js";
 export type { DeliveryAttemptRecord, DeliveryResult } from "./fake-github-webhooks.js";
@@ -214,6 +226,10 @@ interface RepoState {
   permissions: Map<string, Permission>;
   /** Branches GitHub's protection (or a ruleset) keeps pushes away from. */
   protectedBranches: Set<string>;
+  /** Branches a ruleset requires signed commits on (rule `required_signatures`). */
+  signaturesRequired: Set<string>;
+  /** Commits GitHub made and signed (through the Git Data API, no author given). */
+  signedCommits: Set<string>;
 }
 
 interface IssueState {
@@ -336,6 +352,8 @@ export interface RecordedPush {
   /** The pushing token's permissions and repositories. */
   permissions: Record<string, string>;
   repositories: string[] | null;
+  /** `git`: a push (receive-pack); `api`: a ref created or moved through the Git Data API. */
+  via: "git" | "api";
 }
 
 interface Reply {
@@ -624,6 +642,8 @@ export class FakeGitHub implements PayloadSource {
       issues: new Map(),
       permissions: new Map(),
       protectedBranches: new Set(),
+      signaturesRequired: new Set(),
+      signedCommits: new Set(),
     };
     await initBareRepo(repo.bare, repo.defaultBranch, this.gitEnv());
     await installPreReceive(repo.bare);
@@ -755,6 +775,19 @@ export class FakeGitHub implements PayloadSource {
 
   protectBranch(repo: string, branch: string): void {
     this.repo(repo).protectedBranches.add(branch);
+  }
+
+  /**
+   * A ruleset that requires signed commits on `branch`: its rules list `required_signatures`,
+   * and a push (git receive-pack) of a commit GitHub did not sign is refused, as GitHub does.
+   */
+  requireSignatures(repo: string, branch: string): void {
+    this.repo(repo).signaturesRequired.add(branch);
+  }
+
+  /** Whether GitHub made and signed this commit (the Git Data API's `verification.verified`). */
+  isVerified(repo: string, sha: string): boolean {
+    return this.repo(repo).signedCommits.has(sha);
   }
 
   /**
@@ -1716,6 +1749,8 @@ export class FakeGitHub implements PayloadSource {
         body,
         env: {
           FAKE_PROTECTED: [...repo.protectedBranches].join(" "),
+          FAKE_SIGNED_BRANCHES: [...repo.signaturesRequired].join(" "),
+          FAKE_SIGNED_COMMITS: [...repo.signedCommits].join(" "),
           FAKE_WORKFLOWS: token.permissions.workflows === "write" ? "1" : "0",
         },
       },
@@ -1726,7 +1761,12 @@ export class FakeGitHub implements PayloadSource {
   }
 
   /** After a push: what moved, and the pull requests whose head branch it was. */
-  private async recordPush(repo: RepoState, before: Map<string, string>, token: TokenState) {
+  private async recordPush(
+    repo: RepoState,
+    before: Map<string, string>,
+    token: TokenState,
+    via: "git" | "api" = "git",
+  ) {
     const after = await listRefs(repo.bare, this.gitEnv());
     const names = new Set([...before.keys(), ...after.keys()]);
     for (const ref of names) {
@@ -1746,6 +1786,7 @@ export class FakeGitHub implements PayloadSource {
               return r ? this.fullName(r) : String(id);
             })
           : null,
+        via,
       });
       repo.pushedAt = this.now();
       if (b !== null) repo.commitDates.set(b, repo.pushedAt);
@@ -2289,6 +2330,194 @@ export class FakeGitHub implements PayloadSource {
           protection_url: `${this.apiUrl}/repos/${full}/branches/${name}/protection`,
         },
       };
+    });
+    // The Git Data API (fake-github-gitdata.ts): real objects in the bare repository.
+    const gitUrl = (r: RepoState, kind: string, sha: string) =>
+      `${this.apiUrl}/repos/${this.fullName(r)}/git/${kind}/${sha}`;
+    const gitCommitJson = async (r: RepoState, sha: string): Promise<Json | undefined> => {
+      const c = await readCommit(r.bare, this.gitEnv(), sha);
+      if (!c) return undefined;
+      const signed = r.signedCommits.has(sha);
+      const person = (p: { name: string; email: string; date: Date }) => ({
+        name: p.name,
+        email: p.email,
+        date: iso(p.date),
+      });
+      return {
+        sha,
+        node_id: nodeId("Commit", Number.parseInt(sha.slice(0, 8), 16) || 0),
+        url: gitUrl(r, "commits", sha),
+        html_url: `${this.url}/${this.fullName(r)}/commit/${sha}`,
+        author: person(c.author),
+        committer: person(c.committer),
+        tree: { sha: c.tree, url: gitUrl(r, "trees", c.tree) },
+        message: c.message.replace(/\n$/, ""),
+        parents: c.parents.map((p) => ({
+          sha: p,
+          url: gitUrl(r, "commits", p),
+          html_url: `${this.url}/${this.fullName(r)}/commit/${p}`,
+        })),
+        verification: signed
+          ? {
+              verified: true,
+              reason: "valid",
+              signature: "-----BEGIN PGP SIGNATURE-----\n(stand-in)\n-----END PGP SIGNATURE-----",
+              payload: `tree ${c.tree}\n`,
+              verified_at: iso(c.committer.date),
+            }
+          : {
+              verified: false,
+              reason: "unsigned",
+              signature: null,
+              payload: null,
+              verified_at: null,
+            },
+      };
+    };
+    const refJson = (r: RepoState, ref: string, sha: string) => ({
+      ref,
+      node_id: nodeId("Ref", sha.length),
+      url: `${this.apiUrl}/repos/${this.fullName(r)}/git/${ref}`,
+      object: { type: "commit", sha, url: gitUrl(r, "commits", sha) },
+    });
+    add("POST", "/repos/{owner}/{repo}/git/blobs", "token", async (ctx) => {
+      const r = repoOf(ctx);
+      const { content, encoding } = ctx.body;
+      if (typeof content !== "string") return unprocessable("content is not a string");
+      if (encoding !== undefined && encoding !== "utf-8" && encoding !== "base64")
+        return unprocessable(`encoding ${JSON.stringify(encoding)} is not supported`);
+      const data = Buffer.from(content, encoding === "base64" ? "base64" : "utf8");
+      const sha = await writeBlob(r.bare, this.gitEnv(), data);
+      return { status: 201, body: { url: gitUrl(r, "blobs", sha), sha } };
+    });
+    add("POST", "/repos/{owner}/{repo}/git/trees", "token", async (ctx) => {
+      const r = repoOf(ctx);
+      const { tree, base_tree: base } = ctx.body;
+      if (!Array.isArray(tree)) return unprocessable("tree is not an array");
+      const made = await writeTree(
+        r.bare,
+        this.gitEnv(),
+        typeof base === "string" ? base : undefined,
+        tree as TreeEntryIn[],
+      );
+      if (typeof made !== "string") return unprocessable(made.error);
+      const entries = await treeEntries(r.bare, this.gitEnv(), made);
+      return {
+        status: 201,
+        body: {
+          sha: made,
+          url: gitUrl(r, "trees", made),
+          truncated: false,
+          tree: entries.map((e) => ({
+            ...e,
+            url: gitUrl(
+              r,
+              e.type === "tree" ? "trees" : e.type === "blob" ? "blobs" : "commits",
+              e.sha,
+            ),
+          })),
+        },
+      };
+    });
+    add("POST", "/repos/{owner}/{repo}/git/commits", "token", async (ctx) => {
+      const r = repoOf(ctx);
+      const { message, tree, parents, author, committer, signature } = ctx.body;
+      if (typeof message !== "string" || typeof tree !== "string")
+        return unprocessable("message and tree are required");
+      if (!(await objectIs(r.bare, this.gitEnv(), tree, "tree")))
+        return unprocessable("Tree SHA does not exist");
+      const ps = Array.isArray(parents) ? parents.map(String) : [];
+      for (const p of ps)
+        if (!(await objectIs(r.bare, this.gitEnv(), p, "commit")))
+          return unprocessable("Parent SHA does not exist or is not a commit object");
+      // No author or committer given: GitHub writes the token's own account (the app's bot)
+      // and signs the commit.
+      const bot = this.botLogin();
+      const who = (given: unknown) => {
+        const g = given as { name?: string; email?: string } | undefined;
+        return g?.name && g.email
+          ? { name: g.name, email: g.email, date: this.now() }
+          : {
+              name: bot,
+              email: `${this.userJson(bot).id as number}+${bot}@users.noreply.${new URL(this.url).hostname}`,
+              date: this.now(),
+            };
+      };
+      const sha = await writeCommit(r.bare, this.gitEnv(), {
+        tree,
+        parents: ps,
+        message,
+        author: who(author),
+        committer: who(committer ?? author),
+      });
+      if (author === undefined && committer === undefined && signature === undefined)
+        r.signedCommits.add(sha);
+      r.commitDates.set(sha, this.now());
+      return { status: 201, body: (await gitCommitJson(r, sha))! };
+    });
+    add("GET", "/repos/{owner}/{repo}/git/commits/{commit_sha}", "token", async (ctx) => {
+      const body = await gitCommitJson(repoOf(ctx), ctx.params.commit_sha ?? "");
+      return body ? { status: 200, body } : notFound();
+    });
+    const moveRef = async (
+      ctx: RouteCtx,
+      ref: string,
+      sha: string,
+      o: { create: boolean; force: boolean },
+    ): Promise<Reply> => {
+      const r = repoOf(ctx);
+      if (!/^refs\/heads\/./.test(ref) || !isSafeRefName(ref))
+        return unprocessable("Reference name is invalid");
+      if (!(await objectIs(r.bare, this.gitEnv(), sha, "commit")))
+        return unprocessable("Object does not exist");
+      const before = await listRefs(r.bare, this.gitEnv());
+      const old = before.get(ref);
+      if (o.create && old) return unprocessable("Reference already exists");
+      if (!o.create && !old) return unprocessable("Reference does not exist");
+      if (old && !o.force) {
+        if (!(await isAncestor(r.bare, this.gitEnv(), old, sha)))
+          return unprocessable("Update is not a fast forward");
+      }
+      const branch = ref.slice("refs/heads/".length);
+      if (r.protectedBranches.has(branch))
+        return unprocessable(`Protected branch update failed for ${ref}.`);
+      if (r.signaturesRequired.has(branch)) {
+        const news = await newCommits(r.bare, this.gitEnv(), sha, old);
+        if (news.some((c) => !r.signedCommits.has(c)))
+          return unprocessable(
+            "Repository rule violations found\n\nCommits must have verified signatures.\n\n",
+          );
+      }
+      await updateRef(r.bare, ref, sha, this.gitEnv());
+      await this.recordPush(r, before, ctx.token as TokenState, "api");
+      return { status: o.create ? 201 : 200, body: refJson(r, ref, sha) };
+    };
+    add("POST", "/repos/{owner}/{repo}/git/refs", "token", (ctx) =>
+      moveRef(ctx, String(ctx.body.ref ?? ""), String(ctx.body.sha ?? ""), {
+        create: true,
+        force: false,
+      }),
+    );
+    add("PATCH", "/repos/{owner}/{repo}/git/refs/{ref}", "token", (ctx) =>
+      moveRef(ctx, `refs/${ctx.params.ref ?? ""}`, String(ctx.body.sha ?? ""), {
+        create: false,
+        force: ctx.body.force === true,
+      }),
+    );
+    add("GET", "/repos/{owner}/{repo}/rules/branches/{branch}", "token", (ctx) => {
+      const r = repoOf(ctx);
+      const branch = ctx.params.branch ?? "";
+      const rules = r.signaturesRequired.has(branch)
+        ? [
+            {
+              type: "required_signatures",
+              ruleset_source_type: "Repository",
+              ruleset_source: this.fullName(r),
+              ruleset_id: 1,
+            },
+          ]
+        : [];
+      return this.paginate(rules, ctx);
     });
     add("GET", "/repos/{owner}/{repo}/pulls", "token", (ctx) => {
       const r = repoOf(ctx);

@@ -1,23 +1,28 @@
 /**
  * The GitHub requests a turn's own client made, as the GitHub stand-in logged them: REST
  * requests made with a token scoped like the runner's thread client (THREAD_PERMISSIONS, see
- * src/github/scoped-auth.ts), from `fromSeq` on. Intake's requests (its unscoped installation
+ * src/github/scoped-auth.ts) or its Git Data client (pushPermissions), from `fromSeq` on. Intake's requests (its unscoped installation
  * token), the app's token requests (its JWT) and git's (the fetch and push tokens) are not the
  * turn client's. Those answered 200 (or any status but 304) are what the task's
  * `github_requests` (src/github/request-count.ts) must equal; those answered 304 Not Modified,
  * its `github_requests_not_modified`.
  */
-import { THREAD_PERMISSIONS } from "../../src/github/scoped-auth.js";
+import { pushPermissions, THREAD_PERMISSIONS } from "../../src/github/scoped-auth.js";
 import type { FakeGitHub, RecordedRequest } from "./fake-github.js";
 
 function isThreadToken(gh: FakeGitHub, token: string | undefined): boolean {
   const grant = token ? gh.tokenGrant(token) : undefined;
   if (!grant) return false;
-  const want = { metadata: "read", ...THREAD_PERMISSIONS };
   const got = grant.permissions;
-  return (
+  const same = (want: Record<string, string>) =>
     Object.keys(got).length === Object.keys(want).length &&
-    Object.entries(want).every(([k, v]) => got[k] === v)
+    Object.entries(want).every(([k, v]) => got[k] === v);
+  // The thread's client, and the Git Data API's (changes.signedCommits), which the turn's
+  // counter counts too.
+  return (
+    same({ metadata: "read", ...THREAD_PERMISSIONS }) ||
+    same(pushPermissions(false)) ||
+    same(pushPermissions(true))
   );
 }
 

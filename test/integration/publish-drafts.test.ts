@@ -28,6 +28,9 @@ function writer(repo: string) {
       installationId: 1,
       repoId: 1296269,
       webUrl: "https://github.com",
+      writeClient: () => {
+        throw new Error("not used here");
+      },
     },
   }).writer;
   if (!w) throw new Error("no writer");

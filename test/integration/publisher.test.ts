@@ -15,16 +15,19 @@ import { cloneUrlFor } from "../../src/github/git-auth.js";
 import { pushPermissions } from "../../src/github/scoped-auth.js";
 import { createLogger } from "../../src/log.js";
 import { publisher, type PublishRequest } from "../../src/publish/publisher.js";
+import { SIGNED_COMMIT_REQUEST_BUDGET } from "../../src/publish/signed-commit.js";
 import type { RepoWriter } from "../../src/runner/ports.js";
 import { Sandbox } from "../../src/sandbox/sandbox.js";
 import { getConversation } from "../../src/sql/conversations.js";
 import { Workspaces } from "../../src/workspace/workspace.js";
 import { createTestDatabase } from "../helpers/db.js";
+import { gitDataWriter, requiresSignatures } from "../../src/github/git-data.js";
+import { TestOctokit } from "../helpers/probot.js";
 import { BULK_FILES, forgedBaseAttack } from "../hardening/helpers/forged-base.js";
-import { startFakeGitHub, type FakeGitHub } from "../helpers/fake-github.js";
+import { startFakeGitHub, type FakeGitHub, type FileMap } from "../helpers/fake-github.js";
 
 const db = await createTestDatabase();
-const log = createLogger("silent");
+const log = createLogger(process.env.TEST_LOG ?? "silent");
 let gh: FakeGitHub;
 let scratch: string;
 let ws: Workspaces;
@@ -70,10 +73,28 @@ function writer(repo: string, minted: string[]): RepoWriter {
     }),
     identity: async () => identity,
     coAuthor: async (login) => `${login} <1+${login}@users.noreply.github.com>`,
+    // The Git Data API with a push-scoped token, and the branch's rules, against the stand-in.
+    gitData: ({ workflows }) => {
+      const token = gh.createInstallationToken({
+        repositories: [repo],
+        permissions: pushPermissions(workflows),
+      });
+      minted.push(token);
+      const [owner = "", name = ""] = repo.split("/");
+      return gitDataWriter(new TestOctokit({ auth: { token }, baseUrl: gh.apiUrl }), owner, name);
+    },
+    requiresSignatures: (branch) => {
+      const [owner = "", name = ""] = repo.split("/");
+      const octokit = new TestOctokit({
+        auth: { token: gh.createInstallationToken() },
+        baseUrl: gh.apiUrl,
+      });
+      return requiresSignatures(octokit, owner, name, branch);
+    },
   };
 }
 
-async function setup(files: Record<string, string> = { "README.md": "# gadgets\n" }) {
+async function setup(files: FileMap = { "README.md": "# gadgets\n" }) {
   n++;
   const name = `gadgets-${n}`;
   const repo = `octo/${name}`;
@@ -94,7 +115,8 @@ async function setup(files: Record<string, string> = { "README.md": "# gadgets\n
     upstreamSha: w.upstream.sha,
     defaultBranch: "main",
     mode: "pull_request",
-    config: DEFAULT_CONFIG.publish,
+    // These tests are about the git push; the signed path has its own (signedCommits: true).
+    config: { ...DEFAULT_CONFIG.publish, signedCommits: false },
     requesters: [{ login: "alice", url: "https://example.invalid/c/1" }],
     summary: "Did it.",
     secrets: [],
@@ -359,7 +381,7 @@ describe("publisher", () => {
         upstreamSha: w.upstream.sha,
         defaultBranch: "main",
         mode: "pull_request",
-        config: { ...DEFAULT_CONFIG.publish, maxFiles: BULK_FILES + 10 },
+        config: { ...DEFAULT_CONFIG.publish, signedCommits: true, maxFiles: BULK_FILES + 10 },
         requesters: [{ login: "alice", url: "https://example.invalid/c/1" }],
         summary: "Did it.",
         secrets: [],
@@ -371,6 +393,224 @@ describe("publisher", () => {
         messages: [expect.stringContaining("does not build on")],
       });
       expect(JSON.stringify(r)).not.toContain("FIX.md");
+    });
+  });
+
+  describe("signed commits (changes.signedCommits: through GitHub's Git Data API)", () => {
+    const signed = { ...DEFAULT_CONFIG.publish, signedCommits: true };
+    const routes = (repo: string, from: number) =>
+      gh.requests
+        .slice(from)
+        .filter((r) => r.route?.includes("/git/") && r.path.includes(`/${repo}/`))
+        .map((r) => r.route!.replace("/repos/{owner}/{repo}/git/", ""));
+
+    it("new, changed, deleted, executable, binary and linked files: one verified commit made by GitHub, no git push; the checkout stands on it; a second turn builds on it", async () => {
+      const { repo, w, req, key } = await setup({
+        "README.md": "# gadgets\n",
+        "old.txt": "to be deleted\n",
+        "run.sh": "echo hi\n",
+        "same.txt": "kept\n",
+      });
+      await fs.writeFile(path.join(w.dir, "README.md"), "# gadgets, changed\n");
+      await fs.rm(path.join(w.dir, "old.txt"));
+      await fs.chmod(path.join(w.dir, "run.sh"), 0o755); // mode only: no blob
+      await fs.mkdir(path.join(w.dir, "src"));
+      await fs.writeFile(path.join(w.dir, "src", "new.js"), "export const x = 1;\n");
+      await fs.writeFile(path.join(w.dir, "logo.bin"), Buffer.from([0, 255, 1, 254, 0, 128]));
+      await fs.writeFile(path.join(w.dir, "copy.txt"), "kept\n"); // content GitHub has: no blob
+      await fs.symlink("src/new.js", path.join(w.dir, "link.js"));
+      const main = await gh.sha(repo, "main");
+      const from = gh.requests.length;
+      const r = await publisher({ workspaces: ws, pool: db.pool, log }).publish({
+        ...req,
+        config: signed,
+      });
+      expect(r).toMatchObject({ result: "published", commits: 1, signed: true });
+      if (r.result !== "published") return;
+      // README, src/new.js, logo.bin, link.js (its target): four blobs; one tree, one commit,
+      // the new branch's ref.
+      expect(routes(repo, from)).toEqual([
+        ...Array(4).fill("POST blobs"),
+        "POST trees",
+        "POST commits",
+        "POST refs",
+      ]);
+      expect(gh.pushesTo(repo).map((p) => p.via)).toEqual(["api"]);
+      expect(await gh.sha(repo, "tether/3-tether")).toBe(r.sha);
+      expect(gh.isVerified(repo, r.sha)).toBe(true);
+      const show = async (f: string) =>
+        (await git(gh.barePath(repo), "show", "-s", f, r.sha)).stdout;
+      expect(await show("--format=%P")).toBe(main);
+      expect(await show("--format=%an")).toBe("tether[bot]");
+      // The trailer the git path writes, word for word.
+      expect(await show("--format=%B")).toContain(
+        "Co-authored-by: alice <1+alice@users.noreply.github.com>",
+      );
+      const tree = (await git(gh.barePath(repo), "ls-tree", "-r", r.sha)).stdout;
+      expect(tree).toMatch(/^100755 blob \w+\trun\.sh$/m);
+      expect(tree).toMatch(/^120000 blob \w+\tlink\.js$/m);
+      expect(tree).not.toContain("old.txt");
+      const bin = await execa(
+        "git",
+        ["-C", gh.barePath(repo), "cat-file", "blob", `${r.sha}:logo.bin`],
+        {
+          encoding: "buffer",
+        },
+      );
+      expect(Buffer.from(bin.stdout)).toEqual(Buffer.from([0, 255, 1, 254, 0, 128]));
+      // The checkout stands on GitHub's commit, files untouched.
+      expect((await git(w.dir, "rev-parse", "HEAD")).stdout).toBe(r.sha);
+      expect((await git(w.dir, "status", "--porcelain")).stdout).toBe("");
+      expect(await getConversation(db.pool, key)).toMatchObject({ headSha: r.sha, commits: 1 });
+
+      // The next turn: prepared on the branch (fast-forward, nothing diverged), a change on top.
+      const w2 = await ws.prepare({
+        ...key,
+        cloneUrl: req.cloneUrl,
+        token: req.token,
+        follow: "tether/3-tether",
+      });
+      expect(w2.update.kind).not.toBe("left");
+      expect(w2.headSha).toBe(r.sha);
+      await fs.writeFile(path.join(w2.dir, "src", "new.js"), "export const x = 2;\n");
+      const from2 = gh.requests.length;
+      const r2 = await publisher({ workspaces: ws, pool: db.pool, log }).publish({
+        ...req,
+        taskId: req.taskId + 1000,
+        upstreamRef: w2.upstream.ref,
+        upstreamSha: w2.upstream.sha,
+        config: signed,
+      });
+      expect(r2).toMatchObject({ result: "published", commits: 1, signed: true });
+      if (r2.result !== "published") return;
+      expect(routes(repo, from2)).toEqual([
+        "POST blobs",
+        "POST trees",
+        "POST commits",
+        "PATCH refs/{ref}",
+      ]);
+      expect((await git(gh.barePath(repo), "rev-parse", `${r2.sha}^`)).stdout).toBe(r.sha);
+      expect(gh.isVerified(repo, r2.sha)).toBe(true);
+      expect(gh.pushesTo(repo).map((p) => p.via)).toEqual(["api", "api"]);
+    });
+
+    it("a same-repository pull request's head: moved through the API, and the next prepare stands on GitHub's commit", async () => {
+      n++;
+      const name = `gadgets-${n}`;
+      const repo = `octo/${name}`;
+      await gh.addRepo({ owner: "octo", name, files: { "README.md": "# gadgets\n" } });
+      const pr = await gh.addPullRequest({
+        repo,
+        headRef: "feature",
+        files: { "feature.txt": "theirs\n" },
+      });
+      const number = pr.number as number;
+      const token = gh.createInstallationToken();
+      const cloneUrl = cloneUrlFor({ GHE_HOST: gh.host, GHE_PROTOCOL: "http" }, repo);
+      const key = { repo, issueNumber: number, agent: "tether" };
+      const headSha = (pr.head as { sha: string }).sha;
+      const pullRequest = { number, headRef: "feature", headSha, baseRef: "main" };
+      const w = await ws.prepare({ ...key, cloneUrl, token, pullRequest });
+      await fs.writeFile(path.join(w.dir, "feature.txt"), "theirs, and mine\n");
+      const base = {
+        key,
+        cloneUrl,
+        token,
+        writer: writer(repo, []),
+        issue: {
+          title: "Feature",
+          body: "",
+          author: "alice",
+          url: "u",
+          isPullRequest: true,
+          pullRequest: { headRef: "feature", baseRef: "main", headSha, headRepo: repo },
+        },
+        defaultBranch: "main",
+        mode: "pull_request" as const,
+        config: signed,
+        requesters: [{ login: "alice", url: "https://example.invalid/c/1" }],
+        summary: "Did it.",
+        secrets: [],
+      };
+      const r = await publisher({ workspaces: ws, pool: db.pool, log }).publish({
+        ...base,
+        taskId: 2000 + n,
+        upstreamRef: w.upstream.ref,
+        upstreamSha: w.upstream.sha,
+      });
+      expect(r).toMatchObject({ result: "published", branch: "feature", signed: true });
+      if (r.result !== "published") return;
+      expect(await gh.sha(repo, "feature")).toBe(r.sha);
+      expect((await git(gh.barePath(repo), "rev-parse", `${r.sha}^`)).stdout).toBe(headSha);
+      expect(gh.isVerified(repo, r.sha)).toBe(true);
+      expect((await git(w.dir, "rev-parse", "HEAD")).stdout).toBe(r.sha);
+      const w2 = await ws.prepare({
+        ...key,
+        cloneUrl,
+        token,
+        pullRequest: { ...pullRequest, headSha: r.sha },
+      });
+      expect(w2.update.kind).not.toBe("left");
+      expect(w2.headSha).toBe(r.sha);
+    });
+
+    it("over the request budget: pushed with git instead, and the answer says why", async () => {
+      const { repo, w, req } = await setup();
+      for (let i = 0; i < SIGNED_COMMIT_REQUEST_BUDGET; i++)
+        await fs.writeFile(path.join(w.dir, `f${i}.txt`), `file ${i}\n`);
+      const from = gh.requests.length;
+      const r = await publisher({ workspaces: ws, pool: db.pool, log }).publish({
+        ...req,
+        config: signed,
+      });
+      expect(r).toMatchObject({
+        result: "published",
+        note: expect.stringContaining(`more than the ${SIGNED_COMMIT_REQUEST_BUDGET}`),
+      });
+      expect(r).not.toHaveProperty("signed");
+      expect(routes(repo, from)).toEqual([]);
+      expect(gh.pushesTo(repo).map((p) => p.via)).toEqual(["git"]);
+    });
+
+    it("over the request budget on a branch that requires signed commits: refused, naming the limit; nothing pushed", async () => {
+      const { repo, w, req } = await setup();
+      gh.requireSignatures(repo, "tether/3-tether");
+      for (let i = 0; i < SIGNED_COMMIT_REQUEST_BUDGET; i++)
+        await fs.writeFile(path.join(w.dir, `f${i}.txt`), `file ${i}\n`);
+      const r = await publisher({ workspaces: ws, pool: db.pool, log }).publish({
+        ...req,
+        config: signed,
+      });
+      expect(r).toMatchObject({
+        result: "refused",
+        reason: "signatures-required",
+        messages: [expect.stringMatching(/requires signed commits.*more than the 80/)],
+      });
+      expect(gh.pushesTo(repo)).toEqual([]);
+    });
+
+    it("someone pushed to the branch meanwhile: the turn's commit and the merge are both GitHub's, verified", async () => {
+      const { repo, w, req } = await setup();
+      await fs.writeFile(path.join(w.dir, "a.txt"), "mine\n");
+      await gh.commit(repo, {
+        branch: "tether/3-tether",
+        from: "refs/heads/main",
+        files: { "b.txt": "theirs\n" },
+      });
+      const theirs = await gh.sha(repo, "tether/3-tether");
+      const r = await publisher({ workspaces: ws, pool: db.pool, log }).publish({
+        ...req,
+        config: signed,
+      });
+      expect(r).toMatchObject({ result: "published", commits: 2, signed: true });
+      if (r.result !== "published") return;
+      const parents = (await git(gh.barePath(repo), "rev-list", "--parents", "-n1", r.sha)).stdout
+        .split(" ")
+        .slice(1);
+      expect(parents[0]).toBe(theirs);
+      expect(gh.isVerified(repo, r.sha) && gh.isVerified(repo, parents[1]!)).toBe(true);
+      // The checkout stands on its own commit as GitHub made it; the next prepare fast-forwards.
+      expect((await git(w.dir, "rev-parse", "HEAD")).stdout).toBe(parents[1]);
     });
   });
 });

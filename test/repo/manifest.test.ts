@@ -82,6 +82,14 @@ const REST_NEEDS: Record<string, Needs> = {
   "config.get": { contents: "read" },
   // Publishing: is the branch protected, find or open the conversation's pull request.
   "repos.getBranch": { contents: "read" },
+  // publish.signedCommits: the turn's commit made through the Git Data API, with the push token.
+  "git.createBlob": { contents: "write" },
+  "git.createTree": { contents: "write" },
+  "git.createCommit": { contents: "write" },
+  "git.createRef": { contents: "write" },
+  "git.updateRef": { contents: "write" },
+  // Whether a ruleset requires signed commits on the branch: metadata, as every token has.
+  "repos.getBranchRules": { metadata: "read" },
   "pulls.list": { pull_requests: "read" },
   "pulls.create": { pull_requests: "write" },
   "pulls.listFiles": { pull_requests: "read" },

@@ -77,6 +77,21 @@ describe("renderChanges", () => {
     ).not.toMatch(/draft/i);
   });
 
+  it("a commit made through GitHub's API says so, and that GitHub verified it", () => {
+    expect(renderChanges({ ...published, signed: true }).split("\n")[0]).toBe(
+      "📦 **Changes**: committed 1 commit to [`tether/15-tether`](https://github.com/o/r/tree/tether/15-tether) (`0123456`) through GitHub's API, signed by GitHub (Verified).",
+    );
+    expect(renderChanges({ ...published, signed: false }).split("\n")[0]).not.toContain("Verified");
+  });
+
+  it("a push that fell back from the API carries its note under the first line", () => {
+    const lines = renderChanges({ ...published, note: "Pushed with git, unsigned: why." }).split(
+      "\n",
+    );
+    expect(lines[0]).toContain("pushed 1 commit");
+    expect(lines[1]).toBe("Pushed with git, unsigned: why.");
+  });
+
   it("in branch mode, offers the compare link", () => {
     const text = renderChanges({
       ...published,

@@ -370,9 +370,27 @@ const ROWS: Row[] = [
   {
     name: "publish settings",
     input: {
-      publish: { draft: false, link: "refs", workflows: true, maxFiles: 5, maxBytes: 2048 },
+      publish: {
+        draft: false,
+        link: "refs",
+        workflows: true,
+        maxFiles: 5,
+        maxBytes: 2048,
+      },
+      changes: { signedCommits: false },
     },
     valid: true,
+  },
+  {
+    name: "signedCommits is true or false",
+    input: { changes: { signedCommits: "yes" } },
+    valid: false,
+    problem: /^changes\.signedCommits: /,
+  },
+  {
+    name: "signedCommits is a changes setting, not publish's",
+    input: { publish: { signedCommits: true } },
+    valid: false,
   },
   {
     name: "an unknown changes mode",
@@ -499,7 +517,7 @@ describe("parseRepoConfig", () => {
         maxFiles: 100,
         maxBytes: 1024 * 1024,
       },
-      changes: { protectedPaths: [".github/**"] },
+      changes: { protectedPaths: [".github/**"], signedCommits: true },
       spend: { freshResetsConversation: false },
     });
   });

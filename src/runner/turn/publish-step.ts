@@ -100,7 +100,10 @@ export async function publishChanges(
       upstreamSha: prepared.upstream.sha,
       defaultBranch: prepared.defaultBranch ?? "",
       mode: changesMode === "branch" ? "branch" : "pull_request",
-      config: config.publish ?? DEFAULT_CONFIG.publish,
+      config: config.publish ?? {
+        ...DEFAULT_CONFIG.publish,
+        signedCommits: DEFAULT_CONFIG.changes.signedCommits,
+      },
       requesters: requests.map((r) => ({ login: r.author, url: r.url })),
       summary: scrub(result.text ?? ""),
       secrets: secrets,

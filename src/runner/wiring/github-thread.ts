@@ -16,6 +16,7 @@ import type {
 import { appBotLogin } from "../../github/app-login.js";
 import { reviewCommentPlace } from "../../github/review-comment.js";
 import { pushToken } from "../../github/scoped-auth.js";
+import { gitDataWriter, requiresSignatures } from "../../github/git-data.js";
 
 type Octokit = InstanceType<typeof ProbotOctokit>;
 
@@ -41,6 +42,11 @@ export interface GitHubThreadOptions {
     repoId: number | null;
     /** https://github.com or GHE's web origin. */
     webUrl: string;
+    /**
+     * An Octokit for the Git Data API: this repository alone, push permissions
+     * (src/github/scoped-auth.ts pushPermissions), its requests counted with the turn's.
+     */
+    writeClient: (o: { workflows: boolean }) => Octokit;
   };
   /** The token git fetches the mirror with (scoped: this repository, contents read). */
   gitToken?: () => Promise<string>;
@@ -263,6 +269,8 @@ function repoWriter(
     async coAuthor(login) {
       return `${login} <${await email(login).catch(() => `${login}@${noreply}`)}>`;
     },
+    gitData: (o) => gitDataWriter(p.writeClient(o), owner, repo),
+    requiresSignatures: (branch) => requiresSignatures(octokit, owner, repo, branch),
   };
 }
 

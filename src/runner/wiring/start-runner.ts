@@ -18,6 +18,7 @@ import { cloneUrlFor } from "../../github/git-auth.js";
 import { postgresAnswers } from "../../github/conditional-requests.js";
 import {
   FETCH_PERMISSIONS,
+  pushPermissions,
   scopedOctokit,
   scopedToken,
   THREAD_PERMISSIONS,
@@ -208,6 +209,17 @@ export async function startRunner(opts: {
           installationId: task.installationId,
           repoId: task.repoId,
           webUrl,
+          writeClient: ({ workflows }) =>
+            scopedOctokit(
+              appClient,
+              Octokit,
+              { ...scope, permissions: pushPermissions(workflows) },
+              {
+                baseUrl: githubApiUrl(env),
+                log: log.child({ component: "github" }),
+                githubRequests: counter,
+              },
+            ),
         },
       });
     },
