@@ -14,6 +14,7 @@ import { CLAUDE_ROUTES } from "../../src/claude/model-endpoint.js";
 import { CODEX_ROUTES } from "../../src/codex/model-endpoint.js";
 import { estimateCostUsd } from "../../src/codex/pricing.js";
 import { createLogger } from "../../src/log.js";
+import { ANTHROPIC_RULES, OPENAI_RULES } from "../../src/sandbox/model-call-rules.js";
 import { startEgress, type Egress, type EgressOptions } from "../../src/sandbox/egress.js";
 
 const log = createLogger("silent");
@@ -62,6 +63,7 @@ function proxy(api: "anthropic" | "openai", over: Partial<EgressOptions> = {}): 
       headers: {},
       strip: [],
       routes: api === "anthropic" ? CLAUDE_ROUTES : CODEX_ROUTES,
+      rules: api === "anthropic" ? ANTHROPIC_RULES : OPENAI_RULES,
       meter:
         api === "anthropic"
           ? { api, costUsd: claudeCostUsd }
