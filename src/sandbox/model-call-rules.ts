@@ -209,10 +209,7 @@ export const ANTHROPIC_RULES: ModelCallRules = [
     mcp_servers: "the MCP connector: the provider's servers call the MCP servers it names",
     container: "a code-execution container on the provider's servers",
   }),
-  toolTypes(
-    (tool) => [typeof tool.type === "string" ? tool.type : ""],
-    ANTHROPIC_CLIENT_TOOLS,
-  ),
+  toolTypes((tool) => [typeof tool.type === "string" ? tool.type : ""], ANTHROPIC_CLIENT_TOOLS),
   contentBlocks(
     (body) => [...list(body.messages), ...list(body.system)],
     (block) => {
@@ -273,7 +270,11 @@ export const OPENAI_RULES: ModelCallRules = [
       const url = block.image_url ?? block.file_url;
       if (typeof url === "string" && !url.startsWith("data:"))
         return `an ${String(block.type)} part whose URL the provider would fetch`;
-      if (obj(url) && typeof obj(url)!.url === "string" && !String(obj(url)!.url).startsWith("data:"))
+      if (
+        obj(url) &&
+        typeof obj(url)!.url === "string" &&
+        !String(obj(url)!.url).startsWith("data:")
+      )
         return `an ${String(block.type)} part whose URL the provider would fetch`;
       if (typeof block.file_id === "string")
         return "a part naming a file of the account's Files API";
