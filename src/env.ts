@@ -111,7 +111,10 @@ export const EnvSchema = z.object({
       z.array(
         z
           .string()
-          .regex(/^[A-Za-z][A-Za-z0-9_]{0,63}$/, "each entry must be a tool type prefix such as web_search"),
+          .regex(
+            /^[A-Za-z][A-Za-z0-9_]{0,63}$/,
+            "each entry must be a tool type prefix such as web_search",
+          ),
       ),
     ),
   /** Root of the per-(repo, issue, agent) working directories. Default: <TETHER_DATA_DIR>/workspaces. */
