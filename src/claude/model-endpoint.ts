@@ -6,7 +6,7 @@
  */
 import type { ModelEndpoint, ModelRoute } from "../sandbox/egress.js";
 import { BRIDGE_URL } from "../sandbox/init-script.js";
-import { ANTHROPIC_RULES } from "../sandbox/model-call-rules.js";
+import { ANTHROPIC_RULES } from "./model-call-rules.js";
 import { claudeCostUsd } from "./pricing.js";
 
 /** Variables that carry a credential or say where the API is: never inside a sandbox. */

@@ -7,7 +7,7 @@
 import type { DialectModelAccess } from "../agent-cli/cli-dialect.js";
 import type { ModelRoute } from "../sandbox/egress.js";
 import { BRIDGE_URL } from "../sandbox/init-script.js";
-import { OPENAI_RULES } from "../sandbox/model-call-rules.js";
+import { OPENAI_RULES } from "./model-call-rules.js";
 import { estimateCostUsd } from "./pricing.js";
 
 export const CODEX_MODEL_ENV = [

@@ -8,7 +8,7 @@
 import type { DialectModelAccess } from "../agent-cli/cli-dialect.js";
 import type { ModelRoute } from "../sandbox/egress.js";
 import { BRIDGE_URL } from "../sandbox/init-script.js";
-import { GEMINI_RULES } from "../sandbox/model-call-rules.js";
+import { GEMINI_RULES } from "./model-call-rules.js";
 import { estimateCostUsd } from "./pricing.js";
 
 /** Taken out of the child's environment: the key, the base URL and the other ways to log in. */

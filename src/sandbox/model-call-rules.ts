@@ -7,8 +7,10 @@
  * account's stored files and responses, and are billed apart from the tokens the proxy meters.
  * A private repository's code could leave in such a URL, or in the MCP connector's requests.
  *
- * Pure: one function per provider, each a list of rules (a name and a check), so a rule is one
- * row to add or relax (an MCP server Tether serves itself, say). The tool rules allow what the
+ * Pure: one list of rules per provider (a name and a check each), kept with the CLI that speaks
+ * that API (`claude/model-call-rules.ts` for the Messages API, `codex/…` for Responses,
+ * `gemini/…`), built from the pieces here, so a rule is one row to add or relax (an MCP server
+ * Tether serves itself, say). The tool rules allow what the
  * CLI runs itself (a tool with no `type`, or `custom`/`function`; Gemini's
  * `functionDeclarations`) and refuse every other tool type, a future server tool included,
  * unless its type starts with a prefix the operator allows (TETHER_PROXY_SERVER_TOOLS). The
@@ -50,14 +52,14 @@ export function modelCallRefusal(
   return null;
 }
 
-type Json = Record<string, unknown>;
-const obj = (v: unknown): Json | undefined =>
+export type Json = Record<string, unknown>;
+export const obj = (v: unknown): Json | undefined =>
   v !== null && typeof v === "object" && !Array.isArray(v) ? (v as Json) : undefined;
-const list = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
-const has = (o: Json, key: string) => Object.prototype.hasOwnProperty.call(o, key);
+export const list = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
+export const has = (o: Json, key: string) => Object.prototype.hasOwnProperty.call(o, key);
 
 /** `camelCase` as `snake_case`: Gemini's JSON takes both spellings of a field. */
-const snake = (s: string) => s.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+export const snake = (s: string) => s.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 
 const allowedByOperator = (type: string, ctx: ModelCallContext) =>
   ctx.serverTools.some((prefix) => prefix !== "" && snake(type).startsWith(snake(prefix)));
@@ -66,7 +68,7 @@ const SERVER_TOOL_HINT =
   "it runs on the provider's servers (it can open URLs, run code or read the account's files, billed apart from the tokens Tether meters); an operator allows a server tool type with TETHER_PROXY_SERVER_TOOLS";
 
 /** The body's top-level fields that must be absent (or false / null). */
-function absentFields(fields: Record<string, string>): ModelCallRule {
+export function absentFields(fields: Record<string, string>): ModelCallRule {
   return {
     name: "fields",
     refuse: (call) => {
@@ -84,7 +86,11 @@ function absentFields(fields: Record<string, string>): ModelCallRule {
 }
 
 /** A comma-separated header whose every value must be on `allowed` (the header may be absent). */
-function headerValues(header: string, allowed: readonly string[], who: string): ModelCallRule {
+export function headerValues(
+  header: string,
+  allowed: readonly string[],
+  who: string,
+): ModelCallRule {
   const known = new Set(allowed);
   return {
     name: `header ${header}`,
@@ -102,7 +108,7 @@ function headerValues(header: string, allowed: readonly string[], who: string): 
 }
 
 /** The body must be a JSON object. */
-const jsonObject: ModelCallRule = {
+export const jsonObject: ModelCallRule = {
   name: "json object",
   refuse: (call) =>
     obj(call.body)
@@ -111,7 +117,7 @@ const jsonObject: ModelCallRule = {
 };
 
 /** Every tool of `tools` must be one the CLI runs itself, or of a type the operator allows. */
-function toolTypes(
+export function toolTypes(
   typeOf: (tool: Json) => string[],
   clientTypes: ReadonlySet<string>,
   nested?: (tool: Json) => unknown[],
@@ -145,7 +151,7 @@ function toolTypes(
  * Blocks anywhere in `roots` (following `content`, `output` and `parts` arrays) that make the
  * provider fetch something: `why(block)` names it, or null.
  */
-function contentBlocks(
+export function contentBlocks(
   roots: (body: Json) => unknown[],
   why: (block: Json) => string | null,
 ): ModelCallRule {
@@ -172,142 +178,3 @@ function contentBlocks(
     },
   };
 }
-
-// ---------------------------------------------------------------------------------------------
-// Anthropic Messages API (Claude Code, opencode's Anthropic provider)
-
-/**
- * The `anthropic-beta` values the pinned CLIs send, recorded against the fake Messages API:
- * Claude Code 2.1.332 (every model, the 1M-context ones, a one-hour cache, an OAuth token) and
- * opencode 1.18.33. A beta not here (`mcp-client-*`, `files-api-*`, `code-execution-*`,
- * `web-fetch-*`, `skills-*`) is refused: a new CLI version that sends another needs it added.
- */
-export const ANTHROPIC_BETAS = [
-  // Claude Code 2.1.332
-  "claude-code-20250219",
-  "interleaved-thinking-2025-05-14",
-  "context-management-2025-06-27",
-  "thinking-token-count-2026-05-13",
-  "thinking-display-updates-2026-08-18",
-  "per-turn-control-2026-07-01",
-  "mid-conversation-tool-changes-2026-07-01",
-  "effort-2025-11-24",
-  "context-1m-2025-08-07",
-  "extended-cache-ttl-2025-04-11",
-  "oauth-2025-04-20",
-  // opencode 1.18.33
-  "structured-outputs-2025-11-13",
-  "fine-grained-tool-streaming-2025-05-14",
-] as const;
-
-/** Tools the CLI runs itself: no `type` (a plain tool), or `custom`. */
-const ANTHROPIC_CLIENT_TOOLS = new Set(["", "custom"]);
-
-export const ANTHROPIC_RULES: ModelCallRules = [
-  jsonObject,
-  absentFields({
-    mcp_servers: "the MCP connector: the provider's servers call the MCP servers it names",
-    container: "a code-execution container on the provider's servers",
-  }),
-  toolTypes((tool) => [typeof tool.type === "string" ? tool.type : ""], ANTHROPIC_CLIENT_TOOLS),
-  contentBlocks(
-    (body) => [...list(body.messages), ...list(body.system)],
-    (block) => {
-      const source = obj(block.source);
-      if (source?.type === "url")
-        return `a ${String(block.type)} block whose source is a URL (the provider would fetch it)`;
-      if (source?.type === "file" || block.type === "container_upload")
-        return "a block naming a file of the account's Files API";
-      return null;
-    },
-  ),
-  headerValues("anthropic-beta", ANTHROPIC_BETAS, "the pinned Claude Code and opencode"),
-];
-
-// ---------------------------------------------------------------------------------------------
-// OpenAI Responses API (Codex)
-
-/**
- * Tools Codex 0.169.0 runs itself: `function`, `custom` (apply_patch), `namespace` (an MCP
- * server's functions, line-comment turns) and `tool_search` with `execution: "client"`.
- */
-const OPENAI_CLIENT_TOOLS = new Set(["function", "custom", "namespace", "tool_search"]);
-
-/** `x-codex-beta-features` values Codex 0.169.0 sends; `openai-beta` it does not send at all. */
-export const CODEX_BETA_FEATURES = ["remote_compaction_v2"] as const;
-
-export const OPENAI_RULES: ModelCallRules = [
-  jsonObject,
-  absentFields({
-    background: "a response run in the background, stored on the provider's servers",
-    conversation: "a conversation stored on the provider's servers",
-  }),
-  {
-    name: "previous_response_id",
-    refuse: (call, ctx) => {
-      const id = obj(call.body)?.previous_response_id;
-      if (id === undefined || id === null) return null;
-      return typeof id === "string" && ctx.ownResponseIds.has(id)
-        ? null
-        : `Tether's sandbox refused this model call: \`previous_response_id\` ${JSON.stringify(id).slice(0, 80)} is not a response of this turn's own calls`;
-    },
-  },
-  toolTypes(
-    (tool) => {
-      const type = typeof tool.type === "string" ? tool.type : "";
-      // A hosted tool search runs on the provider's side: only the client's is the CLI's.
-      if (type === "tool_search" && tool.execution !== "client") return ["tool_search (hosted)"];
-      return [type];
-    },
-    OPENAI_CLIENT_TOOLS,
-    (tool) => (tool.type === "namespace" ? list(tool.tools) : []),
-  ),
-  contentBlocks(
-    (body) => list(body.input),
-    (block) => {
-      if (block.type === "item_reference")
-        return "an `item_reference` input item (an item stored on the provider's servers)";
-      const url = block.image_url ?? block.file_url;
-      if (typeof url === "string" && !url.startsWith("data:"))
-        return `an ${String(block.type)} part whose URL the provider would fetch`;
-      if (
-        obj(url) &&
-        typeof obj(url)!.url === "string" &&
-        !String(obj(url)!.url).startsWith("data:")
-      )
-        return `an ${String(block.type)} part whose URL the provider would fetch`;
-      if (typeof block.file_id === "string")
-        return "a part naming a file of the account's Files API";
-      return null;
-    },
-  ),
-  headerValues("openai-beta", [], "the pinned Codex"),
-  headerValues("x-codex-beta-features", CODEX_BETA_FEATURES, "the pinned Codex"),
-];
-
-// ---------------------------------------------------------------------------------------------
-// Gemini API (Gemini CLI)
-
-/** A tool's fields the CLI sends (Gemini CLI 0.61.0): its own functions, in either spelling. */
-const GEMINI_CLIENT_TOOLS = new Set(["function_declarations"]);
-
-export const GEMINI_RULES: ModelCallRules = [
-  jsonObject,
-  absentFields({
-    cachedContent: "a cached content stored on the provider's servers",
-    cached_content: "a cached content stored on the provider's servers",
-  }),
-  // A Gemini tool is an object with one field per kind (`functionDeclarations`, `googleSearch`,
-  // `urlContext`, `codeExecution`, …): each field is a type.
-  toolTypes((tool) => Object.keys(tool).map(snake), GEMINI_CLIENT_TOOLS),
-  contentBlocks(
-    (body) => [
-      ...list(body.contents),
-      ...list(obj(body.systemInstruction ?? body.system_instruction)?.parts),
-    ],
-    (part) =>
-      has(part, "fileData") || has(part, "file_data")
-        ? "a `fileData` part (a file the provider would fetch, or one of the account's files)"
-        : null,
-  ),
-];

@@ -11,7 +11,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CLAUDE_ROUTES } from "../../src/claude/model-endpoint.js";
 import { createLogger } from "../../src/log.js";
-import { ANTHROPIC_RULES } from "../../src/sandbox/model-call-rules.js";
+import { ANTHROPIC_RULES } from "../../src/claude/model-call-rules.js";
 import {
   hostAllowed,
   isForbiddenAddress,

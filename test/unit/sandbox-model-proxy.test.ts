@@ -15,7 +15,8 @@ import { CLAUDE_ROUTES, claudeModelAccess } from "../../src/claude/model-endpoin
 import { CODEX_ROUTES } from "../../src/codex/model-endpoint.js";
 import { estimateCostUsd } from "../../src/codex/pricing.js";
 import { createLogger } from "../../src/log.js";
-import { ANTHROPIC_RULES, OPENAI_RULES } from "../../src/sandbox/model-call-rules.js";
+import { ANTHROPIC_RULES } from "../../src/claude/model-call-rules.js";
+import { OPENAI_RULES } from "../../src/codex/model-call-rules.js";
 import { startEgress, type Egress, type EgressOptions } from "../../src/sandbox/egress.js";
 
 const log = createLogger("silent");
