@@ -442,10 +442,15 @@ export async function startEgress(opts: EgressOptions): Promise<Egress> {
           });
         }
       });
-      req.on("error", () => {
+      const cutOff = () => {
         if (done) return;
         done = true;
         resolve({ ok: false, status: 400, reason: "the model call's body was cut off" });
+      };
+      req.on("error", cutOff);
+      // A client gone before its body ended: nothing to forward (its slot frees with `res`).
+      req.on("close", () => {
+        if (!req.complete) cutOff();
       });
     });
 
