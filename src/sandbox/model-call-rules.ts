@@ -10,12 +10,11 @@
  * Pure: one list of rules per provider (a name and a check each), kept with the CLI that speaks
  * that API (`claude/model-call-rules.ts` for the Messages API, `codex/…` for Responses,
  * `gemini/…`), built from the pieces here, so a rule is one row to add or relax (an MCP server
- * Tether serves itself, say). The tool rules allow what the
- * CLI runs itself (a tool with no `type`, or `custom`/`function`; Gemini's
- * `functionDeclarations`) and refuse every other tool type, a future server tool included,
- * unless its type starts with a prefix the operator allows (TETHER_PROXY_SERVER_TOOLS). The
- * beta headers are allowed one by one, as the pinned CLIs send them (docs/security.md lists
- * them with the CLI versions they were recorded from).
+ * Tether serves itself, say). The tool rules allow what the CLI runs itself (a tool with no
+ * `type`, or `custom`/`function`; Gemini's `functionDeclarations`) and refuse every other tool
+ * type, a future server tool included, unless its type starts with a prefix the operator allows
+ * (TETHER_PROXY_SERVER_TOOLS). The beta headers are allowed one by one, as the pinned CLIs send
+ * them (docs/security.md lists them with the CLI versions they were recorded from).
  */
 
 /** One model call as the proxy read it: the parsed JSON body, the headers as received. */
