@@ -93,6 +93,31 @@ export const EnvSchema = z.object({
         ),
       ),
   ),
+  /**
+   * Server-side tool types an agent's model calls may offer the provider, comma-separated
+   * prefixes (`web_search` allows `web_search_20250305`); empty by default: the egress proxy
+   * refuses every tool the provider runs itself (src/sandbox/model-call-rules.ts).
+   */
+  TETHER_PROXY_SERVER_TOOLS: optional(
+    z
+      .string()
+      .transform((v) =>
+        v
+          .split(",")
+          .map((p) => p.trim())
+          .filter(Boolean),
+      )
+      .pipe(
+        z.array(
+          z
+            .string()
+            .regex(
+              /^[A-Za-z][A-Za-z0-9_]{0,63}$/,
+              "each entry must be a tool type prefix such as web_search",
+            ),
+        ),
+      ),
+  ),
   /** Root of the per-(repo, issue, agent) working directories. Default: <TETHER_DATA_DIR>/workspaces. */
   TETHER_WORKSPACE_DIR: optional(z.string()),
   /** Fixed runtime id; by default derived from host, the default CLI's store in $HOME and its binary. */

@@ -6,6 +6,7 @@
  */
 import type { ModelEndpoint, ModelRoute } from "../sandbox/egress.js";
 import { BRIDGE_URL } from "../sandbox/init-script.js";
+import { ANTHROPIC_RULES } from "./model-call-rules.js";
 import { claudeCostUsd } from "./pricing.js";
 
 /** Variables that carry a credential or say where the API is: never inside a sandbox. */
@@ -47,6 +48,9 @@ export interface ClaudeModelAccess {
   outside: Record<string, string>;
 }
 
+/** A server-side search, when the operator allows one (TETHER_PROXY_SERVER_TOOLS): Anthropic: $10 per 1,000 searches. */
+const ANTHROPIC_WEB_SEARCH_USD = 0.01;
+
 export function claudeModelAccess(env: Record<string, string | undefined>): ClaudeModelAccess {
   const headers: Record<string, string> = {};
   const inside: Record<string, string> = { ANTHROPIC_BASE_URL: BRIDGE_URL };
@@ -80,7 +84,11 @@ export function claudeModelAccess(env: Record<string, string | undefined>): Clau
       headers,
       strip: ["x-api-key", "authorization"],
       routes: CLAUDE_ROUTES,
-      meter: { api: "anthropic", costUsd: claudeCostUsd },
+      rules: ANTHROPIC_RULES,
+      meter: {
+        api: "anthropic",
+        costUsd: (u) => claudeCostUsd(u) + u.webSearches * ANTHROPIC_WEB_SEARCH_USD,
+      },
     },
     inside,
     outside,

@@ -54,6 +54,10 @@ export function buildCodexArgs(
     "plugins",
     "-c",
     "analytics.enabled=false",
+    // No server-side web search: the proxy refuses a request that offers it (a search the
+    // provider runs on the agent's words), unless the operator allows it (TETHER_PROXY_SERVER_TOOLS).
+    "-c",
+    'web_search="disabled"',
     // Nothing the checkout carries configures the agent: no AGENTS.md, no skills, no
     // execpolicy rules, no user config; never --trust (its .codex/config.toml then stays off).
     "-c",

@@ -7,6 +7,7 @@
 import type { DialectModelAccess } from "../agent-cli/cli-dialect.js";
 import type { ModelRoute } from "../sandbox/egress.js";
 import { BRIDGE_URL } from "../sandbox/init-script.js";
+import { OPENAI_RULES } from "./model-call-rules.js";
 import { estimateCostUsd } from "./pricing.js";
 
 export const CODEX_MODEL_ENV = [
@@ -32,6 +33,9 @@ export const DEFAULT_OPENAI_URL = "https://api.openai.com/v1";
  */
 export const CODEX_ROUTES: ModelRoute[] = [{ method: "POST", path: "/responses" }];
 
+/** A server-side search, when the operator allows one (TETHER_PROXY_SERVER_TOOLS): OpenAI: $10 per 1,000 web search calls. */
+const OPENAI_WEB_SEARCH_USD = 0.01;
+
 export function codexModelAccess(env: Record<string, string | undefined>): DialectModelAccess {
   let upstream: URL;
   try {
@@ -55,7 +59,11 @@ export function codexModelAccess(env: Record<string, string | undefined>): Diale
       headers,
       strip: ["authorization", "openai-organization", "openai-project"],
       routes: CODEX_ROUTES,
-      meter: { api: "openai", costUsd: (u) => estimateCostUsd(u.model, u) },
+      rules: OPENAI_RULES,
+      meter: {
+        api: "openai",
+        costUsd: (u) => estimateCostUsd(u.model, u) + u.webSearches * OPENAI_WEB_SEARCH_USD,
+      },
     },
     inside,
     outside,

@@ -8,6 +8,7 @@
 import type { DialectModelAccess } from "../agent-cli/cli-dialect.js";
 import type { ModelRoute } from "../sandbox/egress.js";
 import { BRIDGE_URL } from "../sandbox/init-script.js";
+import { GEMINI_RULES } from "./model-call-rules.js";
 import { estimateCostUsd } from "./pricing.js";
 
 /** Taken out of the child's environment: the key, the base URL and the other ways to log in. */
@@ -60,6 +61,9 @@ export const GEMINI_ROUTES: ModelRoute[] = [
   },
 ];
 
+/** A server-side search, when the operator allows one (TETHER_PROXY_SERVER_TOOLS): Gemini: $35 per 1,000 grounded prompts, the dearer of its two rates. */
+const GEMINI_WEB_SEARCH_USD = 0.035;
+
 export function geminiModelAccess(env: Record<string, string | undefined>): DialectModelAccess {
   let upstream: URL;
   try {
@@ -82,7 +86,11 @@ export function geminiModelAccess(env: Record<string, string | undefined>): Dial
       headers,
       strip: ["x-goog-api-key", "authorization", "x-gemini-api-privileged-user-id"],
       routes: GEMINI_ROUTES,
-      meter: { api: "google", costUsd: (u) => estimateCostUsd(u.model, u) },
+      rules: GEMINI_RULES,
+      meter: {
+        api: "google",
+        costUsd: (u) => estimateCostUsd(u.model, u) + u.webSearches * GEMINI_WEB_SEARCH_USD,
+      },
     },
     inside,
     outside,

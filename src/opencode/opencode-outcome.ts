@@ -273,7 +273,7 @@ export function opencodeUsage(ev: OpencodeEvidence, wallMs: number): RunUsage {
   const priced =
     ev.cost > 0 || ev.steps === 0
       ? ev.cost
-      : claudeCostUsd({ model: ev.model ?? "", ...ev.tokens });
+      : claudeCostUsd({ model: ev.model ?? "", webSearches: 0, ...ev.tokens });
   return {
     ...ev.tokens,
     costUsd: priced,

@@ -9,7 +9,11 @@
  *   `..` and percent-encoded dots or slashes never match): the key also opens the account's
  *   files, batches and admin routes, which an agent has no business with (#28). Every call let
  *   through is metered from the upstream's answer (model-meter.ts) and counted against the
- *   turn's budget, whoever made it: the CLI, or the agent with curl.
+ *   turn's budget, whoever made it: the CLI, or the agent with curl. And only what a CLI's own
+ *   turn asks for (#38): the whole body is read first (bounded) and checked by the endpoint's
+ *   rules (model-call-rules.ts), so no server-side tool, MCP connector, stored file or response
+ *   of another conversation is asked for with the operator's key. What was checked is what is
+ *   sent: the parsed body, serialised again (no second parser can read it differently).
  * - `CONNECT host:443` and absolute-form `GET http://host/…` are forward-proxy requests, allowed
  *   by the agent's network policy: `model-only` (none), `open` (any public host) or a host
  *   list. Whatever the policy, only ports 80 and 443, and never an address on a private,
@@ -24,7 +28,8 @@ import net from "node:net";
 import type { Duplex } from "node:stream";
 import type { Logger } from "../log.js";
 import { EGRESS_PORT } from "./bwrap-args.js";
-import { requestModel, ResponseMeter, type MeteredUsage, type ModelApi } from "./model-meter.js";
+import { modelCallRefusal, type ModelCallRules } from "./model-call-rules.js";
+import { ResponseMeter, type MeteredUsage, type ModelApi } from "./model-meter.js";
 
 /** Where an agent may connect besides the model API. */
 export type NetworkPolicy =
@@ -42,6 +47,8 @@ export interface ModelEndpoint {
   strip: string[];
   /** The only requests forwarded; anything else is answered 403 here. */
   routes: ModelRoute[];
+  /** What a model call's body and headers may ask for (model-call-rules.ts); the rest is 403. */
+  rules: ModelCallRules;
   /** How the answers report usage, and what it costs; without it nothing is counted. */
   meter?: { api: ModelApi; costUsd: (usage: MeteredUsage) => number };
 }
@@ -86,6 +93,13 @@ export interface EgressOptions {
    * only once its answer starts, so this bounds how far parallel calls can overshoot the budget.
    */
   maxModelCalls?: number;
+  /**
+   * Server-side tool types the operator allows (TETHER_PROXY_SERVER_TOOLS): prefixes such as
+   * `web_search`. Default none.
+   */
+  serverTools?: readonly string[];
+  /** The largest model-call body read and checked (default 32 MiB); larger ones get a 413. */
+  maxModelBodyBytes?: number;
 }
 
 export interface EgressStats {
@@ -108,8 +122,11 @@ export interface Egress {
 }
 
 const ALLOWED_PORTS = new Set([80, 443]);
-/** How much of a model request's body is kept to find its `model`. */
-const MODEL_PEEK_BYTES = 64 * 1024;
+/**
+ * The largest model-call body the proxy reads: the Messages API's own limit (32 MB). A fresh
+ * Claude turn sends ~90 KB; a long session's history a few MB.
+ */
+const MAX_MODEL_BODY_BYTES = 32 * 1024 * 1024;
 const HOP_BY_HOP = new Set([
   "connection",
   "keep-alive",
@@ -341,23 +358,101 @@ export async function startEgress(opts: EgressOptions): Promise<Egress> {
     method: string,
     target: string,
     reason: string,
+    status = 403,
   ) => {
     stats.modelRefused.push({ method, target: target.slice(0, 200), reason });
     if (stats.modelRefused.length > 50) stats.modelRefused.shift();
     log.info({ method, target: target.slice(0, 200), reason }, "sandbox model request refused");
     // The refusal in the API's own error shape, so a client says what it was told.
     const api = opts.model.meter?.api;
+    const type = status === 413 ? "request_too_large" : "permission_error";
     const body =
       api === "openai"
-        ? { error: { message: reason, type: "permission_error", code: "tether_refused" } }
+        ? { error: { message: reason, type, code: "tether_refused" } }
         : api === "google"
-          ? { error: { code: 403, message: reason, status: "PERMISSION_DENIED" } }
-          : { type: "error", error: { type: "permission_error", message: reason } };
-    res.writeHead(403, { "content-type": "application/json" }).end(JSON.stringify(body));
+          ? {
+              error: {
+                code: status,
+                message: reason,
+                status: status === 413 ? "INVALID_ARGUMENT" : "PERMISSION_DENIED",
+              },
+            }
+          : { type: "error", error: { type, message: reason } };
+    res
+      .writeHead(status, { "content-type": "application/json", connection: "close" })
+      .end(JSON.stringify(body));
   };
 
   const maxModelCalls = opts.maxModelCalls ?? 8;
+  const maxBody = opts.maxModelBodyBytes ?? MAX_MODEL_BODY_BYTES;
+  const ruleContext = { serverTools: opts.serverTools ?? [], ownResponseIds: new Set<string>() };
   let modelCalls = 0;
+
+  /**
+   * The whole body of a model call, or why it cannot be read: too large (checked as it streams
+   * in, so no more than the limit is ever held), compressed, or not JSON.
+   */
+  const readModelBody = (
+    req: http.IncomingMessage,
+  ): Promise<{ ok: true; body: unknown } | { ok: false; status: number; reason: string }> =>
+    new Promise((resolve) => {
+      const tooLarge = {
+        ok: false as const,
+        status: 413,
+        reason: `Tether's sandbox refused this model call: its body is larger than ${maxBody} bytes`,
+      };
+      const encoding = String(req.headers["content-encoding"] ?? "identity").toLowerCase();
+      if (encoding !== "identity") {
+        req.resume();
+        return resolve({
+          ok: false,
+          status: 403,
+          reason: `Tether's sandbox refused this model call: its body is encoded (${encoding.slice(0, 40)}); the proxy reads only plain JSON`,
+        });
+      }
+      if (Number(req.headers["content-length"] ?? 0) > maxBody) {
+        req.resume();
+        return resolve(tooLarge);
+      }
+      const chunks: Buffer[] = [];
+      let size = 0;
+      let done = false;
+      req.on("data", (c: Buffer) => {
+        if (done) return;
+        size += c.length;
+        if (size > maxBody) {
+          done = true;
+          chunks.length = 0;
+          return resolve(tooLarge);
+        }
+        chunks.push(c);
+      });
+      req.on("end", () => {
+        if (done) return;
+        done = true;
+        // No body at all (a GET route): nothing to parse; the rules decide whether that is one.
+        if (size === 0) return resolve({ ok: true, body: undefined });
+        try {
+          resolve({ ok: true, body: JSON.parse(Buffer.concat(chunks).toString("utf8")) });
+        } catch {
+          resolve({
+            ok: false,
+            status: 403,
+            reason: "Tether's sandbox refused this model call: its body is not JSON",
+          });
+        }
+      });
+      const cutOff = () => {
+        if (done) return;
+        done = true;
+        resolve({ ok: false, status: 400, reason: "the model call's body was cut off" });
+      };
+      req.on("error", cutOff);
+      // A client gone before its body ended: nothing to forward (its slot frees with `res`).
+      req.on("close", () => {
+        if (!req.complete) cutOff();
+      });
+    });
 
   const forwardToModel = (req: http.IncomingMessage, res: http.ServerResponse, path: string) => {
     const method = req.method ?? "GET";
@@ -383,17 +478,32 @@ export async function startEgress(opts: EgressOptions): Promise<Egress> {
     }
     modelCalls++;
     res.once("close", () => modelCalls--);
+    void readModelBody(req).then((read) => {
+      if (!read.ok) return refuseModel(res, method, path, read.reason, read.status);
+      const refusal = modelCallRefusal(
+        opts.model.rules,
+        { body: read.body, headers: req.headers },
+        ruleContext,
+      );
+      if (refusal !== null) return refuseModel(res, method, path, refusal);
+      forwardModelCall(req, res, path, read.body);
+    });
+  };
+
+  /** Sends a checked model call upstream and meters its answer. */
+  const forwardModelCall = (
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    path: string,
+    body: unknown,
+  ) => {
     stats.modelRequests++;
     const meter = opts.model.meter;
-    // The request's model, should the answer not name one: read from the body's start only
-    // (a call can carry megabytes of history; the answers of both APIs name their model).
-    const sent: Buffer[] = [];
-    let sentBytes = 0;
-    if (meter)
-      req.on("data", (c: Buffer) => {
-        if (sentBytes < MODEL_PEEK_BYTES) sent.push(c.subarray(0, MODEL_PEEK_BYTES - sentBytes));
-        sentBytes += c.length;
-      });
+    const payload =
+      body === undefined ? Buffer.alloc(0) : Buffer.from(JSON.stringify(body), "utf8");
+    // The request's model, should the answer not name one (Gemini names it in the path).
+    const asked = (body as { model?: unknown } | undefined)?.model;
+    const requestModel = typeof asked === "string" && asked ? asked.slice(0, 200) : null;
     const up = opts.model.upstream;
     const base = up.pathname.replace(/\/+$/, "");
     const headers: http.OutgoingHttpHeaders = {};
@@ -405,6 +515,9 @@ export async function startEgress(opts: EgressOptions): Promise<Egress> {
     for (const [name, value] of Object.entries(opts.model.headers))
       headers[name.toLowerCase()] = value;
     headers.host = up.host;
+    delete headers["content-length"];
+    delete headers["content-encoding"];
+    if (body !== undefined) headers["content-length"] = String(payload.length);
     const client = up.protocol === "https:" ? https : http;
     const outgoing = client.request(
       {
@@ -426,7 +539,7 @@ export async function startEgress(opts: EgressOptions): Promise<Egress> {
           const reader = new ResponseMeter(
             meter.api,
             upstream.headers["content-type"],
-            requestModel(Buffer.concat(sent), sentBytes > MODEL_PEEK_BYTES),
+            requestModel,
             (usage) => {
               const usd = meter.costUsd(usage);
               if (!(usd > callUsd)) return;
@@ -434,6 +547,7 @@ export async function startEgress(opts: EgressOptions): Promise<Egress> {
               callUsd = usd;
               opts.onSpend?.(stats.spentUsd);
             },
+            (id) => ruleContext.ownResponseIds.add(id),
           );
           upstream.on("data", (c: Buffer) => reader.push(c));
           upstream.on("end", () => reader.end());
@@ -460,8 +574,7 @@ export async function startEgress(opts: EgressOptions): Promise<Egress> {
         );
       } else res.destroy();
     });
-    req.pipe(outgoing);
-    req.on("error", () => outgoing.destroy());
+    outgoing.end(payload);
   };
 
   const forwardPlain = async (req: http.IncomingMessage, res: http.ServerResponse, target: URL) => {

@@ -19,6 +19,13 @@ export interface MeteredUsage {
   outputTokens: number;
   cacheReadTokens: number;
   cacheCreationTokens: number;
+  /**
+   * Server-side searches the answer reports, billed per search apart from the tokens: only when
+   * the operator allows a search tool (TETHER_PROXY_SERVER_TOOLS). Anthropic's
+   * `usage.server_tool_use.web_search_requests`, OpenAI's `web_search_call` output items,
+   * Gemini's grounding queries.
+   */
+  webSearches: number;
 }
 
 /** An SSE line or a JSON body larger than this is not read (no usage lives in such a thing). */
@@ -46,6 +53,8 @@ export class ResponseMeter {
     contentType: string | undefined,
     requestModel: string | null,
     private readonly onUsage: (usage: MeteredUsage) => void,
+    /** Told the id of the response (OpenAI), so a later call may continue it. */
+    private readonly onResponseId?: (id: string) => void,
   ) {
     this.sse = /text\/event-stream/i.test(contentType ?? "");
     this.usage = {
@@ -54,6 +63,7 @@ export class ResponseMeter {
       outputTokens: 0,
       cacheReadTokens: 0,
       cacheCreationTokens: 0,
+      webSearches: 0,
     };
   }
 
@@ -117,6 +127,7 @@ export class ResponseMeter {
     raise("outputTokens", u.output_tokens);
     raise("cacheReadTokens", u.cache_read_input_tokens);
     raise("cacheCreationTokens", u.cache_creation_input_tokens);
+    raise("webSearches", obj(u.server_tool_use)?.web_search_requests);
     return true;
   }
 
@@ -128,6 +139,13 @@ export class ResponseMeter {
   private readGoogle(data: Json): boolean {
     const model = str(data.modelVersion);
     if (model) this.usage.model = model;
+    // A grounded answer: each search query it ran is billed (at least one per grounded prompt).
+    for (const c of Array.isArray(data.candidates) ? data.candidates : []) {
+      const g = obj(obj(c)?.groundingMetadata);
+      if (!g) continue;
+      const queries = Array.isArray(g.webSearchQueries) ? g.webSearchQueries.length : 0;
+      this.usage.webSearches = Math.max(this.usage.webSearches, queries, 1);
+    }
     const u = obj(data.usageMetadata);
     if (!u) return false;
     const prompt = num(u.promptTokenCount) ?? 0;
@@ -141,6 +159,12 @@ export class ResponseMeter {
   /** A response event carrying `response.usage`, or a whole response (`usage`). */
   private readOpenAI(data: Json): boolean {
     const response = typeof data.type === "string" ? obj(data.response) : data;
+    const id = str(response?.id);
+    if (id && this.onResponseId) this.onResponseId(id);
+    if (data.type === "response.output_item.done" && obj(data.item)?.type === "web_search_call") {
+      this.usage.webSearches++;
+      return true;
+    }
     const model = str(response?.model);
     if (model) this.usage.model = model;
     const u = obj(response?.usage);
@@ -151,19 +175,5 @@ export class ResponseMeter {
     this.usage.cacheReadTokens = cached;
     this.usage.outputTokens = num(u.output_tokens) ?? 0;
     return true;
-  }
-}
-
-/**
- * The `model` of a JSON request body, or null; of its first bytes only when `truncated` (the
- * first `"model": "…"` pair, which a JSON string's escaped quotes cannot fake).
- */
-export function requestModel(body: Buffer, truncated = false): string | null {
-  const text = body.toString("utf8");
-  if (truncated) return /"model"\s*:\s*"([^"\\]{1,200})"/.exec(text)?.[1] ?? null;
-  try {
-    return str(obj(JSON.parse(text))?.model) ?? null;
-  } catch {
-    return null;
   }
 }

@@ -122,6 +122,11 @@ export interface SandboxOptions {
   socatPath?: string;
   /** The operator's extra binds (TETHER_SANDBOX_BIND): `/path` read-only, `/path:rw` writable. */
   extraBinds?: string[];
+  /**
+   * Server-side tool types model calls may offer (TETHER_PROXY_SERVER_TOOLS): prefixes such as
+   * `web_search`; none by default (model-call-rules.ts).
+   */
+  serverTools?: readonly string[];
   /** How the leftovers of an earlier process are removed (tests make it quick, or fail). */
   sweepRetry?: SweepRetry;
   sweepRemove?: (dir: string) => Promise<void>;
@@ -340,6 +345,7 @@ export class Sandbox {
           network: run.egress.network,
           log: this.opts.log.child({ component: "egress" }),
           ...(run.egress.budgetUsd !== undefined ? { budgetUsd: run.egress.budgetUsd } : {}),
+          ...(this.opts.serverTools ? { serverTools: this.opts.serverTools } : {}),
           ...(run.egress.onOverBudget ? { onOverBudget: run.egress.onOverBudget } : {}),
         });
         binds.push({ host: socketPath, sandbox: IN_SANDBOX.egressSocket });

@@ -56,6 +56,7 @@ describe("the bridge in a real sandbox", () => {
           headers: {},
           strip: [],
           routes: [{ method: "GET", path: "/v1/ping" }],
+          rules: [],
         },
         network: { kind: "model-only" },
         waitForBridge,

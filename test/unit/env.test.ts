@@ -52,6 +52,10 @@ describe("loadEnv", () => {
     [{ TETHER_REDELIVER_MINUTES: "-1" }, /^TETHER_REDELIVER_MINUTES: must be at least 0/m],
     [{ TETHER_REDELIVER_MINUTES: "2.5" }, /^TETHER_REDELIVER_MINUTES: must be a whole number/m],
     [
+      { TETHER_PROXY_SERVER_TOOLS: "web_search, https://evil.example/mcp" },
+      /^TETHER_PROXY_SERVER_TOOLS\.1: each entry must be a tool type prefix such as web_search/m,
+    ],
+    [
       { TETHER_WEBHOOK_MAX_BYTES: String(26 * 1024 * 1024) },
       /^TETHER_WEBHOOK_MAX_BYTES: must be at most 26214400/m,
     ],
@@ -79,6 +83,14 @@ describe("loadEnv", () => {
     ).toEqual(["tether.example.com", "ops.internal"]);
     expect(loadEnv({}).TETHER_PUBLIC_HOSTS).toBeUndefined();
     expect(loadEnv({}).TETHER_WEBHOOK_MAX_BYTES).toBe(2 * 1024 * 1024);
+  });
+
+  it("reads TETHER_PROXY_SERVER_TOOLS as a list of tool type prefixes, none by default", () => {
+    expect(loadEnv({}).TETHER_PROXY_SERVER_TOOLS).toBeUndefined();
+    expect(
+      loadEnv({ TETHER_PROXY_SERVER_TOOLS: " web_search, ,google_search " })
+        .TETHER_PROXY_SERVER_TOOLS,
+    ).toEqual(["web_search", "google_search"]);
   });
 
   it("never echoes a secret's value", () => {

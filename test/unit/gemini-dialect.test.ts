@@ -229,6 +229,7 @@ describe("the proxy's meter on Gemini's answers", () => {
       cacheReadTokens: 400,
       outputTokens: 75,
       cacheCreationTokens: 0,
+      webSearches: 0,
     });
   });
 });

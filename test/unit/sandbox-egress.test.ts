@@ -11,6 +11,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CLAUDE_ROUTES } from "../../src/claude/model-endpoint.js";
 import { createLogger } from "../../src/log.js";
+import { ANTHROPIC_RULES } from "../../src/claude/model-call-rules.js";
 import {
   hostAllowed,
   isForbiddenAddress,
@@ -161,6 +162,7 @@ async function egress(over: Partial<EgressOptions> = {}): Promise<Egress> {
       headers: { "x-api-key": "sk-ant-REAL-key", "anthropic-beta": "from-operator" },
       strip: ["x-api-key", "authorization"],
       routes: CLAUDE_ROUTES,
+      rules: ANTHROPIC_RULES,
     },
     network: { kind: "model-only" },
     log,
@@ -270,6 +272,7 @@ describe("the egress proxy", () => {
         headers: {},
         strip: [],
         routes: CLAUDE_ROUTES,
+        rules: ANTHROPIC_RULES,
       },
     });
     try {

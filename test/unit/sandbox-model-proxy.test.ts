@@ -5,15 +5,18 @@
  */
 import fs from "node:fs/promises";
 import http from "node:http";
+import zlib from "node:zlib";
 import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { claudeCostUsd, claudePriceOf } from "../../src/claude/pricing.js";
-import { CLAUDE_ROUTES } from "../../src/claude/model-endpoint.js";
+import { CLAUDE_ROUTES, claudeModelAccess } from "../../src/claude/model-endpoint.js";
 import { CODEX_ROUTES } from "../../src/codex/model-endpoint.js";
 import { estimateCostUsd } from "../../src/codex/pricing.js";
 import { createLogger } from "../../src/log.js";
+import { ANTHROPIC_RULES } from "../../src/claude/model-call-rules.js";
+import { OPENAI_RULES } from "../../src/codex/model-call-rules.js";
 import { startEgress, type Egress, type EgressOptions } from "../../src/sandbox/egress.js";
 
 const log = createLogger("silent");
@@ -22,6 +25,8 @@ const log = createLogger("silent");
 let answer: { type: string; chunks: string[] } = { type: "application/json", chunks: ["{}"] };
 let hold: Promise<void> | undefined;
 const seen: Array<{ method: string; url: string }> = [];
+/** The bodies the upstream received, as text, and their content-length headers. */
+const bodies: Array<{ text: string; length: string | undefined }> = [];
 let scratch: string;
 let upstream: http.Server;
 let base: URL;
@@ -29,9 +34,11 @@ let base: URL;
 beforeAll(async () => {
   scratch = await fs.mkdtemp(path.join(os.tmpdir(), "tether-model-proxy-"));
   upstream = http.createServer((req, res) => {
-    req.resume();
+    let text = "";
+    req.on("data", (c: Buffer) => (text += c.toString("utf8")));
     req.on("end", () => {
       seen.push({ method: req.method ?? "", url: req.url ?? "" });
+      bodies.push({ text, length: req.headers["content-length"] });
       const a = answer;
       void (async () => {
         if (hold) await hold;
@@ -62,6 +69,7 @@ function proxy(api: "anthropic" | "openai", over: Partial<EgressOptions> = {}): 
       headers: {},
       strip: [],
       routes: api === "anthropic" ? CLAUDE_ROUTES : CODEX_ROUTES,
+      rules: api === "anthropic" ? ANTHROPIC_RULES : OPENAI_RULES,
       meter:
         api === "anthropic"
           ? { api, costUsd: claudeCostUsd }
@@ -77,10 +85,11 @@ function send(
   e: Egress,
   method: string,
   target: string,
-  body = '{"model":"claude-sonnet-4-5"}',
+  body: string | Buffer = '{"model":"claude-sonnet-4-5"}',
+  headers: Record<string, string> = {},
 ): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
-    const req = http.request({ socketPath: e.socketPath, method, path: target }, (res) => {
+    const req = http.request({ socketPath: e.socketPath, method, path: target, headers }, (res) => {
       let text = "";
       res.on("data", (c: Buffer) => (text += c));
       res.on("end", () => resolve({ status: res.statusCode ?? 0, body: text }));
@@ -317,6 +326,274 @@ describe("budget", () => {
       expect((await send(e, "POST", "/v1/messages")).status).toBe(200);
     } finally {
       hold = undefined;
+      await e.close();
+    }
+  });
+});
+
+describe("body rules (#38)", () => {
+  const claudeBody = (extra: Record<string, unknown> = {}) =>
+    JSON.stringify({
+      model: "claude-sonnet-4-5",
+      max_tokens: 100,
+      stream: true,
+      messages: [{ role: "user", content: "hi" }],
+      tools: [{ name: "Bash", input_schema: { type: "object" } }],
+      ...extra,
+    });
+
+  /** Posts `body` and expects a 403 in the API's error shape that nothing reached the upstream. */
+  async function refused(
+    e: Egress,
+    target: string,
+    body: string | Buffer,
+    headers: Record<string, string>,
+    says: string,
+    status = 403,
+  ): Promise<void> {
+    const before = seen.length;
+    const r = await send(e, "POST", target, body, headers);
+    expect(r.status, r.body).toBe(status);
+    expect(r.body).toContain(says);
+    expect(seen.length).toBe(before);
+  }
+
+  it.each([
+    [
+      "mcp_servers",
+      claudeBody({ mcp_servers: [{ type: "url", url: "https://evil.example/mcp", name: "x" }] }),
+      { "anthropic-beta": "mcp-client-2025-04-04" },
+      "`mcp_servers`",
+    ],
+    [
+      "web_fetch",
+      claudeBody({ tools: [{ type: "web_fetch_20250910", name: "web_fetch" }] }),
+      {},
+      "web_fetch_20250910",
+    ],
+    [
+      "web_search",
+      claudeBody({ tools: [{ type: "web_search_20250305", name: "web_search" }] }),
+      {},
+      "web_search_20250305",
+    ],
+    [
+      "code_execution",
+      claudeBody({ tools: [{ type: "code_execution_20250825", name: "code_execution" }] }),
+      {},
+      "code_execution_20250825",
+    ],
+    ["container", claudeBody({ container: "container_1" }), {}, "`container`"],
+    [
+      "a URL image",
+      claudeBody({
+        messages: [
+          {
+            role: "user",
+            content: [{ type: "image", source: { type: "url", url: "https://evil/?d=x" } }],
+          },
+        ],
+      }),
+      {},
+      "source is a URL",
+    ],
+    [
+      "an unknown beta",
+      claudeBody(),
+      { "anthropic-beta": "claude-code-20250219,files-api-2025-04-14" },
+      "files-api-2025-04-14",
+    ],
+    ["a body that is not JSON", "model=claude", {}, "not JSON"],
+    // JSON.parse keeps the last of two equal keys: the forbidden tool is what is checked.
+    [
+      "a duplicated key",
+      `{"model":"m","tools":[],"tools":[{"type":"web_fetch_20250910","name":"f"}]}`,
+      {},
+      "web_fetch_20250910",
+    ],
+  ] as const)(
+    "Anthropic: %s is refused with a 403 that says why, and never reaches the API",
+    async (_n, body, headers, says) => {
+      const e = await proxy("anthropic");
+      try {
+        await refused(e, "/v1/messages?beta=true", body, headers, says);
+        expect(
+          JSON.parse((await send(e, "POST", "/v1/messages", body, headers)).body),
+        ).toMatchObject({
+          type: "error",
+          error: {
+            type: "permission_error",
+            message: expect.stringMatching(/^Tether's sandbox refused this model call/),
+          },
+        });
+        expect(e.stats()).toMatchObject({ modelRequests: 0 });
+        expect(e.stats().modelRefused.at(-1)?.reason).toContain(says);
+      } finally {
+        await e.close();
+      }
+    },
+  );
+
+  it("Anthropic: web_search goes through when the operator allows it, and each search is metered at $0.01", async () => {
+    answer = {
+      type: "application/json",
+      chunks: [
+        JSON.stringify({
+          model: "claude-sonnet-4-5",
+          usage: { input_tokens: 0, output_tokens: 0, server_tool_use: { web_search_requests: 3 } },
+        }),
+      ],
+    };
+    const body = claudeBody({ tools: [{ type: "web_search_20250305", name: "web_search" }] });
+    const closed = await proxy("anthropic");
+    try {
+      await refused(closed, "/v1/messages", body, {}, "TETHER_PROXY_SERVER_TOOLS");
+    } finally {
+      await closed.close();
+    }
+    const e = await proxy("anthropic", {
+      serverTools: ["web_search"],
+      model: {
+        upstream: base,
+        headers: {},
+        strip: [],
+        routes: CLAUDE_ROUTES,
+        rules: ANTHROPIC_RULES,
+        meter: { api: "anthropic", costUsd: claudeModelAccess({}).endpoint.meter!.costUsd },
+      },
+    });
+    try {
+      expect((await send(e, "POST", "/v1/messages", body)).status).toBe(200);
+      expect(e.stats().spentUsd).toBeCloseTo(0.03, 9);
+    } finally {
+      await e.close();
+    }
+  });
+
+  it("what reaches the API is the body that was checked, whole, with its own length", async () => {
+    answer = { type: "application/json", chunks: ["{}"] };
+    const e = await proxy("anthropic");
+    try {
+      const history = "x".repeat(300_000);
+      const body = claudeBody({ messages: [{ role: "user", content: history }] });
+      const chunked = await new Promise<number>((resolve, reject) => {
+        const req = http.request(
+          { socketPath: e.socketPath, method: "POST", path: "/v1/messages" },
+          (res) => {
+            res.resume();
+            res.on("end", () => resolve(res.statusCode ?? 0));
+          },
+        );
+        req.on("error", reject);
+        // Streamed in pieces, no content-length: the proxy reads it all before it decides.
+        for (let i = 0; i < body.length; i += 10_000) req.write(body.slice(i, i + 10_000));
+        req.end();
+      });
+      expect(chunked).toBe(200);
+      expect(JSON.parse(bodies.at(-1)!.text)).toEqual(JSON.parse(body));
+      expect(bodies.at(-1)!.length).toBe(String(Buffer.byteLength(bodies.at(-1)!.text)));
+      // Two equal keys reach the API as one: the one the rules read.
+      await send(e, "POST", "/v1/messages", '{"model":"a","model":"claude-haiku-4-5"}');
+      expect(bodies.at(-1)!.text).toBe('{"model":"claude-haiku-4-5"}');
+    } finally {
+      await e.close();
+    }
+  });
+
+  it("a body over the limit gets a 413 that says so, streamed or announced, and is not forwarded", async () => {
+    const e = await proxy("anthropic", { maxModelBodyBytes: 50_000 });
+    try {
+      const big = claudeBody({ messages: [{ role: "user", content: "y".repeat(60_000) }] });
+      await refused(e, "/v1/messages", big, {}, "larger than 50000 bytes", 413);
+      const before = seen.length;
+      const status = await new Promise<number>((resolve, reject) => {
+        const req = http.request(
+          { socketPath: e.socketPath, method: "POST", path: "/v1/messages" },
+          (res) => {
+            res.resume();
+            resolve(res.statusCode ?? 0);
+          },
+        );
+        req.on("error", reject);
+        for (let i = 0; i < 20; i++) req.write("z".repeat(10_000));
+        req.end();
+      });
+      expect(status).toBe(413);
+      expect(seen.length).toBe(before);
+      // Below the limit, the same proxy forwards.
+      answer = { type: "application/json", chunks: ["{}"] };
+      expect((await send(e, "POST", "/v1/messages", claudeBody())).status).toBe(200);
+    } finally {
+      await e.close();
+    }
+  });
+
+  it("a compressed body is refused: the proxy reads only what it can check", async () => {
+    const e = await proxy("anthropic");
+    try {
+      const gz = zlib.gzipSync(claudeBody({ mcp_servers: [{ url: "https://evil" }] }));
+      await refused(e, "/v1/messages", gz, { "content-encoding": "gzip" }, "encoded (gzip)");
+    } finally {
+      await e.close();
+    }
+  });
+
+  it("OpenAI: previous_response_id passes only for a response this proxy's calls were answered with", async () => {
+    answer = {
+      type: "text/event-stream",
+      chunks: [
+        sse([
+          { type: "response.created", response: { id: "resp_mine", model: "gpt-5.5" } },
+          {
+            type: "response.completed",
+            response: {
+              id: "resp_mine",
+              model: "gpt-5.5",
+              usage: { input_tokens: 1, output_tokens: 1 },
+            },
+          },
+        ]),
+      ],
+    };
+    const e = await proxy("openai");
+    try {
+      const body = (extra: Record<string, unknown>) =>
+        JSON.stringify({ model: "gpt-5.5", input: "hi", ...extra });
+      await refused(
+        e,
+        "/responses",
+        body({ previous_response_id: "resp_mine" }),
+        {},
+        "previous_response_id",
+      );
+      expect((await send(e, "POST", "/responses", body({}))).status).toBe(200);
+      expect(
+        (await send(e, "POST", "/responses", body({ previous_response_id: "resp_mine" }))).status,
+      ).toBe(200);
+      await refused(
+        e,
+        "/responses",
+        body({ previous_response_id: "resp_someone_else" }),
+        {},
+        "previous_response_id",
+      );
+      await refused(
+        e,
+        "/responses",
+        body({ tools: [{ type: "mcp", server_url: "https://evil" }] }),
+        {},
+        "`mcp`",
+      );
+      await refused(e, "/responses", body({ background: true }), {}, "`background`");
+      const r = await send(e, "POST", "/responses", body({ tools: [{ type: "web_search" }] }));
+      expect(JSON.parse(r.body)).toMatchObject({
+        error: {
+          type: "permission_error",
+          code: "tether_refused",
+          message: expect.stringContaining("`web_search`"),
+        },
+      });
+    } finally {
       await e.close();
     }
   });

@@ -94,6 +94,7 @@ export async function startRunner(opts: {
     stateDir: path.join(env.dataDir, "sandbox"),
     log: log.child({ component: "sandbox" }),
     ...(env.TETHER_SANDBOX_BIND ? { extraBinds: env.TETHER_SANDBOX_BIND } : {}),
+    ...(env.TETHER_PROXY_SERVER_TOOLS ? { serverTools: env.TETHER_PROXY_SERVER_TOOLS } : {}),
   });
   const home = os.homedir();
   const runtimeId = deriveRuntimeId({
