@@ -35,6 +35,7 @@ export const claudeCli: AgentCli = {
   toolRules: true,
   turnLimit: true,
   cacheTtl: true,
+  images: true,
   costEstimated: false,
   probeAtStart: true,
   create: ({ env, log }) =>

@@ -70,6 +70,7 @@ export const codexDialect: CliDialect<CodexMessage, CodexEvidence> = {
       baseUrl: where.baseUrl ?? "https://api.openai.com/v1",
       sandboxMode: where.sandboxed ? "danger-full-access" : "workspace-write",
       mcp: where.mcp,
+      images: where.images?.map((i) => i.path),
     }),
   env: buildCodexEnv,
   modelAccess: codexModelAccess,

@@ -27,6 +27,7 @@ export const geminiCli: AgentCli = {
   turnLimit: false,
   cacheTtl: false,
   // Gemini CLI reports tokens only: its cost is Tether's estimate (pricing.ts).
+  images: { why: "Tether does not yet pass images to Gemini CLI" },
   costEstimated: true,
   probeAtStart: false,
   create: ({ env, log }) =>

@@ -26,6 +26,7 @@ export const opencodeCli: AgentCli = {
   turnLimit: false,
   cacheTtl: false,
   // opencode reports its own cost (Tether's Claude prices when it says 0).
+  images: { why: "Tether does not yet pass images to opencode" },
   costEstimated: false,
   probeAtStart: false,
   create: ({ env, log }) =>
