@@ -9,6 +9,7 @@ import type { Usage } from "../../core/task.js";
 import type { Task } from "../../sql/tasks/claim.js";
 import type { AgentRunResult, AgentSettings, CliKind } from "../ports.js";
 import { renderAnswer, renderFailure, type FooterFacts } from "../render/thread-comments.js";
+import type { CollectedImages } from "./turn-images.js";
 import { renderReviewLine, type ReviewOutcome } from "./review-step.js";
 
 export function answerBody(a: {
@@ -28,6 +29,8 @@ export function answerBody(a: {
   cacheTtl?: CacheTtl | null;
   /** The conversation's dashboard page, for the footer (TETHER_PUBLIC_URL set). */
   chainUrl?: string;
+  /** The images the run was shown, and those left out. */
+  images?: CollectedImages;
 }): string {
   const { task, settings, cli, decision, result, usage, spentBefore, published } = a;
   const extra = [
@@ -40,6 +43,9 @@ export function answerBody(a: {
     ...(model ? { model: modelFacts(task, model) } : {}),
     ...(a.cacheTtl && usage ? { cacheTtl: a.cacheTtl } : {}),
     ...(a.chainUrl ? { chainUrl: a.chainUrl } : {}),
+    ...(a.images && (a.images.images.length || a.images.skipped.length)
+      ? { images: { shown: a.images.images.length, skipped: a.images.skipped } }
+      : {}),
     ...(result.outcome === "turn_limit" && settings.turnLimitUsd !== undefined
       ? { turnLimitUsd: settings.turnLimitUsd }
       : {}),

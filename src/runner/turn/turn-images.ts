@@ -14,7 +14,14 @@ import {
   type SkippedImage,
   type TurnImage,
 } from "../../core/images.js";
-import type { ImageRef } from "../render/image-refs.js";
+import { findCli } from "../../cli-registry.js";
+import type { Logger } from "../../log.js";
+import type { ResumeDecision } from "../../core/resume-decision.js";
+import type { CliKind } from "../ports.js";
+import { imageRefs, type ImageRef } from "../render/image-refs.js";
+import type { PromptComment } from "../render/prompts.js";
+import type { ThreadRead } from "./turn-prompt.js";
+import type { RunTaskDeps } from "./turn.js";
 
 export interface CollectedImages {
   images: TurnImage[];
@@ -159,4 +166,52 @@ function cause(err: unknown): string {
 
 function mb(bytes: number): string {
   return `${Math.round((bytes / 1024 / 1024) * 10) / 10} MB`;
+}
+
+/**
+ * The images of a turn's runs: under a fresh decision, those of the triggering comments, the
+ * issue or pull request body and the thread the prompt carries; resumed, the triggering
+ * comments' only (the session has seen the rest). Kept under `root/<task id>` until `dispose`.
+ */
+export function turnImages(p: {
+  config: NonNullable<RunTaskDeps["images"]>;
+  cli: CliKind;
+  taskId: number;
+  requests: readonly PromptComment[];
+  issueBody: string | null;
+  thread: () => Promise<ThreadRead>;
+  token: string | undefined;
+  readRepoFile?: ImageSources["readRepoFile"];
+  signal: AbortSignal;
+  log: Logger;
+}): { collect: (d: ResumeDecision) => Promise<CollectedImages>; dispose: () => Promise<void> } {
+  const dir = path.join(p.config.root, String(p.taskId));
+  let attempt = 0;
+  return {
+    collect: async (d) => {
+      const texts = p.requests.map((r) => r.body);
+      if (d.kind === "fresh") {
+        const thread = await p.thread().catch(() => null);
+        texts.push(p.issueBody ?? "", ...(thread?.comments.map((c) => c.body) ?? []));
+      }
+      const refs = imageRefs(texts, p.config.githubOrigin);
+      const cli = findCli(p.cli)?.images ?? { why: "this CLI takes no images" };
+      if (cli !== true)
+        return { images: [], skipped: [...refs.take, ...refs.skipped].map((r) => ({ source: r.source, why: cli.why })) };
+      const got = await collectImages(refs.take, path.join(dir, String(++attempt)), {
+        token: p.token,
+        ...(p.readRepoFile ? { readRepoFile: p.readRepoFile } : {}),
+        ...(p.config.fetch ? { fetch: p.config.fetch } : {}),
+        ...(p.config.timeoutMs ? { timeoutMs: p.config.timeoutMs } : {}),
+        signal: p.signal,
+      });
+      if (got.images.length || refs.skipped.length || got.skipped.length)
+        p.log.info(
+          { shown: got.images.length, skipped: [...got.skipped, ...refs.skipped] },
+          "images from the thread",
+        );
+      return { images: got.images, skipped: [...got.skipped, ...refs.skipped] };
+    },
+    dispose: () => fs.rm(dir, { recursive: true, force: true }),
+  };
 }

@@ -21,6 +21,7 @@ export function workspacePort(ws: Workspaces): WorkspacePort {
       };
     },
     agentControl: (req) => ws.agentControl(req),
+    readFile: (req) => ws.readFile(req),
     projectInstructions: (req) => ws.projectInstructions(req),
     maintain: async (req) => {
       await ws.maintain(req, req.signal);
