@@ -147,8 +147,8 @@ const MAX_SKIPPED_NAMED = 5;
  * link someone wrote never renders as markup, a mention or an image in Tether's answer.
  */
 function renderSkipped(s: SkippedImage): string {
-  const link = s.source.replace(/[`\r\n]/g, "").slice(0, 80);
-  return `\`${link}${s.source.length > 80 ? "…" : ""}\` (${s.why})`;
+  const link = s.source.replace(/[`\r\n]/g, "").slice(0, 120);
+  return `\`${link}${s.source.length > 120 ? "…" : ""}\` (${s.why})`;
 }
 
 function modelNote(m: NonNullable<FooterFacts["model"]>): string {
