@@ -124,7 +124,9 @@ async function download(url: string, src: ImageSources, maxBytes: number): Promi
     }
     if (!res.ok) {
       await res.body?.cancel();
-      return hop === 0 ? `GitHub answered ${res.status}` : `its storage answered ${res.status}`;
+      return hop === 0
+        ? `GitHub answered ${res.status}`
+        : `${new URL(next).host} answered ${res.status} after a redirect`;
     }
     const declared = Number(res.headers.get("content-length") ?? NaN);
     if (declared > maxBytes) {
@@ -165,7 +167,9 @@ function cause(err: unknown): string {
 }
 
 function mb(bytes: number): string {
-  return `${Math.round((bytes / 1024 / 1024) * 10) / 10} MB`;
+  return bytes >= 1024 * 1024
+    ? `${Math.round((bytes / 1024 / 1024) * 10) / 10} MB`
+    : `${Math.round(bytes / 1024)} KB`;
 }
 
 /**
