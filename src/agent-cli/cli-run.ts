@@ -225,7 +225,10 @@ export class CliRun<M extends { kind: string }, S> implements AgentRun {
       try {
         input = await dialect.input(spec.prompt, images);
       } catch (err) {
-        return this.finishEarly("failed", `could not read the turn's images: ${(err as Error).message}`);
+        return this.finishEarly(
+          "failed",
+          `could not read the turn's images: ${(err as Error).message}`,
+        );
       }
     }
     installExitHook();

@@ -73,8 +73,14 @@ describe("images from the thread", { timeout: 180_000 }, () => {
     const content = req.body!.messages!.at(-1)!.content as Array<Record<string, unknown>>;
     const images = content.filter((b) => b.type === "image");
     expect(images).toEqual([
-      { type: "image", source: { type: "base64", media_type: "image/png", data: second.toString("base64") } },
-      { type: "image", source: { type: "base64", media_type: "image/png", data: PNG.toString("base64") } },
+      {
+        type: "image",
+        source: { type: "base64", media_type: "image/png", data: second.toString("base64") },
+      },
+      {
+        type: "image",
+        source: { type: "base64", media_type: "image/png", data: PNG.toString("base64") },
+      },
     ]);
 
     // The token went to GitHub's host with each attachment request, and to nothing else.
@@ -92,7 +98,9 @@ describe("images from the thread", { timeout: 180_000 }, () => {
     expect(body).toContain("I SEE THE SCREENSHOTS");
     expect(body).toContain("🖼️ 2 images shown");
     expect(body).toContain(`\`${notImage}\` (not a PNG, JPEG, GIF or WebP image)`);
-    expect(body).toContain(`\`${otherHost}\` (on another host (127.0.0.1:${(other.address() as AddressInfo).port})`);
+    expect(body).toContain(
+      `\`${otherHost}\` (on another host (127.0.0.1:${(other.address() as AddressInfo).port})`,
+    );
 
     // The turn's image directory is gone once the turn ended.
     expect(fs.readdirSync(path.join(stack.dataDir, "images"))).toEqual([]);

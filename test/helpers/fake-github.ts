@@ -562,7 +562,12 @@ export class FakeGitHub implements PayloadSource {
     return `${this.url}/user-attachments/assets/${id}`;
   }
 
-  private serveAttachment(req: IncomingMessage, res: ServerResponse, rec: RecordedRequest, id: string): void {
+  private serveAttachment(
+    req: IncomingMessage,
+    res: ServerResponse,
+    rec: RecordedRequest,
+    id: string,
+  ): void {
     const a = this.attachments.get(id);
     const auth = parseAuthorization(req.headers.authorization);
     const token = auth && "credential" in auth ? this.liveToken(auth.credential) : undefined;
@@ -592,7 +597,10 @@ export class FakeGitHub implements PayloadSource {
       return;
     }
     // What storage says of the type is not what Tether trusts (it sniffs the bytes).
-    res.writeHead(200, { "content-type": "application/octet-stream", "content-length": a.bytes.length });
+    res.writeHead(200, {
+      "content-type": "application/octet-stream",
+      "content-length": a.bytes.length,
+    });
     res.end(a.bytes);
   }
 

@@ -7,15 +7,20 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RunSpec } from "../../src/agent-cli/runtime-adapter.js";
 import { createClaudeCli } from "../../src/claude/claude-cli.js";
 import { createCodexCli } from "../../src/codex/codex-cli.js";
+import { createGeminiCli, resolveGeminiPath } from "../../src/gemini/gemini-cli.js";
+import { createOpencodeCli } from "../../src/opencode/opencode-cli.js";
 import type { TurnImage } from "../../src/core/images.js";
 import { Sandbox } from "../../src/sandbox/sandbox.js";
 import { replies, startFakeAnthropic, type FakeAnthropic } from "../helpers/fake-anthropic.js";
 import { startFakeOpenAI, type FakeOpenAI } from "../helpers/fake-openai.js";
 import { resolveCodexBinary } from "../helpers/real-codex.js";
+import { geminiReplies, startFakeGemini } from "../helpers/fake-gemini.js";
+import { resolveOpencodeBinary } from "../helpers/real-opencode.js";
 
 /*
  * Images from the thread reach the model (issue #39): each CLI that takes images, the real
- * pinned binary in Tether's sandbox against its fake model API, is given a turn's image files
+ * pinned binary in Tether's sandbox against its fake model API (Claude's and opencode's the
+ * Messages API, Codex's the Responses API, Gemini's its own), is given a turn's image files
  * (a directory outside the checkout) and the image's bytes show up, base64, in the request the
  * model API receives.
  */
@@ -132,5 +137,81 @@ describe("images reach the model", { timeout: 240_000 }, () => {
     const body = JSON.stringify(openai.responseRequests().slice(before)[0]!.body);
     expect(body).toContain(`data:image/png;base64,${b64}`);
     expect(body).toContain("What is in the screenshot?");
+  });
+
+  it("Gemini: @<path> references to the images' directory, the bytes as inline data", async () => {
+    const fake = await startFakeGemini();
+    try {
+      const cli = createGeminiCli({
+        path: resolveGeminiPath({}),
+        log,
+        baseEnv: {
+          PATH: process.env.PATH,
+          HOME: root,
+          LANG: "C.UTF-8",
+          GEMINI_API_KEY: "AIza-test",
+          GOOGLE_GEMINI_BASE_URL: fake.url,
+        },
+      });
+      const p = place();
+      fake.script(geminiReplies.text("A RED SQUARE"));
+      const o = await cli.start({
+        cwd: p.cwd,
+        home: p.home,
+        prompt: "What is in the screenshot?",
+        images: p.images,
+        settings: { model: "gemini-2.5-flash", timeoutMs: 120_000, stallMs: 120_000 },
+        sandbox: { sandbox, network: { kind: "model-only" } },
+      }).outcome;
+      expect(o.kind, o.detail + o.stderrTail).toBe("success");
+      const bodies = fake.requests.map((r) => JSON.stringify(r.body ?? ""));
+      expect(
+        bodies.some(
+          (b) =>
+            b.includes(
+              JSON.stringify({ inlineData: { data: b64, mimeType: "image/png" } }).slice(1, -1),
+            ) ||
+            (b.includes(b64) && b.includes("inlineData")),
+        ),
+      ).toBe(true);
+    } finally {
+      await fake.close();
+    }
+  });
+
+  it("opencode: --file attachments, the bytes as an image block of the Messages API", async () => {
+    const cli = createOpencodeCli({
+      path: resolveOpencodeBinary(),
+      log,
+      baseEnv: {
+        PATH: process.env.PATH,
+        HOME: root,
+        LANG: "C.UTF-8",
+        ANTHROPIC_API_KEY: "sk-test",
+        ANTHROPIC_BASE_URL: anthropic.url,
+      },
+    });
+    const p = place();
+    anthropic.script(replies.text("A RED SQUARE"));
+    const before = anthropic.messageRequests().length;
+    const o = await cli.start({
+      cwd: p.cwd,
+      home: p.home,
+      prompt: "What is in the screenshot?",
+      images: p.images,
+      settings: { model: "claude-sonnet-4-5", timeoutMs: 120_000, stallMs: 120_000 },
+      sandbox: { sandbox, network: { kind: "model-only" } },
+    }).outcome;
+    expect(o.kind, o.detail + o.stderrTail).toBe("success");
+    const sent = anthropic.messageRequests().slice(before);
+    const blocks = sent.flatMap((r) =>
+      (r.body?.messages ?? []).flatMap((m) => (Array.isArray(m.content) ? m.content : [])),
+    );
+    expect(blocks).toContainEqual(
+      expect.objectContaining({
+        type: "image",
+        source: expect.objectContaining({ type: "base64", media_type: "image/png", data: b64 }),
+      }),
+    );
   });
 });

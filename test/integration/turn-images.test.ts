@@ -85,7 +85,9 @@ describe("collectImages over HTTP", () => {
     const d = dir();
     const got = await collectImages([att("png")], d, { token: "ghs_secret" });
     expect(got.skipped).toEqual([]);
-    expect(got.images).toEqual([{ path: path.join(d, "image-1.png"), mediaType: "image/png", source: "png" }]);
+    expect(got.images).toEqual([
+      { path: path.join(d, "image-1.png"), mediaType: "image/png", source: "png" },
+    ]);
     expect(fs.readFileSync(got.images[0]!.path)).toEqual(PNG);
     expect(seen).toEqual([
       { server: "github", url: "/user-attachments/assets/png", auth: "token ghs_secret" },
@@ -131,7 +133,9 @@ describe("readRepoFile: a file of the tree at a commit, from the mirror", () => 
     fs.symlinkSync(path.join(root, "outside.png"), path.join(repo, "docs", "link.png"));
     fs.symlinkSync(root, path.join(repo, "up"));
     const run = (...a: string[]) =>
-      execFileSync("git", ["-c", "user.name=t", "-c", "user.email=t@t", ...a], { cwd: repo }).toString().trim();
+      execFileSync("git", ["-c", "user.name=t", "-c", "user.email=t@t", ...a], { cwd: repo })
+        .toString()
+        .trim();
     run("init", "-q");
     run("add", "-A");
     run("commit", "-qm", "c");
@@ -156,6 +160,15 @@ describe("readRepoFile: a file of the tree at a commit, from the mirror", () => 
     expect(await read("docs/shot.png", 10)).toBe("too_big");
   });
   it("null for a commit that is no object name", async () => {
-    expect(await readRepoFile({ git, mirror: repo, repo: "o/r", commit: "HEAD", path: "docs/shot.png", maxBytes: 1 << 20 })).toBeNull();
+    expect(
+      await readRepoFile({
+        git,
+        mirror: repo,
+        repo: "o/r",
+        commit: "HEAD",
+        path: "docs/shot.png",
+        maxBytes: 1 << 20,
+      }),
+    ).toBeNull();
   });
 });

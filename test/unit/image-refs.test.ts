@@ -55,8 +55,18 @@ describe("classifyImageLink: what is fetched, with or without the token, and wha
     ],
     ["a fragment is dropped", `${ASSET}#x`, GH, { kind: "attachment", url: ASSET }],
     ["a repository file", "docs/shot.png", GH, { kind: "repo", path: "docs/shot.png" }],
-    ["./ and a leading / mean the root", "/./docs//a.png", GH, { kind: "repo", path: "docs/a.png" }],
-    ["percent-encoding decoded", "docs/my%20shot.png", GH, { kind: "repo", path: "docs/my shot.png" }],
+    [
+      "./ and a leading / mean the root",
+      "/./docs//a.png",
+      GH,
+      { kind: "repo", path: "docs/a.png" },
+    ],
+    [
+      "percent-encoding decoded",
+      "docs/my%20shot.png",
+      GH,
+      { kind: "repo", path: "docs/my shot.png" },
+    ],
     ["query dropped", "a.png?raw=true", GH, { kind: "repo", path: "a.png" }],
   ])("%s", (_, link, origin, want) => {
     expect(classifyImageLink(link, origin)).toMatchObject(want);
@@ -64,13 +74,33 @@ describe("classifyImageLink: what is fetched, with or without the token, and wha
 
   it.each([
     ["another host", "https://evil.example/a.png", GH, /on another host \(evil\.example\)/],
-    ["a look-alike host", "https://github.com.evil.example/user-attachments/assets/x", GH, /another host/],
-    ["github.com on another port", "https://github.com:444/user-attachments/assets/x", GH, /another host/],
+    [
+      "a look-alike host",
+      "https://github.com.evil.example/user-attachments/assets/x",
+      GH,
+      /another host/,
+    ],
+    [
+      "github.com on another port",
+      "https://github.com:444/user-attachments/assets/x",
+      GH,
+      /another host/,
+    ],
     ["the old CDN", "https://user-images.githubusercontent.com/1/a.png", GH, /another host/],
-    ["another path on GitHub", "https://github.com/octo/widgets/raw/main/a.png", GH, /not an uploaded attachment/],
+    [
+      "another path on GitHub",
+      "https://github.com/octo/widgets/raw/main/a.png",
+      GH,
+      /not an uploaded attachment/,
+    ],
     ["an API path on GitHub", "https://github.com/api/v3/user", GH, /not an uploaded attachment/],
     ["http to an https GitHub", "http://github.com/user-attachments/assets/x", GH, /not https:/],
-    ["credentials in the URL", "https://u:p@github.com/user-attachments/assets/x", GH, /credentials/],
+    [
+      "credentials in the URL",
+      "https://u:p@github.com/user-attachments/assets/x",
+      GH,
+      /credentials/,
+    ],
     ["a data: URL", "data:image/png;base64,AAAA", GH, /data: link/],
     ["a file: URL", "file:///etc/passwd", GH, /file: link/],
     ["protocol-relative elsewhere", "//evil.example/a.png", GH, /another host/],
@@ -125,7 +155,9 @@ describe("repoPath", () => {
 
 describe("sniffImage: the type from the first bytes, whatever a server says", () => {
   const b = (...x: Array<number | string>) =>
-    Buffer.concat(x.map((v) => (typeof v === "string" ? Buffer.from(v, "latin1") : Buffer.from([v]))));
+    Buffer.concat(
+      x.map((v) => (typeof v === "string" ? Buffer.from(v, "latin1") : Buffer.from([v]))),
+    );
   it.each([
     ["png", b(0x89, "PNG\r\n\x1a\n", "rest"), "image/png"],
     ["jpeg", b(0xff, 0xd8, 0xff, 0xe0, "JFIF"), "image/jpeg"],
@@ -143,21 +175,33 @@ describe("sniffImage: the type from the first bytes, whatever a server says", ()
 });
 
 describe("the footer's images", () => {
-  const base = { resumed: false, reason: "no_prior_session" as const, sessionId: null, usage: null };
+  const base = {
+    resumed: false,
+    reason: "no_prior_session" as const,
+    sessionId: null,
+    usage: null,
+  };
   it("counts what was shown and names what was left out, links as code", () => {
     const f = renderFooter({
       ...base,
       images: {
         shown: 1,
-        skipped: [{ source: "https://evil.example/`@everyone`.png", why: "on another host (evil.example)" }],
+        skipped: [
+          { source: "https://evil.example/`@everyone`.png", why: "on another host (evil.example)" },
+        ],
       },
     });
     expect(f).toContain("🖼️ 1 image shown");
-    expect(f).toContain("<sub>🖼️ left out: `https://evil.example/@everyone.png` (on another host (evil.example))</sub>");
+    expect(f).toContain(
+      "<sub>🖼️ left out: `https://evil.example/@everyone.png` (on another host (evil.example))</sub>",
+    );
   });
 
   it("names five and counts the rest", () => {
-    const skipped = Array.from({ length: 7 }, (_, i) => ({ source: `${i}.png`, why: "no such file" }));
+    const skipped = Array.from({ length: 7 }, (_, i) => ({
+      source: `${i}.png`,
+      why: "no such file",
+    }));
     const f = renderFooter({ ...base, images: { shown: 0, skipped } });
     expect(f).not.toContain("shown");
     expect(f).toContain("`4.png` (no such file); and 2 more");

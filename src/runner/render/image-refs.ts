@@ -88,8 +88,11 @@ export function classifyImageLink(link: string, githubOrigin: string): ImageRef 
       return refuse(`a ${url.protocol} link, not one Tether fetches`);
     const github = new URL(githubOrigin);
     if (url.host !== github.host)
-      return refuse(`on another host (${url.host}): Tether fetches images only from ${github.host}`);
-    if (url.protocol !== github.protocol) return refuse(`not ${github.protocol}// like ${github.host}`);
+      return refuse(
+        `on another host (${url.host}): Tether fetches images only from ${github.host}`,
+      );
+    if (url.protocol !== github.protocol)
+      return refuse(`not ${github.protocol}// like ${github.host}`);
     if (url.username || url.password) return refuse("a URL with credentials in it");
     if (!isAttachmentPath(url.pathname))
       return refuse(`not an uploaded attachment on ${github.host}`);

@@ -132,7 +132,8 @@ export function renderFooter(f: FooterFacts): string {
   // Markdown's link syntax breaks on these; the URL is ours (core/conversation-path.ts), but check.
   if (f.chainUrl && /^https?:\/\/[^\s()<>[\]]+$/.test(f.chainUrl))
     parts.push(`[conversation log (operators only)](${f.chainUrl})`);
-  if (f.images?.shown) parts.push(`🖼️ ${f.images.shown} image${f.images.shown === 1 ? "" : "s"} shown`);
+  if (f.images?.shown)
+    parts.push(`🖼️ ${f.images.shown} image${f.images.shown === 1 ? "" : "s"} shown`);
   const line = `<sub>${parts.join(" · ")}</sub>`;
   const skipped = f.images?.skipped ?? [];
   if (skipped.length === 0) return line;

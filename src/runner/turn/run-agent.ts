@@ -92,7 +92,9 @@ export async function runAgent(a: AgentTurn, decision: ResumeDecision): Promise<
     promptBytes = Buffer.byteLength(prompt);
     images = a.images ? await a.images(d) : null;
     const request = runRequest(a, d, prompt);
-    return a.deps.agent.run(images?.images.length ? { ...request, images: images.images } : request);
+    return a.deps.agent.run(
+      images?.images.length ? { ...request, images: images.images } : request,
+    );
   };
   try {
     if (decision.kind === "resume" && decision.reason === "compacted") {

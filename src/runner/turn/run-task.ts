@@ -182,9 +182,9 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
   } finally {
     await staged?.release(); // a HOME no run took
     await control?.dispose();
-    await images?.dispose().catch((err: Error) =>
-      log.warn({ err: err.message }, "could not remove the turn's images"),
-    );
+    await images
+      ?.dispose()
+      .catch((err: Error) => log.warn({ err: err.message }, "could not remove the turn's images"));
   }
   if (!ran) return; // the lease was lost before a retry
   await comment.settled();

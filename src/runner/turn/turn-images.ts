@@ -98,7 +98,11 @@ async function fromRepo(
  * GETs an attachment: the token on the first request only (to GitHub's host, which
  * image-refs.ts made sure of); a redirect (to storage) is followed without any credential.
  */
-async function download(url: string, src: ImageSources, maxBytes: number): Promise<Buffer | string> {
+async function download(
+  url: string,
+  src: ImageSources,
+  maxBytes: number,
+): Promise<Buffer | string> {
   const doFetch = src.fetch ?? fetch;
   const timeout = AbortSignal.timeout(src.timeoutMs ?? 30_000);
   const signal = src.signal ? AbortSignal.any([src.signal, timeout]) : timeout;
@@ -201,7 +205,10 @@ export function turnImages(p: {
       const refs = imageRefs(texts, p.config.githubOrigin);
       const cli = findCli(p.cli)?.images ?? { why: "this CLI takes no images" };
       if (cli !== true)
-        return { images: [], skipped: [...refs.take, ...refs.skipped].map((r) => ({ source: r.source, why: cli.why })) };
+        return {
+          images: [],
+          skipped: [...refs.take, ...refs.skipped].map((r) => ({ source: r.source, why: cli.why })),
+        };
       const got = await collectImages(refs.take, path.join(dir, String(++attempt)), {
         token: p.token,
         ...(p.readRepoFile ? { readRepoFile: p.readRepoFile } : {}),
