@@ -147,6 +147,20 @@ export class CliRun<M extends { kind: string }, S> implements AgentRun {
     const imagesDir = images.length ? path.dirname(images[0]!.path) : undefined;
     if (images.some((i) => path.dirname(i.path) !== imagesDir))
       return this.finishEarly("failed", "the turn's images are not in one directory");
+    // What the model is shown must not be the agent's to change: never a file of the checkout.
+    if (imagesDir && !path.relative(spec.cwd, imagesDir).startsWith(".."))
+      return this.finishEarly("failed", "the turn's images must be outside the working directory");
+    let input = spec.prompt;
+    if (dialect.input) {
+      try {
+        input = await dialect.input(spec.prompt, images);
+      } catch (err) {
+        return this.finishEarly(
+          "failed",
+          `could not read the turn's images: ${(err as Error).message}`,
+        );
+      }
+    }
     const args = dialect.args(settings.data, resumeSessionId, {
       sandboxed,
       baseUrl: sandboxed ? access.insideBaseUrl : access.outsideBaseUrl,
@@ -219,17 +233,6 @@ export class CliRun<M extends { kind: string }, S> implements AgentRun {
         );
       }
       command = this.prepared;
-    }
-    let input = spec.prompt;
-    if (dialect.input) {
-      try {
-        input = await dialect.input(spec.prompt, images);
-      } catch (err) {
-        return this.finishEarly(
-          "failed",
-          `could not read the turn's images: ${(err as Error).message}`,
-        );
-      }
     }
     installExitHook();
     const child = spawnStreaming(command.file, command.args, {

@@ -111,6 +111,25 @@ describe("images reach the model", { timeout: 240_000 }, () => {
     expect(JSON.stringify(anthropic.messageRequests().at(-1)!.body)).toContain(b64);
   });
 
+  it("images inside the checkout are refused before the CLI starts (the agent could change them)", async () => {
+    const cli = createClaudeCli({ log, baseEnv: { PATH: process.env.PATH, HOME: root } });
+    const p = place();
+    const inside = path.join(p.cwd, "shot.png");
+    fs.writeFileSync(inside, PNG);
+    const o = await cli.start({
+      cwd: p.cwd,
+      home: p.home,
+      prompt: "What is in the screenshot?",
+      images: [{ path: inside, mediaType: "image/png", source: "shot.png" }],
+      settings: { model: "claude-sonnet-4-5", timeoutMs: 120_000, stallMs: 120_000 },
+      sandbox: { sandbox, network: { kind: "model-only" } },
+    }).outcome;
+    expect(o).toMatchObject({
+      kind: "failed",
+      detail: "the turn's images must be outside the working directory",
+    });
+  });
+
   it("Codex: --image with the file's path in the sandbox, the bytes as a data URL", async () => {
     const cli = createCodexCli({
       path: resolveCodexBinary(),
