@@ -51,6 +51,11 @@ export interface AgentCli {
   readonly turnLimit: boolean;
   /** Whether a turn can choose its prompt cache's lifetime (`cacheTtl`). */
   readonly cacheTtl: boolean;
+  /**
+   * Whether the run can show the model images from the thread (issue #39); when not, why (the
+   * footer says it, and no image is fetched for it).
+   */
+  readonly images: true | { readonly why: string };
   /** Whether a turn's cost is Tether's estimate from the tokens (the CLI reports none). */
   readonly costEstimated: boolean;
   /** Probed when the runner starts (else on its first turn: a runner may never run it). */

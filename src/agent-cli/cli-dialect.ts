@@ -5,6 +5,7 @@
  * is in its own folder (src/<cli>/), and its registry entry (agent-cli.ts) makes its adapter.
  */
 import type { McpServer } from "../review/line-comment-tool.js";
+import type { TurnImage } from "../core/images.js";
 import type { ModelEndpoint } from "../sandbox/egress.js";
 import type { Logger } from "../log.js";
 import type { Classification, ExitFacts, StopReason } from "./outcome.js";
@@ -45,8 +46,19 @@ export interface CliDialect<M extends { kind: string }, S> {
   args(
     settings: RunSettings,
     resumeSessionId: string | undefined,
-    where: { sandboxed: boolean; baseUrl: string | undefined; mcp?: McpServer | undefined },
+    where: {
+      sandboxed: boolean;
+      baseUrl: string | undefined;
+      mcp?: McpServer | undefined;
+      /** The run's images, at the paths the CLI sees them (in the sandbox, or on the host). */
+      images?: readonly TurnImage[];
+    },
   ): string[];
+  /**
+   * What the child's stdin gets, when not the prompt as it is: e.g. the prompt and its images as
+   * one stream-json message (Claude). `images` are host paths (Tether reads them).
+   */
+  input?(prompt: string, images: readonly TurnImage[]): Promise<string>;
   /** The child's environment, allow-listed, without model credentials. */
   env(
     base: Record<string, string | undefined>,

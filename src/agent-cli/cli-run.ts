@@ -6,6 +6,7 @@
  * in cli-run-processes.ts, the outcome in cli-run-outcome.ts; cli-adapter.ts makes the runs.
  */
 import fs from "node:fs";
+import path from "node:path";
 import type { Readable } from "node:stream";
 import { prettifyError } from "zod";
 import type { Logger } from "../log.js";
@@ -142,10 +143,38 @@ export class CliRun<M extends { kind: string }, S> implements AgentRun {
     const access = dialect.modelAccess(this.config.baseEnv);
     const tool = spec.lineComments;
     const mcp = tool && lineCommentServer(tool, sandboxed ? IN_SANDBOX.outbox : tool.dir);
+    const images = spec.images ?? [];
+    const imagesDir = images.length ? path.dirname(images[0]!.path) : undefined;
+    if (images.some((i) => path.dirname(i.path) !== imagesDir))
+      return this.finishEarly("failed", "the turn's images are not in one directory");
+    // What the model is shown must not be the agent's to change: never a file of the checkout.
+    if (imagesDir && !path.relative(spec.cwd, imagesDir).startsWith(".."))
+      return this.finishEarly("failed", "the turn's images must be outside the working directory");
+    let input = spec.prompt;
+    if (dialect.input) {
+      try {
+        input = await dialect.input(spec.prompt, images);
+      } catch (err) {
+        return this.finishEarly(
+          "failed",
+          `could not read the turn's images: ${(err as Error).message}`,
+        );
+      }
+    }
     const args = dialect.args(settings.data, resumeSessionId, {
       sandboxed,
       baseUrl: sandboxed ? access.insideBaseUrl : access.outsideBaseUrl,
       mcp,
+      ...(images.length
+        ? {
+            images: sandboxed
+              ? images.map((i) => ({
+                  ...i,
+                  path: path.posix.join(IN_SANDBOX.images, path.basename(i.path)),
+                }))
+              : images,
+          }
+        : {}),
     });
     const env = dialect.env(this.config.baseEnv, {
       home: spec.home,
@@ -178,6 +207,7 @@ export class CliRun<M extends { kind: string }, S> implements AgentRun {
           ...(masks ? { masks } : {}),
           readOnly: [...(this.dialect.binds?.(exe) ?? [exe]), ...(tool ? readOnlyPaths() : [])],
           ...(tool ? { outbox: tool.dir } : {}),
+          ...(imagesDir ? { images: imagesDir } : {}),
           egress: {
             model: access.endpoint,
             network: spec.sandbox.network,
@@ -210,7 +240,7 @@ export class CliRun<M extends { kind: string }, S> implements AgentRun {
       cwd: command.cwd,
       env: command.env,
       fd3: command.fd3,
-      input: spec.prompt,
+      input,
     });
     this.child = child;
     const { exited } = child;

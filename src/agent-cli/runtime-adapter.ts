@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { CACHE_TTLS } from "../core/settings.js";
+import type { TurnImage } from "../core/images.js";
 import type { NetworkPolicy } from "../sandbox/egress.js";
 import type { LineCommentTool } from "../review/line-comment-tool.js";
 import type { Mask, Sandbox } from "../sandbox/sandbox.js";
@@ -124,6 +125,12 @@ export interface RunSpec {
   prompt: string;
   /** Resume this session; omit for a fresh one. */
   resumeSessionId?: string;
+  /**
+   * Images shown to the model with the prompt, all files of one directory outside `cwd` (the
+   * sandbox shows it read-only at /run/tether/images). A CLI that cannot take images gets none
+   * (its registry entry's `images` is false, and the turn says so).
+   */
+  images?: TurnImage[];
   settings: RunSettings;
   /** Aborting it cancels the run: the outcome is `cancelled` and no process of it remains. */
   signal?: AbortSignal;

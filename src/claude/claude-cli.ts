@@ -1,4 +1,5 @@
 import os from "node:os";
+import fs from "node:fs/promises";
 import { buildChildEnv } from "../process/child-env.js";
 import { buildClaudeArgs, SESSION_ID } from "./claude-args.js";
 import { resolveClaudePath } from "./claude-path.js";
@@ -14,6 +15,7 @@ import { summarizeUsage } from "./usage.js";
 import { readCostBefore } from "./session-cost.js";
 import { findTranscript } from "./session-files.js";
 import { readEntry } from "./session-entry.js";
+import type { TurnImage } from "../core/images.js";
 
 /** The run options (cli-dialect.ts), every one optional: the binary defaults to resolveClaudePath. */
 export type ClaudeCliOptions = Partial<CliRunOptions>;
@@ -27,7 +29,12 @@ export const claudeDialect: CliDialect<StreamMessage, RunEvidence> = {
   short: "claude",
   installHint: "set TETHER_CLAUDE_PATH or install @anthropic-ai/claude-code",
   sessionId: SESSION_ID,
-  args: (settings, resumeSessionId, where) => buildClaudeArgs(settings, resumeSessionId, where.mcp),
+  args: (settings, resumeSessionId, where) => [
+    ...buildClaudeArgs(settings, resumeSessionId, where.mcp),
+    // Images go in on stdin as content blocks of one user message (claudeInput).
+    ...(where.images?.length ? ["--input-format", "stream-json"] : []),
+  ],
+  input: claudeInput,
   // Every tool straight in the request, none deferred behind ToolSearch (its `false` is the
   // CLI's "standard" mode; docs/claude-cli-facts.md, "MCP tools").
   env: (base, o) => ({
@@ -111,4 +118,20 @@ export function cacheTtlEnv(ttl: RunSettings["cacheTtl"]): Record<string, string
   if (ttl === "1h") return { ENABLE_PROMPT_CACHING_1H: "1", CLAUDE_CODE_PROMPT_CACHE_TTL: "1h" };
   if (ttl === "5m") return { CLAUDE_CODE_PROMPT_CACHE_TTL: "5m" };
   return {};
+}
+
+/**
+ * The prompt on stdin: as it is, or with images, one stream-json user message of a text block
+ * and an image block per image (base64), the form the Messages API takes them in. Seen with
+ * 2.1.332: `-p --input-format stream-json` reads the message, sends its blocks as they are, and
+ * ends the run at the end of stdin (docs/claude-cli-facts.md, "Images").
+ */
+export async function claudeInput(prompt: string, images: readonly TurnImage[]): Promise<string> {
+  if (images.length === 0) return prompt;
+  const blocks: Array<Record<string, unknown>> = [{ type: "text", text: prompt }];
+  for (const image of images) {
+    const data = (await fs.readFile(image.path)).toString("base64");
+    blocks.push({ type: "image", source: { type: "base64", media_type: image.mediaType, data } });
+  }
+  return `${JSON.stringify({ type: "user", message: { role: "user", content: blocks } })}\n`;
 }

@@ -35,6 +35,8 @@ export const claudeCli: AgentCli = {
   toolRules: true,
   turnLimit: true,
   cacheTtl: true,
+  // A stream-json user message with image blocks on stdin (claude-cli.ts, claudeInput).
+  images: true,
   costEstimated: false,
   probeAtStart: true,
   create: ({ env, log }) =>

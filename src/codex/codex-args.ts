@@ -31,6 +31,8 @@ export interface CodexArgsOptions {
   sandboxMode: CodexSandboxMode;
   /** Tether's tool server (a pull request turn's line comments). */
   mcp?: McpServer | undefined;
+  /** Image files attached to the prompt (`--image`), as the CLI sees their paths. */
+  images?: readonly string[] | undefined;
 }
 
 export function buildCodexArgs(
@@ -93,6 +95,9 @@ export function buildCodexArgs(
   }
   if (settings.appendSystemPrompt)
     args.push("-c", `developer_instructions=${toml(settings.appendSystemPrompt)}`);
+  // `--image` takes several values: the `=` form keeps each to one, so the session id and the
+  // `-` after them are never read as more images.
+  for (const image of o.images ?? []) args.push(`--image=${image}`);
   if (resumeSessionId !== undefined) args.push(resumeSessionId);
   args.push("-");
   return args;

@@ -77,6 +77,7 @@ export const codexDialect: CliDialect<CodexMessage, CodexEvidence> = {
             ? "danger-full-access"
             : "workspace-write",
       mcp: where.mcp,
+      images: where.images?.map((i) => i.path),
     }),
   env: buildCodexEnv,
   modelAccess: codexModelAccess,

@@ -25,6 +25,8 @@ export const codexCli: AgentCli = {
   turnLimit: false,
   cacheTtl: false,
   // Codex reports tokens only: its cost is Tether's estimate from a price table (pricing.ts).
+  // `--image <file>` (codex-args.ts).
+  images: true,
   costEstimated: true,
   // Probed on a runner's first Codex turn: a runner whose repositories use only another CLI
   // never runs it.

@@ -30,6 +30,8 @@ export const geminiCli: AgentCli = {
   turnLimit: false,
   cacheTtl: false,
   // Gemini CLI reports tokens only: its cost is Tether's estimate (pricing.ts).
+  // `@<path>` references in the prompt, sent as inline data (gemini-args.ts).
+  images: true,
   costEstimated: true,
   probeAtStart: false,
   create: ({ env, log }) =>

@@ -19,13 +19,21 @@ export const GIT_DIFF_NOTE =
 export function buildGeminiArgs(
   settings: RunSettings,
   resumeSessionId: string | undefined,
+  images: readonly string[] = [],
 ): string[] {
   // `--prompt`: headless, the prompt read from stdin with the flag's text appended to it. The
   // CLI has no way to add to its system prompt (GEMINI_SYSTEM_MD replaces all of it), so
   // Tether's own instructions ride there, after the prompt, on every turn.
   const notes = [settings.appendSystemPrompt, GIT_DIFF_NOTE].filter(Boolean).join("\n\n");
-  const extra = `\n\n${notes}`;
+  // Images: `@<path>` references, which the CLI reads and sends as inline data (the images'
+  // directory, outside the workspace, added with --include-directories).
+  const refs = images.length
+    ? `\n\nImages from the thread: ${images.map((i) => `@${i}`).join(" ")}`
+    : "";
+  const extra = `${refs}\n\n${notes}`;
   const args = [`--prompt=${extra}`, "--output-format", "stream-json"];
+  const dirs = [...new Set(images.map((i) => path.posix.dirname(i)))];
+  if (dirs.length) args.push(`--include-directories=${dirs.join(",")}`);
   // The model is not remembered by a session: pass it every time (without it the CLI routes
   // each request through its "auto" model choice, an extra call per prompt).
   if (settings.model !== undefined) args.push("-m", settings.model);

@@ -46,7 +46,12 @@ export const geminiDialect: CliDialect<GeminiMessage, GeminiEvidence> = {
   short: "gemini",
   installHint: "set TETHER_GEMINI_PATH or install @google/gemini-cli",
   sessionId: GEMINI_SESSION_ID,
-  args: (settings, resumeSessionId) => buildGeminiArgs(settings, resumeSessionId),
+  args: (settings, resumeSessionId, where) =>
+    buildGeminiArgs(
+      settings,
+      resumeSessionId,
+      where.images?.map((i) => i.path),
+    ),
   env: buildGeminiEnv,
   modelAccess: geminiModelAccess,
   parser: (maxLineBytes) => new GeminiStreamParser(maxLineBytes),

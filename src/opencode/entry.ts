@@ -26,6 +26,8 @@ export const opencodeCli: AgentCli = {
   turnLimit: false,
   cacheTtl: false,
   // opencode reports its own cost (Tether's Claude prices when it says 0).
+  // `run --file`, sent as image parts (opencode-args.ts).
+  images: true,
   costEstimated: false,
   probeAtStart: false,
   create: ({ env, log }) =>

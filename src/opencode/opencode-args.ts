@@ -43,8 +43,11 @@ export const OPENCODE_SWITCHES: Readonly<Record<string, string>> = {
 export function buildOpencodeArgs(
   settings: RunSettings,
   resumeSessionId: string | undefined,
+  images: readonly string[] = [],
 ): string[] {
   const args = ["run", "--format", "json"];
+  // Attached files (`--file`, an array: the `=` form keeps each flag to its one value).
+  for (const image of images) args.push(`--file=${image}`);
   // The model is not remembered by the session the way a prompt cache needs: pass it every run.
   if (settings.model !== undefined) args.push("-m", `${PROVIDER}/${settings.model}`);
   if (resumeSessionId !== undefined) args.push("--session", resumeSessionId);

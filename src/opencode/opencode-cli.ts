@@ -71,7 +71,12 @@ export const opencodeDialect: CliDialect<OpencodeMessage, OpencodeEvidence> = {
   short: "opencode",
   installHint: "set TETHER_OPENCODE_PATH or install opencode-linux-x64",
   sessionId: SESSION_ID,
-  args: (settings, resumeSessionId) => buildOpencodeArgs(settings, resumeSessionId),
+  args: (settings, resumeSessionId, where) =>
+    buildOpencodeArgs(
+      settings,
+      resumeSessionId,
+      where.images?.map((i) => i.path),
+    ),
   env: buildOpencodeEnv,
   modelAccess: opencodeModelAccess,
   parser: (maxLineBytes) => new OpencodeStreamParser(maxLineBytes),

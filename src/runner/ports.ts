@@ -2,6 +2,7 @@
  * The edges the runner talks through. Each is an interface so the runner's logic can be tested
  * with the real thing (Postgres, the Claude CLI, a local GitHub stand-in) or a narrow fake.
  */
+import type { TurnImage } from "../core/images.js";
 import type { IssueComment, IssueInfo, ReviewDiscussion, RepoWriter } from "../core/github.js";
 import type { AgentSettings, CliKind, ConfigResult } from "../core/settings.js";
 import type { Mask } from "../sandbox/sandbox.js";
@@ -93,6 +94,8 @@ export interface AgentRunRequest {
   /** Workspace paths shown as the base branch has them (a pull request's agent-control files). */
   masks?: Mask[];
   prompt: string;
+  /** Images from the thread shown to the model with the prompt (files outside the checkout). */
+  images?: TurnImage[];
   resumeSessionId: string | null;
   /** Branch a new session off `resumeSessionId` (`/from`) and leave that one as it was. */
   forkSession?: boolean;
@@ -242,6 +245,18 @@ export interface WorkspacePort {
    * its head changed from its base, shown as the base has them. Called after prepare(); call
    * dispose() after the run. Absent: no masks.
    */
+  /**
+   * A file of the repository at `commit`, read from its mirror (never the checkout): its bytes,
+   * "too_big" past `maxBytes`, null when the tree has no regular file there (a link, a
+   * directory, nothing). Absent: repository files are not read.
+   */
+  readFile?(req: {
+    repo: string;
+    commit: string;
+    path: string;
+    maxBytes: number;
+    signal?: AbortSignal;
+  }): Promise<Buffer | "too_big" | null>;
   agentControl?(req: {
     repo: string;
     dir: string;

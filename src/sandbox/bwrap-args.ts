@@ -29,6 +29,8 @@ export const IN_SANDBOX = {
   origin: "/run/tether/origin.git",
   /** Where a sandboxed step leaves files for Tether (a git bundle, a report). */
   outbox: "/run/tether/out",
+  /** The turn's images, read-only (the agent cannot change what the model is shown). */
+  images: "/run/tether/images",
   uid: 1000,
   gid: 1000,
   user: "agent",

@@ -69,6 +69,8 @@ export interface SandboxRun {
   origin?: string;
   /** Host directory bound read-write at /run/tether/out. */
   outbox?: string;
+  /** Host directory of the turn's images, read-only at /run/tether/images. */
+  images?: string;
   /** More host paths the process needs, read-only at the same path (the CLI binary). */
   readOnly?: string[];
   /** Workspace paths hidden or replaced (agent-control files of a pull request). */
@@ -312,6 +314,7 @@ export class Sandbox {
       ];
       if (run.origin) binds.push({ host: run.origin, sandbox: IN_SANDBOX.origin });
       if (run.outbox) binds.push({ host: run.outbox, sandbox: IN_SANDBOX.outbox, writable: true });
+      if (run.images) binds.push({ host: run.images, sandbox: IN_SANDBOX.images });
       for (const p of run.readOnly ?? []) binds.push({ host: p, sandbox: p });
       for (const e of this.opts.extraBinds ?? []) {
         const writable = e.endsWith(":rw");

@@ -12,6 +12,7 @@
  * agent CLI files its sessions. Later turns fast-forward only when that cannot touch the
  * agent's own work; otherwise the checkout is left as it is and the returned `update` says why.
  */
+import { readRepoFile } from "./repo-file.js";
 import { randomBytes } from "node:crypto";
 import fs from "node:fs/promises";
 import path from "node:path";
@@ -197,6 +198,17 @@ export class Workspaces {
       log: this.opts.log,
       signal: req.signal,
     });
+  }
+
+  /** A file of the repository at a commit, from its mirror (repo-file.ts). */
+  readFile(req: {
+    repo: string;
+    commit: string;
+    path: string;
+    maxBytes: number;
+    signal?: AbortSignal | undefined;
+  }): Promise<Buffer | "too_big" | null> {
+    return readRepoFile({ ...req, git: this.hostGit, mirror: this.mirrors.pathFor(req.repo) });
   }
 
   /**

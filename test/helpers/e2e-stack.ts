@@ -96,12 +96,15 @@ export async function startStack(opts: {
   nodeArgs?: string[];
   /** Options for GitHub's stand-in (say, `statelessTokens`). */
   github?: FakeGitHubOptions;
+  /** The stand-in repository is private (its attachments need a token). */
+  privateRepo?: boolean;
 }): Promise<Stack> {
   const gh = await startFakeGitHub(opts.github);
   const api = await startFakeAnthropic(opts.anthropic);
   await gh.addRepo({
     owner: "octo",
     name: "widgets",
+    ...(opts.privateRepo ? { private: true } : {}),
     files: opts.files ?? {
       "README.md": "# widgets\n",
       "src/split.js": "export const split = (s) => s.split('\\n');\n",

@@ -2,6 +2,7 @@ import type { ChildProcess } from "node:child_process";
 import {
   generateKeyPairSync,
   randomBytes,
+  randomUUID,
   verify as verifySignature,
   type KeyObject,
   createHash,
@@ -449,6 +450,17 @@ export class FakeGitHub implements PayloadSource {
   readonly pushes: RecordedPush[] = [];
   /** What GitHub's OpenAPI description does not allow in the requests and answers so far. */
   readonly openapiViolations: string[] = [];
+  /**
+   * Uploaded attachments (`/user-attachments/assets/<id>`), served as GitHub does: on a private
+   * repository 401 without a token that sees it, then a 302 to storage (`storageUrl`, another
+   * port, answering without any token as pre-signed storage does).
+   */
+  private readonly attachments = new Map<string, { repo: string; bytes: Buffer }>();
+  private readonly storage = http.createServer((req, res) => this.serveStorage(req, res));
+  /** http://127.0.0.1:PORT of the attachment storage. */
+  storageUrl = "";
+  /** Every request the attachment storage received, with its headers. */
+  readonly storageRequests: Array<{ path: string; headers: http.IncomingHttpHeaders }> = [];
 
   /** Webhook payload builders over the current state (see fake-github-webhooks.ts). */
   readonly webhooks = {
@@ -558,6 +570,57 @@ export class FakeGitHub implements PayloadSource {
     this.host = `127.0.0.1:${port}`;
     this.url = `http://${this.host}`;
     this.apiUrl = `${this.url}/api/v3`;
+    await new Promise<void>((resolve) => this.storage.listen(0, "127.0.0.1", () => resolve()));
+    this.storageUrl = `http://127.0.0.1:${(this.storage.address() as AddressInfo).port}`;
+  }
+
+  /** Uploads `bytes` as an attachment of `repo` ("owner/name"); returns its URL as GitHub gives it. */
+  addAttachment(repo: string, bytes: Buffer): string {
+    const id = randomUUID();
+    this.attachments.set(id, { repo, bytes });
+    return `${this.url}/user-attachments/assets/${id}`;
+  }
+
+  private serveAttachment(
+    req: IncomingMessage,
+    res: ServerResponse,
+    rec: RecordedRequest,
+    id: string,
+  ): void {
+    const a = this.attachments.get(id);
+    const auth = parseAuthorization(req.headers.authorization);
+    const token = auth && "credential" in auth ? this.liveToken(auth.credential) : undefined;
+    rec.token = auth && "credential" in auth ? auth.credential : undefined;
+    const repo = a && this.repos.get(repoKey(a.repo));
+    if (!a || !repo) rec.status = 404;
+    else if (repo.private && !token) rec.status = 401;
+    else if (repo.private && token && !this.tokenSees(token, repo)) rec.status = 404;
+    else rec.status = 302;
+    if (rec.status !== 302) {
+      res.writeHead(rec.status, { "content-type": "text/plain" });
+      res.end(rec.status === 401 ? "Unauthorized" : "Not Found");
+      return;
+    }
+    res.writeHead(302, { location: `${this.storageUrl}/assets/${id}?X-Amz-Signature=stand-in` });
+    res.end();
+  }
+
+  private serveStorage(req: IncomingMessage, res: ServerResponse): void {
+    const url = new URL(req.url ?? "/", "http://storage");
+    this.storageRequests.push({ path: url.pathname, headers: req.headers });
+    const a = this.attachments.get(url.pathname.replace(/^\/assets\//, ""));
+    // Pre-signed: a request carrying credentials of its own is refused, as S3 refuses two auths.
+    if (!a || req.headers.authorization) {
+      res.writeHead(a ? 400 : 404, { "content-type": "application/xml" });
+      res.end("<Error/>");
+      return;
+    }
+    // What storage says of the type is not what Tether trusts (it sniffs the bytes).
+    res.writeHead(200, {
+      "content-type": "application/octet-stream",
+      "content-length": a.bytes.length,
+    });
+    res.end(a.bytes);
   }
 
   /**
@@ -567,7 +630,9 @@ export class FakeGitHub implements PayloadSource {
   async close(): Promise<void> {
     for (const child of this.children) child.kill("SIGKILL");
     this.server.closeAllConnections();
+    this.storage.closeAllConnections();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
+    await new Promise<void>((resolve) => this.storage.close(() => resolve()));
     await fs.rm(this.tmp, { recursive: true, force: true });
     const found = this.takeOpenapiViolations();
     if (found.length) {
@@ -1450,6 +1515,8 @@ export class FakeGitHub implements PayloadSource {
       if (git) {
         rec.kind = "git";
         await this.handleGit(req, res, rec, url, body, git);
+      } else if (url.pathname.startsWith("/user-attachments/assets/")) {
+        this.serveAttachment(req, res, rec, url.pathname.slice("/user-attachments/assets/".length));
       } else if (url.pathname.startsWith("/_blobs/")) {
         // Pre-signed storage URLs (a job's log): no token, as on GitHub's blob storage.
         const blob = this.checks.blob(url.pathname);

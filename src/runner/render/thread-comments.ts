@@ -3,6 +3,7 @@
  * when the run starts, edited with progress, and finally replaced by the answer, so a task has
  * exactly one answer even when it is retried or its runner crashed (the marker finds it again).
  */
+import type { SkippedImage } from "../../core/images.js";
 import { findCli } from "../../cli-registry.js";
 import { shortenSessionIds, shortSessionId } from "../../core/redact.js";
 import { describeReason, type ReasonCode } from "../../core/resume-decision.js";
@@ -91,6 +92,8 @@ export interface FooterFacts {
   smallerWindow?: boolean;
   /** A plan turn (`/plan`: read-only, nothing published), or the `/go` turn that carries one out. */
   plan?: "plan" | "approved";
+  /** Images from the thread: how many the model was shown, and those left out with why. */
+  images?: { shown: number; skipped: SkippedImage[] };
 }
 
 export function renderFooter(f: FooterFacts): string {
@@ -133,7 +136,24 @@ export function renderFooter(f: FooterFacts): string {
   // Markdown's link syntax breaks on these; the URL is ours (core/conversation-path.ts), but check.
   if (f.chainUrl && /^https?:\/\/[^\s()<>[\]]+$/.test(f.chainUrl))
     parts.push(`[conversation log (operators only)](${f.chainUrl})`);
-  return `<sub>${parts.join(" · ")}</sub>`;
+  if (f.images?.shown)
+    parts.push(`🖼️ ${f.images.shown} image${f.images.shown === 1 ? "" : "s"} shown`);
+  const line = `<sub>${parts.join(" · ")}</sub>`;
+  const skipped = f.images?.skipped ?? [];
+  if (skipped.length === 0) return line;
+  return `${line}\n<sub>🖼️ left out: ${skipped.slice(0, MAX_SKIPPED_NAMED).map(renderSkipped).join("; ")}${skipped.length > MAX_SKIPPED_NAMED ? `; and ${skipped.length - MAX_SKIPPED_NAMED} more` : ""}</sub>`;
+}
+
+/** Image references named in a footer; the rest are counted. */
+const MAX_SKIPPED_NAMED = 5;
+
+/**
+ * One left-out image: its link as code (cut, with no backtick that could close the span), so a
+ * link someone wrote never renders as markup, a mention or an image in Tether's answer.
+ */
+function renderSkipped(s: SkippedImage): string {
+  const link = s.source.replace(/[`\r\n]/g, "").slice(0, 120);
+  return `\`${link}${s.source.length > 120 ? "…" : ""}\` (${s.why})`;
 }
 
 function modelNote(m: NonNullable<FooterFacts["model"]>): string {

@@ -25,6 +25,7 @@ import {
   type CliKind,
   type StagedRun,
 } from "../ports.js";
+import type { CollectedImages } from "./turn-images.js";
 import type { TurnProgress } from "../render/tracking-comment.js";
 import type { ReadyWorkspace } from "./turn-workspace.js";
 import { record } from "./turn-decision.js";
@@ -50,6 +51,8 @@ export interface AgentTurn {
   compactSettings?: AgentSettings;
   systemPrompt: string;
   prompt: (d: ResumeDecision) => Promise<string>;
+  /** The images the run under `d` shows the model (fetched per attempt: a fresh retry has more). */
+  images?: (d: ResumeDecision) => Promise<CollectedImages>;
   progress: TurnProgress;
   /** The HOME staged for the turn's first run (Agent.stage), if any. */
   staged?: StagedRun | null;
@@ -65,6 +68,8 @@ export interface AgentRan {
   compaction: AgentRunResult | null;
   /** Bytes of the prompt last written to the CLI. */
   promptBytes: number | null;
+  /** The images of the last attempt: shown, and left out with why. */
+  images: CollectedImages | null;
 }
 
 /**
@@ -75,6 +80,7 @@ export async function runAgent(a: AgentTurn, decision: ResumeDecision): Promise<
   const { log, signal } = a;
   let compaction: AgentRunResult | null = null;
   let promptBytes: number | null = null;
+  let images: CollectedImages | null = null;
   /** Takes `d` as the turn's decision: recorded on the task, shown in its comment. */
   const take = async (d: ResumeDecision, retriedFresh: boolean): Promise<boolean> => {
     decision = d;
@@ -84,7 +90,11 @@ export async function runAgent(a: AgentTurn, decision: ResumeDecision): Promise<
   const attempt = async (d: ResumeDecision): Promise<AgentRunResult> => {
     const prompt = await a.prompt(d);
     promptBytes = Buffer.byteLength(prompt);
-    return a.deps.agent.run(runRequest(a, d, prompt));
+    images = a.images ? await a.images(d) : null;
+    const request = runRequest(a, d, prompt);
+    return a.deps.agent.run(
+      images?.images.length ? { ...request, images: images.images } : request,
+    );
   };
   try {
     if (decision.kind === "resume" && decision.reason === "compacted") {
@@ -98,7 +108,7 @@ export async function runAgent(a: AgentTurn, decision: ResumeDecision): Promise<
       );
       // Stopped while compacting: the turn ends here, as a stopped run does.
       if (next.kind === "stopped")
-        return { result: { ...c, usage: null }, decision, compaction, promptBytes };
+        return { result: { ...c, usage: null }, decision, compaction, promptBytes, images };
       if (next.kind === "fresh") {
         const detail = c.outcome === "success" ? c.text : c.detail;
         log.warn(
@@ -124,9 +134,15 @@ export async function runAgent(a: AgentTurn, decision: ResumeDecision): Promise<
       if (!(await take(after.decision, true))) return null;
       result = await attempt(decision);
     }
-    return { result, decision, compaction, promptBytes };
+    return { result, decision, compaction, promptBytes, images };
   } catch (err) {
-    return { result: failedRun((err as Error).message), decision, compaction, promptBytes };
+    return {
+      result: failedRun((err as Error).message),
+      decision,
+      compaction,
+      promptBytes,
+      images,
+    };
   }
 }
 

@@ -32,6 +32,7 @@ import { trackingComment, type TrackingComment } from "../render/tracking-commen
 import { readyWorkspace, startWorkspace, type ReadyWorkspace } from "./turn-workspace.js";
 import { decideTurn } from "./turn-decision.js";
 import { promptFor, requestsOf, threadReader, turnFacts } from "./turn-prompt.js";
+import { turnImages } from "./turn-images.js";
 import { recordRunSession, runAgent, withCompaction, type AgentRan } from "./run-agent.js";
 import { planChanges, publishChanges, type ChangesPlan } from "./publish-step.js";
 import { answerBody, footerOf } from "./turn-answer.js";
@@ -127,6 +128,28 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
   // then the agent's run (a compaction first, a fresh retry after, when the turn needs them).
   let plan: ChangesPlan;
   let ran: AgentRan | null;
+  // Images from the thread, fetched per run into a directory of the turn's, outside the checkout.
+  const headSha = prepared.headSha;
+  const readFile = deps.workspace.readFile?.bind(deps.workspace);
+  const images = deps.images
+    ? turnImages({
+        config: deps.images,
+        cli,
+        taskId: task.id,
+        requests,
+        issueBody: issue.body,
+        thread: () => threadP ?? readThread(),
+        token: t.token,
+        ...(readFile && headSha
+          ? {
+              readRepoFile: (file: string, maxBytes: number) =>
+                readFile({ repo: task.repo, commit: headSha, path: file, maxBytes, signal }),
+            }
+          : {}),
+        signal,
+        log,
+      })
+    : null;
   try {
     plan = await planChanges(deps, gh, settings, key, issue, prepared, log);
     const planFact = planned.plan ? "plan" : planned.approved ? "approved" : undefined;
@@ -172,6 +195,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
           : {}),
         systemPrompt,
         prompt,
+        ...(images ? { images: images.collect } : {}),
         progress,
         staged,
         ...(lineComments ? { lineComments } : {}),
@@ -185,6 +209,9 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     await hold?.restore().catch((err: Error) => {
       log.error({ err: t.scrub(err.message) }, "the plan turn's checkout could not be put back");
     });
+    await images
+      ?.dispose()
+      .catch((err: Error) => log.warn({ err: err.message }, "could not remove the turn's images"));
   }
   if (!ran) return; // the lease was lost before a retry
   await comment.settled();
@@ -335,6 +362,7 @@ async function answerTurn(
       review,
       cacheTtl,
       plan: a.planned,
+      ...(ran.images ? { images: ran.images } : {}),
       ...t.footer,
     }),
   );

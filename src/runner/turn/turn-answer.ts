@@ -10,6 +10,7 @@ import type { PlanTurn } from "../../core/plan-turn.js";
 import type { Task } from "../../sql/tasks/claim.js";
 import type { AgentRunResult, AgentSettings, CliKind } from "../ports.js";
 import { renderAnswer, renderFailure, type FooterFacts } from "../render/thread-comments.js";
+import type { CollectedImages } from "./turn-images.js";
 import { renderReviewLine, type ReviewOutcome } from "./review-step.js";
 
 export function answerBody(a: {
@@ -31,6 +32,8 @@ export function answerBody(a: {
   chainUrl?: string;
   /** A plan turn, or the `/go` turn after one (core/plan-turn.ts). */
   plan?: PlanTurn;
+  /** The images the run was shown, and those left out. */
+  images?: CollectedImages;
 }): string {
   const { task, settings, cli, decision, result, usage, spentBefore, published } = a;
   const planned = a.plan?.plan === true;
@@ -47,6 +50,9 @@ export function answerBody(a: {
     ...(a.chainUrl ? { chainUrl: a.chainUrl } : {}),
     ...(a.plan?.plan ? { plan: "plan" as const } : {}),
     ...(a.plan?.plan === false && a.plan.approved ? { plan: "approved" as const } : {}),
+    ...(a.images && (a.images.images.length || a.images.skipped.length)
+      ? { images: { shown: a.images.images.length, skipped: a.images.skipped } }
+      : {}),
     ...(result.outcome === "turn_limit" && settings.turnLimitUsd !== undefined
       ? { turnLimitUsd: settings.turnLimitUsd }
       : {}),

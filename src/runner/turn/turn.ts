@@ -38,6 +38,12 @@ export interface RunTaskDeps {
   publish?: Publisher;
   /** TETHER_PUBLIC_URL: the answer's footer links to the conversation's dashboard page there. */
   publicUrl?: string;
+  /**
+   * Images from the thread (issue #39): GitHub's web origin (`https://github.com`, or
+   * `GHE_PROTOCOL://GHE_HOST`), the only host attachments are fetched from, and the directory
+   * under which each turn's images are kept until it ends. Absent: no image is fetched.
+   */
+  images?: { githubOrigin: string; root: string; fetch?: typeof fetch; timeoutMs?: number };
 }
 
 export interface FinishedTurn {

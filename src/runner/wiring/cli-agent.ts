@@ -140,6 +140,7 @@ export function cliAgent(cli: CliAdapter, opts: CliAgentOptions): Agent {
         const run = cli.start({
           cwd: req.cwd,
           prompt: req.prompt,
+          ...(req.images?.length ? { images: req.images } : {}),
           ...(req.resumeSessionId ? { resumeSessionId: req.resumeSessionId } : {}),
           settings: {
             ...(s.model ? { model: s.model } : {}),

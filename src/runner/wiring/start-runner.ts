@@ -227,6 +227,8 @@ export async function startRunner(opts: {
     secrets: () => [privateKey, ...secretsInEnv(process.env, CLI_SECRETS), ...(opts.secrets ?? [])],
     answerRetry: { baseMs: env.TETHER_ANSWER_RETRY_MS },
     ...(env.TETHER_PUBLIC_URL ? { publicUrl: env.TETHER_PUBLIC_URL } : {}),
+    // Attachments come from GitHub's own host only (its web origin, where the clone URL is).
+    images: { githubOrigin: webUrl, root: path.join(env.dataDir, "images") },
     // Pending answers are looked for every 5 s, or at their first retry if that comes sooner.
     answerPollMs: Math.min(5000, env.TETHER_ANSWER_RETRY_MS),
     ...(env.TETHER_COLLECT_IDLE_HOURS > 0

@@ -21,6 +21,7 @@ export function workspacePort(ws: Workspaces): WorkspacePort {
       };
     },
     agentControl: (req) => ws.agentControl(req),
+    readFile: (req) => ws.readFile(req),
     projectInstructions: (req) => ws.projectInstructions(req),
     holdForPlan: (req) => ws.holdForPlan(req, req.signal),
     maintain: async (req) => {
