@@ -203,9 +203,10 @@ async function handleTrigger(
     // A comment on the pull request Tether opened for an issue's conversation continues that
     // conversation: the issue's key (same session, workspace and branch), answered here.
     const conversation = t.isPullRequest
-      ? await conversationOfPull(fx.pool, t.repo, t.issueNumber, agent)
+      ? await conversationOfPull(fx.pool, t.repoId, t.issueNumber, agent)
       : null;
     const key: TaskKey = {
+      repoId: t.repoId,
       repo: t.repo,
       issueNumber: conversation?.issueNumber ?? t.issueNumber,
       agent,
@@ -277,7 +278,6 @@ async function handleTrigger(
     }
     const r = await enqueueComment(fx.pool, {
       key,
-      repoId: t.repoId,
       installationId: d.installationId,
       isPullRequest: conversation ? false : t.isPullRequest,
       comment: t.comment,
@@ -303,6 +303,7 @@ async function handleTrigger(
   for (const [issueNumber, agents] of sessionsFor)
     parts.push(
       await describeSessions(fx.pool, {
+        repoId: t.repoId,
         repo: t.repo,
         issueNumber,
         agents,
@@ -314,6 +315,7 @@ async function handleTrigger(
     parts.push(
       await fx.describeStatus({
         pool: fx.pool,
+        repoId: t.repoId,
         repo: t.repo,
         issueNumber,
         installationId: d.installationId,
@@ -403,7 +405,7 @@ async function handleChange(
   if (await isDeliveryPending(fx.pool, t.createdKey))
     throw new RetryLater(`${t.label} on ${t.repo}#${t.issueNumber} is still being taken in`);
   const ref = {
-    repo: t.repo,
+    repoId: t.repoId,
     issueNumber: t.issueNumber,
     source: t.comment.source,
     commentId: t.comment.commentId,
@@ -411,7 +413,7 @@ async function handleChange(
   // A comment on a conversation's pull request may have fed the issue's key: what it asked
   // follows the change there too.
   const conversations = t.isPullRequest
-    ? await conversationsOfPull(fx.pool, t.repo, t.issueNumber)
+    ? await conversationsOfPull(fx.pool, t.repoId, t.issueNumber)
     : [];
   const refs = [ref, ...conversations.map((c) => ({ ...ref, issueNumber: c.issueNumber }))];
   const notes: string[] = [];
@@ -441,9 +443,13 @@ async function handleChange(
   const reason = `${t.label} ${change.action} by ${change.by}`;
   const bumped =
     t.seenBy === "every-turn"
-      ? await bumpEpochsForIssueBody(fx.pool, { repo: t.repo, issueNumber: t.issueNumber, reason })
+      ? await bumpEpochsForIssueBody(fx.pool, {
+          repoId: t.repoId,
+          issueNumber: t.issueNumber,
+          reason,
+        })
       : await bumpEpochsForComment(fx.pool, {
-          repo: t.repo,
+          repoId: t.repoId,
           issueNumber: t.issueNumber,
           source: t.comment.source,
           commentCreatedAt: t.comment.createdAt,
@@ -457,7 +463,7 @@ async function handleChange(
     for (const c of conversations) {
       // Only the turns it fed read it: the issue's cold turns read the issue's thread.
       const more = await bumpEpochsForComment(fx.pool, {
-        repo: t.repo,
+        repoId: t.repoId,
         issueNumber: c.issueNumber,
         source: t.comment.source,
         commentCreatedAt: t.comment.createdAt,

@@ -243,6 +243,7 @@ export interface WorkspacePort {
    * dispose() after the run. Absent: no masks.
    */
   agentControl?(req: {
+    repoId: number;
     repo: string;
     dir: string;
     pullRequest: number;
@@ -254,6 +255,7 @@ export interface WorkspacePort {
    * `projectInstructions`; null when it has none. Absent: never read.
    */
   projectInstructions?(req: {
+    repoId: number;
     repo: string;
     branch: string;
     signal?: AbortSignal;

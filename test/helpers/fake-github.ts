@@ -484,6 +484,8 @@ export class FakeGitHub implements PayloadSource {
   private readonly users = new Map<string, { login: string; id: number; type: UserType }>();
   private readonly installations = new Map<number, InstallationState>();
   private readonly repos = new Map<string, RepoState>();
+  /** A renamed repository's old names: GitHub keeps answering them until a repository takes the name. */
+  private readonly formerNames = new Map<string, RepoState>();
   private readonly commentsById = new Map<number, CommentState>();
   private readonly tokens = new Map<string, TokenState>();
   private readonly rateLimits = new Map<
@@ -597,6 +599,7 @@ export class FakeGitHub implements PayloadSource {
   }): Promise<Json> {
     const key = repoKey(`${o.owner}/${o.name}`);
     if (this.repos.has(key)) throw new Error(`repo ${key} exists already`);
+    this.formerNames.delete(key); // a new repository under an old name ends the old one's redirect
     this.user(o.owner, o.ownerType ?? "User");
     const installationId = o.installationId === undefined ? this.installationId : o.installationId;
     if (installationId !== null && !this.installations.has(installationId)) {
@@ -638,6 +641,39 @@ export class FakeGitHub implements PayloadSource {
     );
     this.repos.set(key, repo);
     return this.repoJson(key);
+  }
+
+  /**
+   * Rename a repository (same id, issues and git history), as its settings page does. GitHub
+   * keeps redirecting the old name (API and git) until another repository takes it; the
+   * stand-in answers the old name as the renamed repository.
+   */
+  renameRepo(from: string, to: string): Json {
+    const r = this.repo(from);
+    const key = repoKey(to);
+    if (this.repos.has(key)) throw new Error(`repo ${key} exists already`);
+    const [owner, name] = to.split("/");
+    if (!owner || !name) throw new Error(`not owner/name: ${to}`);
+    this.user(owner, "User");
+    this.repos.delete(repoKey(from));
+    this.formerNames.set(repoKey(from), r);
+    r.owner = owner;
+    r.name = name;
+    this.repos.set(key, r);
+    return this.repoJson(key);
+  }
+
+  /** Delete a repository: its name is free for a new one (with a new id). */
+  async deleteRepo(name: string): Promise<void> {
+    const r = this.repo(name);
+    this.repos.delete(repoKey(name));
+    for (const [k, v] of this.formerNames) if (v === r) this.formerNames.delete(k);
+    await fs.rm(r.bare, { recursive: true, force: true });
+  }
+
+  /** A repository by its current name, or by a name it had before a rename. */
+  private lookup(name: string): RepoState | undefined {
+    return this.repos.get(repoKey(name)) ?? this.formerNames.get(repoKey(name));
   }
 
   /** Commit files (null deletes) on a branch (default: the default branch). Returns the sha. */
@@ -1541,7 +1577,7 @@ export class FakeGitHub implements PayloadSource {
     }
     let repo: RepoState | undefined;
     if (params.owner !== undefined && params.repo !== undefined) {
-      repo = this.repos.get(repoKey(`${params.owner}/${params.repo}`));
+      repo = this.lookup(`${params.owner}/${params.repo}`);
       if (!repo || (token && !this.tokenSees(token, repo))) {
         this.sendJson(res, rec, notFound());
         return;
@@ -1669,7 +1705,7 @@ export class FakeGitHub implements PayloadSource {
       );
       return;
     }
-    const repo = this.repos.get(repoKey(`${owner}/${name}`));
+    const repo = this.lookup(`${owner}/${name}`);
     if (!repo || !this.tokenSees(token, repo)) {
       rec.status = 404;
       res.writeHead(404, { "content-type": "text/plain" });

@@ -191,8 +191,8 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
 async function openTurn(deps: RunTaskDeps, task: Task, signal: AbortSignal): Promise<Turn | null> {
   const now = deps.now ?? (() => new Date());
   const started = now();
-  const { repo, issueNumber, agent } = task;
-  const key: TaskKey = { repo, issueNumber, agent };
+  const { repoId, repo, issueNumber, agent } = task;
+  const key: TaskKey = { repoId, repo, issueNumber, agent };
   const log = deps.log.child({ task: task.id, repo, issue: issueNumber, agent });
   const secrets = new Set<string | undefined>(deps.secrets?.() ?? []);
   const retryInMs = answerRetryPolicy(deps.answerRetry).baseMs;

@@ -72,6 +72,7 @@ export async function startWorkspace(
   const workspaceP = (task.isPullRequest ? issueP : Promise.resolve(null))
     .then((issue) =>
       workspace.prepare({
+        repoId: task.repoId,
         repo: task.repo,
         issueNumber: task.issueNumber,
         agent: task.agent,
@@ -123,7 +124,7 @@ export async function readyWorkspace(
   const branch = prepared.defaultBranch;
   const projectP =
     settings.projectInstructions && branch && workspace.projectInstructions
-      ? workspace.projectInstructions({ repo: task.repo, branch, signal }).catch((err) => {
+      ? workspace.projectInstructions({ repoId: task.repoId, repo: task.repo, branch, signal }).catch((err) => {
           // The turn still runs, without them; the log says why.
           log.warn(
             { err: (err as Error).message },
@@ -134,6 +135,7 @@ export async function readyWorkspace(
       : null;
   if (issue.pullRequest && workspace.agentControl)
     control = await workspace.agentControl({
+      repoId: task.repoId,
       repo: task.repo,
       dir: prepared.dir,
       pullRequest: task.issueNumber,

@@ -24,7 +24,7 @@ export function workspacePort(ws: Workspaces): WorkspacePort {
     projectInstructions: (req) => ws.projectInstructions(req),
     maintain: async (req) => {
       await ws.maintain(req, req.signal);
-      await ws.mirrors.maintain(req.repo, req.signal);
+      await ws.mirrors.maintain(req, req.signal);
     },
   };
 }
