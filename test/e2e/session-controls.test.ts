@@ -142,9 +142,9 @@ describe("session controls from the thread", { timeout: 200_000 }, () => {
     );
     // What the CLI last said of claude-haiku-4-5's window: smaller than what this session holds.
     await db.pool.query(
-      `INSERT INTO sessions (session_id, repo, issue_number, agent, runtime_id, work_dir, model,
+      `INSERT INTO sessions (session_id, repo, repo_id, issue_number, agent, runtime_id, work_dir, model,
                              history_epoch, context_tokens, context_window, last_used_at)
-       VALUES ($1, 'elsewhere/repo', 1, 'tether', 'rt', '/w', 'claude-haiku-4-5', 0, 10, 1000,
+       VALUES ($1, 'elsewhere/repo', 999999, 1, 'tether', 'rt', '/w', 'claude-haiku-4-5', 0, 10, 1000,
                now() + interval '1 hour')`,
       [`window-probe-${n}`],
     );

@@ -243,7 +243,8 @@ interface IssueState {
 
 interface CommentState {
   id: number;
-  repoKey: string;
+  /** The repository's id: a comment stays with its repository through a rename. */
+  repoId: number;
   issueNumber: number;
   user: string;
   body: string;
@@ -610,15 +611,21 @@ export class FakeGitHub implements PayloadSource {
         permissions: { ...PERMISSIONS },
       });
     }
+    const id = ++this.ids.repo;
+    // A renamed repository keeps its bare repository where it was made: a new one under its old
+    // name goes beside it.
+    const taken = [...this.repos.values(), ...this.formerNames.values()].some(
+      (r) => r.bare === path.join(this.reposDir, `${key}.git`),
+    );
     const repo: RepoState = {
-      id: ++this.ids.repo,
+      id,
       owner: o.owner,
       name: o.name,
       defaultBranch: o.defaultBranch ?? "main",
       private: o.private ?? false,
       plan: o.plan ?? "team",
       installationId,
-      bare: path.join(this.reposDir, `${key}.git`),
+      bare: path.join(this.reposDir, taken ? `${key}.${id}.git` : `${key}.git`),
       createdAt: this.now(),
       pushedAt: this.now(),
       commitDates: new Map(),
@@ -1148,7 +1155,8 @@ export class FakeGitHub implements PayloadSource {
 
   commentJson(commentId: number): Json {
     const c = this.commentState(commentId);
-    const r = this.repo(c.repoKey);
+    const r = [...this.repos.values()].find((x) => x.id === c.repoId);
+    if (!r) throw new Error(`the repository of comment ${commentId} is gone`);
     const issue = this.issueState(r, c.issueNumber);
     return commentJson(this.bases(), this.fullName(r), {
       id: c.id,
@@ -1239,7 +1247,7 @@ export class FakeGitHub implements PayloadSource {
   private newComment(r: RepoState, issue: IssueState, user: string, body: string): CommentState {
     const c: CommentState = {
       id: ++this.ids.comment,
-      repoKey: repoKey(this.fullName(r)),
+      repoId: r.id,
       issueNumber: issue.number,
       user: this.user(user).login,
       body,
@@ -1260,9 +1268,8 @@ export class FakeGitHub implements PayloadSource {
   }
 
   private liveComments(r: RepoState, issueNumber: number): CommentState[] {
-    const key = repoKey(this.fullName(r));
     return [...this.commentsById.values()]
-      .filter((c) => c.repoKey === key && c.issueNumber === issueNumber && !c.deleted)
+      .filter((c) => c.repoId === r.id && c.issueNumber === issueNumber && !c.deleted)
       .sort((a, b) => a.id - b.id);
   }
 
@@ -1744,7 +1751,8 @@ export class FakeGitHub implements PayloadSource {
       res,
       {
         projectRoot: this.reposDir,
-        pathInfo: `/${repoKey(this.fullName(repo))}.git${rest}`,
+        // Where the repository was made: a rename keeps its bare repository in place.
+        pathInfo: `/${path.relative(this.reposDir, repo.bare)}${rest}`,
         queryString: url.search.replace(/^\?/, ""),
         remoteUser: "x-access-token",
         home: this.home,
@@ -1973,7 +1981,7 @@ export class FakeGitHub implements PayloadSource {
     });
     const commentIn = (ctx: RouteCtx): CommentState | undefined => {
       const c = this.commentsById.get(Number(ctx.params.comment_id));
-      return c && !c.deleted && c.repoKey === repoKey(this.fullName(repoOf(ctx))) ? c : undefined;
+      return c && !c.deleted && c.repoId === repoOf(ctx).id ? c : undefined;
     };
     add("GET", "/repos/{owner}/{repo}/issues/comments/{comment_id}", "token", (ctx) => {
       const c = commentIn(ctx);

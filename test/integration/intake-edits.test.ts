@@ -14,6 +14,7 @@ import {
 import { APP_ID, createTestApp, type TestApp } from "../helpers/probot.js";
 import { github, useNock } from "../helpers/intake-github.js";
 import { readTask, seedTask, type Row } from "../helpers/seed.js";
+import { repoIdOf } from "../helpers/seed.js";
 
 const db = await createTestDatabase();
 useNock();
@@ -30,7 +31,7 @@ beforeEach(async () => {
 const T0 = new Date("2030-01-01T10:00:00Z");
 const at = (minutes: number) => new Date(T0.getTime() + minutes * 60_000);
 const epoch = (agent = "tether") =>
-  readEpoch(db.pool, { repo: REPO_KEY, issueNumber: issue, agent });
+  readEpoch(db.pool, { repoId: repoIdOf(REPO_KEY), repo: REPO_KEY, issueNumber: issue, agent });
 
 /** A queued task fed by comment `id` (as intake would have made it). */
 async function queuedTaskFor(id: number, body: string, extra: Row = {}): Promise<Row> {

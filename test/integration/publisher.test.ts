@@ -21,6 +21,7 @@ import { Workspaces } from "../../src/workspace/workspace.js";
 import { createTestDatabase } from "../helpers/db.js";
 import { BULK_FILES, forgedBaseAttack } from "../hardening/helpers/forged-base.js";
 import { startFakeGitHub, type FakeGitHub } from "../helpers/fake-github.js";
+import { repoIdOf } from "../helpers/seed.js";
 
 const db = await createTestDatabase();
 const log = createLogger("silent");
@@ -79,7 +80,7 @@ async function setup() {
   await gh.addRepo({ owner: "octo", name, files: { "README.md": "# gadgets\n" } });
   const token = gh.createInstallationToken();
   const cloneUrl = cloneUrlFor({ GHE_HOST: gh.host, GHE_PROTOCOL: "http" }, repo);
-  const key = { repo, issueNumber: 3, agent: "tether" };
+  const key = { repoId: repoIdOf(repo), repo, issueNumber: 3, agent: "tether" };
   const w = await ws.prepare({ ...key, cloneUrl, token, follow: "tether/3-tether" });
   const minted: string[] = [];
   const req: PublishRequest = {
@@ -245,7 +246,7 @@ describe("publisher", () => {
       const number = pr.number as number;
       const token = gh.createInstallationToken();
       const cloneUrl = cloneUrlFor({ GHE_HOST: gh.host, GHE_PROTOCOL: "http" }, repo);
-      const key = { repo, issueNumber: number, agent: "tether" };
+      const key = { repoId: repoIdOf(repo), repo, issueNumber: number, agent: "tether" };
       const w = await ws.prepare({
         ...key,
         cloneUrl,

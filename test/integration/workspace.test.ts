@@ -19,6 +19,7 @@ import {
   type Workspace,
 } from "../../src/workspace/workspace.js";
 import { startFakeGitHub, type FakeGitHub } from "../helpers/fake-github.js";
+import { repoIdOf } from "../helpers/seed.js";
 
 let gh: FakeGitHub;
 let scratch: string;
@@ -68,6 +69,7 @@ beforeEach(async () => {
 function request(over: Partial<PrepareRequest> = {}): PrepareRequest {
   const r = over.repo ?? repo;
   return {
+    repoId: repoIdOf(r),
     repo: r,
     issueNumber: 1,
     agent: "tether",
@@ -398,9 +400,11 @@ describe("the token", () => {
 
 describe("failures", () => {
   it("reports a missing repository in plain words, with no token and nothing left behind", async () => {
-    const err = (await prepare({ repo: "octo/missing", issueNumber: 3 }).catch(
-      (e: unknown) => e,
-    )) as WorkspaceError;
+    const err = (await prepare({
+      repoId: repoIdOf("octo/missing"),
+      repo: "octo/missing",
+      issueNumber: 3,
+    }).catch((e: unknown) => e)) as WorkspaceError;
     expect(err).toBeInstanceOf(WorkspaceError);
     expect(err.kind).toBe("not-found");
     expect(err.message).toBe(
@@ -557,7 +561,7 @@ describe("a later turn whose branches GitHub says are as the mirror has them (se
     logLines = [];
     await prepare({ follow: branch, serverHead: s.serverHead });
     expect(fetches()).toEqual([]);
-    expect(await agentGit(ws.mirrorFor(repo), "branch", "--list", "other")).toBe("");
+    expect(await agentGit(ws.mirrorFor(repoIdOf(repo)), "branch", "--list", "other")).toBe("");
 
     // The default branch moved: fetched, fast-forwarded, and the other branch came along.
     const tip = await gh.commit(repo, { files: { "src/app.ts": "export const v = 4;\n" } });
@@ -565,7 +569,7 @@ describe("a later turn whose branches GitHub says are as the mirror has them (se
     const moved = await prepare({ follow: branch, serverHead: s.serverHead });
     expect(fetches()).toHaveLength(1);
     expect(moved.update).toMatchObject({ kind: "fast-forwarded", to: tip });
-    expect(await agentGit(ws.mirrorFor(repo), "rev-parse", "other")).toBe(other);
+    expect(await agentGit(ws.mirrorFor(repoIdOf(repo)), "rev-parse", "other")).toBe(other);
 
     // The conversation branch appeared on GitHub: fetched and switched to.
     const conv = await gh.commit(repo, { branch, files: { "NOTES.md": "hi\n" } });
@@ -701,13 +705,15 @@ describe("housekeeping", () => {
     await gh.commit(repo, { files: { "README.md": "# more\n" } });
     expect((await prepare()).update.kind).toBe("fast-forwarded");
     expect(await packs(first.dir)).toBe(2);
-    expect(await ws.maintain({ repo, issueNumber: 1, agent: "tether" })).toBe("done");
+    expect(
+      await ws.maintain({ repoId: repoIdOf(repo), repo, issueNumber: 1, agent: "tether" }),
+    ).toBe("done");
     expect(await packs(first.dir)).toBe(1);
     expect(await agentGit(first.dir, "rev-parse", "HEAD")).toBe(await gh.sha(repo, "main"));
   });
 
   it("says when there is nothing to maintain or it was cancelled", async () => {
-    const key = { repo, issueNumber: 404, agent: "tether" };
+    const key = { repoId: repoIdOf(repo), repo, issueNumber: 404, agent: "tether" };
     expect(await ws.maintain(key)).toBe("no-checkout");
     await prepare({ issueNumber: 404 });
     const aborted = new AbortController();
@@ -717,7 +723,7 @@ describe("housekeeping", () => {
 });
 
 describe("a later turn after maintain(): the checkout as the last turn left it", () => {
-  const key = () => ({ repo, issueNumber: 1, agent: "tether" });
+  const key = () => ({ repoId: repoIdOf(repo), repo, issueNumber: 1, agent: "tether" });
 
   it("uses the look maintain() took after the agent's turn instead of taking one, once", async () => {
     const first = await prepare();
@@ -872,6 +878,7 @@ describe("publishing: the conversation branch and the turn's commit", () => {
   const tether = { name: "tether[bot]", email: "41+tether[bot]@users.noreply.github.com" };
   const collect = (w: Workspace, over: Partial<Parameters<Workspaces["collect"]>[0]> = {}) =>
     ws.collect({
+      repoId: repoIdOf(repo),
       repo,
       issueNumber: 1,
       agent: "tether",
