@@ -15,7 +15,7 @@
 --   the dashboard and in the figures, and the next turn under that name (with the repository's
 --   real id) starts fresh, finding no session, transcript, branch or CI loop of them. A task of
 --   such a name still queued or running is cancelled: which repository it was for is not known.
--- * Sessions take the id of the task that ran them; the other tables (history epochs and edits,
+-- * Sessions take the id of the task under their name that ran them; the other tables (history epochs and edits,
 --   conversation branches, CI loops and commits, stored transcripts) the id of the newest task of
 --   the same key, else of the newest task under the same name. A row that matches no task at all
 --   is deleted (its key never ran a turn this database knows of: nothing can resume from it).
@@ -52,10 +52,11 @@ CREATE TEMPORARY TABLE repo_id_of_name ON COMMIT DROP AS
 
 -- 2. sessions (the name stays, for display)
 ALTER TABLE sessions ADD COLUMN repo_id bigint;
+-- A session pinned by tasks of two keys (a forged init line) stays the one its row names.
 UPDATE sessions s SET repo_id = t.repo_id
-  FROM (SELECT DISTINCT ON (session_id) session_id, repo_id FROM tasks
-         WHERE session_id IS NOT NULL ORDER BY session_id, id DESC) t
- WHERE t.session_id = s.session_id;
+  FROM (SELECT DISTINCT ON (session_id, repo) session_id, repo, repo_id FROM tasks
+         WHERE session_id IS NOT NULL ORDER BY session_id, repo, id DESC) t
+ WHERE t.session_id = s.session_id AND t.repo = s.repo;
 UPDATE sessions s SET repo_id = m.repo_id
   FROM repo_id_of_name m WHERE s.repo_id IS NULL AND m.repo = s.repo;
 DELETE FROM sessions WHERE repo_id IS NULL;

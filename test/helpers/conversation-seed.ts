@@ -30,7 +30,6 @@ export const POISONED_TRANSCRIPT = Buffer.from(
 export async function seedConversation(pool: Pool, now: Date): Promise<Row[]> {
   const at = (minAgo: number) => new Date(now.getTime() - minAgo * 60_000);
   const key = {
-    repoId: repoIdOf(CHAIN_KEY.repo),
     repo: CHAIN_KEY.repo,
     issue_number: CHAIN_KEY.issueNumber,
     agent: CHAIN_KEY.agent,

@@ -186,7 +186,6 @@ describe("collectIdle", () => {
       // An older task of the key with another TTL: the latest one's is the one in force.
       if (settings)
         await seedTask(db.pool, {
-          repoId: repoIdOf(key.repo),
           repo: key.repo,
           issue_number: key.issueNumber,
           status: "succeeded",
@@ -194,7 +193,6 @@ describe("collectIdle", () => {
           repo_settings: snapshotSettings(RepoConfig.parse({ resume: { ttlHours: 1 } })),
         });
       await seedTask(db.pool, {
-        repoId: repoIdOf(key.repo),
         repo: key.repo,
         issue_number: key.issueNumber,
         status: "succeeded",

@@ -32,7 +32,6 @@ async function turn(
     });
   const at = new Date(Date.now() - secondsAgo * 1000);
   return seedTask(db.pool, {
-    repoId: repoIdOf(key.repo),
     repo: key.repo,
     issue_number: key.issueNumber,
     agent: key.agent,
@@ -76,7 +75,6 @@ describe("/resume <id-prefix>", () => {
       [key.repo, key.issueNumber, key.agent, key.repoId],
     );
     await seedTask(db.pool, {
-      repoId: repoIdOf(key.repo),
       repo: key.repo,
       issue_number: key.issueNumber,
       agent: key.agent,
@@ -97,7 +95,6 @@ describe("/resume <id-prefix>", () => {
     };
     await turn(key, "aaaa9999-0000", 30);
     const queued = await seedTask(db.pool, {
-      repoId: repoIdOf(key.repo),
       repo: key.repo,
       issue_number: key.issueNumber,
       agent: key.agent,

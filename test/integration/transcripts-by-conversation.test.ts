@@ -108,16 +108,15 @@ describe("stored transcripts are keyed by the conversation", () => {
       agent: "reviewer",
     };
     const sessionId = "sess-before-the-key";
-    await upsertSession(db.pool, {
-      ...key,
-      sessionId,
-      runtimeId: "rt-a",
-      workDir: "/w",
-      model: null,
-      historyEpoch: 0,
-    });
+    // The sessions table as it was then (no repo_id yet): written in SQL, not by today's code.
+    const oldSession = (id: string, repo: string, issue: number, agent: string) =>
+      db.pool.query(
+        `INSERT INTO sessions (session_id, repo, issue_number, agent, runtime_id, work_dir)
+         VALUES ($1, $2, $3, $4, 'rt-a', '/w')`,
+        [id, repo, issue, agent],
+      );
+    await oldSession(sessionId, key.repo, key.issueNumber, key.agent);
     await seedTask(db.pool, {
-      repoId: repoIdOf(key.repo),
       repo: key.repo,
       issue_number: key.issueNumber,
       agent: key.agent,
@@ -127,17 +126,7 @@ describe("stored transcripts are keyed by the conversation", () => {
     });
     // A session two keys pinned (the second by a forged init line, say): the first one's.
     const shared = "sess-pinned-twice";
-    await upsertSession(db.pool, {
-      ...key,
-      repoId: repoIdOf("octo/first"),
-      repo: "octo/first",
-      issueNumber: 10,
-      sessionId: shared,
-      runtimeId: "rt-a",
-      workDir: "/w",
-      model: null,
-      historyEpoch: 0,
-    });
+    await oldSession(shared, "octo/first", 10, key.agent);
     for (const repo of ["octo/first", "evil/second"])
       await seedTask(db.pool, {
         repo,
@@ -174,18 +163,20 @@ describe("stored transcripts are keyed by the conversation", () => {
       agent: key.agent,
     };
     expect(await transcriptHead(db.pool, twice, shared)).not.toBeNull();
-    expect(await transcriptHead(db.pool, { ...twice, repo: "evil/second" }, shared)).toBeNull();
+    expect(
+      await transcriptHead(
+        db.pool,
+        { ...twice, repoId: repoIdOf("evil/second"), repo: "evil/second" },
+        shared,
+      ),
+    ).toBeNull();
+    // Keyed by the repository's id since 1763800005000_repo-id-keys.
     const { rows } = await db.pool.query(
-      "SELECT repo, issue_number, agent FROM session_transcript_chunks WHERE session_id = $1",
+      "SELECT repo_id, issue_number, agent FROM session_transcript_chunks WHERE session_id = $1",
       [sessionId],
     );
     expect(rows).toEqual([
-      {
-        repoId: repoIdOf(key.repo),
-        repo: key.repo,
-        issue_number: key.issueNumber,
-        agent: key.agent,
-      },
+      { repo_id: key.repoId, issue_number: key.issueNumber, agent: key.agent },
     ]);
 
     // And back down: one row per session id again, its chunks kept.
