@@ -28,8 +28,8 @@
 -- removes the workspaces and cached transcripts once idle. A session whose transcript is in the
 -- session store (Postgres) still resumes: the decision does not compare working directories for
 -- a stored transcript, and the next turn clones a fresh checkout from a fresh mirror. A session
--- saved only on a runner's disk before the session store existed is no longer found (fresh,
--- runtime_mismatch).
+-- saved only on a runner's disk before the session store existed is still found there, but its
+-- checkout moved, so its next turn starts fresh (workdir_changed).
 
 -- 1. tasks
 UPDATE tasks t SET repo_id = m.repo_id

@@ -50,3 +50,22 @@ export function keyDir(key: TaskKey): string {
     throw new Error(`not a task key: ${JSON.stringify(key)}`);
   return path.join("_repos", String(key.repoId), `issue-${key.issueNumber}`, enc(key.agent));
 }
+
+/**
+ * Where a session saved on a runner's disk before the session store may be: the key's directory,
+ * then the one the layout before repository ids gave it (`<owner>/<name>/issue-<n>/<agent>`).
+ * Only read, and only for a session id the key's own rows (keyed by id) name, so a new
+ * repository under an old name never reaches the old one's files through it.
+ */
+export function legacyKeyDirs(key: TaskKey): string[] {
+  const enc = (s: string) =>
+    s.replace(/[^A-Za-z0-9._-]/gu, (c) =>
+      Array.from(Buffer.from(c, "utf8"), (b) => `%${b.toString(16).padStart(2, "0")}`).join(""),
+    );
+  const [owner = "", name = ""] = key.repo.toLowerCase().split("/");
+  const named =
+    owner && name && ![owner, name, key.agent].some((p) => p === "." || p === "..")
+      ? [path.join(enc(owner), enc(name), `issue-${key.issueNumber}`, enc(key.agent))]
+      : [];
+  return [keyDir(key), ...named];
+}

@@ -327,7 +327,7 @@ describe("session controls from the thread", { timeout: 200_000 }, () => {
       const deadline = Date.now() + 30_000;
       for (;;) {
         const { rows } = await db.pool.query(
-          "SELECT epoch FROM history_epochs WHERE repo = $1 AND issue_number = $2 AND agent = 'tether'",
+          "SELECT epoch FROM history_epochs WHERE repo_id = (SELECT repo_id FROM tasks WHERE repo = $1 LIMIT 1) AND issue_number = $2 AND agent = 'tether'",
           [REPO, n],
         );
         if ((rows[0]?.epoch ?? 0) >= epoch) return;

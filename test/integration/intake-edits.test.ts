@@ -200,7 +200,7 @@ describe("history epochs (guard history_edited)", () => {
     // Each bump says what changed: what a rewind sends again, or leaves out.
     const { rows } = await db.pool.query(
       `SELECT epoch, source, deleted, body FROM history_edits
-        WHERE repo = $1 AND issue_number = $2 AND agent = 'tether' ORDER BY epoch`,
+        WHERE repo_id = (SELECT repo_id FROM tasks WHERE repo = $1 LIMIT 1) AND issue_number = $2 AND agent = 'tether' ORDER BY epoch`,
       [REPO_KEY, issue],
     );
     expect(rows).toEqual([
@@ -230,7 +230,7 @@ describe("history epochs (guard history_edited)", () => {
       1, 1, 0,
     ]);
     const { rows } = await db.pool.query(
-      `SELECT agent, source FROM history_edits WHERE repo = $1 AND issue_number = $2 ORDER BY agent`,
+      `SELECT agent, source FROM history_edits WHERE repo_id = (SELECT repo_id FROM tasks WHERE repo = $1 LIMIT 1) AND issue_number = $2 ORDER BY agent`,
       [REPO_KEY, issue],
     );
     // The issue body: every turn read it, so no rewind goes past it.
