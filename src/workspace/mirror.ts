@@ -106,7 +106,9 @@ export class Mirrors {
   /** Host path of a repository's mirror: `<root>/<repository id>.git`. */
   pathFor(repoId: number): string {
     if (!Number.isSafeInteger(repoId) || repoId < 1)
-      throw new Error(`cannot make a mirror for repository id ${repoId}: not a GitHub repository id`);
+      throw new Error(
+        `cannot make a mirror for repository id ${repoId}: not a GitHub repository id`,
+      );
     return path.join(this.opts.root, `${repoId}.git`);
   }
 
