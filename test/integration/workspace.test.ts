@@ -116,17 +116,17 @@ async function filesUnder(dir: string): Promise<string[]> {
 }
 
 describe("first turn", () => {
-  it("clones from the mirror into <root>/<owner>/<repo>/issue-<n>/<agent> on the default branch", async () => {
+  it("clones from the mirror into <root>/_repos/<repository id>/issue-<n>/<agent> on the default branch", async () => {
     const w = await prepare({ issueNumber: 7 });
     const realRoot = await fs.realpath(root);
-    expect(w.dir).toBe(path.join(realRoot, "octo", `widgets-${repoCount}`, "issue-7", "tether"));
+    expect(w.dir).toBe(path.join(realRoot, "_repos", String(repoIdOf(repo)), "issue-7", "tether"));
     expect(w).toMatchObject({
       created: true,
       branch: "main",
       defaultBranch: "main",
       update: { kind: "cloned" },
     });
-    expect(w.origin).toBe(path.join(realRoot, ".mirrors", "octo", `widgets-${repoCount}.git`));
+    expect(w.origin).toBe(path.join(realRoot, ".mirrors", `${repoIdOf(repo)}.git`));
     expect(w.headSha).toBe(await gh.sha(repo, "main"));
     expect(w.upstream).toEqual({ ref: "refs/remotes/origin/main", sha: w.headSha });
     expect(await read(w.dir, "src/app.ts")).toBe("export const v = 1;\n");
@@ -462,13 +462,13 @@ describe("failures", () => {
     expect(cancelled.kind).toBe("cancelled");
     const realRoot = await fs.realpath(root);
     await expect(
-      fs.stat(path.join(realRoot, "octo", `widgets-${repoCount}`, "issue-1")),
+      fs.stat(path.join(realRoot, "_repos", String(repoIdOf(repo)), "issue-1")),
     ).rejects.toMatchObject({ code: "ENOENT" });
   });
 
   it("refuses a directory that is there but is not a checkout, and URLs with credentials", async () => {
     const realRoot = await fs.realpath(root);
-    const dir = path.join(realRoot, "octo", `widgets-${repoCount}`, "issue-5", "tether");
+    const dir = path.join(realRoot, "_repos", String(repoIdOf(repo)), "issue-5", "tether");
     await fs.mkdir(dir, { recursive: true });
     await fs.writeFile(path.join(dir, "stray.txt"), "x");
     await expect(prepare({ issueNumber: 5 })).rejects.toMatchObject({ kind: "not-a-checkout" });
