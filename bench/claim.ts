@@ -33,8 +33,8 @@ for (let round = 1; round <= rounds; round++) {
   await pool.query("TRUNCATE tasks CASCADE");
   // Distinct keys, so every task is claimable at once (the one-running-per-key rule is tested elsewhere).
   await pool.query(
-    `INSERT INTO tasks (repo, installation_id, issue_number, agent, trigger_author, trigger_url, trigger_body, created_at)
-     SELECT 'bench/repo', 1, g, 'tether', 'u', 'url', 'body', now() - make_interval(secs => $1 - g)
+    `INSERT INTO tasks (repo, repo_id, installation_id, issue_number, agent, trigger_author, trigger_url, trigger_body, created_at)
+     SELECT 'bench/repo', 1, 1, g, 'tether', 'u', 'url', 'body', now() - make_interval(secs => $1 - g)
        FROM generate_series(1, $1) g`,
     [tasks],
   );

@@ -20,6 +20,7 @@ import { sessionFile } from "../src/claude/session-files.js";
 import { upsertSession } from "../src/sql/sessions.js";
 import { transcriptHead } from "../src/sql/transcripts.js";
 import { benchDatabase, median } from "./support.js";
+import { repoIdOf } from "../test/helpers/seed.js";
 
 const sizes = (process.argv[2] ?? "1,10,50").split(",").map(Number);
 const rounds = Number(process.argv[3] ?? 5);
@@ -80,7 +81,12 @@ try {
   console.log(`rounds=${rounds}; medians`);
   for (const mb of sizes) {
     const sessionId = `bench-${mb}`;
-    const key = { repo: "octo/bench", issueNumber: mb, agent: "tether" };
+    const key = {
+      repoId: repoIdOf("octo/bench"),
+      repo: "octo/bench",
+      issueNumber: mb,
+      agent: "tether",
+    };
     await upsertSession(pool, {
       ...key,
       sessionId,

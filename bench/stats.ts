@@ -231,13 +231,13 @@ async function seedBatch(
   days: number,
 ): Promise<void> {
   await pool.query(
-    `INSERT INTO tasks (repo, installation_id, issue_number, agent, status, trigger_comment_id,
+    `INSERT INTO tasks (repo, repo_id, installation_id, issue_number, agent, status, trigger_comment_id,
                         trigger_author, trigger_url, trigger_body, runtime_id, session_id,
                         resume_decision, resume_reason, is_follow_up, outcome, model,
                         input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens,
                         cost_usd, num_turns, duration_ms, locked_by, created_at, updated_at,
                         started_at, finished_at)
-     SELECT repo, 1, issue, agent, status, g, 'octocat',
+     SELECT repo, (hashtext(repo)::bigint & 2147483647) + 1, 1, issue, agent, status, g, 'octocat',
             'https://github.com/' || repo || '/issues/' || issue || '#issuecomment-' || g,
             '@tether please look', 'runner-' || (1 + g % 4),
             CASE WHEN status <> 'queued' THEN md5(g::text)::uuid::text END,

@@ -15,6 +15,7 @@ import { createLogger } from "../src/log.js";
 import { Sandbox } from "../src/sandbox/sandbox.js";
 import { Workspaces } from "../src/workspace/workspace.js";
 import { startFakeGitHub } from "../test/helpers/fake-github.js";
+import { repoIdOf } from "../test/helpers/seed.js";
 
 const files = Number(process.argv[2] ?? 200);
 const rounds = Number(process.argv[3] ?? 20);
@@ -76,7 +77,14 @@ async function main(): Promise<void> {
     for (let r = 0; r < rounds; r++) {
       for (const mode of r % 2 ? [...modes].reverse() : modes) {
         const w = spaces.get(mode)!;
-        const req = { repo: "octo/bench", agent: "tether", issueNumber: r + 1, cloneUrl, token };
+        const req = {
+          repoId: repoIdOf("octo/bench"),
+          repo: "octo/bench",
+          agent: "tether",
+          issueNumber: r + 1,
+          cloneUrl,
+          token,
+        };
         await time(`${mode} clone`, () => w.prepare(req));
         await time(`${mode} noop`, () => w.prepare(req));
         await gh.commit("octo/bench", {

@@ -6,7 +6,7 @@
  */
 import fs from "node:fs/promises";
 import path from "node:path";
-import { keyDir, type TranscriptLayout } from "../agent-cli/session-layout.js";
+import { legacyKeyDirs, type TranscriptLayout } from "../agent-cli/session-layout.js";
 import { SESSION_ID } from "./claude-args.js";
 
 /** The CLI's project directory name for a working directory. */
@@ -60,8 +60,11 @@ export const claudeLayout: TranscriptLayout = {
   keepsName: false,
   async legacy(cacheRoot, key, sessionId) {
     if (!isSessionId(sessionId)) return null;
-    const file = path.join(cacheRoot, keyDir(key), `${sessionId}.jsonl`);
-    const st = await fs.stat(file).catch(() => null);
-    return st?.isFile() ? { file, name: `${sessionId}.jsonl` } : null;
+    for (const kd of legacyKeyDirs(key)) {
+      const file = path.join(cacheRoot, kd, `${sessionId}.jsonl`);
+      const st = await fs.stat(file).catch(() => null);
+      if (st?.isFile()) return { file, name: `${sessionId}.jsonl` };
+    }
+    return null;
   },
 };

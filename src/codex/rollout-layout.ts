@@ -12,7 +12,7 @@
  */
 import fs from "node:fs/promises";
 import path from "node:path";
-import { keyDir, type TranscriptLayout } from "../agent-cli/session-layout.js";
+import { legacyKeyDirs, type TranscriptLayout } from "../agent-cli/session-layout.js";
 import { findRollout, isRolloutName, THREAD_ID } from "./rollout.js";
 
 /** `rollout-2026-05-06T12-34-56-<id>.jsonl`: the local date Codex filed it under. */
@@ -34,10 +34,12 @@ export const codexLayout: TranscriptLayout = {
   // `<cacheRoot>/<key>/codex-<thread id>/<rollout name>`.
   async legacy(cacheRoot, key, threadId) {
     if (!THREAD_ID.test(threadId)) return null;
-    const dir = path.join(cacheRoot, keyDir(key), `codex-${threadId}`);
-    for (const e of await fs.readdir(dir, { withFileTypes: true }).catch(() => [])) {
-      if (e.isFile() && isRolloutName(e.name, threadId))
-        return { file: path.join(dir, e.name), name: e.name };
+    for (const kd of legacyKeyDirs(key)) {
+      const dir = path.join(cacheRoot, kd, `codex-${threadId}`);
+      for (const e of await fs.readdir(dir, { withFileTypes: true }).catch(() => [])) {
+        if (e.isFile() && isRolloutName(e.name, threadId))
+          return { file: path.join(dir, e.name), name: e.name };
+      }
     }
     return null;
   },

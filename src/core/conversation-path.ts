@@ -5,14 +5,20 @@
  */
 import type { TaskKey } from "./task.js";
 
+/**
+ * A key as a page's address names it: by the repository's name. The dashboard finds the id of
+ * the repository that last had tasks under that name (src/sql/tasks/read.ts repoIdByName).
+ */
+export type NamedKey = Omit<TaskKey, "repoId">;
+
 /** The page's path for a key (each part URL-encoded). */
-export function conversationPath(key: TaskKey, prefix = "/dashboard/conversations"): string {
+export function conversationPath(key: NamedKey, prefix = "/dashboard/conversations"): string {
   const [owner = "", name = ""] = key.repo.split("/");
   return `${prefix}/${[owner, name, String(key.issueNumber), key.agent].map(encodeURIComponent).join("/")}`;
 }
 
 /** The page's absolute URL under the operator's public URL (TETHER_PUBLIC_URL). */
-export function conversationUrl(publicUrl: string, key: TaskKey): string {
+export function conversationUrl(publicUrl: string, key: NamedKey): string {
   return `${publicUrl.replace(/\/+$/, "")}${conversationPath(key)}`;
 }
 
@@ -23,7 +29,7 @@ const PATH = new RegExp(
 
 export interface ConversationRoute {
   kind: "page" | "api" | "transcript";
-  key: TaskKey;
+  key: NamedKey;
   sessionId?: string;
 }
 

@@ -4,9 +4,16 @@
  * Plain types, so this floor imports nothing.
  */
 
-/** (repository `owner/name` lower case, issue or PR number, agent). */
+/**
+ * (repository id, issue or PR number, agent). A conversation belongs to its repository by id:
+ * a rename keeps it, and a new repository under an old name (a new id) starts with nothing
+ * (docs/security.md "Conversations belong to a repository by its id"). The name rides along for
+ * messages, pages and GitHub's API, which take the name the latest webhook gave.
+ */
 export interface TaskKey {
-  /** "owner/name"; GitHub treats it case-insensitively, so the workspace path lower-cases it. */
+  /** GitHub's repository id: what every table, workspace and mirror is keyed by. */
+  repoId: number;
+  /** "owner/name" lower case, as the latest webhook named it: for display and GitHub calls only. */
   repo: string;
   issueNumber: number;
   agent: string;

@@ -32,7 +32,11 @@ const done = (outcome: string): Handled => ({ status: "done", outcome });
 export async function handleCiEvent(fx: IntakeEffects, d: Delivery, run: CiRun): Promise<Handled> {
   if (!run.headBranch) return skipped("no branch");
   const repo = repoKey(run.repository.full_name);
-  const conversation = await conversationOfBranch(fx.pool, repo, run.headBranch);
+  const conversation = await conversationOfBranch(
+    fx.pool,
+    { id: run.repository.id, name: repo },
+    run.headBranch,
+  );
   if (!conversation) return skipped("CI on a branch that is no conversation's");
   const branch = conversationBranch(conversation.issueNumber, conversation.agent);
   if (conversation.pullNumber === null) return skipped("the conversation has no pull request");
@@ -40,6 +44,7 @@ export async function handleCiEvent(fx: IntakeEffects, d: Delivery, run: CiRun):
   const refused = ciRunRefusal(run, { branch, pullNumber: conversation.pullNumber });
   if (refused) return skipped(refused);
   const key: TaskKey = {
+    repoId: run.repository.id,
     repo,
     issueNumber: conversation.issueNumber,
     agent: conversation.agent,
@@ -128,7 +133,6 @@ export async function handleCiEvent(fx: IntakeEffects, d: Delivery, run: CiRun):
   const model = ciAttemptModel(agent, claim.attempt);
   const res = await enqueueComment(fx.pool, {
     key,
-    repoId: run.repository.id,
     installationId: d.installationId,
     isPullRequest: false,
     comment: ciRequest({

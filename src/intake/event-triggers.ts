@@ -68,12 +68,16 @@ export async function handleWorkItem(
   const notes: string[] = [];
   for (const [agent] of agents) {
     const conversation = t.isPullRequest
-      ? await conversationOfPull(fx.pool, repo, t.item.number, agent)
+      ? await conversationOfPull(fx.pool, t.repository.id, t.item.number, agent)
       : null;
-    const key: TaskKey = { repo, issueNumber: conversation?.issueNumber ?? t.item.number, agent };
+    const key: TaskKey = {
+      repoId: t.repository.id,
+      repo,
+      issueNumber: conversation?.issueNumber ?? t.item.number,
+      agent,
+    };
     const r = await enqueueComment(fx.pool, {
       key,
-      repoId: t.repository.id,
       installationId: d.installationId,
       isPullRequest: conversation ? false : t.isPullRequest,
       comment: workItemRequest(t, d.deliveryId),
@@ -144,7 +148,7 @@ export async function handleReviewTurns(
   d: Delivery,
   r: ReviewTrigger,
 ): Promise<Handled> {
-  const conversations = await conversationsOfPull(fx.pool, r.repo, r.pullNumber);
+  const conversations = await conversationsOfPull(fx.pool, r.repoId, r.pullNumber);
   if (!conversations.length) return skipped("not an agent's pull request");
   const where = { owner: r.owner, repo: r.name };
   const octokit = await installationOctokit(fx, d.installationId);
@@ -179,8 +183,7 @@ export async function handleReviewTurns(
   const notes: string[] = [];
   for (const c of taking) {
     const res = await enqueueComment(fx.pool, {
-      key: { repo: c.repo, issueNumber: c.issueNumber, agent: c.agent },
-      repoId: r.repoId,
+      key: { repoId: r.repoId, repo: r.repo, issueNumber: c.issueNumber, agent: c.agent },
       installationId: d.installationId,
       isPullRequest: false,
       comment: reviewTurnRequest(r, context),

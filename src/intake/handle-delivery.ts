@@ -234,9 +234,10 @@ async function handleTrigger(
     // A comment on the pull request Tether opened for an issue's conversation continues that
     // conversation: the issue's key (same session, workspace and branch), answered here.
     const conversation = t.isPullRequest
-      ? await conversationOfPull(fx.pool, t.repo, t.issueNumber, agent)
+      ? await conversationOfPull(fx.pool, t.repoId, t.issueNumber, agent)
       : null;
     const key: TaskKey = {
+      repoId: t.repoId,
       repo: t.repo,
       issueNumber: conversation?.issueNumber ?? t.issueNumber,
       agent,
@@ -315,7 +316,6 @@ async function handleTrigger(
     }
     const r = await enqueueComment(fx.pool, {
       key,
-      repoId: t.repoId,
       installationId: d.installationId,
       isPullRequest: conversation ? false : t.isPullRequest,
       comment: t.comment,
@@ -342,6 +342,7 @@ async function handleTrigger(
   for (const [issueNumber, agents] of sessionsFor)
     parts.push(
       await describeSessions(fx.pool, {
+        repoId: t.repoId,
         repo: t.repo,
         issueNumber,
         agents,
@@ -353,6 +354,7 @@ async function handleTrigger(
     parts.push(
       await fx.describeStatus({
         pool: fx.pool,
+        repoId: t.repoId,
         repo: t.repo,
         issueNumber,
         installationId: d.installationId,
@@ -442,7 +444,7 @@ async function handleChange(
   if (await isDeliveryPending(fx.pool, t.createdKey))
     throw new RetryLater(`${t.label} on ${t.repo}#${t.issueNumber} is still being taken in`);
   const ref = {
-    repo: t.repo,
+    repoId: t.repoId,
     issueNumber: t.issueNumber,
     source: t.comment.source,
     commentId: t.comment.commentId,
@@ -450,7 +452,7 @@ async function handleChange(
   // A comment on a conversation's pull request may have fed the issue's key: what it asked
   // follows the change there too.
   const conversations = t.isPullRequest
-    ? await conversationsOfPull(fx.pool, t.repo, t.issueNumber)
+    ? await conversationsOfPull(fx.pool, t.repoId, t.issueNumber)
     : [];
   const refs = [ref, ...conversations.map((c) => ({ ...ref, issueNumber: c.issueNumber }))];
   const notes: string[] = [];
@@ -478,14 +480,14 @@ async function handleChange(
     );
     // A cold turn's thread shows GitHub's text: marked as this editor's, not the author's.
     await recordIgnoredEdit(fx.pool, {
-      repo: t.repo,
+      repoId: t.repoId,
       source: t.comment.source,
       editor: change.by,
       reason: ignored,
     });
     notes.push(`edit ignored: ${ignored}`);
   } else if (change.action === "edited") {
-    if (view) await clearIgnoredEdit(fx.pool, { repo: t.repo, source: t.comment.source });
+    if (view) await clearIgnoredEdit(fx.pool, { repoId: t.repoId, source: t.comment.source });
     // A queued reply's request quotes its parent: the edit rebuilds it the same way, reading
     // the parent only when there is a queued request to rebuild.
     if (t.replyTo && (await anyQueued(fx.pool, refs)))
@@ -511,11 +513,15 @@ async function handleChange(
   // the sessions that read it as they are (they hold the words of someone who may ask).
   const bumped =
     t.seenBy === "every-turn"
-      ? await bumpEpochsForIssueBody(fx.pool, { repo: t.repo, issueNumber: t.issueNumber, reason })
+      ? await bumpEpochsForIssueBody(fx.pool, {
+          repoId: t.repoId,
+          issueNumber: t.issueNumber,
+          reason,
+        })
       : ignored !== null
         ? []
         : await bumpEpochsForComment(fx.pool, {
-            repo: t.repo,
+            repoId: t.repoId,
             issueNumber: t.issueNumber,
             source: t.comment.source,
             commentCreatedAt: t.comment.createdAt,
@@ -529,7 +535,7 @@ async function handleChange(
     for (const c of conversations) {
       // Only the turns it fed read it: the issue's cold turns read the issue's thread.
       const more = await bumpEpochsForComment(fx.pool, {
-        repo: t.repo,
+        repoId: t.repoId,
         issueNumber: c.issueNumber,
         source: t.comment.source,
         commentCreatedAt: t.comment.createdAt,

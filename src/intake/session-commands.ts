@@ -153,9 +153,16 @@ export async function chooseFork(
 /** The `/sessions` reply: every session of `agents` on the issue, newest first. */
 export async function describeSessions(
   db: Queryable,
-  req: { repo: string; issueNumber: number; agents: string[]; config: RepoConfig; now: Date },
+  req: {
+    repoId: number;
+    repo: string;
+    issueNumber: number;
+    agents: string[];
+    config: RepoConfig;
+    now: Date;
+  },
 ): Promise<string> {
-  const sessions = await issueSessions(db, req.repo, req.issueNumber, req.agents);
+  const sessions = await issueSessions(db, req.repoId, req.issueNumber, req.agents);
   const blocks: string[] = [];
   for (const agent of req.agents) {
     const mention = req.config.agents[agent]?.mention ?? `@${agent}`;
@@ -164,7 +171,12 @@ export async function describeSessions(
       blocks.push(`**${code(mention)}**: no session on this issue yet.`);
       continue;
     }
-    const next = await priorSession(db, { repo: req.repo, issueNumber: req.issueNumber, agent });
+    const next = await priorSession(db, {
+      repoId: req.repoId,
+      repo: req.repo,
+      issueNumber: req.issueNumber,
+      agent,
+    });
     blocks.push(
       [
         `**${code(mention)} sessions on this issue**`,

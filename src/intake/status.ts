@@ -21,6 +21,8 @@ import { formatLimit, formatSpent, monthName, monthStart } from "../spend/spend-
 
 export interface StatusRequest {
   pool: Pool;
+  /** The repository's id: what its conversations are keyed by. */
+  repoId: number;
   /** `owner/name`, lower case. */
   repo: string;
   issueNumber: number;
@@ -43,9 +45,9 @@ export type DescribeStatus = (req: StatusRequest) => Promise<string>;
  * with tasks there. Shared with the runner's /status (src/runner/render/describe-next-turn.ts).
  */
 export async function issueKeyStates(req: StatusRequest): Promise<KeyState[]> {
-  const others = await agentsOnIssue(req.pool, req.repo, req.issueNumber);
+  const others = await agentsOnIssue(req.pool, req.repoId, req.issueNumber);
   const agents = [...new Set([...req.agents, ...others])];
-  return readKeyStates(req.pool, req.repo, req.issueNumber, agents);
+  return readKeyStates(req.pool, req.repoId, req.issueNumber, agents);
 }
 
 /** What intake knows of every agent on the issue (issueKeyStates), and its spend. */
@@ -106,10 +108,13 @@ export interface SpendFigures {
 
 /** The figures of one conversation (and the month's, where limited), from Postgres. */
 export async function readSpendFigures(
-  req: Pick<StatusRequest, "pool" | "repo" | "issueNumber" | "installationId" | "config" | "now">,
+  req: Pick<
+    StatusRequest,
+    "pool" | "repoId" | "repo" | "issueNumber" | "installationId" | "config" | "now"
+  >,
   agent: string,
 ): Promise<SpendFigures> {
-  const key = { repo: req.repo, issueNumber: req.issueNumber, agent };
+  const key = { repoId: req.repoId, repo: req.repo, issueNumber: req.issueNumber, agent };
   const spend = req.config.spend;
   const from = monthStart(req.now);
   const [conversation, turns, session, repositoryMonthUsd, installationMonthUsd] =
@@ -119,7 +124,7 @@ export async function readSpendFigures(
       priorSession(req.pool, key),
       spend.repositoryMonthlyUsd === undefined
         ? undefined
-        : spentSince(req.pool, { repo: req.repo }, from),
+        : spentSince(req.pool, { repoId: req.repoId }, from),
       spend.installationMonthlyUsd === undefined || req.installationId === undefined
         ? undefined
         : spentSince(req.pool, { installationId: req.installationId }, from),

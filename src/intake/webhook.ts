@@ -22,12 +22,12 @@ export type Screened =
        * Deletions, and edits that mention no one new, matter only on an issue that has tasks,
        * or whose triggering delivery is still in the inbox. Checked in Postgres after screening.
        */
-      onlyIf?: { repo: string; issueNumber: number; pendingKey: string };
+      onlyIf?: { repo: string; repoId: number; issueNumber: number; pendingKey: string };
       /**
        * A review that mentions no one matters only on a conversation's pull request (the agent's
        * own): checked in Postgres after screening.
        */
-      onlyIfConversationPull?: { repo: string; pullNumber: number };
+      onlyIfConversationPull?: { repoId: number; pullNumber: number };
     };
 
 /**
@@ -70,7 +70,12 @@ function screenText(
   const t = e.trigger;
   if (appId !== undefined && t.viaAppId === appId)
     return { take: false, reason: `Tether's own ${t.what}` };
-  const onlyIf = { repo: t.repo, issueNumber: t.issueNumber, pendingKey: t.createdKey };
+  const onlyIf = {
+    repo: t.repo,
+    repoId: t.repoId,
+    issueNumber: t.issueNumber,
+    pendingKey: t.createdKey,
+  };
   switch (e.change.action) {
     case "edited":
       // An edit that mentions someone new may address an agent for the first time: a request,
@@ -86,7 +91,7 @@ function screenText(
       if (t.review)
         return {
           ...taken,
-          onlyIfConversationPull: { repo: t.repo, pullNumber: t.issueNumber },
+          onlyIfConversationPull: { repoId: t.repoId, pullNumber: t.issueNumber },
         };
       return { take: false, reason: "mentions no one" };
   }
@@ -141,7 +146,7 @@ export function takeDelivery(deps: WebhookDeps): (event: WebhookDelivery) => Pro
       !(
         await conversationsOfPull(
           deps.pool,
-          s.onlyIfConversationPull.repo,
+          s.onlyIfConversationPull.repoId,
           s.onlyIfConversationPull.pullNumber,
         )
       ).length
@@ -153,9 +158,9 @@ export function takeDelivery(deps: WebhookDeps): (event: WebhookDelivery) => Pro
       return { taken: false, reason: "mentions no one" };
     }
     if (s.onlyIf) {
-      const { repo, issueNumber, pendingKey } = s.onlyIf;
+      const { repo, repoId, issueNumber, pendingKey } = s.onlyIf;
       const relevant =
-        (await issueHasTasks(deps.pool, repo, issueNumber)) ||
+        (await issueHasTasks(deps.pool, repoId, issueNumber)) ||
         (await isDeliveryPending(deps.pool, pendingKey));
       if (!relevant) {
         deps.log.debug(

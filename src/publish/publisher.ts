@@ -113,7 +113,7 @@ export function publisher(deps: { workspaces: Workspaces; pool: Pool; log: Logge
       if (!conv?.headSha || !upstream?.sha || conv.headSha === upstream.sha)
         return { pullNumber, commits: [] };
       if (upstream.ref !== `refs/remotes/origin/${conv.branch}`) return { pullNumber, commits: [] };
-      const m = mirrorGit(workspaces, key.repo);
+      const m = mirrorGit(workspaces, key);
       return { pullNumber, commits: await m.log(conv.headSha, upstream.sha, 10) };
     },
     async publish(req) {
@@ -149,8 +149,9 @@ export function publisher(deps: { workspaces: Workspaces; pool: Pool; log: Logge
   };
 }
 
-function mirrorGit(workspaces: Workspaces, repo: string): MirrorGit {
-  return new MirrorGit(workspaces.mirrors.git, workspaces.mirrors.pathFor(repo), {
+function mirrorGit(workspaces: Workspaces, key: TaskKey): MirrorGit {
+  const { repo } = key;
+  return new MirrorGit(workspaces.mirrors.git, workspaces.mirrors.pathFor(key.repoId), {
     repo,
     host: "",
     timeoutMs: 10 * 60_000,
@@ -194,13 +195,14 @@ async function publishNow(
       messages: [blockedMessage(collected.reason)],
       files: [],
     };
-  const m = mirrorGit(workspaces, key.repo);
+  const m = mirrorGit(workspaces, key);
   const followed = mirrorRefOf(req.upstreamRef);
   const incoming = `refs/tether/incoming/${key.issueNumber}-${key.agent}-${req.taskId}`;
   try {
     for (let attempt = 1; ; attempt++) {
       // What GitHub has now: the branch may have moved since the turn started.
       const synced = await workspaces.mirrors.sync({
+        repoId: key.repoId,
         repo: key.repo,
         cloneUrl: req.cloneUrl,
         token: req.token,
@@ -215,7 +217,7 @@ async function publishNow(
       const anchors = [
         ...new Set([req.upstreamSha, synced.refs[followed] ?? "", remote ?? ""]),
       ].filter(isObjectId);
-      const step = await workspaces.mirrors.exclusive(key.repo, () =>
+      const step = await workspaces.mirrors.exclusive(key, () =>
         judgeAndPush(
           pool,
           m,
@@ -274,6 +276,7 @@ async function adoptApiCommit(
 ): Promise<void> {
   const { key } = req;
   await workspaces.mirrors.sync({
+    repoId: key.repoId,
     repo: key.repo,
     cloneUrl: req.cloneUrl,
     token: req.token,
@@ -281,7 +284,7 @@ async function adoptApiCommit(
     report: [`refs/heads/${target.branch}`],
     signal: req.signal,
   });
-  const m = mirrorGit(workspaces, key.repo);
+  const m = mirrorGit(workspaces, key);
   if (target.kind === "pull-head" && (await m.resolve(a.head)))
     await m.setRef(pullRef(target.pull), a.head);
   const adopted = await workspaces.adopt({

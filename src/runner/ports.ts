@@ -251,6 +251,7 @@ export interface WorkspacePort {
    * directory, nothing). Absent: repository files are not read.
    */
   readFile?(req: {
+    repoId: number;
     repo: string;
     commit: string;
     path: string;
@@ -258,6 +259,7 @@ export interface WorkspacePort {
     signal?: AbortSignal;
   }): Promise<Buffer | "too_big" | null>;
   agentControl?(req: {
+    repoId: number;
     repo: string;
     dir: string;
     pullRequest: number;
@@ -269,6 +271,7 @@ export interface WorkspacePort {
    * `projectInstructions`; null when it has none. Absent: never read.
    */
   projectInstructions?(req: {
+    repoId: number;
     repo: string;
     branch: string;
     signal?: AbortSignal;

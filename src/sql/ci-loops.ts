@@ -6,7 +6,7 @@
  * same time, still make one decision.
  */
 import type { Pool } from "../db/pool.js";
-import { keyName, type TaskKey } from "../core/task.js";
+import type { TaskKey } from "../core/task.js";
 import { inTransaction, type Queryable } from "./db.js";
 
 export type CiLoopState = "open" | "green" | "stopped" | "limit";
@@ -29,22 +29,29 @@ export type CiClaim =
 /** The conversation whose branch `branch` is, with its pull request; null when none. */
 export async function conversationOfBranch(
   db: Queryable,
-  repo: string,
+  repo: { id: number; name: string },
   branch: string,
 ): Promise<(TaskKey & { pullNumber: number | null }) | null> {
   const { rows } = await db.query<{ issue_number: number; agent: string; pull_number: number }>(
     `SELECT issue_number, agent, pull_number FROM conversation_branches
-      WHERE repo = $1 AND branch = $2 LIMIT 1`,
-    [repo, branch],
+      WHERE repo_id = $1 AND branch = $2 LIMIT 1`,
+    [repo.id, branch],
   );
   const r = rows[0];
   return r
-    ? { repo, issueNumber: r.issue_number, agent: r.agent, pullNumber: r.pull_number }
+    ? {
+        repoId: repo.id,
+        repo: repo.name,
+        issueNumber: r.issue_number,
+        agent: r.agent,
+        pullNumber: r.pull_number,
+      }
     : null;
 }
 
 async function lockKey(db: Queryable, key: TaskKey): Promise<void> {
-  await db.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [`ci:${keyName(key)}`]);
+  const lock = `ci:${key.repoId}#${key.issueNumber}/${key.agent}`;
+  await db.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [lock]);
 }
 
 /**
@@ -62,7 +69,7 @@ export async function claimCiFailure(
     deliveryId: string;
   },
 ): Promise<CiClaim> {
-  const k = [c.key.repo, c.key.issueNumber, c.key.agent];
+  const k = [c.key.repoId, c.key.issueNumber, c.key.agent];
   return inTransaction(pool, async (tx): Promise<CiClaim> => {
     await lockKey(tx, c.key);
     const seen = await tx.query<{
@@ -72,7 +79,7 @@ export async function claimCiFailure(
       delivery_id: string | null;
     }>(
       `SELECT result, task_id, loop_id, delivery_id FROM ci_commits
-        WHERE repo = $1 AND issue_number = $2 AND agent = $3 AND head_sha = $4`,
+        WHERE repo_id = $1 AND issue_number = $2 AND agent = $3 AND head_sha = $4`,
       [...k, c.headSha],
     );
     const s = seen.rows[0];
@@ -92,13 +99,13 @@ export async function claimCiFailure(
     let open = (
       await tx.query<{ id: string; attempts: number }>(
         `SELECT id, attempts FROM ci_loops
-          WHERE repo = $1 AND issue_number = $2 AND agent = $3 AND state = 'open' FOR UPDATE`,
+          WHERE repo_id = $1 AND issue_number = $2 AND agent = $3 AND state = 'open' FOR UPDATE`,
         k,
       )
     ).rows[0];
     const record = (loopId: number | string, result: string, taskId: number | null) =>
       tx.query(
-        `INSERT INTO ci_commits (repo, issue_number, agent, head_sha, loop_id, result, task_id,
+        `INSERT INTO ci_commits (repo_id, issue_number, agent, head_sha, loop_id, result, task_id,
                                  delivery_id)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
         [...k, c.headSha, loopId, result, taskId, c.deliveryId],
@@ -108,7 +115,7 @@ export async function claimCiFailure(
       const last = (
         await tx.query<{ state: CiLoopState; ended_at: Date; green_at: Date | null }>(
           `SELECT state, ended_at, green_at FROM ci_loops
-            WHERE repo = $1 AND issue_number = $2 AND agent = $3 ORDER BY id DESC LIMIT 1`,
+            WHERE repo_id = $1 AND issue_number = $2 AND agent = $3 ORDER BY id DESC LIMIT 1`,
           k,
         )
       ).rows[0];
@@ -116,7 +123,7 @@ export async function claimCiFailure(
         // Held until someone asks the agent again (any turn not started by CI) or CI passes.
         const asked = await tx.query(
           `SELECT 1 FROM tasks
-            WHERE repo = $1 AND issue_number = $2 AND agent = $3 AND trigger <> 'ci'
+            WHERE repo_id = $1 AND issue_number = $2 AND agent = $3 AND trigger <> 'ci'
               AND created_at > $4 LIMIT 1`,
           [...k, last.ended_at],
         );
@@ -124,7 +131,7 @@ export async function claimCiFailure(
       }
       open = (
         await tx.query<{ id: string; attempts: number }>(
-          `INSERT INTO ci_loops (repo, issue_number, agent, pull_number) VALUES ($1, $2, $3, $4)
+          `INSERT INTO ci_loops (repo_id, issue_number, agent, pull_number) VALUES ($1, $2, $3, $4)
            RETURNING id, attempts`,
           [...k, c.pullNumber],
         )
@@ -144,7 +151,7 @@ export async function claimCiFailure(
 
     const covering = await tx.query<{ id: string }>(
       `SELECT id FROM tasks
-        WHERE repo = $1 AND issue_number = $2 AND agent = $3 AND status IN ('queued', 'running')
+        WHERE repo_id = $1 AND issue_number = $2 AND agent = $3 AND status IN ('queued', 'running')
         ORDER BY id LIMIT 1`,
       k,
     );
@@ -175,14 +182,14 @@ export async function recordCiTurn(
 ): Promise<void> {
   await db.query(
     `UPDATE ci_commits SET task_id = $5, result = CASE WHEN $6 THEN 'absorbed' ELSE result END
-      WHERE repo = $1 AND issue_number = $2 AND agent = $3 AND head_sha = $4`,
-    [c.key.repo, c.key.issueNumber, c.key.agent, c.headSha, c.taskId, c.absorbed],
+      WHERE repo_id = $1 AND issue_number = $2 AND agent = $3 AND head_sha = $4`,
+    [c.key.repoId, c.key.issueNumber, c.key.agent, c.headSha, c.taskId, c.absorbed],
   );
   if (c.absorbed)
     await db.query(
       `UPDATE ci_loops SET attempts = attempts - 1
-        WHERE repo = $1 AND issue_number = $2 AND agent = $3 AND state = 'open' AND attempts > 0`,
-      [c.key.repo, c.key.issueNumber, c.key.agent],
+        WHERE repo_id = $1 AND issue_number = $2 AND agent = $3 AND state = 'open' AND attempts > 0`,
+      [c.key.repoId, c.key.issueNumber, c.key.agent],
     );
 }
 
@@ -191,18 +198,18 @@ export async function recordCiTurn(
  * had stopped is released (the next failure may start a loop again). Returns what it ended.
  */
 export async function ciPassed(pool: Pool, key: TaskKey): Promise<"ended" | "released" | "none"> {
-  const k = [key.repo, key.issueNumber, key.agent];
+  const k = [key.repoId, key.issueNumber, key.agent];
   return inTransaction(pool, async (tx) => {
     await lockKey(tx, key);
     const ended = await tx.query(
       `UPDATE ci_loops SET state = 'green', ended_at = now(), green_at = now()
-        WHERE repo = $1 AND issue_number = $2 AND agent = $3 AND state = 'open'`,
+        WHERE repo_id = $1 AND issue_number = $2 AND agent = $3 AND state = 'open'`,
       k,
     );
     if (ended.rowCount) return "ended";
     const released = await tx.query(
       `UPDATE ci_loops SET green_at = now()
-        WHERE id = (SELECT id FROM ci_loops WHERE repo = $1 AND issue_number = $2 AND agent = $3
+        WHERE id = (SELECT id FROM ci_loops WHERE repo_id = $1 AND issue_number = $2 AND agent = $3
                      ORDER BY id DESC LIMIT 1)
           AND state IN ('stopped', 'limit') AND green_at IS NULL`,
       k,

@@ -20,6 +20,7 @@ export interface Conversation extends TaskKey {
 
 function toConversation(r: Record<string, unknown>): Conversation {
   return {
+    repoId: r.repo_id as number,
     repo: r.repo as string,
     issueNumber: r.issue_number as number,
     agent: r.agent as string,
@@ -34,8 +35,8 @@ function toConversation(r: Record<string, unknown>): Conversation {
 
 export async function getConversation(db: Queryable, key: TaskKey): Promise<Conversation | null> {
   const { rows } = await db.query(
-    `SELECT * FROM conversation_branches WHERE repo = $1 AND issue_number = $2 AND agent = $3`,
-    [key.repo, key.issueNumber, key.agent],
+    `SELECT * FROM conversation_branches WHERE repo_id = $1 AND issue_number = $2 AND agent = $3`,
+    [key.repoId, key.issueNumber, key.agent],
   );
   return rows[0] ? toConversation(rows[0] as Record<string, unknown>) : null;
 }
@@ -43,13 +44,13 @@ export async function getConversation(db: Queryable, key: TaskKey): Promise<Conv
 /** The key whose pull request `pullNumber` is, for `agent`; null when it is no key's. */
 export async function conversationOfPull(
   db: Queryable,
-  repo: string,
+  repoId: number,
   pullNumber: number,
   agent: string,
 ): Promise<Conversation | null> {
   const { rows } = await db.query(
-    `SELECT * FROM conversation_branches WHERE repo = $1 AND pull_number = $2 AND agent = $3`,
-    [repo, pullNumber, agent],
+    `SELECT * FROM conversation_branches WHERE repo_id = $1 AND pull_number = $2 AND agent = $3`,
+    [repoId, pullNumber, agent],
   );
   return rows[0] ? toConversation(rows[0] as Record<string, unknown>) : null;
 }
@@ -57,12 +58,12 @@ export async function conversationOfPull(
 /** Every key with a pull request numbered `pullNumber` (one at most; a list for the intake loop). */
 export async function conversationsOfPull(
   db: Queryable,
-  repo: string,
+  repoId: number,
   pullNumber: number,
 ): Promise<Conversation[]> {
   const { rows } = await db.query(
-    `SELECT * FROM conversation_branches WHERE repo = $1 AND pull_number = $2`,
-    [repo, pullNumber],
+    `SELECT * FROM conversation_branches WHERE repo_id = $1 AND pull_number = $2`,
+    [repoId, pullNumber],
   );
   return rows.map((r) => toConversation(r as Record<string, unknown>));
 }
@@ -73,12 +74,12 @@ export async function recordPush(
   c: TaskKey & { branch: string; baseBranch: string; headSha: string; commits: number },
 ): Promise<void> {
   await db.query(
-    `INSERT INTO conversation_branches (repo, issue_number, agent, branch, base_branch, head_sha, commits)
-     VALUES ($1, $2, $3, $4, $5, $6, $7)
-     ON CONFLICT (repo, issue_number, agent) DO UPDATE
-        SET head_sha = EXCLUDED.head_sha, branch = EXCLUDED.branch,
+    `INSERT INTO conversation_branches (repo, issue_number, agent, branch, base_branch, head_sha, commits, repo_id)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+     ON CONFLICT (repo_id, issue_number, agent) DO UPDATE
+        SET head_sha = EXCLUDED.head_sha, branch = EXCLUDED.branch, repo = EXCLUDED.repo,
             commits = conversation_branches.commits + EXCLUDED.commits, updated_at = now()`,
-    [c.repo, c.issueNumber, c.agent, c.branch, c.baseBranch, c.headSha, c.commits],
+    [c.repo, c.issueNumber, c.agent, c.branch, c.baseBranch, c.headSha, c.commits, c.repoId],
   );
 }
 
@@ -90,7 +91,7 @@ export async function recordPull(
 ): Promise<void> {
   await db.query(
     `UPDATE conversation_branches SET pull_number = $4, pull_url = $5, updated_at = now()
-      WHERE repo = $1 AND issue_number = $2 AND agent = $3`,
-    [key.repo, key.issueNumber, key.agent, pull.number, pull.url],
+      WHERE repo_id = $1 AND issue_number = $2 AND agent = $3`,
+    [key.repoId, key.issueNumber, key.agent, pull.number, pull.url],
   );
 }

@@ -29,7 +29,7 @@ const HAS_SESSION = "(t.session_id IS NOT NULL OR t.status = 'running')";
 export async function bumpEpochsForComment(
   db: Queryable,
   opts: {
-    repo: string;
+    repoId: number;
     issueNumber: number;
     /** The comment's `task_comments.source`. */
     source: string;
@@ -44,11 +44,11 @@ export async function bumpEpochsForComment(
   return bump(
     db,
     `SELECT DISTINCT t.agent FROM tasks t
-      WHERE t.repo = $1 AND t.issue_number = $2 AND ${HAS_SESSION}
+      WHERE t.repo_id = $1 AND t.issue_number = $2 AND ${HAS_SESSION}
         AND (($5 AND t.started_at >= $3
                  AND (coalesce(t.resume_decision, 'fresh') = 'fresh' OR t.retried_fresh))
              OR EXISTS (SELECT 1 FROM task_comments tc WHERE tc.task_id = t.id AND tc.source = $4))`,
-    [opts.repo, opts.issueNumber, opts.commentCreatedAt, opts.source, opts.inThread],
+    [opts.repoId, opts.issueNumber, opts.commentCreatedAt, opts.source, opts.inThread],
     opts.reason,
     { source: opts.source, deleted: opts.deleted, body: opts.deleted ? null : opts.body },
   );
@@ -57,14 +57,14 @@ export async function bumpEpochsForComment(
 /** The issue (or PR) body was edited: every turn read it, so every key with a session is bumped. */
 export async function bumpEpochsForIssueBody(
   db: Queryable,
-  opts: { repo: string; issueNumber: number; reason: string },
+  opts: { repoId: number; issueNumber: number; reason: string },
 ): Promise<string[]> {
   return bump(
     db,
-    `SELECT t.agent FROM tasks t WHERE t.repo = $1 AND t.issue_number = $2 AND ${HAS_SESSION}
+    `SELECT t.agent FROM tasks t WHERE t.repo_id = $1 AND t.issue_number = $2 AND ${HAS_SESSION}
      UNION
-     SELECT s.agent FROM sessions s WHERE s.repo = $1 AND s.issue_number = $2`,
-    [opts.repo, opts.issueNumber],
+     SELECT s.agent FROM sessions s WHERE s.repo_id = $1 AND s.issue_number = $2`,
+    [opts.repoId, opts.issueNumber],
     opts.reason,
     { source: null, deleted: false, body: null },
   );
@@ -82,15 +82,15 @@ async function bump(
   const { rows } = await db.query<{ agent: string }>(
     `WITH keys AS (${agentsQuery}),
      bumped AS (
-       INSERT INTO history_epochs AS h (repo, issue_number, agent, epoch, reason, bumped_at)
+       INSERT INTO history_epochs AS h (repo_id, issue_number, agent, epoch, reason, bumped_at)
        SELECT $1, $2, keys.agent, 1, $${n + 1}, now() FROM keys
-       ON CONFLICT (repo, issue_number, agent)
+       ON CONFLICT (repo_id, issue_number, agent)
          DO UPDATE SET epoch = h.epoch + 1, reason = EXCLUDED.reason, bumped_at = now()
        RETURNING agent, epoch),
      logged AS (
-       INSERT INTO history_edits AS e (repo, issue_number, agent, epoch, source, deleted, body)
+       INSERT INTO history_edits AS e (repo_id, issue_number, agent, epoch, source, deleted, body)
        SELECT $1, $2, b.agent, b.epoch, $${n + 2}, $${n + 3}, $${n + 4} FROM bumped b
-       ON CONFLICT (repo, issue_number, agent, epoch) DO UPDATE
+       ON CONFLICT (repo_id, issue_number, agent, epoch) DO UPDATE
          SET source = EXCLUDED.source, deleted = EXCLUDED.deleted, body = EXCLUDED.body,
              created_at = now())
      SELECT agent FROM bumped`,
@@ -102,8 +102,8 @@ async function bump(
 /** The key's current epoch (0 when never bumped). */
 export async function readEpoch(db: Queryable, key: TaskKey): Promise<number> {
   const { rows } = await db.query<{ epoch: number }>(
-    "SELECT epoch FROM history_epochs WHERE repo = $1 AND issue_number = $2 AND agent = $3",
-    [key.repo, key.issueNumber, key.agent],
+    "SELECT epoch FROM history_epochs WHERE repo_id = $1 AND issue_number = $2 AND agent = $3",
+    [key.repoId, key.issueNumber, key.agent],
   );
   return rows[0]?.epoch ?? 0;
 }
@@ -125,17 +125,17 @@ export async function rewindFacts(
               COALESCE(array_agg(tc.source ORDER BY tc.created_at, tc.comment_id NULLS FIRST)
                          FILTER (WHERE tc.source IS NOT NULL), '{}') AS sources
          FROM tasks t LEFT JOIN task_comments tc ON tc.task_id = t.id
-        WHERE t.session_id = $4 AND t.repo = $1 AND t.issue_number = $2 AND t.agent = $3
+        WHERE t.session_id = $4 AND t.repo_id = $1 AND t.issue_number = $2 AND t.agent = $3
           AND t.status IN ('succeeded', 'failed', 'cancelled')
         GROUP BY t.id
         ORDER BY t.started_at NULLS LAST, t.id`,
-      [key.repo, key.issueNumber, key.agent, sessionId],
+      [key.repoId, key.issueNumber, key.agent, sessionId],
     ),
     db.query(
       `SELECT epoch, source, deleted FROM history_edits
-        WHERE repo = $1 AND issue_number = $2 AND agent = $3 AND epoch > $4 AND epoch <= $5
+        WHERE repo_id = $1 AND issue_number = $2 AND agent = $3 AND epoch > $4 AND epoch <= $5
         ORDER BY epoch`,
-      [key.repo, key.issueNumber, key.agent, fromEpoch, toEpoch],
+      [key.repoId, key.issueNumber, key.agent, fromEpoch, toEpoch],
     ),
   ]);
   return {
@@ -178,10 +178,10 @@ export async function resentComments(
        FROM task_comments tc
        LEFT JOIN LATERAL (
          SELECT deleted, body FROM history_edits
-          WHERE repo = $1 AND issue_number = $2 AND agent = $3 AND source = tc.source
+          WHERE repo_id = $1 AND issue_number = $2 AND agent = $3 AND source = tc.source
           ORDER BY epoch DESC LIMIT 1) e ON true
       WHERE tc.agent = $3 AND tc.source = ANY($4)`,
-    [key.repo, key.issueNumber, key.agent, sources],
+    [key.repoId, key.issueNumber, key.agent, sources],
   );
   const bySource = new Map(rows.map((r: Record<string, unknown>) => [r.source as string, r]));
   return sources.flatMap((source) => {

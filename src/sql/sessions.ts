@@ -19,10 +19,11 @@ export async function upsertSession(
   },
 ): Promise<void> {
   await db.query(
-    `INSERT INTO sessions (session_id, repo, issue_number, agent, runtime_id, work_dir, model, history_epoch, cli)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+    `INSERT INTO sessions (session_id, repo, issue_number, agent, runtime_id, work_dir, model, history_epoch, cli, repo_id)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
      ON CONFLICT (session_id) DO UPDATE SET last_used_at = now(),
-       model = COALESCE(EXCLUDED.model, sessions.model), last_runtime_id = EXCLUDED.runtime_id`,
+       model = COALESCE(EXCLUDED.model, sessions.model), last_runtime_id = EXCLUDED.runtime_id,
+       repo = EXCLUDED.repo`,
     [
       s.sessionId,
       s.repo,
@@ -33,6 +34,7 @@ export async function upsertSession(
       s.model,
       s.historyEpoch,
       s.cli ?? DEFAULT_CLI,
+      s.repoId,
     ],
   );
 }
@@ -105,16 +107,16 @@ export async function priorSession(db: Queryable, key: TaskKey): Promise<PriorSe
   const { rows } = await db.query(
     `WITH pinned AS (
        SELECT p.session_id FROM sessions p
-        WHERE p.repo = $1 AND p.issue_number = $2 AND p.agent = $3 AND p.pinned_at IS NOT NULL
+        WHERE p.repo_id = $1 AND p.issue_number = $2 AND p.agent = $3 AND p.pinned_at IS NOT NULL
           AND NOT EXISTS (
             SELECT 1 FROM tasks t
-             WHERE t.repo = $1 AND t.issue_number = $2 AND t.agent = $3
+             WHERE t.repo_id = $1 AND t.issue_number = $2 AND t.agent = $3
                AND t.status IN ('succeeded', 'failed', 'cancelled') AND t.session_id IS NOT NULL
                AND t.started_at > p.pinned_at)
         ORDER BY p.pinned_at DESC LIMIT 1),
      latest AS (
        SELECT t.session_id FROM tasks t
-        WHERE t.repo = $1 AND t.issue_number = $2 AND t.agent = $3
+        WHERE t.repo_id = $1 AND t.issue_number = $2 AND t.agent = $3
           AND t.status IN ('succeeded', 'failed', 'cancelled') AND t.session_id IS NOT NULL
         ORDER BY t.finished_at DESC NULLS LAST, t.id DESC
         LIMIT 1)
@@ -122,7 +124,7 @@ export async function priorSession(db: Queryable, key: TaskKey): Promise<PriorSe
             s.context_tokens, s.context_window
        FROM sessions s
       WHERE s.session_id = COALESCE((SELECT session_id FROM pinned), (SELECT session_id FROM latest))`,
-    [key.repo, key.issueNumber, key.agent],
+    [key.repoId, key.issueNumber, key.agent],
   );
   const r = rows[0] as Record<string, unknown> | undefined;
   if (!r) return null;
@@ -145,7 +147,7 @@ export async function sessionById(
   sessionId: string,
 ): Promise<(PriorSession & { key: TaskKey }) | null> {
   const { rows } = await db.query(
-    `SELECT s.session_id, s.repo, s.issue_number, s.agent, s.cli,
+    `SELECT s.session_id, s.repo_id, s.repo, s.issue_number, s.agent, s.cli,
             COALESCE(s.last_runtime_id, s.runtime_id) AS runtime_id, s.work_dir, s.state,
             s.history_epoch, s.last_used_at, s.context_tokens, s.context_window
        FROM sessions s WHERE s.session_id = $1`,
@@ -155,6 +157,7 @@ export async function sessionById(
   if (!r) return null;
   return {
     key: {
+      repoId: r.repo_id as number,
       repo: r.repo as string,
       issueNumber: r.issue_number as number,
       agent: r.agent as string,
@@ -183,9 +186,9 @@ export async function sessionsByPrefix(
   // left() rather than LIKE: `_` in an id is a LIKE wildcard.
   const { rows } = await db.query<{ session_id: string; state: PriorSession["state"] }>(
     `SELECT session_id, state FROM sessions
-      WHERE repo = $1 AND issue_number = $2 AND agent = $3 AND left(session_id, length($4)) = $4
+      WHERE repo_id = $1 AND issue_number = $2 AND agent = $3 AND left(session_id, length($4)) = $4
       ORDER BY last_used_at DESC LIMIT 10`,
-    [key.repo, key.issueNumber, key.agent, prefix],
+    [key.repoId, key.issueNumber, key.agent, prefix],
   );
   return rows.map((r) => ({ sessionId: r.session_id, state: r.state }));
 }
@@ -194,8 +197,8 @@ export async function sessionsByPrefix(
 export async function pinSession(db: Queryable, key: TaskKey, sessionId: string): Promise<boolean> {
   const r = await db.query(
     `UPDATE sessions SET pinned_at = clock_timestamp()
-      WHERE session_id = $4 AND repo = $1 AND issue_number = $2 AND agent = $3`,
-    [key.repo, key.issueNumber, key.agent, sessionId],
+      WHERE session_id = $4 AND repo_id = $1 AND issue_number = $2 AND agent = $3`,
+    [key.repoId, key.issueNumber, key.agent, sessionId],
   );
   return (r.rowCount ?? 0) > 0;
 }
@@ -217,7 +220,7 @@ export interface SessionSummary {
 /** The issue's sessions of `agents`, each agent's newest first, at most `perAgent` each. */
 export async function issueSessions(
   db: Queryable,
-  repo: string,
+  repoId: number,
   issueNumber: number,
   agents: readonly string[],
   perAgent = 20,
@@ -229,11 +232,11 @@ export async function issueSessions(
               array_remove(array_agg(t.model ORDER BY t.id), NULL) AS models,
               row_number() OVER (PARTITION BY s.agent ORDER BY s.last_used_at DESC) AS n
          FROM sessions s LEFT JOIN tasks t ON t.session_id = s.session_id
-        WHERE s.repo = $1 AND s.issue_number = $2 AND s.agent = ANY($3)
+        WHERE s.repo_id = $1 AND s.issue_number = $2 AND s.agent = ANY($3)
         GROUP BY s.session_id) x
       WHERE n <= $4
       ORDER BY array_position($3::text[], agent), last_used_at DESC`,
-    [repo, issueNumber, agents, perAgent],
+    [repoId, issueNumber, agents, perAgent],
   );
   return rows.map((r: Record<string, unknown>) => {
     const models = [...new Set((r.models as string[] | null) ?? [])];

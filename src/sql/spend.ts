@@ -57,7 +57,7 @@ export async function conversationSpend(
   }>(
     `WITH t AS (
        SELECT id, cost_usd, resume_decision, force_fresh FROM tasks
-        WHERE repo = $1 AND issue_number = $2 AND agent = $3 AND id IS DISTINCT FROM $4),
+        WHERE repo_id = $1 AND issue_number = $2 AND agent = $3 AND id IS DISTINCT FROM $4),
      reset AS (
        SELECT max(id) AS id FROM t WHERE $5 AND force_fresh AND resume_decision IS NOT NULL),
      counted AS (
@@ -67,7 +67,7 @@ export async function conversationSpend(
             (SELECT coalesce(sum(cost_usd), 0) FROM counted) AS counted,
             (SELECT count(*) FROM counted WHERE resume_decision IS NOT NULL) AS counted_turns,
             (SELECT id FROM reset) AS reset_at`,
-    [key.repo, key.issueNumber, key.agent, opts.exceptTaskId ?? null, opts.freshResets],
+    [key.repoId, key.issueNumber, key.agent, opts.exceptTaskId ?? null, opts.freshResets],
   );
   const r = rows[0];
   return {
@@ -104,11 +104,11 @@ export async function conversationTurns(db: Queryable, key: TaskKey): Promise<Co
             cache_read_tokens, cache_creation_tokens, prompt_bytes, answer_bytes, cache_ttl,
             started_at, finished_at
        FROM tasks
-      WHERE repo = $1 AND issue_number = $2 AND agent = $3 AND resume_decision IS NOT NULL
+      WHERE repo_id = $1 AND issue_number = $2 AND agent = $3 AND resume_decision IS NOT NULL
         AND status IN ('succeeded', 'failed', 'cancelled')
       ORDER BY id DESC
       LIMIT $4`,
-    [key.repo, key.issueNumber, key.agent, MAX_TURNS_READ],
+    [key.repoId, key.issueNumber, key.agent, MAX_TURNS_READ],
   );
   return rows.reverse().map((r) => ({
     id: r.id,
@@ -134,15 +134,15 @@ export async function conversationTurns(db: Queryable, key: TaskKey): Promise<Co
  */
 export async function spentSince(
   db: Queryable,
-  scope: { repo: string } | { installationId: number },
+  scope: { repoId: number } | { installationId: number },
   from: Date,
 ): Promise<number> {
   const { rows } =
-    "repo" in scope
+    "repoId" in scope
       ? await db.query<{ cost: number }>(
           `SELECT coalesce(sum(cost_usd), 0) AS cost FROM tasks
-            WHERE repo = $1 AND created_at >= $2 AND cost_usd IS NOT NULL`,
-          [scope.repo, from],
+            WHERE repo_id = $1 AND created_at >= $2 AND cost_usd IS NOT NULL`,
+          [scope.repoId, from],
         )
       : await db.query<{ cost: number }>(
           `SELECT coalesce(sum(cost_usd), 0) AS cost FROM tasks

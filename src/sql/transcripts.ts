@@ -53,9 +53,9 @@ function toHead(r: Record<string, unknown>): TranscriptHead {
 }
 
 /** A transcript's row: its conversation and its session id ($1 … $4 of every query here). */
-const ROW = `repo = $1 AND issue_number = $2 AND agent = $3 AND session_id = $4`;
+const ROW = `repo_id = $1 AND issue_number = $2 AND agent = $3 AND session_id = $4`;
 const rowOf = (key: TaskKey, sessionId: string) => [
-  key.repo,
+  key.repoId,
   key.issueNumber,
   key.agent,
   sessionId,
@@ -154,9 +154,9 @@ export async function writeTranscript(
     if (write.kind === "replace") {
       await client.query(`DELETE FROM session_transcript_chunks WHERE ${ROW}`, row);
       await client.query(
-        `INSERT INTO session_transcripts (repo, issue_number, agent, session_id, raw_bytes, sha256, cli_version)
+        `INSERT INTO session_transcripts (repo_id, issue_number, agent, session_id, raw_bytes, sha256, cli_version)
          VALUES ($1, $2, $3, $4, 0, $5, $6)
-         ON CONFLICT (repo, issue_number, agent, session_id) DO UPDATE SET raw_bytes = 0,
+         ON CONFLICT (repo_id, issue_number, agent, session_id) DO UPDATE SET raw_bytes = 0,
            stored_bytes = 0, chunks = 0, over_bound = false,
            rewrites = session_transcripts.rewrites + 1`,
         [...row, after.sha256, after.cliVersion],
@@ -164,7 +164,7 @@ export async function writeTranscript(
     }
     for (const c of write.chunks) {
       await client.query(
-        `INSERT INTO session_transcript_chunks (repo, issue_number, agent, session_id, seq, raw_offset, raw_bytes, data)
+        `INSERT INTO session_transcript_chunks (repo_id, issue_number, agent, session_id, seq, raw_offset, raw_bytes, data)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
         [...row, seq++, c.rawOffset, c.rawBytes, c.data],
       );
@@ -192,9 +192,9 @@ export async function markOverBound(
 ): Promise<void> {
   await db.query(
     `WITH gone AS (DELETE FROM session_transcript_chunks WHERE ${ROW})
-     INSERT INTO session_transcripts (repo, issue_number, agent, session_id, sha256, over_bound, cli_version)
+     INSERT INTO session_transcripts (repo_id, issue_number, agent, session_id, sha256, over_bound, cli_version)
      VALUES ($1, $2, $3, $4, '\\x', true, $5)
-     ON CONFLICT (repo, issue_number, agent, session_id) DO UPDATE SET over_bound = true,
+     ON CONFLICT (repo_id, issue_number, agent, session_id) DO UPDATE SET over_bound = true,
        raw_bytes = 0, stored_bytes = 0, chunks = 0, sha256 = '\\x', saved_at = now()`,
     [...rowOf(key, sessionId), cliVersion],
   );
@@ -231,7 +231,7 @@ export async function pruneTranscripts(
               s.last_used_at < now() - make_interval(secs => greatest($1::double precision,
                 COALESCE((SELECT (t.repo_settings #>> '{resume,ttlHours}')::double precision * 3600000
                             FROM tasks t
-                           WHERE t.repo = s.repo AND t.issue_number = s.issue_number
+                           WHERE t.repo_id = s.repo_id AND t.issue_number = s.issue_number
                              AND t.agent = s.agent
                              AND jsonb_typeof(t.repo_settings #> '{resume,ttlHours}') = 'number'
                            ORDER BY t.id DESC LIMIT 1),
@@ -251,6 +251,7 @@ export async function pruneTranscripts(
 /** A session as an operator looks it up, with its stored transcript's head if one is kept. */
 export interface StoredSession {
   sessionId: string;
+  repoId: number;
   repo: string;
   issueNumber: number;
   agent: string;
@@ -268,12 +269,12 @@ export async function sessionsByPrefix(
   limit: number,
 ): Promise<StoredSession[]> {
   const { rows } = await db.query(
-    `SELECT tr.*, s.session_id AS s_session_id, s.repo AS s_repo,
+    `SELECT tr.*, s.session_id AS s_session_id, s.repo_id AS s_repo_id, s.repo AS s_repo,
             s.issue_number AS s_issue_number, s.agent AS s_agent, s.cli, s.state,
             s.state_reason, s.last_used_at
        FROM sessions s
        LEFT JOIN session_transcripts tr
-              ON tr.session_id = s.session_id AND tr.repo = s.repo
+              ON tr.session_id = s.session_id AND tr.repo_id = s.repo_id
              AND tr.issue_number = s.issue_number AND tr.agent = s.agent
       WHERE left(s.session_id, length($1)) = $1
       ORDER BY s.last_used_at DESC LIMIT $2`,
@@ -281,6 +282,7 @@ export async function sessionsByPrefix(
   );
   return rows.map((r: Record<string, unknown>) => ({
     sessionId: r.s_session_id as string,
+    repoId: r.s_repo_id as number,
     repo: r.s_repo as string,
     issueNumber: r.s_issue_number as number,
     agent: r.s_agent as string,

@@ -3,7 +3,9 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { z } from "zod";
 import { parseConversationPath, type ConversationRoute } from "../core/conversation-path.js";
 import type { AppDeps } from "../deps.js";
+import type { TaskKey } from "../core/task.js";
 import { debugTranscriptSession, readChain } from "../sql/stats/conversation.js";
+import { repoIdByName } from "../sql/tasks/read.js";
 import { transcriptChunks } from "../sql/transcripts.js";
 import type { Stats } from "../sql/stats/figures.js";
 import { readStats, type ReadStatsOptions } from "../sql/stats/read.js";
@@ -206,10 +208,12 @@ export function dashboardRoutes(deps: AppDeps, opts: DashboardOptions = {}): Han
         return true;
       }
     }
-    const key = route.key;
-    const named = `${key.repo}#${key.issueNumber} (agent ${key.agent})`;
+    const named = `${route.key.repo}#${route.key.issueNumber} (agent ${route.key.agent})`;
     try {
-      if (route.kind === "transcript") return await transcript(res, route, named);
+      const repoId = await repoIdByName(deps.pool, route.key.repo);
+      // No task under that name: id 0, which no repository has, so nothing is found below.
+      const key = { ...route.key, repoId: repoId ?? 0 };
+      if (route.kind === "transcript") return await transcript(res, route, key, named);
       const chain = await readChain(
         deps.pool,
         key,
@@ -228,8 +232,8 @@ export function dashboardRoutes(deps: AppDeps, opts: DashboardOptions = {}): Han
       );
     } catch (err) {
       const timedOut = err instanceof StatsTimeoutError;
-      if (timedOut) log.warn({ err, key }, "conversation query timed out");
-      else log.error({ err, key }, "conversation query failed");
+      if (timedOut) log.warn({ err, key: route.key }, "conversation query timed out");
+      else log.error({ err, key: route.key }, "conversation query failed");
       const what = timedOut
         ? err.message
         : `Could not read the conversation from Postgres: ${(err as Error).message}`;
@@ -243,9 +247,14 @@ export function dashboardRoutes(deps: AppDeps, opts: DashboardOptions = {}): Han
    * another (a multi-member gzip file, which gunzip reads whole). Transcripts hold repository
    * contents and the agent's tool output: token-gated like the rest, never cached.
    */
-  async function transcript(res: ServerResponse, route: ConversationRoute, named: string) {
+  async function transcript(
+    res: ServerResponse,
+    route: ConversationRoute,
+    key: TaskKey,
+    named: string,
+  ) {
     const sessionId = route.sessionId ?? "";
-    const found = await debugTranscriptSession(deps.pool, route.key, sessionId);
+    const found = await debugTranscriptSession(deps.pool, key, sessionId);
     if (!found) {
       res.writeHead(404, {
         "content-type": "text/plain; charset=utf-8",
@@ -257,7 +266,7 @@ export function dashboardRoutes(deps: AppDeps, opts: DashboardOptions = {}): Han
       );
       return true as const;
     }
-    const chunks = await transcriptChunks(deps.pool, route.key, sessionId);
+    const chunks = await transcriptChunks(deps.pool, key, sessionId);
     log.info({ sessionId, key: route.key, state: found.state }, "session transcript downloaded");
     res.writeHead(200, {
       "content-type": "application/gzip",

@@ -8,7 +8,8 @@ const AFTER_TURN_MAX = 10_000;
 
 /** What a runner remembers of a checkout's last turn (AfterTurnLooks). */
 export interface AfterTurn {
-  repo: string;
+  /** The repository's id: which mirror the checkout's upstream is in. */
+  repoId: number;
   /** The branch the checkout stood on after prepare(), and the ref it follows: the look's args. */
   target: string;
   upstreamRef: string;

@@ -3,10 +3,12 @@
  * hold, so what no turn used for `idleMs` is removed. A later turn of the key re-clones its
  * workspace from the repository's mirror and restores its session from Postgres.
  *
- * - workspaces, `<root>/<owner>/<repo>/issue-<n>/<agent>`: idle by the directory's mtime, which
- *   the runner sets at every turn's prepare (touchWorkspace); a key running here is never taken;
- * - cached transcripts, `<cache>/<owner>/<repo>/issue-<n>/<agent>/<id>.jsonl` (+ `.sha256`),
- *   rewritten at every save and restore;
+ * - workspaces, `<root>/_repos/<repository id>/issue-<n>/<agent>`: idle by the directory's mtime,
+ *   which the runner sets at every turn's prepare (touchWorkspace); a key running here is never
+ *   taken. The layout before it, `<root>/<owner>/<repo>/…`, has the same depth: its directories,
+ *   never used again, go once idle;
+ * - cached transcripts, `<cache>/_repos/<repository id>/issue-<n>/<agent>/<id>.jsonl` (+
+ *   `.sha256`), rewritten at every save and restore (the older `<owner>/<repo>/…` likewise);
  * - in Postgres, the transcripts of sessions idle as long and past their repository's resume time
  *   to live, and of sessions poisoned or retired longer ago than the debugging window
  *   (pruneTranscripts).
@@ -49,7 +51,7 @@ export async function collectIdle(opts: CollectOptions): Promise<Collected> {
   const busy = new Set([...opts.busy()].map((d) => path.resolve(d)));
   const out: Collected = { workspaces: 0, sessionFiles: 0, transcripts: 0, transcriptBytes: 0 };
 
-  // Four levels down: owner, repo, issue-<n>, agent. Links are never followed.
+  // Four levels down: `_repos`, id, issue-<n>, agent (or owner, repo, …). Links are never followed.
   for (const dir of await leaves(opts.workspaceRoot, 4)) {
     if (busy.has(path.resolve(dir))) continue;
     const st = await fs.lstat(dir).catch(() => null);

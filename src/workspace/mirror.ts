@@ -16,7 +16,6 @@ import type { Logger } from "../log.js";
 import type { FailureContext } from "./errors.js";
 import type { HostGit } from "./git.js";
 import { refFiles, type RefFiles } from "./git-refs.js";
-import { repoSegments } from "./paths.js";
 
 export interface MirrorSync {
   /** Host path of the bare mirror. */
@@ -29,8 +28,16 @@ export interface MirrorSync {
   fetched: boolean;
 }
 
-export interface SyncRequest {
+/**
+ * A mirror belongs to a repository by its id (a rename keeps it, a new repository under an old
+ * name gets its own); the name is what git and the logs are given.
+ */
+export interface MirrorRepo {
+  repoId: number;
   repo: string;
+}
+
+export interface SyncRequest extends MirrorRepo {
   cloneUrl: string;
   token: string;
   /** Also fetch this pull request's head into refs/pull/<n>/head. */
@@ -51,9 +58,9 @@ export interface SyncRequest {
 export const MIRROR_FRESH_MS = 10 * 60_000;
 
 export class Mirrors {
-  private readonly queues = new Map<string, Promise<unknown>>();
+  private readonly queues = new Map<number, Promise<unknown>>();
   /** When this process last started a fetch (or clone) of every branch that succeeded, per repo. */
-  private readonly fetchedAt = new Map<string, number>();
+  private readonly fetchedAt = new Map<number, number>();
 
   constructor(
     private readonly opts: {
@@ -70,8 +77,8 @@ export class Mirrors {
    * Whether a fetch could be skipped for this repository now (SyncRequest.expect): this process
    * fetched every branch of it less than `freshMs` ago. Lets a caller not ask GitHub in vain.
    */
-  recentlyFetched(repo: string): boolean {
-    const at = this.fetchedAt.get(repo.toLowerCase());
+  recentlyFetched(r: MirrorRepo): boolean {
+    const at = this.fetchedAt.get(r.repoId);
     return at !== undefined && Date.now() - at < (this.opts.freshMs ?? MIRROR_FRESH_MS);
   }
 
@@ -84,8 +91,8 @@ export class Mirrors {
    * Run `fn` while no fetch of this repository's mirror runs (and none starts), so what it
    * writes into the mirror and what a sync writes never cross.
    */
-  exclusive<T>(repo: string, fn: () => Promise<T>): Promise<T> {
-    const key = repo.toLowerCase();
+  exclusive<T>(r: MirrorRepo, fn: () => Promise<T>): Promise<T> {
+    const key = r.repoId;
     const prev = this.queues.get(key) ?? Promise.resolve();
     const next = prev.catch(() => {}).then(fn);
     this.queues.set(key, next);
@@ -96,19 +103,22 @@ export class Mirrors {
     return next;
   }
 
-  /** Host path of a repository's mirror. */
-  pathFor(repo: string): string {
-    const { owner, name } = repoSegments(repo);
-    return path.join(this.opts.root, owner, `${name}.git`);
+  /** Host path of a repository's mirror: `<root>/<repository id>.git`. */
+  pathFor(repoId: number): string {
+    if (!Number.isSafeInteger(repoId) || repoId < 1)
+      throw new Error(
+        `cannot make a mirror for repository id ${repoId}: not a GitHub repository id`,
+      );
+    return path.join(this.opts.root, `${repoId}.git`);
   }
 
   /** Create or fetch the mirror (serialised per repository), then read the refs asked for. */
   sync(req: SyncRequest): Promise<MirrorSync> {
-    return this.exclusive(req.repo, () => this.syncNow(req));
+    return this.exclusive(req, () => this.syncNow(req));
   }
 
   private async syncNow(req: SyncRequest): Promise<MirrorSync> {
-    const dir = this.pathFor(req.repo);
+    const dir = this.pathFor(req.repoId);
     const ctx: FailureContext = {
       repo: req.repo,
       host: new URL(req.cloneUrl).host,
@@ -142,10 +152,10 @@ export class Mirrors {
       }
       return true;
     };
-    const key = req.repo.toLowerCase();
+    const key = req.repoId;
     const started = Date.now();
     let fetched = true;
-    if (exists && req.expect && this.recentlyFetched(req.repo) && (await holds(req.expect))) {
+    if (exists && req.expect && this.recentlyFetched(req) && (await holds(req.expect))) {
       fetched = false;
       this.opts.log.debug(
         { repo: req.repo, refs: Object.keys(req.expect) },
@@ -232,8 +242,9 @@ export class Mirrors {
   }
 
   /** git's housekeeping in a mirror, after turns. Never throws. */
-  async maintain(repo: string, signal?: AbortSignal): Promise<void> {
-    const dir = this.pathFor(repo);
+  async maintain(r: MirrorRepo, signal?: AbortSignal): Promise<void> {
+    const { repo } = r;
+    const dir = this.pathFor(r.repoId);
     try {
       await this.opts.git(["gc", "--auto", "--quiet"], {
         cwd: dir,

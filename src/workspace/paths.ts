@@ -3,20 +3,19 @@
  * its checkout again; inside the sandbox it is always /workspace.
  */
 import path from "node:path";
-import { parseRepoName } from "../github/git-auth.js";
 import type { TaskKey } from "../core/task.js";
 import { WorkspaceError } from "./errors.js";
 
-/** Owner and name as path segments: lower-cased, anything outside [A-Za-z0-9._-] percent-encoded. */
-export function repoSegments(repo: string): { owner: string; name: string } {
-  const { owner, name } = parseRepoName(repo);
-  return { owner: encodeSegment(owner.toLowerCase()), name: encodeSegment(name.toLowerCase()) };
-}
+/** The directory under the workspace root that holds every repository's keys, by id. */
+const REPOS_DIR = "_repos";
 
 /**
- * `<root>/<owner>/<repo>/issue-<n>/<agent>`. Owner and repo are lower-cased (GitHub's names are
- * case-insensitive); every character outside [A-Za-z0-9._-] is percent-encoded, so two keys
- * never map to one directory and no segment can climb out of the root.
+ * `<root>/_repos/<repository id>/issue-<n>/<agent>`: by the repository's id, so a renamed
+ * repository keeps its checkouts and a new repository under an old name never gets one of the
+ * old one's (docs/security.md). `_repos` is no GitHub owner's name (they hold no `_`), so a
+ * directory of the older `<owner>/<repo>` layout (same depth; collection removes it once idle)
+ * is never taken for a key's. The agent is percent-encoded (every character outside
+ * [A-Za-z0-9._-]), so two keys never map to one directory and no segment can climb out.
  */
 export function workspacePath(root: string, key: TaskKey): string {
   const fail = (what: string) =>
@@ -25,11 +24,8 @@ export function workspacePath(root: string, key: TaskKey): string {
       key.repo,
       `cannot make a workspace for ${JSON.stringify(key.repo)} #${key.issueNumber} (${JSON.stringify(key.agent)}): ${what}`,
     );
-  let segments: { owner: string; name: string };
-  try {
-    segments = repoSegments(key.repo);
-  } catch {
-    throw fail('the repository must be "owner/name"');
+  if (!Number.isSafeInteger(key.repoId) || key.repoId < 1) {
+    throw fail("the repository id must be a positive whole number");
   }
   if (!Number.isSafeInteger(key.issueNumber) || key.issueNumber < 1) {
     throw fail("the issue number must be a positive whole number");
@@ -44,8 +40,8 @@ export function workspacePath(root: string, key: TaskKey): string {
   const resolvedRoot = path.resolve(root);
   const dir = path.join(
     resolvedRoot,
-    segments.owner,
-    segments.name,
+    REPOS_DIR,
+    String(key.repoId),
     `issue-${key.issueNumber}`,
     encodeSegment(key.agent),
   );

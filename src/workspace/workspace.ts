@@ -177,8 +177,8 @@ export class Workspaces {
     return workspacePath(this.root, key);
   }
 
-  mirrorFor(repo: string): string {
-    return this.mirrors.pathFor(repo);
+  mirrorFor(repoId: number): string {
+    return this.mirrors.pathFor(repoId);
   }
 
   /**
@@ -186,13 +186,14 @@ export class Workspaces {
    * null when there is none. Never the checkout's copy. After prepare() (the mirror is fresh).
    */
   projectInstructions(req: {
+    repoId: number;
     repo: string;
     branch: string;
     signal?: AbortSignal | undefined;
   }): Promise<ProjectInstructions | null> {
     return readProjectInstructions({
       git: this.hostGit,
-      mirror: this.mirrors.pathFor(req.repo),
+      mirror: this.mirrors.pathFor(req.repoId),
       repo: req.repo,
       branch: req.branch,
       log: this.opts.log,
@@ -202,13 +203,14 @@ export class Workspaces {
 
   /** A file of the repository at a commit, from its mirror (repo-file.ts). */
   readFile(req: {
+    repoId: number;
     repo: string;
     commit: string;
     path: string;
     maxBytes: number;
     signal?: AbortSignal | undefined;
   }): Promise<Buffer | "too_big" | null> {
-    return readRepoFile({ ...req, git: this.hostGit, mirror: this.mirrors.pathFor(req.repo) });
+    return readRepoFile({ ...req, git: this.hostGit, mirror: this.mirrors.pathFor(req.repoId) });
   }
 
   /**
@@ -217,6 +219,7 @@ export class Workspaces {
    * the sandbox off: nothing would apply them. Call dispose() after the run.
    */
   async agentControl(req: {
+    repoId: number;
     repo: string;
     /** The key's checkout, as prepare() returned it. */
     dir: string;
@@ -229,7 +232,7 @@ export class Workspaces {
     const started = Date.now();
     const r = await agentControlMasks({
       git: this.hostGit,
-      mirror: this.mirrors.pathFor(req.repo),
+      mirror: this.mirrors.pathFor(req.repoId),
       repo: req.repo,
       baseRef: req.baseRef,
       headRef: pullRef(req.pullRequest),
@@ -310,7 +313,11 @@ export class Workspaces {
       ws.created ? "workspace cloned" : `workspace ${ws.update.kind}`,
     );
     if (ws.upstream && ws.branch !== null)
-      this.afterTurn.remember(dir, { target: ws.branch, upstreamRef: ws.upstream.ref, repo });
+      this.afterTurn.remember(dir, {
+        target: ws.branch,
+        upstreamRef: ws.upstream.ref,
+        repoId: req.repoId,
+      });
     return ws;
   }
 
@@ -319,6 +326,7 @@ export class Workspaces {
     const follow = pr ? undefined : req.follow;
     const mirrorUpstream = pr ? pullRef(pr.number) : follow ? `refs/heads/${follow}` : undefined;
     const mirror = await this.mirrors.sync({
+      repoId: req.repoId,
       repo: req.repo,
       cloneUrl: req.cloneUrl,
       token: req.token,
@@ -358,7 +366,7 @@ export class Workspaces {
   ): Promise<Workspace> {
     const pr = req.pullRequest;
     const follow = pr ? undefined : req.follow;
-    const mirrorDir = this.mirrors.pathFor(req.repo);
+    const mirrorDir = this.mirrors.pathFor(req.repoId);
     // The default branch as the mirror last saw it: the checkout can be looked at while the
     // mirror fetches (it rarely changes; when it did, the look is taken again). An issue's
     // conversation branch, once the mirror has it, is followed instead.
@@ -383,6 +391,7 @@ export class Workspaces {
     early?.catch(() => undefined); // awaited below
     const mirrorRef = (target: string) => (pr ? pullRef(pr.number) : `refs/heads/${target}`);
     const mirror = await this.mirrors.sync({
+      repoId: req.repoId,
       repo: req.repo,
       cloneUrl: req.cloneUrl,
       token: req.token,
@@ -489,7 +498,7 @@ export class Workspaces {
   ): Promise<Record<string, string | null> | undefined> {
     const ask = req.serverHead;
     const pr = req.pullRequest;
-    if (!ask || mirrorDefault === null || !this.mirrors.recentlyFetched(req.repo)) return;
+    if (!ask || mirrorDefault === null || !this.mirrors.recentlyFetched(req)) return;
     if (pr && !(pr.headSha && isObjectId(pr.headSha) && pr.baseRef)) return;
     const branches = [
       ...new Set([mirrorDefault, ...(pr ? [pr.baseRef!] : req.follow ? [req.follow] : [])]),
@@ -589,7 +598,7 @@ export class Workspaces {
         ? [`refs/heads/${req.branch}`, `refs/remotes/origin/${req.branch}`]
         : [pullRef(req.pullRequest), pullRef(req.pullRequest)];
     const r = await this.git.run(dir, ADOPT, [req.branch, req.local, req.theirs, src, dst], {
-      origin: this.mirrors.pathFor(req.repo),
+      origin: this.mirrors.pathFor(req.repoId),
       signal: req.signal,
     });
     const ctx: FailureContext = { repo: req.repo, host: "", timeoutMs: this.timeoutMs };
@@ -605,7 +614,7 @@ export class Workspaces {
     const turn = this.afterTurn.get(dir);
     if (!turn || signal?.aborted) return;
     const r = await this.git.run(dir, STATE, [turn.target, turn.upstreamRef], {
-      origin: this.mirrors.pathFor(turn.repo),
+      origin: this.mirrors.pathFor(turn.repoId),
       signal,
     });
     // Only a clean look is kept, and only if nothing took the checkout meanwhile.

@@ -152,8 +152,8 @@ describe("a cli: codex agent end to end", { timeout: 180_000 }, () => {
     fs.mkdirSync(dirB);
     fs.writeFileSync(path.join(dirB, nameA.replace(threadA, threadB)), "");
     await db.pool.query(
-      `INSERT INTO sessions (session_id, repo, issue_number, agent, runtime_id, work_dir, model, cli)
-       SELECT $2, repo, issue_number, agent, runtime_id, work_dir, model, cli FROM sessions WHERE session_id = $1`,
+      `INSERT INTO sessions (session_id, repo, repo_id, issue_number, agent, runtime_id, work_dir, model, cli)
+       SELECT $2, repo, repo_id, issue_number, agent, runtime_id, work_dir, model, cli FROM sessions WHERE session_id = $1`,
       [threadA, threadB],
     );
     await db.pool.query("UPDATE tasks SET session_id = $2 WHERE id = $1", [first.id, threadB]);

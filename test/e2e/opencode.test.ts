@@ -111,8 +111,8 @@ describe("a cli: opencode agent end to end", { timeout: 600_000 }, () => {
     // Session B: the store holds a database for it, but that database is A's (B is not in it).
     const b = "ses_0000000000000000000000beef";
     await db.pool.query(
-      `INSERT INTO sessions (session_id, repo, issue_number, agent, runtime_id, work_dir, model, cli)
-       SELECT $2, repo, issue_number, agent, runtime_id, work_dir, model, cli FROM sessions WHERE session_id = $1`,
+      `INSERT INTO sessions (session_id, repo, repo_id, issue_number, agent, runtime_id, work_dir, model, cli)
+       SELECT $2, repo, repo_id, issue_number, agent, runtime_id, work_dir, model, cli FROM sessions WHERE session_id = $1`,
       [a, b],
     );
     await db.pool.query(

@@ -288,7 +288,7 @@ describe(
       const deadline = Date.now() + 20_000;
       for (;;) {
         const { rows } = await db.pool.query(
-          "SELECT epoch FROM history_epochs WHERE repo = $1 AND issue_number = $2 AND agent = 'tether'",
+          "SELECT epoch FROM history_epochs WHERE repo_id = (SELECT repo_id FROM tasks WHERE repo = $1 LIMIT 1) AND issue_number = $2 AND agent = 'tether'",
           [REPO, n],
         );
         if ((rows[0]?.epoch ?? 0) > 0) break;

@@ -142,9 +142,9 @@ describe("session controls from the thread", { timeout: 200_000 }, () => {
     );
     // What the CLI last said of claude-haiku-4-5's window: smaller than what this session holds.
     await db.pool.query(
-      `INSERT INTO sessions (session_id, repo, issue_number, agent, runtime_id, work_dir, model,
+      `INSERT INTO sessions (session_id, repo, repo_id, issue_number, agent, runtime_id, work_dir, model,
                              history_epoch, context_tokens, context_window, last_used_at)
-       VALUES ($1, 'elsewhere/repo', 1, 'tether', 'rt', '/w', 'claude-haiku-4-5', 0, 10, 1000,
+       VALUES ($1, 'elsewhere/repo', 999999, 1, 'tether', 'rt', '/w', 'claude-haiku-4-5', 0, 10, 1000,
                now() + interval '1 hour')`,
       [`window-probe-${n}`],
     );
@@ -327,7 +327,7 @@ describe("session controls from the thread", { timeout: 200_000 }, () => {
       const deadline = Date.now() + 30_000;
       for (;;) {
         const { rows } = await db.pool.query(
-          "SELECT epoch FROM history_epochs WHERE repo = $1 AND issue_number = $2 AND agent = 'tether'",
+          "SELECT epoch FROM history_epochs WHERE repo_id = (SELECT repo_id FROM tasks WHERE repo = $1 LIMIT 1) AND issue_number = $2 AND agent = 'tether'",
           [REPO, n],
         );
         if ((rows[0]?.epoch ?? 0) >= epoch) return;

@@ -3,9 +3,15 @@ import type { Pool } from "../../src/db/pool.js";
 import { recordPull, recordPush } from "../../src/sql/conversations.js";
 import { chainDigest, EMPTY_DIGEST, writeTranscript } from "../../src/sql/transcripts.js";
 import { seedTask, type Row } from "./seed.js";
+import { repoIdOf } from "./seed.js";
 
 /** The conversation the chain tests read: acme/chain#42, agent tether. */
-export const CHAIN_KEY = { repo: "acme/chain", issueNumber: 42, agent: "tether" };
+export const CHAIN_KEY = {
+  repoId: repoIdOf("acme/chain"),
+  repo: "acme/chain",
+  issueNumber: 42,
+  agent: "tether",
+};
 export const POISONED = "poisoned-0a1b2c3d-4e5f";
 export const ACTIVE = "active-9f8e7d6c-5b4a";
 export const RETIRED = "retired-11223344-5566";
@@ -23,7 +29,11 @@ export const POISONED_TRANSCRIPT = Buffer.from(
  */
 export async function seedConversation(pool: Pool, now: Date): Promise<Row[]> {
   const at = (minAgo: number) => new Date(now.getTime() - minAgo * 60_000);
-  const key = { repo: CHAIN_KEY.repo, issue_number: CHAIN_KEY.issueNumber, agent: CHAIN_KEY.agent };
+  const key = {
+    repo: CHAIN_KEY.repo,
+    issue_number: CHAIN_KEY.issueNumber,
+    agent: CHAIN_KEY.agent,
+  };
   const url = (c: number) => `https://github.com/acme/chain/issues/42#issuecomment-${c}`;
   const turn = (
     minAgo: number,
@@ -148,10 +158,10 @@ export async function seedConversation(pool: Pool, now: Date): Promise<Row[]> {
   // Its sessions: the first poisoned (transcript kept for debugging), the second active, and
   // one retired long ago whose transcript is gone.
   await pool.query(
-    `INSERT INTO sessions (session_id, repo, issue_number, agent, state, state_reason, state_changed_at, created_at, last_used_at)
-     VALUES ($1, $4, $5, $6, 'poisoned', 'the CLI''s session broke', $7, $8, $7),
-            ($2, $4, $5, $6, 'active', NULL, NULL, $9, $10),
-            ($3, $4, $5, $6, 'retired', 'rewound', $11, $11, $11)`,
+    `INSERT INTO sessions (session_id, repo, issue_number, agent, state, state_reason, state_changed_at, created_at, last_used_at, repo_id)
+     VALUES ($1, $4, $5, $6, 'poisoned', 'the CLI''s session broke', $7, $8, $7, $12),
+            ($2, $4, $5, $6, 'active', NULL, NULL, $9, $10, $12),
+            ($3, $4, $5, $6, 'retired', 'rewound', $11, $11, $11, $12)`,
     [
       POISONED,
       ACTIVE,
@@ -164,6 +174,7 @@ export async function seedConversation(pool: Pool, now: Date): Promise<Row[]> {
       at(30),
       at(19),
       at(60 * 24 * 5),
+      CHAIN_KEY.repoId,
     ],
   );
   const half = POISONED_TRANSCRIPT.length >> 1;
@@ -201,7 +212,12 @@ export async function seedConversation(pool: Pool, now: Date): Promise<Row[]> {
   );
 
   // Where its changes went.
-  const k = { repo: CHAIN_KEY.repo, issueNumber: CHAIN_KEY.issueNumber, agent: CHAIN_KEY.agent };
+  const k = {
+    repoId: repoIdOf(CHAIN_KEY.repo),
+    repo: CHAIN_KEY.repo,
+    issueNumber: CHAIN_KEY.issueNumber,
+    agent: CHAIN_KEY.agent,
+  };
   await recordPush(pool, {
     ...k,
     branch: "tether/issue-42",

@@ -1,6 +1,9 @@
 import type { Pool } from "../../src/db/pool.js";
 import { seedTask, type Row } from "./seed.js";
 
+/** A repository id for a name in SQL: a stable positive number, as GitHub gives each repository one. */
+const REPO_ID_OF = (name: string) => `((hashtext(${name})::bigint & 2147483647) + 1000)`;
+
 /** The clock the seeded figures are exact against. */
 export const NOW = new Date("2026-03-10T12:34:56.000Z");
 const ago = (ms: number): Date => new Date(NOW.getTime() - ms);
@@ -62,8 +65,8 @@ export async function seedDashboardFixture(pool: Pool): Promise<Row[]> {
   );
   // CI loops (#29): one that went green, one that stopped.
   await pool.query(
-    `INSERT INTO ci_loops (repo, issue_number, agent, pull_number, state, attempts, started_at)
-     VALUES ('octo/widgets', 3, 'tether', 4, 'green', 1, $1), ('octo/widgets', 5, 'tether', 6, 'stopped', 3, $1)`,
+    `INSERT INTO ci_loops (repo_id, issue_number, agent, pull_number, state, attempts, started_at)
+     VALUES (1, 3, 'tether', 4, 'green', 1, $1), (1, 5, 'tether', 6, 'stopped', 3, $1)`,
     [ago(2 * HOUR)],
   );
   const w = { repo: "octo/widgets", agent: "tether" };
@@ -162,13 +165,13 @@ export async function seedRealisticTasks(
     [now],
   );
   await pool.query(
-    `INSERT INTO tasks (repo, installation_id, issue_number, agent, status, trigger_comment_id,
+    `INSERT INTO tasks (repo, repo_id, installation_id, issue_number, agent, status, trigger_comment_id,
                         trigger_author, trigger_url, trigger_body, runtime_id, session_id,
                         resume_decision, resume_reason, is_follow_up, outcome, model,
                         input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens,
                         cost_usd, num_turns, duration_ms, answer_comment_id, created_at,
                         finished_at, github_requests)
-     SELECT repo, 1, issue, agent, status, 900000 + g, author,
+     SELECT repo, ${REPO_ID_OF("repo")}, 1, issue, agent, status, 900000 + g, author,
             'https://github.com/' || repo || '/issues/' || issue || '#issuecomment-' || (900000 + g),
             '@tether please look', CASE WHEN g % 3 = 0 THEN 'runner-eu-2' ELSE 'runner-eu-1' END,
             md5(repo || issue || agent)::uuid::text,
@@ -207,26 +210,26 @@ export async function seedRealisticTasks(
   );
   // A running turn and a short queue.
   await pool.query(
-    `INSERT INTO tasks (repo, installation_id, issue_number, agent, status, trigger_author, trigger_url,
+    `INSERT INTO tasks (repo, repo_id, installation_id, issue_number, agent, status, trigger_author, trigger_url,
                         trigger_body, runtime_id, session_id, resume_decision, resume_reason,
                         is_follow_up, locked_by, locked_at, heartbeat_at, created_at, started_at)
-     VALUES ('acme/api', 1, 4242, 'tether', 'running', 'mona',
+     VALUES ('acme/api', ${REPO_ID_OF("'acme/api'")}, 1, 4242, 'tether', 'running', 'mona',
              'https://github.com/acme/api/issues/4242#issuecomment-1', '@tether continue',
              'runner-eu-1', '6f1d9a2e-3c4b-4e8f-9a7d-2b1c0e5f8a93', 'resume', 'resumed', true,
              'runner-eu-1:0', $1, $1, $1::timestamptz - interval '2 minutes', $1::timestamptz - interval '100 seconds'),
-            ('acme/web', 1, 977, 'reviewer', 'queued', 'hubot',
+            ('acme/web', ${REPO_ID_OF("'acme/web'")}, 1, 977, 'reviewer', 'queued', 'hubot',
              'https://github.com/acme/web/pull/977#issuecomment-2', '@tether review', NULL, NULL, NULL, NULL,
              NULL, NULL, NULL, NULL, $1::timestamptz - interval '74 seconds', NULL),
-            ('acme/docs', 1, 12, 'docs', 'queued', 'j-doe',
+            ('acme/docs', ${REPO_ID_OF("'acme/docs'")}, 1, 12, 'docs', 'queued', 'j-doe',
              'https://github.com/acme/docs/issues/12#issuecomment-3', '@tether docs', NULL, NULL, NULL, NULL,
              NULL, NULL, NULL, NULL, $1::timestamptz - interval '20 seconds', NULL)`,
     [now],
   );
   // Turns a spend limit kept from running: not turns, counted beside them.
   await pool.query(
-    `INSERT INTO tasks (repo, installation_id, issue_number, agent, status, outcome, failure_reason,
+    `INSERT INTO tasks (repo, repo_id, installation_id, issue_number, agent, status, outcome, failure_reason,
                         trigger_author, trigger_url, trigger_body, created_at, finished_at)
-     SELECT 'acme/billing', 1, 88, 'tether', 'cancelled', 'limit_refused',
+     SELECT 'acme/billing', ${REPO_ID_OF("'acme/billing'")}, 1, 88, 'tether', 'cancelled', 'limit_refused',
             'not run: conversation: spent $5.1200 of $5', 'mona',
             'https://github.com/acme/billing/issues/88#issuecomment-' || (700 + g), '@tether again',
             $1::timestamptz - make_interval(hours => g), $1::timestamptz - make_interval(hours => g)

@@ -260,7 +260,8 @@ interface IssueState {
 
 interface CommentState {
   id: number;
-  repoKey: string;
+  /** The repository's id: a comment stays with its repository through a rename. */
+  repoId: number;
   issueNumber: number;
   user: string;
   body: string;
@@ -515,6 +516,8 @@ export class FakeGitHub implements PayloadSource {
   private readonly users = new Map<string, { login: string; id: number; type: UserType }>();
   private readonly installations = new Map<number, InstallationState>();
   private readonly repos = new Map<string, RepoState>();
+  /** A renamed repository's old names: GitHub keeps answering them until a repository takes the name. */
+  private readonly formerNames = new Map<string, RepoState>();
   private readonly commentsById = new Map<number, CommentState>();
   private readonly tokens = new Map<string, TokenState>();
   private readonly rateLimits = new Map<
@@ -681,6 +684,7 @@ export class FakeGitHub implements PayloadSource {
   }): Promise<Json> {
     const key = repoKey(`${o.owner}/${o.name}`);
     if (this.repos.has(key)) throw new Error(`repo ${key} exists already`);
+    this.formerNames.delete(key); // a new repository under an old name ends the old one's redirect
     this.user(o.owner, o.ownerType ?? "User");
     const installationId = o.installationId === undefined ? this.installationId : o.installationId;
     if (installationId !== null && !this.installations.has(installationId)) {
@@ -691,15 +695,21 @@ export class FakeGitHub implements PayloadSource {
         permissions: { ...PERMISSIONS },
       });
     }
+    const id = ++this.ids.repo;
+    // A renamed repository keeps its bare repository where it was made: a new one under its old
+    // name goes beside it.
+    const taken = [...this.repos.values(), ...this.formerNames.values()].some(
+      (r) => r.bare === path.join(this.reposDir, `${key}.git`),
+    );
     const repo: RepoState = {
-      id: ++this.ids.repo,
+      id,
       owner: o.owner,
       name: o.name,
       defaultBranch: o.defaultBranch ?? "main",
       private: o.private ?? false,
       plan: o.plan ?? "team",
       installationId,
-      bare: path.join(this.reposDir, `${key}.git`),
+      bare: path.join(this.reposDir, taken ? `${key}.${id}.git` : `${key}.git`),
       createdAt: this.now(),
       pushedAt: this.now(),
       commitDates: new Map(),
@@ -724,6 +734,39 @@ export class FakeGitHub implements PayloadSource {
     );
     this.repos.set(key, repo);
     return this.repoJson(key);
+  }
+
+  /**
+   * Rename a repository (same id, issues and git history), as its settings page does. GitHub
+   * keeps redirecting the old name (API and git) until another repository takes it; the
+   * stand-in answers the old name as the renamed repository.
+   */
+  renameRepo(from: string, to: string): Json {
+    const r = this.repo(from);
+    const key = repoKey(to);
+    if (this.repos.has(key)) throw new Error(`repo ${key} exists already`);
+    const [owner, name] = to.split("/");
+    if (!owner || !name) throw new Error(`not owner/name: ${to}`);
+    this.user(owner, "User");
+    this.repos.delete(repoKey(from));
+    this.formerNames.set(repoKey(from), r);
+    r.owner = owner;
+    r.name = name;
+    this.repos.set(key, r);
+    return this.repoJson(key);
+  }
+
+  /** Delete a repository: its name is free for a new one (with a new id). */
+  async deleteRepo(name: string): Promise<void> {
+    const r = this.repo(name);
+    this.repos.delete(repoKey(name));
+    for (const [k, v] of this.formerNames) if (v === r) this.formerNames.delete(k);
+    await fs.rm(r.bare, { recursive: true, force: true });
+  }
+
+  /** A repository by its current name, or by a name it had before a rename. */
+  private lookup(name: string): RepoState | undefined {
+    return this.repos.get(repoKey(name)) ?? this.formerNames.get(repoKey(name));
   }
 
   /** Commit files (null deletes) on a branch (default: the default branch). Returns the sha. */
@@ -1211,7 +1254,8 @@ export class FakeGitHub implements PayloadSource {
 
   commentJson(commentId: number): Json {
     const c = this.commentState(commentId);
-    const r = this.repo(c.repoKey);
+    const r = [...this.repos.values()].find((x) => x.id === c.repoId);
+    if (!r) throw new Error(`the repository of comment ${commentId} is gone`);
     const issue = this.issueState(r, c.issueNumber);
     return commentJson(this.bases(), this.fullName(r), {
       id: c.id,
@@ -1302,7 +1346,7 @@ export class FakeGitHub implements PayloadSource {
   private newComment(r: RepoState, issue: IssueState, user: string, body: string): CommentState {
     const c: CommentState = {
       id: ++this.ids.comment,
-      repoKey: repoKey(this.fullName(r)),
+      repoId: r.id,
       issueNumber: issue.number,
       user: this.user(user).login,
       body,
@@ -1323,9 +1367,8 @@ export class FakeGitHub implements PayloadSource {
   }
 
   private liveComments(r: RepoState, issueNumber: number): CommentState[] {
-    const key = repoKey(this.fullName(r));
     return [...this.commentsById.values()]
-      .filter((c) => c.repoKey === key && c.issueNumber === issueNumber && !c.deleted)
+      .filter((c) => c.repoId === r.id && c.issueNumber === issueNumber && !c.deleted)
       .sort((a, b) => a.id - b.id);
   }
 
@@ -1642,7 +1685,7 @@ export class FakeGitHub implements PayloadSource {
     }
     let repo: RepoState | undefined;
     if (params.owner !== undefined && params.repo !== undefined) {
-      repo = this.repos.get(repoKey(`${params.owner}/${params.repo}`));
+      repo = this.lookup(`${params.owner}/${params.repo}`);
       if (!repo || (token && !this.tokenSees(token, repo))) {
         this.sendJson(res, rec, notFound());
         return;
@@ -1770,7 +1813,7 @@ export class FakeGitHub implements PayloadSource {
       );
       return;
     }
-    const repo = this.repos.get(repoKey(`${owner}/${name}`));
+    const repo = this.lookup(`${owner}/${name}`);
     if (!repo || !this.tokenSees(token, repo)) {
       rec.status = 404;
       res.writeHead(404, { "content-type": "text/plain" });
@@ -1809,7 +1852,8 @@ export class FakeGitHub implements PayloadSource {
       res,
       {
         projectRoot: this.reposDir,
-        pathInfo: `/${repoKey(this.fullName(repo))}.git${rest}`,
+        // Where the repository was made: a rename keeps its bare repository in place.
+        pathInfo: `/${path.relative(this.reposDir, repo.bare)}${rest}`,
         queryString: url.search.replace(/^\?/, ""),
         remoteUser: "x-access-token",
         home: this.home,
@@ -2046,7 +2090,7 @@ export class FakeGitHub implements PayloadSource {
     });
     const commentIn = (ctx: RouteCtx): CommentState | undefined => {
       const c = this.commentsById.get(Number(ctx.params.comment_id));
-      return c && !c.deleted && c.repoKey === repoKey(this.fullName(repoOf(ctx))) ? c : undefined;
+      return c && !c.deleted && c.repoId === repoOf(ctx).id ? c : undefined;
     };
     add("GET", "/repos/{owner}/{repo}/issues/comments/{comment_id}", "token", (ctx) => {
       const c = commentIn(ctx);

@@ -4,12 +4,30 @@ export type Row = Record<string, unknown>;
 
 let nextComment = 1000;
 
+/** Ids tests know their repositories by: the seeds' default, and GitHub's example payloads'. */
+const KNOWN_IDS: Record<string, number> = {
+  "octo/widgets": 1,
+  "codertocat/hello-world": 186853002, // @octokit/webhooks-examples' repository
+};
+
+/**
+ * A repository id for a test repository's name, as GitHub would give one: the known ones above,
+ * a stable number from the name for any other. Keys and rows of one name agree on it.
+ */
+export function repoIdOf(repo: string): number {
+  const known = KNOWN_IDS[repo.toLowerCase()];
+  if (known !== undefined) return known;
+  let h = 0;
+  for (const c of repo.toLowerCase()) h = (h * 31 + c.charCodeAt(0)) % 1_000_000_007;
+  return 1000 + h;
+}
+
 /** Insert a task row with sensible defaults; any column can be overridden. Returns the row. */
 export async function seedTask(pool: Pool, overrides: Row = {}): Promise<Row> {
   const commentId = nextComment++;
   const row: Row = {
     repo: "octo/widgets",
-    repo_id: 1,
+    repo_id: typeof overrides.repo === "string" ? repoIdOf(overrides.repo) : 1,
     installation_id: 1,
     issue_number: 1,
     agent: "tether",

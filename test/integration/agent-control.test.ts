@@ -14,6 +14,7 @@ import { createLogger } from "../../src/log.js";
 import { Sandbox, type Mask } from "../../src/sandbox/sandbox.js";
 import { Workspaces } from "../../src/workspace/workspace.js";
 import { startFakeGitHub, type FakeGitHub } from "../helpers/fake-github.js";
+import { repoIdOf } from "../helpers/seed.js";
 
 let gh: FakeGitHub;
 let scratch: string;
@@ -74,6 +75,7 @@ async function pullRequest(head: Record<string, unknown>) {
   const pr = await gh.addPullRequest({ repo, headRef: "feature", files: head as never });
   const number = pr.number as number;
   const w = await ws.prepare({
+    repoId: repoIdOf(repo),
     repo,
     issueNumber: number,
     agent: "tether",
@@ -114,7 +116,13 @@ const masksDir = () => path.join(ws.root, ".masks");
 describe("a pull request's agent-control files", { timeout: 90_000 }, () => {
   it("are shown as the base has them, or hidden, inside the sandbox; the checkout keeps the head's", async () => {
     const { repo, number, dir } = await pullRequest(HEAD);
-    const control = await ws.agentControl({ repo, dir, pullRequest: number, baseRef: "main" });
+    const control = await ws.agentControl({
+      repoId: repoIdOf(repo),
+      repo,
+      dir,
+      pullRequest: number,
+      baseRef: "main",
+    });
     const shown = Object.fromEntries(
       control.masks.map((m) => [m.path, `${m.kind}:${m.replacement ? "base" : "hidden"}`]),
     );
@@ -190,7 +198,13 @@ describe("a pull request's agent-control files", { timeout: 90_000 }, () => {
       ".geminiignore": "src/app.ts\n",
       ".aiexclude": "src/\n",
     });
-    const control = await ws.agentControl({ repo, dir, pullRequest: number, baseRef: "main" });
+    const control = await ws.agentControl({
+      repoId: repoIdOf(repo),
+      repo,
+      dir,
+      pullRequest: number,
+      baseRef: "main",
+    });
     expect(control.masks.map((m) => [m.path, m.replacement])).toEqual([
       [".geminiignore", null],
       [".aiexclude", null],
@@ -202,7 +216,13 @@ describe("a pull request's agent-control files", { timeout: 90_000 }, () => {
 
   it("a pull request that changes no control path gets no masks", async () => {
     const { repo, number, dir } = await pullRequest({ "src/app.ts": "export const v = 3;\n" });
-    const control = await ws.agentControl({ repo, dir, pullRequest: number, baseRef: "main" });
+    const control = await ws.agentControl({
+      repoId: repoIdOf(repo),
+      repo,
+      dir,
+      pullRequest: number,
+      baseRef: "main",
+    });
     expect(control.masks).toEqual([]);
     await control.dispose();
   });
@@ -210,7 +230,13 @@ describe("a pull request's agent-control files", { timeout: 90_000 }, () => {
   it("a base the mirror does not have (or cannot name) hides every control path the checkout has", async () => {
     const { repo, number, dir } = await pullRequest(HEAD);
     for (const baseRef of ["no-such-branch", "../main"]) {
-      const control = await ws.agentControl({ repo, dir, pullRequest: number, baseRef });
+      const control = await ws.agentControl({
+        repoId: repoIdOf(repo),
+        repo,
+        dir,
+        pullRequest: number,
+        baseRef,
+      });
       expect(control.masks.map((m) => [m.path, m.replacement])).toEqual([
         [".claude", null],
         [".mcp.json", null],
@@ -239,7 +265,13 @@ describe("a pull request's agent-control files", { timeout: 90_000 }, () => {
       gitHome: path.join(scratch, "git-home-off"),
     });
     const { repo, number, dir } = await pullRequest(HEAD);
-    const control = await plain.agentControl({ repo, dir, pullRequest: number, baseRef: "main" });
+    const control = await plain.agentControl({
+      repoId: repoIdOf(repo),
+      repo,
+      dir,
+      pullRequest: number,
+      baseRef: "main",
+    });
     expect(control.masks).toEqual([]);
   });
 });
@@ -247,7 +279,7 @@ describe("a pull request's agent-control files", { timeout: 90_000 }, () => {
 describe("project instructions (projectInstructions: true)", { timeout: 90_000 }, () => {
   it("come from the default branch's CLAUDE.md in the mirror, never the pull request's head", async () => {
     const { repo } = await pullRequest(HEAD);
-    const p = await ws.projectInstructions({ repo, branch: "main" });
+    const p = await ws.projectInstructions({ repoId: repoIdOf(repo), repo, branch: "main" });
     expect(p).toEqual({ text: "BASE-INSTRUCTIONS\n", bytes: 18, cut: false, branch: "main" });
   });
 
@@ -256,6 +288,7 @@ describe("project instructions (projectInstructions: true)", { timeout: 90_000 }
     const big = `${"é".repeat(16_383)}a€${"x".repeat(8000)}`; // the € straddles byte 32768
     await gh.commit(repo, { files: { "CLAUDE.md": big } });
     await ws.prepare({
+      repoId: repoIdOf(repo),
       repo,
       issueNumber: number,
       agent: "tether",
@@ -263,7 +296,7 @@ describe("project instructions (projectInstructions: true)", { timeout: 90_000 }
       token,
       pullRequest: { number, headRef: "feature" },
     });
-    const p = await ws.projectInstructions({ repo, branch: "main" });
+    const p = await ws.projectInstructions({ repoId: repoIdOf(repo), repo, branch: "main" });
     expect(p).toMatchObject({ cut: true, bytes: Buffer.byteLength(big), branch: "main" });
     expect(p!.text).toBe(`${"é".repeat(16_383)}a`);
     expect(Buffer.byteLength(p!.text)).toBeLessThanOrEqual(32 * 1024);
@@ -274,6 +307,7 @@ describe("project instructions (projectInstructions: true)", { timeout: 90_000 }
     await gh.commit(repo, { files: { "CLAUDE.md": null } });
     const sync = () =>
       ws.prepare({
+        repoId: repoIdOf(repo),
         repo,
         issueNumber: number,
         agent: "tether",
@@ -282,9 +316,13 @@ describe("project instructions (projectInstructions: true)", { timeout: 90_000 }
         pullRequest: { number, headRef: "feature" },
       });
     await sync();
-    expect(await ws.projectInstructions({ repo, branch: "main" })).toBeNull();
+    expect(
+      await ws.projectInstructions({ repoId: repoIdOf(repo), repo, branch: "main" }),
+    ).toBeNull();
     await gh.commit(repo, { files: { "CLAUDE.md": { symlink: "/etc/passwd" } } });
     await sync();
-    expect(await ws.projectInstructions({ repo, branch: "main" })).toBeNull();
+    expect(
+      await ws.projectInstructions({ repoId: repoIdOf(repo), repo, branch: "main" }),
+    ).toBeNull();
   });
 });

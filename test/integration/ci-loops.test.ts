@@ -9,13 +9,14 @@ import type { TaskKey } from "../../src/core/task.js";
 import { ciPassed, claimCiFailure, recordCiTurn } from "../../src/sql/ci-loops.js";
 import { enqueueComment } from "../../src/sql/tasks/enqueue.js";
 import { createTestDatabase } from "../helpers/db.js";
+import { repoIdOf } from "../helpers/seed.js";
 
 const db = await createTestDatabase();
 let issue = 100;
 const sha = (n: number) => n.toString(16).padStart(40, "a");
 
 function newKey(): TaskKey {
-  return { repo: "o/r", issueNumber: ++issue, agent: "tether" };
+  return { repoId: repoIdOf("o/r"), repo: "o/r", issueNumber: ++issue, agent: "tether" };
 }
 
 async function claim(key: TaskKey, n: number, deliveryId = `d-${n}`, maxAttempts = 2) {
@@ -26,7 +27,6 @@ async function claim(key: TaskKey, n: number, deliveryId = `d-${n}`, maxAttempts
 async function queue(key: TaskKey, source: string, trigger: "ci" | "comment"): Promise<number> {
   const r = await enqueueComment(db.pool, {
     key,
-    repoId: 1,
     installationId: 1,
     isPullRequest: false,
     forceFresh: false,

@@ -16,6 +16,8 @@ import { upsertSession } from "../../src/sql/sessions.js";
 import { transcriptHead } from "../../src/sql/transcripts.js";
 import { createTestDatabase } from "../helpers/db.js";
 import { seedTask } from "../helpers/seed.js";
+import { repoIdOf } from "../helpers/seed.js";
+import type { TaskKey } from "../../src/core/task.js";
 
 const db = await createTestDatabase();
 const DAY = 24 * 3600_000;
@@ -62,6 +64,7 @@ describe("collectIdle", () => {
       ["c-active", "active"],
     ] as const) {
       await upsertSession(db.pool, {
+        repoId: repoIdOf("octo/widgets"),
         repo: "octo/widgets",
         issueNumber: 9,
         agent: id,
@@ -72,8 +75,8 @@ describe("collectIdle", () => {
         historyEpoch: 0,
       });
       await db.pool.query(
-        `INSERT INTO session_transcripts (repo, issue_number, agent, session_id, sha256, stored_bytes)
-         VALUES ('octo/widgets', 9, $1, $1, '\\x00', 100)`,
+        `INSERT INTO session_transcripts (repo_id, issue_number, agent, session_id, sha256, stored_bytes)
+         VALUES (1, 9, $1, $1, '\\x00', 100)`,
         [id],
       );
       await db.pool.query("UPDATE sessions SET state = $2 WHERE session_id = $1", [id, state]);
@@ -101,14 +104,24 @@ describe("collectIdle", () => {
     expect(
       await transcriptHead(
         db.pool,
-        { repo: "octo/widgets", issueNumber: 9, agent: "c-retired" },
+        {
+          repoId: repoIdOf("octo/widgets"),
+          repo: "octo/widgets",
+          issueNumber: 9,
+          agent: "c-retired",
+        },
         "c-retired",
       ),
     ).toBeNull();
     expect(
       await transcriptHead(
         db.pool,
-        { repo: "octo/widgets", issueNumber: 9, agent: "c-active" },
+        {
+          repoId: repoIdOf("octo/widgets"),
+          repo: "octo/widgets",
+          issueNumber: 9,
+          agent: "c-active",
+        },
         "c-active",
       ),
     ).not.toBeNull();
@@ -132,7 +145,7 @@ describe("collectIdle", () => {
   describe("saved transcripts and the repository's time to live (#28)", () => {
     const HOUR = 3600_000;
     let issue = 100;
-    const keys = new Map<string, { repo: string; issueNumber: number; agent: string }>();
+    const keys = new Map<string, TaskKey>();
     /** A session of a key of its own, a transcript saved, idle `idleH` hours; its key's latest
      * task carries the settings snapshot of `ttlHours` (none: no snapshot). */
     async function session(
@@ -140,7 +153,12 @@ describe("collectIdle", () => {
       o: { idleH: number; ttlHours?: number; state?: "poisoned" | "retired"; brokeH?: number },
     ) {
       const sessionId = `ttl-${name}`;
-      const key = { repo: "octo/ttl", issueNumber: issue++, agent: "tether" };
+      const key = {
+        repoId: repoIdOf("octo/ttl"),
+        repo: "octo/ttl",
+        issueNumber: issue++,
+        agent: "tether",
+      };
       await upsertSession(db.pool, {
         ...key,
         sessionId,
@@ -151,9 +169,9 @@ describe("collectIdle", () => {
       });
       keys.set(sessionId, key);
       await db.pool.query(
-        `INSERT INTO session_transcripts (repo, issue_number, agent, session_id, sha256, stored_bytes)
+        `INSERT INTO session_transcripts (repo_id, issue_number, agent, session_id, sha256, stored_bytes)
          VALUES ($2, $3, $4, $1, '\\x00', 10)`,
-        [sessionId, key.repo, key.issueNumber, key.agent],
+        [sessionId, key.repoId, key.issueNumber, key.agent],
       );
       await db.pool.query(
         `UPDATE sessions SET last_used_at = now() - make_interval(hours => $2),

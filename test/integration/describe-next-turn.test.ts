@@ -5,12 +5,21 @@ import { upsertSession } from "../../src/sql/sessions.js";
 import { resentComments, rewindFacts } from "../../src/sql/history.js";
 import { createTestDatabase } from "../helpers/db.js";
 import { seedTask } from "../helpers/seed.js";
+import { repoIdOf } from "../helpers/seed.js";
 
 const db = await createTestDatabase();
 const pool = db.pool;
 const now = new Date();
 const status = (issueNumber: number, agents = ["tether"], config = DEFAULT_CONFIG) =>
-  describeNextTurn({ pool, repo: "octo/widgets", issueNumber, agents, config, now });
+  describeNextTurn({
+    pool,
+    repoId: repoIdOf("octo/widgets"),
+    repo: "octo/widgets",
+    issueNumber,
+    agents,
+    config,
+    now,
+  });
 
 describe("/status with the runner's next-turn decision", () => {
   it("says a first turn starts fresh", async () => {
@@ -22,8 +31,8 @@ describe("/status with the runner's next-turn decision", () => {
       "- Changes: none published yet; they will go to branch `tether/41-tether` with a pull request.",
     );
     await pool.query(
-      `INSERT INTO conversation_branches (repo, issue_number, agent, branch, base_branch, head_sha, pull_number, commits)
-       VALUES ('octo/widgets', 41, 'tether', 'tether/41-tether', 'main', $1, 42, 3)`,
+      `INSERT INTO conversation_branches (repo, repo_id, issue_number, agent, branch, base_branch, head_sha, pull_number, commits)
+       VALUES ('octo/widgets', 1, 41, 'tether', 'tether/41-tether', 'main', $1, 42, 3)`,
       ["c".repeat(40)],
     );
     expect(await status(41)).toContain(
@@ -38,6 +47,7 @@ describe("/status with the runner's next-turn decision", () => {
 
   it("says a follow-up resumes the key's session, naming it and its runtime", async () => {
     await upsertSession(pool, {
+      repoId: repoIdOf("octo/widgets"),
       repo: "octo/widgets",
       issueNumber: 2,
       agent: "tether",
@@ -62,6 +72,7 @@ describe("/status with the runner's next-turn decision", () => {
   it("never posts a whole session id in the thread, only its first eight characters (#28)", async () => {
     const sessionId = "7c9e6679-7425-40de-944b-e07fc1f90ae7";
     await upsertSession(pool, {
+      repoId: repoIdOf("octo/widgets"),
       repo: "octo/widgets",
       issueNumber: 28,
       agent: "tether",
@@ -89,6 +100,7 @@ describe("/status with the runner's next-turn decision", () => {
 
   it("a session over the context budget: compacted then resumed (Claude), fresh with compact off", async () => {
     await upsertSession(pool, {
+      repoId: repoIdOf("octo/widgets"),
       repo: "octo/widgets",
       issueNumber: 20,
       agent: "tether",
@@ -119,6 +131,7 @@ describe("/status with the runner's next-turn decision", () => {
 
   it("says the next turn rewinds a session whose read comment was edited (Claude), and starts fresh on Codex", async () => {
     await upsertSession(pool, {
+      repoId: repoIdOf("octo/widgets"),
       repo: "octo/widgets",
       issueNumber: 50,
       agent: "tether",
@@ -146,13 +159,18 @@ describe("/status with the runner's next-turn decision", () => {
       turns.push(t);
     }
     await pool.query(
-      `INSERT INTO history_epochs (repo, issue_number, agent, epoch) VALUES ('octo/widgets', 50, 'tether', 1)`,
+      `INSERT INTO history_epochs (repo_id, issue_number, agent, epoch) VALUES (1, 50, 'tether', 1)`,
     );
     await pool.query(
-      `INSERT INTO history_edits (repo, issue_number, agent, epoch, source, deleted, body)
-       VALUES ('octo/widgets', 50, 'tether', 1, 'comment:501', false, 'asked 1, edited')`,
+      `INSERT INTO history_edits (repo_id, issue_number, agent, epoch, source, deleted, body)
+       VALUES (1, 50, 'tether', 1, 'comment:501', false, 'asked 1, edited')`,
     );
-    const key = { repo: "octo/widgets", issueNumber: 50, agent: "tether" };
+    const key = {
+      repoId: repoIdOf("octo/widgets"),
+      repo: "octo/widgets",
+      issueNumber: 50,
+      agent: "tether",
+    };
     expect(await rewindFacts(pool, key, "sess-50", 0, 1)).toEqual({
       turns: turns.map((t, i) => ({
         taskId: Number(t.id),
@@ -179,8 +197,8 @@ describe("/status with the runner's next-turn decision", () => {
     );
     // A deletion: the comment is not sent again.
     await pool.query(
-      `INSERT INTO history_edits (repo, issue_number, agent, epoch, source, deleted, body)
-       VALUES ('octo/widgets', 50, 'tether', 2, 'comment:502', true, NULL)`,
+      `INSERT INTO history_edits (repo_id, issue_number, agent, epoch, source, deleted, body)
+       VALUES (1, 50, 'tether', 2, 'comment:502', true, NULL)`,
     );
     expect(
       (await resentComments(pool, key, ["comment:501", "comment:502"])).map((c) => c.body),
@@ -189,6 +207,7 @@ describe("/status with the runner's next-turn decision", () => {
 
   it("gives the reason when the next turn cannot resume: history edited, /fresh queued, resume disabled", async () => {
     await upsertSession(pool, {
+      repoId: repoIdOf("octo/widgets"),
       repo: "octo/widgets",
       issueNumber: 3,
       agent: "tether",
@@ -205,11 +224,12 @@ describe("/status with the runner's next-turn decision", () => {
       finished_at: now,
     });
     await pool.query(
-      `INSERT INTO history_epochs (repo, issue_number, agent, epoch) VALUES ('octo/widgets', 3, 'tether', 1)`,
+      `INSERT INTO history_epochs (repo_id, issue_number, agent, epoch) VALUES (1, 3, 'tether', 1)`,
     );
     expect(await status(3)).toMatch(/fresh session\*\* \(`history_edited`/);
 
     await upsertSession(pool, {
+      repoId: repoIdOf("octo/widgets"),
       repo: "octo/widgets",
       issueNumber: 4,
       agent: "tether",
@@ -288,6 +308,7 @@ describe("/status: the conversation's spend, from its recorded turns", () => {
         ...over,
       });
     await upsertSession(pool, {
+      repoId: repoIdOf("octo/widgets"),
       repo: "octo/widgets",
       issueNumber: issue,
       agent: "tether",

@@ -24,6 +24,7 @@ import {
   startFakeGemini,
   type FakeGemini,
 } from "../helpers/fake-gemini.js";
+import { repoIdOf } from "../helpers/seed.js";
 
 const db = await createTestDatabase();
 const log = createLogger("silent");
@@ -76,7 +77,7 @@ function runner(name: string) {
 const cwd = path.join(root, "work");
 fs.mkdirSync(cwd);
 execFileSync("git", ["init", "-q"], { cwd });
-const key = { repo: "octo/gemini", issueNumber: 1, agent: "gem" };
+const key = { repoId: repoIdOf("octo/gemini"), repo: "octo/gemini", issueNumber: 1, agent: "gem" };
 
 function request(over: Partial<AgentRunRequest>): AgentRunRequest {
   return {

@@ -13,6 +13,7 @@ import { readEpoch } from "../../src/sql/history.js";
 import { createTestApp, type TestApp } from "../helpers/probot.js";
 import { github, useNock } from "../helpers/intake-github.js";
 import { readTask, readTasks, seedTask } from "../helpers/seed.js";
+import { repoIdOf } from "../helpers/seed.js";
 
 const db = await createTestDatabase();
 useNock();
@@ -96,7 +97,7 @@ describe("/cancel", () => {
     const later = await seedTask(db.pool, { ...key(), status: "queued" });
     const r = await cancelKey(
       db.pool,
-      { repo: REPO_KEY, issueNumber: issue, agent: "tether" },
+      { repoId: repoIdOf(REPO_KEY), repo: REPO_KEY, issueNumber: issue, agent: "tether" },
       { asOf, reason: "x" },
     );
     expect(r).toEqual({ cancelled: [], stopRequested: [] });
@@ -126,8 +127,8 @@ describe("/status", () => {
       started_at: new Date(),
     });
     await db.pool.query(
-      "INSERT INTO sessions (session_id, repo, issue_number, agent, state) VALUES ('sess-1', $1, $2, 'tether', 'active')",
-      [REPO_KEY, issue],
+      "INSERT INTO sessions (session_id, repo, issue_number, agent, state, repo_id) VALUES ('sess-1', $1, $2, 'tether', 'active', $3)",
+      [REPO_KEY, issue, repoIdOf(REPO_KEY)],
     );
     const queued = await seedTask(db.pool, { ...key(), status: "queued", force_fresh: true });
     const reply = accepted().reply(issue);
@@ -168,7 +169,12 @@ describe("/status", () => {
     const reply = accepted().reply(issue);
     await say("@tether /status");
     expect(reply.bodies).toEqual(["Next turn: resumes `sess-9` (reason: resumed)"]);
-    expect(seen[0]).toMatchObject({ repo: REPO_KEY, issueNumber: issue, agents: ["tether"] });
+    expect(seen[0]).toMatchObject({
+      repoId: repoIdOf(REPO_KEY),
+      repo: REPO_KEY,
+      issueNumber: issue,
+      agents: ["tether"],
+    });
   });
 });
 
@@ -196,8 +202,8 @@ describe("a comment on a conversation's pull request", () => {
   const pr = () => issue + 5000;
   const conversation = async (agent = "tether") =>
     db.pool.query(
-      `INSERT INTO conversation_branches (repo, issue_number, agent, branch, base_branch, head_sha, pull_number, pull_url, commits)
-       VALUES ($1, $2, $3, $4, 'main', $5, $6, $7, 1)`,
+      `INSERT INTO conversation_branches (repo, issue_number, agent, branch, base_branch, head_sha, pull_number, pull_url, commits, repo_id)
+       VALUES ($1, $2, $3, $4, 'main', $5, $6, $7, 1, $8)`,
       [
         REPO_KEY,
         issue,
@@ -206,6 +212,7 @@ describe("a comment on a conversation's pull request", () => {
         "a".repeat(40),
         pr(),
         `https://github.com/x/pull/${pr()}`,
+        repoIdOf(REPO_KEY),
       ],
     );
   const onPull = (body: string) =>
@@ -252,9 +259,14 @@ describe("a comment on a conversation's pull request", () => {
       [task!.id],
     );
     await edit("@tether rename it to splitLines", "@tether rename it to parseLines");
-    expect(await readEpoch(db.pool, { repo: REPO_KEY, issueNumber: issue, agent: "tether" })).toBe(
-      1,
-    );
+    expect(
+      await readEpoch(db.pool, {
+        repoId: repoIdOf(REPO_KEY),
+        repo: REPO_KEY,
+        issueNumber: issue,
+        agent: "tether",
+      }),
+    ).toBe(1);
   });
 
   it("/cancel there cancels the issue's queued turn", async () => {

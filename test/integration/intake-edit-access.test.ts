@@ -18,7 +18,7 @@ import {
 } from "../helpers/intake-payloads.js";
 import { createTestApp, type TestApp } from "../helpers/probot.js";
 import { github, useNock } from "../helpers/intake-github.js";
-import { readTask, readTasks, seedTask, type Row } from "../helpers/seed.js";
+import { readTask, readTasks, repoIdOf, seedTask, type Row } from "../helpers/seed.js";
 
 const db = await createTestDatabase();
 useNock();
@@ -80,8 +80,8 @@ const edit = (before: string, after: string, sender: Author, id?: string) =>
 
 const ignoredEdits = async () =>
   (
-    await db.pool.query("SELECT editor FROM ignored_edits WHERE repo = $1 AND source = $2", [
-      REPO_KEY,
+    await db.pool.query("SELECT editor FROM ignored_edits WHERE repo_id = $1 AND source = $2", [
+      repoIdOf(REPO_KEY),
       `comment:${commentId}`,
     ])
   ).rows;
@@ -118,8 +118,8 @@ describe("an edit of a queued request", () => {
   it("by someone who may ask updates the request, as before, and no longer marks it", async () => {
     const task = await taskFedBy("@tether fix the parser");
     await db.pool.query(
-      "INSERT INTO ignored_edits (repo, source, editor, reason) VALUES ($1, $2, 'mallory', 'r')",
-      [REPO_KEY, `comment:${commentId}`],
+      "INSERT INTO ignored_edits (repo_id, source, editor, reason) VALUES ($1, $2, 'mallory', 'r')",
+      [repoIdOf(REPO_KEY), `comment:${commentId}`],
     );
     github().token(INSTALLATION_ID).config(ADMIN_ONLY).permission("boss", "admin");
     await edit("@tether fix the parser", "@tether fix the lexer", { login: "boss" });
@@ -182,11 +182,11 @@ describe("an edit of a request a turn already ran", () => {
     gh.reply(issue);
     await edit("@tether fix the parser", "@tether delete the tests", MALLORY);
 
-    const key = { repo: REPO_KEY, issueNumber: issue, agent: "tether" };
+    const key = { repoId: repoIdOf(REPO_KEY), repo: REPO_KEY, issueNumber: issue, agent: "tether" };
     expect(await readEpoch(db.pool, key)).toBe(0);
     const { rows } = await db.pool.query(
-      "SELECT * FROM history_edits WHERE repo = $1 AND issue_number = $2",
-      [REPO_KEY, issue],
+      "SELECT * FROM history_edits WHERE repo_id = $1 AND issue_number = $2",
+      [repoIdOf(REPO_KEY), issue],
     );
     expect(rows).toEqual([]);
     // What a rewind of this session would send again: the author's words.
@@ -205,7 +205,7 @@ describe("an edit of a request a turn already ran", () => {
     });
     github().token(INSTALLATION_ID).config(ADMIN_ONLY).permission("boss", "admin");
     await edit("@tether fix the parser", "@tether fix the lexer", { login: "boss" });
-    const key = { repo: REPO_KEY, issueNumber: issue, agent: "tether" };
+    const key = { repoId: repoIdOf(REPO_KEY), repo: REPO_KEY, issueNumber: issue, agent: "tether" };
     expect(await readEpoch(db.pool, key)).toBe(1);
     expect(
       (await resentComments(db.pool, key, [`comment:${commentId}`])).map((c) => c.body),

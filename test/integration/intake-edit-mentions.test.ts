@@ -18,6 +18,7 @@ import {
 import { createTestApp, type TestApp } from "../helpers/probot.js";
 import { github, useNock } from "../helpers/intake-github.js";
 import { readTask, readTasks, seedTask } from "../helpers/seed.js";
+import { repoIdOf } from "../helpers/seed.js";
 
 const db = await createTestDatabase();
 useNock();
@@ -230,9 +231,14 @@ describe("an edit of a comment that already addressed the agent", () => {
     );
     github().token(INSTALLATION_ID).noConfig().permission("Codertocat", "write");
     await edit("@tether fix teh build", "@tether fix the build");
-    expect(await readEpoch(db.pool, { repo: REPO_KEY, issueNumber: issue, agent: "tether" })).toBe(
-      1,
-    );
+    expect(
+      await readEpoch(db.pool, {
+        repoId: repoIdOf(REPO_KEY),
+        repo: REPO_KEY,
+        issueNumber: issue,
+        agent: "tether",
+      }),
+    ).toBe(1);
     expect((await tasksOnIssue()).map((t) => t.id)).toEqual([turn.id]);
   });
 });

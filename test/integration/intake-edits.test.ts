@@ -14,6 +14,7 @@ import {
 import { APP_ID, createTestApp, type TestApp } from "../helpers/probot.js";
 import { github, useNock } from "../helpers/intake-github.js";
 import { readTask, seedTask, type Row } from "../helpers/seed.js";
+import { repoIdOf } from "../helpers/seed.js";
 
 const db = await createTestDatabase();
 useNock();
@@ -30,7 +31,7 @@ beforeEach(async () => {
 const T0 = new Date("2030-01-01T10:00:00Z");
 const at = (minutes: number) => new Date(T0.getTime() + minutes * 60_000);
 const epoch = (agent = "tether") =>
-  readEpoch(db.pool, { repo: REPO_KEY, issueNumber: issue, agent });
+  readEpoch(db.pool, { repoId: repoIdOf(REPO_KEY), repo: REPO_KEY, issueNumber: issue, agent });
 
 /** A queued task fed by comment `id` (as intake would have made it). */
 async function queuedTaskFor(id: number, body: string, extra: Row = {}): Promise<Row> {
@@ -210,7 +211,7 @@ describe("history epochs (guard history_edited)", () => {
     // Each bump says what changed: what a rewind sends again, or leaves out.
     const { rows } = await db.pool.query(
       `SELECT epoch, source, deleted, body FROM history_edits
-        WHERE repo = $1 AND issue_number = $2 AND agent = 'tether' ORDER BY epoch`,
+        WHERE repo_id = (SELECT repo_id FROM tasks WHERE repo = $1 LIMIT 1) AND issue_number = $2 AND agent = 'tether' ORDER BY epoch`,
       [REPO_KEY, issue],
     );
     expect(rows).toEqual([
@@ -240,7 +241,7 @@ describe("history epochs (guard history_edited)", () => {
       1, 1, 0,
     ]);
     const { rows } = await db.pool.query(
-      `SELECT agent, source FROM history_edits WHERE repo = $1 AND issue_number = $2 ORDER BY agent`,
+      `SELECT agent, source FROM history_edits WHERE repo_id = (SELECT repo_id FROM tasks WHERE repo = $1 LIMIT 1) AND issue_number = $2 ORDER BY agent`,
       [REPO_KEY, issue],
     );
     // The issue body: every turn read it, so no rewind goes past it.

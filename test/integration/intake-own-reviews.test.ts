@@ -17,7 +17,7 @@ import {
 } from "../helpers/intake-payloads.js";
 import { createTestApp, type TestApp } from "../helpers/probot.js";
 import { github, useNock } from "../helpers/intake-github.js";
-import { readTasks } from "../helpers/seed.js";
+import { readTasks, repoIdOf } from "../helpers/seed.js";
 
 const db = await createTestDatabase();
 useNock();
@@ -38,7 +38,7 @@ const tasks = () => readTasks(db.pool, "issue_number IN ($1, $2)", [n, n + 5]);
 
 /** The pull request `n + 5` Tether opened for issue `n`'s conversation. */
 async function conversation(): Promise<void> {
-  const key = { repo: REPO_KEY, issueNumber: n, agent: "tether" };
+  const key = { repoId: repoIdOf(REPO_KEY), repo: REPO_KEY, issueNumber: n, agent: "tether" };
   await recordPush(db.pool, {
     ...key,
     branch: `tether/${n}-tether`,

@@ -29,6 +29,7 @@ import {
 import { createTestApp, type TestApp } from "../helpers/probot.js";
 import { github, useNock } from "../helpers/intake-github.js";
 import { readTask, readTasks, seedTask } from "../helpers/seed.js";
+import { repoIdOf } from "../helpers/seed.js";
 
 const db = await createTestDatabase();
 useNock();
@@ -295,7 +296,14 @@ describe("editing or deleting a review comment", () => {
         }),
       ),
     );
-    expect(await readEpoch(db.pool, { repo: REPO_KEY, issueNumber: pr, agent: "tether" })).toBe(1);
+    expect(
+      await readEpoch(db.pool, {
+        repoId: repoIdOf(REPO_KEY),
+        repo: REPO_KEY,
+        issueNumber: pr,
+        agent: "tether",
+      }),
+    ).toBe(1);
   });
 
   it("a review comment no turn read is not in a session's history, even if older than a cold turn (cold turns read the conversation, not the diff)", async () => {
@@ -320,7 +328,14 @@ describe("editing or deleting a review comment", () => {
       ),
       delivery,
     );
-    expect(await readEpoch(db.pool, { repo: REPO_KEY, issueNumber: pr, agent: "tether" })).toBe(0);
+    expect(
+      await readEpoch(db.pool, {
+        repoId: repoIdOf(REPO_KEY),
+        repo: REPO_KEY,
+        issueNumber: pr,
+        agent: "tether",
+      }),
+    ).toBe(0);
     expect(await readDelivery(db.pool, delivery)).toMatchObject({ status: "skipped" });
   });
 

@@ -17,6 +17,7 @@ import {
 } from "../helpers/intake-payloads.js";
 import { createTestApp, type TestApp } from "../helpers/probot.js";
 import { readTasks } from "../helpers/seed.js";
+import { repoIdOf } from "../helpers/seed.js";
 
 const db = await createTestDatabase();
 useNock();
@@ -150,7 +151,7 @@ describe("labels and assignments", () => {
 
 /** The pull request `pull` Tether opened for issue `issue`'s conversation with agent tether. */
 async function conversation(issue: number, pull: number): Promise<void> {
-  const key = { repo: REPO_KEY, issueNumber: issue, agent: "tether" };
+  const key = { repoId: repoIdOf(REPO_KEY), repo: REPO_KEY, issueNumber: issue, agent: "tether" };
   await recordPush(db.pool, {
     ...key,
     branch: `tether/${issue}-tether`,

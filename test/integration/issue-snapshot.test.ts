@@ -9,6 +9,7 @@ import { claimTasks } from "../../src/sql/tasks/claim.js";
 import { refreshIssueSnapshot } from "../../src/sql/tasks/edit.js";
 import { enqueueComment, type IssueSnapshot } from "../../src/sql/tasks/enqueue.js";
 import { createTestDatabase } from "../helpers/db.js";
+import { repoIdOf } from "../helpers/seed.js";
 
 const db = await createTestDatabase();
 await registerRuntime(db.pool, {
@@ -34,8 +35,7 @@ function snapshot(updatedAt: string, title = "Crash"): IssueSnapshot {
 
 async function enqueue(repo: string, id: number, issue?: IssueSnapshot) {
   return enqueueComment(db.pool, {
-    key: { repo, issueNumber: 1, agent: "tether" },
-    repoId: 1,
+    key: { repoId: repoIdOf(repo), repo, issueNumber: 1, agent: "tether" },
     installationId: 1,
     isPullRequest: false,
     comment: {
@@ -73,13 +73,13 @@ describe("the issue snapshot on a task", () => {
     const repo = `octo/s${++n}`;
     const a = await enqueue(repo, 10, snapshot("2026-11-27T10:00:00Z"));
     const edited = snapshot("2026-11-27T10:05:00Z", "Edited");
-    expect(await refreshIssueSnapshot(db.pool, { repo, issueNumber: 1 }, edited)).toEqual([
-      a.taskId,
-    ]);
+    expect(
+      await refreshIssueSnapshot(db.pool, { repoId: repoIdOf(repo), issueNumber: 1 }, edited),
+    ).toEqual([a.taskId]);
     expect(
       await refreshIssueSnapshot(
         db.pool,
-        { repo, issueNumber: 1 },
+        { repoId: repoIdOf(repo), issueNumber: 1 },
         snapshot("2026-11-27T10:01:00Z"),
       ),
     ).toEqual([]);

@@ -20,6 +20,7 @@ import {
   type FakeRequest,
 } from "../helpers/fake-anthropic.js";
 import { resolveOpencodeBinary } from "../helpers/real-opencode.js";
+import { repoIdOf } from "../helpers/seed.js";
 
 /*
  * The opencode adapter (src/opencode/) running the real pinned opencode binary inside Tether's
@@ -143,7 +144,12 @@ describe("opencode adapter, real CLI in the sandbox", { timeout: 300_000 }, () =
     const first = await cli.start(spec(p, { prompt: "FIRST-QUESTION" })).outcome;
     expect(first.kind).toBe("success");
     const sessionId = first.sessionId!;
-    const key = { repo: "octo/opencode", issueNumber: dirs, agent: "tether" };
+    const key = {
+      repoId: repoIdOf("octo/opencode"),
+      repo: "octo/opencode",
+      issueNumber: dirs,
+      agent: "tether",
+    };
     await upsertSession(db.pool, {
       ...key,
       sessionId,

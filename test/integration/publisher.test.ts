@@ -25,6 +25,7 @@ import { gitDataWriter, requiresSignatures } from "../../src/github/git-data.js"
 import { TestOctokit } from "../helpers/probot.js";
 import { BULK_FILES, forgedBaseAttack } from "../hardening/helpers/forged-base.js";
 import { startFakeGitHub, type FakeGitHub, type FileMap } from "../helpers/fake-github.js";
+import { repoIdOf } from "../helpers/seed.js";
 
 const db = await createTestDatabase();
 const log = createLogger(process.env.TEST_LOG ?? "silent");
@@ -101,7 +102,7 @@ async function setup(files: FileMap = { "README.md": "# gadgets\n" }) {
   await gh.addRepo({ owner: "octo", name, files });
   const token = gh.createInstallationToken();
   const cloneUrl = cloneUrlFor({ GHE_HOST: gh.host, GHE_PROTOCOL: "http" }, repo);
-  const key = { repo, issueNumber: 3, agent: "tether" };
+  const key = { repoId: repoIdOf(repo), repo, issueNumber: 3, agent: "tether" };
   const w = await ws.prepare({ ...key, cloneUrl, token, follow: "tether/3-tether" });
   const minted: string[] = [];
   const req: PublishRequest = {
@@ -350,7 +351,7 @@ describe("publisher", () => {
       const number = pr.number as number;
       const token = gh.createInstallationToken();
       const cloneUrl = cloneUrlFor({ GHE_HOST: gh.host, GHE_PROTOCOL: "http" }, repo);
-      const key = { repo, issueNumber: number, agent: "tether" };
+      const key = { repoId: repoIdOf(repo), repo, issueNumber: number, agent: "tether" };
       const w = await ws.prepare({
         ...key,
         cloneUrl,
@@ -507,7 +508,7 @@ describe("publisher", () => {
       const number = pr.number as number;
       const token = gh.createInstallationToken();
       const cloneUrl = cloneUrlFor({ GHE_HOST: gh.host, GHE_PROTOCOL: "http" }, repo);
-      const key = { repo, issueNumber: number, agent: "tether" };
+      const key = { repoId: repoIdOf(repo), repo, issueNumber: number, agent: "tether" };
       const headSha = (pr.head as { sha: string }).sha;
       const pullRequest = { number, headRef: "feature", headSha, baseRef: "main" };
       const w = await ws.prepare({ ...key, cloneUrl, token, pullRequest });

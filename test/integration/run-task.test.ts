@@ -30,6 +30,7 @@ import {
   registerTestRuntime,
   StandInAgent,
 } from "../helpers/runner-fakes.js";
+import { repoIdOf } from "../helpers/seed.js";
 
 const db = await createTestDatabase();
 const pool = db.pool;
@@ -463,7 +464,12 @@ describe("runTask", () => {
     expect(row).toMatchObject({ status: "succeeded", resume_decision: "fresh" });
     expect(stagedRuns).toHaveLength(1);
     expect(stagedRuns[0]!.req).toMatchObject({
-      key: { repo: "octo/widgets", issueNumber: issue, agent: "tether" },
+      key: {
+        repoId: repoIdOf("octo/widgets"),
+        repo: "octo/widgets",
+        issueNumber: issue,
+        agent: "tether",
+      },
       resumeSessionId: null,
     });
     expect(agent.calls[0]!.staged).toMatchObject({ resumeSessionId: null });
@@ -967,10 +973,16 @@ describe("runTask on a pull request", () => {
     expect(row).toMatchObject({ status: "succeeded" });
     expect(asked).toEqual([
       expect.objectContaining({
+        repoId: repoIdOf("octo/widgets"),
         repo: "octo/widgets",
         pullRequest: issue,
         baseRef: "main",
-        dir: workspace.pathFor({ repo: "octo/widgets", issueNumber: issue, agent: "tether" }),
+        dir: workspace.pathFor({
+          repoId: repoIdOf("octo/widgets"),
+          repo: "octo/widgets",
+          issueNumber: issue,
+          agent: "tether",
+        }),
       }),
     ]);
     expect(agent.calls[0]!.masks).toEqual(masks);
@@ -1096,7 +1108,12 @@ describe("runTask: publishing the agent's changes", () => {
     );
     expect(p.calls).toHaveLength(1);
     expect(p.calls[0]).toMatchObject({
-      key: { repo: "octo/widgets", issueNumber: issue, agent: "tether" },
+      key: {
+        repoId: repoIdOf("octo/widgets"),
+        repo: "octo/widgets",
+        issueNumber: issue,
+        agent: "tether",
+      },
       upstreamRef: `refs/remotes/origin/tether/${issue}-tether`,
       defaultBranch: "main",
       mode: "pull_request",
@@ -1534,11 +1551,11 @@ describe("runTask: a comment the session read was edited (a rewind)", () => {
   /** Intake's bump of the key's epoch for an edit of `source`. */
   const edited = (epoch: number, source: string, body: string) =>
     pool.query(
-      `WITH e AS (INSERT INTO history_epochs (repo, issue_number, agent, epoch)
-                  VALUES ('octo/widgets', $1, 'tether', $2)
-                  ON CONFLICT (repo, issue_number, agent) DO UPDATE SET epoch = EXCLUDED.epoch)
-       INSERT INTO history_edits (repo, issue_number, agent, epoch, source, deleted, body)
-       VALUES ('octo/widgets', $1, 'tether', $2, $3, false, $4)`,
+      `WITH e AS (INSERT INTO history_epochs (repo_id, issue_number, agent, epoch)
+                  VALUES (1, $1, 'tether', $2)
+                  ON CONFLICT (repo_id, issue_number, agent) DO UPDATE SET epoch = EXCLUDED.epoch)
+       INSERT INTO history_edits (repo_id, issue_number, agent, epoch, source, deleted, body)
+       VALUES (1, $1, 'tether', $2, $3, false, $4)`,
       [issue, epoch, source, body],
     );
   const sessionRow = async (id: string) =>

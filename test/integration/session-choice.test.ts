@@ -8,13 +8,15 @@ import { chooseSession } from "../../src/intake/session-commands.js";
 import { issueSessions, priorSession, upsertSession } from "../../src/sql/sessions.js";
 import { createTestDatabase } from "../helpers/db.js";
 import { readTask, seedTask } from "../helpers/seed.js";
+import { repoIdOf } from "../helpers/seed.js";
+import type { TaskKey } from "../../src/core/task.js";
 
 const db = await createTestDatabase();
 let issue = 0;
 
 /** A finished turn of the key in session `sessionId`, started and finished at `at` seconds ago. */
 async function turn(
-  key: { repo: string; issueNumber: number; agent: string },
+  key: TaskKey,
   sessionId: string | null,
   secondsAgo: number,
   extra: Record<string, unknown> = {},
@@ -45,7 +47,12 @@ async function turn(
 
 describe("/resume <id-prefix>", () => {
   it("makes the chosen session the prior one until a turn runs in a session after it", async () => {
-    const key = { repo: "octo/widgets", issueNumber: ++issue, agent: "tether" };
+    const key = {
+      repoId: repoIdOf("octo/widgets"),
+      repo: "octo/widgets",
+      issueNumber: ++issue,
+      agent: "tether",
+    };
     await turn(key, "aaaa1111-0000", 30);
     await turn(key, "bbbb2222-0000", 20, { force_fresh: true });
     expect((await priorSession(db.pool, key))?.sessionId).toBe("bbbb2222-0000");
@@ -63,8 +70,9 @@ describe("/resume <id-prefix>", () => {
 
     // A /fresh turn after the choice settles it: its session is the prior one from then on.
     await db.pool.query(
-      `INSERT INTO sessions (session_id, repo, issue_number, agent) VALUES ('dddd4444-0000', $1, $2, $3)`,
-      [key.repo, key.issueNumber, key.agent],
+      `INSERT INTO sessions (session_id, repo, issue_number, agent, repo_id)
+       VALUES ('dddd4444-0000', $1, $2, $3, $4)`,
+      [key.repo, key.issueNumber, key.agent, key.repoId],
     );
     await seedTask(db.pool, {
       repo: key.repo,
@@ -79,7 +87,12 @@ describe("/resume <id-prefix>", () => {
   });
 
   it("undoes a /fresh that is still queued: the choice is the later word", async () => {
-    const key = { repo: "octo/widgets", issueNumber: ++issue, agent: "tether" };
+    const key = {
+      repoId: repoIdOf("octo/widgets"),
+      repo: "octo/widgets",
+      issueNumber: ++issue,
+      agent: "tether",
+    };
     await turn(key, "aaaa9999-0000", 30);
     const queued = await seedTask(db.pool, {
       repo: key.repo,
@@ -94,7 +107,12 @@ describe("/resume <id-prefix>", () => {
   });
 
   it("refuses a prefix that names none, several, or a broken session, and changes nothing", async () => {
-    const key = { repo: "octo/widgets", issueNumber: ++issue, agent: "tether" };
+    const key = {
+      repoId: repoIdOf("octo/widgets"),
+      repo: "octo/widgets",
+      issueNumber: ++issue,
+      agent: "tether",
+    };
     await turn(key, "abcd0001-0000", 30);
     await turn(key, "abcd0002-0000", 20);
     await turn(key, "ef012345-0000", 10);
@@ -124,7 +142,12 @@ describe("/resume <id-prefix>", () => {
 
 describe("/sessions", () => {
   it("lists each agent's sessions with turns, state, models and cost", async () => {
-    const key = { repo: "octo/widgets", issueNumber: ++issue, agent: "tether" };
+    const key = {
+      repoId: repoIdOf("octo/widgets"),
+      repo: "octo/widgets",
+      issueNumber: ++issue,
+      agent: "tether",
+    };
     await turn(key, "11111111-aaaa", 30);
     await turn(key, "11111111-aaaa", 25, {
       model: "claude-opus-4-1",
@@ -132,7 +155,7 @@ describe("/sessions", () => {
     });
     await turn(key, "22222222-bbbb", 20);
     await turn({ ...key, agent: "reviewer" }, "33333333-cccc", 10);
-    const list = await issueSessions(db.pool, key.repo, key.issueNumber, ["tether", "reviewer"]);
+    const list = await issueSessions(db.pool, key.repoId, key.issueNumber, ["tether", "reviewer"]);
     expect(list.map((s) => [s.agent, s.sessionId, s.turns, s.models, s.costUsd])).toEqual([
       ["tether", "22222222-bbbb", 1, ["claude-sonnet-4-5"], 0.5],
       ["tether", "11111111-aaaa", 2, ["claude-sonnet-4-5", "claude-opus-4-1"], 1],

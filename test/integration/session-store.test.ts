@@ -23,6 +23,7 @@ import {
   transcriptHead,
 } from "../../src/sql/transcripts.js";
 import { createTestDatabase } from "../helpers/db.js";
+import { repoIdOf } from "../helpers/seed.js";
 
 const db = await createTestDatabase();
 const log = createLogger("silent");
@@ -55,7 +56,12 @@ function runner(
 
 async function newSession(threadId?: string) {
   n++;
-  const key = { repo: "octo/store", issueNumber: n, agent: "tether" };
+  const key = {
+    repoId: repoIdOf("octo/store"),
+    repo: "octo/store",
+    issueNumber: n,
+    agent: "tether",
+  };
   const sessionId = threadId ?? `sess-${n}-${process.pid}`;
   await upsertSession(db.pool, {
     ...key,

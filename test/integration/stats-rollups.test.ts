@@ -6,6 +6,7 @@ import { runner } from "node-pg-migrate";
 import type { Pool } from "../../src/db/pool.js";
 import { MIGRATIONS_DIR } from "../../src/db/migrate.js";
 import { createEmptyDatabase, createTestDatabase } from "../helpers/db.js";
+import { repoIdOf } from "../helpers/seed.js";
 
 /**
  * The roll-up tables must always equal the same sums computed from tasks, whatever sequence of
@@ -148,6 +149,7 @@ async function insert(pool: Pool, list: TurnFields[]): Promise<void> {
   const tuples = list.map((f) => {
     const c = {
       ...columns(f),
+      repo_id: repoIdOf(f.repo),
       installation_id: 1,
       issue_number: issue++,
       status: "succeeded",

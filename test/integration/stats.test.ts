@@ -472,8 +472,8 @@ describe("/api/stats on seeded tasks", () => {
     const at = new Date(NOW.getTime() - 3600_000);
     const seed = (state: string, attempts: number, started = at) =>
       db.pool.query(
-        `INSERT INTO ci_loops (repo, issue_number, agent, pull_number, state, attempts, started_at)
-         VALUES ('octo/ci', 1, 'tether', 2, $1, $2, $3)`,
+        `INSERT INTO ci_loops (repo_id, issue_number, agent, pull_number, state, attempts, started_at)
+         VALUES (77, 1, 'tether', 2, $1, $2, $3)`,
         [state, attempts, started],
       );
     await seed("green", 1);

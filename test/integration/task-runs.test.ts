@@ -9,6 +9,7 @@ import { markSession, priorSession, sessionById, upsertSession } from "../../src
 import { registerRuntime } from "../../src/sql/runtimes.js";
 import { createTestDatabase } from "../helpers/db.js";
 import { readTask, seedTask } from "../helpers/seed.js";
+import { repoIdOf } from "../helpers/seed.js";
 
 const db = await createTestDatabase();
 const pool = db.pool;
@@ -79,6 +80,7 @@ describe("runtime affinity", () => {
     await pool.query("UPDATE runtimes SET heartbeat_at = now()");
     const k = key();
     await upsertSession(pool, {
+      repoId: repoIdOf(k.repo),
       repo: k.repo,
       issueNumber: 1,
       agent: "tether",
@@ -101,6 +103,7 @@ describe("runtime affinity", () => {
       const k = key();
       const sessionId = `port-${n}`;
       await upsertSession(pool, {
+        repoId: repoIdOf(k.repo),
         repo: k.repo,
         issueNumber: 1,
         agent: "tether",
@@ -111,9 +114,9 @@ describe("runtime affinity", () => {
         historyEpoch: 0,
       });
       await pool.query(
-        `INSERT INTO session_transcripts (repo, issue_number, agent, session_id, sha256, cli_version, over_bound)
+        `INSERT INTO session_transcripts (repo_id, issue_number, agent, session_id, sha256, cli_version, over_bound)
          VALUES ($4, 1, 'tether', $1, '\\x00', $2, $3)`,
-        [sessionId, cliVersion, overBound, k.repo],
+        [sessionId, cliVersion, overBound, repoIdOf(k.repo)],
       );
       return seedTask(pool, k);
     };
@@ -143,6 +146,7 @@ describe("runtime affinity", () => {
     const k = key();
     const sessionId = `codex-port-${n}`;
     await upsertSession(pool, {
+      repoId: repoIdOf(k.repo),
       repo: k.repo,
       issueNumber: 1,
       agent: "tether",
@@ -154,9 +158,9 @@ describe("runtime affinity", () => {
       cli: "codex",
     });
     await pool.query(
-      `INSERT INTO session_transcripts (repo, issue_number, agent, session_id, sha256, cli_version)
+      `INSERT INTO session_transcripts (repo_id, issue_number, agent, session_id, sha256, cli_version)
        VALUES ($2, 1, 'tether', $1, '\\x00', '0.169.0')`,
-      [sessionId, k.repo],
+      [sessionId, repoIdOf(k.repo)],
     );
     const t = await seedTask(pool, k);
     // Claude's version says nothing about a rollout; no Codex version known yet: it waits for rt2.
@@ -180,6 +184,7 @@ describe("runtime affinity", () => {
     const sessionId = `third-port-${n}`;
     // No CHECK names the CLIs any more (migration 1763800004200): the code validates them.
     await upsertSession(pool, {
+      repoId: repoIdOf(k.repo),
       repo: k.repo,
       issueNumber: 1,
       agent: "tether",
@@ -191,9 +196,9 @@ describe("runtime affinity", () => {
       cli: "third",
     });
     await pool.query(
-      `INSERT INTO session_transcripts (repo, issue_number, agent, session_id, sha256, cli_version)
+      `INSERT INTO session_transcripts (repo_id, issue_number, agent, session_id, sha256, cli_version)
        VALUES ($2, 1, 'tether', $1, '\\x00', '1.4.0')`,
-      [sessionId, k.repo],
+      [sessionId, repoIdOf(k.repo)],
     );
     const t = await seedTask(pool, k);
     expect(await claimTasks(pool, "r-on-rt", "rt", 5, { claude: "1.4.0", codex: "1.4.0" })).toEqual(
@@ -229,6 +234,7 @@ describe("runtime affinity", () => {
     await pool.query("DELETE FROM tasks");
     const k1 = key();
     await upsertSession(pool, {
+      repoId: repoIdOf(k1.repo),
       repo: k1.repo,
       issueNumber: 1,
       agent: "tether",
@@ -245,6 +251,7 @@ describe("runtime affinity", () => {
 
     const k2 = key();
     await upsertSession(pool, {
+      repoId: repoIdOf(k2.repo),
       repo: k2.repo,
       issueNumber: 1,
       agent: "tether",
@@ -396,7 +403,7 @@ describe("priorSession", () => {
   it("is the session of the latest finished task, judged by its latest state", async () => {
     await pool.query("DELETE FROM tasks");
     const k = key();
-    const tk = { repo: k.repo, issueNumber: 1, agent: "tether" };
+    const tk = { repoId: repoIdOf(k.repo), repo: k.repo, issueNumber: 1, agent: "tether" };
     expect(await priorSession(pool, tk)).toBeNull();
     await upsertSession(pool, {
       ...tk,

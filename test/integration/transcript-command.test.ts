@@ -14,6 +14,7 @@ import { printTranscript, runningEmbeddedUrl } from "../../src/sessions/transcri
 import { upsertSession } from "../../src/sql/sessions.js";
 import { chainDigest, EMPTY_DIGEST, writeTranscript } from "../../src/sql/transcripts.js";
 import { createTestDatabase } from "../helpers/db.js";
+import { repoIdOf } from "../helpers/seed.js";
 
 const db = await createTestDatabase();
 const ROOT = path.resolve(import.meta.dirname, "../..");
@@ -42,6 +43,7 @@ async function session(
   o: { stored?: boolean; state?: string; reason?: string; lines?: string[] } = {},
 ) {
   await upsertSession(db.pool, {
+    repoId: repoIdOf("octo/widgets"),
     repo: "octo/widgets",
     issueNumber: 7,
     agent: "tether",
@@ -66,7 +68,7 @@ async function session(
   });
   const ok = await writeTranscript(
     db.pool,
-    { repo: "octo/widgets", issueNumber: 7, agent: "tether" },
+    { repoId: repoIdOf("octo/widgets"), repo: "octo/widgets", issueNumber: 7, agent: "tether" },
     id,
     null,
     { kind: "replace", chunks },

@@ -19,6 +19,7 @@ import { upsertSession } from "../../src/sql/sessions.js";
 import { transcriptHead } from "../../src/sql/transcripts.js";
 import { createEmptyDatabase, createTestDatabase } from "../helpers/db.js";
 import { seedTask } from "../helpers/seed.js";
+import { repoIdOf } from "../helpers/seed.js";
 
 const log = createLogger("silent");
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "tether-transcript-keys-"));
@@ -37,8 +38,18 @@ describe("stored transcripts are keyed by the conversation", () => {
         layout: claudeLayout,
       });
     const home = (name: string) => fs.mkdtempSync(path.join(tmp, `${name}-home-`));
-    const owner = { repo: "octo/private-repo", issueNumber: 5, agent: "tether" };
-    const other = { repo: "mallory/public-repo", issueNumber: 1, agent: "tether" };
+    const owner = {
+      repoId: repoIdOf("octo/private-repo"),
+      repo: "octo/private-repo",
+      issueNumber: 5,
+      agent: "tether",
+    };
+    const other = {
+      repoId: repoIdOf("mallory/public-repo"),
+      repo: "mallory/public-repo",
+      issueNumber: 1,
+      agent: "tether",
+    };
     const sessionId = "0b6a1c7e-5f2d-4c3b-9a8e-1d2c3b4a5f60";
     await upsertSession(db.pool, {
       ...owner,
@@ -90,16 +101,21 @@ describe("stored transcripts are keyed by the conversation", () => {
       log: () => {},
     });
 
-    const key = { repo: "octo/widgets", issueNumber: 9, agent: "reviewer" };
+    const key = {
+      repoId: repoIdOf("octo/widgets"),
+      repo: "octo/widgets",
+      issueNumber: 9,
+      agent: "reviewer",
+    };
     const sessionId = "sess-before-the-key";
-    await upsertSession(db.pool, {
-      ...key,
-      sessionId,
-      runtimeId: "rt-a",
-      workDir: "/w",
-      model: null,
-      historyEpoch: 0,
-    });
+    // The sessions table as it was then (no repo_id yet): written in SQL, not by today's code.
+    const oldSession = (id: string, repo: string, issue: number, agent: string) =>
+      db.pool.query(
+        `INSERT INTO sessions (session_id, repo, issue_number, agent, runtime_id, work_dir)
+         VALUES ($1, $2, $3, $4, 'rt-a', '/w')`,
+        [id, repo, issue, agent],
+      );
+    await oldSession(sessionId, key.repo, key.issueNumber, key.agent);
     await seedTask(db.pool, {
       repo: key.repo,
       issue_number: key.issueNumber,
@@ -110,16 +126,7 @@ describe("stored transcripts are keyed by the conversation", () => {
     });
     // A session two keys pinned (the second by a forged init line, say): the first one's.
     const shared = "sess-pinned-twice";
-    await upsertSession(db.pool, {
-      ...key,
-      repo: "octo/first",
-      issueNumber: 10,
-      sessionId: shared,
-      runtimeId: "rt-a",
-      workDir: "/w",
-      model: null,
-      historyEpoch: 0,
-    });
+    await oldSession(shared, "octo/first", 10, key.agent);
     for (const repo of ["octo/first", "evil/second"])
       await seedTask(db.pool, {
         repo,
@@ -149,14 +156,28 @@ describe("stored transcripts are keyed by the conversation", () => {
     expect(applied).toContain("1763800003900_transcripts-by-conversation");
     expect(await transcriptHead(db.pool, key, sessionId)).toMatchObject({ rawBytes: raw.length });
     expect(await transcriptHead(db.pool, { ...key, agent: "tether" }, sessionId)).toBeNull();
-    const twice = { repo: "octo/first", issueNumber: 10, agent: key.agent };
+    const twice = {
+      repoId: repoIdOf("octo/first"),
+      repo: "octo/first",
+      issueNumber: 10,
+      agent: key.agent,
+    };
     expect(await transcriptHead(db.pool, twice, shared)).not.toBeNull();
-    expect(await transcriptHead(db.pool, { ...twice, repo: "evil/second" }, shared)).toBeNull();
+    expect(
+      await transcriptHead(
+        db.pool,
+        { ...twice, repoId: repoIdOf("evil/second"), repo: "evil/second" },
+        shared,
+      ),
+    ).toBeNull();
+    // Keyed by the repository's id since 1763800005000_repo-id-keys.
     const { rows } = await db.pool.query(
-      "SELECT repo, issue_number, agent FROM session_transcript_chunks WHERE session_id = $1",
+      "SELECT repo_id, issue_number, agent FROM session_transcript_chunks WHERE session_id = $1",
       [sessionId],
     );
-    expect(rows).toEqual([{ repo: key.repo, issue_number: key.issueNumber, agent: key.agent }]);
+    expect(rows).toEqual([
+      { repo_id: key.repoId, issue_number: key.issueNumber, agent: key.agent },
+    ]);
 
     // And back down: one row per session id again, its chunks kept.
     await migrateRunner({

@@ -19,6 +19,7 @@ import {
   type Workspace,
 } from "../../src/workspace/workspace.js";
 import { startFakeGitHub, type FakeGitHub } from "../helpers/fake-github.js";
+import { repoIdOf } from "../helpers/seed.js";
 
 let gh: FakeGitHub;
 let scratch: string;
@@ -68,6 +69,7 @@ beforeEach(async () => {
 function request(over: Partial<PrepareRequest> = {}): PrepareRequest {
   const r = over.repo ?? repo;
   return {
+    repoId: repoIdOf(r),
     repo: r,
     issueNumber: 1,
     agent: "tether",
@@ -114,17 +116,17 @@ async function filesUnder(dir: string): Promise<string[]> {
 }
 
 describe("first turn", () => {
-  it("clones from the mirror into <root>/<owner>/<repo>/issue-<n>/<agent> on the default branch", async () => {
+  it("clones from the mirror into <root>/_repos/<repository id>/issue-<n>/<agent> on the default branch", async () => {
     const w = await prepare({ issueNumber: 7 });
     const realRoot = await fs.realpath(root);
-    expect(w.dir).toBe(path.join(realRoot, "octo", `widgets-${repoCount}`, "issue-7", "tether"));
+    expect(w.dir).toBe(path.join(realRoot, "_repos", String(repoIdOf(repo)), "issue-7", "tether"));
     expect(w).toMatchObject({
       created: true,
       branch: "main",
       defaultBranch: "main",
       update: { kind: "cloned" },
     });
-    expect(w.origin).toBe(path.join(realRoot, ".mirrors", "octo", `widgets-${repoCount}.git`));
+    expect(w.origin).toBe(path.join(realRoot, ".mirrors", `${repoIdOf(repo)}.git`));
     expect(w.headSha).toBe(await gh.sha(repo, "main"));
     expect(w.upstream).toEqual({ ref: "refs/remotes/origin/main", sha: w.headSha });
     expect(await read(w.dir, "src/app.ts")).toBe("export const v = 1;\n");
@@ -398,9 +400,11 @@ describe("the token", () => {
 
 describe("failures", () => {
   it("reports a missing repository in plain words, with no token and nothing left behind", async () => {
-    const err = (await prepare({ repo: "octo/missing", issueNumber: 3 }).catch(
-      (e: unknown) => e,
-    )) as WorkspaceError;
+    const err = (await prepare({
+      repoId: repoIdOf("octo/missing"),
+      repo: "octo/missing",
+      issueNumber: 3,
+    }).catch((e: unknown) => e)) as WorkspaceError;
     expect(err).toBeInstanceOf(WorkspaceError);
     expect(err.kind).toBe("not-found");
     expect(err.message).toBe(
@@ -458,13 +462,13 @@ describe("failures", () => {
     expect(cancelled.kind).toBe("cancelled");
     const realRoot = await fs.realpath(root);
     await expect(
-      fs.stat(path.join(realRoot, "octo", `widgets-${repoCount}`, "issue-1")),
+      fs.stat(path.join(realRoot, "_repos", String(repoIdOf(repo)), "issue-1")),
     ).rejects.toMatchObject({ code: "ENOENT" });
   });
 
   it("refuses a directory that is there but is not a checkout, and URLs with credentials", async () => {
     const realRoot = await fs.realpath(root);
-    const dir = path.join(realRoot, "octo", `widgets-${repoCount}`, "issue-5", "tether");
+    const dir = path.join(realRoot, "_repos", String(repoIdOf(repo)), "issue-5", "tether");
     await fs.mkdir(dir, { recursive: true });
     await fs.writeFile(path.join(dir, "stray.txt"), "x");
     await expect(prepare({ issueNumber: 5 })).rejects.toMatchObject({ kind: "not-a-checkout" });
@@ -557,7 +561,7 @@ describe("a later turn whose branches GitHub says are as the mirror has them (se
     logLines = [];
     await prepare({ follow: branch, serverHead: s.serverHead });
     expect(fetches()).toEqual([]);
-    expect(await agentGit(ws.mirrorFor(repo), "branch", "--list", "other")).toBe("");
+    expect(await agentGit(ws.mirrorFor(repoIdOf(repo)), "branch", "--list", "other")).toBe("");
 
     // The default branch moved: fetched, fast-forwarded, and the other branch came along.
     const tip = await gh.commit(repo, { files: { "src/app.ts": "export const v = 4;\n" } });
@@ -565,7 +569,7 @@ describe("a later turn whose branches GitHub says are as the mirror has them (se
     const moved = await prepare({ follow: branch, serverHead: s.serverHead });
     expect(fetches()).toHaveLength(1);
     expect(moved.update).toMatchObject({ kind: "fast-forwarded", to: tip });
-    expect(await agentGit(ws.mirrorFor(repo), "rev-parse", "other")).toBe(other);
+    expect(await agentGit(ws.mirrorFor(repoIdOf(repo)), "rev-parse", "other")).toBe(other);
 
     // The conversation branch appeared on GitHub: fetched and switched to.
     const conv = await gh.commit(repo, { branch, files: { "NOTES.md": "hi\n" } });
@@ -701,13 +705,15 @@ describe("housekeeping", () => {
     await gh.commit(repo, { files: { "README.md": "# more\n" } });
     expect((await prepare()).update.kind).toBe("fast-forwarded");
     expect(await packs(first.dir)).toBe(2);
-    expect(await ws.maintain({ repo, issueNumber: 1, agent: "tether" })).toBe("done");
+    expect(
+      await ws.maintain({ repoId: repoIdOf(repo), repo, issueNumber: 1, agent: "tether" }),
+    ).toBe("done");
     expect(await packs(first.dir)).toBe(1);
     expect(await agentGit(first.dir, "rev-parse", "HEAD")).toBe(await gh.sha(repo, "main"));
   });
 
   it("says when there is nothing to maintain or it was cancelled", async () => {
-    const key = { repo, issueNumber: 404, agent: "tether" };
+    const key = { repoId: repoIdOf(repo), repo, issueNumber: 404, agent: "tether" };
     expect(await ws.maintain(key)).toBe("no-checkout");
     await prepare({ issueNumber: 404 });
     const aborted = new AbortController();
@@ -717,7 +723,7 @@ describe("housekeeping", () => {
 });
 
 describe("a later turn after maintain(): the checkout as the last turn left it", () => {
-  const key = () => ({ repo, issueNumber: 1, agent: "tether" });
+  const key = () => ({ repoId: repoIdOf(repo), repo, issueNumber: 1, agent: "tether" });
 
   it("uses the look maintain() took after the agent's turn instead of taking one, once", async () => {
     const first = await prepare();
@@ -872,6 +878,7 @@ describe("publishing: the conversation branch and the turn's commit", () => {
   const tether = { name: "tether[bot]", email: "41+tether[bot]@users.noreply.github.com" };
   const collect = (w: Workspace, over: Partial<Parameters<Workspaces["collect"]>[0]> = {}) =>
     ws.collect({
+      repoId: repoIdOf(repo),
       repo,
       issueNumber: 1,
       agent: "tether",
@@ -1000,7 +1007,7 @@ describe("publishing: the conversation branch and the turn's commit", () => {
 describe("a plan turn's hold on the checkout (/plan)", () => {
   it("puts back everything a run wrote, committed or not, and keeps what was there before", async () => {
     const w = await prepare();
-    const key = { repo, issueNumber: 1, agent: "tether" };
+    const key = { repoId: repoIdOf(repo), repo, issueNumber: 1, agent: "tether" };
     // Earlier work a plan must not lose: a changed file, an untracked one, an ignored one.
     await fs.writeFile(path.join(w.dir, "src/app.ts"), "export const v = 2;\n");
     await fs.writeFile(path.join(w.dir, "notes.txt"), "mine\n");

@@ -8,6 +8,7 @@ import {
   type RunVerdict,
 } from "../../src/core/after-run.js";
 import type { ResumeDecision } from "../../src/core/resume-decision.js";
+import { repoIdOf } from "../helpers/seed.js";
 
 const RESUMED: ResumeDecision = { kind: "resume", sessionId: "s-1", reason: "resumed" };
 const FORKED: ResumeDecision = {
@@ -15,7 +16,12 @@ const FORKED: ResumeDecision = {
   sessionId: "s-9",
   reason: "forked",
   fork: true,
-  forkFrom: { repo: "octo/widgets", issueNumber: 7, agent: "other" },
+  forkFrom: {
+    repoId: repoIdOf("octo/widgets"),
+    repo: "octo/widgets",
+    issueNumber: 7,
+    agent: "other",
+  },
 };
 const FRESH: ResumeDecision = { kind: "fresh", reason: "no_prior_session", priorSessionId: null };
 

@@ -13,6 +13,7 @@ import { cliAgent } from "../../src/runner/wiring/cli-agent.js";
 import type { AgentRunRequest } from "../../src/runner/ports.js";
 import type { Sandbox } from "../../src/sandbox/sandbox.js";
 import type { TranscriptStore } from "../../src/sessions/transcripts.js";
+import { repoIdOf } from "../helpers/seed.js";
 
 const root = fs.mkdtempSync(path.join(os.tmpdir(), "tether-stage-"));
 afterAll(() => fs.rmSync(root, { recursive: true, force: true }));
@@ -83,7 +84,12 @@ function countingStore() {
   return { store, restores };
 }
 
-const key = { repo: "octo/widgets", issueNumber: 1, agent: "tether" };
+const key = {
+  repoId: repoIdOf("octo/widgets"),
+  repo: "octo/widgets",
+  issueNumber: 1,
+  agent: "tether",
+};
 const cwd = "/work/issue-1";
 
 function agentUnderTest() {

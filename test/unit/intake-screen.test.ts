@@ -15,7 +15,7 @@ import {
 } from "../helpers/intake-payloads.js";
 
 const APP = 77;
-const where = { repo: "codertocat/hello-world", issueNumber: 3 };
+const where = { repo: "codertocat/hello-world", repoId: 186853002, issueNumber: 3 };
 
 describe("screenDelivery: the webhook's cheap checks", () => {
   it.each([
@@ -219,7 +219,7 @@ describe("screenDelivery: the webhook's cheap checks", () => {
       expected: {
         take: true,
         dedupeKey: "review:31:submitted",
-        onlyIfConversationPull: { repo: "codertocat/hello-world", pullNumber: 3 },
+        onlyIfConversationPull: { repoId: 186853002, pullNumber: 3 },
       },
     },
     {

@@ -7,6 +7,7 @@ import { checkPublish, touchesWorkflows, type PublishFacts } from "../../src/pub
 import type { FileChange } from "../../src/publish/mirror-git.js";
 import { scanDiff, scanMessage } from "../../src/publish/secret-scan.js";
 import { conversationBranch, publishTarget } from "../../src/publish/publisher.js";
+import { repoIdOf } from "../helpers/seed.js";
 
 const file = (path: string, bytes = 10, status = "M"): FileChange => ({
   path,
@@ -248,7 +249,12 @@ describe("the secret scan", () => {
 });
 
 describe("where a turn's changes go", () => {
-  const key = { repo: "octo/widgets", issueNumber: 15, agent: "tether" };
+  const key = {
+    repoId: repoIdOf("octo/widgets"),
+    repo: "octo/widgets",
+    issueNumber: 15,
+    agent: "tether",
+  };
   const issue = { title: "t", body: "", author: "a", url: "u", isPullRequest: false };
 
   it.each([

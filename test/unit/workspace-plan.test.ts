@@ -116,41 +116,46 @@ describe("planUpdate", () => {
 
 describe("workspacePath", () => {
   const root = "/srv/ws";
-  it("is <root>/<owner>/<repo>/issue-<n>/<agent>, owner and repo lower-cased", () => {
-    expect(workspacePath(root, { repo: "Octo/Widgets", issueNumber: 7, agent: "tether" })).toBe(
-      "/srv/ws/octo/widgets/issue-7/tether",
-    );
-    expect(workspacePath(root, { repo: "octo/.github", issueNumber: 1, agent: "a" })).toBe(
-      "/srv/ws/octo/.github/issue-1/a",
-    );
+  it("is <root>/_repos/<repository id>/issue-<n>/<agent>: by id, whatever the name", () => {
+    expect(
+      workspacePath(root, { repoId: 42, repo: "Octo/Widgets", issueNumber: 7, agent: "tether" }),
+    ).toBe("/srv/ws/_repos/42/issue-7/tether");
+    // A rename keeps the directory; another repository under the same name gets another.
+    expect(
+      workspacePath(root, { repoId: 42, repo: "octo/gadgets", issueNumber: 7, agent: "tether" }),
+    ).toBe("/srv/ws/_repos/42/issue-7/tether");
+    expect(
+      workspacePath(root, { repoId: 43, repo: "Octo/Widgets", issueNumber: 7, agent: "tether" }),
+    ).toBe("/srv/ws/_repos/43/issue-7/tether");
   });
 
   it("encodes characters outside [A-Za-z0-9._-] instead of dropping them", () => {
-    expect(workspacePath(root, { repo: "o/r", issueNumber: 1, agent: "a/b" })).toBe(
-      "/srv/ws/o/r/issue-1/a%2Fb",
+    expect(workspacePath(root, { repoId: 5, repo: "o/r", issueNumber: 1, agent: "a/b" })).toBe(
+      "/srv/ws/_repos/5/issue-1/a%2Fb",
     );
-    expect(workspacePath(root, { repo: "o/r", issueNumber: 1, agent: "a%2Fb" })).toBe(
-      "/srv/ws/o/r/issue-1/a%252Fb",
+    expect(workspacePath(root, { repoId: 5, repo: "o/r", issueNumber: 1, agent: "a%2Fb" })).toBe(
+      "/srv/ws/_repos/5/issue-1/a%252Fb",
     );
   });
 
   it.each([
-    { repo: "octo/..", issueNumber: 1, agent: "a" },
-    { repo: "../etc", issueNumber: 1, agent: "a" },
-    { repo: "octo/widgets/x", issueNumber: 1, agent: "a" },
-    { repo: "octo", issueNumber: 1, agent: "a" },
-    { repo: "octo/widgets", issueNumber: 0, agent: "a" },
-    { repo: "octo/widgets", issueNumber: 1.5, agent: "a" },
-    { repo: "octo/widgets", issueNumber: 1, agent: ".." },
-    { repo: "octo/widgets", issueNumber: 1, agent: "." },
-    { repo: "octo/widgets", issueNumber: 1, agent: "" },
-    { repo: "octo/widgets", issueNumber: 1, agent: "\ud800" },
+    { repoId: 0, repo: "octo/widgets", issueNumber: 1, agent: "a" },
+    { repoId: -3, repo: "octo/widgets", issueNumber: 1, agent: "a" },
+    { repoId: 1.5, repo: "octo/widgets", issueNumber: 1, agent: "a" },
+    { repoId: Number.NaN, repo: "octo/widgets", issueNumber: 1, agent: "a" },
+    { repoId: 1, repo: "octo/widgets", issueNumber: 0, agent: "a" },
+    { repoId: 1, repo: "octo/widgets", issueNumber: 1.5, agent: "a" },
+    { repoId: 1, repo: "octo/widgets", issueNumber: 1, agent: ".." },
+    { repoId: 1, repo: "octo/widgets", issueNumber: 1, agent: "." },
+    { repoId: 1, repo: "octo/widgets", issueNumber: 1, agent: "" },
+    { repoId: 1, repo: "octo/widgets", issueNumber: 1, agent: "\ud800" },
   ])("refuses %o", (key) => {
     expect(() => workspacePath(root, key)).toThrow(WorkspaceError);
   });
 
   it("gives two different keys two different directories, always inside the root", () => {
     const key = fc.record({
+      repoId: fc.integer({ min: 1, max: 4 }),
       repo: fc.constantFrom("octo/widgets", "octo/widgets2", "other/widgets", "octo/.github"),
       issueNumber: fc.integer({ min: 1, max: 5 }),
       agent: fc
@@ -162,7 +167,9 @@ describe("workspacePath", () => {
         const pa = workspacePath(root, a);
         const pb = workspacePath(root, b);
         expect(path.relative(root, pa).startsWith("..")).toBe(false);
-        const same = a.repo === b.repo && a.issueNumber === b.issueNumber && a.agent === b.agent;
+        // The name plays no part: the id, the issue and the agent make the key.
+        const same =
+          a.repoId === b.repoId && a.issueNumber === b.issueNumber && a.agent === b.agent;
         expect(pa === pb).toBe(same);
       }),
       { numRuns: 200 },

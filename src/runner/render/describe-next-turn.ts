@@ -23,7 +23,12 @@ import { shortSessionId } from "../../core/redact.js";
 export const describeNextTurn: DescribeStatus = async (req) => {
   const blocks: string[] = [];
   for (const state of await issueKeyStates(req)) {
-    const key = { repo: req.repo, issueNumber: req.issueNumber, agent: state.agent };
+    const key = {
+      repoId: req.repoId,
+      repo: req.repo,
+      issueNumber: req.issueNumber,
+      agent: state.agent,
+    };
     const prior = await priorSession(req.pool, key);
     const policy = req.config.resume;
     const head = prior ? await transcriptHead(req.pool, key, prior.sessionId) : null;

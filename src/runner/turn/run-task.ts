@@ -143,7 +143,14 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
         ...(readFile && headSha
           ? {
               readRepoFile: (file: string, maxBytes: number) =>
-                readFile({ repo: task.repo, commit: headSha, path: file, maxBytes, signal }),
+                readFile({
+                  repoId: task.repoId,
+                  repo: task.repo,
+                  commit: headSha,
+                  path: file,
+                  maxBytes,
+                  signal,
+                }),
             }
           : {}),
         signal,
@@ -175,7 +182,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
           body: c.body,
           createdAt: c.createdAt.toISOString(),
         })),
-      ignoredEditors: (sources) => ignoredEditors(deps.pool, key.repo, sources),
+      ignoredEditors: (sources) => ignoredEditors(deps.pool, key.repoId, sources),
     });
     const systemPrompt = buildSystemPrompt(task.agent, settings.appendSystemPrompt, project);
     const runSettings = cacheTtl ? { ...settings, cacheTtl } : settings;
@@ -246,8 +253,8 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
 async function openTurn(deps: RunTaskDeps, task: Task, signal: AbortSignal): Promise<Turn | null> {
   const now = deps.now ?? (() => new Date());
   const started = now();
-  const { repo, issueNumber, agent } = task;
-  const key: TaskKey = { repo, issueNumber, agent };
+  const { repoId, repo, issueNumber, agent } = task;
+  const key: TaskKey = { repoId, repo, issueNumber, agent };
   const log = deps.log.child({ task: task.id, repo, issue: issueNumber, agent });
   const secrets = new Set<string | undefined>(deps.secrets?.() ?? []);
   const retryInMs = answerRetryPolicy(deps.answerRetry).baseMs;

@@ -25,12 +25,12 @@ export async function checkSpend(
   const [conversation, repositoryMonthUsd, installationMonthUsd] = await Promise.all([
     conversationSpend(
       pool,
-      { repo: task.repo, issueNumber: task.issueNumber, agent: task.agent },
+      { repoId: task.repoId, repo: task.repo, issueNumber: task.issueNumber, agent: task.agent },
       { exceptTaskId: task.id, freshResets: spend.freshResetsConversation },
     ),
     spend.repositoryMonthlyUsd === undefined
       ? undefined
-      : spentSince(pool, { repo: task.repo }, from),
+      : spentSince(pool, { repoId: task.repoId }, from),
     spend.installationMonthlyUsd === undefined
       ? undefined
       : spentSince(pool, { installationId: task.installationId }, from),

@@ -72,6 +72,7 @@ export async function startWorkspace(
   const workspaceP = (task.isPullRequest ? issueP : Promise.resolve(null))
     .then((issue) =>
       workspace.prepare({
+        repoId: task.repoId,
         repo: task.repo,
         issueNumber: task.issueNumber,
         agent: task.agent,
@@ -123,17 +124,20 @@ export async function readyWorkspace(
   const branch = prepared.defaultBranch;
   const projectP =
     settings.projectInstructions && branch && workspace.projectInstructions
-      ? workspace.projectInstructions({ repo: task.repo, branch, signal }).catch((err) => {
-          // The turn still runs, without them; the log says why.
-          log.warn(
-            { err: (err as Error).message },
-            `could not read ${PROJECT_INSTRUCTIONS_FILE} from the default branch; running without project instructions`,
-          );
-          return null;
-        })
+      ? workspace
+          .projectInstructions({ repoId: task.repoId, repo: task.repo, branch, signal })
+          .catch((err) => {
+            // The turn still runs, without them; the log says why.
+            log.warn(
+              { err: (err as Error).message },
+              `could not read ${PROJECT_INSTRUCTIONS_FILE} from the default branch; running without project instructions`,
+            );
+            return null;
+          })
       : null;
   if (issue.pullRequest && workspace.agentControl)
     control = await workspace.agentControl({
+      repoId: task.repoId,
       repo: task.repo,
       dir: prepared.dir,
       pullRequest: task.issueNumber,

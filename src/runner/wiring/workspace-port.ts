@@ -26,7 +26,7 @@ export function workspacePort(ws: Workspaces): WorkspacePort {
     holdForPlan: (req) => ws.holdForPlan(req, req.signal),
     maintain: async (req) => {
       await ws.maintain(req, req.signal);
-      await ws.mirrors.maintain(req.repo, req.signal);
+      await ws.mirrors.maintain(req, req.signal);
     },
   };
 }

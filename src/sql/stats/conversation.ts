@@ -75,6 +75,7 @@ export interface ChainTotals {
 }
 
 export interface Chain {
+  repoId: number;
   repo: string;
   issueNumber: number;
   agent: string;
@@ -105,6 +106,7 @@ export async function readChain(
     if (totals.tasks === 0) return null;
     const conv = await getConversation(c, key);
     return {
+      repoId: key.repoId,
       repo: key.repo,
       issueNumber: key.issueNumber,
       agent: key.agent,
@@ -144,8 +146,8 @@ async function chainTotals(c: PoolClient, key: TaskKey): Promise<ChainTotals> {
             coalesce(sum(duration_ms) FILTER (WHERE resume_decision IS NOT NULL), 0) AS duration_ms
        FROM (SELECT *, resume_decision = 'resume'
                          AND resume_reason IS NOT DISTINCT FROM 'resumed' AS resumed
-               FROM tasks WHERE repo = $1 AND issue_number = $2 AND agent = $3) t`,
-    [key.repo, key.issueNumber, key.agent],
+               FROM tasks WHERE repo_id = $1 AND issue_number = $2 AND agent = $3) t`,
+    [key.repoId, key.issueNumber, key.agent],
   );
   const r = rows[0] as Record<string, number>;
   return {
@@ -170,9 +172,9 @@ async function chainTurns(c: PoolClient, key: TaskKey): Promise<ChainTurn[]> {
             resume_decision, resume_reason, is_follow_up, session_id, model, cli, cache_ttl,
             input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens, cost_usd,
             duration_ms, publish_result, pull_opened, answer_comment_id, created_at, finished_at
-       FROM tasks WHERE repo = $1 AND issue_number = $2 AND agent = $3
+       FROM tasks WHERE repo_id = $1 AND issue_number = $2 AND agent = $3
       ORDER BY id DESC LIMIT $4`,
-    [key.repo, key.issueNumber, key.agent, MAX_CHAIN_TASKS],
+    [key.repoId, key.issueNumber, key.agent, MAX_CHAIN_TASKS],
   );
   return rows.map((r: Record<string, unknown>) => ({
     id: Number(r.id),
@@ -209,10 +211,10 @@ async function chainSessions(c: PoolClient, key: TaskKey): Promise<ChainSession[
             s.last_used_at, tr.raw_bytes, tr.stored_bytes, tr.over_bound
        FROM sessions s
        LEFT JOIN session_transcripts tr
-         ON tr.session_id = s.session_id AND tr.repo = $1 AND tr.issue_number = $2 AND tr.agent = $3
-      WHERE s.repo = $1 AND s.issue_number = $2 AND s.agent = $3
+         ON tr.session_id = s.session_id AND tr.repo_id = $1 AND tr.issue_number = $2 AND tr.agent = $3
+      WHERE s.repo_id = $1 AND s.issue_number = $2 AND s.agent = $3
       ORDER BY s.created_at DESC LIMIT 100`,
-    [key.repo, key.issueNumber, key.agent],
+    [key.repoId, key.issueNumber, key.agent],
   );
   return rows.map((r: Record<string, unknown>) => {
     const kept = r.raw_bytes !== null && r.raw_bytes !== undefined && !r.over_bound;
@@ -242,10 +244,10 @@ export async function debugTranscriptSession(
   const { rows } = await pool.query(
     `SELECT s.state, tr.raw_bytes FROM sessions s
        JOIN session_transcripts tr
-         ON tr.session_id = s.session_id AND tr.repo = $2 AND tr.issue_number = $3 AND tr.agent = $4
-      WHERE s.session_id = $1 AND s.repo = $2 AND s.issue_number = $3 AND s.agent = $4
+         ON tr.session_id = s.session_id AND tr.repo_id = $2 AND tr.issue_number = $3 AND tr.agent = $4
+      WHERE s.session_id = $1 AND s.repo_id = $2 AND s.issue_number = $3 AND s.agent = $4
         AND s.state IN ('poisoned', 'retired') AND NOT tr.over_bound`,
-    [sessionId, key.repo, key.issueNumber, key.agent],
+    [sessionId, key.repoId, key.issueNumber, key.agent],
   );
   const r = rows[0] as { state: string; raw_bytes: number } | undefined;
   return r ? { state: r.state, rawBytes: Number(r.raw_bytes) } : null;

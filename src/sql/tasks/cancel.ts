@@ -24,19 +24,19 @@ export async function cancelKey(
   opts: { asOf: Date; reason: string },
 ): Promise<CancelResult> {
   return inTransaction(pool, async (tx) => {
-    const params = [key.repo, key.issueNumber, key.agent, opts.asOf];
+    const params = [key.repoId, key.issueNumber, key.agent, opts.asOf];
     const cancelled = await tx.query<{ id: number }>(
       `UPDATE tasks
           SET status = 'cancelled', outcome = 'cancelled', failure_reason = $5,
               finished_at = now(), updated_at = now()
-        WHERE repo = $1 AND issue_number = $2 AND agent = $3 AND status = 'queued'
+        WHERE repo_id = $1 AND issue_number = $2 AND agent = $3 AND status = 'queued'
           AND created_at <= $4
        RETURNING id`,
       [...params, opts.reason],
     );
     const running = await tx.query<{ id: number }>(
       `UPDATE tasks SET cancel_requested = true, updated_at = now()
-        WHERE repo = $1 AND issue_number = $2 AND agent = $3 AND status = 'running'
+        WHERE repo_id = $1 AND issue_number = $2 AND agent = $3 AND status = 'running'
           AND created_at <= $4
        RETURNING id`,
       params,

@@ -21,8 +21,9 @@ export interface TaskComment {
 /** A task as the runner sees it. */
 export interface Task {
   id: number;
+  /** The repository's name as the latest webhook for the task gave it (GitHub's API takes it). */
   repo: string;
-  repoId: number | null;
+  repoId: number;
   installationId: number;
   issueNumber: number;
   /** Where the task's comments go: the key's own thread, or the key's pull request. */
@@ -65,7 +66,7 @@ export function toTask(r: Row): Task {
   return {
     id: r.id as number,
     repo: r.repo as string,
-    repoId: (r.repo_id as number | null) ?? null,
+    repoId: r.repo_id as number,
     installationId: r.installation_id as number,
     issueNumber: r.issue_number as number,
     threadNumber: ((r.thread_number as number | null) ?? r.issue_number) as number,
@@ -139,7 +140,7 @@ export async function claimTasks(
                AND l.remaining < $6 AND l.reset_at > now())
           AND NOT EXISTS (
             SELECT 1 FROM tasks r
-             WHERE r.repo = t.repo AND r.issue_number = t.issue_number AND r.agent = t.agent
+             WHERE r.repo_id = t.repo_id AND r.issue_number = t.issue_number AND r.agent = t.agent
                AND r.status = 'running')
           AND (t.created_at < now() - make_interval(secs => $4::double precision / 1000)
                OR COALESCE((
@@ -151,9 +152,9 @@ export async function claimTasks(
                    FROM sessions s
                    LEFT JOIN runtimes rt ON rt.id = COALESCE(s.last_runtime_id, s.runtime_id)
                    LEFT JOIN session_transcripts tr
-                          ON tr.session_id = s.session_id AND tr.repo = s.repo
+                          ON tr.session_id = s.session_id AND tr.repo_id = s.repo_id
                          AND tr.issue_number = s.issue_number AND tr.agent = s.agent
-                  WHERE s.repo = t.repo AND s.issue_number = t.issue_number AND s.agent = t.agent
+                  WHERE s.repo_id = t.repo_id AND s.issue_number = t.issue_number AND s.agent = t.agent
                   ORDER BY s.last_used_at DESC LIMIT 1), true))
         ORDER BY t.created_at, t.id
         LIMIT $3

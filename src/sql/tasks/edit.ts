@@ -7,7 +7,7 @@ import { inTransaction, type Queryable } from "../db.js";
 import type { IssueSnapshot } from "./enqueue.js";
 
 export interface CommentRef {
-  repo: string;
+  repoId: number;
   issueNumber: number;
   source: string;
   commentId: number | null;
@@ -96,10 +96,10 @@ async function lockQueuedTasksFedBy(tx: Queryable, ref: CommentRef): Promise<num
   const { rows } = await tx.query<{ id: number }>(
     `SELECT t.id FROM tasks t
        JOIN task_comments tc ON tc.task_id = t.id
-      WHERE tc.source = $1 AND t.repo = $2 AND t.issue_number = $3 AND t.status = 'queued'
+      WHERE tc.source = $1 AND t.repo_id = $2 AND t.issue_number = $3 AND t.status = 'queued'
       ORDER BY t.id
       FOR UPDATE OF t`,
-    [ref.source, ref.repo, ref.issueNumber],
+    [ref.source, ref.repoId, ref.issueNumber],
   );
   return rows.map((r) => r.id);
 }
@@ -112,9 +112,9 @@ export async function queuedTasksFedBy(db: Queryable, ref: CommentRef): Promise<
   const { rows } = await db.query<{ id: number }>(
     `SELECT t.id FROM tasks t
        JOIN task_comments tc ON tc.task_id = t.id
-      WHERE tc.source = $1 AND t.repo = $2 AND t.issue_number = $3 AND t.status = 'queued'
+      WHERE tc.source = $1 AND t.repo_id = $2 AND t.issue_number = $3 AND t.status = 'queued'
       ORDER BY t.id`,
-    [ref.source, ref.repo, ref.issueNumber],
+    [ref.source, ref.repoId, ref.issueNumber],
   );
   return rows.map((r) => r.id);
 }
@@ -125,16 +125,16 @@ export async function queuedTasksFedBy(db: Queryable, ref: CommentRef): Promise<
  */
 export async function refreshIssueSnapshot(
   db: Queryable,
-  where: { repo: string; issueNumber: number },
+  where: { repoId: number; issueNumber: number },
   issue: IssueSnapshot,
 ): Promise<number[]> {
   const { rows } = await db.query<{ id: number }>(
     `UPDATE tasks SET issue_snapshot = $3::jsonb, updated_at = now()
-      WHERE repo = $1 AND issue_number = $2 AND status = 'queued'
+      WHERE repo_id = $1 AND issue_number = $2 AND status = 'queued'
         AND issue_snapshot IS NOT NULL
         AND issue_snapshot->>'updatedAt' <= $3::jsonb->>'updatedAt'
       RETURNING id`,
-    [where.repo, where.issueNumber, JSON.stringify(issue)],
+    [where.repoId, where.issueNumber, JSON.stringify(issue)],
   );
   return rows.map((r) => r.id);
 }

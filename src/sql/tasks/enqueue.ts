@@ -49,7 +49,6 @@ export interface IssueSnapshot {
 
 export interface EnqueueInput {
   key: TaskKey;
-  repoId: number | null;
   installationId: number;
   isPullRequest: boolean;
   comment: TriggerComment;
@@ -106,10 +105,10 @@ export async function enqueueComment(pool: Pool, input: EnqueueInput): Promise<E
     if (input.coveredBy?.length) {
       const covering = await tx.query<{ id: number }>(
         `SELECT id FROM tasks
-          WHERE repo = $1 AND issue_number = $2 AND agent = $3
+          WHERE repo_id = $1 AND issue_number = $2 AND agent = $3
             AND status IN ('queued', 'running') AND trigger = ANY($4::text[])
           LIMIT 1`,
-        [key.repo, key.issueNumber, key.agent, input.coveredBy],
+        [key.repoId, key.issueNumber, key.agent, input.coveredBy],
       );
       if (covering.rows[0]) return { kind: "covered", taskId: covering.rows[0].id };
     }
@@ -118,9 +117,9 @@ export async function enqueueComment(pool: Pool, input: EnqueueInput): Promise<E
     for (let attempt = 0; attempt < 5; attempt++) {
       const queued = await tx.query<{ id: number }>(
         `SELECT id FROM tasks
-          WHERE repo = $1 AND issue_number = $2 AND agent = $3 AND status = 'queued'
+          WHERE repo_id = $1 AND issue_number = $2 AND agent = $3 AND status = 'queued'
           FOR UPDATE`,
-        [key.repo, key.issueNumber, key.agent],
+        [key.repoId, key.issueNumber, key.agent],
       );
       let taskId = queued.rows[0]?.id;
       let kind: "created" | "coalesced" = "coalesced";
@@ -130,11 +129,12 @@ export async function enqueueComment(pool: Pool, input: EnqueueInput): Promise<E
                   repo_settings = COALESCE($3::jsonb, repo_settings),
                   requested_model = COALESCE($4, requested_model),
                   fork_session_id = COALESCE($5, fork_session_id),
-                  plan_request = COALESCE($7, plan_request),
+                  plan_request = COALESCE($9, plan_request),
                   issue_snapshot = CASE
                     WHEN $6::jsonb IS NOT NULL AND (issue_snapshot IS NULL
                       OR issue_snapshot->>'updatedAt' <= $6::jsonb->>'updatedAt')
                     THEN $6::jsonb ELSE issue_snapshot END,
+                  repo = $7, installation_id = $8,
                   updated_at = now()
             WHERE id = $1`,
           [
@@ -144,6 +144,10 @@ export async function enqueueComment(pool: Pool, input: EnqueueInput): Promise<E
             input.requestedModel ?? null,
             input.forkSessionId ?? null,
             issueJson,
+            // GitHub's API is asked under the name (and through the installation) of the newest
+            // webhook: a rename while the task waits does not send it to the old name.
+            key.repo,
+            input.installationId,
             input.planRequest ?? null,
           ],
         );
@@ -155,11 +159,11 @@ export async function enqueueComment(pool: Pool, input: EnqueueInput): Promise<E
                               requested_model, fork_session_id, issue_snapshot, plan_request)
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13::jsonb, $14, $15, $16, $17,
                    $18::jsonb, $19)
-           ON CONFLICT (repo, issue_number, agent) WHERE status = 'queued' DO NOTHING
+           ON CONFLICT (repo_id, issue_number, agent) WHERE status = 'queued' DO NOTHING
            RETURNING id`,
           [
             key.repo,
-            input.repoId,
+            key.repoId,
             input.installationId,
             key.issueNumber,
             input.isPullRequest,
@@ -236,9 +240,9 @@ async function findCommentTask(
 export async function unforceFresh(db: Queryable, key: TaskKey): Promise<number[]> {
   const { rows } = await db.query<{ id: number }>(
     `UPDATE tasks SET force_fresh = false, updated_at = now()
-      WHERE repo = $1 AND issue_number = $2 AND agent = $3 AND status = 'queued' AND force_fresh
+      WHERE repo_id = $1 AND issue_number = $2 AND agent = $3 AND status = 'queued' AND force_fresh
       RETURNING id`,
-    [key.repo, key.issueNumber, key.agent],
+    [key.repoId, key.issueNumber, key.agent],
   );
   return rows.map((r) => r.id);
 }

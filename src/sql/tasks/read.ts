@@ -1,6 +1,6 @@
 /**
- * Intake's reads of tasks: which agents work on an issue, whether it has tasks at all, and each
- * key's state for /status.
+ * Intake's reads of tasks: which agents work on an issue, whether it has tasks at all, each
+ * key's state for /status, and which repository a name stands for.
  */
 import type { TaskKey, TaskStatus, TriggerKind } from "../../core/task.js";
 import type { Queryable } from "../db.js";
@@ -8,13 +8,13 @@ import type { Queryable } from "../db.js";
 /** Agents with any task on this issue, in order of their first task. */
 export async function agentsOnIssue(
   db: Queryable,
-  repo: string,
+  repoId: number,
   issueNumber: number,
 ): Promise<string[]> {
   const { rows } = await db.query<{ agent: string }>(
-    `SELECT agent FROM tasks WHERE repo = $1 AND issue_number = $2
+    `SELECT agent FROM tasks WHERE repo_id = $1 AND issue_number = $2
       GROUP BY agent ORDER BY min(id)`,
-    [repo, issueNumber],
+    [repoId, issueNumber],
   );
   return rows.map((r) => r.agent);
 }
@@ -22,18 +22,31 @@ export async function agentsOnIssue(
 /** Does any task exist on this issue? (The webhook's cheap check for edits and deletions.) */
 export async function issueHasTasks(
   db: Queryable,
-  repo: string,
+  repoId: number,
   issueNumber: number,
 ): Promise<boolean> {
   // A conversation's pull request has no tasks of its own: its comments are the issue's turns.
   const { rows } = await db.query(
-    `SELECT 1 FROM tasks WHERE repo = $1 AND issue_number = $2
+    `SELECT 1 FROM tasks WHERE repo_id = $1 AND issue_number = $2
      UNION ALL
-     SELECT 1 FROM tasks WHERE repo = $1 AND thread_number = $2
+     SELECT 1 FROM tasks WHERE repo_id = $1 AND thread_number = $2
      LIMIT 1`,
-    [repo, issueNumber],
+    [repoId, issueNumber],
   );
   return rows.length > 0;
+}
+
+/**
+ * The id of the repository that last had tasks under `repo` (a name, lower case): what a page
+ * addressed by name shows. A name another repository had before shows that one's conversations
+ * until the new one has a task.
+ */
+export async function repoIdByName(db: Queryable, repo: string): Promise<number | null> {
+  const { rows } = await db.query<{ repo_id: number }>(
+    `SELECT repo_id FROM tasks WHERE repo = $1 ORDER BY id DESC LIMIT 1`,
+    [repo],
+  );
+  return rows[0]?.repo_id ?? null;
 }
 
 export interface TaskSummary {
@@ -74,7 +87,7 @@ export interface KeyState {
  */
 export async function readKeyStates(
   db: Queryable,
-  repo: string,
+  repoId: number,
   issueNumber: number,
   agents: readonly string[],
 ): Promise<KeyState[]> {
@@ -96,9 +109,9 @@ export async function readKeyStates(
             t.cancel_requested, t.force_fresh, t.requested_model, t.trigger,
             (SELECT count(*)::int FROM task_comments tc WHERE tc.task_id = t.id) AS comments
        FROM tasks t
-      WHERE t.repo = $1 AND t.issue_number = $2 AND t.agent = ANY($3)
+      WHERE t.repo_id = $1 AND t.issue_number = $2 AND t.agent = ANY($3)
         AND t.status IN ('queued', 'running')`,
-    [repo, issueNumber, agents],
+    [repoId, issueNumber, agents],
   );
   const sessions = await db.query<{
     agent: string;
@@ -110,9 +123,9 @@ export async function readKeyStates(
   }>(
     `SELECT DISTINCT ON (t.agent) t.agent, t.id, t.session_id, s.state, s.last_used_at, t.model
        FROM tasks t LEFT JOIN sessions s ON s.session_id = t.session_id
-      WHERE t.repo = $1 AND t.issue_number = $2 AND t.agent = ANY($3) AND t.session_id IS NOT NULL
+      WHERE t.repo_id = $1 AND t.issue_number = $2 AND t.agent = ANY($3) AND t.session_id IS NOT NULL
       ORDER BY t.agent, t.id DESC`,
-    [repo, issueNumber, agents],
+    [repoId, issueNumber, agents],
   );
   return agents.map((agent) => {
     const state: KeyState = { agent };
@@ -158,11 +171,11 @@ export async function lastTurnPlan(
 ): Promise<{ planTurn: boolean; status: TaskStatus } | null> {
   const { rows } = await db.query<{ plan_turn: boolean; status: TaskStatus }>(
     `SELECT plan_turn, status FROM tasks
-      WHERE repo = $1 AND issue_number = $2 AND agent = $3
+      WHERE repo_id = $1 AND issue_number = $2 AND agent = $3
         AND status IN ('succeeded', 'failed', 'cancelled') AND resume_decision IS NOT NULL
         AND ($4::bigint IS NULL OR id < $4)
       ORDER BY id DESC LIMIT 1`,
-    [key.repo, key.issueNumber, key.agent, beforeTaskId ?? null],
+    [key.repoId, key.issueNumber, key.agent, beforeTaskId ?? null],
   );
   const r = rows[0];
   return r ? { planTurn: r.plan_turn, status: r.status } : null;

@@ -91,9 +91,9 @@ export async function sweepExpired(
  */
 export async function foldNewerQueued(tx: Queryable, t: Row): Promise<Row | undefined> {
   const newer = await tx.query(
-    `SELECT id, force_fresh, requested_model, fork_session_id, plan_request FROM tasks WHERE repo = $1 AND issue_number = $2 AND agent = $3
+    `SELECT id, force_fresh, requested_model, fork_session_id, plan_request FROM tasks WHERE repo_id = $1 AND issue_number = $2 AND agent = $3
        AND status = 'queued' FOR UPDATE`,
-    [t.repo, t.issue_number, t.agent],
+    [t.repo_id, t.issue_number, t.agent],
   );
   const q = newer.rows[0] as Row | undefined;
   if (q) {
