@@ -63,7 +63,7 @@ export async function longTurnEdits(
       retryInMs: 1000,
     });
     const progress = comment.track({
-      decision: { kind: "fresh", reason: "first_turn" } as never,
+      decision: { kind: "fresh", reason: "no_prior_session" } as never,
       startedAt: new Date(clock),
       now: () => new Date(clock),
       intervalMs: opts.intervalMs,

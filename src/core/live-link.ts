@@ -9,9 +9,6 @@ import { createHmac, timingSafeEqual } from "node:crypto";
 
 const CONTEXT = "tether-live-link";
 
-/** How a turn's live view is reached (TETHER_LIVE). */
-export type LiveMode = "on" | "off" | "token";
-
 export interface LiveSignature {
   exp: number;
   sig: string;
@@ -56,7 +53,10 @@ export function verifyLiveLink(
   now: Date,
 ): LinkCheck {
   if (!exp || !sig || !/^\d{1,12}$/.test(exp) || !/^[\w-]{43}$/.test(sig)) {
-    return { ok: false, reason: "This link is not signed: open it as the tracking comment gives it." };
+    return {
+      ok: false,
+      reason: "This link is not signed: open it as the tracking comment gives it.",
+    };
   }
   const expected = Buffer.from(mac(key, taskId, Number(exp)));
   const presented = Buffer.from(sig);

@@ -190,7 +190,10 @@ function notifyHub(deps: AppDeps, log: AppDeps["log"]) {
 
 function refuse(res: ServerResponse, status: number, reason: string, plain: boolean): true {
   if (plain) {
-    res.writeHead(status, { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store" });
+    res.writeHead(status, {
+      "content-type": "text/plain; charset=utf-8",
+      "cache-control": "no-store",
+    });
     res.end(`${reason}\n`);
     return true;
   }

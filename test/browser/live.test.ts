@@ -117,12 +117,12 @@ describe("the live view in chromium", () => {
     await page.goto(link.url);
     await page.locator("#conn", { hasText: "live" }).waitFor({ timeout: 30_000 });
     // The moment the tool's input is on the page, by the browser's clock (the same machine's).
-    await page.evaluate(() => {
-      const w = window as unknown as { shownAt?: number };
+    await page.evaluate(`
       new MutationObserver(() => {
-        if (!w.shownAt && document.querySelector("li.tool_use .tool-input")) w.shownAt = Date.now();
-      }).observe(document.getElementById("events")!, { childList: true, subtree: true });
-    });
+        if (!window.shownAt && document.querySelector("li.tool_use .tool-input"))
+          window.shownAt = Date.now();
+      }).observe(document.getElementById("events"), { childList: true, subtree: true });
+    `);
 
     release();
     const row = await waitFor("the tool call's row", async () => {
@@ -136,7 +136,7 @@ describe("the live view in chromium", () => {
     const input = page.locator("li.tool_use .tool-input");
     await input.waitFor({ timeout: 10_000 });
     expect(await input.textContent()).toContain(RELEASE);
-    const shownAt = await page.evaluate(() => (window as unknown as { shownAt: number }).shownAt);
+    const shownAt = (await page.evaluate("window.shownAt")) as number;
     // Within a second of the runner writing the row (its transaction's time in Postgres).
     expect(shownAt - row.at.getTime()).toBeLessThan(1000);
     await expect.poll(() => page.locator("#status").textContent()).toBe("running");

@@ -152,7 +152,7 @@ describe("when a progress event edits the tracking comment", () => {
       taskId: 1,
       agent: "tether",
       resumed: false,
-      reason: "first_turn",
+      reason: "no_prior_session",
       tools: [],
       lastText: null,
       startedAt: NOW,

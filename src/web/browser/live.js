@@ -60,7 +60,11 @@ function draw(ev) {
       break;
     case "tool_result": {
       const call = toolItems.get(str(b.toolUseId));
-      const out = el("pre", str(b.output) || (b.isError ? "(failed)" : "(done)"), "mono tool-output");
+      const out = el(
+        "pre",
+        str(b.output) || (b.isError ? "(failed)" : "(done)"),
+        "mono tool-output",
+      );
       if (call) {
         if (b.isError) call.classList.add("error");
         call.append(out);
@@ -75,7 +79,9 @@ function draw(ev) {
       if (typeof b.costUsd === "number") cost.textContent = `$${b.costUsd.toFixed(4)}`;
       return;
     case "api_retry":
-      head(`API call retried (attempt ${str(b.attempt)}${b.errorStatus ? `, status ${str(b.errorStatus)}` : ""})`);
+      head(
+        `API call retried (attempt ${str(b.attempt)}${b.errorStatus ? `, status ${str(b.errorStatus)}` : ""})`,
+      );
       break;
     case "compacted":
       head("conversation compacted");
@@ -106,7 +112,9 @@ source.addEventListener("turn", (m) => {
   draw(/** @type {TurnEvent} */ (JSON.parse(/** @type {MessageEvent<string>} */ (m).data)));
 });
 source.addEventListener("end", (m) => {
-  const s = /** @type {{ status: string }} */ (JSON.parse(/** @type {MessageEvent<string>} */ (m).data));
+  const s = /** @type {{ status: string }} */ (
+    JSON.parse(/** @type {MessageEvent<string>} */ (m).data)
+  );
   status.textContent = s.status;
   status.dataset.status = s.status;
   conn.textContent = "the turn is over";
