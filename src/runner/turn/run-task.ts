@@ -99,8 +99,10 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
   const readThread = threadReader(gh, task, log);
   const threadP = decision.kind === "fresh" ? readThread() : null;
   threadP?.catch(() => {});
-  // The live view: the run's events recorded as they stream, the comment linking them.
-  const live = deps.live
+  // The live view: the run's events recorded as they stream, the comment linking them. Nothing
+  // is recorded that nobody could open: a signed link needs the public URL to be given out.
+  const watchable = deps.live && (deps.publicUrl || deps.live.mode === "token");
+  const live = watchable
     ? liveRecorder({ pool: deps.pool, taskId: task.id, scrub: t.scrub, log })
     : undefined;
   const liveUrl = await liveLink(deps, task.id, t.started, log);
