@@ -35,6 +35,7 @@ export default tseslint.config(
         localStorage: "readonly",
         fetch: "readonly",
         AbortController: "readonly",
+        EventSource: "readonly",
         URLSearchParams: "readonly",
         setTimeout: "readonly",
         clearTimeout: "readonly",

@@ -6,6 +6,7 @@ import { PUSH_EVENT } from "./intake/config-push.js";
 import { processMetrics } from "./metrics.js";
 import { dashboardRoutes } from "./web/dashboard-routes.js";
 import { healthRoutes } from "./web/health.js";
+import { liveRoutes } from "./web/live-routes.js";
 import { metricsRoute } from "./web/metrics-route.js";
 import { serveHandlers, type Handler, type Served } from "./web/http.js";
 import { webhookRoute } from "./web/webhook-route.js";
@@ -35,6 +36,7 @@ export function tetherApp(deps: AppDeps): ApplicationFunction {
     );
     addHandler(healthRoutes(deps));
     addHandler(dashboardRoutes(deps));
+    addHandler(liveRoutes(deps));
     addHandler(metricsRoute(deps, metrics));
   };
 }

@@ -168,6 +168,20 @@ export const EnvSchema = z.object({
       .transform((v) => v.replace(/\/+$/, "")),
   ),
   /**
+   * The live view of a running turn (/live/<task>, docs/operations.md "Live view"): `on` links
+   * it from the tracking comment with a link signed for that turn; `token`: the link asks for
+   * the dashboard's token instead; `off`: no live view (nothing recorded, the comment edited
+   * every 3 s as before). Linked only when TETHER_PUBLIC_URL is set.
+   */
+  TETHER_LIVE: z.enum(["on", "off", "token"]).default("on"),
+  /** Days a live link stays valid after its turn started. */
+  TETHER_LIVE_LINK_DAYS: intFrom(1, 365).default(7),
+  /**
+   * With the live view linked: the least time, in seconds, between two progress edits of the
+   * tracking comment after its first tool call (more edits: lower it).
+   */
+  TETHER_PROGRESS_EDIT_SECONDS: intFrom(3, 3600).default(60),
+  /**
    * Largest webhook body read, in bytes; a larger one is refused with 413 before it is read.
    * The default fits the events Tether handles with room to spare (src/web/webhook-route.ts
    * shows the sums); at most GitHub's own 25 MB cap.

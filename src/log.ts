@@ -28,10 +28,10 @@ const REDACT = [
   'res.headers["set-cookie"]',
 ];
 
-/** A `?token=` in a logged URL (the dashboard's sign-in link) loses its value, nothing else. */
+/** A `?token=` (the dashboard's sign-in link) or `?sig=` (a live link) in a logged URL loses its value, nothing else. */
 function censor(value: unknown, path: string[]): unknown {
   if (path.at(-1) === "url" && typeof value === "string") {
-    return value.replace(/([?&](?:access_)?token=)[^&#]*/gi, "$1[redacted]");
+    return value.replace(/([?&](?:access_token|token|sig)=)[^&#]*/gi, "$1[redacted]");
   }
   return "[redacted]";
 }

@@ -207,6 +207,16 @@ export type RunEvent =
       type: "tool_result";
       toolUseId: string;
       isError: boolean;
+      /** What the tool returned, as text, when the CLI shows it (the live view clips it). */
+      output?: string;
+    }
+  | {
+      /** The run's tokens and cost so far, after a model call (for the live view). */
+      type: "usage";
+      inputTokens: number;
+      outputTokens: number;
+      /** Estimated from the price list; null when the CLI's dialect does not estimate it. */
+      costUsd: number | null;
     }
   | {
       /** The CLI is retrying a failed API call. */

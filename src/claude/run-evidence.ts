@@ -3,6 +3,7 @@ import { ownResult, type CostBefore } from "./session-cost.js";
 import type { ApiUsage, ResultLine } from "./stream-schema.js";
 import type { StreamMessage } from "./stream-parser.js";
 import { TextBlock, ToolResultBlock, ToolUseBlock } from "./stream-schema.js";
+import { claudeCostUsd } from "./pricing.js";
 
 /** What the stream has shown so far: the facts the outcome is judged on. */
 export interface RunEvidence {
@@ -111,10 +112,12 @@ export function observe(evidence: RunEvidence, message: StreamMessage): RunEvent
         if (blockType(block) !== "tool_result") continue;
         const parsed = ToolResultBlock.safeParse(block);
         if (parsed.success) {
+          const output = resultText((block as { content?: unknown }).content);
           events.push({
             type: "tool_result",
             toolUseId: parsed.data.tool_use_id,
             isError: parsed.data.is_error === true,
+            ...(output !== undefined ? { output } : {}),
           });
         }
       }
@@ -162,6 +165,7 @@ function observeAssistant(
     }
   }
   const events: RunEvent[] = [];
+  if (message.usage && model !== SYNTHETIC_MODEL && message.id) events.push(usageSoFar(evidence));
   for (const block of message.content) {
     const type = blockType(block);
     if (type === "text") {
@@ -183,6 +187,31 @@ function observeAssistant(
     }
   }
   return events;
+}
+
+/** The run's tokens and estimated cost so far: every model call it made, each counted once. */
+function usageSoFar(evidence: RunEvidence): RunEvent {
+  let inputTokens = 0;
+  let outputTokens = 0;
+  let costUsd = 0;
+  for (const { usage, model } of evidence.callUsage.values()) {
+    inputTokens += usage.inputTokens + usage.cacheReadTokens + usage.cacheCreationTokens;
+    outputTokens += usage.outputTokens;
+    costUsd += claudeCostUsd({ ...usage, webSearches: 0, model: model ?? null });
+  }
+  return { type: "usage", inputTokens, outputTokens, costUsd };
+}
+
+/** A tool_result block's content as text: a string, or its text blocks joined. */
+function resultText(content: unknown): string | undefined {
+  if (typeof content === "string") return content;
+  if (!Array.isArray(content)) return undefined;
+  const texts = content.flatMap((b: unknown) =>
+    b && typeof b === "object" && typeof (b as { text?: unknown }).text === "string"
+      ? [(b as { text: string }).text]
+      : [],
+  );
+  return texts.length ? texts.join("\n") : undefined;
 }
 
 function blockType(block: unknown): unknown {

@@ -121,7 +121,13 @@ export function observeCodex(ev: CodexEvidence, m: CodexMessage): RunEvent[] {
           const failed =
             item.status === "failed" ||
             (typeof item.exit_code === "number" && item.exit_code !== 0);
-          events.push({ type: "tool_result", toolUseId: id, isError: failed });
+          const output = item.aggregated_output;
+          events.push({
+            type: "tool_result",
+            toolUseId: id,
+            isError: failed,
+            ...(typeof output === "string" ? { output } : {}),
+          });
         }
         return events;
       }

@@ -1,6 +1,7 @@
 import type { Pool } from "../db/pool.js";
 import type { Logger } from "../log.js";
 import { pruneDeliveries } from "../sql/deliveries.js";
+import { pruneTurnEvents } from "../sql/turn-events.js";
 import { PeriodicJob } from "./periodic-job.js";
 
 /**
@@ -52,10 +53,24 @@ export class InboxPruner {
     return this.job.stop();
   }
 
+  /**
+   * The live view's events of tasks finished longer ago than the retention window (past any
+   * live link's expiry), swept by the replica that swept the inbox.
+   */
+  private async pruneLiveEvents(retentionMs: number): Promise<void> {
+    try {
+      const gone = await pruneTurnEvents(this.opts.pool, { olderThanMs: retentionMs });
+      if (gone > 0) this.opts.log.info({ deleted: gone }, "pruned finished turns' live events");
+    } catch (err) {
+      this.opts.log.warn({ err }, "pruning the turns' live events failed; trying again later");
+    }
+  }
+
   private async prune(): Promise<number | undefined> {
     const retentionMs = this.opts.retentionMs ?? DELIVERY_RETENTION_MS;
     try {
       const n = await pruneDeliveries(this.opts.pool, { olderThanMs: retentionMs });
+      if (n !== undefined) await this.pruneLiveEvents(retentionMs);
       if (n === undefined) {
         this.opts.log.debug("another replica is pruning the deliveries inbox");
       } else {

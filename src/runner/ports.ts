@@ -10,6 +10,7 @@ import type { ProjectInstructions } from "../workspace/project-instructions.js";
 import type { TranscriptState } from "../core/resume-decision.js";
 import type { Outcome, TaskKey, Usage } from "../core/task.js";
 import type { PullFile, ReviewComment, ReviewRequest } from "../review/review-plan.js";
+import type { RunEvent } from "../agent-cli/runtime-adapter.js";
 
 export type {
   IssueComment,
@@ -117,6 +118,8 @@ export interface AgentRunRequest {
   /** Called the moment the CLI reports its session id (before the run ends). */
   onSession(sessionId: string, model: string | null): Promise<void> | void;
   onProgress(event: ProgressEvent): void;
+  /** Every event of the run as the CLI's dialect gives it (the live view records them). */
+  onRunEvent?: (event: RunEvent) => void;
   /**
    * A pull request turn: offer the agent the line-comment tool; what it asked for comes back as
    * the result's `review`. `requestChanges`: it may also ask for the review to request changes.

@@ -14,6 +14,8 @@ export const CHANNELS = {
   tasks: "tether_tasks",
   /** A running task was asked to stop (payload: task id). */
   cancel: "tether_cancel",
+  /** A running turn recorded an event for its live view (payload: task id). */
+  live: "tether_live",
 } as const;
 export type Channel = (typeof CHANNELS)[keyof typeof CHANNELS];
 

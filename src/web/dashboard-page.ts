@@ -279,6 +279,14 @@ h1 .muted { font-weight: 400; }
 .kv dt { color: var(--muted); }
 .kv dd { margin: 0; }
 td.wrap { white-space: normal; min-width: 16em; }
+.live-events { list-style: none; margin: 0; padding: 0; display: grid; gap: 8px; }
+.live-events li { background: var(--panel); border: 1px solid var(--border); border-radius: 8px; padding: 8px 12px; }
+.live-events li.tool_use { border-left: 3px solid var(--accent); }
+.live-events li.tool_result.error { border-left: 3px solid var(--bad); }
+.live-events li.result { border-left: 3px solid var(--resumed); }
+.live-events pre { margin: 4px 0 0; white-space: pre-wrap; word-break: break-word; max-height: 24em; overflow: auto; }
+.live-events .what { font-weight: 600; }
+.live-status { display: flex; gap: 14px; flex-wrap: wrap; margin: 0 0 12px; }
 `;
 
 /**
@@ -287,7 +295,7 @@ td.wrap { white-space: normal; min-width: 16em; }
  */
 const SCRIPT = readScript(new URL("./browser/dashboard.js", import.meta.url));
 
-function readScript(file: URL): string {
+export function readScript(file: URL): string {
   if (!fs.existsSync(file)) {
     // A dist/ built by tsc alone: the copy is the second half of the build.
     throw new Error(`${fileURLToPath(file)} is missing: build with \`npm run build\``);

@@ -300,7 +300,7 @@ describe("Claude adapter with a scripted CLI", () => {
       }),
     ).outcome;
     expect(outcome.kind).toBe("success");
-    expect(seen).toEqual(["init", "text", "result"]);
+    expect(seen).toEqual(["init", "usage", "text", "result"]);
   });
 
   it("a slow onEvent loses no output, even after the CLI has exited", async () => {
@@ -334,7 +334,7 @@ describe("Claude adapter with a scripted CLI", () => {
     await run.outcome;
     const types: string[] = [];
     for await (const e of run.events) types.push(e.type);
-    expect(types).toEqual(["init", "text", "result"]);
+    expect(types).toEqual(["init", "usage", "text", "result"]);
   });
 
   it("cancelAll stops every run and waits for them", async () => {

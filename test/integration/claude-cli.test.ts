@@ -206,15 +206,19 @@ describe("Claude CLI adapter, real CLI", () => {
       }),
     ).outcome;
     expect(outcome).toMatchObject({ kind: "success", toolRan: true });
+    // Each model call's tokens and cost so far (`usage`, for the live view) come before its blocks.
     expect(events.map((e) => e.type)).toEqual([
       "init",
+      "usage",
       "tool_use",
       "tool_result",
+      "usage",
       "text",
       "result",
     ]);
-    expect(events[1]).toMatchObject({ type: "tool_use", name: "Bash", input: { command: "env" } });
-    expect(events[2]).toMatchObject({ type: "tool_result", isError: false });
+    expect(events[2]).toMatchObject({ type: "tool_use", name: "Bash", input: { command: "env" } });
+    expect(events[3]).toMatchObject({ type: "tool_result", isError: false });
+    expect((events[3] as { output?: string }).output).toContain("ANTHROPIC_BASE_URL");
 
     // The tool's output went back to the model: that is what the agent could see.
     const toolOutput = JSON.stringify(fake.messageRequests().at(-1)!.body?.messages?.at(-1));

@@ -193,6 +193,9 @@ describe("Dockerfile", () => {
   it("puts the dashboard's browser script in dist/, beside the page that inlines it", () => {
     // src/web/dashboard-page.ts reads ./browser/dashboard.js; the image has dist/ and no src/.
     expect(pkg.scripts.build).toContain("cp src/web/browser/dashboard.js dist/src/web/browser/");
+    // The live view's script likewise (src/web/live-page.ts).
+    expect(pkg.scripts.build).toContain("cp src/web/browser/live.js dist/src/web/browser/");
+    expect(read("src/web/live-page.ts")).toContain('new URL("./browser/live.js", import.meta.url)');
     expect(read("src/web/dashboard-page.ts")).toContain(
       'new URL("./browser/dashboard.js", import.meta.url)',
     );

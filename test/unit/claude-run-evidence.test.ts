@@ -20,7 +20,8 @@ const assistant = (
 describe("events from the stream", () => {
   it("a fresh turn: init first with the session id, then text, then the result", () => {
     const { events } = evidenceOf(fixtureLines(`${A}/fresh-turn.jsonl`));
-    expect(events.map((e) => e.type)).toEqual(["init", "text", "result"]);
+    // A `usage` event (tokens and cost so far, for the live view) comes before each call's blocks.
+    expect(events.map((e) => e.type)).toEqual(["init", "usage", "text", "result"]);
     expect(events[0]).toEqual({
       type: "init",
       sessionId: "d3526fa6-dfe2-405c-ad61-19274b86848a",
@@ -30,12 +31,13 @@ describe("events from the stream", () => {
       permissionMode: "default",
       tools: expect.arrayContaining(["Bash", "Read"]) as string[],
     });
-    expect(events[1]).toEqual({
+    expect(events[1]).toMatchObject({ type: "usage", costUsd: expect.any(Number) });
+    expect(events[2]).toEqual({
       type: "text",
       text: "reply#2 seen_messages=1",
       parentToolUseId: null,
     });
-    expect(events[2]).toMatchObject({
+    expect(events[3]).toMatchObject({
       type: "result",
       subtype: "success",
       isError: false,
@@ -47,17 +49,23 @@ describe("events from the stream", () => {
     const { events, evidence } = evidenceOf(fixtureLines(`${R}/tool-use-turn.jsonl`));
     expect(events.map((e) => e.type)).toEqual([
       "init",
+      "usage",
       "tool_use",
       "tool_result",
+      "usage",
       "text",
       "result",
     ]);
-    expect(events[1]).toMatchObject({
+    expect(events[2]).toMatchObject({
       type: "tool_use",
       name: "Bash",
       input: { command: "echo hello" },
     });
-    expect(events[2]).toMatchObject({ type: "tool_result", isError: false });
+    expect(events[3]).toMatchObject({ type: "tool_result", isError: false, output: "hello" });
+    // The second call's figures add to the first's.
+    const usages = events.filter((e) => e.type === "usage");
+    expect(usages[1]!.outputTokens).toBeGreaterThan(usages[0]!.outputTokens);
+    expect(usages[1]!.costUsd).toBeGreaterThan(usages[0]!.costUsd!);
     expect(evidence.toolUses).toBe(1);
   });
 
@@ -161,8 +169,10 @@ describe("summarizeUsage", () => {
     const { evidence, events } = evidenceOf(lines);
     expect(events.map((e) => e.type)).toEqual([
       "init",
+      "usage",
       "tool_use",
       "tool_result",
+      "usage",
       "tool_use",
       "result",
     ]);

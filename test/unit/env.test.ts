@@ -48,6 +48,9 @@ describe("loadEnv", () => {
       /^TETHER_PUBLIC_URL: must be an http\(s\) URL without query/m,
     ],
     [{ TETHER_PUBLIC_URL: "javascript:alert(1)" }, /^TETHER_PUBLIC_URL: must be /m],
+    [{ TETHER_LIVE: "public" }, /^TETHER_LIVE: /m],
+    [{ TETHER_LIVE_LINK_DAYS: "0" }, /^TETHER_LIVE_LINK_DAYS: must be at least 1/m],
+    [{ TETHER_PROGRESS_EDIT_SECONDS: "1" }, /^TETHER_PROGRESS_EDIT_SECONDS: must be at least 3/m],
     [{ TETHER_WEBHOOK_MAX_BYTES: "1000" }, /^TETHER_WEBHOOK_MAX_BYTES: must be at least 65536/m],
     [{ TETHER_REDELIVER_MINUTES: "-1" }, /^TETHER_REDELIVER_MINUTES: must be at least 0/m],
     [{ TETHER_REDELIVER_MINUTES: "2.5" }, /^TETHER_REDELIVER_MINUTES: must be a whole number/m],
@@ -123,5 +126,15 @@ describe("applyEnvFile", () => {
     const none: NodeJS.ProcessEnv = { TETHER_ENV_FILE: "" };
     expect(applyEnvFile(none, dir)).toEqual([]);
     expect(applyEnvFile({ TETHER_ENV_FILE: "missing.env" }, dir)).toEqual([]);
+  });
+});
+
+describe("the live view's settings", () => {
+  it("default to a signed link valid 7 days and milestone edits a minute apart", () => {
+    const env = loadEnv({});
+    expect(env.TETHER_LIVE).toBe("on");
+    expect(env.TETHER_LIVE_LINK_DAYS).toBe(7);
+    expect(env.TETHER_PROGRESS_EDIT_SECONDS).toBe(60);
+    expect(loadEnv({ TETHER_LIVE: "token" }).TETHER_LIVE).toBe("token");
   });
 });

@@ -38,6 +38,8 @@ export interface TrackingState {
   lastText: string | null;
   startedAt: Date;
   now: Date;
+  /** The turn's live view (TETHER_PUBLIC_URL set, TETHER_LIVE not off): linked as "watch live". */
+  liveUrl?: string;
 }
 
 export function renderTracking(s: TrackingState): string {
@@ -63,7 +65,8 @@ export function renderTracking(s: TrackingState): string {
     );
   }
   if (s.lastText) activity.push(`> ${oneLine(s.lastText, 200)}`);
-  lines.push("", `<sub>${secs}s elapsed · \`/cancel\` to stop</sub>`);
+  const live = s.liveUrl ? ` · 👀 [watch live](${s.liveUrl})` : "";
+  lines.push("", `<sub>${secs}s elapsed${live} · \`/cancel\` to stop</sub>`);
   if (activity.length) lines.push("", ...activity);
   lines.push(taskMarker(s.taskId));
   return lines.join("\n");

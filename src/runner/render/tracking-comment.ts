@@ -38,6 +38,11 @@ export interface TrackingComment {
     now: () => Date;
     /** Minimum time between progress edits. */
     intervalMs: number;
+    /**
+     * The turn's live view, linked from the comment. With it the comment changes only at
+     * milestones (progressEditDue): the live page carries the rest.
+     */
+    liveUrl?: string;
   }): TurnProgress;
   /** Settles when every post so far has. */
   settled(): Promise<unknown>;
@@ -91,7 +96,7 @@ export function trackingComment(o: {
       );
       return { kind: "pending", body: text, retryInMs };
     },
-    track: ({ decision: first, startedAt, now, intervalMs }) => {
+    track: ({ decision: first, startedAt, now, intervalMs, liveUrl }) => {
       const tracking = { tools: [] as string[], lastText: null as string | null };
       let decision = first;
       const trackingBody = () =>
@@ -104,17 +109,24 @@ export function trackingComment(o: {
           lastText: tracking.lastText,
           startedAt,
           now: now(),
+          ...(liveUrl ? { liveUrl } : {}),
         });
       void post(trackingBody()); // not awaited: the run need not wait for GitHub to store it
-      let lastEdit = Date.now();
+      let lastEdit = now().getTime();
       return {
         onEvent: (ev) => {
           if (ev.kind === "tool") {
             tracking.tools.push(ev.name);
             void markToolRan(pool, task.id, runnerId).catch(() => {});
           } else tracking.lastText = ev.text;
-          if (Date.now() - lastEdit >= intervalMs) {
-            lastEdit = Date.now();
+          const due = progressEditDue({
+            live: liveUrl !== undefined,
+            firstTool: ev.kind === "tool" && tracking.tools.length === 1,
+            sinceLastEditMs: now().getTime() - lastEdit,
+            intervalMs,
+          });
+          if (due) {
+            lastEdit = now().getTime();
             void post(trackingBody());
           }
         },
@@ -125,6 +137,24 @@ export function trackingComment(o: {
     },
     settled: () => posts,
   };
+}
+
+/**
+ * Whether a progress event edits the tracking comment now. Without a live view: whenever
+ * `intervalMs` (3 s by default) has passed since the last edit, so the thread shows the run as it
+ * goes. With one linked, the comment changes only at milestones (the first tool, then at most
+ * every `intervalMs`, TETHER_PROGRESS_EDIT_SECONDS, a minute by default), and the answer: a busy
+ * ten-minute turn costs about a dozen edits instead of about two hundred.
+ */
+export function progressEditDue(p: {
+  live: boolean;
+  /** This event is the turn's first tool call. */
+  firstTool: boolean;
+  sinceLastEditMs: number;
+  intervalMs: number;
+}): boolean {
+  if (p.live && p.firstTool) return true;
+  return p.sinceLastEditMs >= p.intervalMs;
 }
 
 /** A crash between creating the comment and recording its id must not produce a second one. */

@@ -27,6 +27,7 @@ import {
 } from "../ports.js";
 import type { CollectedImages } from "./turn-images.js";
 import type { TurnProgress } from "../render/tracking-comment.js";
+import type { LiveRecorder } from "../render/live-recorder.js";
 import type { ReadyWorkspace } from "./turn-workspace.js";
 import { record } from "./turn-decision.js";
 import type { RunTaskDeps } from "./turn.js";
@@ -58,6 +59,8 @@ export interface AgentTurn {
   staged?: StagedRun | null;
   /** A pull request turn: the agent gets the line-comment tool. */
   lineComments?: { requestChanges: boolean };
+  /** The turn's live view: every event of its runs (the compaction's aside) recorded. */
+  live?: LiveRecorder;
 }
 
 export interface AgentRan {
@@ -165,6 +168,7 @@ function runRequest(a: AgentTurn, d: ResumeDecision, prompt: string): AgentRunRe
       log.info({ sessionId }, "session pinned");
     },
     onProgress: (ev) => a.progress.onEvent(ev),
+    ...(a.live ? { onRunEvent: a.live.record } : {}),
     ...(a.lineComments ? { lineComments: a.lineComments } : {}),
   };
 }
@@ -174,7 +178,7 @@ function baseRequest(
   a: AgentTurn,
   d: ResumeDecision,
   prompt: string,
-): Omit<AgentRunRequest, "onSession" | "onProgress"> {
+): Omit<AgentRunRequest, "onSession" | "onProgress" | "onRunEvent"> {
   const { prepared, control } = a.workspace;
   const fork = d.kind === "resume" && d.fork === true;
   return {

@@ -39,6 +39,8 @@ import { answerBody, footerOf } from "./turn-answer.js";
 import { postReview, type ReviewOutcome } from "./review-step.js";
 import { admit, type Refusal } from "./admit.js";
 import { conversationUrl } from "../../core/conversation-path.js";
+import { liveUrl, signLiveLink } from "../../core/live-link.js";
+import { liveRecorder } from "../render/live-recorder.js";
 import { requeueIfRateLimited } from "./rate-limit-requeue.js";
 import { SHUTDOWN, type RunTaskDeps } from "./turn.js";
 import { decidePlanTurn, type PlanTurn } from "../../core/plan-turn.js";
@@ -99,8 +101,22 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
   const readThread = threadReader(gh, task, log);
   const threadP = decision.kind === "fresh" ? readThread() : null;
   threadP?.catch(() => {});
-  const intervalMs = deps.progressIntervalMs ?? 3000;
-  const progress = comment.track({ decision, startedAt: t.started, now, intervalMs });
+  // The live view: the run's events recorded as they stream, the comment linking them. Nothing
+  // is recorded that nobody could open: a signed link needs the public URL to be given out.
+  const watchable = deps.live && (deps.publicUrl || deps.live.mode === "token");
+  const live = watchable
+    ? liveRecorder({ pool: deps.pool, taskId: task.id, scrub: t.scrub, log })
+    : undefined;
+  const liveUrl = await liveLink(deps, task.id, t.started, log);
+  const intervalMs =
+    liveUrl && deps.live ? deps.live.editIntervalMs : (deps.progressIntervalMs ?? 3000);
+  const progress = comment.track({
+    decision,
+    startedAt: t.started,
+    now,
+    intervalMs,
+    ...(liveUrl ? { liveUrl } : {}),
+  });
 
   // The workspace, ready for the run; a turn that cannot have it ends here.
   let ready: ReadyWorkspace;
@@ -206,6 +222,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
         progress,
         staged,
         ...(lineComments ? { lineComments } : {}),
+        ...(live ? { live } : {}),
       },
       decision,
     );
@@ -220,6 +237,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
       ?.dispose()
       .catch((err: Error) => log.warn({ err: err.message }, "could not remove the turn's images"));
   }
+  await live?.flush();
   if (!ran) return; // the lease was lost before a retry
   await comment.settled();
   if (signal.aborted && signal.reason === SHUTDOWN) {
@@ -286,6 +304,29 @@ async function openTurn(deps: RunTaskDeps, task: Task, signal: AbortSignal): Pro
   const footer = deps.publicUrl ? { chainUrl: conversationUrl(deps.publicUrl, key) } : {};
   const t = { deps, task, key, log, signal, now, started, gh, token, secrets, scrub, footer };
   return { ...t, comment, end, refuse };
+}
+
+/**
+ * The live page's address for the comment: signed for the task until TETHER_LIVE_LINK_DAYS after
+ * the turn started (TETHER_LIVE=on), or plain, behind the dashboard's token (token). None
+ * without TETHER_PUBLIC_URL, or when the key cannot be read (the turn goes on without a link).
+ */
+async function liveLink(
+  deps: RunTaskDeps,
+  taskId: number,
+  started: Date,
+  log: RunTaskDeps["log"],
+): Promise<string | undefined> {
+  const { live, publicUrl } = deps;
+  if (!live || !publicUrl) return undefined;
+  if (live.mode === "token") return liveUrl(publicUrl, taskId, null);
+  try {
+    const expiresAt = new Date(started.getTime() + live.linkDays * 86_400_000);
+    return liveUrl(publicUrl, taskId, signLiveLink(await live.key(), taskId, expiresAt));
+  } catch (err) {
+    log.warn({ err }, "could not read the live link key; the comment goes without its link");
+    return undefined;
+  }
 }
 
 /** What every step of a turn shares. */

@@ -44,6 +44,19 @@ export interface RunTaskDeps {
    * under which each turn's images are kept until it ends. Absent: no image is fetched.
    */
   images?: { githubOrigin: string; root: string; fetch?: typeof fetch; timeoutMs?: number };
+  /** The live view (TETHER_LIVE not off): the turn's events recorded, linked from its comment. */
+  live?: LiveOptions;
+}
+
+export interface LiveOptions {
+  /** `on`: a link signed for the turn; `token`: a plain link, behind the dashboard's token. */
+  mode: "on" | "token";
+  /** TETHER_LIVE_LINK_DAYS: how long a signed link stays valid after its turn started. */
+  linkDays: number;
+  /** TETHER_PROGRESS_EDIT_SECONDS, in ms: least time between milestone edits of the comment. */
+  editIntervalMs: number;
+  /** The key links are signed with (src/sql/turn-events.ts liveLinkKey, kept in Postgres). */
+  key: () => Promise<Buffer>;
 }
 
 export interface FinishedTurn {

@@ -177,6 +177,7 @@ export function cliAgent(cli: CliAdapter, opts: CliAgentOptions): Agent {
               }
             : {}),
           onEvent: async (e: RunEvent) => {
+            req.onRunEvent?.(e);
             if (e.type === "init") await req.onSession(e.sessionId, e.model);
             else if (e.type === "text" && e.parentToolUseId === null)
               req.onProgress({ kind: "text", text: e.text });

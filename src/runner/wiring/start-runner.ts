@@ -42,6 +42,7 @@ import { deriveRuntimeId } from "./runtime-id.js";
 import { secretsInEnv } from "../../core/secret-env.js";
 import { Workspaces } from "../../workspace/workspace.js";
 import { workspacePort } from "./workspace-port.js";
+import { liveLinkKey } from "../../sql/turn-events.js";
 
 export async function startRunner(opts: {
   env: Env;
@@ -229,6 +230,16 @@ export async function startRunner(opts: {
     ...(env.TETHER_PUBLIC_URL ? { publicUrl: env.TETHER_PUBLIC_URL } : {}),
     // Attachments come from GitHub's own host only (its web origin, where the clone URL is).
     images: { githubOrigin: webUrl, root: path.join(env.dataDir, "images") },
+    ...(env.TETHER_LIVE !== "off"
+      ? {
+          live: {
+            mode: env.TETHER_LIVE,
+            linkDays: env.TETHER_LIVE_LINK_DAYS,
+            editIntervalMs: env.TETHER_PROGRESS_EDIT_SECONDS * 1000,
+            key: memo(() => liveLinkKey(pool)),
+          },
+        }
+      : {}),
     // Pending answers are looked for every 5 s, or at their first retry if that comes sooner.
     answerPollMs: Math.min(5000, env.TETHER_ANSWER_RETRY_MS),
     ...(env.TETHER_COLLECT_IDLE_HOURS > 0
@@ -275,4 +286,16 @@ export async function startRunner(opts: {
   );
   await runner.start();
   return runner;
+}
+
+/** `f`'s first successful answer, kept; a failure is tried again at the next call. */
+function memo<T>(f: () => Promise<T>): () => Promise<T> {
+  let kept: Promise<T> | undefined;
+  return () => {
+    kept ??= f().catch((err: unknown) => {
+      kept = undefined;
+      throw err;
+    });
+    return kept;
+  };
 }
