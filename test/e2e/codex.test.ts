@@ -64,7 +64,9 @@ const since = (n: number) => openai.responseRequests().slice(n);
 
 /** The key's directory in the runner's session cache (or its pre-store rollouts). */
 function storedRollouts(issue: number): string {
-  return path.join(stack.dataDir, "sessions", "octo", "widgets", `issue-${issue}`, "codex");
+  // By the repository's id, as GitHub's stand-in numbers it (src/agent-cli/session-layout.ts).
+  const repoId = String((stack.gh.repoJson(REPO) as { id: number }).id);
+  return path.join(stack.dataDir, "sessions", "_repos", repoId, `issue-${issue}`, "codex");
 }
 
 /** The thread's rollout as the shared store (Postgres) holds it. */

@@ -148,8 +148,8 @@ describe("an edit by someone below access.minPermission", { timeout: 300_000 }, 
     await stack.editComment(n, await commentOf(two.task.id), "@tether R-TWO new-wording please");
     await until("the history epoch", async () => {
       const { rows } = await db.pool.query(
-        "SELECT epoch FROM history_epochs WHERE repo = $1 AND issue_number = $2 AND agent = 'tether'",
-        [REPO, n],
+        "SELECT epoch FROM history_epochs WHERE repo_id = $1 AND issue_number = $2 AND agent = 'tether'",
+        [(stack.gh.repoJson(REPO) as { id: number }).id, n],
       );
       return rows[0]?.epoch === 1 ? true : undefined;
     });

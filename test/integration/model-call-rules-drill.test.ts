@@ -85,6 +85,7 @@ async function drill(
     const r = await runCommand(prepared.file, prepared.args, {
       cwd: prepared.cwd,
       env: prepared.env,
+      fd3: prepared.fd3,
       timeoutMs: 120_000,
       killGraceMs: 2000,
     });
