@@ -9,12 +9,14 @@
  */
 import type { AgentCli } from "./agent-cli/agent-cli.js";
 import type { CliSecrets } from "./core/secret-env.js";
+import { DEFAULT_CLI } from "./core/settings.js";
+import type { StatsClis } from "./sql/stats/assemble.js";
 import { claudeCli } from "./claude/entry.js";
 import { codexCli } from "./codex/entry.js";
 import { geminiCli } from "./gemini/entry.js";
 import { opencodeCli } from "./opencode/entry.js";
 
-/** Every registered CLI; the first is the default (an agent that names none runs on it). */
+/** Every registered CLI; the first is the default (core/settings.ts's DEFAULT_CLI). */
 export const AGENT_CLIS: readonly [AgentCli, ...AgentCli[]] = [
   claudeCli,
   codexCli,
@@ -26,7 +28,14 @@ export const AGENT_CLIS: readonly [AgentCli, ...AgentCli[]] = [
 export const CLI_NAMES = AGENT_CLIS.map((c) => c.name) as [string, ...string[]];
 
 /** The CLI an agent that names none runs on. */
-export const DEFAULT_CLI: string = AGENT_CLIS[0].name;
+export { DEFAULT_CLI };
+
+/** What the stats read needs to know of the CLIs, handed to it as data (src/sql/stats/read.ts). */
+export const STATS_CLIS: StatsClis = {
+  names: CLI_NAMES,
+  defaultCli: DEFAULT_CLI,
+  costEstimated: (name) => findCli(name)?.costEstimated ?? true,
+};
 
 /** The registered CLI of that name (the default for none); undefined when none is registered. */
 export function findCli(name: string | null | undefined): AgentCli | undefined {

@@ -1,5 +1,5 @@
 /** The sessions table: one row per agent CLI session, holding its latest state. */
-import { DEFAULT_CLI } from "../cli-registry.js";
+import { DEFAULT_CLI } from "../core/settings.js";
 import type { PriorSession } from "../core/resume-decision.js";
 import type { CliKind } from "../core/settings.js";
 import type { TaskKey } from "../core/task.js";

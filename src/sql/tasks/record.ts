@@ -3,7 +3,7 @@
  * the session got here, the tracking comment, that a tool ran, what became of its changes.
  * Each write is scoped to the claiming runner and returns (or ignores) whether the lease held.
  */
-import { DEFAULT_CLI } from "../../cli-registry.js";
+import { DEFAULT_CLI } from "../../core/settings.js";
 import type { CliKind } from "../../core/settings.js";
 import type { Queryable } from "../db.js";
 
