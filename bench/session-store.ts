@@ -82,6 +82,7 @@ try {
     const sessionId = `bench-${mb}`;
     const key = { repo: "octo/bench", issueNumber: mb, agent: "tether" };
     await upsertSession(pool, {
+      cli: "claude",
       ...key,
       sessionId,
       runtimeId: "rt",

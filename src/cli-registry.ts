@@ -9,14 +9,13 @@
  */
 import type { AgentCli } from "./agent-cli/agent-cli.js";
 import type { CliSecrets } from "./core/secret-env.js";
-import { DEFAULT_CLI } from "./core/settings.js";
 import type { StatsClis } from "./sql/stats/assemble.js";
 import { claudeCli } from "./claude/entry.js";
 import { codexCli } from "./codex/entry.js";
 import { geminiCli } from "./gemini/entry.js";
 import { opencodeCli } from "./opencode/entry.js";
 
-/** Every registered CLI; the first is the default (core/settings.ts's DEFAULT_CLI). */
+/** Every registered CLI; the first is the default (an agent that names none runs on it). */
 export const AGENT_CLIS: readonly [AgentCli, ...AgentCli[]] = [
   claudeCli,
   codexCli,
@@ -28,7 +27,7 @@ export const AGENT_CLIS: readonly [AgentCli, ...AgentCli[]] = [
 export const CLI_NAMES = AGENT_CLIS.map((c) => c.name) as [string, ...string[]];
 
 /** The CLI an agent that names none runs on. */
-export { DEFAULT_CLI };
+export const DEFAULT_CLI: string = AGENT_CLIS[0].name;
 
 /** What the stats read needs to know of the CLIs, handed to it as data (src/sql/stats/read.ts). */
 export const STATS_CLIS: StatsClis = {

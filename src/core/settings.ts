@@ -29,13 +29,6 @@ export type CacheTtlSetting = (typeof CACHE_TTL_SETTINGS)[number];
  */
 export type CliKind = string;
 
-/**
- * The CLI an agent that names none runs on, and what a row written without one holds: the
- * registry (src/cli-registry.ts) lists it first. Here, in core, so the query layer can default
- * to it without importing the CLIs.
- */
-export const DEFAULT_CLI: CliKind = "claude";
-
 /** One agent's settings, as the repo config resolves them. */
 export interface AgentSettings {
   name: string;

@@ -62,6 +62,7 @@ describe("collectIdle", () => {
       ["c-active", "active"],
     ] as const) {
       await upsertSession(db.pool, {
+        cli: "claude",
         repo: "octo/widgets",
         issueNumber: 9,
         agent: id,
@@ -142,6 +143,7 @@ describe("collectIdle", () => {
       const sessionId = `ttl-${name}`;
       const key = { repo: "octo/ttl", issueNumber: issue++, agent: "tether" };
       await upsertSession(db.pool, {
+        cli: "claude",
         ...key,
         sessionId,
         runtimeId: "rt",

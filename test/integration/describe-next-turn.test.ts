@@ -38,6 +38,7 @@ describe("/status with the runner's next-turn decision", () => {
 
   it("says a follow-up resumes the key's session, naming it and its runtime", async () => {
     await upsertSession(pool, {
+      cli: "claude",
       repo: "octo/widgets",
       issueNumber: 2,
       agent: "tether",
@@ -62,6 +63,7 @@ describe("/status with the runner's next-turn decision", () => {
   it("never posts a whole session id in the thread, only its first eight characters (#28)", async () => {
     const sessionId = "7c9e6679-7425-40de-944b-e07fc1f90ae7";
     await upsertSession(pool, {
+      cli: "claude",
       repo: "octo/widgets",
       issueNumber: 28,
       agent: "tether",
@@ -89,6 +91,7 @@ describe("/status with the runner's next-turn decision", () => {
 
   it("a session over the context budget: compacted then resumed (Claude), fresh with compact off", async () => {
     await upsertSession(pool, {
+      cli: "claude",
       repo: "octo/widgets",
       issueNumber: 20,
       agent: "tether",
@@ -119,6 +122,7 @@ describe("/status with the runner's next-turn decision", () => {
 
   it("says the next turn rewinds a session whose read comment was edited (Claude), and starts fresh on Codex", async () => {
     await upsertSession(pool, {
+      cli: "claude",
       repo: "octo/widgets",
       issueNumber: 50,
       agent: "tether",
@@ -189,6 +193,7 @@ describe("/status with the runner's next-turn decision", () => {
 
   it("gives the reason when the next turn cannot resume: history edited, /fresh queued, resume disabled", async () => {
     await upsertSession(pool, {
+      cli: "claude",
       repo: "octo/widgets",
       issueNumber: 3,
       agent: "tether",
@@ -210,6 +215,7 @@ describe("/status with the runner's next-turn decision", () => {
     expect(await status(3)).toMatch(/fresh session\*\* \(`history_edited`/);
 
     await upsertSession(pool, {
+      cli: "claude",
       repo: "octo/widgets",
       issueNumber: 4,
       agent: "tether",
@@ -288,6 +294,7 @@ describe("/status: the conversation's spend, from its recorded turns", () => {
         ...over,
       });
     await upsertSession(pool, {
+      cli: "claude",
       repo: "octo/widgets",
       issueNumber: issue,
       agent: "tether",

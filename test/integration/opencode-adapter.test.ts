@@ -145,6 +145,7 @@ describe("opencode adapter, real CLI in the sandbox", { timeout: 300_000 }, () =
     const sessionId = first.sessionId!;
     const key = { repo: "octo/opencode", issueNumber: dirs, agent: "tether" };
     await upsertSession(db.pool, {
+      cli: "claude",
       ...key,
       sessionId,
       runtimeId: "rt-a",

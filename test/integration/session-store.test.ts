@@ -58,6 +58,7 @@ async function newSession(threadId?: string) {
   const key = { repo: "octo/store", issueNumber: n, agent: "tether" };
   const sessionId = threadId ?? `sess-${n}-${process.pid}`;
   await upsertSession(db.pool, {
+    cli: "claude",
     ...key,
     sessionId,
     runtimeId: "rt-a",

@@ -79,6 +79,7 @@ describe("runtime affinity", () => {
     await pool.query("UPDATE runtimes SET heartbeat_at = now()");
     const k = key();
     await upsertSession(pool, {
+      cli: "claude",
       repo: k.repo,
       issueNumber: 1,
       agent: "tether",
@@ -101,6 +102,7 @@ describe("runtime affinity", () => {
       const k = key();
       const sessionId = `port-${n}`;
       await upsertSession(pool, {
+        cli: "claude",
         repo: k.repo,
         issueNumber: 1,
         agent: "tether",
@@ -229,6 +231,7 @@ describe("runtime affinity", () => {
     await pool.query("DELETE FROM tasks");
     const k1 = key();
     await upsertSession(pool, {
+      cli: "claude",
       repo: k1.repo,
       issueNumber: 1,
       agent: "tether",
@@ -245,6 +248,7 @@ describe("runtime affinity", () => {
 
     const k2 = key();
     await upsertSession(pool, {
+      cli: "claude",
       repo: k2.repo,
       issueNumber: 1,
       agent: "tether",
@@ -270,6 +274,7 @@ describe("writes after the claim are scoped to the claiming runner", () => {
     await claimTasks(pool, "r-a", "rt", 1);
     expect(
       await recordDecision(pool, t.id as number, "r-a", {
+        cli: "claude",
         decision: "fresh",
         reason: "no_prior_session",
         resumeSessionId: null,
@@ -399,6 +404,7 @@ describe("priorSession", () => {
     const tk = { repo: k.repo, issueNumber: 1, agent: "tether" };
     expect(await priorSession(pool, tk)).toBeNull();
     await upsertSession(pool, {
+      cli: "claude",
       ...tk,
       sessionId: "s-old",
       runtimeId: "rt",
@@ -407,6 +413,7 @@ describe("priorSession", () => {
       historyEpoch: 0,
     });
     await upsertSession(pool, {
+      cli: "claude",
       ...tk,
       sessionId: "s-new",
       runtimeId: "rt",

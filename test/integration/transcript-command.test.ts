@@ -42,6 +42,7 @@ async function session(
   o: { stored?: boolean; state?: string; reason?: string; lines?: string[] } = {},
 ) {
   await upsertSession(db.pool, {
+    cli: "claude",
     repo: "octo/widgets",
     issueNumber: 7,
     agent: "tether",

@@ -41,6 +41,7 @@ describe("stored transcripts are keyed by the conversation", () => {
     const other = { repo: "mallory/public-repo", issueNumber: 1, agent: "tether" };
     const sessionId = "0b6a1c7e-5f2d-4c3b-9a8e-1d2c3b4a5f60";
     await upsertSession(db.pool, {
+      cli: "claude",
       ...owner,
       sessionId,
       runtimeId: "rt-a",
@@ -93,6 +94,7 @@ describe("stored transcripts are keyed by the conversation", () => {
     const key = { repo: "octo/widgets", issueNumber: 9, agent: "reviewer" };
     const sessionId = "sess-before-the-key";
     await upsertSession(db.pool, {
+      cli: "claude",
       ...key,
       sessionId,
       runtimeId: "rt-a",
@@ -111,6 +113,7 @@ describe("stored transcripts are keyed by the conversation", () => {
     // A session two keys pinned (the second by a forged init line, say): the first one's.
     const shared = "sess-pinned-twice";
     await upsertSession(db.pool, {
+      cli: "claude",
       ...key,
       repo: "octo/first",
       issueNumber: 10,
