@@ -88,6 +88,7 @@ try {
       agent: "tether",
     };
     await upsertSession(pool, {
+      cli: "claude",
       ...key,
       sessionId,
       runtimeId: "rt",

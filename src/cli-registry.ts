@@ -9,6 +9,7 @@
  */
 import type { AgentCli } from "./agent-cli/agent-cli.js";
 import type { CliSecrets } from "./core/secret-env.js";
+import type { StatsClis } from "./sql/stats/assemble.js";
 import { claudeCli } from "./claude/entry.js";
 import { codexCli } from "./codex/entry.js";
 import { geminiCli } from "./gemini/entry.js";
@@ -27,6 +28,13 @@ export const CLI_NAMES = AGENT_CLIS.map((c) => c.name) as [string, ...string[]];
 
 /** The CLI an agent that names none runs on. */
 export const DEFAULT_CLI: string = AGENT_CLIS[0].name;
+
+/** What the stats read needs to know of the CLIs, handed to it as data (src/sql/stats/read.ts). */
+export const STATS_CLIS: StatsClis = {
+  names: CLI_NAMES,
+  defaultCli: DEFAULT_CLI,
+  costEstimated: (name) => findCli(name)?.costEstimated ?? true,
+};
 
 /** The registered CLI of that name (the default for none); undefined when none is registered. */
 export function findCli(name: string | null | undefined): AgentCli | undefined {

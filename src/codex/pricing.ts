@@ -6,17 +6,11 @@
  * dashboard and the answer's footer show them as such.
  */
 
-export interface ModelPrice {
-  /** USD per million uncached input tokens. */
-  input: number;
-  /** USD per million cached input tokens. */
-  cachedInput: number;
-  /** USD per million output tokens (reasoning included). */
-  output: number;
-}
+import * as prices from "../agent-cli/price-table.js";
+import type { ModelPrice, PriceTable, TurnTokens } from "../agent-cli/price-table.js";
 
 /** Longest matching prefix wins. */
-export const CODEX_PRICES: ReadonlyArray<[prefix: string, price: ModelPrice]> = [
+export const CODEX_PRICES: PriceTable = [
   ["gpt-5-nano", { input: 0.05, cachedInput: 0.005, output: 0.4 }],
   ["gpt-5-mini", { input: 0.25, cachedInput: 0.025, output: 2 }],
   ["gpt-5.1-codex-mini", { input: 0.25, cachedInput: 0.025, output: 2 }],
@@ -33,28 +27,10 @@ export const CODEX_PRICES: ReadonlyArray<[prefix: string, price: ModelPrice]> = 
 export const FALLBACK_PRICE: ModelPrice = { input: 1.25, cachedInput: 0.125, output: 10 };
 
 export function priceOf(model: string | null | undefined): ModelPrice {
-  let best: [string, ModelPrice] | undefined;
-  for (const row of CODEX_PRICES) {
-    if (model?.startsWith(row[0]) && (!best || row[0].length > best[0].length)) best = row;
-  }
-  return best?.[1] ?? FALLBACK_PRICE;
+  return prices.priceIn(CODEX_PRICES, FALLBACK_PRICE, model);
 }
 
 /** USD for a turn's tokens. Cache writes are billed as ordinary input (OpenAI charges no premium). */
-export function estimateCostUsd(
-  model: string | null | undefined,
-  t: {
-    inputTokens: number;
-    cacheReadTokens: number;
-    cacheCreationTokens: number;
-    outputTokens: number;
-  },
-): number {
-  const p = priceOf(model);
-  const usd =
-    ((t.inputTokens + t.cacheCreationTokens) * p.input +
-      t.cacheReadTokens * p.cachedInput +
-      t.outputTokens * p.output) /
-    1_000_000;
-  return Math.round(usd * 1e6) / 1e6;
+export function estimateCostUsd(model: string | null | undefined, t: TurnTokens): number {
+  return prices.costAt(priceOf(model), t);
 }

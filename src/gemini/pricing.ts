@@ -6,17 +6,11 @@
  * this estimate ignores). A model missing here is priced as its family, else as Pro.
  */
 
-export interface ModelPrice {
-  /** USD per million uncached input tokens. */
-  input: number;
-  /** USD per million cached input tokens (implicit or explicit context caching). */
-  cachedInput: number;
-  /** USD per million output tokens (thinking included). */
-  output: number;
-}
+import * as prices from "../agent-cli/price-table.js";
+import type { ModelPrice, PriceTable, TurnTokens } from "../agent-cli/price-table.js";
 
 /** Longest matching prefix wins. */
-export const GEMINI_PRICES: ReadonlyArray<[prefix: string, price: ModelPrice]> = [
+export const GEMINI_PRICES: PriceTable = [
   ["gemini-3-pro", { input: 2, cachedInput: 0.2, output: 12 }],
   ["gemini-3-flash", { input: 0.5, cachedInput: 0.05, output: 3 }],
   ["gemini-2.5-pro", { input: 1.25, cachedInput: 0.125, output: 10 }],
@@ -33,28 +27,10 @@ export const GEMINI_CONTEXT_WINDOW = 1_048_576;
 export const FALLBACK_PRICE: ModelPrice = { input: 2, cachedInput: 0.2, output: 12 };
 
 export function priceOf(model: string | null | undefined): ModelPrice {
-  let best: [string, ModelPrice] | undefined;
-  for (const row of GEMINI_PRICES) {
-    if (model?.startsWith(row[0]) && (!best || row[0].length > best[0].length)) best = row;
-  }
-  return best?.[1] ?? FALLBACK_PRICE;
+  return prices.priceIn(GEMINI_PRICES, FALLBACK_PRICE, model);
 }
 
 /** USD for a turn's tokens (cache writes are ordinary input: implicit caching costs no more). */
-export function estimateCostUsd(
-  model: string | null | undefined,
-  t: {
-    inputTokens: number;
-    cacheReadTokens: number;
-    cacheCreationTokens: number;
-    outputTokens: number;
-  },
-): number {
-  const p = priceOf(model);
-  const usd =
-    ((t.inputTokens + t.cacheCreationTokens) * p.input +
-      t.cacheReadTokens * p.cachedInput +
-      t.outputTokens * p.output) /
-    1_000_000;
-  return Math.round(usd * 1e6) / 1e6;
+export function estimateCostUsd(model: string | null | undefined, t: TurnTokens): number {
+  return prices.costAt(priceOf(model), t);
 }

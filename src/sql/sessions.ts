@@ -1,5 +1,4 @@
 /** The sessions table: one row per agent CLI session, holding its latest state. */
-import { DEFAULT_CLI } from "../cli-registry.js";
 import type { PriorSession } from "../core/resume-decision.js";
 import type { CliKind } from "../core/settings.js";
 import type { TaskKey } from "../core/task.js";
@@ -11,8 +10,8 @@ export async function upsertSession(
   s: TaskKey & {
     sessionId: string;
     runtimeId: string;
-    /** Default: the registry's default CLI. */
-    cli?: CliKind;
+    /** The caller's: the query layer knows no CLI (src/cli-registry.ts sits above it). */
+    cli: CliKind;
     workDir: string;
     model: string | null;
     historyEpoch: number;
@@ -33,7 +32,7 @@ export async function upsertSession(
       s.workDir,
       s.model,
       s.historyEpoch,
-      s.cli ?? DEFAULT_CLI,
+      s.cli,
       s.repoId,
     ],
   );

@@ -8,6 +8,7 @@ import { debugTranscriptSession, readChain } from "../sql/stats/conversation.js"
 import { repoIdByName } from "../sql/tasks/read.js";
 import { transcriptChunks } from "../sql/transcripts.js";
 import type { Stats } from "../sql/stats/figures.js";
+import { STATS_CLIS } from "../cli-registry.js";
 import { readStats, type ReadStatsOptions } from "../sql/stats/read.js";
 import { DEFAULT_STATS_TIMEOUT_MS, StatsTimeoutError } from "../sql/stats/snapshot.js";
 import { StatsRange } from "../sql/stats/window.js";
@@ -123,6 +124,7 @@ export function dashboardRoutes(deps: AppDeps, opts: DashboardOptions = {}): Han
         range: query.data.range,
         now: now(),
         timeoutMs: opts.statsTimeoutMs,
+        clis: STATS_CLIS,
       });
     } catch (err) {
       if (err instanceof StatsTimeoutError) {

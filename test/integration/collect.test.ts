@@ -65,6 +65,7 @@ describe("collectIdle", () => {
     ] as const) {
       await upsertSession(db.pool, {
         repoId: repoIdOf("octo/widgets"),
+        cli: "claude",
         repo: "octo/widgets",
         issueNumber: 9,
         agent: id,
@@ -160,6 +161,7 @@ describe("collectIdle", () => {
         agent: "tether",
       };
       await upsertSession(db.pool, {
+        cli: "claude",
         ...key,
         sessionId,
         runtimeId: "rt",

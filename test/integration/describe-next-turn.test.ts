@@ -48,6 +48,7 @@ describe("/status with the runner's next-turn decision", () => {
   it("says a follow-up resumes the key's session, naming it and its runtime", async () => {
     await upsertSession(pool, {
       repoId: repoIdOf("octo/widgets"),
+      cli: "claude",
       repo: "octo/widgets",
       issueNumber: 2,
       agent: "tether",
@@ -73,6 +74,7 @@ describe("/status with the runner's next-turn decision", () => {
     const sessionId = "7c9e6679-7425-40de-944b-e07fc1f90ae7";
     await upsertSession(pool, {
       repoId: repoIdOf("octo/widgets"),
+      cli: "claude",
       repo: "octo/widgets",
       issueNumber: 28,
       agent: "tether",
@@ -101,6 +103,7 @@ describe("/status with the runner's next-turn decision", () => {
   it("a session over the context budget: compacted then resumed (Claude), fresh with compact off", async () => {
     await upsertSession(pool, {
       repoId: repoIdOf("octo/widgets"),
+      cli: "claude",
       repo: "octo/widgets",
       issueNumber: 20,
       agent: "tether",
@@ -132,6 +135,7 @@ describe("/status with the runner's next-turn decision", () => {
   it("says the next turn rewinds a session whose read comment was edited (Claude), and starts fresh on Codex", async () => {
     await upsertSession(pool, {
       repoId: repoIdOf("octo/widgets"),
+      cli: "claude",
       repo: "octo/widgets",
       issueNumber: 50,
       agent: "tether",
@@ -208,6 +212,7 @@ describe("/status with the runner's next-turn decision", () => {
   it("gives the reason when the next turn cannot resume: history edited, /fresh queued, resume disabled", async () => {
     await upsertSession(pool, {
       repoId: repoIdOf("octo/widgets"),
+      cli: "claude",
       repo: "octo/widgets",
       issueNumber: 3,
       agent: "tether",
@@ -230,6 +235,7 @@ describe("/status with the runner's next-turn decision", () => {
 
     await upsertSession(pool, {
       repoId: repoIdOf("octo/widgets"),
+      cli: "claude",
       repo: "octo/widgets",
       issueNumber: 4,
       agent: "tether",
@@ -309,6 +315,7 @@ describe("/status: the conversation's spend, from its recorded turns", () => {
       });
     await upsertSession(pool, {
       repoId: repoIdOf("octo/widgets"),
+      cli: "claude",
       repo: "octo/widgets",
       issueNumber: issue,
       agent: "tether",

@@ -110,6 +110,7 @@ describe("Gemini sessions through the runner's Agent and Postgres", { timeout: 2
           pinned.push(id);
           answeredWhenPinned.push(fake.turnRequests().length - before);
           await upsertSession(db.pool, {
+            cli: "claude",
             ...key,
             sessionId: id,
             runtimeId: "rt-a",

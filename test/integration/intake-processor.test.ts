@@ -1,4 +1,4 @@
-import { beforeEach, describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it, vi } from "vitest";
 import { IntakeProcessor } from "../../src/intake/processor.js";
 import { createLogger } from "../../src/log.js";
 import { claimDeliveries, readDelivery } from "../../src/sql/deliveries.js";
@@ -139,7 +139,12 @@ describe("leases", () => {
     gh.permission("Codertocat", "write").reactToComment(commentId);
     await app.receive("issue_comment", comment(), `stop-${issue}`);
     app.processor.wake();
-    await new Promise((r) => setTimeout(r, 100));
+    // Stop once the processor holds the delivery (claimed; its config read is held 400 ms).
+    await vi.waitFor(
+      async () =>
+        expect(await readDelivery(db.pool, `stop-${issue}`)).toMatchObject({ attempts: 1 }),
+      { timeout: 10_000, interval: 10 },
+    );
     await app.processor.stop(50);
     const released = await readDelivery(db.pool, `stop-${issue}`);
     expect(released).toMatchObject({ status: "pending", attempts: 0 });

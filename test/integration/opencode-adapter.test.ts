@@ -151,6 +151,7 @@ describe("opencode adapter, real CLI in the sandbox", { timeout: 300_000 }, () =
       agent: "tether",
     };
     await upsertSession(db.pool, {
+      cli: "claude",
       ...key,
       sessionId,
       runtimeId: "rt-a",

@@ -23,6 +23,7 @@ async function turn(
 ) {
   if (sessionId)
     await upsertSession(db.pool, {
+      cli: "claude",
       ...key,
       sessionId,
       runtimeId: "rt",

@@ -64,6 +64,7 @@ async function newSession(threadId?: string) {
   };
   const sessionId = threadId ?? `sess-${n}-${process.pid}`;
   await upsertSession(db.pool, {
+    cli: "claude",
     ...key,
     sessionId,
     runtimeId: "rt-a",

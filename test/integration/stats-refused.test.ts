@@ -2,6 +2,7 @@
  * The dashboard's figures for tasks a spend limit refused: counted per repository and agent
  * beside the spend, in the window by their created_at, and never as turns.
  */
+import { STATS_CLIS } from "../../src/cli-registry.js";
 import { describe, expect, it } from "vitest";
 import { readStats } from "../../src/sql/stats/read.js";
 import { createTestDatabase } from "../helpers/db.js";
@@ -44,7 +45,7 @@ describe("refused tasks on the dashboard", () => {
     await refused("octo/gadgets", "review", ago(3));
     await refused("octo/widgets", "claude", ago(48)); // outside 24 h
 
-    const s = await readStats(db.pool, { range: "24h", now: NOW });
+    const s = await readStats(db.pool, { range: "24h", now: NOW, clis: STATS_CLIS });
     expect(s.totals).toMatchObject({ turns: 2, costUsd: 0.75, refused: 3 });
     expect(s.outcomes).not.toHaveProperty("limit_refused");
     expect(s.outcomes.success).toBe(2);
@@ -54,7 +55,7 @@ describe("refused tasks on the dashboard", () => {
     ]);
     expect(s.reposTotal).toBe(2);
 
-    const week = await readStats(db.pool, { range: "7d", now: NOW });
+    const week = await readStats(db.pool, { range: "7d", now: NOW, clis: STATS_CLIS });
     expect(week.totals.refused).toBe(4);
     expect(week.repos.find((r) => r.repo === "octo/widgets")?.refused).toBe(3);
   });

@@ -1,4 +1,5 @@
 import pg from "pg";
+import { STATS_CLIS } from "../../src/cli-registry.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadEnv } from "../../src/env.js";
 import { createLogger } from "../../src/log.js";
@@ -330,6 +331,7 @@ describe("/api/stats on seeded tasks", () => {
     const s = await readStats(db.pool, {
       range: "24h",
       now: new Date(NOW.getTime() + 90 * 24 * 3600_000),
+      clis: STATS_CLIS,
     });
     expect(s.totals.turns).toBe(0);
     expect(s.resumeRate).toBeNull();
@@ -505,9 +507,12 @@ describe("statement timeout", () => {
       await locker.query("BEGIN");
       await locker.query("LOCK TABLE turn_stats_hourly IN ACCESS EXCLUSIVE MODE");
       const started = Date.now();
-      const err = await readStats(db.pool, { range: "24h", now: NOW, timeoutMs: 300 }).catch(
-        (e: unknown) => e,
-      );
+      const err = await readStats(db.pool, {
+        range: "24h",
+        now: NOW,
+        timeoutMs: 300,
+        clis: STATS_CLIS,
+      }).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(StatsTimeoutError);
       expect((err as Error).message).toMatch(/300 ms/);
       expect(Date.now() - started).toBeLessThan(5000);

@@ -81,6 +81,7 @@ describe("runtime affinity", () => {
     const k = key();
     await upsertSession(pool, {
       repoId: repoIdOf(k.repo),
+      cli: "claude",
       repo: k.repo,
       issueNumber: 1,
       agent: "tether",
@@ -104,6 +105,7 @@ describe("runtime affinity", () => {
       const sessionId = `port-${n}`;
       await upsertSession(pool, {
         repoId: repoIdOf(k.repo),
+        cli: "claude",
         repo: k.repo,
         issueNumber: 1,
         agent: "tether",
@@ -235,6 +237,7 @@ describe("runtime affinity", () => {
     const k1 = key();
     await upsertSession(pool, {
       repoId: repoIdOf(k1.repo),
+      cli: "claude",
       repo: k1.repo,
       issueNumber: 1,
       agent: "tether",
@@ -252,6 +255,7 @@ describe("runtime affinity", () => {
     const k2 = key();
     await upsertSession(pool, {
       repoId: repoIdOf(k2.repo),
+      cli: "claude",
       repo: k2.repo,
       issueNumber: 1,
       agent: "tether",
@@ -277,6 +281,7 @@ describe("writes after the claim are scoped to the claiming runner", () => {
     await claimTasks(pool, "r-a", "rt", 1);
     expect(
       await recordDecision(pool, t.id as number, "r-a", {
+        cli: "claude",
         decision: "fresh",
         reason: "no_prior_session",
         resumeSessionId: null,
@@ -406,6 +411,7 @@ describe("priorSession", () => {
     const tk = { repoId: repoIdOf(k.repo), repo: k.repo, issueNumber: 1, agent: "tether" };
     expect(await priorSession(pool, tk)).toBeNull();
     await upsertSession(pool, {
+      cli: "claude",
       ...tk,
       sessionId: "s-old",
       runtimeId: "rt",
@@ -414,6 +420,7 @@ describe("priorSession", () => {
       historyEpoch: 0,
     });
     await upsertSession(pool, {
+      cli: "claude",
       ...tk,
       sessionId: "s-new",
       runtimeId: "rt",

@@ -44,6 +44,7 @@ async function session(
 ) {
   await upsertSession(db.pool, {
     repoId: repoIdOf("octo/widgets"),
+    cli: "claude",
     repo: "octo/widgets",
     issueNumber: 7,
     agent: "tether",

@@ -52,6 +52,7 @@ describe("stored transcripts are keyed by the conversation", () => {
     };
     const sessionId = "0b6a1c7e-5f2d-4c3b-9a8e-1d2c3b4a5f60";
     await upsertSession(db.pool, {
+      cli: "claude",
       ...owner,
       sessionId,
       runtimeId: "rt-a",
@@ -116,6 +117,15 @@ describe("stored transcripts are keyed by the conversation", () => {
         [id, repo, issue, agent],
       );
     await oldSession(sessionId, key.repo, key.issueNumber, key.agent);
+    await upsertSession(db.pool, {
+      cli: "claude",
+      ...key,
+      sessionId,
+      runtimeId: "rt-a",
+      workDir: "/w",
+      model: null,
+      historyEpoch: 0,
+    });
     await seedTask(db.pool, {
       repo: key.repo,
       issue_number: key.issueNumber,
@@ -127,6 +137,17 @@ describe("stored transcripts are keyed by the conversation", () => {
     // A session two keys pinned (the second by a forged init line, say): the first one's.
     const shared = "sess-pinned-twice";
     await oldSession(shared, "octo/first", 10, key.agent);
+    await upsertSession(db.pool, {
+      cli: "claude",
+      ...key,
+      repo: "octo/first",
+      issueNumber: 10,
+      sessionId: shared,
+      runtimeId: "rt-a",
+      workDir: "/w",
+      model: null,
+      historyEpoch: 0,
+    });
     for (const repo of ["octo/first", "evil/second"])
       await seedTask(db.pool, {
         repo,

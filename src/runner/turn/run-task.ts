@@ -3,7 +3,7 @@
  * the prompt, run the agent (pinning its session the moment it is known), classify, answer,
  * finish. Every write is scoped to this runner's lease.
  */
-import { findCli } from "../../cli-registry.js";
+import { DEFAULT_CLI, findCli } from "../../cli-registry.js";
 import { readSettingsSnapshot } from "../../config/repo-settings.js";
 import { readEpoch, resentComments } from "../../sql/history.js";
 import { ignoredEditors } from "../../sql/ignored-edits.js";
@@ -82,7 +82,8 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
   const settings = planned.plan ? planSettings(admitted.settings) : admitted.settings;
 
   // The resume decision, recorded on the task before anything runs; a retry takes a new one.
-  const cli = settings.cli;
+  // A task snapshot from before agents had a `cli` has none: it ran on the default CLI.
+  const cli = settings.cli ?? DEFAULT_CLI;
   const policy = admitted.config.resume;
   const decision = await decideTurn(deps, { key, task, cli, policy, prior, epoch, ws, now, log });
   if (!decision) {

@@ -1,5 +1,4 @@
 /** Rolls the rows of every section up into the Stats shape: sums, averages, rates, savings. */
-import { CLI_NAMES, DEFAULT_CLI, findCli } from "../../cli-registry.js";
 import { REASON_CODES } from "../../core/resume-decision.js";
 import { OUTCOMES } from "../../core/task.js";
 import { changesFigures, type ChangeRow } from "./changes.js";
@@ -114,8 +113,18 @@ export interface StatsParts {
 /** Outcomes a turn can have: every outcome but limit_refused, which a task gets without running. */
 export const TURN_OUTCOMES = OUTCOMES.filter((o) => o !== "limit_refused");
 
+/** The registered CLIs, as data: the query layer sits below them (src/cli-registry.ts hands this). */
+export interface StatsClis {
+  /** Every registered CLI: each has its figures, even at zero. */
+  names: readonly string[];
+  /** What a row without a CLI counts as. */
+  defaultCli: string;
+  /** Whether that CLI's cost is Tether's estimate (an unknown one: yes). */
+  costEstimated(cli: string): boolean;
+}
+
 /** Rolls the aggregate rows up into the API's shape. Pure, so it is tested on its own too. */
-export function assemble(w: StatsWindow, parts: StatsParts): Stats {
+export function assemble(w: StatsWindow, parts: StatsParts, clis: StatsClis): Stats {
   const total = emptyAcc();
   const classes = { resumed: emptyAcc(), freshFollowUp: emptyAcc(), freshFirst: emptyAcc() };
   const perBucket = w.buckets.map(() => emptyAcc());
@@ -132,10 +141,10 @@ export function assemble(w: StatsWindow, parts: StatsParts): Stats {
     }
     return c;
   };
-  for (const cli of CLI_NAMES) cliOf(cli);
+  for (const cli of clis.names) cliOf(cli);
   for (const g of parts.hours) {
     add(total, g);
-    const c = cliOf(g.cli ?? DEFAULT_CLI);
+    const c = cliOf(g.cli ?? clis.defaultCli);
     add(c.acc, g);
     c.reasons[g.reason] = (c.reasons[g.reason] ?? 0) + g.turns;
     add(g.resumed ? classes.resumed : g.follow_up ? classes.freshFollowUp : classes.freshFirst, g);
@@ -226,7 +235,7 @@ export function assemble(w: StatsWindow, parts: StatsParts): Stats {
           resumeRate: ratio(c.acc.resumed, c.acc.followUps),
           reasons: c.reasons,
           costUsd: usd(c.acc.cost),
-          costEstimated: findCli(cli)?.costEstimated ?? true,
+          costEstimated: clis.costEstimated(cli),
         },
       ]),
     ),

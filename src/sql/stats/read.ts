@@ -1,6 +1,6 @@
 /** The reads: every figure of /api/stats (readStats), and the /metrics gauges' queue figures. */
 import type { Pool } from "../../db/pool.js";
-import { assemble } from "./assemble.js";
+import { assemble, type StatsClis } from "./assemble.js";
 import { changeRows } from "./changes.js";
 import { LATEST_TASKS, type QueueFigures, type Stats } from "./figures.js";
 import { latestTasks } from "./latest.js";
@@ -33,6 +33,8 @@ export interface ReadStatsOptions {
   range: StatsRange;
   now: Date;
   timeoutMs?: number;
+  /** The registered CLIs (src/cli-registry.ts's STATS_CLIS). */
+  clis: StatsClis;
 }
 
 /** Every figure /api/stats returns, from one consistent snapshot. */
@@ -51,20 +53,24 @@ export async function readStats(pool: Pool, opts: ReadStatsOptions): Promise<Sta
     const ciLoops = await ciLoopRows(c, window);
     const reviews = await reviewFigures(c, window);
     const githubRequests = await githubRequestRows(c, window);
-    return assemble(window, {
-      hours,
-      repos,
-      queue,
-      runners,
-      latest,
-      changes,
-      refused,
-      sessions,
-      triggers,
-      ciLoops,
-      reviews,
-      githubRequests,
-    });
+    return assemble(
+      window,
+      {
+        hours,
+        repos,
+        queue,
+        runners,
+        latest,
+        changes,
+        refused,
+        sessions,
+        triggers,
+        ciLoops,
+        reviews,
+        githubRequests,
+      },
+      opts.clis,
+    );
   });
 }
 

@@ -3,7 +3,6 @@
  * the session got here, the tracking comment, that a tool ran, what became of its changes.
  * Each write is scoped to the claiming runner and returns (or ignores) whether the lease held.
  */
-import { DEFAULT_CLI } from "../../cli-registry.js";
 import type { CliKind } from "../../core/settings.js";
 import type { Queryable } from "../db.js";
 
@@ -15,8 +14,8 @@ export interface DecisionRecord {
   historyEpoch: number;
   workDir: string;
   retriedFresh?: boolean;
-  /** The CLI the turn runs on; default: the registry's default CLI. */
-  cli?: CliKind;
+  /** The CLI the turn runs on (the caller's: the query layer knows no CLI). */
+  cli: CliKind;
   /** Reason `rewound`: the first turn of the session it rewinds past. */
   rewoundFrom?: number | null;
 }
@@ -43,7 +42,7 @@ export async function recordDecision(
       d.historyEpoch,
       d.workDir,
       d.retriedFresh ?? false,
-      d.cli ?? DEFAULT_CLI,
+      d.cli,
       d.rewoundFrom ?? null,
     ],
   );
