@@ -91,6 +91,8 @@ export interface FooterFacts {
   smallerWindow?: boolean;
   /** A plan turn (`/plan`: read-only, nothing published), or the `/go` turn that carries one out. */
   plan?: "plan" | "approved";
+  /** Started by a schedule of `.github/tether.yml` (trigger `schedule`), not by a person. */
+  scheduled?: boolean;
 }
 
 export function renderFooter(f: FooterFacts): string {
@@ -109,6 +111,7 @@ export function renderFooter(f: FooterFacts): string {
   else if (f.reason !== null)
     parts.push(`🆕 fresh session (${f.reason}${f.smallerWindow ? `: ${smaller}` : ""})`);
   else parts.push("no session started");
+  if (f.scheduled) parts.push("⏰ schedule");
   if (f.plan === "plan") parts.push("📝 plan (read-only, nothing published)");
   else if (f.plan === "approved") parts.push("▶️ plan approved (/go)");
   if (f.sessionId) parts.push(`\`${shortSessionId(f.sessionId)}\``);
