@@ -342,7 +342,7 @@ export const ScheduleConfig = z.strictObject({
    * in UTC unless `timezone` names a zone. Its ticks must be at least TETHER_SCHEDULE_MIN_MINUTES
    * apart.
    */
-  cron: z.string("must be a cron expression like \"0 9 * * 1\"").max(200),
+  cron: z.string('must be a cron expression like "0 9 * * 1"').max(200),
   /** The IANA time zone the cron expression is read in, like `Europe/Paris`. Default: `UTC`. */
   timezone: z
     .string()
@@ -509,7 +509,11 @@ export function defaultAgentOf(agents: Record<string, AgentConfig>): string {
  * What identifies a schedule across edits of the file: its conversation (agent, and issue or
  * title). Changing its cron or request keeps its issue and its last run.
  */
-export function scheduleKey(s: { agent: string; issue?: number | undefined; title?: string | undefined }): string {
+export function scheduleKey(s: {
+  agent: string;
+  issue?: number | undefined;
+  title?: string | undefined;
+}): string {
   return s.issue !== undefined ? `${s.agent}#${s.issue}` : `${s.agent}:${s.title ?? ""}`;
 }
 export type RepoConfig = z.output<typeof RepoConfig>;
@@ -575,7 +579,8 @@ export function parseRepoConfig(raw: unknown): ParsedConfig {
       problems: [
         {
           path: "(file)",
-          message: "must be a mapping of settings (agents, resume, access, publish, spend, schedules)",
+          message:
+            "must be a mapping of settings (agents, resume, access, publish, spend, schedules)",
         },
       ],
     };

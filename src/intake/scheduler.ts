@@ -146,7 +146,10 @@ export class Scheduler {
   }
 
   /** The repository's valid config, or undefined (logged) when the file is broken. */
-  private async readConfig(r: { repo: string; installationId: number }): Promise<RepoConfig | undefined> {
+  private async readConfig(r: {
+    repo: string;
+    installationId: number;
+  }): Promise<RepoConfig | undefined> {
     const octokit = await this.octokit(r.installationId);
     const loaded = await loadRepoConfig(octokit, ownerAndName(r.repo));
     if (loaded.ok) return loaded.config;
@@ -182,13 +185,21 @@ export class Scheduler {
    * schedule and tick: a second process's attempt is a duplicate), then move the schedule to its
    * next tick after now. Undefined: another sweep took the tick first.
    */
-  private async runTick(s: ScheduleRow): Promise<{ result: TickResult; taskId?: number } | undefined> {
+  private async runTick(
+    s: ScheduleRow,
+  ): Promise<{ result: TickResult; taskId?: number } | undefined> {
     const now = this.now();
     const log = this.opts.log.child({ repo: s.repo, schedule: s.position, agent: s.agent });
     const next = nextTick(s.cron, s.timezone, now);
     const skip = async (why: string) => {
       log.warn({ tick: s.nextRunAt }, `scheduled turn skipped: ${why}`);
-      return (await claimTick(this.opts.pool, { id: s.id, tick: s.nextRunAt, next, ranAt: null, taskId: null }))
+      return (await claimTick(this.opts.pool, {
+        id: s.id,
+        tick: s.nextRunAt,
+        next,
+        ranAt: null,
+        taskId: null,
+      }))
         ? { result: "skipped" as const }
         : undefined;
     };

@@ -414,7 +414,13 @@ const ROWS: Row[] = [
     input: {
       agents: { triage: {} },
       schedules: [
-        { cron: "30 8 * * 1-5", timezone: "Europe/Paris", agent: "triage", title: "Daily report", request: "Report." },
+        {
+          cron: "30 8 * * 1-5",
+          timezone: "Europe/Paris",
+          agent: "triage",
+          title: "Daily report",
+          request: "Report.",
+        },
       ],
     },
     valid: true,
@@ -487,7 +493,11 @@ const ROWS: Row[] = [
   {
     name: "too many schedules",
     input: {
-      schedules: Array.from({ length: 21 }, (_, i) => ({ cron: "0 9 * * 1", issue: i + 1, request: "x" })),
+      schedules: Array.from({ length: 21 }, (_, i) => ({
+        cron: "0 9 * * 1",
+        issue: i + 1,
+        request: "x",
+      })),
     },
     valid: false,
     problem: /^schedules: at most 20 schedules a repository/,
