@@ -200,6 +200,13 @@ export const EnvSchema = z.object({
   TETHER_REDELIVER_SETTLE_MS: intFrom(0, 3_600_000).default(120_000),
   /** For tests: how long after start, in milliseconds, the first redelivery sweep runs. */
   TETHER_REDELIVER_FIRST_DELAY_MS: intFrom(0, 3_600_000).default(30_000),
+  /**
+   * The least interval, in minutes, between two ticks of one schedule (`schedules:` in
+   * `.github/tether.yml`): a schedule whose cron fires more often is a config error.
+   */
+  TETHER_SCHEDULE_MIN_MINUTES: intFrom(1, 10_080).default(10),
+  /** For tests: how often, in milliseconds, each web process looks for due schedule ticks. */
+  TETHER_SCHEDULE_CHECK_MS: intFrom(100, 3_600_000).default(30_000),
   /** Bearer token for /metrics. Unset: /metrics is open (scrapers usually sit on a private network). */
   TETHER_METRICS_TOKEN: optional(z.string().min(16, "must be at least 16 characters")),
   /**

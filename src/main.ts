@@ -10,6 +10,8 @@ import { HeadroomSync } from "./github/headroom-sync.js";
 import { postgresAnswers } from "./github/conditional-requests.js";
 import { githubDeliveryLog } from "./github/webhook-deliveries.js";
 import { InboxPruner } from "./intake/inbox-pruner.js";
+import { Scheduler } from "./intake/scheduler.js";
+import { setScheduleMinMinutes } from "./config/repo-config.js";
 import { PeriodicJob } from "./intake/periodic-job.js";
 import { appBotLogin } from "./github/app-login.js";
 import { IntakeProcessor } from "./intake/processor.js";
@@ -66,6 +68,8 @@ async function main(): Promise<void> {
     return;
   }
   const log = createLogger(env.LOG_LEVEL, undefined, { secrets });
+  // Every reading of .github/tether.yml, a comment's and the scheduler's, refuses the same schedules.
+  setScheduleMinMinutes(env.TETHER_SCHEDULE_MIN_MINUTES);
   const shutdown = new Shutdown(log, env.TETHER_SHUTDOWN_TIMEOUT_MS);
   activeShutdown = shutdown;
   for (const signal of ["SIGTERM", "SIGINT"] as const) {
@@ -139,6 +143,17 @@ async function main(): Promise<void> {
       });
       pruner.start();
       shutdown.add(10, "inbox pruner", () => pruner.stop());
+      // Standing conversations: each schedule tick one turn, whatever the number of processes.
+      const scheduler = new Scheduler({
+        pool: db.pool,
+        log: log.child({ component: "scheduler" }),
+        auth: (installationId) => probot.auth(installationId),
+        intervalMs: env.TETHER_SCHEDULE_CHECK_MS,
+        firstDelayMs: Math.min(env.TETHER_SCHEDULE_CHECK_MS, 5000),
+        ticked: (result) => metrics.recordScheduleTick(result),
+      });
+      scheduler.start();
+      shutdown.add(10, "scheduler", () => scheduler.stop());
       if (role === "web") {
         // What intake's responses said of each installation's rate limit, for the runners'
         // claims (#34); a runner in this process writes it before each claim itself.

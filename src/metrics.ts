@@ -157,6 +157,12 @@ export class Metrics {
     help: "Finished webhook deliveries deleted from the inbox (webhook_deliveries) after the retention window.",
     registers: [this.registry],
   });
+  private readonly scheduleTicks = new Counter({
+    name: "tether_schedule_ticks_total",
+    help: "Schedule ticks by what they did: queued (a turn), absorbed (the previous one still waits or runs), skipped (the config or the issue is gone).",
+    labelNames: ["result"],
+    registers: [this.registry],
+  });
   private readonly redeliveries = new Counter({
     name: "tether_webhook_redeliveries_total",
     help: "Webhook deliveries that failed and that this process asked GitHub to redeliver, by result: requested (GitHub took the request), failed (GitHub refused it or could not be reached; the next sweep tries again).",
@@ -330,6 +336,10 @@ export class Metrics {
   }
 
   /** Count deliveries the inbox sweep deleted. */
+  recordScheduleTick(result: "queued" | "absorbed" | "skipped"): void {
+    this.scheduleTicks.inc({ result });
+  }
+
   recordDeliveriesPruned(n: number): void {
     if (nonNegative(n) && n > 0) this.deliveriesPruned.inc(n);
   }

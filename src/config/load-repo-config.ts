@@ -86,7 +86,12 @@ export async function loadRepoConfig(
       };
     }
   }
-  const merged = layers.reduceRight<unknown>((base, over) => mergeConfig(base, over), null);
+  // Schedules are the repository's own (each names one of its issues): an organisation's
+  // default or an `_extends` base does not give every repository its schedules.
+  const own = files[0]?.config !== null && files[0]?.config !== undefined;
+  const merged = layers
+    .map((layer, i) => (i === 0 && own ? layer : withoutSchedules(layer)))
+    .reduceRight<unknown>((base, over) => mergeConfig(base, over), null);
   const parsed = parseRepoConfig(merged);
   if (parsed.ok)
     return {
@@ -111,6 +116,12 @@ export function mergeConfig(base: unknown, over: unknown): unknown {
     out[k] = k in base ? mergeConfig(base[k], v) : v;
   }
   return out;
+}
+
+function withoutSchedules(layer: unknown): unknown {
+  if (!isRecord(layer) || !("schedules" in layer)) return layer;
+  const { schedules: _dropped, ...rest } = layer;
+  return rest;
 }
 
 /** Nesting depth of a parsed YAML value, counting no further than `cap`. */

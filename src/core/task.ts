@@ -62,7 +62,7 @@ export interface Usage {
  * review on its pull request, a label, an assignment, a failed CI run. Whatever the trigger, the
  * turn belongs to the same key and resumes the same session under the same guards.
  */
-export const TRIGGERS = ["comment", "review", "label", "assignment", "ci"] as const;
+export const TRIGGERS = ["comment", "review", "label", "assignment", "ci", "schedule"] as const;
 export type TriggerKind = (typeof TRIGGERS)[number];
 
 /**

@@ -8,6 +8,7 @@ import { conversationsOfPull } from "../sql/conversations.js";
 import { readEvent, type IntakeEvent } from "./events.js";
 import { PUSH_EVENT, takePush } from "./config-push.js";
 import { screenCiRun } from "./ci-ownership.js";
+import { INSTALLATION_EVENTS, takeInstallation } from "./installation-schedules.js";
 
 export type Screened =
   | { take: false; reason: string }
@@ -114,7 +115,7 @@ export interface WebhookDeps {
 export type Taken =
   | { taken: false; reason: string }
   | { taken: true; result: InsertResult }
-  /** A push, recorded at once (src/intake/config-push.ts). */
+  /** A push or an installation, recorded at once (config-push.ts, installation-schedules.ts). */
   | { taken: true; recorded: string };
 
 /**
@@ -132,6 +133,13 @@ export function takeDelivery(deps: WebhookDeps): (event: WebhookDelivery) => Pro
       return "ignore" in pushed
         ? { taken: false, reason: pushed.ignore }
         : { taken: true, recorded: pushed.recorded };
+    }
+    if ((INSTALLATION_EVENTS as readonly string[]).includes(event.name)) {
+      const installed = await takeInstallation(deps.pool, event.name, event.payload);
+      deps.log.debug({ delivery: event.id, ...installed }, event.name);
+      return "ignore" in installed
+        ? { taken: false, reason: installed.ignore }
+        : { taken: true, recorded: installed.recorded };
     }
     const s = screenDelivery(event.name, event.payload, deps.appId);
     if (!s.take) {

@@ -57,6 +57,8 @@ const REST_NEEDS: Record<string, Needs> = {
   "issues.get": { issues: "read", pull_requests: "read" },
   "issues.listComments": { issues: "read", pull_requests: "read" },
   "issues.createComment": { issues: "write", pull_requests: "write" },
+  // A `title:` schedule's first tick opens its issue (src/intake/scheduler.ts).
+  "issues.create": { issues: "write" },
   "issues.updateComment": { issues: "write", pull_requests: "write" },
   "reactions.createForIssueComment": { issues: "write", pull_requests: "write" },
   "reactions.createForIssue": { issues: "write", pull_requests: "write" },

@@ -452,6 +452,104 @@ const ROWS: Row[] = [
     valid: false,
     problem: /^agents: at most 20 agents/,
   },
+  {
+    name: "a weekly schedule on an issue",
+    input: { schedules: [{ cron: "0 9 * * 1", issue: 42, request: "Triage." }] },
+    valid: true,
+  },
+  {
+    name: "a schedule that opens its issue, in a time zone, for a named agent",
+    input: {
+      agents: { triage: {} },
+      schedules: [
+        {
+          cron: "30 8 * * 1-5",
+          timezone: "Europe/Paris",
+          agent: "triage",
+          title: "Daily report",
+          request: "Report.",
+        },
+      ],
+    },
+    valid: true,
+  },
+  {
+    name: "a schedule with a bad cron field",
+    input: { schedules: [{ cron: "61 9 * * 1", issue: 1, request: "x" }] },
+    valid: false,
+    problem: /^schedules\[0\]\.cron: is not a cron expression: .*61/,
+  },
+  {
+    name: "a six-field (seconds) cron",
+    input: { schedules: [{ cron: "0 0 9 * * 1", issue: 1, request: "x" }] },
+    valid: false,
+    problem: /^schedules\[0\]\.cron: must have five fields/,
+  },
+  {
+    name: "a schedule tighter than the minimum interval",
+    input: { schedules: [{ cron: "*/5 * * * *", issue: 1, request: "x" }] },
+    valid: false,
+    problem: /^schedules\[0\]\.cron: runs every 5 minutes; .*at most every 10 minutes/,
+  },
+  {
+    name: "a schedule whose ticks bunch within the hour",
+    input: { schedules: [{ cron: "0,3 9 * * *", issue: 1, request: "x" }] },
+    valid: false,
+    problem: /^schedules\[0\]\.cron: runs every 3 minutes/,
+  },
+  {
+    name: "a schedule for an unknown agent",
+    input: { schedules: [{ cron: "0 9 * * 1", agent: "nobody", issue: 1, request: "x" }] },
+    valid: false,
+    problem: /^schedules\[0\]\.agent: no agent is called nobody \(agents: tether\)/,
+  },
+  {
+    name: "a schedule in an unknown time zone",
+    input: { schedules: [{ cron: "0 9 * * 1", timezone: "Mars/Olympus", issue: 1, request: "x" }] },
+    valid: false,
+    problem: /^schedules\[0\]\.timezone: must be an IANA time zone/,
+  },
+  {
+    name: "a schedule with both issue and title",
+    input: { schedules: [{ cron: "0 9 * * 1", issue: 1, title: "t", request: "x" }] },
+    valid: false,
+    problem: /^schedules\[0\]\.issue: give either issue/,
+  },
+  {
+    name: "a schedule with neither issue nor title",
+    input: { schedules: [{ cron: "0 9 * * 1", request: "x" }] },
+    valid: false,
+    problem: /^schedules\[0\]\.issue: give either issue/,
+  },
+  {
+    name: "two schedules on one conversation",
+    input: {
+      schedules: [
+        { cron: "0 9 * * 1", issue: 7, request: "x" },
+        { cron: "0 9 * * 5", issue: 7, request: "y" },
+      ],
+    },
+    valid: false,
+    problem: /^schedules\[1\]\.issue: schedules\[0\] already continues this conversation/,
+  },
+  {
+    name: "a schedule with a misspelt field",
+    input: { schedules: [{ cron: "0 9 * * 1", issue: 1, requets: "x" }] },
+    valid: false,
+    problem: /^schedules\[0\]\.requets: unknown setting; did you mean "request"\?/,
+  },
+  {
+    name: "too many schedules",
+    input: {
+      schedules: Array.from({ length: 21 }, (_, i) => ({
+        cron: "0 9 * * 1",
+        issue: i + 1,
+        request: "x",
+      })),
+    },
+    valid: false,
+    problem: /^schedules: at most 20 schedules a repository/,
+  },
 ];
 
 describe("parseRepoConfig", () => {
@@ -519,6 +617,7 @@ describe("parseRepoConfig", () => {
       },
       changes: { protectedPaths: [".github/**"], signedCommits: true },
       spend: { freshResetsConversation: false },
+      schedules: [],
     });
   });
 

@@ -249,6 +249,7 @@ const ARRIVED: Record<TriggerKind, { noun: string; arrived: (several: boolean) =
   label: { noun: "request", arrived: () => "A NEW request arrived (a label was added)" },
   assignment: { noun: "request", arrived: () => "A NEW request arrived (an assignment)" },
   ci: { noun: "CI failure", arrived: () => "CI FAILED on your pull request's new commit" },
+  schedule: { noun: "request", arrived: () => "Your SCHEDULE came round (a scheduled turn)" },
 };
 
 function turnFacts(turn: TurnFacts): string {

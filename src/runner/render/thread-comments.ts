@@ -97,6 +97,8 @@ export interface FooterFacts {
   plan?: "plan" | "approved";
   /** Images from the thread: how many the model was shown, and those left out with why. */
   images?: { shown: number; skipped: SkippedImage[] };
+  /** Started by a schedule of `.github/tether.yml` (trigger `schedule`), not by a person. */
+  scheduled?: boolean;
 }
 
 export function renderFooter(f: FooterFacts): string {
@@ -115,6 +117,7 @@ export function renderFooter(f: FooterFacts): string {
   else if (f.reason !== null)
     parts.push(`🆕 fresh session (${f.reason}${f.smallerWindow ? `: ${smaller}` : ""})`);
   else parts.push("no session started");
+  if (f.scheduled) parts.push("⏰ schedule");
   if (f.plan === "plan") parts.push("📝 plan (read-only, nothing published)");
   else if (f.plan === "approved") parts.push("▶️ plan approved (/go)");
   if (f.sessionId) parts.push(`\`${shortSessionId(f.sessionId)}\``);

@@ -48,6 +48,7 @@ export function answerBody(a: {
     ...(model ? { model: modelFacts(task, model) } : {}),
     ...(a.cacheTtl && usage ? { cacheTtl: a.cacheTtl } : {}),
     ...(a.chainUrl ? { chainUrl: a.chainUrl } : {}),
+    ...(task.trigger === "schedule" ? { scheduled: true } : {}),
     ...(a.plan?.plan ? { plan: "plan" as const } : {}),
     ...(a.plan?.plan === false && a.plan.approved ? { plan: "approved" as const } : {}),
     ...(a.images && (a.images.images.length || a.images.skipped.length)
