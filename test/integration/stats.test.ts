@@ -382,7 +382,14 @@ describe("/api/stats on seeded tasks", () => {
 
   it("counts finished turns by what started them, every trigger listed", async () => {
     const before = (await api("24h")).body.triggers;
-    expect(Object.keys(before).sort()).toEqual(["assignment", "ci", "comment", "label", "review"]);
+    expect(Object.keys(before).sort()).toEqual([
+      "assignment",
+      "ci",
+      "comment",
+      "label",
+      "review",
+      "schedule",
+    ]);
     const at = new Date(NOW.getTime() - 3600_000);
     const seed = (trigger: string, more: Record<string, unknown> = {}) =>
       seedTask(db.pool, {

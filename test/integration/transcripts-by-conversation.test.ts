@@ -117,15 +117,6 @@ describe("stored transcripts are keyed by the conversation", () => {
         [id, repo, issue, agent],
       );
     await oldSession(sessionId, key.repo, key.issueNumber, key.agent);
-    await upsertSession(db.pool, {
-      cli: "claude",
-      ...key,
-      sessionId,
-      runtimeId: "rt-a",
-      workDir: "/w",
-      model: null,
-      historyEpoch: 0,
-    });
     await seedTask(db.pool, {
       repo: key.repo,
       issue_number: key.issueNumber,
@@ -137,17 +128,6 @@ describe("stored transcripts are keyed by the conversation", () => {
     // A session two keys pinned (the second by a forged init line, say): the first one's.
     const shared = "sess-pinned-twice";
     await oldSession(shared, "octo/first", 10, key.agent);
-    await upsertSession(db.pool, {
-      cli: "claude",
-      ...key,
-      repo: "octo/first",
-      issueNumber: 10,
-      sessionId: shared,
-      runtimeId: "rt-a",
-      workDir: "/w",
-      model: null,
-      historyEpoch: 0,
-    });
     for (const repo of ["octo/first", "evil/second"])
       await seedTask(db.pool, {
         repo,
