@@ -13,6 +13,7 @@
 import { z } from "zod";
 import type { Queryable } from "../sql/db.js";
 import { recordPush } from "../sql/github-cache.js";
+import { noteRepoName } from "../sql/repo-names.js";
 import { wantScheduleSync } from "../sql/schedules.js";
 
 export const PUSH_EVENT = "push";
@@ -54,6 +55,8 @@ export async function takePush(
 ): Promise<{ recorded: string } | { ignore: string }> {
   const s = pushScope(payload);
   if ("ignore" in s) return s;
+  // A repository new under the name first drops what was kept for the old one (repo-names.ts).
+  if (s.repoId !== undefined) await noteRepoName(db, s.scope, s.repoId);
   await recordPush(db, s.scope);
   if (s.repoId !== undefined && s.installationId !== undefined)
     await wantScheduleSync(db, {

@@ -1,12 +1,13 @@
 /**
  * The app installed on repositories (`installation.created`, `installation_repositories.added`;
  * GitHub sends these to every app, subscribed or not): their schedules are to be read
- * (src/intake/scheduler.ts). Recorded at once in the webhook handler, one statement a
+ * (src/intake/scheduler.ts). Recorded at once in the webhook handler, two statements a
  * repository, no GitHub call; the scheduler's next sweep reads them.
  */
 import { z } from "zod";
 import type { Queryable } from "../sql/db.js";
 import { wantScheduleSync } from "../sql/schedules.js";
+import { noteRepoName } from "../sql/repo-names.js";
 
 export const INSTALLATION_EVENTS = ["installation", "installation_repositories"] as const;
 
@@ -50,11 +51,14 @@ export async function takeInstallation(
 ): Promise<{ recorded: string } | { ignore: string }> {
   const r = installedRepos(name, payload);
   if ("ignore" in r) return r;
-  for (const repo of r.repos.slice(0, 1000))
+  for (const repo of r.repos.slice(0, 1000)) {
+    // A repository new under an old name starts with nothing kept for the old one (repo-names.ts).
+    await noteRepoName(db, repo.fullName, repo.id);
     await wantScheduleSync(db, {
       repoId: repo.id,
       installationId: r.installationId,
       repo: repo.fullName,
     });
+  }
   return { recorded: `installed on ${r.repos.length} repositories: their schedules are read` };
 }

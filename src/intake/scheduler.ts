@@ -12,6 +12,7 @@
  * on a later sweep.
  */
 import { loadRepoConfig } from "../config/load-repo-config.js";
+import { noteRepoName } from "../sql/repo-names.js";
 import { defaultAgentOf, scheduleKey, type RepoConfig } from "../config/repo-config.js";
 import { snapshotSettings } from "../config/repo-settings.js";
 import { nextTick } from "../core/schedule-cron.js";
@@ -118,6 +119,9 @@ export class Scheduler {
   /** Read one repository's config and make its schedules what the file says. */
   async syncRepo(r: RepoRef): Promise<void> {
     const readSince = new Date();
+    // The repository may hold its name since its last delivery: nothing kept for an earlier
+    // holder of the name is read as its config (src/sql/repo-names.ts).
+    await noteRepoName(this.opts.pool, r.repo, r.repoId);
     const config = await this.readConfig(r);
     if (!config) {
       // A broken file: the schedules it had keep running until it is fixed (the thread of a

@@ -9,6 +9,7 @@ import { readEvent, type IntakeEvent } from "./events.js";
 import { PUSH_EVENT, takePush } from "./config-push.js";
 import { screenCiRun } from "./ci-ownership.js";
 import { INSTALLATION_EVENTS, takeInstallation } from "./installation-schedules.js";
+import { noteRepoName } from "../sql/repo-names.js";
 
 export type Screened =
   | { take: false; reason: string }
@@ -121,7 +122,8 @@ export type Taken =
 /**
  * The webhook handler: screen, then put the delivery in the inbox (which wakes a processor),
  * batched with whatever else is arriving. No GitHub call; edits and deletions add one or two
- * indexed lookups first. A database error propagates, so GitHub sees a
+ * indexed lookups first, and a taken delivery notes its repository's name and id (one indexed
+ * upsert that writes nothing while the name keeps its repository: src/sql/repo-names.ts). A database error propagates, so GitHub sees a
  * failed delivery it can redeliver, rather than a 200 for a comment we did not keep.
  */
 export function takeDelivery(deps: WebhookDeps): (event: WebhookDelivery) => Promise<Taken> {
@@ -178,6 +180,10 @@ export function takeDelivery(deps: WebhookDeps): (event: WebhookDelivery) => Pro
         return { taken: false, reason: "no task on the issue" };
       }
     }
+    // Before the inbox row, so before anything reads the config: a repository new under an old
+    // name is served nothing kept for the old one (src/sql/repo-names.ts).
+    const repository = repositoryOf(event.payload);
+    if (repository) await noteRepoName(deps.pool, repository.name, repository.id);
     const result = await inbox.insert({
       deliveryId: event.id,
       event: event.name,
@@ -192,4 +198,12 @@ export function takeDelivery(deps: WebhookDeps): (event: WebhookDelivery) => Pro
     );
     return { taken: true, result };
   };
+}
+
+/** The repository a delivery is about, when its payload names one with its id. */
+function repositoryOf(payload: unknown): { id: number; name: string } | undefined {
+  const r = (payload as { repository?: { id?: unknown; full_name?: unknown } } | null)?.repository;
+  return typeof r?.id === "number" && typeof r.full_name === "string"
+    ? { id: r.id, name: r.full_name }
+    : undefined;
 }
