@@ -8,7 +8,9 @@
 #     PostgreSQL, a comment answered by a sandboxed turn inside the runner container and a
 #     follow-up resumed, then a runner without the security options (its /healthz says why).
 #
-#   sudo bash scripts/image-smoke.sh          # as root: podman, debootstrap and chroot need it
+#   IMAGE_SMOKE_REBUILD_BASE=1 bash scripts/image-smoke.sh 2>&1 | tee /tmp/image-smoke.log
+#
+# as root (prefix sudo otherwise: podman, debootstrap and chroot need root); it calls no sudo.
 #
 # ENGINE=docker uses Docker instead of podman (its engine must be running). The base image is
 # kept between runs (IMAGE_SMOKE_REBUILD_BASE=1 makes it again); the last run's record is in
