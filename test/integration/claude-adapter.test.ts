@@ -17,7 +17,7 @@ const FAKE = path.resolve(import.meta.dirname, "../helpers/standin-claude.mjs");
 const root = fs.mkdtempSync(path.join(os.tmpdir(), "tether-adapter-"));
 afterAll(() => fs.rmSync(root, { recursive: true, force: true }));
 
-const cli = createClaudeCli({
+const options = {
   path: FAKE,
   baseEnv: {
     PATH: process.env.PATH,
@@ -28,7 +28,8 @@ const cli = createClaudeCli({
   killGraceMs: 800,
   afterResultGraceMs: 500,
   sampleIntervalMs: 100,
-});
+};
+const cli = createClaudeCli(options);
 
 const settings = { timeoutMs: 20_000, stallMs: 20_000 };
 let dirs = 0;
@@ -327,7 +328,8 @@ describe("Claude adapter with a scripted CLI", () => {
     ).outcome;
     // Neither lost (the result line sat in the pipe) nor stalled (the wait was ours).
     expect(small.kind).toBe("success");
-  });
+    // 2000 events and two 2.6 s waits in a handler: minutes on a loaded 2-core machine, not seconds.
+  }, 120_000);
 
   it("events iterate in order and end with the run, even when iterated late", async () => {
     const run = cli.start(spec("answer"));
@@ -338,6 +340,8 @@ describe("Claude adapter with a scripted CLI", () => {
   });
 
   it("cancelAll stops every run and waits for them", async () => {
+    // A CLI of its own: its count is exact whatever an earlier test left running.
+    const cli = createClaudeCli(options);
     const runs = [cli.start(spec("silent")), cli.start(spec("ignore-term"))];
     await Promise.all(runs.map((r) => firstEvent(r, "init")));
     expect(cli.activeRuns()).toBe(2);
