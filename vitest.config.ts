@@ -13,6 +13,12 @@ import { defineConfig } from "vitest/config";
 export default defineConfig({
   test: {
     pool: "forks",
+    // Three files at once on the 2-core machine CI runs on (vitest's default there is one: the
+    // cores less one). Most of the integration and e2e tiers wait on CLIs, Postgres and the
+    // GitHub stand-in rather than compute: on a loaded machine (load average 10-19) the
+    // integration tier ran 2.2x its files' summed time and the e2e tier 2.4x with three workers.
+    // VITEST_MAX_WORKERS overrides it. Every test must pass so (none races a timer).
+    maxWorkers: 3,
     testTimeout: 30_000,
     hookTimeout: 90_000,
     // Every test file gets its own database, so files run in parallel safely.

@@ -3,7 +3,7 @@
  * CLI in Tether's sandbox against the fake Responses API (the egress proxy holding the key),
  * GitHub stood in for over HTTP. A Claude agent shares the issue to prove the two CLIs' sessions
  * never mix. What every CLI must do (a lost disk, an overflow, a crash, /cancel, control files,
- * the key) is in the table-driven test/e2e/cli-contract.test.ts; here is what is Codex's own.
+ * the key) is in the table-driven test/helpers/cli-contract-suite.ts; here is what is Codex's own.
  */
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";

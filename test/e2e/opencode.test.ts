@@ -1,5 +1,5 @@
 /**
- * A `cli: opencode` agent end to end, what the contract suite (test/e2e/cli-contract.test.ts,
+ * A `cli: opencode` agent end to end, what the contract suite (test/helpers/cli-contract-suite.ts,
  * its opencode row) does not ask of every CLI: the built app as a process, real Postgres, the
  * real opencode CLI in Tether's sandbox against the fake Messages API (the egress proxy holding
  * the key), GitHub stood in for over HTTP. The contract's scenarios (fresh, resumed, the pin and

@@ -2,7 +2,7 @@
  * Issue 5's end-to-end scenarios: the built app as a process, real Postgres, the real Claude CLI
  * against a fake Messages API, GitHub stood in for over HTTP. Each test is one scenario. What
  * every CLI must do (the overflow retry, a rejected resume, the crash after the pin, a lost
- * disk, /cancel) is in the table-driven test/e2e/cli-contract.test.ts, the Claude row among them.
+ * disk, /cancel) is in the table-driven test/helpers/cli-contract-suite.ts, the Claude row among them.
  */
 import fs from "node:fs";
 import path from "node:path";

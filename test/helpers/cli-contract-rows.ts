@@ -1,5 +1,5 @@
 /**
- * The rows of the agent-CLI contract suite (test/e2e/cli-contract.test.ts): one per registered
+ * The rows of the agent-CLI contract suite (test/helpers/cli-contract-suite.ts): one per registered
  * CLI, each the real CLI's fake model API seen through one small interface. A new CLI's row is
  * its fake API wrapped in a ContractApi, the agent's config and the environment that points the
  * runner at the fake; the suite's scenarios are the same for every row.

@@ -1,0 +1,4 @@
+// The agent-CLI contract for `opencode`: the one suite, in a file of its own so rows run side by side.
+import { contractSuite } from "../helpers/cli-contract-suite.js";
+
+contractSuite("opencode");
