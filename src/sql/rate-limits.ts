@@ -7,7 +7,7 @@
 import type { Pool } from "../db/pool.js";
 import { inTransaction, type Queryable } from "./db.js";
 import { toTask, type Row, type Task } from "./tasks/claim.js";
-import { foldNewerQueued } from "./tasks/sweep.js";
+import { foldNewerQueued, mergeAsks } from "./tasks/fold.js";
 
 /** One installation's headroom as a response reported it. */
 export interface HeadroomRow {
@@ -167,23 +167,13 @@ export async function requeueUntil(
     );
     const t = cur.rows[0] as Row | undefined;
     if (!t) return false;
-    const q = await foldNewerQueued(tx, t);
+    const merge = mergeAsks(await foldNewerQueued(tx, t), 3);
     await tx.query(
       `UPDATE tasks SET status = 'queued', locked_by = NULL, locked_at = NULL, heartbeat_at = NULL,
-              attempts = GREATEST(attempts - 1, 0), deferred_until = $5,
-              force_fresh = force_fresh OR $2,
-              requested_model = COALESCE($3, requested_model),
-              fork_session_id = COALESCE($4, fork_session_id),
-              plan_request = COALESCE($6, plan_request), updated_at = now()
+              attempts = GREATEST(attempts - 1, 0), deferred_until = $2,
+              ${merge.set}, updated_at = now()
         WHERE id = $1`,
-      [
-        taskId,
-        q?.force_fresh === true,
-        (q?.requested_model as string | null) ?? null,
-        (q?.fork_session_id as string | null) ?? null,
-        until,
-        (q?.plan_request as string | null) ?? null,
-      ],
+      [taskId, until, ...merge.params],
     );
     return true;
   });

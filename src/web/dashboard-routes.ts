@@ -1,4 +1,3 @@
-import { randomBytes } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { z } from "zod";
 import { parseConversationPath, type ConversationRoute } from "../core/conversation-path.js";
@@ -27,7 +26,7 @@ import { readHeadroom } from "../sql/rate-limits.js";
 import type { DashboardStats } from "./browser/stats.js";
 import { conversationPage, noConversationPage } from "./conversation-page.js";
 import { dashboardPage, forbiddenPage, loginPage } from "./dashboard-page.js";
-import { pathOf, sendJson, type Handler } from "./http.js";
+import { pathOf, sendHtml, sendJson, type Handler } from "./http.js";
 
 export const StatsQuery = z.object({
   /**
@@ -325,33 +324,6 @@ function nextPage(next: string | null): string | undefined {
   if (!next) return undefined;
   const route = parseConversationPath(next);
   return route?.kind === "page" && next.startsWith("/dashboard/conversations/") ? next : undefined;
-}
-
-/** Renders a page whose inline style and script carry this response's CSP nonce. */
-type Render = (nonce: string) => string;
-
-function sendHtml(res: ServerResponse, status: number, render: Render): true {
-  const n = randomBytes(16).toString("base64");
-  res.writeHead(status, {
-    "content-type": "text/html; charset=utf-8",
-    "cache-control": "no-store",
-    // Everything the page needs is inline and nonced; it talks only to its own origin.
-    "content-security-policy": [
-      "default-src 'none'",
-      `script-src 'nonce-${n}'`,
-      `style-src 'nonce-${n}'`,
-      "connect-src 'self'",
-      "img-src 'self' data:",
-      "form-action 'self'",
-      "base-uri 'none'",
-      "frame-ancestors 'none'",
-    ].join("; "),
-    "x-content-type-options": "nosniff",
-    "referrer-policy": "no-referrer",
-    "x-frame-options": "DENY",
-  });
-  res.end(render(n));
-  return true;
 }
 
 function redirect(res: ServerResponse, location: string): true {

@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Logger } from "../log.js";
@@ -20,6 +21,36 @@ export function sendJson(
     ...headers,
   });
   res.end(JSON.stringify(body));
+  return true;
+}
+
+/** Renders a page whose inline style and script carry this response's CSP nonce. */
+export type RenderPage = (nonce: string) => string;
+
+/**
+ * Answers with the page `render` makes, under a Content-Security-Policy with a fresh nonce:
+ * everything the page needs is inline and nonced, and it talks only to its own origin.
+ */
+export function sendHtml(res: ServerResponse, status: number, render: RenderPage): true {
+  const n = randomBytes(16).toString("base64");
+  res.writeHead(status, {
+    "content-type": "text/html; charset=utf-8",
+    "cache-control": "no-store",
+    "content-security-policy": [
+      "default-src 'none'",
+      `script-src 'nonce-${n}'`,
+      `style-src 'nonce-${n}'`,
+      "connect-src 'self'",
+      "img-src 'self' data:",
+      "form-action 'self'",
+      "base-uri 'none'",
+      "frame-ancestors 'none'",
+    ].join("; "),
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "no-referrer",
+    "x-frame-options": "DENY",
+  });
+  res.end(render(n));
   return true;
 }
 

@@ -11,7 +11,6 @@
  * first either way.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { randomBytes } from "node:crypto";
 import type { AppDeps } from "../deps.js";
 import { verifyLiveLink } from "../core/live-link.js";
 import { CHANNELS, listen, type Listener } from "../sql/notify.js";
@@ -19,7 +18,7 @@ import { liveLinkKey, readLiveTask, readTurnEvents } from "../sql/turn-events.js
 import { dashboardAccess, hostAllowed, hostRefusal } from "./access.js";
 import { forbiddenPage, loginPage } from "./dashboard-page.js";
 import { livePage } from "./live-page.js";
-import type { Handler } from "./http.js";
+import { sendHtml, type Handler } from "./http.js";
 
 /** The stream's floor: how often it looks for new events without a notification. */
 export const POLL_MS = 2000;
@@ -62,7 +61,7 @@ export function liveRoutes(deps: AppDeps): Handler {
     if (mode === "token") {
       const access = dashboardAccess(req, token, now());
       if (!access.ok) {
-        if (!stream && access.status === 401) return html(res, 401, (n) => loginPage(n));
+        if (!stream && access.status === 401) return sendHtml(res, 401, (n) => loginPage(n));
         return refuse(res, access.status, access.reason, stream);
       }
     } else {
@@ -79,7 +78,7 @@ export function liveRoutes(deps: AppDeps): Handler {
     if (!task) return refuse(res, 404, `Tether has no task ${taskId}.`, stream);
     if (!stream) {
       const q = mode === "on" ? `?exp=${exp}&sig=${sig}` : "";
-      return html(res, 200, (n) => livePage(n, task, `/live/${taskId}/events${q}`));
+      return sendHtml(res, 200, (n) => livePage(n, task, `/live/${taskId}/events${q}`));
     }
     await follow(req, res, taskId);
     return true;
@@ -197,29 +196,5 @@ function refuse(res: ServerResponse, status: number, reason: string, plain: bool
     res.end(`${reason}\n`);
     return true;
   }
-  return html(res, status, (n) => forbiddenPage(n, reason));
-}
-
-/** The page with this response's CSP nonce: inline style and script, its own origin only. */
-function html(res: ServerResponse, status: number, render: (nonce: string) => string): true {
-  const n = randomBytes(16).toString("base64");
-  res.writeHead(status, {
-    "content-type": "text/html; charset=utf-8",
-    "cache-control": "no-store",
-    "content-security-policy": [
-      "default-src 'none'",
-      `script-src 'nonce-${n}'`,
-      `style-src 'nonce-${n}'`,
-      "connect-src 'self'",
-      "img-src 'self' data:",
-      "base-uri 'none'",
-      "form-action 'self'",
-      "frame-ancestors 'none'",
-    ].join("; "),
-    "x-content-type-options": "nosniff",
-    "referrer-policy": "no-referrer",
-    "x-frame-options": "DENY",
-  });
-  res.end(render(n));
-  return true;
+  return sendHtml(res, status, (n) => forbiddenPage(n, reason));
 }

@@ -5,9 +5,9 @@
  * and delivering check_run, check_suite and workflow_run as GitHub does for one finished run.
  * Issue 30: the second attempt runs on the agent's `escalate` model, in the same session.
  */
-import { execFileSync } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase } from "../helpers/db.js";
+import { fileAt } from "../helpers/e2e-thread.js";
 import { startStack, REPO, SECRET, type Stack } from "../helpers/e2e-stack.js";
 import {
   lastUserText,
@@ -64,17 +64,6 @@ function agentWrites(files: Record<string, string>, text: string): FakeReply[] {
     ),
     replies.text(text),
   ];
-}
-
-function fileAt(ref: string, file: string): string | undefined {
-  try {
-    return execFileSync("git", ["-C", stack.gh.barePath(REPO), "show", `${ref}:${file}`], {
-      encoding: "utf8",
-      stdio: ["ignore", "pipe", "ignore"],
-    });
-  } catch {
-    return undefined;
-  }
 }
 
 /** Deliver each event as GitHub does; returns the delivery ids. */
@@ -295,7 +284,7 @@ describe(
       // The fix is on the branch, answered on the pull request.
       const sha2 = (await stack.gh.sha(REPO, branch))!;
       expect(sha2).not.toBe(sha1);
-      expect(fileAt(sha2, "src/parser.js")).toContain("\\r?\\n");
+      expect(fileAt(stack, sha2, "src/parser.js")).toContain("\\r?\\n");
       expect(stack.taskComments(pullNumber, task.id as number)).toHaveLength(1);
 
       // Read by Tether with a token for this repository that can only read checks, jobs, pulls.

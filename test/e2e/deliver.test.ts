@@ -7,6 +7,7 @@
 import { execFileSync } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase } from "../helpers/db.js";
+import { answerOf, fileAt, newIssue } from "../helpers/e2e-thread.js";
 import { startStack, REPO, type Stack } from "../helpers/e2e-stack.js";
 import { lastUserText, replies, userTexts, type FakeReply } from "../helpers/fake-anthropic.js";
 import { lastSeq, turnRequests } from "../helpers/turn-requests.js";
@@ -41,11 +42,6 @@ afterAll(async () => {
 /** The task a comment made, once finished: a loaded machine gets minutes, not seconds. */
 const finished = (commentId: number) => stack.finishedTask(commentId, 150_000);
 
-function newIssue(title: string): number {
-  return stack.gh.addIssue({ repo: REPO, title, body: `Body of "${title}".`, user: "alice" })
-    .number as number;
-}
-
 /** The model writes `files` (one Write call each), then answers `text`. */
 function agentWrites(files: Record<string, string>, text: string): FakeReply[] {
   return [
@@ -54,18 +50,6 @@ function agentWrites(files: Record<string, string>, text: string): FakeReply[] {
     ),
     replies.text(text),
   ];
-}
-
-/** A file's content at `ref` in the stand-in's repository (undefined: absent). */
-function fileAt(ref: string, file: string): string | undefined {
-  try {
-    return execFileSync("git", ["-C", stack.gh.barePath(REPO), "show", `${ref}:${file}`], {
-      encoding: "utf8",
-      stdio: ["ignore", "pipe", "ignore"],
-    });
-  } catch {
-    return undefined;
-  }
 }
 
 function parents(sha: string): string[] {
@@ -87,12 +71,6 @@ function commitOf(sha: string, format: string): string {
   ).trim();
 }
 
-function answerOf(thread: number, task: Record<string, unknown>): string {
-  const posted = stack.taskComments(thread, task.id as number);
-  expect(posted).toHaveLength(1);
-  return String(posted[0]!.body);
-}
-
 describe(
   "delivering the agent's work (real CLI, real Postgres, GitHub stand-in)",
   { timeout: 240_000 },
@@ -102,7 +80,7 @@ describe(
     let pullNumber = 0;
 
     it("1. a turn that writes a file: the branch holds it, the default branch does not, one draft pull request, linked in the answer", async () => {
-      issue = newIssue("Parser drops the last line");
+      issue = newIssue(stack, "Parser drops the last line");
       const mainBefore = await stack.gh.sha(REPO, "main");
       stack.api.script(
         ...agentWrites(
@@ -126,9 +104,9 @@ describe(
       expect(task.github_requests).toBe(made.filter((r) => r.status !== 304).length);
       expect(task.github_requests_not_modified).toBe(made.filter((r) => r.status === 304).length);
       const branch = `tether/${issue}-tether`;
-      expect(fileAt(`refs/heads/${branch}`, "src/parser.js")).toContain("\\r?\\n");
+      expect(fileAt(stack, `refs/heads/${branch}`, "src/parser.js")).toContain("\\r?\\n");
       expect(await stack.gh.sha(REPO, "main")).toBe(mainBefore);
-      expect(fileAt("refs/heads/main", "src/parser.js")).toBeUndefined();
+      expect(fileAt(stack, "refs/heads/main", "src/parser.js")).toBeUndefined();
 
       firstSha = (await stack.gh.sha(REPO, branch))!;
       expect(parents(firstSha)).toEqual([mainBefore]);
@@ -158,7 +136,7 @@ describe(
       expect(String(pull.body)).toContain("Fixed: the parser keeps the last line now.");
       expect(task.pull_opened).toBe(pullNumber);
 
-      const answer = answerOf(issue, task);
+      const answer = answerOf(stack, issue, task);
       expect(answer).toContain("Fixed: the parser keeps the last line now.");
       expect(answer).toContain(`pull request [#${pullNumber}](${String(pull.html_url)})`);
       expect(answer).toMatch(/\| `src\/parser\.js` \(new\) \| \+1 \| −0 \|/);
@@ -180,14 +158,14 @@ describe(
       const sha = (await stack.gh.sha(REPO, `tether/${issue}-tether`))!;
       expect(sha).not.toBe(firstSha);
       expect(parents(sha)).toEqual([firstSha]);
-      expect(fileAt(sha, "src/parser.js")).toContain("\\r?\\n");
+      expect(fileAt(stack, sha, "src/parser.js")).toContain("\\r?\\n");
       expect(
         stack.gh
           .pulls(REPO)
           .filter((p) => (p.head as { ref: string }).ref === `tether/${issue}-tether`),
       ).toHaveLength(1);
       expect(task.pull_opened).toBeNull();
-      expect(answerOf(issue, task)).toContain(`Pull request [#${pullNumber}]`);
+      expect(answerOf(stack, issue, task)).toContain(`Pull request [#${pullNumber}]`);
     });
 
     it("3. a comment on the pull request resumes the issue's session (the API sees the earlier messages), commits to the same branch, answers on the pull request", async () => {
@@ -216,8 +194,8 @@ describe(
       expect(lastUserText(first)).toContain("PR-COMMENT");
       const sha = (await stack.gh.sha(REPO, `tether/${issue}-tether`))!;
       expect(parents(sha)).toEqual([before]);
-      expect(fileAt(sha, "src/parser.js")).toContain("parseLines");
-      expect(answerOf(pullNumber, task)).toContain("Renamed it.");
+      expect(fileAt(stack, sha, "src/parser.js")).toContain("parseLines");
+      expect(answerOf(stack, pullNumber, task)).toContain("Renamed it.");
       expect(stack.taskComments(issue, task.id as number)).toHaveLength(0);
     });
 
@@ -238,8 +216,8 @@ describe(
       });
       const sha = (await stack.gh.sha(REPO, branch))!;
       expect(parents(sha)).toEqual([theirs]);
-      expect(fileAt(sha, "NOTES.md")).toBe("bob was here\n");
-      expect(fileAt(sha, "docs/parser.md")).toBe("# Parser\n");
+      expect(fileAt(stack, sha, "NOTES.md")).toBe("bob was here\n");
+      expect(fileAt(stack, sha, "docs/parser.md")).toBe("# Parser\n");
       const prompt = lastUserText(stack.api.messageRequests().find((r) => r.n > m)!);
       expect(prompt).toMatch(
         /others pushed to `tether\/\d+-tether`; your checkout has their commits now: [0-9a-f]{7,} by Fake GitHub: "BOB-NOTES add notes"/,
@@ -279,14 +257,14 @@ describe(
       const sha = (await stack.gh.sha(REPO, branch))!;
       const [p1, p2] = parents(sha);
       expect(p1).toBe(theirs);
-      expect(fileAt(sha, "MIDTURN.md")).toBe("carol pushed mid-turn\n");
-      expect(fileAt(sha, "src/extra.js")).toBe("export {};\n");
+      expect(fileAt(stack, sha, "MIDTURN.md")).toBe("carol pushed mid-turn\n");
+      expect(fileAt(stack, sha, "src/extra.js")).toBe("export {};\n");
       expect(parents(p2!)).toHaveLength(1);
-      expect(answerOf(issue, task)).toContain("is kept and merged with mine");
+      expect(answerOf(stack, issue, task)).toContain("is kept and merged with mine");
     });
 
     it("6. drill: the agent commits a workflow file: refused, the answer says why, nothing pushed", async () => {
-      const n = newIssue("Add CI");
+      const n = newIssue(stack, "Add CI");
       const pushes = stack.gh.pushes.length;
       stack.api.script(
         ...agentWrites(
@@ -302,14 +280,14 @@ describe(
       });
       expect(stack.gh.pushes.length).toBe(pushes);
       expect(await stack.gh.sha(REPO, `tether/${n}-tether`)).toBeUndefined();
-      const answer = answerOf(n, task);
+      const answer = answerOf(stack, n, task);
       expect(answer).toContain("Changes not published");
       expect(answer).toContain("`.github/workflows/ci.yml`");
       expect(answer).toContain("`changes.protectedPaths`");
     });
 
     it("7. drill: the agent writes a token into a file: refused with the file and line, the token never posted or pushed", async () => {
-      const n = newIssue("Configure the client");
+      const n = newIssue(stack, "Configure the client");
       const token = `ghp_${"A1b2C3d4E5".repeat(4).slice(0, 36)}`;
       const pushes = stack.gh.pushes.length;
       stack.api.script(
@@ -325,7 +303,7 @@ describe(
         publish_reason: "secret",
       });
       expect(stack.gh.pushes.length).toBe(pushes);
-      const answer = answerOf(n, task);
+      const answer = answerOf(stack, n, task);
       expect(answer).toContain("looks like a secret (a GitHub token) in `src/client.js` line 2");
       expect(stack.gh.requestsWithBodyContaining(token)).toEqual([]);
       expect(String(task.publish_detail)).not.toContain(token);
@@ -353,10 +331,10 @@ describe(
       });
       const sha = (await stack.gh.sha(REPO, "fix-split"))!;
       expect(parents(sha)).toEqual([head]);
-      expect(fileAt(sha, "CHANGELOG.md")).toBe("- split keeps CRLF\n");
+      expect(fileAt(stack, sha, "CHANGELOG.md")).toBe("- split keeps CRLF\n");
       expect(stack.gh.pulls(REPO)).toHaveLength(pulls);
       expect(stack.gh.pushesTo(REPO, "fix-split")).toHaveLength(1);
-      expect(answerOf(n, task)).toContain("pushed 1 commit to [`fix-split`]");
+      expect(answerOf(stack, n, task)).toContain("pushed 1 commit to [`fix-split`]");
     });
 
     it("9. a turn on a pull request from a fork pushes nothing: the answer carries the patch", async () => {
@@ -374,7 +352,7 @@ describe(
       const task = await finished(await stack.comment(n, "@tether fix the typo"));
       expect(task).toMatchObject({ status: "succeeded", publish_result: "patch" });
       expect(stack.gh.pushes.length).toBe(pushes);
-      const answer = answerOf(n, task);
+      const answer = answerOf(stack, n, task);
       expect(answer).toContain("comes from a fork, so nothing was pushed");
       expect(answer).toMatch(/<details><summary>Patch \(1 file, \+1 −0\)<\/summary>/);
       expect(answer).toContain("+fixed: fxed");
@@ -400,7 +378,7 @@ describe(
       const t1 = await finished(await stack.comment(trick.number as number, "@tether tidy up"));
       expect(t1).toMatchObject({ publish_result: "refused", publish_reason: "default-branch" });
       expect(await stack.gh.sha(REPO, "main")).toBe(mainBefore);
-      expect(answerOf(trick.number as number, t1)).toContain(
+      expect(answerOf(stack, trick.number as number, t1)).toContain(
         "is the default branch: Tether never pushes to it",
       );
 
@@ -420,7 +398,7 @@ describe(
     });
 
     it("11. drill: the agent tries to push itself: no network and a read-only origin stop it; only Tether pushes", async () => {
-      const n = newIssue("Push it yourself");
+      const n = newIssue(stack, "Push it yourself");
       const mainBefore = await stack.gh.sha(REPO, "main");
       const pushes = stack.gh.pushes.length;
       const m = stack.api.requests.length;
@@ -453,14 +431,14 @@ describe(
     });
 
     it("12. an agent in plan mode never publishes", async () => {
-      const n = newIssue("Plan it");
+      const n = newIssue(stack, "Plan it");
       const pushes = stack.gh.pushes.length;
       stack.api.script(...agentWrites({ "PLAN.md": "plan\n" }, "Here is the plan."));
       const task = await finished(await stack.comment(n, "@planner plan the work"));
       expect(task.status).toBe("succeeded");
       expect(task.publish_result).toBeNull();
       expect(stack.gh.pushes.length).toBe(pushes);
-      expect(answerOf(n, task)).not.toContain("Changes");
+      expect(answerOf(stack, n, task)).not.toContain("Changes");
     });
   },
 );

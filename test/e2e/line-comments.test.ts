@@ -9,6 +9,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase } from "../helpers/db.js";
+import { answerOf } from "../helpers/e2e-thread.js";
 import { startStack, REPO, type Stack } from "../helpers/e2e-stack.js";
 import { replies } from "../helpers/fake-anthropic.js";
 import {
@@ -82,12 +83,6 @@ function expectOneReview(n: number, answer: string) {
   expect(answer).toContain(String(review.html_url));
 }
 
-function answerOf(n: number, task: Record<string, unknown>): string {
-  const posted = stack.taskComments(n, task.id as number);
-  expect(posted).toHaveLength(1);
-  return String(posted[0]!.body);
-}
-
 describe(
   "line comments on a pull request (real CLIs, GitHub stand-in)",
   { timeout: 240_000 },
@@ -128,7 +123,7 @@ describe(
       const sent = JSON.stringify(reqs.map((r) => r.body));
       expect(sent).toContain("Recorded a comment on src/split.js:1");
       expect(sent).toContain("Recorded a comment on README.md:1");
-      expectOneReview(n, answerOf(n, task));
+      expectOneReview(n, answerOf(stack, n, task));
       // Nothing of it was committed: the tool's file is outside the checkout.
       expect(stack.gh.pushesTo(REPO, "drop-empty-claude")).toHaveLength(0);
       // And the run's outbox is gone with its HOME.
@@ -180,7 +175,7 @@ describe(
       expect(JSON.stringify(reqs.map((r) => r.body))).toContain(
         "Recorded a comment on README.md:1",
       );
-      expectOneReview(n, answerOf(n, task));
+      expectOneReview(n, answerOf(stack, n, task));
     });
   },
 );

@@ -5,9 +5,9 @@
  * resumes the same session (the plan is in the history the API receives) and its change lands
  * on the conversation's branch.
  */
-import { execFileSync } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase } from "../helpers/db.js";
+import { answerOf, fileAt, newIssue } from "../helpers/e2e-thread.js";
 import { startStack, REPO, type Stack } from "../helpers/e2e-stack.js";
 import { lastUserText, replies, type FakeRequest } from "../helpers/fake-anthropic.js";
 
@@ -35,29 +35,6 @@ afterAll(async () => {
 /** The task a comment made, once finished: a loaded machine gets minutes, not seconds. */
 const finished = (commentId: number) => stack.finishedTask(commentId, 150_000);
 
-function newIssue(title: string): number {
-  return stack.gh.addIssue({ repo: REPO, title, body: `Body of "${title}".`, user: "alice" })
-    .number as number;
-}
-
-/** A file's content at `ref` in the stand-in's repository (undefined: absent). */
-function fileAt(ref: string, file: string): string | undefined {
-  try {
-    return execFileSync("git", ["-C", stack.gh.barePath(REPO), "show", `${ref}:${file}`], {
-      encoding: "utf8",
-      stdio: ["ignore", "pipe", "ignore"],
-    });
-  } catch {
-    return undefined;
-  }
-}
-
-function answerOf(thread: number, task: Record<string, unknown>): string {
-  const posted = stack.taskComments(thread, task.id as number);
-  expect(posted).toHaveLength(1);
-  return String(posted[0]!.body);
-}
-
 /** The model tries to write two ways (a Write call, a shell redirect), then answers `plan`. */
 function triesToWrite(plan: string) {
   return [
@@ -83,7 +60,7 @@ function assistantTexts(req: FakeRequest): string[] {
 
 describe("/plan, then /go, in one session (real CLI)", { timeout: 300_000 }, () => {
   it("a plan turn writes nothing anywhere; /status says a plan waits; /go resumes it and publishes", async () => {
-    const issue = newIssue("Add a cache");
+    const issue = newIssue(stack, "Add a cache");
     const branch = `tether/${issue}-tether`;
     const pushesBefore = stack.gh.pushes.length;
     stack.api.script(...triesToWrite("PLAN-7Q: 1. add src/cache.js 2. test it"));
@@ -102,7 +79,7 @@ describe("/plan, then /go, in one session (real CLI)", { timeout: 300_000 }, () 
     expect(planPrompt).toBeDefined();
     expect(stack.gh.pushes.length).toBe(pushesBefore);
     expect(await stack.gh.sha(REPO, branch)).toBeUndefined();
-    const planAnswer = answerOf(issue, planTask);
+    const planAnswer = answerOf(stack, issue, planTask);
     expect(planAnswer).toContain("PLAN-7Q");
     expect(planAnswer).toContain("This is a plan");
     expect(planAnswer).toContain("📝 plan");
@@ -137,19 +114,19 @@ describe("/plan, then /go, in one session (real CLI)", { timeout: 300_000 }, () 
     const goFirst = stack.api.messageRequests()[sent]!;
     expect(assistantTexts(goFirst).join("\n")).toContain("PLAN-7Q");
     expect(lastUserText(goFirst)).toContain("APPROVED");
-    expect(fileAt(`refs/heads/${branch}`, "src/cache.js")).toContain("new Map()");
+    expect(fileAt(stack, `refs/heads/${branch}`, "src/cache.js")).toContain("new Map()");
     // Nothing the plan turn tried to write reached the branch.
-    expect(fileAt(`refs/heads/${branch}`, "PLAN_WRITE.md")).toBeUndefined();
-    expect(fileAt(`refs/heads/${branch}`, "viashell.txt")).toBeUndefined();
-    expect(answerOf(issue, goTask)).toContain("plan approved (/go)");
+    expect(fileAt(stack, `refs/heads/${branch}`, "PLAN_WRITE.md")).toBeUndefined();
+    expect(fileAt(stack, `refs/heads/${branch}`, "viashell.txt")).toBeUndefined();
+    expect(answerOf(stack, issue, goTask)).toContain("plan approved (/go)");
   });
 
   it("plan: always makes a conversation's first turn a plan; a follow-up without /go keeps planning", async () => {
-    const issue = newIssue("Refactor the parser");
+    const issue = newIssue(stack, "Refactor the parser");
     stack.api.script(replies.text("PLAN-A: split parse() in two"));
     const first = await finished(await stack.comment(issue, "@careful refactor the parser"));
     expect(first).toMatchObject({ status: "succeeded", plan_turn: true, publish_result: null });
-    expect(answerOf(issue, first)).toContain("This is a plan");
+    expect(answerOf(stack, issue, first)).toContain("This is a plan");
 
     stack.api.script(...triesToWrite("PLAN-B: split it in three instead"));
     const second = await finished(await stack.comment(issue, "@careful make it three parts"));

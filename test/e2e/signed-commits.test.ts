@@ -9,6 +9,7 @@ import { execFileSync } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SIGNED_COMMIT_REQUEST_BUDGET } from "../../src/publish/signed-commit.js";
 import { createTestDatabase } from "../helpers/db.js";
+import { answerOf, newIssue } from "../helpers/e2e-thread.js";
 import { startStack, REPO, type Stack } from "../helpers/e2e-stack.js";
 import { replies } from "../helpers/fake-anthropic.js";
 import { lastSeq, turnRequests } from "../helpers/turn-requests.js";
@@ -42,11 +43,6 @@ afterAll(async () => {
 
 const finished = (commentId: number) => stack.finishedTask(commentId, 150_000);
 
-function newIssue(title: string): number {
-  return stack.gh.addIssue({ repo: REPO, title, body: `Body of "${title}".`, user: "alice" })
-    .number as number;
-}
-
 const bare = (...args: string[]) =>
   execFileSync("git", ["-C", stack.gh.barePath(REPO), ...args], { encoding: "utf8" }).trim();
 
@@ -56,12 +52,6 @@ function agentRuns(command: string, text: string) {
     replies.toolUse("Bash", { command, description: "Change files" }),
     replies.text(text),
   );
-}
-
-function answerOf(thread: number, task: Record<string, unknown>): string {
-  const posted = stack.taskComments(thread, task.id as number);
-  expect(posted).toHaveLength(1);
-  return String(posted[0]!.body);
 }
 
 /** Git Data requests a turn made, by route. */
@@ -82,7 +72,7 @@ describe("signed commits (real CLI, real Postgres, GitHub stand-in)", { timeout:
   let first = "";
 
   it("1. a turn that adds, changes, deletes files, makes one executable and writes a binary: one commit made through the API, verified, with the trailer; no git push", async () => {
-    issue = newIssue("Tidy the widgets");
+    issue = newIssue(stack, "Tidy the widgets");
     const main = bare("rev-parse", "refs/heads/main");
     agentRuns(
       "cd /workspace && printf '# widgets, tidied\\n' > README.md && rm OLD.md && chmod +x run.sh && printf '\\000\\001\\377\\376bin' > logo.bin && printf 'export const join = (a) => a.join(\"\\\\n\");\\n' > src/join.js && echo FILES-DONE",
@@ -117,7 +107,7 @@ describe("signed commits (real CLI, real Postgres, GitHub stand-in)", { timeout:
       (r) => r.route === "POST /repos/{owner}/{repo}/git/commits" && r.seq > from,
     );
     expect(made?.status).toBe(201);
-    const answer = answerOf(issue, task);
+    const answer = answerOf(stack, issue, task);
     expect(answer).toContain("through GitHub's API, signed by GitHub (Verified)");
     expect(answer).toContain(first.slice(0, 7));
   });
@@ -140,20 +130,20 @@ describe("signed commits (real CLI, real Postgres, GitHub stand-in)", { timeout:
   });
 
   it("3. a change too large for the request budget is pushed with git, and the answer says why", async () => {
-    const n = newIssue("Generate many files");
+    const n = newIssue(stack, "Generate many files");
     agentRuns(`cd /workspace && ${manyFiles}`, "Generated them.");
     const from = lastSeq(stack.gh);
     const task = await finished(await stack.comment(n, "@tether generate the files"));
     expect(task).toMatchObject({ status: "succeeded", publish_result: "published" });
     expect(gitData(from)).toEqual([]);
     expect(stack.gh.pushesTo(REPO, `tether/${n}-tether`).map((p) => p.via)).toEqual(["git"]);
-    const answer = answerOf(n, task);
+    const answer = answerOf(stack, n, task);
     expect(answer).toContain("Pushed with git, unsigned");
     expect(answer).toContain(`more than the ${SIGNED_COMMIT_REQUEST_BUDGET}`);
   });
 
   it("4. the same on a branch that requires signed commits: refused, naming the limit", async () => {
-    const n = newIssue("Generate many signed files");
+    const n = newIssue(stack, "Generate many signed files");
     stack.gh.requireSignatures(REPO, `tether/${n}-tether`);
     agentRuns(`cd /workspace && ${manyFiles}`, "Generated them.");
     const task = await finished(await stack.comment(n, "@tether generate the files"));
@@ -163,7 +153,7 @@ describe("signed commits (real CLI, real Postgres, GitHub stand-in)", { timeout:
       publish_reason: "signatures-required",
     });
     expect(stack.gh.pushesTo(REPO, `tether/${n}-tether`)).toEqual([]);
-    const answer = answerOf(n, task);
+    const answer = answerOf(stack, n, task);
     expect(answer).toMatch(/requires signed commits, and this change needs \d+ requests/);
     expect(answer).toContain(`more than the ${SIGNED_COMMIT_REQUEST_BUDGET} one publish may make`);
   });
@@ -171,7 +161,7 @@ describe("signed commits (real CLI, real Postgres, GitHub stand-in)", { timeout:
   it("5. changes.signedCommits: false keeps the git push", async () => {
     await stack.gh.setConfig(REPO, config(false));
     try {
-      const n = newIssue("Plain push");
+      const n = newIssue(stack, "Plain push");
       agentRuns("cd /workspace && printf 'plain\\n' > PLAIN.md", "Wrote it.");
       const from = lastSeq(stack.gh);
       const task = await finished(await stack.comment(n, "@tether write it"));
@@ -180,7 +170,7 @@ describe("signed commits (real CLI, real Postgres, GitHub stand-in)", { timeout:
       const branch = `tether/${n}-tether`;
       expect(stack.gh.pushesTo(REPO, branch).map((p) => p.via)).toEqual(["git"]);
       expect(stack.gh.isVerified(REPO, bare("rev-parse", `refs/heads/${branch}`))).toBe(false);
-      expect(answerOf(n, task)).toContain("pushed 1 commit to");
+      expect(answerOf(stack, n, task)).toContain("pushed 1 commit to");
     } finally {
       await stack.gh.setConfig(REPO, config());
     }

@@ -5,6 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase } from "../helpers/db.js";
+import { answerOf } from "../helpers/e2e-thread.js";
 import { startStack, REPO, type Stack } from "../helpers/e2e-stack.js";
 import { replies } from "../helpers/fake-anthropic.js";
 import { formatSpent } from "../../src/spend/spend-limits.js";
@@ -49,12 +50,6 @@ function newIssue(): number {
 }
 
 const apiCalls = () => stack.api.messageRequests().length;
-const answerOf = (issue: number, task: Record<string, unknown>): string => {
-  const posted = stack.taskComments(issue, task.id as number);
-  expect(posted).toHaveLength(1);
-  return String(posted[0]!.body);
-};
-
 /** A reply intake posted on the issue, once it is there. */
 async function reply(issue: number, contains: string): Promise<string> {
   const deadline = Date.now() + 30_000;
@@ -87,7 +82,7 @@ describe("spend limits, end to end", { timeout: 180_000 }, () => {
       expect(spent).toBeLessThan(limit);
       expect(t).toMatchObject({ status: "succeeded" });
       spent += Number(t.cost_usd);
-      expect(answerOf(n, t)).toContain(
+      expect(answerOf(stack, n, t)).toContain(
         `conversation ${formatSpent(spent)} of $${limit.toFixed(2)}`,
       );
       ran.push(t);
@@ -106,7 +101,7 @@ describe("spend limits, end to end", { timeout: 180_000 }, () => {
       session_id: null,
       cost_usd: null,
     });
-    const refusal = answerOf(n, refused);
+    const refusal = answerOf(stack, n, refused);
     expect(refusal).toMatch(/^💸 Not run/);
     expect(refusal).toContain(
       `This conversation (\`@tether\` on this issue) has spent **${formatSpent(spent)}** of its **$0.10** limit (\`agents.claude.conversationLimitUsd\`).`,
@@ -127,7 +122,7 @@ describe("spend limits, end to end", { timeout: 180_000 }, () => {
     try {
       const n = newIssue();
       const { refused, spent } = await untilRefused(n, "@again", 0.02);
-      expect(answerOf(n, refused)).toContain("Or start over with `@again /fresh <request>`");
+      expect(answerOf(stack, n, refused)).toContain("Or start over with `@again /fresh <request>`");
 
       const fresh = await stack.finishedTask(await stack.comment(n, "@again /fresh over again"));
       expect(fresh).toMatchObject({
@@ -138,13 +133,15 @@ describe("spend limits, end to end", { timeout: 180_000 }, () => {
       const freshCost = Number(fresh.cost_usd);
       // The footer counts this turn alone, not what the conversation spent before it.
       expect(spent).toBeGreaterThanOrEqual(0.02);
-      expect(answerOf(n, fresh)).toContain(`conversation ${formatSpent(freshCost)} of $0.02`);
+      expect(answerOf(stack, n, fresh)).toContain(
+        `conversation ${formatSpent(freshCost)} of $0.02`,
+      );
       // And so does the limit: the next turn is judged on the spend since /fresh alone.
       const next = await stack.finishedTask(await stack.comment(n, "@again go on"));
       if (freshCost >= 0.02) expect(next).toMatchObject({ outcome: "limit_refused" });
       else {
         expect(next).toMatchObject({ status: "succeeded", resume_decision: "resume" });
-        expect(answerOf(n, next)).toContain(
+        expect(answerOf(stack, n, next)).toContain(
           `conversation ${formatSpent(freshCost + Number(next.cost_usd))} of $0.02`,
         );
       }
@@ -159,7 +156,7 @@ describe("spend limits, end to end", { timeout: 180_000 }, () => {
     const t = await stack.finishedTask(await stack.comment(n, "@capped look into it"));
     expect(t).toMatchObject({ agent: "capped", status: "failed", outcome: "turn_limit" });
     expect(Number(t.cost_usd)).toBeGreaterThan(0.01); // checked after the call: over by one call
-    const body = answerOf(n, t);
+    const body = answerOf(stack, n, t);
     expect(body).toMatch(/^💸 The run reached this agent's per-turn spend limit of \$0\.01/);
     expect(body).toContain(`after spending ${formatSpent(Number(t.cost_usd))}`);
     expect(body).toContain("`agents.capped.turnLimitUsd`");

@@ -11,10 +11,10 @@ import path from "node:path";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { geminiModelAccess, GEMINI_PLACEHOLDER } from "../../src/gemini/model-endpoint.js";
-import { runCommand } from "../../src/process/run-command.js";
 import { BRIDGE_URL } from "../../src/sandbox/init-script.js";
 import { Sandbox } from "../../src/sandbox/sandbox.js";
 import { startFakeGemini, type FakeGemini } from "../helpers/fake-gemini.js";
+import { runModelOnlyShell } from "../helpers/sandbox-shell.js";
 
 const KEY = "AIza-real-gemini-key-for-the-proxy-drill";
 const root = fs.mkdtempSync(path.join(os.tmpdir(), "tether-gemini-proxy-"));
@@ -88,25 +88,7 @@ describe("the model proxy with Gemini's endpoint", { timeout: 180_000 }, () => {
       `env > /workspace/env.txt`,
     ].join("\n");
     const before = fake.requests.length;
-    const prepared = await sandbox.prepare({
-      workspace: ws,
-      env: { PATH: "/usr/local/bin:/usr/bin:/bin" },
-      egress: { model: access.endpoint, network: { kind: "model-only" } },
-      modelEnv: { inside: access.inside, outside: access.outside },
-      command: ["/bin/sh", "-c", script],
-    });
-    try {
-      const r = await runCommand(prepared.file, prepared.args, {
-        cwd: prepared.cwd,
-        env: prepared.env,
-        fd3: prepared.fd3,
-        timeoutMs: 120_000,
-        killGraceMs: 2000,
-      });
-      expect(r.exitCode, r.stderr).toBe(0);
-    } finally {
-      await prepared.dispose();
-    }
+    const egress = await runModelOnlyShell(sandbox, ws, access, script);
     const lines = fs.readFileSync(path.join(ws, "probes.txt"), "utf8").trim().split("\n");
     expect(lines).toHaveLength(REFUSED.length);
     for (const line of lines) expect(line.slice(line.lastIndexOf(" ") + 1), line).toBe("403");
@@ -122,6 +104,6 @@ describe("the model proxy with Gemini's endpoint", { timeout: 180_000 }, () => {
     expect(env).not.toContain(KEY);
     // gemini-2.5-flash: $0.30 a million input, $0.03 cached, $2.50 output.
     const expected = (600_000 * 0.3 + 400_000 * 0.03 + 1000 * 2.5) / 1_000_000;
-    expect(prepared.egress!.stats().spentUsd).toBeCloseTo(expected, 6);
+    expect(egress!.stats().spentUsd).toBeCloseTo(expected, 6);
   });
 });

@@ -19,12 +19,11 @@ import type { DialectModelAccess } from "../../src/agent-cli/cli-dialect.js";
 import { claudeModelAccess } from "../../src/claude/model-endpoint.js";
 import { codexModelAccess } from "../../src/codex/model-endpoint.js";
 import { geminiModelAccess } from "../../src/gemini/model-endpoint.js";
-import { runCommand } from "../../src/process/run-command.js";
-import type { ModelEndpoint } from "../../src/sandbox/egress.js";
 import { Sandbox } from "../../src/sandbox/sandbox.js";
 import { startFakeAnthropic, type FakeAnthropic } from "../helpers/fake-anthropic.js";
 import { startFakeGemini, type FakeGemini } from "../helpers/fake-gemini.js";
 import { startFakeOpenAI, type FakeOpenAI } from "../helpers/fake-openai.js";
+import { runModelOnlyShell } from "../helpers/sandbox-shell.js";
 
 const root = fs.mkdtempSync(path.join(os.tmpdir(), "tether-model-rules-"));
 const log = pino({ level: "silent" });
@@ -74,25 +73,7 @@ async function drill(
       .join(" ");
     return `curl -s -o /workspace/answer-${i}.txt -w '%{http_code}' -X POST ${headers} --data-binary @/workspace/body-${i}.json "${url}" > /workspace/status-${i}.txt`;
   });
-  const prepared = await sandbox.prepare({
-    workspace: ws,
-    env: { PATH: "/usr/local/bin:/usr/bin:/bin" },
-    egress: { model: access.endpoint as ModelEndpoint, network: { kind: "model-only" } },
-    modelEnv: { inside: access.inside, outside: access.outside },
-    command: ["/bin/sh", "-c", lines.join("\n")],
-  });
-  try {
-    const r = await runCommand(prepared.file, prepared.args, {
-      cwd: prepared.cwd,
-      env: prepared.env,
-      fd3: prepared.fd3,
-      timeoutMs: 120_000,
-      killGraceMs: 2000,
-    });
-    expect(r.exitCode, r.stderr).toBe(0);
-  } finally {
-    await prepared.dispose();
-  }
+  await runModelOnlyShell(sandbox, ws, access, lines.join("\n"));
   return shapes.map((_, i) => ({
     status: fs.readFileSync(path.join(ws, `status-${i}.txt`), "utf8").trim(),
     body: fs.readFileSync(path.join(ws, `answer-${i}.txt`), "utf8"),

@@ -24,7 +24,6 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClaudeCli } from "../../src/claude/claude-cli.js";
 import type { CliAdapter, RunSpec } from "../../src/agent-cli/runtime-adapter.js";
 import { codexModelAccess } from "../../src/codex/model-endpoint.js";
-import { runCommand } from "../../src/process/run-command.js";
 import { BRIDGE_URL } from "../../src/sandbox/init-script.js";
 import { Sandbox } from "../../src/sandbox/sandbox.js";
 import {
@@ -34,6 +33,7 @@ import {
   type FakeRequest,
 } from "../helpers/fake-anthropic.js";
 import { startFakeOpenAI, type FakeOpenAI } from "../helpers/fake-openai.js";
+import { runModelOnlyShell } from "../helpers/sandbox-shell.js";
 
 const KEY = "sk-ant-api03-real-key-for-the-proxy-drill";
 const MODEL = "claude-sonnet-4-5";
@@ -287,32 +287,14 @@ describe(
         `curl -s -o /workspace/response.txt -w '%{http_code}\\n' -X POST -H 'content-type: application/json' --data '${responseBody}' '${BRIDGE_URL}/responses' > /workspace/response-status.txt`,
       ].join("\n");
       const before = openai.requests.length;
-      const prepared = await sandbox.prepare({
-        workspace: ws,
-        env: { PATH: "/usr/local/bin:/usr/bin:/bin" },
-        egress: { model: access.endpoint, network: { kind: "model-only" } },
-        modelEnv: { inside: access.inside, outside: access.outside },
-        command: ["/bin/sh", "-c", script],
-      });
-      try {
-        const r = await runCommand(prepared.file, prepared.args, {
-          cwd: prepared.cwd,
-          env: prepared.env,
-          fd3: prepared.fd3,
-          timeoutMs: 120_000,
-          killGraceMs: 2000,
-        });
-        expect(r.exitCode, r.stderr).toBe(0);
-      } finally {
-        await prepared.dispose();
-      }
+      const egress = await runModelOnlyShell(sandbox, ws, access, script);
       for (const { route, status } of statuses(path.join(ws, "probes.txt")))
         expect(status, route).toBe("403");
       expect(fs.readFileSync(path.join(ws, "response-status.txt"), "utf8").trim()).toBe("200");
       const reached = openai.requests.slice(before);
       expect(reached.map((r) => `${r.method} ${r.path}`)).toEqual(["POST /v1/responses"]);
       const usage = reached[0]!.usage!;
-      const metered = prepared.egress!.stats().spentUsd;
+      const metered = egress!.stats().spentUsd;
       // gpt-5.5 is priced as the gpt-5 family: $1.25 a million input, $10 a million output.
       const expected =
         (usage.input_tokens * 1.25 + usage.output_tokens * 10) / 1_000_000 -

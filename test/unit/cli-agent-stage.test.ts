@@ -6,7 +6,7 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it, vi } from "vitest";
 import type { AgentRun, CliAdapter, RunSpec } from "../../src/agent-cli/runtime-adapter.js";
 import { createLogger } from "../../src/log.js";
 import { cliAgent } from "../../src/runner/wiring/cli-agent.js";
@@ -121,8 +121,8 @@ describe("cliAgent.stage", () => {
     const t = agentUnderTest();
     const staged = t.agent.stage!({ key, cwd, resumeSessionId: "s-1" });
     expect(staged).not.toBeNull();
-    await new Promise((r) => setTimeout(r, 20)); // the turn still waiting for its workspace
-    expect(t.restores).toEqual(["s-1"]); // done before any run
+    // The turn still waits for its workspace: no run is asked for, and the restore is done.
+    await vi.waitFor(() => expect(t.restores).toEqual(["s-1"]), { timeout: 20_000 });
     expect(t.homesLeft()).toHaveLength(1);
     const staging = t.homesLeft()[0]!;
 

@@ -12,6 +12,7 @@ import {
 } from "../../core/task.js";
 import { inTransaction, type Queryable } from "../db.js";
 import { CHANNELS, notify } from "../notify.js";
+import { mergeAsks } from "./fold.js";
 
 /** A comment (or an issue body, or a pull request review) that asks an agent for something. */
 export interface TriggerComment {
@@ -124,31 +125,34 @@ export async function enqueueComment(pool: Pool, input: EnqueueInput): Promise<E
       let taskId = queued.rows[0]?.id;
       let kind: "created" | "coalesced" = "coalesced";
       if (taskId !== undefined) {
+        const merge = mergeAsks(
+          {
+            forceFresh: input.forceFresh,
+            requestedModel: input.requestedModel ?? null,
+            forkSessionId: input.forkSessionId ?? null,
+            planRequest: input.planRequest ?? null,
+          },
+          6,
+        );
         await tx.query(
-          `UPDATE tasks SET force_fresh = force_fresh OR $2,
-                  repo_settings = COALESCE($3::jsonb, repo_settings),
-                  requested_model = COALESCE($4, requested_model),
-                  fork_session_id = COALESCE($5, fork_session_id),
-                  plan_request = COALESCE($9, plan_request),
+          `UPDATE tasks SET ${merge.set},
+                  repo_settings = COALESCE($2::jsonb, repo_settings),
                   issue_snapshot = CASE
-                    WHEN $6::jsonb IS NOT NULL AND (issue_snapshot IS NULL
-                      OR issue_snapshot->>'updatedAt' <= $6::jsonb->>'updatedAt')
-                    THEN $6::jsonb ELSE issue_snapshot END,
-                  repo = $7, installation_id = $8,
+                    WHEN $3::jsonb IS NOT NULL AND (issue_snapshot IS NULL
+                      OR issue_snapshot->>'updatedAt' <= $3::jsonb->>'updatedAt')
+                    THEN $3::jsonb ELSE issue_snapshot END,
+                  repo = $4, installation_id = $5,
                   updated_at = now()
             WHERE id = $1`,
           [
             taskId,
-            input.forceFresh,
             settingsJson,
-            input.requestedModel ?? null,
-            input.forkSessionId ?? null,
             issueJson,
             // GitHub's API is asked under the name (and through the installation) of the newest
             // webhook: a rename while the task waits does not send it to the old name.
             key.repo,
             input.installationId,
-            input.planRequest ?? null,
+            ...merge.params,
           ],
         );
       } else {

@@ -5,8 +5,8 @@
 import type { Pool } from "../../db/pool.js";
 import { inTransaction } from "../db.js";
 import { CHANNELS, notify } from "../notify.js";
-import type { Queryable } from "../db.js";
 import type { Row } from "./claim.js";
+import { foldNewerQueued, mergeAsks } from "./fold.js";
 
 /**
  * The sweeper: tasks whose runner stopped heartbeating go back to the queue (their key's
@@ -53,21 +53,12 @@ export async function sweepExpired(
             );
             failed.push(id);
           } else {
-            const q = await foldNewerQueued(tx, t);
+            const merge = mergeAsks(await foldNewerQueued(tx, t), 2);
             await tx.query(
               `UPDATE tasks SET status = 'queued', locked_by = NULL, locked_at = NULL, heartbeat_at = NULL,
-                      force_fresh = force_fresh OR $2,
-                      requested_model = COALESCE($3, requested_model),
-                      fork_session_id = COALESCE($4, fork_session_id),
-                      plan_request = COALESCE($5, plan_request), updated_at = now()
+                      ${merge.set}, updated_at = now()
                 WHERE id = $1`,
-              [
-                id,
-                q?.force_fresh === true,
-                (q?.requested_model as string | null) ?? null,
-                (q?.fork_session_id as string | null) ?? null,
-                (q?.plan_request as string | null) ?? null,
-              ],
+              [id, ...merge.params],
             );
             requeued.push(id);
           }
@@ -81,24 +72,4 @@ export async function sweepExpired(
     client.release();
   }
   return { requeued, failed };
-}
-
-/**
- * A running task about to go back to the queue takes in its key's queued task, if a comment
- * came meanwhile (at most one task per key is queued): its comments move over, it goes, and what
- * it asked for is returned for the caller to merge (force_fresh, requested_model,
- * fork_session_id, plan_request). Run inside the caller's transaction, with `t` locked.
- */
-export async function foldNewerQueued(tx: Queryable, t: Row): Promise<Row | undefined> {
-  const newer = await tx.query(
-    `SELECT id, force_fresh, requested_model, fork_session_id, plan_request FROM tasks WHERE repo_id = $1 AND issue_number = $2 AND agent = $3
-       AND status = 'queued' FOR UPDATE`,
-    [t.repo_id, t.issue_number, t.agent],
-  );
-  const q = newer.rows[0] as Row | undefined;
-  if (q) {
-    await tx.query(`UPDATE task_comments SET task_id = $1 WHERE task_id = $2`, [t.id, q.id]);
-    await tx.query(`DELETE FROM tasks WHERE id = $1`, [q.id]);
-  }
-  return q;
 }

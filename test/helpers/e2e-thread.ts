@@ -1,0 +1,32 @@
+/**
+ * What the end-to-end files ask of a stack's thread and repository: a new issue, the answer
+ * Tether posted for a task, a file at a ref of the stand-in's repository.
+ */
+import { execFileSync } from "node:child_process";
+import { expect } from "vitest";
+import { REPO, type Stack } from "./e2e-stack.js";
+
+/** An issue by alice titled `title`, its body naming it. Returns its number. */
+export function newIssue(stack: Stack, title: string): number {
+  return stack.gh.addIssue({ repo: REPO, title, body: `Body of "${title}".`, user: "alice" })
+    .number as number;
+}
+
+/** The one comment Tether posted on `thread` for `task` (a second one fails the test). */
+export function answerOf(stack: Stack, thread: number, task: Record<string, unknown>): string {
+  const posted = stack.taskComments(thread, task.id as number);
+  expect(posted).toHaveLength(1);
+  return String(posted[0]!.body);
+}
+
+/** A file's content at `ref` in the stand-in's repository (undefined: absent). */
+export function fileAt(stack: Stack, ref: string, file: string): string | undefined {
+  try {
+    return execFileSync("git", ["-C", stack.gh.barePath(REPO), "show", `${ref}:${file}`], {
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "ignore"],
+    });
+  } catch {
+    return undefined;
+  }
+}
