@@ -11,6 +11,7 @@
  * Nothing here stops the process: a repository or a tick that fails is logged and tried again
  * on a later sweep.
  */
+import fs from "node:fs";
 import { loadRepoConfig } from "../config/load-repo-config.js";
 import { defaultAgentOf, scheduleKey, type RepoConfig } from "../config/repo-config.js";
 import { snapshotSettings } from "../config/repo-settings.js";
@@ -264,6 +265,23 @@ export class Scheduler {
     await octokit.auth({ type: "installation" });
     return octokit;
   }
+}
+
+/**
+ * A clock that reads the time from a file (TETHER_SCHEDULE_CLOCK_FILE, for tests): an ISO 8601
+ * instant, read at each call. Throws when the file is missing or holds no time; the sweep that
+ * asked logs it and tries again later.
+ */
+export function fileClock(file: string): () => Date {
+  return () => {
+    const text = fs.readFileSync(file, "utf8").trim();
+    const t = new Date(text);
+    if (Number.isNaN(t.getTime()))
+      throw new Error(
+        `TETHER_SCHEDULE_CLOCK_FILE ${file} holds no ISO 8601 time: ${JSON.stringify(text.slice(0, 40))}`,
+      );
+    return t;
+  };
 }
 
 function ownerAndName(repo: string): { owner: string; repo: string } {
