@@ -148,6 +148,7 @@ async function main(): Promise<void> {
         pool: db.pool,
         log: log.child({ component: "scheduler" }),
         auth: (installationId) => probot.auth(installationId),
+        appAuth: () => probot.auth(),
         intervalMs: env.TETHER_SCHEDULE_CHECK_MS,
         firstDelayMs: Math.min(env.TETHER_SCHEDULE_CHECK_MS, 5000),
         ...(env.TETHER_SCHEDULE_CLOCK_FILE

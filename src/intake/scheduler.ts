@@ -23,6 +23,7 @@ import type { Logger } from "../log.js";
 import {
   claimTick,
   dueSchedules,
+  knowScheduleRepos,
   markSynced,
   replaceSchedules,
   reposToSync,
@@ -39,6 +40,9 @@ import { PeriodicJob } from "./periodic-job.js";
 export const SCHEDULE_CHECK_MS = 30_000;
 /** A repository's schedules are read again at least this often. */
 export const SCHEDULE_RESYNC_MS = 3600_000;
+/** Bounds of one listing of the installations' repositories (discoverRepos). */
+const MAX_INSTALLATIONS = 1000;
+const MAX_INSTALLATION_REPOS = 5000;
 /** Who asked, as a scheduled turn's request names it: no GitHub login, so it pings nobody. */
 export const SCHEDULE_AUTHOR = "(schedule)";
 
@@ -46,6 +50,12 @@ export interface SchedulerOptions {
   pool: Pool;
   log: Logger;
   auth: (installationId: number) => Promise<GitHub>;
+  /**
+   * The app's own Octokit (its JWT), to list the installations and their repositories every
+   * `resyncMs`: a repository installed before Tether read schedules, with no push since, is
+   * learnt so. Without it, only pushes and installation events add repositories.
+   */
+  appAuth?: () => Promise<GitHub>;
   now?: () => Date;
   intervalMs?: number;
   firstDelayMs?: number;
@@ -58,12 +68,16 @@ export type TickResult = "queued" | "absorbed" | "skipped";
 
 export interface SweepReport {
   synced: number;
+  /** Repositories the installations' listing added (0 between listings). */
+  discovered?: number;
   ticks: Array<{ schedule: number; result: TickResult; taskId?: number }>;
 }
 
 export class Scheduler {
   private readonly job: PeriodicJob<SweepReport | undefined>;
   private readonly now: () => Date;
+  /** When this process last listed the installations' repositories (its clock, ms). */
+  private listedAt = -Infinity;
 
   constructor(private readonly opts: SchedulerOptions) {
     this.now = opts.now ?? (() => new Date());
@@ -86,9 +100,10 @@ export class Scheduler {
   private async sweepOnce(): Promise<SweepReport | undefined> {
     try {
       const report = await withSchedulerLock(this.opts.pool, async () => {
+        const discovered = await this.discoverRepos();
         const synced = await this.syncRepos();
         const ticks = await this.runDueTicks();
-        return { synced, ticks };
+        return { synced, ticks, ...(discovered ? { discovered } : {}) };
       });
       if (report === undefined) this.opts.log.debug("another process is sweeping the schedules");
       return report;
@@ -96,6 +111,55 @@ export class Scheduler {
       this.opts.log.warn({ err }, "the schedule sweep failed; trying again later");
       return undefined;
     }
+  }
+
+  /**
+   * Every `resyncMs` (and on this process's first sweep): list the app's installations and
+   * their repositories, and record any repository not known yet, to be read on this sweep.
+   * Pushes and installation events record the others as they come; this catches the
+   * repositories installed before Tether read schedules and not pushed to since. A listing that
+   * fails is logged and tried at the next period.
+   */
+  private async discoverRepos(): Promise<number> {
+    if (!this.opts.appAuth) return 0;
+    const t = this.now().getTime();
+    if (t - this.listedAt < (this.opts.resyncMs ?? SCHEDULE_RESYNC_MS)) return 0;
+    this.listedAt = t;
+    let added = 0;
+    try {
+      const octokit = await this.opts.appAuth();
+      const installations = await octokit.paginate(octokit.rest.apps.listInstallations, {
+        per_page: 100,
+      });
+      for (const i of installations.slice(0, MAX_INSTALLATIONS)) {
+        if (this.job.stopped) break;
+        try {
+          added += await knowScheduleRepos(this.opts.pool, await this.installedRepos(i.id));
+        } catch (err) {
+          this.opts.log.warn(
+            { err, installation: i.id },
+            "could not list an installation's repositories for their schedules",
+          );
+        }
+      }
+    } catch (err) {
+      this.opts.log.warn({ err }, "could not list the app's installations for their schedules");
+    }
+    if (added) this.opts.log.info({ repos: added }, "repositories found to read schedules from");
+    return added;
+  }
+
+  /** The repositories installation `installationId` reaches, as GitHub lists them. */
+  private async installedRepos(installationId: number): Promise<RepoRef[]> {
+    const octokit = await this.octokit(installationId);
+    const repos = await octokit.paginate(octokit.rest.apps.listReposAccessibleToInstallation, {
+      per_page: 100,
+    });
+    return repos.slice(0, MAX_INSTALLATION_REPOS).map((r) => ({
+      repoId: r.id,
+      installationId,
+      repo: r.full_name.toLowerCase(),
+    }));
   }
 
   private async syncRepos(): Promise<number> {
