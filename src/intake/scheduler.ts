@@ -1,7 +1,8 @@
 /**
  * Standing conversations (#41; README "Talking to Tether", docs/operations.md "Schedules"): the
  * schedules of each repository's `.github/tether.yml`, learnt when the file is pushed to the
- * default branch, when the app is installed, and at least hourly; each tick one follow-up turn in
+ * default branch, when the app is installed, and at least hourly (with an hourly listing of the
+ * installations' repositories, for those no event named); each tick one follow-up turn in
  * its schedule's conversation, queued like any other request (so it runs under every guard a
  * comment's turn has).
  *

@@ -218,7 +218,7 @@ export async function dueSchedules(db: Queryable, now: Date, limit = 100): Promi
   return rows.map(toSchedule);
 }
 
-/** Every schedule, for the dashboard and the tests. */
+/** Every schedule (the dashboard reads its own list: src/sql/stats/schedules.ts). */
 export async function listSchedules(db: Queryable): Promise<ScheduleRow[]> {
   const { rows } = await db.query<Row>(
     `SELECT ${COLUMNS} FROM schedules ORDER BY repo, position, id LIMIT 1000`,
