@@ -207,6 +207,11 @@ export const EnvSchema = z.object({
   TETHER_SCHEDULE_MIN_MINUTES: intFrom(1, 10_080).default(10),
   /** For tests: how often, in milliseconds, each web process looks for due schedule ticks. */
   TETHER_SCHEDULE_CHECK_MS: intFrom(100, 3_600_000).default(30_000),
+  /**
+   * For tests: a file holding the time (ISO 8601) the scheduler takes for now, read at each
+   * sweep, so an end-to-end test moves from tick to tick without waiting for the wall clock.
+   */
+  TETHER_SCHEDULE_CLOCK_FILE: optional(z.string().min(1)),
   /** Bearer token for /metrics. Unset: /metrics is open (scrapers usually sit on a private network). */
   TETHER_METRICS_TOKEN: optional(z.string().min(16, "must be at least 16 characters")),
   /**

@@ -10,7 +10,7 @@ import { HeadroomSync } from "./github/headroom-sync.js";
 import { postgresAnswers } from "./github/conditional-requests.js";
 import { githubDeliveryLog } from "./github/webhook-deliveries.js";
 import { InboxPruner } from "./intake/inbox-pruner.js";
-import { Scheduler } from "./intake/scheduler.js";
+import { fileClock, Scheduler } from "./intake/scheduler.js";
 import { setScheduleMinMinutes } from "./config/repo-config.js";
 import { PeriodicJob } from "./intake/periodic-job.js";
 import { appBotLogin } from "./github/app-login.js";
@@ -148,8 +148,12 @@ async function main(): Promise<void> {
         pool: db.pool,
         log: log.child({ component: "scheduler" }),
         auth: (installationId) => probot.auth(installationId),
+        appAuth: () => probot.auth(),
         intervalMs: env.TETHER_SCHEDULE_CHECK_MS,
         firstDelayMs: Math.min(env.TETHER_SCHEDULE_CHECK_MS, 5000),
+        ...(env.TETHER_SCHEDULE_CLOCK_FILE
+          ? { now: fileClock(env.TETHER_SCHEDULE_CLOCK_FILE) }
+          : {}),
         ticked: (result) => metrics.recordScheduleTick(result),
       });
       scheduler.start();

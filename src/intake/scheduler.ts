@@ -1,7 +1,8 @@
 /**
  * Standing conversations (#41; README "Talking to Tether", docs/operations.md "Schedules"): the
  * schedules of each repository's `.github/tether.yml`, learnt when the file is pushed to the
- * default branch, when the app is installed, and at least hourly; each tick one follow-up turn in
+ * default branch, when the app is installed, and at least hourly (with an hourly listing of the
+ * installations' repositories, for those no event named); each tick one follow-up turn in
  * its schedule's conversation, queued like any other request (so it runs under every guard a
  * comment's turn has).
  *
@@ -11,6 +12,7 @@
  * Nothing here stops the process: a repository or a tick that fails is logged and tried again
  * on a later sweep.
  */
+import fs from "node:fs";
 import { loadRepoConfig } from "../config/load-repo-config.js";
 import { noteRepoName } from "../sql/repo-names.js";
 import { defaultAgentOf, scheduleKey, type RepoConfig } from "../config/repo-config.js";
@@ -23,6 +25,7 @@ import type { Logger } from "../log.js";
 import {
   claimTick,
   dueSchedules,
+  knowScheduleRepos,
   markSynced,
   replaceSchedules,
   reposToSync,
@@ -39,6 +42,9 @@ import { PeriodicJob } from "./periodic-job.js";
 export const SCHEDULE_CHECK_MS = 30_000;
 /** A repository's schedules are read again at least this often. */
 export const SCHEDULE_RESYNC_MS = 3600_000;
+/** Bounds of one listing of the installations' repositories (discoverRepos). */
+const MAX_INSTALLATIONS = 1000;
+const MAX_INSTALLATION_REPOS = 5000;
 /** Who asked, as a scheduled turn's request names it: no GitHub login, so it pings nobody. */
 export const SCHEDULE_AUTHOR = "(schedule)";
 
@@ -46,6 +52,12 @@ export interface SchedulerOptions {
   pool: Pool;
   log: Logger;
   auth: (installationId: number) => Promise<GitHub>;
+  /**
+   * The app's own Octokit (its JWT), to list the installations and their repositories every
+   * `resyncMs`: a repository installed before Tether read schedules, with no push since, is
+   * learnt so. Without it, only pushes and installation events add repositories.
+   */
+  appAuth?: () => Promise<GitHub>;
   now?: () => Date;
   intervalMs?: number;
   firstDelayMs?: number;
@@ -58,12 +70,16 @@ export type TickResult = "queued" | "absorbed" | "skipped";
 
 export interface SweepReport {
   synced: number;
+  /** Repositories the installations' listing added (0 between listings). */
+  discovered?: number;
   ticks: Array<{ schedule: number; result: TickResult; taskId?: number }>;
 }
 
 export class Scheduler {
   private readonly job: PeriodicJob<SweepReport | undefined>;
   private readonly now: () => Date;
+  /** When this process last listed the installations' repositories (its clock, ms). */
+  private listedAt = -Infinity;
 
   constructor(private readonly opts: SchedulerOptions) {
     this.now = opts.now ?? (() => new Date());
@@ -86,9 +102,10 @@ export class Scheduler {
   private async sweepOnce(): Promise<SweepReport | undefined> {
     try {
       const report = await withSchedulerLock(this.opts.pool, async () => {
+        const discovered = await this.discoverRepos();
         const synced = await this.syncRepos();
         const ticks = await this.runDueTicks();
-        return { synced, ticks };
+        return { synced, ticks, ...(discovered ? { discovered } : {}) };
       });
       if (report === undefined) this.opts.log.debug("another process is sweeping the schedules");
       return report;
@@ -96,6 +113,55 @@ export class Scheduler {
       this.opts.log.warn({ err }, "the schedule sweep failed; trying again later");
       return undefined;
     }
+  }
+
+  /**
+   * Every `resyncMs` (and on this process's first sweep): list the app's installations and
+   * their repositories, and record any repository not known yet, to be read on this sweep.
+   * Pushes and installation events record the others as they come; this catches the
+   * repositories installed before Tether read schedules and not pushed to since. A listing that
+   * fails is logged and tried at the next period.
+   */
+  private async discoverRepos(): Promise<number> {
+    if (!this.opts.appAuth) return 0;
+    const t = this.now().getTime();
+    if (t - this.listedAt < (this.opts.resyncMs ?? SCHEDULE_RESYNC_MS)) return 0;
+    this.listedAt = t;
+    let added = 0;
+    try {
+      const octokit = await this.opts.appAuth();
+      const installations = await octokit.paginate(octokit.rest.apps.listInstallations, {
+        per_page: 100,
+      });
+      for (const i of installations.slice(0, MAX_INSTALLATIONS)) {
+        if (this.job.stopped) break;
+        try {
+          added += await knowScheduleRepos(this.opts.pool, await this.installedRepos(i.id));
+        } catch (err) {
+          this.opts.log.warn(
+            { err, installation: i.id },
+            "could not list an installation's repositories for their schedules",
+          );
+        }
+      }
+    } catch (err) {
+      this.opts.log.warn({ err }, "could not list the app's installations for their schedules");
+    }
+    if (added) this.opts.log.info({ repos: added }, "repositories found to read schedules from");
+    return added;
+  }
+
+  /** The repositories installation `installationId` reaches, as GitHub lists them. */
+  private async installedRepos(installationId: number): Promise<RepoRef[]> {
+    const octokit = await this.octokit(installationId);
+    const repos = await octokit.paginate(octokit.rest.apps.listReposAccessibleToInstallation, {
+      per_page: 100,
+    });
+    return repos.slice(0, MAX_INSTALLATION_REPOS).map((r) => ({
+      repoId: r.id,
+      installationId,
+      repo: r.full_name.toLowerCase(),
+    }));
   }
 
   private async syncRepos(): Promise<number> {
@@ -268,6 +334,23 @@ export class Scheduler {
     await octokit.auth({ type: "installation" });
     return octokit;
   }
+}
+
+/**
+ * A clock that reads the time from a file (TETHER_SCHEDULE_CLOCK_FILE, for tests): an ISO 8601
+ * instant, read at each call. Throws when the file is missing or holds no time; the sweep that
+ * asked logs it and tries again later.
+ */
+export function fileClock(file: string): () => Date {
+  return () => {
+    const text = fs.readFileSync(file, "utf8").trim();
+    const t = new Date(text);
+    if (Number.isNaN(t.getTime()))
+      throw new Error(
+        `TETHER_SCHEDULE_CLOCK_FILE ${file} holds no ISO 8601 time: ${JSON.stringify(text.slice(0, 40))}`,
+      );
+    return t;
+  };
 }
 
 function ownerAndName(repo: string): { owner: string; repo: string } {

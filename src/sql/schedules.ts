@@ -106,6 +106,28 @@ export async function wantScheduleSync(db: Queryable, r: RepoRef): Promise<void>
   );
 }
 
+/**
+ * Repositories the app is installed on, as GitHub lists them: any not known here yet is to be
+ * read (installed before Tether read schedules, with no push since). A known one only takes its
+ * current name and installation (renamed, transferred). Returns how many were new.
+ */
+export async function knowScheduleRepos(db: Queryable, listed: RepoRef[]): Promise<number> {
+  // One row per repository: an upsert cannot touch a row twice.
+  const repos = [...new Map(listed.map((r) => [r.repoId, r])).values()];
+  if (repos.length === 0) return 0;
+  const res = await db.query<{ added: boolean }>(
+    `INSERT INTO schedule_repos (repo_id, installation_id, repo, wanted_at)
+     SELECT id, inst, name, now() FROM unnest($1::bigint[], $2::bigint[], $3::text[]) AS u(id, inst, name)
+     ON CONFLICT (repo_id) DO UPDATE
+       SET installation_id = excluded.installation_id, repo = excluded.repo
+       WHERE (schedule_repos.installation_id, schedule_repos.repo)
+             IS DISTINCT FROM (excluded.installation_id, excluded.repo)
+     RETURNING (xmax = 0) AS added`,
+    [repos.map((r) => r.repoId), repos.map((r) => r.installationId), repos.map((r) => r.repo)],
+  );
+  return res.rows.filter((r) => r.added).length;
+}
+
 /** Repositories to read again: asked for since their last reading, or not read for `staleMs`. */
 export async function reposToSync(
   db: Queryable,
@@ -196,7 +218,7 @@ export async function dueSchedules(db: Queryable, now: Date, limit = 100): Promi
   return rows.map(toSchedule);
 }
 
-/** Every schedule, for the dashboard and the tests. */
+/** Every schedule (the dashboard reads its own list: src/sql/stats/schedules.ts). */
 export async function listSchedules(db: Queryable): Promise<ScheduleRow[]> {
   const { rows } = await db.query<Row>(
     `SELECT ${COLUMNS} FROM schedules ORDER BY repo, position, id LIMIT 1000`,

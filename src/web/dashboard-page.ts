@@ -145,6 +145,10 @@ export function dashboardPage(nonce: string, opts: { signOut: boolean }): string
     <div class="scroll tall"><table id="repos" class="num-table"></table></div>
   </section>
   <section class="panel">
+    <div class="panel-head"><h2>Schedules</h2><span class="muted" id="schedules-note"></span></div>
+    <div class="scroll"><table id="schedules"></table></div>
+  </section>
+  <section class="panel">
     <div class="panel-head"><h2>Latest tasks</h2><span class="muted">newest first, any status</span></div>
     <div class="scroll tall"><table id="latest"></table></div>
   </section>

@@ -9,7 +9,7 @@ import type { Stats as DbStats } from "../../src/sql/stats/figures.js";
 import { dashboardRoutes } from "../../src/web/dashboard-routes.js";
 import { serveHandlers, type Served } from "../../src/web/http.js";
 import { saveHeadroom } from "../../src/sql/rate-limits.js";
-import { seedRealisticTasks } from "../helpers/dashboard-seed.js";
+import { seedRealisticTasks, seedSchedules } from "../helpers/dashboard-seed.js";
 import { seedTask } from "../helpers/seed.js";
 import { createTestDatabase } from "../helpers/db.js";
 
@@ -53,6 +53,19 @@ beforeAll(async () => {
     installation_id: 9302,
     deferred_until: new Date(DEFERRED_UNTIL * 1000),
   });
+  // Three schedules (#41); the one that ran points at a finished scheduled turn.
+  const ran = await seedTask(db.pool, {
+    repo: "octo/widgets",
+    issue_number: 42,
+    trigger: "schedule",
+    trigger_author: "(schedule)",
+    trigger_url: "https://github.com/octo/widgets/issues/42",
+    status: "succeeded",
+    outcome: "success",
+    created_at: new Date(NOW.getTime() - 35 * 60_000),
+    finished_at: new Date(NOW.getTime() - 34 * 60_000),
+  });
+  await seedSchedules(db.pool, { now: NOW, lastTaskId: ran.id as number });
   server = await serveHandlers([
     dashboardRoutes({
       env: loadEnv({ TETHER_DASHBOARD_TOKEN: TOKEN, LOG_LEVEL: "silent" }),
@@ -211,6 +224,43 @@ async function expectPageMatches(page: Page, s: Stats): Promise<void> {
   expect(await page.locator('[data-gh-headroom="9302"]').textContent()).toBe(
     `#9302 12 left · 1 waiting until ${clock} UTC`,
   );
+  // Every schedule, whatever the range: repository, agent, issue, cron, last run, next run (#41).
+  expect(s.schedules).toHaveLength(3);
+  const rows = page.locator("#schedules tbody tr[data-schedule]");
+  expect(await rows.count()).toBe(s.schedules.length);
+  const cells = async (key: string) =>
+    page.locator(`#schedules tr[data-schedule="${key}"] td`).allTextContents();
+  expect(await cells("octo/widgets/tether#42")).toEqual([
+    "octo/widgets",
+    "tether",
+    "#42",
+    "0 * * * *",
+    expect.stringMatching(/^3[5-9] m \d+ s ago success$/),
+    // The page's clock starts at NOW and runs on.
+    expect.stringMatching(/^in 2[0-5] m \d+ s$/),
+  ]);
+  expect(
+    await page
+      .locator('#schedules tr[data-schedule="octo/widgets/tether#42"] a')
+      .getAttribute("href"),
+  ).toBe("https://github.com/octo/widgets/issues/42");
+  expect(await cells("octo/gadgets/reviewer#7")).toEqual([
+    "octo/gadgets",
+    "reviewer",
+    "#7",
+    "0 9 * * 1",
+    "never",
+    expect.stringMatching(/^in (2 h 0 m|1 h 5\d m)$/),
+  ]);
+  expect(await cells("octo/reports/tether#Daily report")).toEqual([
+    "octo/reports",
+    "tether",
+    "new: Daily report",
+    "30 6 * * *",
+    "never",
+    expect.stringMatching(/^in (1 d 0 h|23 h 5\d m)$/),
+  ]);
+  expect(await page.locator("#schedules-note").textContent()).toBe("3 schedules, next due first");
 }
 
 describe("the dashboard in chromium", () => {

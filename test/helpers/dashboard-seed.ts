@@ -237,3 +237,26 @@ export async function seedRealisticTasks(
     [now],
   );
 }
+
+/**
+ * Three schedules for the dashboard's list (#41): one that ran (its last turn `lastTaskId`), one
+ * that never ran, and a `title:` schedule whose issue its first run will open. Next due first:
+ * widgets (in 25 minutes), gadgets (in 2 hours), reports (tomorrow).
+ */
+export async function seedSchedules(
+  pool: Pool,
+  opts: { now: Date; lastTaskId: number },
+): Promise<void> {
+  const at = (ms: number) => new Date(opts.now.getTime() + ms);
+  await pool.query(
+    `INSERT INTO schedules (repo_id, installation_id, repo, schedule_key, position, cron, timezone,
+                           agent, issue_number, title, request, next_run_at, last_run_at, last_task_id)
+     VALUES (101, 1, 'octo/widgets', 'tether#42', 0, '0 * * * *', 'UTC', 'tether', 42, NULL,
+             'Triage the new issues.', $1, $2, $3),
+            (102, 1, 'octo/gadgets', 'reviewer#7', 0, '0 9 * * 1', 'Europe/Paris', 'reviewer', 7,
+             NULL, 'Review the week.', $4, NULL, NULL),
+            (103, 1, 'octo/reports', 'tether:Daily report', 0, '30 6 * * *', 'UTC', 'tether', NULL,
+             'Daily report', 'Report on yesterday.', $5, NULL, NULL)`,
+    [at(25 * MIN), at(-35 * MIN), opts.lastTaskId, at(2 * HOUR), at(DAY)],
+  );
+}

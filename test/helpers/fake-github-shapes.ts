@@ -460,7 +460,15 @@ export function installationJson(b: Bases, i: InstallationFacts): Json {
   return {
     ...template,
     id: i.id,
-    account: i.account,
+    // @octokit/openapi describes the account as allOf [simple-user, enterprise] (anyOf is meant):
+    // an account that is both passes the checker, and the fields Enterprise adds are harmless.
+    account: {
+      name: i.account.login,
+      slug: String(i.account.login).toLowerCase(),
+      created_at: iso(i.createdAt),
+      updated_at: iso(i.createdAt),
+      ...i.account,
+    },
     repository_selection: i.repositorySelection,
     access_tokens_url: `${b.apiUrl}/app/installations/${i.id}/access_tokens`,
     repositories_url: `${b.apiUrl}/installation/repositories`,

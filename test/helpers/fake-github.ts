@@ -2066,6 +2066,23 @@ export class FakeGitHub implements PayloadSource {
         ? { status: 200, body: this.issueJson(this.fullName(r), n) }
         : notFound();
     });
+    // Opened by the app (a `title:` schedule's first run, #41): the installation's bot is its author.
+    add("POST", "/repos/{owner}/{repo}/issues", "token", (ctx) => {
+      const r = repoOf(ctx);
+      const { title, body, labels } = ctx.body;
+      if (typeof title !== "string" || title.trim() === "")
+        return invalid('"title" wasn\'t supplied.');
+      if (body !== undefined && body !== null && typeof body !== "string")
+        return invalid('"body" must be a string');
+      const issue = this.newIssue(r, {
+        title,
+        body: typeof body === "string" ? body : null,
+        user: this.botLogin(),
+        ...(Array.isArray(labels) ? { labels: labels.map(String) } : {}),
+      });
+      const json = this.issueJson(this.fullName(r), issue.number);
+      return { status: 201, body: json, headers: { location: String(json.url) } };
+    });
     add("GET", "/repos/{owner}/{repo}/issues/{issue_number}/comments", "token", (ctx) => {
       const r = repoOf(ctx);
       const n = Number(ctx.params.issue_number);

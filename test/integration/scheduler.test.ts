@@ -8,7 +8,7 @@ import { Scheduler } from "../../src/intake/scheduler.js";
 import { createLogger } from "../../src/log.js";
 import { listSchedules, wantScheduleSync } from "../../src/sql/schedules.js";
 import { createTestDatabase } from "../helpers/db.js";
-import { issueJson } from "../helpers/fake-github-shapes.js";
+import { installationJson, issueJson, repoJson, userJson } from "../helpers/fake-github-shapes.js";
 import { github, rest, useNock } from "../helpers/intake-github.js";
 import { INSTALLATION_ID, REPO_KEY } from "../helpers/intake-payloads.js";
 import { createTestApp } from "../helpers/probot.js";
@@ -121,6 +121,79 @@ describe("the scheduler", () => {
     now = new Date("2026-12-01T14:10:00Z");
     const last = await a.sweep();
     expect(last).toEqual({ synced: 1, ticks: [] });
+    expect(await listSchedules(db.pool)).toEqual([]);
+  });
+});
+
+describe("repositories installed before schedules were read (#41.3)", () => {
+  const B = { apiUrl: "https://api.github.com", webUrl: "https://github.com" };
+  const owner = userJson(B, "Codertocat", 1);
+  const repoJ = (name: string) =>
+    repoJson(B, {
+      id: REPO_ID,
+      owner,
+      name,
+      private: false,
+      defaultBranch: "main",
+      createdAt: new Date("2026-01-01T00:00:00Z"),
+      pushedAt: new Date("2026-11-01T00:00:00Z"),
+      openIssues: 1,
+    });
+  const installationJ = () =>
+    installationJson(B, {
+      id: INSTALLATION_ID,
+      appId: 1,
+      appSlug: "tether",
+      account: owner,
+      permissions: { issues: "write", metadata: "read" },
+      events: ["issue_comment"],
+      repositorySelection: "all",
+      createdAt: new Date("2026-01-01T00:00:00Z"),
+    });
+  /** The listing: the app's installations (its JWT), then the installation's repositories. */
+  const listing = (newToken: boolean, name = "Hello-World") => {
+    const gh = newToken ? github().token(INSTALLATION_ID) : github();
+    gh.api.get("/app/installations").query({ per_page: "100" }).reply(200, [installationJ()]);
+    gh.api
+      .get("/installation/repositories")
+      .query({ per_page: "100" })
+      .reply(200, { total_count: 1, repositories: [repoJ(name)] });
+    return gh;
+  };
+
+  it("the hourly listing finds a repository no push or installation event named, and reads its schedules; known ones are left to the hourly reading", async () => {
+    await db.pool.query("DELETE FROM schedules; DELETE FROM schedule_repos");
+    const app = await createTestApp(db);
+    let now = new Date("2026-12-02T08:30:00Z");
+    const scheduler = new Scheduler({
+      pool: db.pool,
+      log: createLogger("silent"),
+      auth: (id) => app.probot.auth(id),
+      appAuth: () => app.probot.auth(),
+      now: () => now,
+    });
+    // Installed long ago, schedules in its config, nothing in schedule_repos.
+    listing(true)
+      .api.get("/repos/codertocat/hello-world/contents/.github%2Ftether.yml")
+      .reply(200, WITH, { "content-type": "text/plain; charset=utf-8" });
+    expect(await scheduler.sweep()).toEqual({ discovered: 1, synced: 1, ticks: [] });
+    const [s] = await listSchedules(db.pool);
+    expect(s).toMatchObject({ repoId: REPO_ID, repo: REPO_KEY, issueNumber: ISSUE });
+    expect(s!.nextRunAt.toISOString()).toBe("2026-12-02T09:00:00.000Z");
+
+    // Within the hour: no listing, no reading (nock fails on any request).
+    now = new Date("2026-12-02T08:50:00Z");
+    expect(await scheduler.sweep()).toEqual({ synced: 0, ticks: [] });
+
+    // An hour on: listed again (nothing new; renamed meanwhile), and read again, under its new
+    // name, because its reading is an hour old.
+    await db.pool.query(`UPDATE schedule_repos SET synced_at = now() - interval '61 minutes'`);
+    now = new Date("2026-12-02T09:31:00Z");
+    // Probot keeps the installation's token for the hour it is good for.
+    listing(false, "Hello-Renamed")
+      .api.get("/repos/codertocat/hello-renamed/contents/.github%2Ftether.yml")
+      .reply(200, "agents: {}\n", { "content-type": "text/plain; charset=utf-8" });
+    expect(await scheduler.sweep()).toEqual({ synced: 1, ticks: [] });
     expect(await listSchedules(db.pool)).toEqual([]);
   });
 });

@@ -10,7 +10,7 @@ import { statsWindow } from "../../src/sql/stats/window.js";
 import { dashboardRoutes } from "../../src/web/dashboard-routes.js";
 import { serveHandlers, type Served } from "../../src/web/http.js";
 import { createTestDatabase } from "../helpers/db.js";
-import { NOW, seedDashboardFixture } from "../helpers/dashboard-seed.js";
+import { NOW, seedDashboardFixture, seedSchedules } from "../helpers/dashboard-seed.js";
 import { seedTask, type Row } from "../helpers/seed.js";
 
 const db = await createTestDatabase();
@@ -497,6 +497,56 @@ describe("/api/stats on seeded tasks", () => {
       },
       turns: before.turns + 4,
     });
+  });
+
+  it("lists every schedule, next due first, with its issue, last run (and that turn) and next run, in every range (#41)", async () => {
+    expect((await api("24h")).body.schedules).toEqual([]);
+    const last = rows[0]!;
+    await seedSchedules(db.pool, { now: NOW, lastTaskId: last.id as number });
+    const mins = (m: number) => new Date(NOW.getTime() + m * 60_000).toISOString();
+    const want = [
+      {
+        repo: "octo/widgets",
+        agent: "tether",
+        issueNumber: 42,
+        title: null,
+        cron: "0 * * * *",
+        timezone: "UTC",
+        lastRunAt: mins(-35),
+        lastTask: {
+          id: last.id,
+          status: "succeeded",
+          outcome: "success",
+          url: last.trigger_url,
+        },
+        nextRunAt: mins(25),
+      },
+      {
+        repo: "octo/gadgets",
+        agent: "reviewer",
+        issueNumber: 7,
+        title: null,
+        cron: "0 9 * * 1",
+        timezone: "Europe/Paris",
+        lastRunAt: null,
+        lastTask: null,
+        nextRunAt: mins(120),
+      },
+      {
+        repo: "octo/reports",
+        agent: "tether",
+        issueNumber: null,
+        title: "Daily report",
+        cron: "30 6 * * *",
+        timezone: "UTC",
+        lastRunAt: null,
+        lastTask: null,
+        nextRunAt: mins(24 * 60),
+      },
+    ];
+    // Not windowed: the 30-day page lists the same schedules.
+    for (const range of ["24h", "30d"]) expect((await api(range)).body.schedules).toEqual(want);
+    await db.pool.query("DELETE FROM schedules");
   });
 
   it("rejects an unknown range with a message that names it", async () => {

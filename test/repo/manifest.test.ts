@@ -104,6 +104,10 @@ const REST_NEEDS: Record<string, Needs> = {
   // and redelivered by the redelivery sweeper.
   "apps.listWebhookDeliveries": {},
   "apps.redeliverWebhookDelivery": {},
+  // The scheduler's hourly listing (src/intake/scheduler.ts): the installations with the app's
+  // JWT, then each installation's repositories with its token (metadata, as every token has).
+  "apps.listInstallations": {},
+  "apps.listReposAccessibleToInstallation": { metadata: "read" },
 };
 /** git subcommands the workspace runs; clone and fetch authenticate with the installation token. */
 const GIT_NEEDS: Record<string, Needs> = {

@@ -1,6 +1,10 @@
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import { describe, expect, it } from "vitest";
+import { loadEnv } from "../../src/env.js";
 import { installedRepos } from "../../src/intake/installation-schedules.js";
-import { scheduleRequest, SCHEDULE_AUTHOR } from "../../src/intake/scheduler.js";
+import { fileClock, scheduleRequest, SCHEDULE_AUTHOR } from "../../src/intake/scheduler.js";
 import { renderFooter } from "../../src/runner/render/thread-comments.js";
 
 const repo = (id: number, full_name: string) => ({ id, full_name });
@@ -64,5 +68,26 @@ describe("the footer of a scheduled turn", () => {
     const f = { resumed: true, reason: "resumed" as const, sessionId: null, usage: null };
     expect(renderFooter({ ...f, scheduled: true })).toContain("⏰ schedule");
     expect(renderFooter(f)).not.toContain("schedule");
+  });
+});
+
+describe("TETHER_SCHEDULE_CLOCK_FILE (for tests)", () => {
+  it("is unset by default; the clock it names reads the file's time at each call and refuses anything else", () => {
+    expect(loadEnv({}).TETHER_SCHEDULE_CLOCK_FILE).toBeUndefined();
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "tether-clock-"));
+    try {
+      const file = path.join(dir, "now");
+      expect(loadEnv({ TETHER_SCHEDULE_CLOCK_FILE: file }).TETHER_SCHEDULE_CLOCK_FILE).toBe(file);
+      const now = fileClock(file);
+      expect(() => now()).toThrow(/ENOENT/);
+      fs.writeFileSync(file, "2026-12-01T09:00:05.000Z\n");
+      expect(now().toISOString()).toBe("2026-12-01T09:00:05.000Z");
+      fs.writeFileSync(file, "2026-12-01T09:01:05Z");
+      expect(now().toISOString()).toBe("2026-12-01T09:01:05.000Z");
+      fs.writeFileSync(file, "soon");
+      expect(() => now()).toThrow(/TETHER_SCHEDULE_CLOCK_FILE .* holds no ISO 8601 time: "soon"/);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

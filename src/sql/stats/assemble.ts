@@ -19,6 +19,7 @@ import { triggerFigures, type TriggerRow } from "./triggers.js";
 import { ciLoopFigures, type CiLoopRow } from "./ci-loops.js";
 import type { ReviewFigures } from "./reviews.js";
 import { githubRequestFigures, type GithubRequestRow } from "./github-requests.js";
+import type { ScheduleStatRow } from "./schedules.js";
 import type { HourRow } from "./turns.js";
 import type { StatsWindow } from "./window.js";
 
@@ -108,6 +109,8 @@ export interface StatsParts {
   reviews?: ReviewFigures;
   /** GitHub requests per turn by kind; absent reads as none. */
   githubRequests?: GithubRequestRow[];
+  /** Every schedule; absent reads as none. */
+  schedules?: ScheduleStatRow[];
 }
 
 /** Outcomes a turn can have: every outcome but limit_refused, which a task gets without running. */
@@ -269,5 +272,6 @@ export function assemble(w: StatsWindow, parts: StatsParts, clis: StatsClis): St
     ci: ciLoopFigures(parts.ciLoops ?? []),
     reviews: parts.reviews ?? { posted: 0, failed: 0, lineComments: 0 },
     githubRequests: githubRequestFigures(parts.githubRequests ?? []),
+    schedules: parts.schedules ?? [],
   };
 }

@@ -5,6 +5,7 @@ import { REASON_CODES } from "../../core/resume-decision.js";
 import { OUTCOMES } from "../../core/task.js";
 import type { StatsBucket, StatsRange } from "./window.js";
 import type { CiLoopFigures } from "./ci-loops.js";
+import type { ScheduleStatRow } from "./schedules.js";
 
 export { REASON_CODES, OUTCOMES };
 export const ReasonCode = z.enum(REASON_CODES);
@@ -198,6 +199,11 @@ export interface Stats {
    * publishing), publishing (published its changes); median and mean of tasks.github_requests.
    */
   githubRequests: Record<RequestTurnKind, TurnRequestFigures>;
+  /**
+   * Every schedule Tether learnt (docs/operations.md "Schedules"), whatever the range: its
+   * repository, agent, issue, last run and next run, next due first.
+   */
+  schedules: ScheduleStatRow[];
 }
 
 /** Publishes of turns that finished in the window. */

@@ -7,6 +7,7 @@ import { latestTasks } from "./latest.js";
 import { queueFigures } from "./queue.js";
 import { refusedRows, repoRows } from "./repos.js";
 import { runnerRows } from "./runners.js";
+import { scheduleRows } from "./schedules.js";
 import { DEFAULT_STATS_TIMEOUT_MS, inSnapshot } from "./snapshot.js";
 import { sessionMoves } from "./sessions.js";
 import { triggerRows } from "./triggers.js";
@@ -53,6 +54,7 @@ export async function readStats(pool: Pool, opts: ReadStatsOptions): Promise<Sta
     const ciLoops = await ciLoopRows(c, window);
     const reviews = await reviewFigures(c, window);
     const githubRequests = await githubRequestRows(c, window);
+    const schedules = await scheduleRows(c);
     return assemble(
       window,
       {
@@ -68,6 +70,7 @@ export async function readStats(pool: Pool, opts: ReadStatsOptions): Promise<Sta
         ciLoops,
         reviews,
         githubRequests,
+        schedules,
       },
       opts.clis,
     );

@@ -980,6 +980,66 @@
     );
   }
 
+  // ---- schedules
+  /** @param {string} iso */
+  function until(iso) {
+    var s = (Date.parse(iso) - Date.now()) / 1000;
+    return s > 0 ? "in " + age(s) : "due";
+  }
+  /** @param {Stats} d */
+  function renderSchedules(d) {
+    var list = d.schedules || [];
+    table(
+      /** @type {HTMLElement} */ (document.getElementById("schedules")),
+      [
+        { t: "Repository" },
+        { t: "Agent" },
+        { t: "Issue" },
+        { t: "Cron", title: "five-field cron, in its time zone" },
+        { t: "Last run" },
+        { t: "Next run" },
+      ],
+      list.map(function (x) {
+        var issue =
+          x.issueNumber === null
+            ? h("span", {
+                cls: "muted",
+                title: "opened on the first run",
+                text: "new: " + (x.title || ""),
+              })
+            : x.lastTask
+              ? link(x.lastTask.url, "#" + x.issueNumber)
+              : "#" + x.issueNumber;
+        var last = x.lastRunAt
+          ? h(
+              "span",
+              null,
+              ago(x.lastRunAt) + " ",
+              x.lastTask
+                ? h("span", {
+                    cls: "pill " + (x.lastTask.outcome || x.lastTask.status),
+                    text: x.lastTask.outcome || x.lastTask.status,
+                  })
+                : null,
+            )
+          : h("span", { cls: "muted", text: "never" });
+        return h(
+          "tr",
+          { "data-schedule": x.repo + "/" + x.agent + "#" + (x.issueNumber ?? x.title) },
+          td(x.repo, "clip", x.repo),
+          td(x.agent),
+          td(issue, "clip", x.title || ""),
+          td(h("span", { cls: "mono", text: x.cron }), null, x.timezone),
+          td(last, null, x.lastRunAt ? when(x.lastRunAt) : ""),
+          td(until(x.nextRunAt), null, when(x.nextRunAt)),
+        );
+      }),
+      'No schedule: add one to .github/tether.yml (README, "Talking to Tether").',
+    );
+    /** @type {HTMLElement} */ (document.getElementById("schedules-note")).textContent =
+      list.length + " schedule" + (list.length === 1 ? "" : "s") + ", next due first";
+  }
+
   // ---- loading
   /** @param {string} text */
   function showError(text) {
@@ -1003,6 +1063,7 @@
     renderClis(d);
     renderChanges(d);
     renderRepos(d);
+    renderSchedules(d);
     renderLatest(d);
     /** @type {HTMLElement} */ (document.getElementById("main")).classList.remove("loading");
     document.body.setAttribute("data-loaded", d.range);

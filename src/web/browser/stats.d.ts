@@ -72,6 +72,8 @@ export interface DashboardStats {
       notModifiedMedian?: number | null;
     }
   >;
+  /** Every schedule, next due first (whatever the range). */
+  schedules?: DashboardSchedule[];
   /**
    * Per installation: the x-ratelimit-remaining GitHub last reported (stored by every process, or
    * this process's own), when the window resets (epoch seconds), and how many queued tasks wait
@@ -155,4 +157,16 @@ export interface DashboardTask {
   createdAt: string;
   durationMs: number | null;
   costUsd: number | null;
+}
+
+export interface DashboardSchedule {
+  repo: string;
+  agent: string;
+  issueNumber: number | null;
+  title: string | null;
+  cron: string;
+  timezone: string;
+  lastRunAt: string | null;
+  lastTask: { id: number; status: string; outcome: string | null; url: string } | null;
+  nextRunAt: string;
 }
