@@ -11,11 +11,11 @@ import {
 } from "../../core/resume-decision.js";
 import { readEpoch, rewindFacts } from "../../sql/history.js";
 import { knownWindow, sessionById } from "../../sql/sessions.js";
-import type { Task } from "../../sql/tasks/claim.js";
-import { recordDecision } from "../../sql/tasks/record.js";
+import type { Task } from "../../core/task.js";
 import type { CliKind, ResumeSettings } from "../ports.js";
 import type { RunTaskDeps } from "./turn.js";
 import type { TaskKey } from "../../core/task.js";
+import type { TurnJournal } from "../../core/turn-journal.js";
 
 type DecideInput = Omit<Parameters<typeof decide>[1], "workDir" | "workDirExists">;
 
@@ -24,8 +24,9 @@ type DecideInput = Omit<Parameters<typeof decide>[1], "workDir" | "workDirExists
  * own), recorded on the task before anything runs. Null: the lease was lost.
  */
 export async function decideTurn(
-  deps: Pick<RunTaskDeps, "agent" | "runtimeId" | "pool" | "runnerId" | "log">,
+  deps: Pick<RunTaskDeps, "agent" | "runtimeId" | "pool">,
   d: DecideInput & {
+    journal: TurnJournal;
     /** The key's working directory for this turn, and whether it existed before any clone. */
     ws: { workDir: string; workDirExists: boolean };
     log: RunTaskDeps["log"];
@@ -40,7 +41,14 @@ export async function decideTurn(
     { decision: decision.kind, reason: decision.reason, prior: prior?.sessionId },
     "resume decision",
   );
-  const recorded = await record(deps, task, decision, prior !== null, epoch, workDir, false, cli);
+  const recorded = await record(d.journal, log, task, {
+    decision,
+    isFollowUp: prior !== null,
+    epoch,
+    workDir,
+    retriedFresh: false,
+    cli,
+  });
   return recorded ? decision : null;
 }
 
@@ -139,17 +147,22 @@ export async function decideFork(
     : decided;
 }
 
+/** The decision `r.decision`, written in the turn's journal. False: the lease was lost. */
 export async function record(
-  deps: Pick<RunTaskDeps, "pool" | "runnerId" | "log">,
+  journal: TurnJournal,
+  log: RunTaskDeps["log"],
   task: Task,
-  d: ResumeDecision,
-  isFollowUp: boolean,
-  epoch: number,
-  workDir: string,
-  retriedFresh: boolean,
-  cli: CliKind,
+  r: {
+    decision: ResumeDecision;
+    isFollowUp: boolean;
+    epoch: number;
+    workDir: string;
+    retriedFresh: boolean;
+    cli: CliKind;
+  },
 ): Promise<boolean> {
-  const ok = await recordDecision(deps.pool, task.id, deps.runnerId, {
+  const { decision: d, isFollowUp, epoch, workDir, retriedFresh, cli } = r;
+  const ok = await journal.decided({
     cli,
     decision: d.kind,
     reason: d.reason,
@@ -161,7 +174,7 @@ export async function record(
     rewoundFrom: d.kind === "resume" && d.rewind ? d.rewind.fromTaskId : null,
   });
   if (!ok)
-    deps.log.warn(
+    log.warn(
       { task: task.id },
       "lease lost before the run started; leaving the task to its new owner",
     );
