@@ -9,7 +9,8 @@
 import type { Pool } from "../src/db/pool.js";
 import { pino } from "pino";
 import type { GitHubThread } from "../src/runner/ports.js";
-import type { Task } from "../src/sql/tasks/claim.js";
+import { postgresTurnJournal } from "../src/sql/tasks/journal.js";
+import type { Task } from "../src/core/task.js";
 import type { trackingComment as TrackingCommentFn } from "../src/runner/render/tracking-comment.js";
 
 export interface LongTurn {
@@ -54,8 +55,7 @@ export async function longTurnEdits(
   const task = { id: 1, agent: "tether", threadNumber: 1, attempts: 1, trackingCommentId: null };
   try {
     const comment = make({
-      pool,
-      runnerId: "bench",
+      journal: postgresTurnJournal(pool, "bench", task as unknown as Task),
       gh,
       task: task as unknown as Task,
       log: pino({ level: "silent" }),

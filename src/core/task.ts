@@ -80,3 +80,66 @@ export interface TriggerContextItem {
   /** One line saying what and where it is, e.g. "[Review comment on `a.ts`, line 3 …]". */
   location: string;
 }
+
+/**
+ * The issue as a webhook carried it (tasks.issue_snapshot): what a turn on it would otherwise ask
+ * GitHub for. `updatedAt` orders two snapshots: the newer one is kept.
+ */
+export interface IssueSnapshot {
+  title: string;
+  body: string;
+  author: string;
+  url: string;
+  updatedAt: string;
+}
+
+export interface TaskComment {
+  commentId: number | null;
+  author: string;
+  url: string;
+  body: string;
+  createdAt: Date;
+  /** What the request brought besides its words (a review's line comments): data, not asks. */
+  context: TriggerContextItem[];
+}
+
+/** A task as the runner sees it. */
+export interface Task {
+  id: number;
+  /** The repository's name as the latest webhook for the task gave it (GitHub's API takes it). */
+  repo: string;
+  repoId: number;
+  installationId: number;
+  issueNumber: number;
+  /** Where the task's comments go: the key's own thread, or the key's pull request. */
+  threadNumber: number;
+  isPullRequest: boolean;
+  agent: string;
+  status: TaskStatus;
+  triggerCommentId: number | null;
+  triggerAuthor: string;
+  triggerUrl: string;
+  triggerBody: string;
+  /** What started the task: its first request's kind. */
+  trigger: TriggerKind;
+  forceFresh: boolean;
+  /** `/model <name>`: the model of this turn only; null: the agent's. */
+  requestedModel: string | null;
+  /** `/from <agent>`: the other agent's session this turn starts as a fork of; null: none. */
+  forkSessionId: string | null;
+  /** `/plan` or `/go`, as the comments that fed the task asked; null: neither. */
+  planRequest: PlanRequest | null;
+  cancelRequested: boolean;
+  runtimeId: string | null;
+  sessionId: string | null;
+  trackingCommentId: number | null;
+  answerCommentId: number | null;
+  attempts: number;
+  maxAttempts: number;
+  createdAt: Date;
+  startedAt: Date | null;
+  /** The settings snapshot intake stored (src/config/repo-settings.ts), unread. */
+  repoSettings: unknown;
+  /** The issue as the queuing webhook carried it (tasks.issue_snapshot); null: ask GitHub. */
+  issueSnapshot?: IssueSnapshot | null;
+}

@@ -19,12 +19,9 @@ import { ciPassed, claimCiFailure, conversationOfBranch, recordCiTurn } from "..
 import type { Delivery } from "../sql/deliveries.js";
 import type { GitHub } from "../github/types.js";
 import { enqueueComment, type TriggerComment } from "../sql/tasks/enqueue.js";
-import type { Handled, IntakeEffects } from "./intake-effects.js";
+import { done, skipped, type Handled, type IntakeEffects } from "./intake-effects.js";
 import { repoKey, type CiRun } from "./payloads.js";
 import { ciRunRefusal } from "./ci-ownership.js";
-
-const skipped = (outcome: string): Handled => ({ status: "skipped", outcome });
-const done = (outcome: string): Handled => ({ status: "done", outcome });
 
 /**
  * The processor's part (the webhook only screened the branch's name): see the module comment.

@@ -16,16 +16,13 @@ import { conversationOfPull, conversationsOfPull } from "../sql/conversations.js
 import type { Delivery } from "../sql/deliveries.js";
 import { enqueueComment, type TriggerComment } from "../sql/tasks/enqueue.js";
 import { refusalOf } from "./may-trigger.js";
-import type { Handled, IntakeEffects } from "./intake-effects.js";
+import { done, skipped, type Handled, type IntakeEffects } from "./intake-effects.js";
 import type { ReviewTrigger } from "./events.js";
 import { repoKey, type WorkItemTrigger } from "./payloads.js";
 import { describeReviewPlace, describeReviewState } from "./review-request.js";
 
 /** How many of a review's line comments reach the prompt; GitHub caps a review far lower in practice. */
 export const REVIEW_COMMENTS_CAP = 300;
-
-const skipped = (outcome: string): Handled => ({ status: "skipped", outcome });
-const done = (outcome: string): Handled => ({ status: "done", outcome });
 
 /** Label and assignment turns never stack: one covers the other while it waits or runs. */
 const WORK_ITEM_TRIGGERS: readonly TriggerKind[] = ["label", "assignment"];

@@ -9,7 +9,8 @@
 import { createHash } from "node:crypto";
 import type { z } from "zod";
 import type { ReactionTarget } from "../github/reactions.js";
-import type { IssueSnapshot, TriggerComment } from "../sql/tasks/enqueue.js";
+import type { IssueSnapshot } from "../core/task.js";
+import type { TriggerComment } from "../sql/tasks/enqueue.js";
 import type { Author } from "./access.js";
 import {
   parseCiEvent,

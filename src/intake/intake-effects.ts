@@ -38,3 +38,6 @@ export interface Handled {
   /** What happened, for operators reading the inbox. */
   outcome: string;
 }
+
+export const skipped = (outcome: string): Handled => ({ status: "skipped", outcome });
+export const done = (outcome: string): Handled => ({ status: "done", outcome });

@@ -11,7 +11,8 @@
  */
 import type { Outcome, Usage } from "../core/task.js";
 import type { Queryable } from "./db.js";
-import { toTask, type Task } from "./tasks/claim.js";
+import type { Task } from "../core/task.js";
+import { toTask } from "./tasks/claim.js";
 
 type Row = Record<string, unknown>;
 

@@ -6,7 +6,8 @@
  */
 import type { Pool } from "../db/pool.js";
 import { inTransaction, type Queryable } from "./db.js";
-import { toTask, type Row, type Task } from "./tasks/claim.js";
+import type { Task } from "../core/task.js";
+import { toTask, type Row } from "./tasks/claim.js";
 import { foldNewerQueued, mergeAsks } from "./tasks/fold.js";
 
 /** One installation's headroom as a response reported it. */

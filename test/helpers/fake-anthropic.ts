@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
-import http from "node:http";
-import type { AddressInfo, Socket } from "node:net";
+import type http from "node:http";
+import { scriptedFake, startScriptedServer, type ScriptedFake } from "./fake-model-server.js";
 
 /**
  * A fake Anthropic Messages API on 127.0.0.1 that the real Claude Code CLI can talk to
@@ -159,38 +159,16 @@ export interface FakeAnthropicOptions {
   latencyMs?: number;
 }
 
-export interface FakeAnthropic {
+/** The fake as a test holds it: the scripted server's core (fake-model-server.ts) and its URL. */
+export interface FakeAnthropic extends ScriptedFake<FakeRequest, FakeReply> {
   /** Base URL for ANTHROPIC_BASE_URL, e.g. http://127.0.0.1:41234 */
   url: string;
-  /** Every request received, in order. */
-  requests: FakeRequest[];
   /** The `POST /v1/messages` requests only. */
   messageRequests(): FakeRequest[];
-  /** Queue one-shot replies, used by the next messages requests in order. */
-  script(...replies: FakeReply[]): void;
-  /** Replace the answer used when the script is empty (e.g. a 401 for every retry). */
-  setDefault(reply: FakeReply | ((req: FakeRequest) => FakeReply)): void;
-  /** Replies still queued. */
-  pending(): number;
-  /** Drops queued replies and restores the default answer (between tests). */
-  reset(): void;
-  /** Resolves once `predicate` holds for the requests received; rejects after timeoutMs. */
-  waitFor(predicate: (reqs: FakeRequest[]) => boolean, timeoutMs?: number): Promise<void>;
-  /** Stops listening and destroys every open connection (hanging ones included). */
-  close(): Promise<void>;
 }
 
 export async function startFakeAnthropic(opts: FakeAnthropicOptions = {}): Promise<FakeAnthropic> {
-  const requests: FakeRequest[] = [];
-  const queue: FakeReply[] = [];
-  const sockets = new Set<Socket>();
-  const waiters = new Set<() => void>();
   const cache = new PromptCache();
-  const initialDefault: (req: FakeRequest) => FakeReply =
-    opts.defaultReply ??
-    ((req) => replies.text(`reply#${req.n} seen_messages=${req.body?.messages?.length ?? 0}`));
-  let fallback = initialDefault;
-  let closed = false;
 
   const usageFor = (req: FakeRequest, reply: FakeReply): FakeUsage => {
     if (typeof opts.usage === "function") return opts.usage(req, reply);
@@ -206,34 +184,25 @@ export async function startFakeAnthropic(opts: FakeAnthropicOptions = {}): Promi
     };
   };
 
-  const server = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => {
-      const raw = Buffer.concat(chunks);
-      const url = new URL(req.url ?? "/", "http://127.0.0.1");
-      let body: MessagesBody | undefined;
-      if (raw.length > 0) {
-        try {
-          body = JSON.parse(raw.toString("utf8")) as MessagesBody;
-        } catch {
-          body = undefined;
-        }
-      }
-      const record: FakeRequest = {
-        n: requests.length + 1,
-        method: req.method ?? "GET",
-        path: url.pathname,
-        query: url.searchParams,
-        headers: req.headers,
-        rawBytes: raw.length,
-        body,
-        time: Date.now(),
-      };
-      requests.push(record);
-
+  const server = await startScriptedServer<FakeRequest, FakeReply>({
+    name: "fake Anthropic",
+    ...(opts.port === undefined ? {} : { port: opts.port }),
+    defaultReply:
+      opts.defaultReply ??
+      ((req) => replies.text(`reply#${req.n} seen_messages=${req.body?.messages?.length ?? 0}`)),
+    record: (n, { req, url, raw, json }) => ({
+      n,
+      method: req.method ?? "GET",
+      path: url.pathname,
+      query: url.searchParams,
+      headers: req.headers,
+      rawBytes: raw?.length ?? 0,
+      body: json as MessagesBody | undefined,
+      time: Date.now(),
+    }),
+    answer: (record, res, server) => {
       if (record.method === "POST" && record.path === "/v1/messages") {
-        const first = queue.shift() ?? fallback(record);
+        const first = server.next(record);
         record.reply = first.kind;
         const respond = (reply: Exclude<FakeReply, { kind: "deferred" }>) => {
           if (reply.kind !== "error" && reply.kind !== "hang")
@@ -257,54 +226,14 @@ export async function startFakeAnthropic(opts: FakeAnthropicOptions = {}): Promi
           error: { type: "not_found_error", message: `Not found: ${record.path}` },
         });
       }
-      for (const wake of [...waiters]) wake();
-    });
+    },
   });
-  server.on("connection", (socket) => {
-    sockets.add(socket);
-    socket.on("close", () => sockets.delete(socket));
-  });
-
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(opts.port ?? 0, "127.0.0.1", () => resolve());
-  });
-  const { port } = server.address() as AddressInfo;
+  const { requests } = server;
 
   return {
-    url: `http://127.0.0.1:${port}`,
-    requests,
+    ...scriptedFake(server),
+    url: `http://127.0.0.1:${server.port}`,
     messageRequests: () => requests.filter((r) => r.method === "POST" && r.path === "/v1/messages"),
-    script: (...more) => void queue.push(...more),
-    setDefault: (reply) => {
-      fallback = typeof reply === "function" ? reply : () => reply;
-    },
-    pending: () => queue.length,
-    reset: () => {
-      queue.length = 0;
-      fallback = initialDefault;
-    },
-    waitFor: (predicate, timeoutMs = 10_000) =>
-      new Promise<void>((resolve, reject) => {
-        if (predicate(requests)) return resolve();
-        const timer = setTimeout(() => {
-          waiters.delete(check);
-          reject(new Error(`fake Anthropic: condition not met within ${timeoutMs} ms`));
-        }, timeoutMs);
-        const check = () => {
-          if (!predicate(requests)) return;
-          clearTimeout(timer);
-          waiters.delete(check);
-          resolve();
-        };
-        waiters.add(check);
-      }),
-    close: async () => {
-      if (closed) return;
-      closed = true;
-      for (const socket of sockets) socket.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
   };
 }
 

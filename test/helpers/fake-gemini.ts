@@ -1,6 +1,5 @@
-import http from "node:http";
-import type { AddressInfo, Socket } from "node:net";
-import zlib from "node:zlib";
+import type http from "node:http";
+import { scriptedFake, startScriptedServer, type ScriptedFake } from "./fake-model-server.js";
 
 /**
  * A fake Gemini API (generativelanguage.googleapis.com, v1beta) on 127.0.0.1 that the real
@@ -130,18 +129,12 @@ export interface FakeGeminiOptions {
   sideReply?: (req: FakeGeminiRequest) => unknown;
 }
 
-export interface FakeGemini {
+/** The fake as a test holds it: the scripted server's core (fake-model-server.ts) and its URL. */
+export interface FakeGemini extends ScriptedFake<FakeGeminiRequest, FakeGeminiReply> {
   /** Base URL for GOOGLE_GEMINI_BASE_URL, e.g. http://127.0.0.1:41234 */
   url: string;
-  requests: FakeGeminiRequest[];
   /** The requests that took a scripted (or default) turn answer. */
   turnRequests(): FakeGeminiRequest[];
-  script(...replies: FakeGeminiReply[]): void;
-  setDefault(reply: FakeGeminiReply | ((req: FakeGeminiRequest) => FakeGeminiReply)): void;
-  pending(): number;
-  reset(): void;
-  waitFor(predicate: (reqs: FakeGeminiRequest[]) => boolean, timeoutMs?: number): Promise<void>;
-  close(): Promise<void>;
 }
 
 const tokens = (s: string) => Math.ceil(Buffer.byteLength(s) / 4);
@@ -159,17 +152,6 @@ export function isSideRequest(req: FakeGeminiRequest): boolean {
 }
 
 export async function startFakeGemini(opts: FakeGeminiOptions = {}): Promise<FakeGemini> {
-  const requests: FakeGeminiRequest[] = [];
-  const queue: FakeGeminiReply[] = [];
-  const sockets = new Set<Socket>();
-  const waiters = new Set<() => void>();
-  const initialDefault =
-    opts.defaultReply ??
-    ((req: FakeGeminiRequest) =>
-      geminiReplies.text(`reply#${req.n} contents=${req.body?.contents?.length ?? 0}`));
-  let fallback: (req: FakeGeminiRequest) => FakeGeminiReply = initialDefault;
-  let closed = false;
-
   const usageFor = (req: FakeGeminiRequest, reply: FakeGeminiReply): FakeGeminiUsage => {
     if (typeof opts.usage === "function") return opts.usage(req, reply);
     const prompt = tokens(JSON.stringify(req.body ?? {}));
@@ -186,147 +168,102 @@ export async function startFakeGemini(opts: FakeGeminiOptions = {}): Promise<Fak
     return { promptTokenCount: prompt, candidatesTokenCount: out, totalTokenCount: prompt + out };
   };
 
-  const server = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => {
-      const raw = decode(Buffer.concat(chunks), req.headers["content-encoding"]);
-      const url = new URL(req.url ?? "/", "http://127.0.0.1");
-      let body: GeminiBody | undefined;
-      if (raw && raw.length > 0) {
-        try {
-          body = JSON.parse(raw.toString("utf8")) as GeminiBody;
-        } catch {
-          body = undefined;
-        }
-      }
-      const m = /^\/v1(?:beta|alpha)?\/models\/([^/:]+):(\w+)$/.exec(url.pathname);
-      const record: FakeGeminiRequest = {
-        n: requests.length + 1,
+  const server = await startScriptedServer<FakeGeminiRequest, FakeGeminiReply>({
+    name: "fake Gemini",
+    decodeBody: true,
+    defaultReply:
+      opts.defaultReply ??
+      ((req) => geminiReplies.text(`reply#${req.n} contents=${req.body?.contents?.length ?? 0}`)),
+    record: (n, { req, url, json }) => {
+      const m = MODEL_PATH.exec(url.pathname);
+      return {
+        n,
         method: req.method ?? "GET",
         path: url.pathname,
         query: url.searchParams,
         headers: req.headers,
         action: m?.[2] ?? url.pathname.split("/").at(-1) ?? "",
         model: m?.[1] ? decodeURIComponent(m[1]) : undefined,
-        body,
+        body: json as GeminiBody | undefined,
         time: Date.now(),
       };
-      requests.push(record);
-      try {
-        if (record.method === "POST" && m && record.action === "countTokens") {
-          sendJson(res, 200, { totalTokens: tokens(JSON.stringify(body ?? {})) });
-        } else if (record.method === "POST" && m && isSideRequest(record)) {
-          const answer = opts.sideReply?.(record) ?? sideAnswer(record);
-          const text = JSON.stringify(answer);
-          sendJson(
-            res,
-            200,
-            response(record, [{ text }], "STOP", {
-              promptTokenCount: tokens(JSON.stringify(body ?? {})),
-              candidatesTokenCount: tokens(text),
-              totalTokenCount: tokens(JSON.stringify(body ?? {})) + tokens(text),
-            }),
-          );
-        } else if (
-          record.method === "POST" &&
-          m &&
-          (record.action === "generateContent" || record.action === "streamGenerateContent")
-        ) {
-          const reply = queue.shift() ?? fallback(record);
-          record.reply = reply.kind;
-          if (reply.kind === "hang") return;
-          if (reply.kind === "error") {
-            sendJson(res, reply.status, {
-              error: { code: reply.status, message: reply.message, status: reply.statusText },
-            });
-            return;
-          }
-          const usage = usageFor(record, reply);
-          record.usage = usage;
-          const parts: Array<Record<string, unknown>> = [];
-          if (reply.kind === "text") parts.push({ text: reply.text });
-          else {
-            if (reply.text) parts.push({ text: reply.text });
-            for (const c of reply.calls)
-              parts.push({ functionCall: { name: c.name, args: c.args } });
-          }
-          if (record.action === "generateContent") {
-            sendJson(res, 200, response(record, parts, "STOP", usage));
-            return;
-          }
-          res.writeHead(200, {
-            "content-type": "text/event-stream",
-            "cache-control": "no-cache",
+    },
+    answer: (record, res, server) => {
+      const routed = MODEL_PATH.test(record.path);
+      if (record.method === "POST" && routed && record.action === "countTokens") {
+        sendJson(res, 200, { totalTokens: tokens(JSON.stringify(record.body ?? {})) });
+      } else if (record.method === "POST" && routed && isSideRequest(record)) {
+        const answer = opts.sideReply?.(record) ?? sideAnswer(record);
+        const text = JSON.stringify(answer);
+        sendJson(
+          res,
+          200,
+          response(record, [{ text }], "STOP", {
+            promptTokenCount: tokens(JSON.stringify(record.body ?? {})),
+            candidatesTokenCount: tokens(text),
+            totalTokenCount: tokens(JSON.stringify(record.body ?? {})) + tokens(text),
+          }),
+        );
+      } else if (
+        record.method === "POST" &&
+        routed &&
+        (record.action === "generateContent" || record.action === "streamGenerateContent")
+      ) {
+        const reply = server.next(record);
+        record.reply = reply.kind;
+        if (reply.kind === "hang") return;
+        if (reply.kind === "error") {
+          sendJson(res, reply.status, {
+            error: { code: reply.status, message: reply.message, status: reply.statusText },
           });
-          // Text in two chunks as the API streams it, the usage on the last.
-          const send = (v: unknown) => res.write(`data: ${JSON.stringify(v)}\r\n\r\n`);
-          if (reply.kind === "text" && reply.text.length > 1) {
-            const half = Math.ceil(reply.text.length / 2);
-            send(response(record, [{ text: reply.text.slice(0, half) }], undefined, undefined));
-            send(response(record, [{ text: reply.text.slice(half) }], "STOP", usage));
-          } else send(response(record, parts, "STOP", usage));
-          res.end();
-        } else {
-          sendJson(res, 404, {
-            error: {
-              code: 404,
-              message: `fake Gemini: no route for ${record.method} ${record.path}`,
-              status: "NOT_FOUND",
-            },
-          });
+          return;
         }
-      } finally {
-        for (const wake of [...waiters]) wake();
+        const usage = usageFor(record, reply);
+        record.usage = usage;
+        const parts: Array<Record<string, unknown>> = [];
+        if (reply.kind === "text") parts.push({ text: reply.text });
+        else {
+          if (reply.text) parts.push({ text: reply.text });
+          for (const c of reply.calls) parts.push({ functionCall: { name: c.name, args: c.args } });
+        }
+        if (record.action === "generateContent") {
+          sendJson(res, 200, response(record, parts, "STOP", usage));
+          return;
+        }
+        res.writeHead(200, {
+          "content-type": "text/event-stream",
+          "cache-control": "no-cache",
+        });
+        // Text in two chunks as the API streams it, the usage on the last.
+        const send = (v: unknown) => res.write(`data: ${JSON.stringify(v)}\r\n\r\n`);
+        if (reply.kind === "text" && reply.text.length > 1) {
+          const half = Math.ceil(reply.text.length / 2);
+          send(response(record, [{ text: reply.text.slice(0, half) }], undefined, undefined));
+          send(response(record, [{ text: reply.text.slice(half) }], "STOP", usage));
+        } else send(response(record, parts, "STOP", usage));
+        res.end();
+      } else {
+        sendJson(res, 404, {
+          error: {
+            code: 404,
+            message: `fake Gemini: no route for ${record.method} ${record.path}`,
+            status: "NOT_FOUND",
+          },
+        });
       }
-    });
+    },
   });
-  server.on("connection", (socket) => {
-    sockets.add(socket);
-    socket.on("close", () => sockets.delete(socket));
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => resolve());
-  });
-  const { port } = server.address() as AddressInfo;
+  const { requests } = server;
 
   return {
-    url: `http://127.0.0.1:${port}`,
-    requests,
+    ...scriptedFake(server),
+    url: `http://127.0.0.1:${server.port}`,
     turnRequests: () => requests.filter((r) => r.reply !== undefined),
-    script: (...more) => void queue.push(...more),
-    setDefault: (reply) => {
-      fallback = typeof reply === "function" ? reply : () => reply;
-    },
-    pending: () => queue.length,
-    reset: () => {
-      queue.length = 0;
-      fallback = initialDefault;
-    },
-    waitFor: (predicate, timeoutMs = 10_000) =>
-      new Promise<void>((resolve, reject) => {
-        if (predicate(requests)) return resolve();
-        const timer = setTimeout(() => {
-          waiters.delete(check);
-          reject(new Error(`fake Gemini: condition not met within ${timeoutMs} ms`));
-        }, timeoutMs);
-        const check = () => {
-          if (!predicate(requests)) return;
-          clearTimeout(timer);
-          waiters.delete(check);
-          resolve();
-        };
-        waiters.add(check);
-      }),
-    close: async () => {
-      if (closed) return;
-      closed = true;
-      for (const socket of sockets) socket.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
   };
 }
+
+/** `/v1beta/models/{model}:{action}`: the model and what is asked of it. */
+const MODEL_PATH = /^\/v1(?:beta|alpha)?\/models\/([^/:]+):(\w+)$/;
 
 function response(
   req: FakeGeminiRequest,
@@ -364,24 +301,4 @@ function sendJson(res: http.ServerResponse, status: number, body: unknown): void
     "content-length": Buffer.byteLength(text),
   });
   res.end(text);
-}
-
-function decode(raw: Buffer, encoding: string | undefined): Buffer | undefined {
-  try {
-    switch (encoding) {
-      case undefined:
-      case "identity":
-        return raw;
-      case "gzip":
-        return zlib.gunzipSync(raw);
-      case "deflate":
-        return zlib.inflateSync(raw);
-      case "br":
-        return zlib.brotliDecompressSync(raw);
-      default:
-        return undefined;
-    }
-  } catch {
-    return undefined;
-  }
 }

@@ -1,7 +1,6 @@
 import { createHash } from "node:crypto";
-import http from "node:http";
-import type { AddressInfo, Socket } from "node:net";
-import zlib from "node:zlib";
+import type http from "node:http";
+import { scriptedFake, startScriptedServer, type ScriptedFake } from "./fake-model-server.js";
 
 /**
  * A fake OpenAI Responses API on 127.0.0.1 that the real Codex CLI can talk to. It answers the
@@ -259,38 +258,16 @@ export interface FakeOpenAIOptions {
   latencyMs?: number;
 }
 
-export interface FakeOpenAI {
+/** The fake as a test holds it: the scripted server's core (fake-model-server.ts) and its URL. */
+export interface FakeOpenAI extends ScriptedFake<FakeRequest, FakeReply> {
   /** Base URL for a model provider's `base_url`, e.g. http://127.0.0.1:41234/v1 */
   url: string;
-  /** Every request received, in order. */
-  requests: FakeRequest[];
   /** The `POST /v1/responses` requests only. */
   responseRequests(): FakeRequest[];
-  /** Queue one-shot replies, used by the next responses requests in order. */
-  script(...replies: FakeReply[]): void;
-  /** Replace the answer used when the script is empty (e.g. a 401 for every retry). */
-  setDefault(reply: FakeReply | ((req: FakeRequest) => FakeReply)): void;
-  /** Replies still queued. */
-  pending(): number;
-  /** Drops queued replies and restores the default answer (between tests). */
-  reset(): void;
-  /** Resolves once `predicate` holds for the requests received; rejects after timeoutMs. */
-  waitFor(predicate: (reqs: FakeRequest[]) => boolean, timeoutMs?: number): Promise<void>;
-  /** Stops listening and destroys every open connection (hanging ones included). */
-  close(): Promise<void>;
 }
 
 export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<FakeOpenAI> {
-  const requests: FakeRequest[] = [];
-  const queue: FakeReply[] = [];
-  const sockets = new Set<Socket>();
-  const waiters = new Set<() => void>();
   const cache = new PromptCache();
-  const initialDefault: (req: FakeRequest) => FakeReply =
-    opts.defaultReply ??
-    ((req) => replies.text(`reply#${req.n} input_items=${inputItems(req).length}`));
-  let fallback = initialDefault;
-  let closed = false;
 
   const usageFor = (req: FakeRequest, reply: FakeReply): FakeUsage => {
     if (typeof opts.usage === "function") return opts.usage(req, reply);
@@ -314,34 +291,26 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
     };
   };
 
-  const server = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => {
-      const raw = decode(Buffer.concat(chunks), req.headers["content-encoding"]);
-      const url = new URL(req.url ?? "/", "http://127.0.0.1");
-      let body: ResponsesBody | undefined;
-      if (raw && raw.length > 0) {
-        try {
-          body = JSON.parse(raw.toString("utf8")) as ResponsesBody;
-        } catch {
-          body = undefined;
-        }
-      }
-      const record: FakeRequest = {
-        n: requests.length + 1,
-        method: req.method ?? "GET",
-        path: url.pathname,
-        query: url.searchParams,
-        headers: req.headers,
-        rawBytes: raw?.length ?? 0,
-        body,
-        time: Date.now(),
-      };
-      requests.push(record);
-
+  const server = await startScriptedServer<FakeRequest, FakeReply>({
+    name: "fake OpenAI",
+    ...(opts.port === undefined ? {} : { port: opts.port }),
+    decodeBody: true,
+    defaultReply:
+      opts.defaultReply ??
+      ((req) => replies.text(`reply#${req.n} input_items=${inputItems(req).length}`)),
+    record: (n, { req, url, raw, json }) => ({
+      n,
+      method: req.method ?? "GET",
+      path: url.pathname,
+      query: url.searchParams,
+      headers: req.headers,
+      rawBytes: raw?.length ?? 0,
+      body: json as ResponsesBody | undefined,
+      time: Date.now(),
+    }),
+    answer: (record, res, server) => {
       if (record.method === "POST" && record.path === "/v1/responses") {
-        const reply = queue.shift() ?? fallback(record);
+        const reply = server.next(record);
         record.reply = reply.kind;
         record.responseId = `resp_fake${String(record.n).padStart(6, "0")}`;
         if (reply.kind !== "error" && reply.kind !== "hang" && reply.kind !== "failed") {
@@ -367,55 +336,15 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
           },
         });
       }
-      for (const wake of [...waiters]) wake();
-    });
+    },
   });
-  server.on("connection", (socket) => {
-    sockets.add(socket);
-    socket.on("close", () => sockets.delete(socket));
-  });
-
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(opts.port ?? 0, "127.0.0.1", () => resolve());
-  });
-  const { port } = server.address() as AddressInfo;
+  const { requests } = server;
 
   return {
-    url: `http://127.0.0.1:${port}/v1`,
-    requests,
+    ...scriptedFake(server),
+    url: `http://127.0.0.1:${server.port}/v1`,
     responseRequests: () =>
       requests.filter((r) => r.method === "POST" && r.path === "/v1/responses"),
-    script: (...more) => void queue.push(...more),
-    setDefault: (reply) => {
-      fallback = typeof reply === "function" ? reply : () => reply;
-    },
-    pending: () => queue.length,
-    reset: () => {
-      queue.length = 0;
-      fallback = initialDefault;
-    },
-    waitFor: (predicate, timeoutMs = 10_000) =>
-      new Promise<void>((resolve, reject) => {
-        if (predicate(requests)) return resolve();
-        const timer = setTimeout(() => {
-          waiters.delete(check);
-          reject(new Error(`fake OpenAI: condition not met within ${timeoutMs} ms`));
-        }, timeoutMs);
-        const check = () => {
-          if (!predicate(requests)) return;
-          clearTimeout(timer);
-          waiters.delete(check);
-          resolve();
-        };
-        waiters.add(check);
-      }),
-    close: async () => {
-      if (closed) return;
-      closed = true;
-      for (const socket of sockets) socket.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
   };
 }
 
@@ -449,32 +378,6 @@ export function codexProviderArgs(
   if (opts.streamIdleTimeoutMs !== undefined)
     fields.push(`stream_idle_timeout_ms=${opts.streamIdleTimeoutMs}`);
   return ["-c", `model_provider="${id}"`, "-c", `model_providers.${id}={${fields.join(",")}}`];
-}
-
-function decode(raw: Buffer, encoding: string | undefined): Buffer | undefined {
-  try {
-    switch (encoding) {
-      case undefined:
-      case "identity":
-        return raw;
-      case "gzip":
-        return zlib.gunzipSync(raw);
-      case "deflate":
-        return zlib.inflateSync(raw);
-      case "br":
-        return zlib.brotliDecompressSync(raw);
-      case "zstd": {
-        // Node 22.15+ has zstd; on older Node the body is recorded as unreadable.
-        const zstd = (zlib as unknown as { zstdDecompressSync?: (b: Buffer) => Buffer })
-          .zstdDecompressSync;
-        return zstd ? zstd(raw) : undefined;
-      }
-      default:
-        return undefined;
-    }
-  } catch {
-    return undefined;
-  }
 }
 
 function sendJson(

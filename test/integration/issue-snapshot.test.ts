@@ -7,7 +7,8 @@ import { describe, expect, it } from "vitest";
 import { registerRuntime } from "../../src/sql/runtimes.js";
 import { claimTasks } from "../../src/sql/tasks/claim.js";
 import { refreshIssueSnapshot } from "../../src/sql/tasks/edit.js";
-import { enqueueComment, type IssueSnapshot } from "../../src/sql/tasks/enqueue.js";
+import type { IssueSnapshot } from "../../src/core/task.js";
+import { enqueueComment } from "../../src/sql/tasks/enqueue.js";
 import { createTestDatabase } from "../helpers/db.js";
 import { repoIdOf } from "../helpers/seed.js";
 

@@ -20,7 +20,7 @@ import {
   type PendingAnswer,
 } from "../../sql/answer-outbox.js";
 import type { Outcome } from "../../core/task.js";
-import type { Task } from "../../sql/tasks/claim.js";
+import type { Task } from "../../core/task.js";
 import {
   afterFailedPost,
   answerRetryPolicy,

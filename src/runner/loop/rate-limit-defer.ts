@@ -14,7 +14,7 @@
  */
 import type { Pool } from "../../db/pool.js";
 import type { Logger } from "../../log.js";
-import type { Task } from "../../sql/tasks/claim.js";
+import type { Task } from "../../core/task.js";
 import { attachNote, takeUntoldDeferred } from "../../sql/rate-limits.js";
 import type { GitHubThread } from "../ports.js";
 import { taskMarker } from "../render/thread-comments.js";

@@ -11,14 +11,39 @@ import {
   renderStatus,
   turnModel,
 } from "../../intake/status.js";
-import { readEpoch, rewindFacts } from "../../sql/history.js";
-import { knownWindow, priorSession } from "../../sql/sessions.js";
+import { readEpoch } from "../../sql/history.js";
+import { priorSession } from "../../sql/sessions.js";
 import { getConversation } from "../../sql/conversations.js";
 import { conversationBranch } from "../../publish/publisher.js";
-import { transcriptHead } from "../../sql/transcripts.js";
+import { transcriptHead, type TranscriptHead } from "../../sql/transcripts.js";
 import { lastTurnPlan } from "../../sql/tasks/read.js";
-import { decideResume, describeReason } from "../../core/resume-decision.js";
+import { decideResume, describeReason, type PriorSession } from "../../core/resume-decision.js";
+import { gatherResumeInput, type ResumeSources } from "../../sql/resume-inputs.js";
 import { shortSessionId } from "../../core/redact.js";
+
+/**
+ * The resume decision's sources as `/status` knows them. The web process may sit on another
+ * machine than the runner that takes the task, so the runtime and CLI checks assume a runner that
+ * can resume it takes it (the claim query prefers one, and runtime affinity keeps an unstored
+ * session with its runtime while alive); what the CLI can do is its registry entry's word.
+ */
+function statusSources(prior: PriorSession | null, head: TranscriptHead | null): ResumeSources {
+  return {
+    runtimeId: prior?.runtimeId ?? "",
+    cliCanResume: async () => true,
+    cliVersion: async () => head?.cliVersion ?? null,
+    // Runners compact the sessions of a CLI that compacts on request, drop the others.
+    canCompact: (cli) => (findCli(cli)?.compactPrompt ?? null) !== null,
+    // Runners rewind a session whose read comment changed, on a CLI that can.
+    canRewind: (cli) => findCli(cli)?.rewinds ?? false,
+    transcript: async () =>
+      head
+        ? head.overBound
+          ? { where: "over_bound" }
+          : { where: "store", cliVersion: head.cliVersion }
+        : undefined,
+  };
+}
 
 export const describeNextTurn: DescribeStatus = async (req) => {
   const blocks: string[] = [];
@@ -30,50 +55,22 @@ export const describeNextTurn: DescribeStatus = async (req) => {
       agent: state.agent,
     };
     const prior = await priorSession(req.pool, key);
-    const policy = req.config.resume;
     const head = prior ? await transcriptHead(req.pool, key, prior.sessionId) : null;
-    // The web process may sit on another machine than the runner that takes the task, so the
-    // runtime and CLI checks assume a runner that can resume it takes it (the claim query
-    // prefers one, and runtime affinity keeps an unstored session with its runtime while alive).
     const cli = req.config.agents[state.agent]?.cli ?? DEFAULT_CLI;
     const epoch = await readEpoch(req.pool, key);
-    // Runners rewind a session whose read comment changed, on a CLI that can (its registry entry).
-    const cliCanRewind = findCli(cli)?.rewinds ?? false;
-    const rewind =
-      prior && cliCanRewind && prior.historyEpoch !== epoch
-        ? await rewindFacts(req.pool, key, prior.sessionId, prior.historyEpoch, epoch)
-        : undefined;
-    const decision = decideResume({
+    const input = await gatherResumeInput(req.pool, statusSources(prior, head), {
+      key,
       prior,
-      forceFresh: state.queued?.forceFresh ?? false,
-      policy: {
-        enabled: policy.enabled,
-        ttlMs: policy.ttlHours * 3600_000,
-        contextBudget: policy.contextBudget,
-        // Runners compact the sessions of a CLI that compacts on request, drop the others.
-        compact: policy.compact !== false && (findCli(cli)?.compactPrompt ?? null) !== null,
-      },
-      runtimeId: prior?.runtimeId ?? "",
+      epoch,
       cli,
+      policy: req.config.resume,
+      forceFresh: state.queued?.forceFresh ?? false,
+      requestedModel: state.queued?.requestedModel ?? null,
       workDir: prior?.workDir ?? "",
       workDirExists: prior?.workDir != null,
-      historyEpoch: epoch,
-      cliCanResume: true,
-      cliCanRewind,
-      ...(rewind ? { rewind } : {}),
-      requestedWindow: state.queued?.requestedModel
-        ? await knownWindow(req.pool, state.queued.requestedModel)
-        : null,
-      cliVersion: head?.cliVersion ?? null,
-      ...(head
-        ? {
-            transcript: head.overBound
-              ? { where: "over_bound" as const }
-              : { where: "store" as const, cliVersion: head.cliVersion },
-          }
-        : {}),
-      now: req.now,
+      now: () => req.now,
     });
+    const decision = decideResume(input);
     const model = turnModel(state.queued, req.config.agents[state.agent]?.model);
     const onModel = model ? ` on \`${model}\`` : "";
     const next =

@@ -3,12 +3,10 @@
  * progress edits it (throttled), and the task's last word (its answer, or why there is none)
  * lands in it. Posts run one after another, so the answer may queue behind a progress edit.
  */
-import type { Pool } from "../../db/pool.js";
 import type { Logger } from "../../log.js";
 import type { ResumeDecision } from "../../core/resume-decision.js";
-import type { Task } from "../../sql/tasks/claim.js";
-import type { FinalAnswer } from "../../sql/tasks/finish.js";
-import { markToolRan, setTrackingComment } from "../../sql/tasks/record.js";
+import type { Task } from "../../core/task.js";
+import type { FinalAnswer, TurnJournal } from "../../core/turn-journal.js";
 import type { GitHubThread, ProgressEvent } from "../ports.js";
 import { findTaskMarker, renderTracking } from "./thread-comments.js";
 
@@ -49,8 +47,8 @@ export interface TrackingComment {
 }
 
 export function trackingComment(o: {
-  pool: Pool;
-  runnerId: string;
+  /** Where the comment's id and the first tool are written down. */
+  journal: TurnJournal;
   gh: GitHubThread;
   task: Task;
   log: Logger;
@@ -58,7 +56,7 @@ export function trackingComment(o: {
   /** How long the answer poster waits before its first try at an answer GitHub refused. */
   retryInMs: number;
 }): TrackingComment {
-  const { pool, runnerId, gh, task, log, scrub, retryInMs } = o;
+  const { journal, gh, task, log, scrub, retryInMs } = o;
   // Everything posted goes into one comment per task, and the first post creates it.
   let commentId = task.trackingCommentId;
   const postNow = async (text: string): Promise<PostResult> => {
@@ -69,7 +67,7 @@ export function trackingComment(o: {
       } else {
         await gh.updateComment(commentId, text);
       }
-      await setTrackingComment(pool, task.id, runnerId, commentId);
+      await journal.trackingComment(commentId);
       return { ok: true, commentId };
     } catch (err) {
       const error = scrub(String(err));
@@ -117,7 +115,7 @@ export function trackingComment(o: {
         onEvent: (ev) => {
           if (ev.kind === "tool") {
             tracking.tools.push(ev.name);
-            void markToolRan(pool, task.id, runnerId).catch(() => {});
+            void journal.toolRan().catch(() => {});
           } else tracking.lastText = ev.text;
           const due = progressEditDue({
             live: liveUrl !== undefined,

@@ -5,8 +5,8 @@
  */
 import type { Logger } from "../../log.js";
 import type { Outcome } from "../../core/task.js";
-import type { Task } from "../../sql/tasks/claim.js";
-import type { Finish } from "../../sql/tasks/finish.js";
+import type { Task } from "../../core/task.js";
+import type { Finish } from "../../core/turn-journal.js";
 import type { AgentSettings, ConfigResult, RepoSettings } from "../ports.js";
 import { renderRefusal, taskMarker } from "../render/thread-comments.js";
 import { checkSpend } from "./spend-check.js";

@@ -6,8 +6,8 @@ import { DEFAULT_CONFIG } from "../../config/repo-config.js";
 import type { Logger } from "../../log.js";
 import { publishTarget, type Publisher, type PublishTarget } from "../../publish/publisher.js";
 import type { PublishReport } from "../../publish/report.js";
-import type { Task } from "../../sql/tasks/claim.js";
-import { recordPublish, type PublishRecord } from "../../sql/tasks/record.js";
+import type { Task } from "../../core/task.js";
+import type { PublishRecord, TurnJournal } from "../../core/turn-journal.js";
 import type {
   AgentRunResult,
   AgentSettings,
@@ -60,7 +60,7 @@ export async function planChanges(
  * Null when publishing did not run.
  */
 export async function publishChanges(
-  deps: Pick<RunTaskDeps, "pool" | "runnerId">,
+  journal: TurnJournal,
   plan: ChangesPlan,
   t: {
     task: Task;
@@ -119,7 +119,7 @@ export async function publishChanges(
       },
       "changes published",
     );
-    await recordPublish(deps.pool, task.id, deps.runnerId, toRecord(published, scrub));
+    await journal.published(toRecord(published, scrub));
   }
   return published;
 }

@@ -3,11 +3,8 @@
  * the reset instead of failing (#34; the request policy waits out up to 10 minutes, a longer
  * limit fails the request at once: src/github/request-policy.ts).
  */
-import type { Pool } from "../../db/pool.js";
 import type { Logger } from "../../log.js";
-import type { Task } from "../../sql/tasks/claim.js";
-import { requeueUntil } from "../../sql/rate-limits.js";
-import type { Finish } from "../../sql/tasks/finish.js";
+import type { Finish, TurnJournal } from "../../core/turn-journal.js";
 import type { GitHubThread } from "../ports.js";
 
 /**
@@ -16,8 +13,7 @@ import type { GitHubThread } from "../ports.js";
  * the queue until then instead (its attempt given back). True: requeued, the turn ends here.
  */
 export async function requeueIfRateLimited(
-  o: { pool: Pool; runnerId: string; log: Logger },
-  task: Task,
+  o: { journal: TurnJournal; log: Logger },
   gh: GitHubThread | undefined,
   f: Pick<Finish, "status" | "sessionId" | "usage">,
 ): Promise<boolean> {
@@ -25,7 +21,7 @@ export async function requeueIfRateLimited(
   const until = gh?.limitedUntil?.() ?? null;
   if (until === null) return false;
   const at = new Date(until);
-  if (!(await requeueUntil(o.pool, task.id, o.runnerId, at))) return false;
+  if (!(await o.journal.requeued(at))) return false;
   o.log.warn(
     { until: at.toISOString() },
     "GitHub's rate limit is spent; the task goes back to the queue until it resets",

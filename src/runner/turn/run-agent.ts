@@ -8,15 +8,9 @@ import { findCli } from "../../cli-registry.js";
 import type { Logger } from "../../log.js";
 import type { PriorSession, ResumeDecision } from "../../core/resume-decision.js";
 import { afterCompaction, afterRun, type SessionMark } from "../../core/after-run.js";
-import {
-  advanceSessionEpoch,
-  markSession,
-  touchSession,
-  upsertSession,
-} from "../../sql/sessions.js";
 import type { TaskKey, Usage } from "../../core/task.js";
-import type { Task } from "../../sql/tasks/claim.js";
-import { pinSession, recordSessionEntry, recordSessionMove } from "../../sql/tasks/record.js";
+import type { Task } from "../../core/task.js";
+import type { TurnJournal } from "../../core/turn-journal.js";
 import {
   failedRun,
   type AgentRunRequest,
@@ -33,7 +27,9 @@ import { record } from "./turn-decision.js";
 import type { RunTaskDeps } from "./turn.js";
 
 export interface AgentTurn {
-  deps: Pick<RunTaskDeps, "pool" | "runnerId" | "runtimeId" | "agent" | "log">;
+  deps: Pick<RunTaskDeps, "runtimeId" | "agent">;
+  /** Where the turn writes down its decisions and its session. */
+  journal: TurnJournal;
   task: Task;
   key: TaskKey;
   log: Logger;
@@ -88,7 +84,15 @@ export async function runAgent(a: AgentTurn, decision: ResumeDecision): Promise<
   const take = async (d: ResumeDecision, retriedFresh: boolean): Promise<boolean> => {
     decision = d;
     a.progress.decided(d);
-    return record(a.deps, a.task, d, a.isFollowUp, a.epoch, a.workDir, retriedFresh, a.cli);
+    const { isFollowUp, epoch, workDir, cli } = a;
+    return record(a.journal, a.log, a.task, {
+      decision: d,
+      isFollowUp,
+      epoch,
+      workDir,
+      retriedFresh,
+      cli,
+    });
   };
   const attempt = async (d: ResumeDecision): Promise<AgentRunResult> => {
     const prompt = await a.prompt(d);
@@ -151,13 +155,11 @@ export async function runAgent(a: AgentTurn, decision: ResumeDecision): Promise<
 
 /** The run request of the turn under `d`: its session pinned the moment the CLI names it. */
 function runRequest(a: AgentTurn, d: ResumeDecision, prompt: string): AgentRunRequest {
-  const { deps, task, key, cli, workDir, log } = a;
+  const { deps, journal, cli, workDir, log } = a;
   return {
     ...baseRequest(a, d, prompt),
     onSession: async (sessionId, model) => {
-      await pinSession(deps.pool, task.id, deps.runnerId, sessionId);
-      await upsertSession(deps.pool, {
-        ...key,
+      await journal.sessionPinned({
         sessionId,
         runtimeId: deps.runtimeId,
         cli,
@@ -229,14 +231,14 @@ async function compactFirst(
     );
     // Its context is the summary's now: were the turn to report none, the next one must not
     // compact it again.
-    await touchSession(a.deps.pool, sessionId, c.compacted?.postTokens ?? null, null);
+    await a.journal.sessionUsed(sessionId, c.compacted?.postTokens ?? null, null);
   }
   return c;
 }
 
 /** Marks a session never to be resumed again, as afterRun or afterCompaction said. */
 async function mark(a: AgentTurn, m: SessionMark | null): Promise<void> {
-  if (m) await markSession(a.deps.pool, m.sessionId, m.state, m.why);
+  if (m) await a.journal.sessionMarked(m.sessionId, m.state, m.why);
 }
 
 /**
@@ -244,8 +246,8 @@ async function mark(a: AgentTurn, m: SessionMark | null): Promise<void> {
  * compacted before the turn), and how it stands now (its context, or poisoned).
  */
 export async function recordRunSession(
-  deps: Pick<RunTaskDeps, "pool" | "runnerId" | "runtimeId">,
-  task: Task,
+  deps: Pick<RunTaskDeps, "runtimeId">,
+  journal: TurnJournal,
   log: Logger,
   ran: AgentRan,
   prior: PriorSession | null,
@@ -255,38 +257,41 @@ export async function recordRunSession(
   // The session was compacted before this turn (even if the turn then had to run fresh).
   const compacted = compaction !== null && compactedSession(compaction, compaction.sessionId);
   if (decision.kind === "resume" || result.restored || compacted) {
-    await recordSessionMove(deps.pool, task.id, deps.runnerId, {
-      restore: result.restored ?? compaction?.restored ?? null,
-      resumedAcross: decision.kind === "resume" && prior?.runtimeId !== deps.runtimeId,
-      compacted,
-    }).catch((err: Error) => log.warn({ err: err.message }, "could not record the restore"));
+    await journal
+      .sessionMoved({
+        restore: result.restored ?? compaction?.restored ?? null,
+        resumedAcross: decision.kind === "resume" && prior?.runtimeId !== deps.runtimeId,
+        compacted,
+      })
+      .catch((err: Error) => log.warn({ err: err.message }, "could not record the restore"));
   }
   // Where this turn entered its session: a later rewind to before it resumes there.
   if (result.entry && result.sessionId && decision.kind === "resume" && !decision.fork)
-    await recordSessionEntry(deps.pool, task.id, deps.runnerId, result.entry).catch((err: Error) =>
-      log.warn({ err: err.message }, "could not record where the turn entered its session"),
-    );
+    await journal
+      .sessionEntered(result.entry)
+      .catch((err: Error) =>
+        log.warn({ err: err.message }, "could not record where the turn entered its session"),
+      );
   if (decision.kind === "resume" && decision.rewind && result.sessionId === decision.sessionId) {
     // The rewind is proven by where the turn entered the session: at the message asked for. Then
     // the session's history is the key's as of this turn's epoch; otherwise it may still hold
     // the old text, and it is never resumed again.
     if (result.entry === decision.rewind.at)
-      await advanceSessionEpoch(deps.pool, decision.sessionId, epoch);
+      await journal.sessionRewound(decision.sessionId, epoch);
     else {
       log.warn(
         { session: decision.sessionId, asked: decision.rewind.at, entered: result.entry ?? null },
         "the CLI did not rewind the session where asked; retiring it",
       );
-      await markSession(deps.pool, decision.sessionId, "retired", "the CLI did not rewind it");
+      await journal.sessionMarked(decision.sessionId, "retired", "the CLI did not rewind it");
       return;
     }
   }
   if (result.sessionId) {
     if (result.outcome === "poisoned")
-      await markSession(deps.pool, result.sessionId, "poisoned", result.detail ?? "poisoned");
+      await journal.sessionMarked(result.sessionId, "poisoned", result.detail ?? "poisoned");
     else
-      await touchSession(
-        deps.pool,
+      await journal.sessionUsed(
         result.sessionId,
         result.usage?.contextTokens ?? null,
         result.contextWindow,

@@ -8,12 +8,12 @@ import { readSettingsSnapshot } from "../../config/repo-settings.js";
 import { readEpoch, resentComments } from "../../sql/history.js";
 import { ignoredEditors } from "../../sql/ignored-edits.js";
 import { priorSession } from "../../sql/sessions.js";
-import type { Task } from "../../sql/tasks/claim.js";
-import { finishTask, type FinalAnswer, type Finish } from "../../sql/tasks/finish.js";
+import type { Task } from "../../core/task.js";
 import type { ResumeDecision } from "../../core/resume-decision.js";
 import { redact } from "../../core/redact.js";
 import { chooseCacheTtl } from "../../core/cache-ttl.js";
 import type { TaskKey } from "../../core/task.js";
+import type { FinalAnswer, Finish, TurnJournal } from "../../core/turn-journal.js";
 import type {
   AgentRunResult,
   AgentSettings,
@@ -42,17 +42,16 @@ import { conversationUrl } from "../../core/conversation-path.js";
 import { liveUrl, signLiveLink } from "../../core/live-link.js";
 import { liveRecorder } from "../render/live-recorder.js";
 import { requeueIfRateLimited } from "./rate-limit-requeue.js";
-import { SHUTDOWN, type RunTaskDeps } from "./turn.js";
+import { journalOf, SHUTDOWN, type RunTaskDeps } from "./turn.js";
 import { decidePlanTurn, type PlanTurn } from "../../core/plan-turn.js";
 import { lastTurnPlan } from "../../sql/tasks/read.js";
-import { recordPlanTurn } from "../../sql/tasks/record.js";
 
 export { SHUTDOWN, type RunTaskDeps } from "./turn.js";
 
 export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal): Promise<void> {
   const t = await openTurn(deps, task, signal);
   if (!t) return; // no GitHub access: the task ended saying so
-  const { key, log, gh, comment, now, refuse } = t;
+  const { key, log, gh, comment, now, refuse, journal } = t;
   // The workspace update (git) is the slowest step before the spawn, and needs nothing the
   // decision does: start it now.
   const ws = await startWorkspace(deps.workspace, task, gh, t.token, signal);
@@ -74,7 +73,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     return;
   }
   // A plan turn (`/plan`, a plan's follow-up, `plan: always`) runs the CLI read-only.
-  const planned = await planTurnOf(deps, task, key, admitted.settings);
+  const planned = await planTurnOf(deps, journal, task, key, admitted.settings);
   if (!planned) {
     await ws.abandon(); // the lease was lost
     return;
@@ -85,7 +84,10 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
   // A task snapshot from before agents had a `cli` has none: it ran on the default CLI.
   const cli = settings.cli ?? DEFAULT_CLI;
   const policy = admitted.config.resume;
-  const decision = await decideTurn(deps, { key, task, cli, policy, prior, epoch, ws, now, log });
+  const decision = await decideTurn(deps, {
+    ...{ key, task, cli, policy, prior, epoch, ws, now, log },
+    journal,
+  });
   if (!decision) {
     await ws.abandon(); // the lease was lost
     return;
@@ -247,7 +249,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
     log.warn({ session: ran.result.sessionId }, "stopped by shutdown; the task will be taken over");
     return;
   }
-  await recordRunSession(deps, task, log, ran, prior, epoch);
+  await recordRunSession(deps, journal, log, ran, prior, epoch);
   await answerTurn(t, {
     ready,
     plan,
@@ -278,7 +280,8 @@ async function openTurn(deps: RunTaskDeps, task: Task, signal: AbortSignal): Pro
   const secrets = new Set<string | undefined>(deps.secrets?.() ?? []);
   const retryInMs = answerRetryPolicy(deps.answerRetry).baseMs;
   let gh: GitHubThread | undefined;
-  const end = ender(deps, task, log, () => gh);
+  const journal = journalOf(deps, task);
+  const end = ender(journal, log, () => gh);
   const refuse = (last: FinalAnswer | Promise<FinalAnswer>, r: Omit<Refusal, "answer">) =>
     end(last, {
       status: r.status,
@@ -299,11 +302,24 @@ async function openTurn(deps: RunTaskDeps, task: Task, signal: AbortSignal): Pro
   const token = await gh.token().catch(() => undefined);
   secrets.add(token);
   const scrub = (s: string) => redact(s, secrets);
-  const { pool, runnerId } = deps;
-  const comment = trackingComment({ pool, runnerId, gh, task, log, scrub, retryInMs });
+  const comment = trackingComment({ journal, gh, task, log, scrub, retryInMs });
   // Every footer links to the conversation's dashboard page, when there is a public URL.
   const footer = deps.publicUrl ? { chainUrl: conversationUrl(deps.publicUrl, key) } : {};
-  const t = { deps, task, key, log, signal, now, started, gh, token, secrets, scrub, footer };
+  const t = {
+    deps,
+    task,
+    key,
+    log,
+    signal,
+    now,
+    started,
+    gh,
+    token,
+    secrets,
+    scrub,
+    footer,
+    journal,
+  };
   return { ...t, comment, end, refuse };
 }
 
@@ -335,6 +351,8 @@ interface Turn {
   deps: RunTaskDeps;
   task: Task;
   key: TaskKey;
+  /** Where the turn writes down what it did, under this runner's lease. */
+  journal: TurnJournal;
   log: RunTaskDeps["log"];
   signal: AbortSignal;
   now: () => Date;
@@ -381,7 +399,7 @@ async function answerTurn(
   const { result, decision, compaction, promptBytes } = ran;
   const { token, secrets } = t;
   const { requests } = a;
-  const published = await publishChanges(deps, a.plan, {
+  const published = await publishChanges(t.journal, a.plan, {
     task,
     key,
     gh,
@@ -448,29 +466,22 @@ async function answerTurn(
  * row, under this runner's lease. False: the lease was lost (the task was finished or taken
  * over elsewhere). A turn left to another runner (a shutdown, a lost lease) just returns.
  */
-function ender(
-  deps: RunTaskDeps,
-  task: Task,
-  log: RunTaskDeps["log"],
-  gh: () => GitHubThread | undefined,
-) {
+function ender(journal: TurnJournal, log: RunTaskDeps["log"], gh: () => GitHubThread | undefined) {
   return async (
     last: FinalAnswer | Promise<FinalAnswer>,
     f: Omit<Finish, "answer">,
   ): Promise<boolean> => {
     const answer = await last;
     // A rate limit GitHub asked a longer wait for is not the turn's failure: it waits (#34).
-    const { pool, runnerId } = deps;
-    if (await requeueIfRateLimited({ pool, runnerId, log }, task, gh(), f)) return false;
+    if (await requeueIfRateLimited({ journal, log }, gh(), f)) return false;
     // Read after the answer is posted: the turn's count includes it.
-    const ok = await finishTask(deps.pool, task.id, deps.runnerId, {
+    const ok = await journal.finished({
       ...f,
       answer,
       githubRequests: gh()?.requests?.() ?? null,
       githubRequestsNotModified: gh()?.notModified?.() ?? null,
     });
-    if (!ok)
-      deps.log.warn({ task: task.id }, "lease lost: the task was finished or taken over elsewhere");
+    if (!ok) log.warn("lease lost: the task was finished or taken over elsewhere");
     return ok;
   };
 }
@@ -580,6 +591,7 @@ function reviewRecord(review: ReviewOutcome | null): Finish["review"] {
  */
 async function planTurnOf(
   deps: RunTaskDeps,
+  journal: TurnJournal,
   task: Task,
   key: TaskKey,
   settings: AgentSettings,
@@ -591,7 +603,7 @@ async function planTurnOf(
     hasPriorTurn: last !== null,
     setting: settings.plan,
   });
-  if (planned.plan && !(await recordPlanTurn(deps.pool, task.id, deps.runnerId))) return null;
+  if (planned.plan && !(await journal.plannedOnly())) return null;
   return planned;
 }
 

@@ -4,7 +4,7 @@
  */
 import type { Pool } from "../../db/pool.js";
 import { conversationSpend, spentSince, type ConversationSpend } from "../../sql/spend.js";
-import type { Task } from "../../sql/tasks/claim.js";
+import type { Task } from "../../core/task.js";
 import { monthStart, reachedLimits, type ReachedLimit } from "../../spend/spend-limits.js";
 import type { AgentSettings, SpendSettings } from "../ports.js";
 

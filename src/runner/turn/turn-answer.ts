@@ -7,7 +7,7 @@ import { renderChanges, type PublishReport } from "../../publish/report.js";
 import type { CacheTtl } from "../../core/settings.js";
 import type { Usage } from "../../core/task.js";
 import type { PlanTurn } from "../../core/plan-turn.js";
-import type { Task } from "../../sql/tasks/claim.js";
+import type { Task } from "../../core/task.js";
 import type { AgentRunResult, AgentSettings, CliKind } from "../ports.js";
 import { renderAnswer, renderFailure, type FooterFacts } from "../render/thread-comments.js";
 import type { CollectedImages } from "./turn-images.js";

@@ -9,13 +9,14 @@ import {
   type ResumeDecision,
   type TranscriptState,
 } from "../../core/resume-decision.js";
-import { readEpoch, rewindFacts } from "../../sql/history.js";
-import { knownWindow, sessionById } from "../../sql/sessions.js";
-import type { Task } from "../../sql/tasks/claim.js";
-import { recordDecision } from "../../sql/tasks/record.js";
+import { readEpoch } from "../../sql/history.js";
+import { sessionById } from "../../sql/sessions.js";
+import type { Task } from "../../core/task.js";
 import type { CliKind, ResumeSettings } from "../ports.js";
 import type { RunTaskDeps } from "./turn.js";
+import { gatherResumeInput, type ResumeSources } from "../../sql/resume-inputs.js";
 import type { TaskKey } from "../../core/task.js";
+import type { TurnJournal } from "../../core/turn-journal.js";
 
 type DecideInput = Omit<Parameters<typeof decide>[1], "workDir" | "workDirExists">;
 
@@ -24,8 +25,9 @@ type DecideInput = Omit<Parameters<typeof decide>[1], "workDir" | "workDirExists
  * own), recorded on the task before anything runs. Null: the lease was lost.
  */
 export async function decideTurn(
-  deps: Pick<RunTaskDeps, "agent" | "runtimeId" | "pool" | "runnerId" | "log">,
+  deps: Pick<RunTaskDeps, "agent" | "runtimeId" | "pool">,
   d: DecideInput & {
+    journal: TurnJournal;
     /** The key's working directory for this turn, and whether it existed before any clone. */
     ws: { workDir: string; workDirExists: boolean };
     log: RunTaskDeps["log"];
@@ -40,7 +42,14 @@ export async function decideTurn(
     { decision: decision.kind, reason: decision.reason, prior: prior?.sessionId },
     "resume decision",
   );
-  const recorded = await record(deps, task, decision, prior !== null, epoch, workDir, false, cli);
+  const recorded = await record(d.journal, log, task, {
+    decision,
+    isFollowUp: prior !== null,
+    epoch,
+    workDir,
+    retriedFresh: false,
+    cli,
+  });
   return recorded ? decision : null;
 }
 
@@ -59,49 +68,40 @@ export async function decide(
   },
 ): Promise<ResumeDecision> {
   const { key, task, cli, policy, prior, epoch, workDir, workDirExists, now } = d;
-  const cliCanResume = await deps.agent.canResume(cli);
-  // Where the session's transcript is (Claude's transcript or Codex's rollout, in the portable
-  // store), asked of its own CLI only: a Claude transcript means nothing to Codex. Whether this
-  // runner can read it is a question for the same CLI's version.
-  const cliVersion = await deps.agent.cliVersion(cli).catch(() => null);
-  const transcript =
-    prior && prior.cli === cli
-      ? await deps.agent
-          .transcriptState(key, prior.sessionId, cli)
-          .catch((): TranscriptState => ({ where: "none" }))
-      : undefined;
-  // `/model`: the window of the model asked for, as the CLI last reported it.
-  const requestedWindow =
-    prior && task.requestedModel ? await knownWindow(deps.pool, task.requestedModel) : null;
-  // A comment the session read changed since it was pinned: what a rewind is decided from.
-  const cliCanRewind = deps.agent.canRewind?.(cli) ?? false;
-  const rewind =
-    prior && cliCanRewind && prior.historyEpoch !== epoch
-      ? await rewindFacts(deps.pool, key, prior.sessionId, prior.historyEpoch, epoch)
-      : undefined;
-  return decideResume({
+  const input = await gatherResumeInput(deps.pool, runnerSources(deps), {
+    key,
     prior,
-    forceFresh: task.forceFresh,
-    policy: {
-      enabled: policy.enabled,
-      ttlMs: policy.ttlHours * 3600_000,
-      contextBudget: policy.contextBudget,
-      // Only a CLI that compacts on request (Claude's `/compact`; not Codex) compacts.
-      compact: (policy.compact ?? true) && deps.agent.canCompact(cli),
-    },
-    runtimeId: deps.runtimeId,
+    epoch,
     cli,
+    policy,
+    forceFresh: task.forceFresh,
+    requestedModel: task.requestedModel,
     workDir,
     workDirExists,
-    historyEpoch: epoch,
-    cliCanResume,
-    cliCanRewind,
-    ...(rewind ? { rewind } : {}),
-    requestedWindow,
-    cliVersion,
-    ...(transcript === undefined ? {} : { transcript }),
-    now: now(),
+    now,
   });
+  return decideResume(input);
+}
+
+/** The resume decision's sources on a runner: its own CLI, asked. */
+function runnerSources(deps: Pick<RunTaskDeps, "agent" | "runtimeId">): ResumeSources {
+  const { agent } = deps;
+  return {
+    runtimeId: deps.runtimeId,
+    cliCanResume: (cli) => agent.canResume(cli),
+    cliVersion: (cli) => agent.cliVersion(cli).catch(() => null),
+    canCompact: (cli) => agent.canCompact(cli),
+    canRewind: (cli) => agent.canRewind?.(cli) ?? false,
+    // Where the session's transcript is (Claude's transcript or Codex's rollout, in the portable
+    // store), asked of its own CLI only: a Claude transcript means nothing to Codex. Whether this
+    // runner can read it is a question for the same CLI's version.
+    transcript: async (key, prior, cli) =>
+      prior.cli === cli
+        ? agent
+            .transcriptState(key, prior.sessionId, cli)
+            .catch((): TranscriptState => ({ where: "none" }))
+        : undefined,
+  };
 }
 
 /**
@@ -139,17 +139,22 @@ export async function decideFork(
     : decided;
 }
 
+/** The decision `r.decision`, written in the turn's journal. False: the lease was lost. */
 export async function record(
-  deps: Pick<RunTaskDeps, "pool" | "runnerId" | "log">,
+  journal: TurnJournal,
+  log: RunTaskDeps["log"],
   task: Task,
-  d: ResumeDecision,
-  isFollowUp: boolean,
-  epoch: number,
-  workDir: string,
-  retriedFresh: boolean,
-  cli: CliKind,
+  r: {
+    decision: ResumeDecision;
+    isFollowUp: boolean;
+    epoch: number;
+    workDir: string;
+    retriedFresh: boolean;
+    cli: CliKind;
+  },
 ): Promise<boolean> {
-  const ok = await recordDecision(deps.pool, task.id, deps.runnerId, {
+  const { decision: d, isFollowUp, epoch, workDir, retriedFresh, cli } = r;
+  const ok = await journal.decided({
     cli,
     decision: d.kind,
     reason: d.reason,
@@ -161,7 +166,7 @@ export async function record(
     rewoundFrom: d.kind === "resume" && d.rewind ? d.rewind.fromTaskId : null,
   });
   if (!ok)
-    deps.log.warn(
+    log.warn(
       { task: task.id },
       "lease lost before the run started; leaving the task to its new owner",
     );

@@ -5,7 +5,8 @@
 import type { Logger } from "../../log.js";
 import type { PublishTarget } from "../../publish/publisher.js";
 import type { ResumeDecision, RewindPlan } from "../../core/resume-decision.js";
-import { taskComments, type Task } from "../../sql/tasks/claim.js";
+import { taskComments } from "../../sql/tasks/claim.js";
+import type { Task } from "../../core/task.js";
 import type { Pool } from "../../db/pool.js";
 import type {
   GitHubThread,

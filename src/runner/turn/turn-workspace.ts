@@ -6,7 +6,7 @@
 import { conversationBranch } from "../../publish/publisher.js";
 import type { Logger } from "../../log.js";
 import type { Mask } from "../../sandbox/sandbox.js";
-import type { Task } from "../../sql/tasks/claim.js";
+import type { Task } from "../../core/task.js";
 import {
   PROJECT_INSTRUCTIONS_FILE,
   type ProjectInstructions,

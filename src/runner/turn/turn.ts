@@ -8,7 +8,9 @@ import type { Publisher } from "../../publish/publisher.js";
 import type { PublishReport } from "../../publish/report.js";
 import type { ReasonCode } from "../../core/resume-decision.js";
 import type { Outcome, Usage } from "../../core/task.js";
-import type { Task } from "../../sql/tasks/claim.js";
+import type { Task } from "../../core/task.js";
+import type { TurnJournal } from "../../core/turn-journal.js";
+import { postgresTurnJournal } from "../../sql/tasks/journal.js";
 import type { AnswerRetryPolicy } from "./answer-retry.js";
 import type { Agent, CliKind, GitHubThread, WorkspacePort } from "../ports.js";
 
@@ -23,6 +25,11 @@ export interface RunTaskDeps {
   agent: Agent;
   workspace: WorkspacePort;
   github: (task: Task) => Promise<GitHubThread>;
+  /**
+   * Where the turn writes down what it did (src/core/turn-journal.ts). Absent: the task's row in
+   * `pool`, under this runner's lease.
+   */
+  journal?: (task: Task) => TurnJournal;
   now?: () => Date;
   /** Minimum time between progress edits of the tracking comment. */
   progressIntervalMs?: number;
@@ -71,4 +78,12 @@ export interface FinishedTurn {
   queueWaitMs: number;
   /** What became of the turn's changes; null when publishing did not run. */
   publish: PublishReport | null;
+}
+
+/** The task's journal: the one given, else Postgres under this runner's lease. */
+export function journalOf(
+  deps: Pick<RunTaskDeps, "journal" | "pool" | "runnerId">,
+  task: Task,
+): TurnJournal {
+  return deps.journal?.(task) ?? postgresTurnJournal(deps.pool, deps.runnerId, task);
 }

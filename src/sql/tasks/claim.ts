@@ -2,62 +2,18 @@
  * Claim: the runner takes the oldest queued tasks whose key has no running task; and the Task it
  * sees, with the comments that fed it. Every write after the claim is scoped to the claiming
  * runner (`locked_by`), so a runner whose task was taken back by the sweeper cannot overwrite
- * what the new owner does.
+ * what the new owner does. The Task and its comments are core's words (src/core/task.ts).
  */
-import type { PlanRequest, TaskStatus, TriggerContextItem, TriggerKind } from "../../core/task.js";
+import type {
+  IssueSnapshot,
+  PlanRequest,
+  Task,
+  TaskComment,
+  TaskStatus,
+  TriggerContextItem,
+  TriggerKind,
+} from "../../core/task.js";
 import type { Queryable } from "../db.js";
-import type { IssueSnapshot } from "./enqueue.js";
-
-export interface TaskComment {
-  commentId: number | null;
-  author: string;
-  url: string;
-  body: string;
-  createdAt: Date;
-  /** What the request brought besides its words (a review's line comments): data, not asks. */
-  context: TriggerContextItem[];
-}
-
-/** A task as the runner sees it. */
-export interface Task {
-  id: number;
-  /** The repository's name as the latest webhook for the task gave it (GitHub's API takes it). */
-  repo: string;
-  repoId: number;
-  installationId: number;
-  issueNumber: number;
-  /** Where the task's comments go: the key's own thread, or the key's pull request. */
-  threadNumber: number;
-  isPullRequest: boolean;
-  agent: string;
-  status: TaskStatus;
-  triggerCommentId: number | null;
-  triggerAuthor: string;
-  triggerUrl: string;
-  triggerBody: string;
-  /** What started the task: its first request's kind. */
-  trigger: TriggerKind;
-  forceFresh: boolean;
-  /** `/model <name>`: the model of this turn only; null: the agent's. */
-  requestedModel: string | null;
-  /** `/from <agent>`: the other agent's session this turn starts as a fork of; null: none. */
-  forkSessionId: string | null;
-  /** `/plan` or `/go`, as the comments that fed the task asked; null: neither. */
-  planRequest: PlanRequest | null;
-  cancelRequested: boolean;
-  runtimeId: string | null;
-  sessionId: string | null;
-  trackingCommentId: number | null;
-  answerCommentId: number | null;
-  attempts: number;
-  maxAttempts: number;
-  createdAt: Date;
-  startedAt: Date | null;
-  /** The settings snapshot intake stored (src/config/repo-settings.ts), unread. */
-  repoSettings: unknown;
-  /** The issue as the queuing webhook carried it (tasks.issue_snapshot); null: ask GitHub. */
-  issueSnapshot?: IssueSnapshot | null;
-}
 
 /** A tasks row as node-postgres returns it. */
 export type Row = Record<string, unknown>;

@@ -4,7 +4,7 @@
  */
 import type { Pool } from "../../db/pool.js";
 import { inTransaction, type Queryable } from "../db.js";
-import type { IssueSnapshot } from "./enqueue.js";
+import type { IssueSnapshot } from "../../core/task.js";
 
 export interface CommentRef {
   repoId: number;

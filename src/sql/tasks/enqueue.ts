@@ -5,6 +5,7 @@
 import type { Pool } from "../../db/pool.js";
 import {
   keyName,
+  type IssueSnapshot,
   type PlanRequest,
   type TaskKey,
   type TriggerContextItem,
@@ -34,18 +35,6 @@ export interface TriggerComment {
   trigger?: TriggerKind;
   /** What it brought besides its words, shown to the agent as data (core/task.ts). */
   context?: TriggerContextItem[];
-}
-
-/**
- * The issue as a webhook carried it (tasks.issue_snapshot): what a turn on it would otherwise ask
- * GitHub for. `updatedAt` orders two snapshots: the newer one is kept.
- */
-export interface IssueSnapshot {
-  title: string;
-  body: string;
-  author: string;
-  url: string;
-  updatedAt: string;
 }
 
 export interface EnqueueInput {

@@ -2,42 +2,9 @@
  * Finish: the task gets the status its run earned, its usage, and where its final answer stands
  * (posted, or pending in the answer outbox).
  */
-import type { Outcome, TaskStatus, Usage } from "../../core/task.js";
-import type { CacheTtl } from "../../core/settings.js";
+import type { Finish } from "../../core/turn-journal.js";
 import type { Queryable } from "../db.js";
-
-/**
- * Where the task's final answer stands as it finishes: in the thread, or pending in the answer
- * outbox (GitHub refused it past the retries) for the answer poster to post after `retryInMs`.
- */
-export type FinalAnswer =
-  | { kind: "posted"; commentId: number }
-  | {
-      kind: "pending";
-      /** The rendered, scrubbed body; null: render the failure from outcome and failureReason. */
-      body: string | null;
-      retryInMs: number;
-    };
-
-export interface Finish {
-  status: Extract<TaskStatus, "succeeded" | "failed" | "cancelled">;
-  outcome: Outcome;
-  failureReason: string | null;
-  sessionId: string | null;
-  usage: Usage | null;
-  answer: FinalAnswer;
-  /** Bytes of the prompt written to the CLI, and of the answer it gave (what the turn added to the thread). */
-  promptBytes?: number | null;
-  answerBytes?: number | null;
-  /** The prompt cache's lifetime the turn asked for; null when it set none (Codex). */
-  cacheTtl?: CacheTtl | null;
-  /** GitHub requests the turn's client made (src/github/request-count.ts); null: not counted. */
-  githubRequests?: number | null;
-  /** Of its conditional requests, those GitHub answered 304 (not counted against the limit). */
-  githubRequestsNotModified?: number | null;
-  /** The review the turn posted with the agent's line comments; null: none was asked for. */
-  review?: { result: "posted" | "failed"; lineComments: number } | null;
-}
+import { leasedUpdate } from "./record.js";
 
 /**
  * Finish the task with the status its run earned, whether or not the thread has heard yet (a
@@ -52,23 +19,24 @@ export async function finishTask(
 ): Promise<boolean> {
   const u = f.usage;
   const a = f.answer;
-  const res = await db.query(
-    `UPDATE tasks SET status = $3, outcome = $4, failure_reason = $5,
-            session_id = COALESCE(session_id, $6),
-            model = COALESCE($7, model), input_tokens = $8, output_tokens = $9,
-            cache_read_tokens = $10, cache_creation_tokens = $11, context_tokens = $12,
-            cost_usd = $13, num_turns = $14, duration_ms = $15,
-            answer_comment_id = COALESCE(answer_comment_id, $16),
-            answer_pending = $17, answer_body = $18,
-            answer_next_at = CASE WHEN $17 THEN now() + make_interval(secs => $19::double precision / 1000) END,
-            prompt_bytes = $20, answer_bytes = $21, cache_ttl = COALESCE($22, cache_ttl),
-            github_requests = $23, review_result = $24, review_line_comments = $25,
-            github_requests_not_modified = $26,
-            finished_at = now(), updated_at = now(), locked_by = NULL, heartbeat_at = NULL
-      WHERE id = $1 AND locked_by = $2 AND status = 'running'`,
+  // Finishing ends the lease too (locked_by cleared), under the same lease as every write.
+  return leasedUpdate(
+    db,
+    taskId,
+    runnerId,
+    `status = $3, outcome = $4, failure_reason = $5,
+     session_id = COALESCE(session_id, $6),
+     model = COALESCE($7, model), input_tokens = $8, output_tokens = $9,
+     cache_read_tokens = $10, cache_creation_tokens = $11, context_tokens = $12,
+     cost_usd = $13, num_turns = $14, duration_ms = $15,
+     answer_comment_id = COALESCE(answer_comment_id, $16),
+     answer_pending = $17, answer_body = $18,
+     answer_next_at = CASE WHEN $17 THEN now() + make_interval(secs => $19::double precision / 1000) END,
+     prompt_bytes = $20, answer_bytes = $21, cache_ttl = COALESCE($22, cache_ttl),
+     github_requests = $23, review_result = $24, review_line_comments = $25,
+     github_requests_not_modified = $26,
+     finished_at = now(), locked_by = NULL, heartbeat_at = NULL`,
     [
-      taskId,
-      runnerId,
       f.status,
       f.outcome,
       f.failureReason,
@@ -95,5 +63,4 @@ export async function finishTask(
       f.githubRequestsNotModified ?? null,
     ],
   );
-  return res.rowCount === 1;
 }

@@ -3,7 +3,8 @@
  * cancel requests), and taking over the tasks a dead process of the same runtime left running.
  */
 import type { Queryable } from "../db.js";
-import { toTask, type Row, type Task } from "./claim.js";
+import type { Task } from "../../core/task.js";
+import { toTask, type Row } from "./claim.js";
 
 /**
  * Touch the lease of the tasks this runner holds and is still working on (`taskIds`; all it

@@ -3,21 +3,27 @@
  * the session got here, the tracking comment, that a tool ran, what became of its changes.
  * Each write is scoped to the claiming runner and returns (or ignores) whether the lease held.
  */
-import type { CliKind } from "../../core/settings.js";
+import type { DecisionRecord, PublishRecord, SessionMove } from "../../core/turn-journal.js";
 import type { Queryable } from "../db.js";
 
-export interface DecisionRecord {
-  decision: "resume" | "fresh";
-  reason: string;
-  resumeSessionId: string | null;
-  isFollowUp: boolean;
-  historyEpoch: number;
-  workDir: string;
-  retriedFresh?: boolean;
-  /** The CLI the turn runs on (the caller's: the query layer knows no CLI). */
-  cli: CliKind;
-  /** Reason `rewound`: the first turn of the session it rewinds past. */
-  rewoundFrom?: number | null;
+/**
+ * The one shape of every write a turn makes on its task: `set` (its parameters from $3 on) under
+ * the claiming runner's lease, so a runner whose task was taken back changes nothing. True: the
+ * lease held and the row was written.
+ */
+export async function leasedUpdate(
+  db: Queryable,
+  taskId: number,
+  runnerId: string,
+  set: string,
+  params: readonly unknown[],
+): Promise<boolean> {
+  const res = await db.query(
+    `UPDATE tasks SET ${set}, updated_at = now()
+      WHERE id = $1 AND locked_by = $2 AND status = 'running'`,
+    [taskId, runnerId, ...params],
+  );
+  return res.rowCount === 1;
 }
 
 /** Store the resume decision before the CLI starts. Returns false when the lease was lost. */
@@ -27,14 +33,14 @@ export async function recordDecision(
   runnerId: string,
   d: DecisionRecord,
 ): Promise<boolean> {
-  const res = await db.query(
-    `UPDATE tasks SET resume_decision = $3, resume_reason = $4, resume_session_id = $5,
-            is_follow_up = $6, history_epoch = $7, work_dir = $8,
-            retried_fresh = retried_fresh OR $9, cli = $10, rewound_from = $11, updated_at = now()
-      WHERE id = $1 AND locked_by = $2 AND status = 'running'`,
+  return leasedUpdate(
+    db,
+    taskId,
+    runnerId,
+    `resume_decision = $3, resume_reason = $4, resume_session_id = $5,
+     is_follow_up = $6, history_epoch = $7, work_dir = $8,
+     retried_fresh = retried_fresh OR $9, cli = $10, rewound_from = $11`,
     [
-      taskId,
-      runnerId,
       d.decision,
       d.reason,
       d.resumeSessionId,
@@ -46,7 +52,6 @@ export async function recordDecision(
       d.rewoundFrom ?? null,
     ],
   );
-  return res.rowCount === 1;
 }
 
 /** The turn runs read-only, as a plan (`/plan`). False when the lease was lost. */
@@ -55,12 +60,7 @@ export async function recordPlanTurn(
   taskId: number,
   runnerId: string,
 ): Promise<boolean> {
-  const res = await db.query(
-    `UPDATE tasks SET plan_turn = true, updated_at = now()
-      WHERE id = $1 AND locked_by = $2 AND status = 'running'`,
-    [taskId, runnerId],
-  );
-  return res.rowCount === 1;
+  return leasedUpdate(db, taskId, runnerId, `plan_turn = true`, []);
 }
 
 /**
@@ -74,12 +74,7 @@ export async function pinSession(
   runnerId: string,
   sessionId: string,
 ): Promise<boolean> {
-  const res = await db.query(
-    `UPDATE tasks SET session_id = $3, updated_at = now()
-      WHERE id = $1 AND locked_by = $2 AND status = 'running'`,
-    [taskId, runnerId, sessionId],
-  );
-  return res.rowCount === 1;
+  return leasedUpdate(db, taskId, runnerId, `session_id = $3`, [sessionId]);
 }
 
 /**
@@ -92,12 +87,7 @@ export async function recordSessionEntry(
   runnerId: string,
   entry: string,
 ): Promise<boolean> {
-  const res = await db.query(
-    `UPDATE tasks SET session_entry = $3, updated_at = now()
-      WHERE id = $1 AND locked_by = $2 AND status = 'running'`,
-    [taskId, runnerId, entry],
-  );
-  return res.rowCount === 1;
+  return leasedUpdate(db, taskId, runnerId, `session_entry = $3`, [entry]);
 }
 
 /**
@@ -109,19 +99,14 @@ export async function recordSessionMove(
   db: Queryable,
   taskId: number,
   runnerId: string,
-  m: {
-    restore: { from: "cache" | "store"; ms: number } | null;
-    resumedAcross: boolean;
-    compacted?: boolean;
-  },
+  m: SessionMove,
 ): Promise<void> {
-  await db.query(
-    `UPDATE tasks SET session_restore = $3, restore_ms = $4, resumed_across = $5,
-            compacted = compacted OR $6, updated_at = now()
-      WHERE id = $1 AND locked_by = $2 AND status = 'running'`,
+  await leasedUpdate(
+    db,
+    taskId,
+    runnerId,
+    `session_restore = $3, restore_ms = $4, resumed_across = $5, compacted = compacted OR $6`,
     [
-      taskId,
-      runnerId,
       m.restore?.from ?? null,
       m.restore ? Math.round(m.restore.ms) : null,
       m.resumedAcross,
@@ -136,11 +121,7 @@ export async function setTrackingComment(
   runnerId: string,
   commentId: number,
 ): Promise<void> {
-  await db.query(
-    `UPDATE tasks SET tracking_comment_id = $3, updated_at = now()
-      WHERE id = $1 AND locked_by = $2 AND status = 'running'`,
-    [taskId, runnerId, commentId],
-  );
+  await leasedUpdate(db, taskId, runnerId, `tracking_comment_id = $3`, [commentId]);
 }
 
 export async function markToolRan(db: Queryable, taskId: number, runnerId: string): Promise<void> {
@@ -150,27 +131,18 @@ export async function markToolRan(db: Queryable, taskId: number, runnerId: strin
   );
 }
 
-/** What became of the turn's changes (src/publish/report.ts), as the task row keeps it. */
-export interface PublishRecord {
-  result: "published" | "unchanged" | "refused" | "failed" | "patch" | "off";
-  reason: string | null;
-  detail: string | null;
-  sha: string | null;
-  commits: number | null;
-  pullOpened: number | null;
-}
-
 export async function recordPublish(
   db: Queryable,
   taskId: number,
   runnerId: string,
   p: PublishRecord,
 ): Promise<boolean> {
-  const res = await db.query(
-    `UPDATE tasks SET publish_result = $3, publish_reason = $4, publish_detail = $5,
-            published_sha = $6, commits_pushed = $7, pull_opened = $8, updated_at = now()
-      WHERE id = $1 AND locked_by = $2 AND status = 'running'`,
-    [taskId, runnerId, p.result, p.reason, p.detail, p.sha, p.commits, p.pullOpened],
+  return leasedUpdate(
+    db,
+    taskId,
+    runnerId,
+    `publish_result = $3, publish_reason = $4, publish_detail = $5,
+     published_sha = $6, commits_pushed = $7, pull_opened = $8`,
+    [p.result, p.reason, p.detail, p.sha, p.commits, p.pullOpened],
   );
-  return res.rowCount === 1;
 }
