@@ -156,6 +156,7 @@ export async function startRunner(opts: {
             log,
             compacts: entry.compactPrompt !== null,
             rewinds: entry.rewinds,
+            mcpServers: env.mcpServers,
             contain: contain({
               cliVersion: probes.has(entry.name)
                 ? (probes.get(entry.name)!.version ?? null)
