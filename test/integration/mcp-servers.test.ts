@@ -23,6 +23,7 @@ import { createClaudeCli } from "../../src/claude/claude-cli.js";
 import type { CliAdapter, RunEvent } from "../../src/agent-cli/runtime-adapter.js";
 import type { NamedMcpServer } from "../../src/config/mcp-servers.js";
 import { Sandbox } from "../../src/sandbox/sandbox.js";
+import { cliAgent } from "../../src/runner/wiring/cli-agent.js";
 import {
   replies,
   startFakeAnthropic,
@@ -111,6 +112,8 @@ function toolResults(req: FakeRequest): string[] {
 }
 
 const DRILL = [
+  // Only in the sandbox (the agent seam's own run is not sandboxed: nothing to drill there).
+  "[ -d /workspace ] || exit 0",
   "set +e",
   "out=/workspace/drill.txt",
   "{",
@@ -160,6 +163,29 @@ afterAll(async () => {
   fs.rmSync(root, { recursive: true, force: true });
 });
 
+/** The operator's file, as loadEnv reads it: a stdio server with a secret, a remote one, a broken one. */
+function operatorServers(): NamedMcpServer[] {
+  return [
+    {
+      name: "secretive",
+      type: "stdio",
+      command: "node",
+      args: [SERVER],
+      env: { MCP_TEST_SECRET: SECRET },
+      network: [],
+    },
+    { name: "remote", type: "http", url: remoteUrl, headers: { Authorization: `Bearer ${TOKEN}` } },
+    {
+      name: "broken",
+      type: "stdio",
+      command: "node",
+      args: [SERVER, "--fail"],
+      env: { MCP_TEST_SECRET: "broken-secret-value" },
+      network: [],
+    },
+  ];
+}
+
 describe(
   "the operator's MCP servers, with the real Claude CLI in the sandbox (#39)",
   { timeout: 300_000 },
@@ -170,30 +196,7 @@ describe(
       fs.mkdirSync(cwd);
       fs.mkdirSync(home);
       execFileSync("git", ["init", "-q"], { cwd });
-      const servers: NamedMcpServer[] = [
-        {
-          name: "secretive",
-          type: "stdio",
-          command: "node",
-          args: [SERVER],
-          env: { MCP_TEST_SECRET: SECRET },
-          network: [],
-        },
-        {
-          name: "remote",
-          type: "http",
-          url: remoteUrl,
-          headers: { Authorization: `Bearer ${TOKEN}` },
-        },
-        {
-          name: "broken",
-          type: "stdio",
-          command: "node",
-          args: [SERVER, "--fail"],
-          env: { MCP_TEST_SECRET: "broken-secret-value" },
-          network: [],
-        },
-      ];
+      const servers = operatorServers();
       const events: RunEvent[] = [];
       const run = cli.start({
         cwd,
@@ -255,6 +258,45 @@ describe(
       const sent = JSON.stringify(calls.map((c) => c.body));
       expect(sent).not.toContain(SECRET);
       expect(sent).not.toContain(TOKEN);
+    });
+
+    it("through the runner's agent: each server's tool calls are counted, and the one that did not start is named for the footer", async () => {
+      const cwd = path.join(root, "work-agent");
+      const home = path.join(root, "home-agent");
+      fs.mkdirSync(cwd);
+      fs.mkdirSync(home);
+      execFileSync("git", ["init", "-q"], { cwd });
+      // Unsandboxed here (the agent seam's own test): the CLI gets the servers as the file has them.
+      const offered = Object.fromEntries(operatorServers().map(({ name, ...s }) => [name, s]));
+      const agent = cliAgent(cli, { log, home, mcpServers: offered });
+      const result = await agent.run({
+        key: { repoId: 1, repo: "octo/mcp", issueNumber: 1, agent: "tether" },
+        cwd,
+        prompt: "Use your tools.",
+        resumeSessionId: null,
+        settings: {
+          name: "tether",
+          cli: "claude",
+          model: "claude-sonnet-4-5",
+          timeoutMinutes: 4,
+          stallMinutes: 3,
+          allowedTools: ["Bash"],
+          mcpServers: ["secretive", "remote", "broken", "unknown"],
+        },
+        systemPrompt: "",
+        signal: new AbortController().signal,
+        onSession: () => {},
+        onProgress: () => {},
+      });
+      expect(result.outcome, result.detail ?? "").toBe("success");
+      expect(result.mcp).toEqual({
+        failed: expect.arrayContaining([
+          { name: "unknown", why: "not configured on this runner" },
+          { name: "broken", why: "failed" },
+        ]),
+        toolCalls: { secretive: 1, remote: 1, broken: 0, unknown: 0 },
+      });
+      expect(result.mcp?.failed).toHaveLength(2);
     });
   },
 );

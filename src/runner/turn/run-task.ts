@@ -425,6 +425,7 @@ async function answerTurn(
     promptBytes,
     cacheTtl,
     review: reviewRecord(review),
+    mcpToolCalls: result.mcp?.toolCalls ?? null,
   });
   if (finished) {
     const started = t.started;
@@ -439,6 +440,7 @@ async function answerTurn(
       durationMs: t.now().getTime() - started.getTime(),
       queueWaitMs: started.getTime() - task.createdAt.getTime(),
       publish: published,
+      mcpToolCalls: result.mcp?.toolCalls ?? null,
     });
   }
 }

@@ -272,6 +272,7 @@ export async function startRunner(opts: {
         durationMs: t.durationMs,
         queueWaitMs: t.queueWaitMs,
         usage: t.usage,
+        mcpToolCalls: t.mcpToolCalls ?? null,
         publish: t.publish && {
           result: t.publish.result,
           reason: "reason" in t.publish ? t.publish.reason : null,
