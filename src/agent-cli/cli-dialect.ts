@@ -61,6 +61,8 @@ export interface CliDialect<M extends { kind: string }, S> {
       mcp?: McpServer | undefined;
       /** The operator's MCP servers the agent was given, as the CLI reaches them. */
       mcpServers?: readonly CliMcpServer[];
+      /** The run's HOME as the CLI sees it (in the sandbox, or on the host); undefined: the process's. */
+      home?: string | undefined;
       /** The run's images, at the paths the CLI sees them (in the sandbox, or on the host). */
       images?: readonly TurnImage[];
     },

@@ -174,6 +174,7 @@ export class CliRun<M extends { kind: string }, S> implements AgentRun {
       baseUrl: sandboxed ? access.insideBaseUrl : access.outsideBaseUrl,
       mcp,
       ...(servers.cli.length ? { mcpServers: servers.cli } : {}),
+      home: sandboxed ? IN_SANDBOX.home : spec.home,
       ...(images.length
         ? {
             images: sandboxed

@@ -24,6 +24,14 @@ import type { CliAdapter, RunEvent } from "../../src/agent-cli/runtime-adapter.j
 import type { NamedMcpServer } from "../../src/config/mcp-servers.js";
 import { Sandbox } from "../../src/sandbox/sandbox.js";
 import { cliAgent } from "../../src/runner/wiring/cli-agent.js";
+import { createCodexCli } from "../../src/codex/codex-cli.js";
+import {
+  replies as codexReplies,
+  startFakeOpenAI,
+  toolOutputs,
+  type FakeOpenAI,
+} from "../helpers/fake-openai.js";
+import { resolveCodexBinary } from "../helpers/real-codex.js";
 import {
   replies,
   startFakeAnthropic,
@@ -297,6 +305,79 @@ describe(
         toolCalls: { secretive: 1, remote: 1, broken: 0, unknown: 0 },
       });
       expect(result.mcp?.failed).toHaveLength(2);
+    });
+  },
+);
+
+describe(
+  "the operator's MCP servers, with the real Codex CLI in the sandbox (#39)",
+  { timeout: 300_000 },
+  () => {
+    let openai: FakeOpenAI;
+    beforeAll(async () => {
+      openai = await startFakeOpenAI({
+        defaultReply: (req) => {
+          const done = toolOutputs(req).length;
+          if (done === 0) return codexReplies.namespacedCall("mcp__secretive", "whoami", {});
+          if (done === 1) return codexReplies.namespacedCall("mcp__remote", "ping", {});
+          if (done === 2) return codexReplies.shell(DRILL);
+          return codexReplies.text("DONE");
+        },
+      });
+    });
+    afterAll(async () => {
+      await openai?.close();
+    });
+
+    it("Codex: both servers answer with their tools in the request up front, the tool calls count per server, and the drill finds neither credential", async () => {
+      const cwd = path.join(root, "work-codex");
+      const home = path.join(root, "home-codex");
+      fs.mkdirSync(cwd);
+      fs.mkdirSync(home);
+      execFileSync("git", ["init", "-q"], { cwd });
+      remoteSeen.length = 0;
+      const codex = createCodexCli({
+        path: resolveCodexBinary(),
+        log,
+        baseEnv: {
+          PATH: process.env.PATH,
+          HOME: root,
+          LANG: "C.UTF-8",
+          OPENAI_API_KEY: "sk-real-openai-key-for-the-mcp-drill",
+          OPENAI_BASE_URL: openai.url,
+        },
+      });
+      const events: RunEvent[] = [];
+      const run = codex.start({
+        cwd,
+        home,
+        prompt: "Use your tools.",
+        settings: { model: "gpt-5.5", timeoutMs: 240_000, stallMs: 180_000 },
+        sandbox: { sandbox, network: { kind: "model-only" } },
+        mcpServers: operatorServers().filter((s) => s.name !== "broken"),
+        onEvent: (e) => void events.push(e),
+      });
+      const outcome = await run.outcome;
+      expect(outcome.kind, outcome.detail + outcome.stderrTail).toBe("success");
+      const calls = openai.responseRequests();
+      const first = JSON.stringify(calls[0]!.body?.tools ?? []);
+      expect(first).toContain("mcp__secretive");
+      expect(first).toContain("mcp__remote");
+      const outputs = toolOutputs(calls.at(-1)!).map((o) => o.output);
+      const digest = createHash("sha256").update(SECRET).digest("hex").slice(0, 16);
+      expect(outputs[0]).toContain(`MCP-STDIO-ANSWER digest=${digest}`);
+      expect(outputs[1]).toContain("MCP-HTTP-ANSWER pong");
+      expect(remoteSeen.every((r) => r.auth === `Bearer ${TOKEN}`)).toBe(true);
+      const names = events.flatMap((e) => (e.type === "tool_use" ? [e.name] : []));
+      expect(names).toEqual(
+        expect.arrayContaining(["mcp__secretive__whoami", "mcp__remote__ping"]),
+      );
+      const drill = fs.readFileSync(path.join(cwd, "drill.txt"), "utf8");
+      expect(drill).toContain("DRILL-END");
+      expect(drill).not.toContain(SECRET);
+      expect(drill).not.toContain(TOKEN);
+      expect(drill).not.toContain("MCP_TEST_SECRET");
+      expect(drill).toContain('"whoami"');
     });
   },
 );
