@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { parseEnv } from "node:util";
 import { z } from "zod";
+import { readMcpServers, type McpServers } from "./config/mcp-servers.js";
 
 /** A DNS name: dot-separated labels of letters, digits, hyphens (and underscores, which some use). */
 const HOST_NAME =
@@ -212,6 +213,12 @@ export const EnvSchema = z.object({
    * sweep, so an end-to-end test moves from tick to tick without waiting for the wall clock.
    */
   TETHER_SCHEDULE_CLOCK_FILE: optional(z.string().min(1)),
+  /**
+   * A JSON file of the MCP servers repositories may give their agents (`agents.<name>.mcpServers`
+   * in .github/tether.yml), in Claude Code's `mcpServers` shape; checked at start
+   * (src/config/mcp-servers.ts, docs/operations.md "MCP servers"). Unset: none.
+   */
+  TETHER_MCP_SERVERS: optional(z.string()),
   /** Bearer token for /metrics. Unset: /metrics is open (scrapers usually sit on a private network). */
   TETHER_METRICS_TOKEN: optional(z.string().min(16, "must be at least 16 characters")),
   /**
@@ -267,6 +274,8 @@ export type Env = z.infer<typeof EnvSchema> & {
   /** Resolved absolute paths. */
   dataDir: string;
   workspaceDir: string;
+  /** The operator's MCP servers (TETHER_MCP_SERVERS), by name; none when unset. */
+  mcpServers: McpServers;
 };
 
 export class EnvError extends Error {
@@ -305,11 +314,18 @@ export function loadEnv(source: NodeJS.ProcessEnv = process.env, cwd = process.c
       `GHE_HOST: must be a host name with an optional port, no scheme or path (got ${JSON.stringify(env.GHE_HOST)})`,
     );
   }
+  let mcpServers: McpServers = {};
+  if (env.TETHER_MCP_SERVERS !== undefined) {
+    const read = readMcpServers(path.resolve(cwd, env.TETHER_MCP_SERVERS));
+    if (read.ok) mcpServers = read.servers;
+    else problems.push(...read.problems.map((p) => `TETHER_MCP_SERVERS: ${p}`));
+  }
   if (problems.length) throw new EnvError(problems);
   const dataDir = path.resolve(cwd, env.TETHER_DATA_DIR);
   return {
     ...env,
     dataDir,
+    mcpServers,
     workspaceDir: path.resolve(cwd, env.TETHER_WORKSPACE_DIR ?? path.join(dataDir, "workspaces")),
   };
 }

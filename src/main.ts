@@ -11,7 +11,8 @@ import { postgresAnswers } from "./github/conditional-requests.js";
 import { githubDeliveryLog } from "./github/webhook-deliveries.js";
 import { InboxPruner } from "./intake/inbox-pruner.js";
 import { fileClock, Scheduler } from "./intake/scheduler.js";
-import { setScheduleMinMinutes } from "./config/repo-config.js";
+import { setMcpServerNames, setScheduleMinMinutes } from "./config/repo-config.js";
+import { mcpSecrets } from "./config/mcp-servers.js";
 import { PeriodicJob } from "./intake/periodic-job.js";
 import { appBotLogin } from "./github/app-login.js";
 import { IntakeProcessor } from "./intake/processor.js";
@@ -58,6 +59,7 @@ async function main(): Promise<void> {
   // Every log line is scrubbed of these (and of token-shaped strings), whatever logged it; the
   // runner scrubs its comments of the same (core/secret-env.ts is the one list).
   const secrets = new Set<string>(secretsInEnv(process.env, CLI_SECRETS));
+  for (const s of mcpSecrets(env.mcpServers)) secrets.add(s);
   const privateKey = await readPrivateKey(env).catch(() => undefined);
   if (privateKey) secrets.add(privateKey);
   if (arg === TRANSCRIPT_COMMAND) {
@@ -70,6 +72,8 @@ async function main(): Promise<void> {
   const log = createLogger(env.LOG_LEVEL, undefined, { secrets });
   // Every reading of .github/tether.yml, a comment's and the scheduler's, refuses the same schedules.
   setScheduleMinMinutes(env.TETHER_SCHEDULE_MIN_MINUTES);
+  // …and agents' MCP servers the operator has not configured.
+  setMcpServerNames(Object.keys(env.mcpServers));
   const shutdown = new Shutdown(log, env.TETHER_SHUTDOWN_TIMEOUT_MS);
   activeShutdown = shutdown;
   for (const signal of ["SIGTERM", "SIGINT"] as const) {

@@ -36,6 +36,8 @@ export interface TurnRecord {
   } | null;
   /** What became of the turn's changes; absent when publishing did not run. */
   publish?: { result: string; reason: string | null; commits: number; pullOpened: boolean } | null;
+  /** Tool calls to each MCP server the agent was given (#39); absent or null: none given. */
+  mcpToolCalls?: Record<string, number> | null;
 }
 
 /** Results of publishing a turn's changes (tether_publish_total's `result` label). */
@@ -125,6 +127,12 @@ export class Metrics {
     name: "tether_turn_cost_usd_total",
     help: "Cost in US dollars, by whether the turn resumed and agent CLI: as the CLI reported it, or estimated from its tokens and a price table for a CLI that reports none.",
     labelNames: ["resumed", "cli"] as const,
+    registers: [this.registry],
+  });
+  private readonly mcpCalls = new Counter({
+    name: "tether_mcp_tool_calls_total",
+    help: "Tool calls agents made to the operator's MCP servers (TETHER_MCP_SERVERS), by server.",
+    labelNames: ["server"] as const,
     registers: [this.registry],
   });
   private readonly duration = new Histogram({
@@ -310,6 +318,10 @@ export class Metrics {
       if (nonNegative(p.commits) && p.commits > 0) this.commitsPushed.inc(p.commits);
       if (p.pullOpened) this.pullsOpened.inc();
     }
+    // Server names come from the operator's file (at most 50): a bounded label set.
+    for (const [server, calls] of Object.entries(turn.mcpToolCalls ?? {}))
+      if (nonNegative(calls) && calls > 0)
+        this.mcpCalls.inc({ server: server.slice(0, 48) }, calls);
     const resumed = reason === "resumed" ? "true" : "false";
     const u = turn.usage;
     if (!u) return;

@@ -56,6 +56,11 @@ export interface AgentCli {
    * footer says it, and no image is fetched for it).
    */
   readonly images: true | { readonly why: string };
+  /**
+   * Whether the run can be given the operator's MCP servers (`agents.<name>.mcpServers`); when
+   * not, why (the config check refuses the setting for it).
+   */
+  readonly mcpServers: true | { readonly why: string };
   /** Whether a turn's cost is Tether's estimate from the tokens (the CLI reports none). */
   readonly costEstimated: boolean;
   /** Probed when the runner starts (else on its first turn: a runner may never run it). */

@@ -25,6 +25,15 @@ export interface DialectModelAccess {
   outsideBaseUrl?: string;
 }
 
+/**
+ * An operator's MCP server as the CLI is told of it (issue #39): inside a sandbox, a remote one
+ * is the egress proxy's `/mcp/<name>` without headers, and a stdio one holding secrets is
+ * `socat` to its socket; the rest as the operator's file has them.
+ */
+export type CliMcpServer =
+  | { name: string; type: "stdio"; command: string; args: string[]; env: Record<string, string> }
+  | { name: string; type: "http"; url: string; headers: Record<string, string> };
+
 /** A stream parser: bytes in, messages out. */
 export interface DialectParser<M> {
   push(chunk: Buffer): M[];
@@ -50,6 +59,10 @@ export interface CliDialect<M extends { kind: string }, S> {
       sandboxed: boolean;
       baseUrl: string | undefined;
       mcp?: McpServer | undefined;
+      /** The operator's MCP servers the agent was given, as the CLI reaches them. */
+      mcpServers?: readonly CliMcpServer[];
+      /** The run's HOME as the CLI sees it (in the sandbox, or on the host); undefined: the process's. */
+      home?: string | undefined;
       /** The run's images, at the paths the CLI sees them (in the sandbox, or on the host). */
       images?: readonly TurnImage[];
     },

@@ -14,10 +14,17 @@ import { killProcessesIn } from "../process/process-tree.js";
 import { spawnStreaming, type StreamingChild } from "../process/run-command.js";
 import { lineCommentServer, readOnlyPaths } from "../review/line-comment-tool.js";
 import { IN_SANDBOX } from "../sandbox/bwrap-args.js";
-import type { PreparedCommand } from "../sandbox/sandbox.js";
+import { BRIDGE_URL } from "../sandbox/init-script.js";
+import {
+  mcpServerPaths,
+  mcpSocketPath,
+  type McpRemote,
+  type PreparedCommand,
+  type SandboxRun,
+} from "../sandbox/sandbox.js";
 import { hiddenMasks, withHidden } from "./cli-hidden.js";
 import type { ExitFacts, StopReason } from "./outcome.js";
-import type { CliDialect, RunConfig } from "./cli-dialect.js";
+import type { CliDialect, CliMcpServer, RunConfig } from "./cli-dialect.js";
 import { RunLimits } from "./cli-run-limits.js";
 import { abortReason, buildOutcome, cancelDetail, StderrTail } from "./cli-run-outcome.js";
 import { installExitHook, RunProcesses, signalFromExitCode, sleep } from "./cli-run-processes.js";
@@ -143,6 +150,7 @@ export class CliRun<M extends { kind: string }, S> implements AgentRun {
     const access = dialect.modelAccess(this.config.baseEnv);
     const tool = spec.lineComments;
     const mcp = tool && lineCommentServer(tool, sandboxed ? IN_SANDBOX.outbox : tool.dir);
+    const servers = mcpPlan(spec, sandboxed);
     const images = spec.images ?? [];
     const imagesDir = images.length ? path.dirname(images[0]!.path) : undefined;
     if (images.some((i) => path.dirname(i.path) !== imagesDir))
@@ -165,6 +173,8 @@ export class CliRun<M extends { kind: string }, S> implements AgentRun {
       sandboxed,
       baseUrl: sandboxed ? access.insideBaseUrl : access.outsideBaseUrl,
       mcp,
+      ...(servers.cli.length ? { mcpServers: servers.cli } : {}),
+      home: sandboxed ? IN_SANDBOX.home : spec.home,
       ...(images.length
         ? {
             images: sandboxed
@@ -205,13 +215,19 @@ export class CliRun<M extends { kind: string }, S> implements AgentRun {
           ...(spec.home ? { home: spec.home } : {}),
           ...(spec.sandbox.origin ? { origin: spec.sandbox.origin } : {}),
           ...(masks ? { masks } : {}),
-          readOnly: [...(this.dialect.binds?.(exe) ?? [exe]), ...(tool ? readOnlyPaths() : [])],
+          readOnly: [
+            ...(this.dialect.binds?.(exe) ?? [exe]),
+            ...(tool ? readOnlyPaths() : []),
+            ...servers.readOnly,
+          ],
+          ...(servers.hosts.length ? { mcpHosts: servers.hosts } : {}),
           ...(tool ? { outbox: tool.dir } : {}),
           ...(imagesDir ? { images: imagesDir } : {}),
           egress: {
             model: access.endpoint,
             network: spec.sandbox.network,
             waitForBridge: !this.dialect.bootsAfterBridge,
+            ...(Object.keys(servers.remotes).length ? { mcpRemotes: servers.remotes } : {}),
             ...(budget !== undefined ? { budgetUsd: budget } : {}),
             // What the agent spends through the proxy on its own (curl with the key the proxy
             // adds) never reaches the CLI's count: once the proxy's count reaches the limit it
@@ -478,6 +494,51 @@ export class CliRun<M extends { kind: string }, S> implements AgentRun {
     );
     return outcome;
   }
+}
+
+/**
+ * Where each of the operator's MCP servers the agent was given runs, and how the CLI reaches it.
+ * Sandboxed, no secret of theirs goes in: a remote server is the egress proxy's `/mcp/<name>`
+ * (the proxy adds its headers), a stdio server with an `env` runs in a sandbox of its own behind
+ * a socket (`socat` bridges the CLI's stdio to it), and one without `env` runs inside, its
+ * command's paths shown read-only. Unsandboxed (TETHER_SANDBOX=off, or an adapter test), the CLI
+ * gets them as the operator's file has them: nothing is kept from the agent there anyway.
+ */
+function mcpPlan(
+  spec: RunSpec,
+  sandboxed: boolean,
+): {
+  cli: CliMcpServer[];
+  hosts: NonNullable<SandboxRun["mcpHosts"]>;
+  remotes: Record<string, McpRemote>;
+  readOnly: string[];
+} {
+  const plan = {
+    cli: [] as CliMcpServer[],
+    hosts: [] as NonNullable<SandboxRun["mcpHosts"]>,
+    remotes: {} as Record<string, McpRemote>,
+    readOnly: [] as string[],
+  };
+  for (const s of spec.mcpServers ?? []) {
+    const { name } = s;
+    if (s.type === "http") {
+      if (!sandboxed) plan.cli.push({ name, type: "http", url: s.url, headers: s.headers });
+      else {
+        plan.remotes[name] = { url: new URL(s.url), headers: s.headers };
+        plan.cli.push({ name, type: "http", url: `${BRIDGE_URL}/mcp/${name}`, headers: {} });
+      }
+    } else if (!sandboxed) {
+      plan.cli.push({ name, type: "stdio", command: s.command, args: s.args, env: s.env });
+    } else if (Object.keys(s.env).length > 0) {
+      plan.hosts.push({ name, server: s });
+      const args = ["-", `UNIX-CONNECT:${mcpSocketPath(name)}`];
+      plan.cli.push({ name, type: "stdio", command: "socat", args, env: {} });
+    } else {
+      plan.readOnly.push(...mcpServerPaths(s));
+      plan.cli.push({ name, type: "stdio", command: s.command, args: s.args, env: {} });
+    }
+  }
+  return plan;
 }
 
 /** The binary's real path (after PATH lookup and links): what the sandbox binds and runs. */

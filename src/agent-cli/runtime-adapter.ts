@@ -1,4 +1,5 @@
 import { z } from "zod";
+import type { NamedMcpServer } from "../config/mcp-servers.js";
 import { CACHE_TTLS } from "../core/settings.js";
 import type { TurnImage } from "../core/images.js";
 import type { NetworkPolicy } from "../sandbox/egress.js";
@@ -151,6 +152,12 @@ export interface RunSpec {
    */
   lineComments?: LineCommentTool;
   /**
+   * The operator's MCP servers the agent was given (`agents.<name>.mcpServers`). In a sandbox,
+   * none of their secrets enters it: a remote one is reached through the egress proxy, which
+   * adds its headers; a stdio one with an `env` runs in a sandbox of its own (docs/security.md).
+   */
+  mcpServers?: NamedMcpServer[];
+  /**
    * Called for each event as it happens, in order; the run waits for a returned promise before
    * reading on (so the session id can be pinned before anything else happens). A throw is
    * logged and does not stop the run.
@@ -186,6 +193,8 @@ export type RunEvent =
       cliVersion: string | null;
       permissionMode: string | null;
       tools: string[];
+      /** The MCP servers the CLI started, and how (`connected`, `failed`…), when it says. */
+      mcpServers?: Array<{ name: string; status: string }>;
     }
   | {
       /** Text the model wrote. */

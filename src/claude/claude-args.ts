@@ -1,5 +1,6 @@
 import type { McpServer } from "../review/line-comment-tool.js";
 import type { RunSettings } from "../agent-cli/runtime-adapter.js";
+import type { CliMcpServer } from "../agent-cli/cli-dialect.js";
 
 /**
  * The Claude CLI's argument list for one run. No shell is involved and the prompt goes in on
@@ -10,6 +11,7 @@ export function buildClaudeArgs(
   settings: RunSettings,
   resumeSessionId?: string,
   mcp?: McpServer,
+  servers: readonly CliMcpServer[] = [],
 ): string[] {
   // stream-json needs --verbose in print mode.
   const args = [
@@ -26,17 +28,23 @@ export function buildClaudeArgs(
     "",
     "--strict-mcp-config",
   ];
-  // Tether's own tool server (the only one: --strict-mcp-config), its tools loaded up front
-  // rather than deferred behind ToolSearch (docs/claude-cli-facts.md, "MCP tools").
+  // Tether's own tool server and the operator's the agent was given (the only ones:
+  // --strict-mcp-config), their tools loaded up front rather than deferred behind ToolSearch
+  // (docs/claude-cli-facts.md, "MCP tools").
+  const mcpServers: Record<string, unknown> = {};
   if (mcp)
-    args.push(
-      "--mcp-config",
-      JSON.stringify({
-        mcpServers: {
-          [mcp.name]: { type: "stdio", command: mcp.command, args: mcp.args, alwaysLoad: true },
-        },
-      }),
-    );
+    mcpServers[mcp.name] = {
+      type: "stdio",
+      command: mcp.command,
+      args: mcp.args,
+      alwaysLoad: true,
+    };
+  for (const s of servers)
+    mcpServers[s.name] =
+      s.type === "http"
+        ? { type: "http", url: s.url, headers: s.headers, alwaysLoad: true }
+        : { type: "stdio", command: s.command, args: s.args, env: s.env, alwaysLoad: true };
+  if (Object.keys(mcpServers).length) args.push("--mcp-config", JSON.stringify({ mcpServers }));
   if (settings.model !== undefined) args.push("--model", settings.model);
   if (resumeSessionId !== undefined) args.push("--resume", resumeSessionId);
   if (resumeSessionId !== undefined && settings.forkSession) args.push("--fork-session");
@@ -55,6 +63,8 @@ export function buildClaudeArgs(
   const allowed = [
     ...(settings.allowedTools ?? []),
     ...(mcp?.tools.map((t) => `mcp__${mcp.name}__${t}`) ?? []),
+    // Every tool of a server the operator offers and the repository picked.
+    ...servers.map((s) => `mcp__${s.name}`),
   ];
   if (allowed.length) args.push("--allowedTools", ...allowed);
   // Tools that act outside the turn are never offered, whatever the agent's settings say (a

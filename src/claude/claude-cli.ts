@@ -30,7 +30,7 @@ export const claudeDialect: CliDialect<StreamMessage, RunEvidence> = {
   installHint: "set TETHER_CLAUDE_PATH or install @anthropic-ai/claude-code",
   sessionId: SESSION_ID,
   args: (settings, resumeSessionId, where) => [
-    ...buildClaudeArgs(settings, resumeSessionId, where.mcp),
+    ...buildClaudeArgs(settings, resumeSessionId, where.mcp, where.mcpServers),
     // Images go in on stdin as content blocks of one user message (claudeInput).
     ...(where.images?.length ? ["--input-format", "stream-json"] : []),
   ],

@@ -37,6 +37,7 @@ export const claudeCli: AgentCli = {
   cacheTtl: true,
   // A stream-json user message with image blocks on stdin (claude-cli.ts, claudeInput).
   images: true,
+  mcpServers: true,
   costEstimated: false,
   probeAtStart: true,
   create: ({ env, log }) =>

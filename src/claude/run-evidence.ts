@@ -69,6 +69,7 @@ export function observe(evidence: RunEvidence, message: StreamMessage): RunEvent
         cliVersion: line.claude_code_version ?? null,
         permissionMode: line.permissionMode ?? null,
         tools: line.tools ?? [],
+        mcpServers: (line.mcp_servers ?? []).map((m) => ({ name: m.name, status: m.status })),
       };
       return [evidence.init];
     }

@@ -45,6 +45,11 @@ export const SystemInit = z.object({
   claude_code_version: z.string().nullish(),
   // A malformed tool list must not cost us the session id.
   tools: z.array(z.string()).nullish().catch(null),
+  // Each MCP server and whether it started (`connected`, `failed`, `needs-auth`, `pending`).
+  mcp_servers: z
+    .array(z.looseObject({ name: z.string(), status: z.string() }))
+    .nullish()
+    .catch(null),
 });
 export type SystemInit = z.infer<typeof SystemInit>;
 

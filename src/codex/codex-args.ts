@@ -4,6 +4,7 @@
  */
 import type { RunSettings } from "../agent-cli/runtime-adapter.js";
 import type { McpServer } from "../review/line-comment-tool.js";
+import type { CliMcpServer } from "../agent-cli/cli-dialect.js";
 import { buildChildEnv } from "../process/child-env.js";
 
 /** The model catalog without tool search, in a line-comment run's outbox (codex-cli.ts). */
@@ -20,6 +21,13 @@ function toml(s: string): string {
   return JSON.stringify(s);
 }
 
+/** A TOML inline table of strings. */
+function tomlTable(t: Record<string, string>): string {
+  return `{${Object.entries(t)
+    .map(([k, v]) => `${toml(k)}=${toml(v)}`)
+    .join(",")}}`;
+}
+
 export interface CodexArgsOptions {
   /** Where the provider sends requests: the sandbox's bridge, or the real API unsandboxed. */
   baseUrl: string;
@@ -31,6 +39,10 @@ export interface CodexArgsOptions {
   sandboxMode: CodexSandboxMode;
   /** Tether's tool server (a pull request turn's line comments). */
   mcp?: McpServer | undefined;
+  /** The operator's MCP servers the agent was given, as the CLI reaches them (#39). */
+  servers?: readonly CliMcpServer[] | undefined;
+  /** Where the run's model catalog is (`model_catalog_json`), when MCP servers are given. */
+  catalog?: string | undefined;
   /** Image files attached to the prompt (`--image`), as the CLI sees their paths. */
   images?: readonly string[] | undefined;
 }
@@ -87,12 +99,30 @@ export function buildCodexArgs(
       `${at}.command=${toml(o.mcp.command)}`,
       "-c",
       `${at}.args=[${o.mcp.args.map(toml).join(",")}]`,
-      // Every catalog model defers MCP tools behind `tool_search`; this copy of the catalog
-      // says none supports it, so the tool is in the request itself (docs/codex-cli-facts.md).
-      "-c",
-      `model_catalog_json=${toml(`${o.mcp.outDir}/${CODEX_CATALOG}`)}`,
     );
   }
+  // The operator's servers the agent was given (#39): stdio ones (in a sandbox, `socat` to the
+  // socket of one that holds secrets), remote ones (in a sandbox, the egress proxy's path).
+  for (const s of o.servers ?? []) {
+    const at = `mcp_servers.${s.name}`;
+    if (s.type === "stdio") {
+      args.push("-c", `${at}.command=${toml(s.command)}`);
+      args.push("-c", `${at}.args=[${s.args.map(toml).join(",")}]`);
+      if (Object.keys(s.env).length) args.push("-c", `${at}.env=${tomlTable(s.env)}`);
+    } else {
+      args.push("-c", `${at}.url=${toml(s.url)}`);
+      if (Object.keys(s.headers).length)
+        args.push("-c", `${at}.http_headers=${tomlTable(s.headers)}`);
+    }
+  }
+  // Every catalog model defers MCP tools behind `tool_search`; this copy of the catalog says
+  // none supports it, so the tools are in the request itself (docs/codex-cli-facts.md).
+  const catalog = o.mcp
+    ? `${o.mcp.outDir}/${CODEX_CATALOG}`
+    : o.servers?.length
+      ? o.catalog
+      : undefined;
+  if (catalog) args.push("-c", `model_catalog_json=${toml(catalog)}`);
   if (settings.appendSystemPrompt)
     args.push("-c", `developer_instructions=${toml(settings.appendSystemPrompt)}`);
   // `--image` takes several values: the `=` form keeps each to one, so the session id and the

@@ -77,6 +77,8 @@ export const codexDialect: CliDialect<CodexMessage, CodexEvidence> = {
             ? "danger-full-access"
             : "workspace-write",
       mcp: where.mcp,
+      servers: where.mcpServers,
+      catalog: `${where.home ?? os.homedir()}/${CODEX_CATALOG}`,
       images: where.images?.map((i) => i.path),
     }),
   env: buildCodexEnv,
@@ -125,13 +127,14 @@ export function createCodexCli(opts: CodexCliOptions = {}): CliAdapter {
     ...codexDialect,
     async beforeStart(state, spec, resumeSessionId) {
       await codexDialect.beforeStart?.(state, spec, resumeSessionId);
-      if (!spec.lineComments) return;
+      const dir = spec.lineComments?.dir ?? (spec.mcpServers?.length ? spec.home : undefined);
+      if (!dir) return;
       catalog ??= catalogWithoutToolSearch(file, baseEnv).then((c) => {
         if (c === null) catalog = undefined;
         return c;
       });
       const text = await catalog;
-      if (text) await fs.promises.writeFile(path.join(spec.lineComments.dir, CODEX_CATALOG), text);
+      if (text) await fs.promises.writeFile(path.join(dir, CODEX_CATALOG), text);
     },
   };
   return createDialectCli("codex", dialect, { ...opts, path: file, baseEnv }, () => {

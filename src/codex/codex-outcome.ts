@@ -115,7 +115,12 @@ export function observeCodex(ev: CodexEvidence, m: CodexMessage): RunEvent[] {
         const events: RunEvent[] = [];
         if (!ev.tools.has(id)) {
           ev.tools.add(id);
-          events.push({ type: "tool_use", id, name: tool, input: item, parentToolUseId: null });
+          // An MCP call is named as Claude's are, `mcp__<server>__<tool>`, so it counts per server.
+          const name =
+            tool === "mcp" && typeof item.server === "string" && typeof item.tool === "string"
+              ? `mcp__${item.server}__${item.tool}`
+              : tool;
+          events.push({ type: "tool_use", id, name, input: item, parentToolUseId: null });
         }
         if (m.phase === "completed") {
           const failed =

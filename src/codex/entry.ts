@@ -27,6 +27,7 @@ export const codexCli: AgentCli = {
   // Codex reports tokens only: its cost is Tether's estimate from a price table (pricing.ts).
   // `--image <file>` (codex-args.ts).
   images: true,
+  mcpServers: true,
   costEstimated: true,
   // Probed on a runner's first Codex turn: a runner whose repositories use only another CLI
   // never runs it.

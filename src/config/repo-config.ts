@@ -231,6 +231,16 @@ export const AgentConfig = z.strictObject({
   plan: z.enum(PLAN_SETTINGS, "must be always or off").default("off"),
   /** What a failed CI run on the agent's own pull request does (README "Talking to Tether"). */
   ci: CiConfig.default(CiConfig.parse({})),
+  /**
+   * MCP servers the agent gets, by name: names from the operator's list (TETHER_MCP_SERVERS,
+   * docs/operations.md "MCP servers"). A repository picks; it never defines a command, URL or
+   * secret. Default: none.
+   */
+  mcpServers: z
+    .array(z.string().min(1).max(48))
+    .max(20, "must list at most 20 servers")
+    .refine((l) => new Set(l).size === l.length, "lists a server twice")
+    .default([]),
 });
 export type AgentConfig = Omit<z.output<typeof AgentConfig>, "label"> & {
   mention: string;
@@ -349,6 +359,15 @@ export const SpendConfig = z.strictObject({
   freshResetsConversation: z.boolean().default(false),
 });
 export type SpendConfig = z.output<typeof SpendConfig>;
+
+/**
+ * The MCP servers the operator offers (TETHER_MCP_SERVERS), by name: set once at start
+ * (src/main.ts), so every reading of the file refuses a name the operator has not configured.
+ */
+let mcpServerNames: readonly string[] = [];
+export function setMcpServerNames(names: readonly string[]): void {
+  mcpServerNames = [...names];
+}
 
 /** Most schedules one repository may have. */
 export const MAX_SCHEDULES = 20;
@@ -472,6 +491,25 @@ export const RepoConfig = RepoConfigInput.superRefine((cfg, ctx) => {
           message: `is a tool rule; a cli: ${cli.name} agent has none (remove it)`,
         });
     }
+  }
+  for (const [name, a] of Object.entries(cfg.agents)) {
+    a.mcpServers.forEach((server, i) => {
+      if (!mcpServerNames.includes(server))
+        ctx.addIssue({
+          code: "custom",
+          path: ["agents", name, "mcpServers", i],
+          message: mcpServerNames.length
+            ? `no MCP server is called ${server} (this Tether offers ${mcpServerNames.join(", ")})`
+            : `no MCP server is called ${server} (this Tether offers none; its operator sets them in TETHER_MCP_SERVERS)`,
+        });
+    });
+    const mcp = cliOf(a.cli).mcpServers;
+    if (a.mcpServers.length > 0 && mcp !== true)
+      ctx.addIssue({
+        code: "custom",
+        path: ["agents", name, "mcpServers"],
+        message: `a cli: ${a.cli} agent cannot be given MCP servers: ${mcp.why}`,
+      });
   }
   checkSchedules(cfg, ctx);
 }).transform((cfg) => ({ ...cfg, agents: resolveAgents(cfg.agents) }));

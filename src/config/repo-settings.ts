@@ -38,6 +38,7 @@ export function toRepoSettings(config: RepoConfig): RepoSettings {
       requestChanges: a.requestChanges,
       cacheTtl: a.cacheTtl,
       plan: a.plan,
+      mcpServers: a.mcpServers,
     };
   }
   return {
@@ -101,6 +102,8 @@ const SettingsSnapshot = z.object({
       cacheTtl: z.enum(CACHE_TTL_SETTINGS).optional(),
       // Absent in snapshots taken before `/plan`: `off`.
       plan: z.enum(PLAN_SETTINGS).optional(),
+      // Absent in snapshots taken before MCP servers: none.
+      mcpServers: z.array(z.string()).optional(),
     }),
   ),
   resume: z.object({

@@ -70,6 +70,8 @@ export interface AgentSettings {
   cacheTtl?: CacheTtlSetting;
   /** `always`: a conversation's first turn is a plan (`/plan`). Absent (an old snapshot): `off`. */
   plan?: PlanSetting;
+  /** The operator's MCP servers the agent gets, by name. Absent (an old snapshot): none. */
+  mcpServers?: string[];
 }
 
 /** `agents.<name>.plan`: whether a conversation's first turn is a plan. */

@@ -88,6 +88,8 @@ export interface Finish {
   githubRequestsNotModified?: number | null;
   /** The review the turn posted with the agent's line comments; null: none was asked for. */
   review?: { result: "posted" | "failed"; lineComments: number } | null;
+  /** Tool calls to each MCP server the agent was given (#39); null: it was given none. */
+  mcpToolCalls?: Record<string, number> | null;
 }
 
 export interface TurnJournal {

@@ -32,6 +32,7 @@ export const geminiCli: AgentCli = {
   // Gemini CLI reports tokens only: its cost is Tether's estimate (pricing.ts).
   // `@<path>` references in the prompt, sent as inline data (gemini-args.ts).
   images: true,
+  mcpServers: { why: "Tether does not give this CLI MCP servers yet" },
   costEstimated: true,
   probeAtStart: false,
   create: ({ env, log }) =>

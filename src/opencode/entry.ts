@@ -28,6 +28,7 @@ export const opencodeCli: AgentCli = {
   // opencode reports its own cost (Tether's Claude prices when it says 0).
   // `run --file`, sent as image parts (opencode-args.ts).
   images: true,
+  mcpServers: { why: "Tether does not give this CLI MCP servers yet" },
   costEstimated: false,
   probeAtStart: false,
   create: ({ env, log }) =>

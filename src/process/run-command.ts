@@ -7,7 +7,7 @@
  * the same spawn, its output read as it comes; its run (src/agent-cli/cli-run.ts, through cli-run-processes.ts) stops it with
  * the same killGroup (kill.ts), through process-tree.ts, which also finds what left the group.
  */
-import type { Readable } from "node:stream";
+import type { Readable, Writable } from "node:stream";
 import { execa } from "execa";
 import { killGroup } from "./kill.js";
 
@@ -185,6 +185,39 @@ export function spawnStreaming(
       return String(result.code ?? result.shortMessage);
     },
   };
+}
+
+/** A child Tether talks to over its stdin and stdout (an MCP server outside the agent's sandbox). */
+export interface DuplexChild {
+  readonly pid: number | undefined;
+  readonly stdin: Writable;
+  readonly stdout: Readable;
+  readonly stderr: Readable;
+  readonly exited: Promise<{ code: number | null; signal: string | null }>;
+}
+
+/** Starts a command in its own process group with stdin, stdout and stderr open to the caller. */
+export function spawnDuplex(
+  file: string,
+  args: string[],
+  opts: Omit<StreamingOptions, "input">,
+): DuplexChild {
+  const child = execa(file, args, {
+    cwd: opts.cwd,
+    env: opts.env,
+    extendEnv: false,
+    detached: true,
+    buffer: false,
+    reject: false,
+    stdio: ["pipe", "pipe", "pipe", ...extraFds(opts.fd3)],
+    windowsHide: true,
+  });
+  const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) => {
+    child.once("exit", (code, signal) => resolve({ code, signal }));
+    child.once("error", () => resolve({ code: null, signal: null }));
+  });
+  void child.catch(() => undefined);
+  return { pid: child.pid, stdin: child.stdin, stdout: child.stdout, stderr: child.stderr, exited };
 }
 
 /** The child's descriptors after stderr: fd 3 carries `bytes` (execa writes them, then closes it). */

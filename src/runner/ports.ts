@@ -164,6 +164,19 @@ export interface AgentRunResult {
    * turn resumes). Absent: a fresh run, or a CLI that cannot say.
    */
   entry?: string;
+  /**
+   * The operator's MCP servers the agent was given: those that did not start (the turn went on
+   * without them), and the tool calls made to each. Absent: none was given.
+   */
+  mcp?: McpTurnFacts;
+}
+
+/** What became of a turn's MCP servers (issue #39). */
+export interface McpTurnFacts {
+  /** Servers that did not start, each with why in a few words. */
+  failed: Array<{ name: string; why: string }>;
+  /** Tool calls per server, by name (every given server, 0 when none). */
+  toolCalls: Record<string, number>;
 }
 
 /** A turn that failed with nothing from the CLI (no session, text, usage or tool run). */

@@ -100,6 +100,11 @@ export interface EgressOptions {
   serverTools?: readonly string[];
   /** The largest model-call body read and checked (default 32 MiB); larger ones get a 413. */
   maxModelBodyBytes?: number;
+  /**
+   * Remote MCP servers (issue #39), by name: a request for `/mcp/<name>` is forwarded to the
+   * server's URL with the operator's headers put on here, so the agent holds no token of it.
+   */
+  mcpRemotes?: Record<string, { url: URL; headers: Record<string, string> }>;
 }
 
 export interface EgressStats {
@@ -113,6 +118,8 @@ export interface EgressStats {
   allowed: Record<string, number>;
   /** Forward-proxy attempts refused, newest last (at most 50 kept). */
   refused: Array<{ host: string; reason: string }>;
+  /** Requests forwarded to each remote MCP server. */
+  mcpRequests: Record<string, number>;
 }
 
 export interface Egress {
@@ -281,6 +288,7 @@ export async function startEgress(opts: EgressOptions): Promise<Egress> {
     modelRefused: [],
     allowed: {},
     refused: [],
+    mcpRequests: {},
   };
   const sockets = new Set<Duplex>();
   const log = opts.log;
@@ -313,6 +321,8 @@ export async function startEgress(opts: EgressOptions): Promise<Egress> {
 
   const server = http.createServer((req, res) => {
     const url = req.url ?? "/";
+    const mcp = mcpTarget(url);
+    if (mcp) return void forwardToMcp(req, res, mcp);
     if (url.startsWith("/")) return void forwardToModel(req, res, url);
     // Absolute form: a plain-http forward-proxy request (or the model API asked through the
     // proxy by a client that ignores NO_PROXY).
@@ -323,13 +333,86 @@ export async function startEgress(opts: EgressOptions): Promise<Egress> {
       res.writeHead(400, { "content-type": "text/plain" }).end("bad request target\n");
       return;
     }
-    if (isSelf(target)) return void forwardToModel(req, res, target.pathname + target.search);
+    if (isSelf(target)) {
+      const toMcp = mcpTarget(target.pathname + target.search);
+      if (toMcp) return void forwardToMcp(req, res, toMcp);
+      return void forwardToModel(req, res, target.pathname + target.search);
+    }
     if (target.protocol !== "http:") {
       res.writeHead(400, { "content-type": "text/plain" }).end("use CONNECT for https\n");
       return;
     }
     void forwardPlain(req, res, target);
   });
+
+  /** `/mcp/<name>` (with a query, or nothing after it): the remote MCP server of that name. */
+  const mcpTarget = (
+    target: string,
+  ): { name: string; url: URL; headers: Record<string, string>; query: string } | undefined => {
+    const m = /^\/mcp\/([A-Za-z0-9-]{1,48})(\?.*)?$/.exec(target);
+    const remote = m ? opts.mcpRemotes?.[m[1]!] : undefined;
+    if (!m || !remote || !Object.hasOwn(opts.mcpRemotes!, m[1]!)) return undefined;
+    return { name: m[1]!, ...remote, query: m[2] ?? "" };
+  };
+
+  /**
+   * Forwards one request of the agent's CLI to a remote MCP server, streaming both ways (MCP's
+   * streamable HTTP answers with JSON or an event stream). What the agent sent as credentials is
+   * dropped; the operator's headers are put on. The URL is the operator's: it may be on a
+   * private network, which the forward proxy never reaches.
+   */
+  const forwardToMcp = (
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    target: { name: string; url: URL; headers: Record<string, string>; query: string },
+  ) => {
+    stats.mcpRequests[target.name] = (stats.mcpRequests[target.name] ?? 0) + 1;
+    const up = target.url;
+    const own = new Set(Object.keys(target.headers).map((h) => h.toLowerCase()));
+    const headers: http.OutgoingHttpHeaders = {};
+    for (const [name, value] of Object.entries(req.headers)) {
+      const n = name.toLowerCase();
+      if (HOP_BY_HOP.has(n) || n === "host" || n === "authorization" || n === "cookie") continue;
+      if (own.has(n) || value === undefined) continue;
+      headers[n] = value;
+    }
+    for (const [name, value] of Object.entries(target.headers)) headers[name.toLowerCase()] = value;
+    headers.host = up.host;
+    const query = target.query || up.search;
+    const client = up.protocol === "https:" ? https : http;
+    const outgoing = client.request(
+      {
+        protocol: up.protocol,
+        hostname: up.hostname.replace(/^\[(.*)\]$/, "$1"),
+        port: up.port || (up.protocol === "https:" ? 443 : 80),
+        method: req.method,
+        path: `${up.pathname}${query}`,
+        headers,
+      },
+      (upstream) => {
+        const back: http.OutgoingHttpHeaders = {};
+        for (const [name, value] of Object.entries(upstream.headers)) {
+          const n = name.toLowerCase();
+          if (!HOP_BY_HOP.has(n) && n !== "set-cookie" && value !== undefined) back[name] = value;
+        }
+        res.writeHead(upstream.statusCode ?? 502, back);
+        upstream.pipe(res);
+        upstream.on("error", () => res.destroy());
+      },
+    );
+    outgoing.on("error", (err) => {
+      log.warn(
+        { err: err.message, mcp: target.name },
+        "MCP server unreachable from the egress proxy",
+      );
+      if (!res.headersSent)
+        res
+          .writeHead(502, { "content-type": "text/plain" })
+          .end(`Tether could not reach the MCP server ${target.name}\n`);
+      else res.destroy();
+    });
+    req.pipe(outgoing);
+  };
 
   const isSelf = (u: URL) =>
     (u.hostname === "127.0.0.1" || u.hostname === "localhost") &&

@@ -26,6 +26,8 @@ import {
 } from "./bwrap-args.js";
 import { startEgress, type Egress, type ModelEndpoint, type NetworkPolicy } from "./egress.js";
 import { bridgeCommand, proxyEnv } from "./init-script.js";
+import { startMcpHost, type McpHost, type McpHostCommand } from "./mcp-host.js";
+import type { McpStdioServer } from "../config/mcp-servers.js";
 import { emptyTrash, setAsideLeftovers, type SweepRetry } from "./leftovers.js";
 import { seccompFor } from "./seccomp-filter.js";
 
@@ -85,7 +87,14 @@ export interface SandboxRun {
     budgetUsd?: number;
     /** Told when a model request is refused because the budget was reached. */
     onOverBudget?: (spentUsd: number) => void;
+    /** Remote MCP servers the proxy forwards `/mcp/<name>` to, adding their headers. */
+    mcpRemotes?: Record<string, McpRemote>;
   };
+  /**
+   * Stdio MCP servers that hold secrets: each runs in a sandbox of its own, outside this one,
+   * reached over a unix socket bound in at `mcpSocketPath(name)` (mcp-host.ts).
+   */
+  mcpHosts?: Array<{ name: string; server: McpStdioServer }>;
   /**
    * The process's environment, already allow-listed. With egress, `modelEnv.inside` (the
    * bridge's base URL, placeholder credentials) is added in the sandbox, `modelEnv.outside`
@@ -95,6 +104,26 @@ export interface SandboxRun {
   modelEnv?: { inside: Record<string, string>; outside: Record<string, string> };
   command: string[];
 }
+
+/** A remote MCP server as the egress proxy reaches it. */
+export interface McpRemote {
+  url: URL;
+  headers: Record<string, string>;
+}
+
+/** Where a stdio MCP server's socket is, inside the agent's sandbox. */
+export function mcpSocketPath(name: string): string {
+  return `${IN_SANDBOX.run}/mcp-${name}.sock`;
+}
+
+/** The egress of an MCP server's own sandbox: no model API, only the hosts of its `network`. */
+const NO_MODEL: ModelEndpoint = {
+  upstream: new URL("http://127.0.0.1:9"),
+  headers: {},
+  strip: [],
+  routes: [],
+  rules: [],
+};
 
 /** A command ready to spawn. Call dispose() after it exited (stops the egress, removes files). */
 export interface PreparedCommand {
@@ -293,10 +322,14 @@ export class Sandbox {
     const runDir = path.join(this.opts.stateDir, "runs", randomBytes(8).toString("hex"));
     await fs.mkdir(runDir, { mode: 0o700 });
     let egress: Egress | undefined;
+    const mcpHosts: McpHost[] = [];
+    const mcpEgress: Egress[] = [];
     let disposed: Promise<void> | undefined;
     const dispose = () =>
       (disposed ??= (async () => {
         await egress?.close().catch(() => {});
+        for (const h of mcpHosts) await h.close().catch(() => {});
+        for (const e of mcpEgress) await e.close().catch(() => {});
         await fs.rm(runDir, { recursive: true, force: true }).catch(() => {});
       })());
     try {
@@ -350,6 +383,7 @@ export class Sandbox {
           ...(run.egress.budgetUsd !== undefined ? { budgetUsd: run.egress.budgetUsd } : {}),
           ...(this.opts.serverTools ? { serverTools: this.opts.serverTools } : {}),
           ...(run.egress.onOverBudget ? { onOverBudget: run.egress.onOverBudget } : {}),
+          ...(run.egress.mcpRemotes ? { mcpRemotes: run.egress.mcpRemotes } : {}),
         });
         binds.push({ host: socketPath, sandbox: IN_SANDBOX.egressSocket });
         // Tools that honour the usual proxy variables (curl, git, npm, pip) go through the
@@ -357,6 +391,20 @@ export class Sandbox {
         // An operator's own proxy means nothing inside: the egress proxy is the way out.
         Object.assign(env, proxyEnv(), run.modelEnv?.inside ?? {});
         command = bridgeCommand(run.command, { wait: run.egress.waitForBridge ?? true });
+      }
+      for (const { name, server } of run.mcpHosts ?? []) {
+        const socketPath = path.join(runDir, `mcp-${name}.sock`);
+        const made = await this.mcpServerCommand(runDir, name, server, seccomp);
+        if (made.egress) mcpEgress.push(made.egress);
+        mcpHosts.push(
+          await startMcpHost({
+            name,
+            socketPath,
+            command: made.command,
+            log: this.opts.log.child({ component: "mcp", server: name }),
+          }),
+        );
+        binds.push({ host: socketPath, sandbox: mcpSocketPath(name) });
       }
       const args = bwrapArgs({
         root: this.root,
@@ -384,6 +432,87 @@ export class Sandbox {
       throw err;
     }
   }
+
+  /**
+   * The bwrap command of one stdio MCP server's own sandbox: the system read-only, its command
+   * and arguments' paths, a HOME of its own, its `env`, and no network but the hosts of its
+   * `network` list (through an egress proxy of its own). It never sees the agent's workspace.
+   */
+  private async mcpServerCommand(
+    runDir: string,
+    name: string,
+    server: McpStdioServer,
+    seccomp: Buffer,
+  ): Promise<{ command: McpHostCommand; egress: Egress | undefined }> {
+    const home = path.join(runDir, `mcp-${name}-home`);
+    await fs.mkdir(home);
+    const binds: Bind[] = [{ host: home, sandbox: IN_SANDBOX.home, writable: true }];
+    for (const p of mcpServerPaths(server)) binds.push({ host: p, sandbox: p });
+    for (const e of this.opts.extraBinds ?? []) {
+      const p = e.endsWith(":rw") ? e.slice(0, -3) : e;
+      binds.push({ host: p, sandbox: p, optional: true });
+    }
+    const env: Record<string, string> = {
+      PATH: SYSTEM_PATH,
+      HOME: IN_SANDBOX.home,
+      USER: IN_SANDBOX.user,
+      LOGNAME: IN_SANDBOX.user,
+      TMPDIR: "/tmp",
+      ...server.env,
+    };
+    let command = [server.command, ...server.args];
+    let egress: Egress | undefined;
+    if (server.network.length) {
+      const socketPath = path.join(runDir, `mcp-${name}-egress.sock`);
+      egress = await startEgress({
+        socketPath,
+        model: NO_MODEL,
+        network: { kind: "hosts", hosts: server.network },
+        log: this.opts.log.child({ component: "egress", mcp: name }),
+      });
+      binds.push({ host: socketPath, sandbox: IN_SANDBOX.egressSocket });
+      Object.assign(env, proxyEnv());
+      command = bridgeCommand(command);
+    }
+    const args = bwrapArgs({
+      root: this.root,
+      etc: this.etc,
+      passwd: path.join(runDir, "passwd"),
+      group: path.join(runDir, "group"),
+      binds,
+      cwd: IN_SANDBOX.home,
+      command,
+      seccompFd: SECCOMP_FD,
+    });
+    return {
+      command: { file: this.opts.bwrapPath, args, env, cwd: runDir, fd3: seccomp },
+      egress,
+    };
+  }
+}
+
+/**
+ * The host paths a stdio MCP server's command needs to be seen at: the program (found on PATH,
+ * its real path) and the absolute paths among its arguments that exist (a script, a config).
+ */
+export function mcpServerPaths(server: Pick<McpStdioServer, "command" | "args">): string[] {
+  const out: string[] = [];
+  const found = server.command.includes("/")
+    ? server.command
+    : SYSTEM_PATH.split(":")
+        .map((d) => `${d}/${server.command}`)
+        .find((p) => fsSync.existsSync(p));
+  for (const p of [found, ...server.args]) {
+    if (!p?.startsWith("/") || !fsSync.existsSync(p)) continue;
+    out.push(p);
+    try {
+      const real = fsSync.realpathSync(p);
+      if (real !== p) out.push(real);
+    } catch {
+      /* seen as it is */
+    }
+  }
+  return [...new Set(out)].filter((p) => !p.startsWith("/usr/"));
 }
 
 /** The host's /bin, /lib…: links into /usr on merged-/usr systems, directories elsewhere. */

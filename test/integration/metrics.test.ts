@@ -64,6 +64,16 @@ describe("Metrics.recordTurn", () => {
     expect(sample(text, 'tether_turn_cost_usd_total{resumed="false",cli="claude"}')).toBe(0.25);
   });
 
+  it("counts tool calls to the operator's MCP servers by server (#39)", async () => {
+    const m = new Metrics();
+    m.recordTurn({ outcome: "success", reason: "resumed", mcpToolCalls: { sentry: 2, docs: 0 } });
+    m.recordTurn({ outcome: "success", reason: "resumed", mcpToolCalls: { sentry: 1 } });
+    m.recordTurn({ outcome: "success", reason: "resumed", mcpToolCalls: null });
+    const text = await m.render();
+    expect(sample(text, 'tether_mcp_tool_calls_total{server="sentry"}')).toBe(3);
+    expect(text).not.toContain('server="docs"');
+  });
+
   it("counts turns by trigger; an unknown one as other", async () => {
     const m = new Metrics();
     m.recordTurn({ outcome: "success", reason: "resumed" });

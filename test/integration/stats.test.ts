@@ -475,6 +475,26 @@ describe("/api/stats on seeded tasks", () => {
     expect((await api("7d")).body.reviews).toEqual({ posted: 3, failed: 1, lineComments: 8 });
   });
 
+  it("counts tool calls to the operator's MCP servers, by server (#39)", async () => {
+    expect((await api("24h")).body.mcpToolCalls).toEqual({});
+    const at = new Date(NOW.getTime() - 3600_000);
+    const seed = (mcp_tool_calls: string | null, created_at = at) =>
+      seedTask(db.pool, {
+        repo: "octo/mcp",
+        status: "succeeded",
+        outcome: "success",
+        created_at,
+        finished_at: created_at,
+        mcp_tool_calls,
+      });
+    await seed('{"sentry": 2, "docs": 0}');
+    await seed('{"sentry": 1}');
+    await seed(null); // an agent given no server
+    await seed('{"docs": 4}', new Date(NOW.getTime() - 3 * 24 * 3600_000)); // outside 24h
+    expect((await api("24h")).body.mcpToolCalls).toEqual({ docs: 0, sentry: 3 });
+    expect((await api("7d")).body.mcpToolCalls).toEqual({ docs: 4, sentry: 3 });
+  });
+
   it("counts CI loops started in the window by how they ended, every state listed", async () => {
     const before = (await api("24h")).body.ci;
     expect(Object.keys(before.loops).sort()).toEqual(["green", "limit", "open", "stopped"]);

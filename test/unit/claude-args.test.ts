@@ -207,3 +207,42 @@ describe("buildClaudeArgs with Tether's tool server", () => {
     expect(buildClaudeArgs(limits)).not.toContain("--mcp-config");
   });
 });
+
+describe("buildClaudeArgs: the operator's MCP servers (#39)", () => {
+  it("are in --mcp-config with their tools loaded up front, every tool of each allowed, and nothing else configures MCP", () => {
+    const args = buildClaudeArgs({ ...limits, allowedTools: ["Bash"] }, undefined, undefined, [
+      {
+        name: "sentry",
+        type: "stdio",
+        command: "socat",
+        args: ["-", "UNIX-CONNECT:/run/tether/mcp-sentry.sock"],
+        env: {},
+      },
+      { name: "docs", type: "http", url: "http://127.0.0.1:8088/mcp/docs", headers: {} },
+    ]);
+    expect(args).toContain("--strict-mcp-config");
+    const config = JSON.parse(args[args.indexOf("--mcp-config") + 1]!);
+    expect(config).toEqual({
+      mcpServers: {
+        sentry: {
+          type: "stdio",
+          command: "socat",
+          args: ["-", "UNIX-CONNECT:/run/tether/mcp-sentry.sock"],
+          env: {},
+          alwaysLoad: true,
+        },
+        docs: {
+          type: "http",
+          url: "http://127.0.0.1:8088/mcp/docs",
+          headers: {},
+          alwaysLoad: true,
+        },
+      },
+    });
+    const allowed = args.slice(
+      args.indexOf("--allowedTools") + 1,
+      args.indexOf("--disallowedTools"),
+    );
+    expect(allowed).toEqual(["Bash", "mcp__sentry", "mcp__docs"]);
+  });
+});

@@ -30,6 +30,8 @@ describe("events from the stream", () => {
       cliVersion: "2.1.197",
       permissionMode: "default",
       tools: expect.arrayContaining(["Bash", "Read"]) as string[],
+      // The recorded CLI ran with no MCP server, and said so.
+      mcpServers: [],
     });
     expect(events[1]).toMatchObject({ type: "usage", costUsd: expect.any(Number) });
     expect(events[2]).toEqual({

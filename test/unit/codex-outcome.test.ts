@@ -144,6 +144,49 @@ describe("Codex arguments", () => {
     expect(args).not.toContain("--trust");
     expect(args.at(-1)).toBe("-");
   });
+  it("the operator's MCP servers (#39): -c mcp_servers.<name>.* in TOML, and the run's catalog", () => {
+    const args = buildCodexArgs(settings, undefined, {
+      baseUrl: "x",
+      sandboxMode: "danger-full-access",
+      servers: [
+        {
+          name: "s",
+          type: "stdio",
+          command: "socat",
+          args: ["-", "UNIX-CONNECT:/run/x.sock"],
+          env: {},
+        },
+        { name: "e", type: "stdio", command: "node", args: [], env: { T: 'a"b' } },
+        { name: "r", type: "http", url: "http://127.0.0.1:8088/mcp/r", headers: {} },
+        {
+          name: "h",
+          type: "http",
+          url: "https://h.example/mcp",
+          headers: { Authorization: "Bearer t" },
+        },
+      ],
+      catalog: "/home/agent/catalog.json",
+    });
+    for (const c of [
+      'mcp_servers.s.command="socat"',
+      'mcp_servers.s.args=["-","UNIX-CONNECT:/run/x.sock"]',
+      'mcp_servers.e.env={"T"="a\\"b"}',
+      'mcp_servers.r.url="http://127.0.0.1:8088/mcp/r"',
+      'mcp_servers.h.http_headers={"Authorization"="Bearer t"}',
+      'model_catalog_json="/home/agent/catalog.json"',
+    ])
+      expect(args).toContain(c);
+    expect(args.join(" ")).not.toContain("mcp_servers.s.env");
+    expect(args.join(" ")).not.toContain("mcp_servers.r.http_headers");
+    // Without servers, no catalog is named.
+    expect(
+      buildCodexArgs(settings, undefined, {
+        baseUrl: "x",
+        sandboxMode: "read-only",
+        catalog: "/c",
+      }).join(" "),
+    ).not.toContain("model_catalog_json");
+  });
   it("Tether's tool server: -c mcp_servers.tether.*, and the catalog without tool search beside it", () => {
     const args = buildCodexArgs(settings, undefined, {
       baseUrl: "x",

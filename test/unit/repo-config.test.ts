@@ -590,6 +590,7 @@ describe("parseRepoConfig", () => {
           cli: "claude",
           model: DEFAULT_MODEL,
           maxTurns: 30,
+          mcpServers: [],
           timeoutMinutes: 30,
           stallMinutes: 10,
           allowedTools: [],

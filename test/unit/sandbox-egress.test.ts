@@ -420,3 +420,65 @@ describe("the egress proxy", () => {
     await expect(fs.stat(e.socketPath)).rejects.toMatchObject({ code: "ENOENT" });
   });
 });
+
+describe("the egress proxy: remote MCP servers (#39)", () => {
+  const mcpRemotes = () => ({
+    docs: {
+      url: new URL(`http://127.0.0.1:${upstreamPort}/mcp-endpoint`),
+      headers: { Authorization: "Bearer operator-token" },
+    },
+  });
+
+  it("forwards /mcp/<name> to the server's URL with the operator's headers, dropping what the agent sent as credentials", async () => {
+    const e = await egress({ mcpRemotes: mcpRemotes() });
+    try {
+      seen.length = 0;
+      const r = await request(e, {
+        method: "POST",
+        path: "/mcp/docs",
+        headers: {
+          "content-type": "application/json",
+          authorization: "Bearer agent-guess",
+          cookie: "a=b",
+          "mcp-session-id": "s1",
+        },
+        body: '{"jsonrpc":"2.0","id":1,"method":"tools/list"}',
+      });
+      expect(r.status).toBe(200);
+      expect(seen).toHaveLength(1);
+      expect(seen[0]).toMatchObject({
+        method: "POST",
+        url: "/mcp-endpoint",
+        body: '{"jsonrpc":"2.0","id":1,"method":"tools/list"}',
+      });
+      expect(seen[0]!.headers.authorization).toBe("Bearer operator-token");
+      expect(seen[0]!.headers.cookie).toBeUndefined();
+      // The protocol's own headers pass.
+      expect(seen[0]!.headers["mcp-session-id"]).toBe("s1");
+      // The model API's key is never put on it.
+      expect(seen[0]!.headers["x-api-key"]).toBeUndefined();
+      expect(e.stats().mcpRequests).toEqual({ docs: 1 });
+    } finally {
+      await e.close();
+    }
+  });
+
+  it("a name the run was not given, or another path under /mcp, is no MCP server: the model rules refuse it", async () => {
+    const e = await egress({ mcpRemotes: mcpRemotes() });
+    try {
+      seen.length = 0;
+      for (const target of [
+        "/mcp/other",
+        "/mcp/docs/../../v1/files",
+        "/mcp/docs/x",
+        "/mcp/constructor",
+      ]) {
+        const r = await request(e, { method: "POST", path: target, body: "{}" });
+        expect(r.status, target).toBe(403);
+      }
+      expect(seen).toEqual([]);
+    } finally {
+      await e.close();
+    }
+  });
+});

@@ -99,6 +99,8 @@ export interface FooterFacts {
   images?: { shown: number; skipped: SkippedImage[] };
   /** Started by a schedule of `.github/tether.yml` (trigger `schedule`), not by a person. */
   scheduled?: boolean;
+  /** The agent's MCP servers that did not start (the turn went on without them), and why. */
+  mcpFailed?: Array<{ name: string; why: string }>;
 }
 
 export function renderFooter(f: FooterFacts): string {
@@ -144,10 +146,23 @@ export function renderFooter(f: FooterFacts): string {
     parts.push(`[conversation log (operators only)](${f.chainUrl})`);
   if (f.images?.shown)
     parts.push(`🖼️ ${f.images.shown} image${f.images.shown === 1 ? "" : "s"} shown`);
+  // Names and words are the operator's and the CLI's; shown as code, cut short.
+  if (f.mcpFailed?.length)
+    parts.push(
+      `🔌 MCP server${f.mcpFailed.length === 1 ? "" : "s"} not started, the turn went on without ${f.mcpFailed.length === 1 ? "it" : "them"}: ${f.mcpFailed
+        .slice(0, 10)
+        .map((m) => `${codeSpan(m.name)} (${codeSpan(m.why)})`)
+        .join(", ")}`,
+    );
   const line = `<sub>${parts.join(" · ")}</sub>`;
   const skipped = f.images?.skipped ?? [];
   if (skipped.length === 0) return line;
   return `${line}\n<sub>🖼️ left out: ${skipped.slice(0, MAX_SKIPPED_NAMED).map(renderSkipped).join("; ")}${skipped.length > MAX_SKIPPED_NAMED ? `; and ${skipped.length - MAX_SKIPPED_NAMED} more` : ""}</sub>`;
+}
+
+/** Short words as a code span no backtick or line break of theirs can end. */
+function codeSpan(text: string): string {
+  return `\`${text.replace(/[`\r\n]/g, "").slice(0, 60)}\``;
 }
 
 /** Image references named in a footer; the rest are counted. */

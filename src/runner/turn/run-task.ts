@@ -443,6 +443,7 @@ async function answerTurn(
     promptBytes,
     cacheTtl,
     review: reviewRecord(review),
+    mcpToolCalls: result.mcp?.toolCalls ?? null,
   });
   if (finished) {
     const started = t.started;
@@ -457,6 +458,7 @@ async function answerTurn(
       durationMs: t.now().getTime() - started.getTime(),
       queueWaitMs: started.getTime() - task.createdAt.getTime(),
       publish: published,
+      mcpToolCalls: result.mcp?.toolCalls ?? null,
     });
   }
 }

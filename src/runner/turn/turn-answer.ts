@@ -54,6 +54,7 @@ export function answerBody(a: {
     ...(a.images && (a.images.images.length || a.images.skipped.length)
       ? { images: { shown: a.images.images.length, skipped: a.images.skipped } }
       : {}),
+    ...(result.mcp?.failed.length ? { mcpFailed: result.mcp.failed } : {}),
     ...(result.outcome === "turn_limit" && settings.turnLimitUsd !== undefined
       ? { turnLimitUsd: settings.turnLimitUsd }
       : {}),

@@ -78,6 +78,8 @@ export interface FinishedTurn {
   queueWaitMs: number;
   /** What became of the turn's changes; null when publishing did not run. */
   publish: PublishReport | null;
+  /** Tool calls to each MCP server the agent was given; null: none was given. */
+  mcpToolCalls?: Record<string, number> | null;
 }
 
 /** The task's journal: the one given, else Postgres under this runner's lease. */

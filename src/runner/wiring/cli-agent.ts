@@ -15,7 +15,15 @@ import { IN_SANDBOX } from "../../sandbox/bwrap-args.js";
 import type { NetworkPolicy } from "../../sandbox/egress.js";
 import type { Sandbox } from "../../sandbox/sandbox.js";
 import { turnHome, type TranscriptStore } from "../../sessions/transcripts.js";
-import type { Agent, AgentRunRequest, AgentRunResult, AgentSettings, StagedRun } from "../ports.js";
+import type { McpServers, NamedMcpServer } from "../../config/mcp-servers.js";
+import type {
+  Agent,
+  AgentRunRequest,
+  AgentRunResult,
+  AgentSettings,
+  McpTurnFacts,
+  StagedRun,
+} from "../ports.js";
 
 /** A run's HOME, and how the resumed session's transcript was put in it. */
 interface TurnHome {
@@ -43,6 +51,8 @@ export interface CliAgentOptions {
    * (Claude Code's `--resume-session-at`; not Codex). Default false.
    */
   rewinds?: boolean;
+  /** The operator's MCP servers (TETHER_MCP_SERVERS), which agents pick from by name. */
+  mcpServers?: McpServers;
 }
 
 export function cliAgent(cli: CliAdapter, opts: CliAgentOptions): Agent {
@@ -133,6 +143,7 @@ export function cliAgent(cli: CliAdapter, opts: CliAgentOptions): Agent {
       }
       const s = req.settings;
       let compacted: AgentRunResult["compacted"];
+      const mcp = pickMcpServers(s.mcpServers ?? [], opts.mcpServers ?? {});
       // The line-comment tool's directory: the sandbox's outbox, outside the checkout (never
       // committed) and removed after the run.
       const outbox = req.lineComments ? await outboxDir(contain?.homes ?? os.tmpdir()) : undefined;
@@ -166,6 +177,7 @@ export function cliAgent(cli: CliAdapter, opts: CliAgentOptions): Agent {
               }
             : {}),
           ...(home ? { home } : {}),
+          ...(mcp.servers.length ? { mcpServers: mcp.servers } : {}),
           ...(contain
             ? {
                 sandbox: {
@@ -178,11 +190,15 @@ export function cliAgent(cli: CliAdapter, opts: CliAgentOptions): Agent {
             : {}),
           onEvent: async (e: RunEvent) => {
             req.onRunEvent?.(e);
-            if (e.type === "init") await req.onSession(e.sessionId, e.model);
-            else if (e.type === "text" && e.parentToolUseId === null)
+            if (e.type === "init") {
+              noteMcpStarts(mcp.facts, mcp.servers, e.mcpServers);
+              await req.onSession(e.sessionId, e.model);
+            } else if (e.type === "text" && e.parentToolUseId === null)
               req.onProgress({ kind: "text", text: e.text });
-            else if (e.type === "tool_use") req.onProgress({ kind: "tool", name: e.name });
-            else if (e.type === "compacted")
+            else if (e.type === "tool_use") {
+              countMcpCall(mcp.facts, e.name);
+              req.onProgress({ kind: "tool", name: e.name });
+            } else if (e.type === "compacted")
               compacted = { trigger: e.trigger, preTokens: e.preTokens, postTokens: e.postTokens };
           },
         });
@@ -221,6 +237,7 @@ export function cliAgent(cli: CliAdapter, opts: CliAgentOptions): Agent {
           ...(compacted ? { compacted } : {}),
           ...(review ? { review } : {}),
           ...(o.entry ? { entry: o.entry } : {}),
+          ...(mcp.given ? { mcp: mcp.facts } : {}),
         };
       } finally {
         if (outbox) await fs.rm(outbox, { recursive: true, force: true }).catch(() => {});
@@ -250,6 +267,48 @@ async function readReview(dir: string, log: Logger): Promise<ReviewRequest> {
   if (read.skipped)
     log.warn({ skipped: read.skipped }, "line-comment file: lines that are not comments skipped");
   return { comments: read.comments, requestChanges: read.requestChanges };
+}
+
+/**
+ * The servers an agent's settings name, from the operator's list. A name the list no longer has
+ * (the operator removed it after intake accepted the comment) fails like a server that did not
+ * start: the turn goes on without it, and the footer says so.
+ */
+export function pickMcpServers(
+  names: readonly string[],
+  offered: McpServers,
+): { servers: NamedMcpServer[]; facts: McpTurnFacts; given: boolean } {
+  const facts: McpTurnFacts = { failed: [], toolCalls: {} };
+  const servers: NamedMcpServer[] = [];
+  for (const name of names) {
+    facts.toolCalls[name] = 0;
+    const entry = Object.hasOwn(offered, name) ? offered[name] : undefined;
+    if (entry) servers.push({ ...entry, name });
+    else facts.failed.push({ name, why: "not configured on this runner" });
+  }
+  return { servers, facts, given: names.length > 0 };
+}
+
+/** A server the CLI's init line says did not connect is named as failed (once). */
+function noteMcpStarts(
+  facts: McpTurnFacts,
+  servers: readonly NamedMcpServer[],
+  started: Array<{ name: string; status: string }> | undefined,
+): void {
+  if (!started) return;
+  for (const s of servers) {
+    const seen = started.find((m) => m.name === s.name);
+    const status = seen?.status ?? "not started";
+    if (status === "connected") continue;
+    if (facts.failed.some((f) => f.name === s.name)) continue;
+    facts.failed.push({ name: s.name, why: status });
+  }
+}
+
+/** A tool call `mcp__<server>__<tool>` of a given server counts for it. */
+function countMcpCall(facts: McpTurnFacts, tool: string): void {
+  const m = /^mcp__(.+?)__/.exec(tool);
+  if (m && Object.hasOwn(facts.toolCalls, m[1]!)) facts.toolCalls[m[1]!]! += 1;
 }
 
 /** The agent's `network` setting as the egress proxy's policy. */

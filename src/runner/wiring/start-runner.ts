@@ -156,6 +156,7 @@ export async function startRunner(opts: {
             log,
             compacts: entry.compactPrompt !== null,
             rewinds: entry.rewinds,
+            mcpServers: env.mcpServers,
             contain: contain({
               cliVersion: probes.has(entry.name)
                 ? (probes.get(entry.name)!.version ?? null)
@@ -271,6 +272,7 @@ export async function startRunner(opts: {
         durationMs: t.durationMs,
         queueWaitMs: t.queueWaitMs,
         usage: t.usage,
+        mcpToolCalls: t.mcpToolCalls ?? null,
         publish: t.publish && {
           result: t.publish.result,
           reason: "reason" in t.publish ? t.publish.reason : null,

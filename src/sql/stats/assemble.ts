@@ -107,6 +107,8 @@ export interface StatsParts {
   /** CI loops by state; absent reads as none. */
   ciLoops?: CiLoopRow[];
   reviews?: ReviewFigures;
+  /** MCP tool calls by server; absent reads as none. */
+  mcpToolCalls?: Record<string, number>;
   /** GitHub requests per turn by kind; absent reads as none. */
   githubRequests?: GithubRequestRow[];
   /** Every schedule; absent reads as none. */
@@ -271,6 +273,7 @@ export function assemble(w: StatsWindow, parts: StatsParts, clis: StatsClis): St
     triggers: triggerFigures(parts.triggers ?? []),
     ci: ciLoopFigures(parts.ciLoops ?? []),
     reviews: parts.reviews ?? { posted: 0, failed: 0, lineComments: 0 },
+    mcpToolCalls: parts.mcpToolCalls ?? {},
     githubRequests: githubRequestFigures(parts.githubRequests ?? []),
     schedules: parts.schedules ?? [],
   };

@@ -195,6 +195,11 @@ export interface Stats {
   /** Reviews agents posted on pull requests, of tasks queued in the window. */
   reviews: ReviewFigures;
   /**
+   * Tool calls to the operator's MCP servers by server name, of tasks queued in the window (only
+   * servers some turn was given; docs/operations.md "MCP servers").
+   */
+  mcpToolCalls: Record<string, number>;
+  /**
    * GitHub requests per turn of tasks queued in the window, by kind: first, followUp (neither
    * publishing), publishing (published its changes); median and mean of tasks.github_requests.
    */

@@ -12,6 +12,7 @@ import { DEFAULT_STATS_TIMEOUT_MS, inSnapshot } from "./snapshot.js";
 import { sessionMoves } from "./sessions.js";
 import { triggerRows } from "./triggers.js";
 import { reviewFigures } from "./reviews.js";
+import { mcpToolCalls } from "./mcp.js";
 import { ciLoopRows } from "./ci-loops.js";
 import { githubRequestRows } from "./github-requests.js";
 import { hourRows } from "./turns.js";
@@ -53,6 +54,7 @@ export async function readStats(pool: Pool, opts: ReadStatsOptions): Promise<Sta
     const triggers = await triggerRows(c, window);
     const ciLoops = await ciLoopRows(c, window);
     const reviews = await reviewFigures(c, window);
+    const mcp = await mcpToolCalls(c, window);
     const githubRequests = await githubRequestRows(c, window);
     const schedules = await scheduleRows(c);
     return assemble(
@@ -69,6 +71,7 @@ export async function readStats(pool: Pool, opts: ReadStatsOptions): Promise<Sta
         triggers,
         ciLoops,
         reviews,
+        mcpToolCalls: mcp,
         githubRequests,
         schedules,
       },

@@ -34,7 +34,7 @@ export async function finishTask(
      answer_next_at = CASE WHEN $17 THEN now() + make_interval(secs => $19::double precision / 1000) END,
      prompt_bytes = $20, answer_bytes = $21, cache_ttl = COALESCE($22, cache_ttl),
      github_requests = $23, review_result = $24, review_line_comments = $25,
-     github_requests_not_modified = $26,
+     github_requests_not_modified = $26, mcp_tool_calls = $27,
      finished_at = now(), locked_by = NULL, heartbeat_at = NULL`,
     [
       f.status,
@@ -61,6 +61,7 @@ export async function finishTask(
       f.review?.result ?? null,
       f.review?.lineComments ?? null,
       f.githubRequestsNotModified ?? null,
+      f.mcpToolCalls ? JSON.stringify(f.mcpToolCalls) : null,
     ],
   );
 }
