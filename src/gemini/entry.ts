@@ -32,7 +32,11 @@ export const geminiCli: AgentCli = {
   // Gemini CLI reports tokens only: its cost is Tether's estimate (pricing.ts).
   // `@<path>` references in the prompt, sent as inline data (gemini-args.ts).
   images: true,
-  mcpServers: { why: "Tether does not give this CLI MCP servers yet" },
+  // Gemini CLI 0.61 connects no MCP server in a workspace it does not trust, and Tether never
+  // trusts a checkout (gemini-args.ts; test/integration/mcp-servers.test.ts pins it).
+  mcpServers: {
+    why: "Gemini CLI starts no MCP server in a workspace it does not trust, and Tether never trusts a checkout (its GEMINI.md files and hooks would apply)",
+  },
   costEstimated: true,
   probeAtStart: false,
   create: ({ env, log }) =>

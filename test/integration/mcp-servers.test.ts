@@ -17,6 +17,7 @@ import os from "node:os";
 import path from "node:path";
 import { execFileSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
+import { execa } from "execa";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClaudeCli } from "../../src/claude/claude-cli.js";
@@ -32,6 +33,9 @@ import {
   type FakeOpenAI,
 } from "../helpers/fake-openai.js";
 import { resolveCodexBinary } from "../helpers/real-codex.js";
+import { resolveGeminiPath } from "../../src/gemini/gemini-cli.js";
+import { GEMINI_FIXED_ENV } from "../../src/gemini/gemini-args.js";
+import { geminiReplies, startFakeGemini, type FakeGemini } from "../helpers/fake-gemini.js";
 import {
   replies,
   startFakeAnthropic,
@@ -378,6 +382,88 @@ describe(
       expect(drill).not.toContain(TOKEN);
       expect(drill).not.toContain("MCP_TEST_SECRET");
       expect(drill).toContain('"whoami"');
+    });
+  },
+);
+
+/**
+ * Why a `gemini` agent is refused MCP servers (src/gemini/entry.ts): Gemini CLI starts no MCP
+ * server in a workspace it does not trust, even one from the user's own settings, and Tether
+ * never trusts a checkout (GEMINI_CLI_TRUST_WORKSPACE=false: trusted, the checkout's GEMINI.md
+ * files, hooks, policies and skills would apply). Run on the CLI itself, outside Tether's
+ * adapter (which writes its own settings), so a CLI that changes this shows here.
+ */
+describe(
+  "Gemini CLI and MCP servers: none in an untrusted workspace (#39)",
+  { timeout: 240_000 },
+  () => {
+    let gemini: FakeGemini;
+    beforeAll(async () => {
+      gemini = await startFakeGemini({ defaultReply: () => geminiReplies.text("DONE") });
+    });
+    afterAll(async () => {
+      await gemini?.close();
+    });
+
+    /** The function names the CLI declared to the API in one headless run, trusted or not. */
+    async function declared(trusted: boolean): Promise<string[]> {
+      const home = fs.mkdtempSync(path.join(root, "gemini-home-"));
+      const cwd = fs.mkdtempSync(path.join(root, "gemini-work-"));
+      fs.mkdirSync(path.join(home, ".gemini"));
+      fs.writeFileSync(
+        path.join(home, ".gemini", "settings.json"),
+        JSON.stringify({
+          security: { auth: { selectedType: "gemini-api-key" }, folderTrust: { enabled: false } },
+          advanced: { ignoreLocalEnv: true },
+          privacy: { usageStatisticsEnabled: false },
+          telemetry: { enabled: false },
+          general: { enableAutoUpdate: false, enableAutoUpdateNotification: false },
+          mcpServers: {
+            secretive: {
+              command: "node",
+              args: [SERVER],
+              env: { MCP_TEST_SECRET: SECRET },
+              trust: true,
+            },
+          },
+        }),
+      );
+      const from = gemini.turnRequests().length;
+      // Not execFileSync: the fake API answers from this process's event loop.
+      await execa(
+        resolveGeminiPath({}),
+        ["--prompt=", "--output-format", "stream-json", "-m", "gemini-2.5-flash"],
+        {
+          cwd,
+          input: "Use your tools.",
+          timeout: 180_000,
+          extendEnv: false,
+          env: {
+            PATH: process.env.PATH,
+            HOME: home,
+            LANG: "C.UTF-8",
+            GEMINI_API_KEY: "AIza-gemini-key-for-the-mcp-check-000",
+            GOOGLE_GEMINI_BASE_URL: gemini.url,
+            ...GEMINI_FIXED_ENV,
+            GEMINI_CLI_TRUST_WORKSPACE: trusted ? "true" : "false",
+          },
+        },
+      );
+      const reqs = gemini.turnRequests().slice(from);
+      expect(reqs.length).toBeGreaterThan(0);
+      return (reqs[0]!.body?.tools ?? []).flatMap((t) =>
+        (t.functionDeclarations ?? []).map((f) => f.name),
+      );
+    }
+
+    it("untrusted (as Tether runs it) the server's tool is not offered, though the server is trusted; in a trusted workspace it is", async () => {
+      const untrusted = await declared(false);
+      expect(untrusted.length).toBeGreaterThan(0); // the CLI's own tools were declared
+      expect(untrusted.filter((n) => n.includes("whoami"))).toEqual([]);
+      const trusted = await declared(true);
+      // Trusted, with `trust: true` (else headless it leaves out a tool that would ask), the CLI
+      // names it mcp_<server>_<tool>.
+      expect(trusted).toContain("mcp_secretive_whoami");
     });
   },
 );

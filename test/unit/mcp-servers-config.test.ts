@@ -176,4 +176,17 @@ describe("agents.<name>.mcpServers in .github/tether.yml", () => {
       },
     ]);
   });
+
+  it("is refused for a gemini agent, saying why: the CLI starts none in an untrusted workspace", () => {
+    setMcpServerNames(["sentry"]);
+    const r = parseRepoConfig({ agents: { bot: { cli: "gemini", mcpServers: ["sentry"] } } });
+    expect(!r.ok && r.problems).toEqual([
+      {
+        path: "agents.bot.mcpServers",
+        message: expect.stringMatching(
+          /a cli: gemini agent cannot be given MCP servers: Gemini CLI starts no MCP server in a workspace it does not trust/,
+        ),
+      },
+    ]);
+  });
 });
