@@ -1,4 +1,5 @@
 import { defineConfig } from "vitest/config";
+import SlowestFirst from "./test/sequencer.js";
 
 /**
  * Three tiers (`npm run test:unit`, `test:integration`, `test:e2e`); `npm test` runs all of them.
@@ -19,6 +20,8 @@ export default defineConfig({
     // integration tier ran 2.2x its files' summed time and the e2e tier 2.4x with three workers.
     // VITEST_MAX_WORKERS overrides it. Every test must pass so (none races a timer).
     maxWorkers: 3,
+    // The slowest files start first (test/sequencer.ts).
+    sequence: { sequencer: SlowestFirst },
     testTimeout: 30_000,
     hookTimeout: 90_000,
     // Every test file gets its own database, so files run in parallel safely.
