@@ -21,12 +21,12 @@
  *   own services): names are resolved here and the connection goes to the address checked.
  */
 import dns from "node:dns/promises";
-import fs from "node:fs/promises";
 import http from "node:http";
 import https from "node:https";
 import net from "node:net";
 import type { Duplex } from "node:stream";
 import type { Logger } from "../log.js";
+import { closeSocket, listenOnSocket } from "./unix-socket.js";
 import { EGRESS_PORT } from "./bwrap-args.js";
 import { modelCallRefusal, type ModelCallRules } from "./model-call-rules.js";
 import { ResponseMeter, type MeteredUsage, type ModelApi } from "./model-meter.js";
@@ -737,22 +737,14 @@ export async function startEgress(opts: EgressOptions): Promise<Egress> {
   });
   server.on("clientError", (_err, s) => s.destroy());
 
-  await fs.rm(opts.socketPath, { force: true });
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(opts.socketPath, () => {
-      server.off("error", reject);
-      resolve();
-    });
-  });
+  await listenOnSocket(server, opts.socketPath);
 
   return {
     socketPath: opts.socketPath,
     stats: () => structuredClone(stats),
     close: async () => {
       for (const s of sockets) s.destroy();
-      await new Promise<void>((r) => server.close(() => r()));
-      await fs.rm(opts.socketPath, { force: true });
+      await closeSocket(server, opts.socketPath);
     },
   };
 }

@@ -7,9 +7,9 @@
  * server's environment is in the agent's sandbox: not in a file, a process, or the socket's
  * path (docs/security.md "MCP servers").
  */
-import fs from "node:fs/promises";
 import net from "node:net";
 import type { Logger } from "../log.js";
+import { closeSocket, listenOnSocket } from "./unix-socket.js";
 import { killGroup } from "../process/kill.js";
 import { spawnDuplex } from "../process/run-command.js";
 
@@ -78,21 +78,13 @@ export async function startMcpHost(opts: {
       );
     });
   });
-  await fs.rm(opts.socketPath, { force: true });
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(opts.socketPath, () => {
-      server.off("error", reject);
-      resolve();
-    });
-  });
+  await listenOnSocket(server, opts.socketPath);
   return {
     socketPath: opts.socketPath,
     close: async () => {
       for (const s of sockets) s.destroy();
       for (const pid of children) killGroup(pid, "SIGKILL");
-      await new Promise<void>((r) => server.close(() => r()));
-      await fs.rm(opts.socketPath, { force: true });
+      await closeSocket(server, opts.socketPath);
     },
   };
 }
