@@ -132,6 +132,8 @@ export function dashboardPage(nonce: string, opts: { signOut: boolean }): string
       <div id="reviews" class="chips"></div>
       <div class="panel-head sub"><h2>GitHub requests per turn</h2><span class="muted">median by kind; headroom left per installation</span></div>
       <div id="github-requests" class="chips"></div>
+      <div class="panel-head sub"><h2>MCP tool calls</h2><span class="muted">by server, of the operator's MCP servers</span></div>
+      <div id="mcp-tool-calls" class="chips"></div>
       <div class="panel-head sub"><h2>Changes</h2><span class="muted">what agents' changes became</span></div>
       <div id="changes" class="chips"></div>
     </div>

@@ -224,6 +224,21 @@ async function expectPageMatches(page: Page, s: Stats): Promise<void> {
   expect(await page.locator('[data-gh-headroom="9302"]').textContent()).toBe(
     `#9302 12 left · 1 waiting until ${clock} UTC`,
   );
+  // MCP tool calls per server (#39): none in the last day, three servers (one never called) before.
+  const mcp = Object.entries(s.mcpToolCalls);
+  if (s.range === "24h") {
+    expect(mcp).toEqual([]);
+    expect(await page.locator("#mcp-tool-calls").textContent()).toBe(
+      "No turn in this range was given an MCP server.",
+    );
+  } else {
+    expect(s.mcpToolCalls).toMatchObject({ linear: 0 });
+    expect(s.mcpToolCalls.sentry).toBeGreaterThan(0);
+    expect(s.mcpToolCalls.docs).toBeGreaterThan(0);
+  }
+  expect(await page.locator("#mcp-tool-calls [data-mcp-server]").allTextContents()).toEqual(
+    mcp.map(([server, calls]) => `${server} ${int(calls)}`),
+  );
   // Every schedule, whatever the range: repository, agent, issue, cron, last run, next run (#41).
   expect(s.schedules).toHaveLength(3);
   const rows = page.locator("#schedules tbody tr[data-schedule]");

@@ -148,7 +148,8 @@ export async function seedDashboardFixture(pool: Pool): Promise<Row[]> {
 /**
  * A month of plausible traffic relative to `now` (for the browser test and screenshots):
  * `n` turns over `days` days across a handful of repositories and agents, 70 % follow-ups of
- * which most resume, every fallback reason represented, three runners, a short queue.
+ * which most resume, every fallback reason represented, three runners, a short queue, MCP tool
+ * calls on three servers (one never called) before the last day.
  */
 export async function seedRealisticTasks(
   pool: Pool,
@@ -170,7 +171,7 @@ export async function seedRealisticTasks(
                         resume_decision, resume_reason, is_follow_up, outcome, model,
                         input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens,
                         cost_usd, num_turns, duration_ms, answer_comment_id, created_at,
-                        finished_at, github_requests)
+                        finished_at, github_requests, mcp_tool_calls)
      SELECT repo, ${REPO_ID_OF("repo")}, 1, issue, agent, status, 900000 + g, author,
             'https://github.com/' || repo || '/issues/' || issue || '#issuecomment-' || (900000 + g),
             '@tether please look', CASE WHEN g % 3 = 0 THEN 'runner-eu-2' ELSE 'runner-eu-1' END,
@@ -183,7 +184,11 @@ export async function seedRealisticTasks(
             CASE WHEN resumed THEN 800 + (r4 * 2500)::int ELSE 30000 + (r4 * 30000)::int END,
             round((CASE WHEN resumed THEN 0.02 + r4 * 0.05 ELSE 0.18 + r4 * 0.22 END)::numeric, 6),
             1 + (r4 * 6)::int, 8000 + (r4 * 90000)::int, 800000 + g, created, created + interval '90 seconds',
-            CASE WHEN follow_up THEN 6 + g % 3 ELSE 5 + g % 2 END
+            CASE WHEN follow_up THEN 6 + g % 3 ELSE 5 + g % 2 END,
+            -- MCP servers (#39) from a day ago back: the last 24 h show none.
+            CASE WHEN created >= $1::timestamptz - interval '1 day' THEN NULL
+                 WHEN g % 4 = 0 THEN jsonb_build_object('sentry', 1 + g % 3, 'docs', (g / 4) % 2)
+                 WHEN g % 4 = 1 THEN '{"linear": 0}'::jsonb END
        FROM (SELECT *, follow_up AND r2 < 0.82 AS resumed,
                     CASE WHEN NOT follow_up THEN 'no_prior_session'
                          WHEN r2 < 0.82 THEN 'resumed'

@@ -778,6 +778,23 @@
   }
 
   /** @param {Stats} d */
+  function renderMcpToolCalls(d) {
+    var box = /** @type {HTMLElement} */ (document.getElementById("mcp-tool-calls"));
+    box.textContent = "";
+    var calls = d.mcpToolCalls || {};
+    var servers = Object.keys(calls);
+    if (!servers.length)
+      box.appendChild(
+        h("span", { cls: "muted", text: "No turn in this range was given an MCP server." }),
+      );
+    servers.forEach(function (k) {
+      box.appendChild(
+        h("span", { cls: "pill", "data-mcp-server": k, text: k + " " + int(calls[k]) }),
+      );
+    });
+  }
+
+  /** @param {Stats} d */
   function renderOutcomes(d) {
     var box = /** @type {HTMLElement} */ (document.getElementById("outcomes"));
     box.textContent = "";
@@ -1060,6 +1077,7 @@
     renderCiLoops(d);
     renderReviews(d);
     renderGithubRequests(d);
+    renderMcpToolCalls(d);
     renderClis(d);
     renderChanges(d);
     renderRepos(d);

@@ -62,6 +62,8 @@ export interface DashboardStats {
   /** CI loops started in the range, by state (open, green, stopped, limit), and their turns. */
   ci?: { loops: Record<string, number>; turns: number };
   reviews?: { posted: number; failed: number; lineComments: number };
+  /** Tool calls to the operator's MCP servers, by server (only servers some turn was given). */
+  mcpToolCalls?: Record<string, number>;
   /** GitHub requests per turn by kind (first, followUp, publishing): median and mean. */
   githubRequests?: Record<
     string,
