@@ -79,6 +79,8 @@ export interface CliDialect<M extends { kind: string }, S> {
       home: string | undefined;
       extra: Record<string, string> | undefined;
       settings: RunSettings;
+      /** The operator's MCP servers the agent was given, as the CLI reaches them (opencode's config). */
+      mcpServers?: readonly CliMcpServer[];
     },
   ): Record<string, string>;
   modelAccess(base: Record<string, string | undefined>): DialectModelAccess;

@@ -190,6 +190,7 @@ export class CliRun<M extends { kind: string }, S> implements AgentRun {
       home: spec.home,
       extra: spec.extraEnv,
       settings: settings.data,
+      ...(servers.cli.length ? { mcpServers: servers.cli } : {}),
     });
     try {
       await dialect.beforeStart?.(this.state, spec, resumeSessionId);

@@ -28,7 +28,8 @@ export const opencodeCli: AgentCli = {
   // opencode reports its own cost (Tether's Claude prices when it says 0).
   // `run --file`, sent as image parts (opencode-args.ts).
   images: true,
-  mcpServers: { why: "Tether does not give this CLI MCP servers yet" },
+  // The `mcp` of the config in OPENCODE_CONFIG_CONTENT (opencode-args.ts).
+  mcpServers: true,
   costEstimated: false,
   probeAtStart: false,
   create: ({ env, log }) =>

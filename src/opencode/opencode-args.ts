@@ -4,6 +4,7 @@
  */
 import { buildChildEnv } from "../process/child-env.js";
 import type { RunSettings } from "../agent-cli/runtime-adapter.js";
+import type { CliMcpServer } from "../agent-cli/cli-dialect.js";
 
 /** The provider every Tether run uses: Anthropic's Messages API, through the egress proxy. */
 export const PROVIDER = "anthropic";
@@ -68,10 +69,42 @@ const NOT_FOR_OPENCODE = [
   /^XDG_/,
 ];
 
+/**
+ * The operator's MCP servers the agent was given (#39), as opencode's config `mcp` has them,
+ * already as the CLI reaches them (cli-run.ts mcpPlan: in the sandbox a remote server is the
+ * egress proxy's `/mcp/<name>` without headers, a stdio server holding secrets is `socat` to its
+ * socket). OAuth detection off: a remote server's credentials are the proxy's to add.
+ */
+export function opencodeMcpConfig(
+  servers: readonly CliMcpServer[],
+): Record<string, Record<string, unknown>> {
+  return Object.fromEntries(
+    servers.map((s) => [
+      s.name,
+      s.type === "http"
+        ? {
+            type: "remote",
+            url: s.url,
+            ...(Object.keys(s.headers).length ? { headers: s.headers } : {}),
+            oauth: false,
+          }
+        : {
+            type: "local",
+            command: [s.command, ...s.args],
+            ...(Object.keys(s.env).length ? { environment: s.env } : {}),
+          },
+    ]),
+  );
+}
+
 /** The child's environment: the shared allow-list and denylist, then opencode's switches. */
 export function buildOpencodeEnv(
   base: Record<string, string | undefined>,
-  o: { home: string | undefined; extra: Record<string, string> | undefined },
+  o: {
+    home: string | undefined;
+    extra: Record<string, string> | undefined;
+    mcpServers?: readonly CliMcpServer[] | undefined;
+  },
 ): Record<string, string> {
   const env = buildChildEnv(base, { home: o.home, extra: o.extra });
   for (const name of Object.keys(env)) {
@@ -81,6 +114,10 @@ export function buildOpencodeEnv(
   return {
     ...env,
     ...OPENCODE_SWITCHES,
-    OPENCODE_CONFIG_CONTENT: JSON.stringify(OPENCODE_CONFIG),
+    OPENCODE_CONFIG_CONTENT: JSON.stringify(
+      o.mcpServers?.length
+        ? { ...OPENCODE_CONFIG, mcp: opencodeMcpConfig(o.mcpServers) }
+        : OPENCODE_CONFIG,
+    ),
   };
 }

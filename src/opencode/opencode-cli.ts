@@ -83,6 +83,7 @@ export const opencodeDialect: CliDialect<OpencodeMessage, OpencodeEvidence> = {
   newState: newOpencodeEvidence,
   async beforeStart(state, spec) {
     state.model = spec.settings.model ?? null;
+    state.mcpServers = (spec.mcpServers ?? []).map((s) => s.name);
     // Tether's instructions: the global AGENTS.md of the run's own HOME, the one instruction
     // file the CLI reads with the project's switched off (nothing else gets into its prompt).
     const extra = spec.settings.appendSystemPrompt;

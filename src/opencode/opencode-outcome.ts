@@ -37,6 +37,8 @@ export interface OpencodeEvidence {
   steps: number;
   /** The last step's context: input + cache read + cache write. */
   lastContext: number | null;
+  /** The operator's MCP servers the run was given, by name (their tools are `<server>_<tool>`). */
+  mcpServers: string[];
 }
 
 export function newOpencodeEvidence(): OpencodeEvidence {
@@ -53,7 +55,19 @@ export function newOpencodeEvidence(): OpencodeEvidence {
     cost: 0,
     steps: 0,
     lastContext: null,
+    mcpServers: [],
   };
+}
+
+/**
+ * opencode names an MCP tool `<server>_<tool>`; the runner counts `mcp__<server>__<tool>`, as
+ * Claude names them. A server name has no `_` (src/config/mcp-servers.ts), so the first `_`
+ * ends it; a tool of no server the run was given keeps its name.
+ */
+export function opencodeToolName(ev: Pick<OpencodeEvidence, "mcpServers">, tool: string): string {
+  const at = tool.indexOf("_");
+  if (at <= 0 || !ev.mcpServers.includes(tool.slice(0, at))) return tool;
+  return `mcp__${tool.slice(0, at)}__${tool.slice(at + 1)}`;
 }
 
 const OVERFLOW = /ContextOverflowError|prompt is too long|context.{0,20}(length|window)/i;
@@ -94,7 +108,8 @@ export function observeOpencode(ev: OpencodeEvidence, m: OpencodeMessage): RunEv
       const id = m.id || `${m.tool}-${ev.tools.size}`;
       if (!ev.tools.has(id)) {
         ev.tools.add(id);
-        events.push({ type: "tool_use", id, name: m.tool, input: m.input, parentToolUseId: null });
+        const name = opencodeToolName(ev, m.tool);
+        events.push({ type: "tool_use", id, name, input: m.input, parentToolUseId: null });
       }
       if (m.status === "completed" || m.status === "error")
         events.push({

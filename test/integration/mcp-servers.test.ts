@@ -33,6 +33,8 @@ import {
   type FakeOpenAI,
 } from "../helpers/fake-openai.js";
 import { resolveCodexBinary } from "../helpers/real-codex.js";
+import { createOpencodeCli } from "../../src/opencode/opencode-cli.js";
+import { resolveOpencodeBinary } from "../helpers/real-opencode.js";
 import { resolveGeminiPath } from "../../src/gemini/gemini-cli.js";
 import { GEMINI_FIXED_ENV } from "../../src/gemini/gemini-args.js";
 import { geminiReplies, startFakeGemini, type FakeGemini } from "../helpers/fake-gemini.js";
@@ -382,6 +384,89 @@ describe(
       expect(drill).not.toContain(TOKEN);
       expect(drill).not.toContain("MCP_TEST_SECRET");
       expect(drill).toContain('"whoami"');
+    });
+  },
+);
+
+describe(
+  "the operator's MCP servers, with the real opencode CLI in the sandbox (#39)",
+  { timeout: 300_000 },
+  () => {
+    let anthropic: FakeAnthropic;
+    beforeAll(async () => {
+      // opencode names an MCP tool `<server>_<tool>`; its shell tool is `bash`.
+      anthropic = await startFakeAnthropic({
+        defaultReply: (req) => {
+          const done = toolResults(req).length;
+          if (done === 0) return replies.toolUse("secretive_whoami", {});
+          if (done === 1) return replies.toolUse("remote_ping", {});
+          if (done === 2)
+            return replies.toolUse("bash", { command: DRILL, description: "look for secrets" });
+          return replies.text("DONE");
+        },
+      });
+    });
+    afterAll(async () => {
+      await anthropic?.close();
+    });
+
+    it("opencode: both servers answer with their tools in the first request, the tool calls are named per server, and the drill finds neither credential", async () => {
+      const cwd = path.join(root, "work-opencode");
+      const home = path.join(root, "home-opencode");
+      fs.mkdirSync(cwd);
+      fs.mkdirSync(home);
+      execFileSync("git", ["init", "-q"], { cwd });
+      remoteSeen.length = 0;
+      const opencode = createOpencodeCli({
+        path: resolveOpencodeBinary(),
+        log,
+        baseEnv: {
+          PATH: process.env.PATH,
+          HOME: root,
+          LANG: "C.UTF-8",
+          ANTHROPIC_API_KEY: KEY,
+          ANTHROPIC_BASE_URL: anthropic.url,
+        },
+      });
+      const events: RunEvent[] = [];
+      const run = opencode.start({
+        cwd,
+        home,
+        prompt: "Use your tools.",
+        settings: { model: "claude-sonnet-4-5", timeoutMs: 240_000, stallMs: 180_000 },
+        sandbox: { sandbox, network: { kind: "model-only" } },
+        mcpServers: operatorServers().filter((s) => s.name !== "broken"),
+        onEvent: (e) => void events.push(e),
+      });
+      const outcome = await run.outcome;
+      expect(outcome.kind, outcome.detail + outcome.stderrTail).toBe("success");
+      expect(outcome.resultText).toBe("DONE");
+      const calls = anthropic.messageRequests();
+      const firstTools = (calls[0]!.body?.tools ?? []).map((t) => t.name);
+      expect(firstTools).toEqual(expect.arrayContaining(["secretive_whoami", "remote_ping"]));
+      const results = toolResults(calls.at(-1)!);
+      const digest = createHash("sha256").update(SECRET).digest("hex").slice(0, 16);
+      expect(results[0]).toContain(`MCP-STDIO-ANSWER digest=${digest}`);
+      expect(results[1]).toContain("MCP-HTTP-ANSWER pong");
+      expect(remoteSeen.filter((r) => r.rpc === "tools/call")).toHaveLength(1);
+      expect(remoteSeen.every((r) => r.auth === `Bearer ${TOKEN}`)).toBe(true);
+      // Named as the runner counts them, per server.
+      const names = events.flatMap((e) => (e.type === "tool_use" ? [e.name] : []));
+      expect(names).toEqual(
+        expect.arrayContaining(["mcp__secretive__whoami", "mcp__remote__ping", "bash"]),
+      );
+      const drill = fs.readFileSync(path.join(cwd, "drill.txt"), "utf8");
+      expect(drill).toContain("DRILL-END");
+      expect(drill).toMatch(/opencode/); // it did read the CLI's command line
+      expect(drill).toContain("OPENCODE_CONFIG_CONTENT"); // and its environment, with the config
+      expect(drill).not.toContain(SECRET);
+      expect(drill).not.toContain(TOKEN);
+      expect(drill).not.toContain("MCP_TEST_SECRET");
+      expect(drill).toContain("mcp-secretive.sock");
+      expect(drill).toContain('"whoami"');
+      const sent = JSON.stringify(calls.map((c) => c.body));
+      expect(sent).not.toContain(SECRET);
+      expect(sent).not.toContain(TOKEN);
     });
   },
 );

@@ -166,15 +166,12 @@ describe("agents.<name>.mcpServers in .github/tether.yml", () => {
     expect(r.ok).toBe(false);
   });
 
-  it("is refused for an agent whose CLI cannot carry them", () => {
+  it("is taken for claude, codex and opencode agents", () => {
     setMcpServerNames(["sentry"]);
-    const r = parseRepoConfig({ agents: { bot: { cli: "opencode", mcpServers: ["sentry"] } } });
-    expect(!r.ok && r.problems).toEqual([
-      {
-        path: "agents.bot.mcpServers",
-        message: expect.stringMatching(/a cli: opencode agent cannot be given MCP servers/),
-      },
-    ]);
+    for (const cli of ["claude", "codex", "opencode"]) {
+      const r = parseRepoConfig({ agents: { bot: { cli, mcpServers: ["sentry"] } } });
+      expect(r.ok, cli).toBe(true);
+    }
   });
 
   it("is refused for a gemini agent, saying why: the CLI starts none in an untrusted workspace", () => {

@@ -10,9 +10,11 @@ import {
   newOpencodeEvidence,
   observeOpencode,
   opencodeEarlyStop,
+  opencodeToolName,
   opencodeUsage,
   type OpencodeEvidence,
 } from "../../src/opencode/opencode-outcome.js";
+import { opencodeMcpConfig } from "../../src/opencode/opencode-args.js";
 import { OpencodeStreamParser, parseOpencodeLine } from "../../src/opencode/opencode-stream.js";
 
 const S = "ses_de1dcac6bffeWSifWnl2v7mn5d";
@@ -191,5 +193,32 @@ describe("opencode's outcome", () => {
     expect(c.kind).toBe("failed");
     expect(c.detail).toContain("You must provide a message");
     expect(c.detail).not.toContain("\u001b");
+  });
+});
+
+describe("opencode and the operator's MCP servers (#39)", () => {
+  it("a tool `<server>_<tool>` of a server the run was given is named mcp__<server>__<tool>; other tools keep their names", () => {
+    const ev = { mcpServers: ["secretive", "remote"] };
+    expect(opencodeToolName(ev, "secretive_whoami")).toBe("mcp__secretive__whoami");
+    expect(opencodeToolName(ev, "remote_get_issue")).toBe("mcp__remote__get_issue");
+    expect(opencodeToolName(ev, "bash")).toBe("bash");
+    expect(opencodeToolName(ev, "other_tool")).toBe("other_tool");
+    expect(opencodeToolName({ mcpServers: [] }, "secretive_whoami")).toBe("secretive_whoami");
+  });
+
+  it("the servers go in the config's `mcp` as opencode has them: local with a command array, remote with oauth off", () => {
+    expect(
+      opencodeMcpConfig([
+        { name: "a", type: "stdio", command: "socat", args: ["-", "UNIX-CONNECT:/x"], env: {} },
+        { name: "b", type: "stdio", command: "node", args: ["s.mjs"], env: { K: "v" } },
+        { name: "c", type: "http", url: "http://10.0.0.1:1/mcp/c", headers: {} },
+        { name: "d", type: "http", url: "https://d/mcp", headers: { Authorization: "x" } },
+      ]),
+    ).toEqual({
+      a: { type: "local", command: ["socat", "-", "UNIX-CONNECT:/x"] },
+      b: { type: "local", command: ["node", "s.mjs"], environment: { K: "v" } },
+      c: { type: "remote", url: "http://10.0.0.1:1/mcp/c", oauth: false },
+      d: { type: "remote", url: "https://d/mcp", headers: { Authorization: "x" }, oauth: false },
+    });
   });
 });
