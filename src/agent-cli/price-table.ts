@@ -1,6 +1,6 @@
 /**
  * One lookup for the per-token price tables of CLIs that report tokens but no cost (Codex,
- * Gemini CLI): each dialect keeps its provider's table and fallback, and prices a turn here.
+ * Gemini CLI): each provider's table and fallback is in src/providers/, priced here.
  */
 
 export interface ModelPrice {

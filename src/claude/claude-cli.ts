@@ -3,7 +3,7 @@ import fs from "node:fs/promises";
 import { buildChildEnv } from "../process/child-env.js";
 import { buildClaudeArgs, SESSION_ID } from "./claude-args.js";
 import { resolveClaudePath } from "./claude-path.js";
-import { CLAUDE_MODEL_ENV, claudeModelAccess } from "./model-endpoint.js";
+import { ANTHROPIC_MODEL_ENV, anthropicModelAccess } from "../providers/anthropic/endpoint.js";
 import { classifyOutcome, earlyStop } from "./classify-outcome.js";
 import { createDialectCli } from "../agent-cli/cli-adapter.js";
 import type { CliDialect, CliRunOptions } from "../agent-cli/cli-dialect.js";
@@ -51,7 +51,7 @@ export const claudeDialect: CliDialect<StreamMessage, RunEvidence> = {
     // a comment names is the model asked for (test/e2e/session-controls.test.ts watches it).
     CLAUDE_CODE_DISABLE_LEGACY_MODEL_REMAP: "1",
   }),
-  modelAccess: (base) => ({ ...claudeModelAccess(base), remove: CLAUDE_MODEL_ENV }),
+  modelAccess: (base) => ({ ...anthropicModelAccess(base), remove: ANTHROPIC_MODEL_ENV }),
   parser: (maxLineBytes) => new StreamParser(maxLineBytes),
   newState: newEvidence,
   // A resumed session's totals so far: 2.1.332 adds them to the run's in its result line.

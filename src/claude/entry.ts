@@ -2,7 +2,7 @@
 import type { AgentCli } from "../agent-cli/agent-cli.js";
 import { lookupClaudePath } from "./claude-path.js";
 import { CLAUDE_ENV_PREFIXES, createClaudeCli } from "./claude-cli.js";
-import { CLAUDE_SECRET_ENV } from "./model-endpoint.js";
+import { ANTHROPIC_SECRET_ENV } from "../providers/anthropic/endpoint.js";
 import { claudeLayout } from "./session-files.js";
 
 export const claudeCli: AgentCli = {
@@ -11,7 +11,7 @@ export const claudeCli: AgentCli = {
   api: { name: "Claude API", credentials: "`ANTHROPIC_API_KEY` (or other Claude credentials)" },
   defaultModel: "claude-sonnet-4-5",
   pathEnv: "TETHER_CLAUDE_PATH",
-  secretEnv: CLAUDE_SECRET_ENV,
+  secretEnv: ANTHROPIC_SECRET_ENV,
   // A proxy's credentials, one `Name: value` a line: the values are secret, the names are not.
   secretValues(env) {
     const out: string[] = [];

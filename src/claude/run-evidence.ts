@@ -3,7 +3,7 @@ import { ownResult, type CostBefore } from "./session-cost.js";
 import type { ApiUsage, ResultLine } from "./stream-schema.js";
 import type { StreamMessage } from "./stream-parser.js";
 import { TextBlock, ToolResultBlock, ToolUseBlock } from "./stream-schema.js";
-import { claudeCostUsd } from "./pricing.js";
+import { anthropicCostUsd } from "../providers/anthropic/pricing.js";
 
 /** What the stream has shown so far: the facts the outcome is judged on. */
 export interface RunEvidence {
@@ -198,7 +198,7 @@ function usageSoFar(evidence: RunEvidence): RunEvent {
   for (const { usage, model } of evidence.callUsage.values()) {
     inputTokens += usage.inputTokens + usage.cacheReadTokens + usage.cacheCreationTokens;
     outputTokens += usage.outputTokens;
-    costUsd += claudeCostUsd({ ...usage, webSearches: 0, model: model ?? null });
+    costUsd += anthropicCostUsd({ ...usage, webSearches: 0, model: model ?? null });
   }
   return { type: "usage", inputTokens, outputTokens, costUsd };
 }

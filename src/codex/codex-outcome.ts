@@ -13,7 +13,7 @@ import {
 } from "../agent-cli/outcome.js";
 import type { RunEvent, RunUsage, TokenUsage } from "../agent-cli/runtime-adapter.js";
 import type { CodexMessage, CodexUsage } from "./codex-stream.js";
-import { estimateCostUsd } from "./pricing.js";
+import { estimateCostUsd } from "../providers/openai/pricing.js";
 import type { RolloutFacts } from "./rollout.js";
 
 export interface CodexEvidence {

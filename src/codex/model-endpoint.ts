@@ -1,6 +1,6 @@
 /**
  * How the Codex CLI reaches the OpenAI Responses API, split as Claude's is
- * (src/claude/model-endpoint.ts): Tether keeps `OPENAI_API_KEY` and `OPENAI_BASE_URL`; the
+ * (src/providers/anthropic/endpoint.ts): Tether keeps `OPENAI_API_KEY` and `OPENAI_BASE_URL`; the
  * sandboxed CLI gets a provider pointing at the in-sandbox bridge and a placeholder key, which
  * the egress proxy swaps for the real one on each request.
  */
@@ -8,7 +8,7 @@ import type { DialectModelAccess } from "../agent-cli/cli-dialect.js";
 import type { ModelRoute } from "../sandbox/egress.js";
 import { BRIDGE_URL } from "../sandbox/init-script.js";
 import { OPENAI_RULES } from "./model-call-rules.js";
-import { estimateCostUsd } from "./pricing.js";
+import { estimateCostUsd } from "../providers/openai/pricing.js";
 
 export const CODEX_MODEL_ENV = [
   "OPENAI_API_KEY",

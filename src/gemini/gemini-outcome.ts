@@ -13,7 +13,7 @@ import {
 } from "../agent-cli/outcome.js";
 import type { RunEvent, RunUsage, TokenUsage } from "../agent-cli/runtime-adapter.js";
 import type { GeminiMessage, GeminiResultStats, GeminiStats } from "./gemini-stream.js";
-import { estimateCostUsd, GEMINI_CONTEXT_WINDOW } from "./pricing.js";
+import { estimateCostUsd, GEMINI_CONTEXT_WINDOW } from "../providers/google/pricing.js";
 import type { SessionFacts } from "./session-files.js";
 
 export interface GeminiEvidence {

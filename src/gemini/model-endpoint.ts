@@ -1,6 +1,6 @@
 /**
  * How Gemini CLI reaches the Gemini API, split as Claude's and Codex's are
- * (src/claude/model-endpoint.ts, src/codex/model-endpoint.ts): Tether keeps `GEMINI_API_KEY` and
+ * (src/providers/anthropic/endpoint.ts, src/codex/model-endpoint.ts): Tether keeps `GEMINI_API_KEY` and
  * `GOOGLE_GEMINI_BASE_URL`; the sandboxed CLI gets the in-sandbox bridge as its base URL and a
  * placeholder key, which the egress proxy swaps for the real one (`x-goog-api-key`) on each
  * request.
@@ -9,7 +9,7 @@ import type { DialectModelAccess } from "../agent-cli/cli-dialect.js";
 import type { ModelRoute } from "../sandbox/egress.js";
 import { BRIDGE_URL } from "../sandbox/init-script.js";
 import { GEMINI_RULES } from "./model-call-rules.js";
-import { estimateCostUsd } from "./pricing.js";
+import { estimateCostUsd } from "../providers/google/pricing.js";
 
 /** Taken out of the child's environment: the key, the base URL and the other ways to log in. */
 export const GEMINI_MODEL_ENV = [

@@ -1,6 +1,6 @@
 /** sst's opencode in the registry of agent CLIs (src/cli-registry.ts). */
 import type { AgentCli } from "../agent-cli/agent-cli.js";
-import { CLAUDE_SECRET_ENV } from "../claude/model-endpoint.js";
+import { ANTHROPIC_SECRET_ENV } from "../providers/anthropic/endpoint.js";
 import { createOpencodeCli, OPENCODE_HIDES, resolveOpencodePath } from "./opencode-cli.js";
 import { opencodeLayout } from "./session-db.js";
 
@@ -11,7 +11,7 @@ export const opencodeCli: AgentCli = {
   api: { name: "Claude API", credentials: "`ANTHROPIC_API_KEY`" },
   defaultModel: "claude-sonnet-4-5",
   pathEnv: "TETHER_OPENCODE_PATH",
-  secretEnv: CLAUDE_SECRET_ENV,
+  secretEnv: ANTHROPIC_SECRET_ENV,
   // Its environment builder sets its own switches (opencode-args.ts).
   childEnvPrefixes: [],
   // Hidden on every opencode turn, not only a pull request's: a repository's plugin would run

@@ -1,10 +1,10 @@
 /**
- * How opencode reaches the Anthropic Messages API: as Claude does (src/claude/model-endpoint.ts,
+ * How opencode reaches the Anthropic Messages API: as Claude does (src/providers/anthropic/endpoint.ts,
  * the same upstream, credentials and metering), but its Anthropic provider (the AI SDK's) takes
  * a base URL that ends in `/v1` from ANTHROPIC_BASE_URL, and sends only an `x-api-key`.
  */
 import type { DialectModelAccess } from "../agent-cli/cli-dialect.js";
-import { CLAUDE_MODEL_ENV, claudeModelAccess } from "../claude/model-endpoint.js";
+import { ANTHROPIC_MODEL_ENV, anthropicModelAccess } from "../providers/anthropic/endpoint.js";
 import { BRIDGE_URL } from "../sandbox/init-script.js";
 
 /** The base URL with the API's version path the provider wants. */
@@ -14,7 +14,7 @@ function withV1(url: string): string {
 }
 
 export function opencodeModelAccess(env: Record<string, string | undefined>): DialectModelAccess {
-  const claude = claudeModelAccess(env);
+  const claude = anthropicModelAccess(env);
   const inside: Record<string, string> = { ANTHROPIC_BASE_URL: withV1(BRIDGE_URL) };
   if (claude.inside.ANTHROPIC_API_KEY) inside.ANTHROPIC_API_KEY = claude.inside.ANTHROPIC_API_KEY;
   const outside: Record<string, string> = {};
@@ -24,6 +24,6 @@ export function opencodeModelAccess(env: Record<string, string | undefined>): Di
     endpoint: claude.endpoint,
     inside,
     outside,
-    remove: CLAUDE_MODEL_ENV,
+    remove: ANTHROPIC_MODEL_ENV,
   };
 }

@@ -11,7 +11,7 @@ import {
   type ExitFacts,
   type StopReason,
 } from "../agent-cli/outcome.js";
-import { claudeCostUsd } from "../claude/pricing.js";
+import { anthropicCostUsd } from "../providers/anthropic/pricing.js";
 import type { RunEvent, RunUsage, TokenUsage } from "../agent-cli/runtime-adapter.js";
 import type { OpencodeMessage } from "./opencode-stream.js";
 
@@ -288,7 +288,7 @@ export function opencodeUsage(ev: OpencodeEvidence, wallMs: number): RunUsage {
   const priced =
     ev.cost > 0 || ev.steps === 0
       ? ev.cost
-      : claudeCostUsd({ model: ev.model ?? "", webSearches: 0, ...ev.tokens });
+      : anthropicCostUsd({ model: ev.model ?? "", webSearches: 0, ...ev.tokens });
   return {
     ...ev.tokens,
     costUsd: priced,

@@ -8,7 +8,7 @@
  * A private repository's code could leave in such a URL, or in the MCP connector's requests.
  *
  * Pure: one list of rules per provider (a name and a check each), kept with the CLI that speaks
- * that API (`claude/model-call-rules.ts` for the Messages API, `codex/…` for Responses,
+ * that API (`providers/anthropic/model-call-rules.ts` for the Messages API, `codex/…` for Responses,
  * `gemini/…`), built from the pieces here, so a rule is one row to add or relax (an MCP server
  * Tether serves itself, say). The tool rules allow what the CLI runs itself (a tool with no
  * `type`, or `custom`/`function`; Gemini's `functionDeclarations`) and refuse every other tool

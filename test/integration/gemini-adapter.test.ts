@@ -7,7 +7,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { RunEvent, RunSpec } from "../../src/agent-cli/runtime-adapter.js";
 import { createGeminiCli, resolveGeminiPath } from "../../src/gemini/gemini-cli.js";
 import { GEMINI_PLACEHOLDER } from "../../src/gemini/model-endpoint.js";
-import { estimateCostUsd } from "../../src/gemini/pricing.js";
+import { estimateCostUsd } from "../../src/providers/google/pricing.js";
 import { chatsDir, findSessionFile } from "../../src/gemini/session-files.js";
 import { Sandbox } from "../../src/sandbox/sandbox.js";
 import {

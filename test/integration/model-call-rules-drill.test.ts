@@ -16,7 +16,7 @@ import path from "node:path";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { DialectModelAccess } from "../../src/agent-cli/cli-dialect.js";
-import { claudeModelAccess } from "../../src/claude/model-endpoint.js";
+import { anthropicModelAccess } from "../../src/providers/anthropic/endpoint.js";
 import { codexModelAccess } from "../../src/codex/model-endpoint.js";
 import { geminiModelAccess } from "../../src/gemini/model-endpoint.js";
 import { Sandbox } from "../../src/sandbox/sandbox.js";
@@ -193,7 +193,7 @@ describe(
           says: null,
         },
       ];
-      const access = claudeModelAccess({
+      const access = anthropicModelAccess({
         ANTHROPIC_API_KEY: "sk-ant-drill",
         ANTHROPIC_BASE_URL: anthropic.url,
       });

@@ -5,7 +5,7 @@ import path from "node:path";
 import { pino } from "pino";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { RunEvent, RunSpec } from "../../src/agent-cli/runtime-adapter.js";
-import { PLACEHOLDER } from "../../src/claude/model-endpoint.js";
+import { ANTHROPIC_PLACEHOLDER } from "../../src/providers/anthropic/endpoint.js";
 import { createOpencodeCli } from "../../src/opencode/opencode-cli.js";
 import { opencodeLayout } from "../../src/opencode/session-db.js";
 import { Sandbox } from "../../src/sandbox/sandbox.js";
@@ -245,7 +245,7 @@ describe("opencode adapter, real CLI in the sandbox", { timeout: 300_000 }, () =
     expect(reqs).toHaveLength(3);
     const out = JSON.stringify(reqs[2]!.body?.messages);
     expect(out).toContain("written by the agent");
-    expect(out).toContain(PLACEHOLDER);
+    expect(out).toContain(ANTHROPIC_PLACEHOLDER);
     expect(out).not.toContain(KEY);
     expect(out).not.toContain("ghs_must_not_leak");
     expect(o.usage.numTurns).toBe(3);

@@ -1,6 +1,7 @@
 /**
  * Issue #31: the registry of agent CLIs (src/cli-registry.ts) is the only place in src/ outside
- * the CLIs' own folders (src/<name>/, one per registered CLI) that names a CLI. Everything else
+ * the CLIs' own folders (src/<name>/, one per registered CLI) and the model providers'
+ * (src/providers/, whose models bear the names) that names a CLI. Everything else
  * asks the registry: the config's `cli:` values, the claim's version map, stats and metrics
  * labels, the runner's wiring, the secret and environment lists, the pull request masks. A name
  * in the code elsewhere (an identifier, a string, a file name) is how a third CLI came to be
@@ -102,8 +103,15 @@ function hitsIn(file: string): Hit[] {
   return hits;
 }
 
-describe("only the registry and the CLIs' own folders name a CLI (#31)", () => {
-  const own = new Set(AGENT_CLIS.map((c) => c.name));
+/**
+ * Folders that may use the names although no CLI's: providers/ (#43) holds the model APIs' facts,
+ * and the providers name their models after the words (`claude-opus-4`, `gemini-2.5-pro`) and
+ * take Claude Code's token variable; it imports no CLI's folder (test/repo/layers.test.ts).
+ */
+const PROVIDERS = "providers";
+
+describe("only the registry, the CLIs' own folders and the providers name a CLI (#31)", () => {
+  const own = new Set([...AGENT_CLIS.map((c) => c.name), PROVIDERS]);
   const judged = sources().filter(
     (f) => f !== "cli-registry.ts" && !(f.includes("/") && own.has(f.split("/")[0]!)),
   );
@@ -113,6 +121,7 @@ describe("only the registry and the CLIs' own folders name a CLI (#31)", () => {
     expect(judged).toContain("runner/wiring/start-runner.ts");
     expect(judged).toContain("agent-cli/cli-run.ts");
     expect(judged).not.toContain("claude/claude-cli.ts");
+    expect(judged).not.toContain("providers/anthropic/pricing.ts");
     const sample = 'const a = "claude"; // codex\n/* gemini */ const b = `x${"opencode"}`;';
     expect(withoutComments(sample).match(WORDS)).toEqual(["claude", "opencode"]);
   });

@@ -1,10 +1,11 @@
 /**
  * The floors of src/: imports run downward only. `core/` imports nothing of src/; every other
  * room of src/ (each folder and top-level file, read from the directory, but for app.ts, main.ts
- * and deps.ts, which assemble the top) never imports the runner, intake or the web; intake never imports
- * the runner. Inside the runner, too: wiring/ builds loop/, the loop runs turn/, a turn uses
- * render/, and all of them speak through ports.ts. And the folder map (docs/development.md)
- * names every folder of src/, and only those.
+ * and deps.ts, which assemble the top) never imports the runner, intake or the web; intake never
+ * imports the runner. No CLI's folder imports another's: what two share of a model API is the
+ * provider's (providers/), which imports no CLI. Inside the runner, too: wiring/ builds loop/,
+ * the loop runs turn/, a turn uses render/, and all of them speak through ports.ts. And the
+ * folder map (docs/development.md) names every folder of src/, and only those.
  */
 import fs from "node:fs";
 import path from "node:path";
@@ -41,6 +42,10 @@ const ROOMS = fs
 /** The top: the runner, intake and the web, the two files that assemble them, and deps.ts (what the web is handed). */
 const TOP = new Set([...HIGH, "app.ts", "main.ts", "deps.ts"]);
 const BELOW_RUNNER = ROOMS.filter((r) => !TOP.has(r));
+/** The CLIs' folders: those the registry takes an entry from, so a new CLI is covered. */
+const CLIS = importsOf("cli-registry.ts")
+  .filter((f) => f.endsWith("/entry.js"))
+  .map(room);
 
 describe("the floors of src/", () => {
   const files = sources();
@@ -61,6 +66,17 @@ describe("the floors of src/", () => {
     expect(BELOW_RUNNER).toEqual(expect.arrayContaining(["gemini", "opencode", "review", "sql"]));
     const up = edges.filter((e) => BELOW_RUNNER.includes(room(e.from)) && HIGH.has(room(e.to)));
     expect(up).toEqual([]);
+  });
+
+  it("no CLI's folder imports another's, and providers/ (what they share) imports none", () => {
+    expect(CLIS).toEqual(expect.arrayContaining(["claude", "codex", "gemini", "opencode"]));
+    const across = edges.filter(
+      (e) =>
+        CLIS.includes(room(e.to)) &&
+        room(e.from) !== room(e.to) &&
+        (CLIS.includes(room(e.from)) || room(e.from) === "providers"),
+    );
+    expect(across).toEqual([]);
   });
 
   it("intake does not import the runner", () => {

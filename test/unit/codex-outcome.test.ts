@@ -10,7 +10,7 @@ import {
   observeCodex,
 } from "../../src/codex/codex-outcome.js";
 import { CodexStreamParser } from "../../src/codex/codex-stream.js";
-import { estimateCostUsd, priceOf } from "../../src/codex/pricing.js";
+import { estimateCostUsd, priceOf } from "../../src/providers/openai/pricing.js";
 
 /*
  * The Codex verdicts against the output the real CLI printed (docs/codex-cli-facts/fixtures):

@@ -21,7 +21,7 @@ import {
   type GeminiEvidence,
 } from "../../src/gemini/gemini-outcome.js";
 import { GeminiStreamParser, parseGeminiLine } from "../../src/gemini/gemini-stream.js";
-import { estimateCostUsd, priceOf } from "../../src/gemini/pricing.js";
+import { estimateCostUsd, priceOf } from "../../src/providers/google/pricing.js";
 import { ResponseMeter, type MeteredUsage } from "../../src/sandbox/model-meter.js";
 import { geminiLayout } from "../../src/gemini/session-layout.js";
 

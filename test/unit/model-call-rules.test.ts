@@ -5,7 +5,10 @@
  * CLI 0.61.0); the refused ones are what an agent could post with curl.
  */
 import { describe, expect, it } from "vitest";
-import { ANTHROPIC_BETAS, ANTHROPIC_RULES } from "../../src/claude/model-call-rules.js";
+import {
+  ANTHROPIC_BETAS,
+  ANTHROPIC_RULES,
+} from "../../src/providers/anthropic/model-call-rules.js";
 import { OPENAI_RULES } from "../../src/codex/model-call-rules.js";
 import { GEMINI_RULES } from "../../src/gemini/model-call-rules.js";
 import {

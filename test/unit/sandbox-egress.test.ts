@@ -9,9 +9,9 @@ import net, { type AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CLAUDE_ROUTES } from "../../src/claude/model-endpoint.js";
+import { ANTHROPIC_ROUTES } from "../../src/providers/anthropic/endpoint.js";
 import { createLogger } from "../../src/log.js";
-import { ANTHROPIC_RULES } from "../../src/claude/model-call-rules.js";
+import { ANTHROPIC_RULES } from "../../src/providers/anthropic/model-call-rules.js";
 import {
   hostAllowed,
   isForbiddenAddress,
@@ -161,7 +161,7 @@ async function egress(over: Partial<EgressOptions> = {}): Promise<Egress> {
       upstream: new URL(`http://127.0.0.1:${upstreamPort}/gateway/`),
       headers: { "x-api-key": "sk-ant-REAL-key", "anthropic-beta": "from-operator" },
       strip: ["x-api-key", "authorization"],
-      routes: CLAUDE_ROUTES,
+      routes: ANTHROPIC_ROUTES,
       rules: ANTHROPIC_RULES,
     },
     network: { kind: "model-only" },
@@ -271,7 +271,7 @@ describe("the egress proxy", () => {
         upstream: new URL(`http://127.0.0.1:${dead}`),
         headers: {},
         strip: [],
-        routes: CLAUDE_ROUTES,
+        routes: ANTHROPIC_ROUTES,
         rules: ANTHROPIC_RULES,
       },
     });

@@ -10,12 +10,12 @@ import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { claudeCostUsd, claudePriceOf } from "../../src/claude/pricing.js";
-import { CLAUDE_ROUTES, claudeModelAccess } from "../../src/claude/model-endpoint.js";
+import { anthropicCostUsd, anthropicPriceOf } from "../../src/providers/anthropic/pricing.js";
+import { ANTHROPIC_ROUTES, anthropicModelAccess } from "../../src/providers/anthropic/endpoint.js";
 import { CODEX_ROUTES } from "../../src/codex/model-endpoint.js";
-import { estimateCostUsd } from "../../src/codex/pricing.js";
+import { estimateCostUsd } from "../../src/providers/openai/pricing.js";
 import { createLogger } from "../../src/log.js";
-import { ANTHROPIC_RULES } from "../../src/claude/model-call-rules.js";
+import { ANTHROPIC_RULES } from "../../src/providers/anthropic/model-call-rules.js";
 import { OPENAI_RULES } from "../../src/codex/model-call-rules.js";
 import { startEgress, type Egress, type EgressOptions } from "../../src/sandbox/egress.js";
 
@@ -68,11 +68,11 @@ function proxy(api: "anthropic" | "openai", over: Partial<EgressOptions> = {}): 
       upstream: base,
       headers: {},
       strip: [],
-      routes: api === "anthropic" ? CLAUDE_ROUTES : CODEX_ROUTES,
+      routes: api === "anthropic" ? ANTHROPIC_ROUTES : CODEX_ROUTES,
       rules: api === "anthropic" ? ANTHROPIC_RULES : OPENAI_RULES,
       meter:
         api === "anthropic"
-          ? { api, costUsd: claudeCostUsd }
+          ? { api, costUsd: anthropicCostUsd }
           : { api, costUsd: (u) => estimateCostUsd(u.model, u) },
     },
     network: { kind: "model-only" },
@@ -215,8 +215,8 @@ describe("metering", () => {
   });
 
   it("a model no table knows is counted at the dearest price; the request's model when the answer names none", async () => {
-    expect(claudePriceOf("claude-made-up-9")).toEqual({ input: 15, output: 75 });
-    expect(claudePriceOf("claude-opus-4-8[1m]")).toEqual({ input: 5, output: 25 });
+    expect(anthropicPriceOf("claude-made-up-9")).toEqual({ input: 15, output: 75 });
+    expect(anthropicPriceOf("claude-opus-4-8[1m]")).toEqual({ input: 5, output: 25 });
     answer = {
       type: "application/json",
       chunks: [JSON.stringify({ usage: { input_tokens: 1_000_000, output_tokens: 0 } })],
@@ -457,9 +457,9 @@ describe("body rules (#38)", () => {
         upstream: base,
         headers: {},
         strip: [],
-        routes: CLAUDE_ROUTES,
+        routes: ANTHROPIC_ROUTES,
         rules: ANTHROPIC_RULES,
-        meter: { api: "anthropic", costUsd: claudeModelAccess({}).endpoint.meter!.costUsd },
+        meter: { api: "anthropic", costUsd: anthropicModelAccess({}).endpoint.meter!.costUsd },
       },
     });
     try {

@@ -12,7 +12,7 @@ import {
   obj,
   toolTypes,
   type ModelCallRules,
-} from "../sandbox/model-call-rules.js";
+} from "../../sandbox/model-call-rules.js";
 
 /**
  * The `anthropic-beta` values the pinned CLIs send, recorded against the fake Messages API:

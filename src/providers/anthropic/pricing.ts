@@ -9,9 +9,9 @@
  * A model this table does not know is priced as the dearest one, so that an agent cannot spend
  * cheaply in the count by naming a model Tether has not heard of.
  */
-import type { MeteredUsage } from "../sandbox/model-meter.js";
+import type { MeteredUsage } from "../../sandbox/model-meter.js";
 
-export interface ClaudePrice {
+export interface AnthropicPrice {
   /** USD per million input tokens. */
   input: number;
   /** USD per million output tokens. */
@@ -19,7 +19,7 @@ export interface ClaudePrice {
 }
 
 /** Longest matching prefix wins. */
-export const CLAUDE_PRICES: ReadonlyArray<[prefix: string, price: ClaudePrice]> = [
+export const ANTHROPIC_PRICES: ReadonlyArray<[prefix: string, price: AnthropicPrice]> = [
   ["claude-opus-4-0", { input: 15, output: 75 }],
   ["claude-opus-4-1", { input: 15, output: 75 }],
   ["claude-opus-4-2025", { input: 15, output: 75 }],
@@ -34,24 +34,24 @@ export const CLAUDE_PRICES: ReadonlyArray<[prefix: string, price: ClaudePrice]> 
 ];
 
 /** The dearest price in the table: what an unknown model is counted at. */
-export const UNKNOWN_MODEL_PRICE: ClaudePrice = { input: 15, output: 75 };
+export const UNKNOWN_MODEL_PRICE: AnthropicPrice = { input: 15, output: 75 };
 
 export const CACHE_READ_FACTOR = 0.1;
 export const CACHE_WRITE_FACTOR = 1.25;
 
-export function claudePriceOf(model: string | null | undefined): ClaudePrice {
+export function anthropicPriceOf(model: string | null | undefined): AnthropicPrice {
   // The CLI names a model's 1M-context variant `model[1m]`; the API is sent the model.
   const name = (model ?? "").toLowerCase().replace(/\[.*\]$/, "");
-  let best: [string, ClaudePrice] | undefined;
-  for (const row of CLAUDE_PRICES) {
+  let best: [string, AnthropicPrice] | undefined;
+  for (const row of ANTHROPIC_PRICES) {
     if (name.startsWith(row[0]) && (!best || row[0].length > best[0].length)) best = row;
   }
   return best?.[1] ?? UNKNOWN_MODEL_PRICE;
 }
 
 /** USD for one call's usage. */
-export function claudeCostUsd(u: MeteredUsage): number {
-  const p = claudePriceOf(u.model);
+export function anthropicCostUsd(u: MeteredUsage): number {
+  const p = anthropicPriceOf(u.model);
   return (
     (u.inputTokens * p.input +
       u.cacheCreationTokens * p.input * CACHE_WRITE_FACTOR +

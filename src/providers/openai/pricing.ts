@@ -6,11 +6,11 @@
  * dashboard and the answer's footer show them as such.
  */
 
-import * as prices from "../agent-cli/price-table.js";
-import type { ModelPrice, PriceTable, TurnTokens } from "../agent-cli/price-table.js";
+import * as prices from "../../agent-cli/price-table.js";
+import type { ModelPrice, PriceTable, TurnTokens } from "../../agent-cli/price-table.js";
 
 /** Longest matching prefix wins. */
-export const CODEX_PRICES: PriceTable = [
+export const OPENAI_PRICES: PriceTable = [
   ["gpt-5-nano", { input: 0.05, cachedInput: 0.005, output: 0.4 }],
   ["gpt-5-mini", { input: 0.25, cachedInput: 0.025, output: 2 }],
   ["gpt-5.1-codex-mini", { input: 0.25, cachedInput: 0.025, output: 2 }],
@@ -27,7 +27,7 @@ export const CODEX_PRICES: PriceTable = [
 export const FALLBACK_PRICE: ModelPrice = { input: 1.25, cachedInput: 0.125, output: 10 };
 
 export function priceOf(model: string | null | undefined): ModelPrice {
-  return prices.priceIn(CODEX_PRICES, FALLBACK_PRICE, model);
+  return prices.priceIn(OPENAI_PRICES, FALLBACK_PRICE, model);
 }
 
 /** USD for a turn's tokens. Cache writes are billed as ordinary input (OpenAI charges no premium). */

@@ -6,8 +6,8 @@
  * this estimate ignores). A model missing here is priced as its family, else as Pro.
  */
 
-import * as prices from "../agent-cli/price-table.js";
-import type { ModelPrice, PriceTable, TurnTokens } from "../agent-cli/price-table.js";
+import * as prices from "../../agent-cli/price-table.js";
+import type { ModelPrice, PriceTable, TurnTokens } from "../../agent-cli/price-table.js";
 
 /** Longest matching prefix wins. */
 export const GEMINI_PRICES: PriceTable = [
