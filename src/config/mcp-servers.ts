@@ -3,7 +3,7 @@
  * `mcpServers` shape Claude Code and Cursor read (`command`/`args`/`env` for a stdio server,
  * `type: "http"` with `url`/`headers` for a remote one). Checked once at start (env.ts), so a
  * bad file stops the process with words naming the entry and the field. A repository only
- * picks servers by name (`agents.<name>.mcpServers` in .github/tether.yml, repo-config.ts): it
+ * picks servers by name (`agents.<name>.mcpServers` in .github/tether.yml, agent-config.ts): it
  * never names a command, a URL or a secret.
  *
  * Where each runs, and why no credential of theirs enters the agent's sandbox, is in

@@ -1,7 +1,7 @@
 /** Rolls the rows of every section up into the Stats shape: sums, averages, rates, savings. */
 import { REASON_CODES } from "../../core/resume-decision.js";
 import { OUTCOMES } from "../../core/task.js";
-import { changesFigures, type ChangeRow } from "./changes.js";
+import { changesFigures, type ChangeRow } from "./turns/changes.js";
 import {
   MAX_REPO_ROWS,
   PENDING,
@@ -13,14 +13,14 @@ import {
   type Stats,
   type TurnCostProfile,
 } from "./figures.js";
-import type { RefusedRow, RepoAggRow } from "./repos.js";
-import { NO_MOVES } from "./sessions.js";
-import { triggerFigures, type TriggerRow } from "./triggers.js";
-import { ciLoopFigures, type CiLoopRow } from "./ci-loops.js";
-import type { ReviewFigures } from "./reviews.js";
-import { githubRequestFigures, type GithubRequestRow } from "./github-requests.js";
+import type { RefusedRow, RepoAggRow } from "./turns/repos.js";
+import { NO_MOVES } from "./turns/sessions.js";
+import { triggerFigures, type TriggerRow } from "./turns/triggers.js";
+import { ciLoopFigures, type CiLoopRow } from "./effects/ci-loops.js";
+import type { ReviewFigures } from "./effects/reviews.js";
+import { githubRequestFigures, type GithubRequestRow } from "./effects/github-requests.js";
 import type { ScheduleStatRow } from "./schedules.js";
-import type { HourRow } from "./turns.js";
+import type { HourRow } from "./turns/by-hour.js";
 import type { StatsWindow } from "./window.js";
 
 /** Sums of one class of turns, before averaging. */

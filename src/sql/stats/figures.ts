@@ -1,10 +1,10 @@
 /** What /api/stats returns: the Stats shape and its parts, reason and outcome words, bounds. */
 import { z } from "zod";
-import type { ReviewFigures } from "./reviews.js";
+import type { ReviewFigures } from "./effects/reviews.js";
 import { REASON_CODES } from "../../core/resume-decision.js";
 import { OUTCOMES } from "../../core/task.js";
 import type { StatsBucket, StatsRange } from "./window.js";
-import type { CiLoopFigures } from "./ci-loops.js";
+import type { CiLoopFigures } from "./effects/ci-loops.js";
 import type { ScheduleStatRow } from "./schedules.js";
 
 export { REASON_CODES, OUTCOMES };
@@ -212,8 +212,8 @@ export interface Stats {
 }
 
 /** Publishes of turns that finished in the window. */
-export type { RequestTurnKind, TurnRequestFigures } from "./github-requests.js";
-import type { RequestTurnKind, TurnRequestFigures } from "./github-requests.js";
+export type { RequestTurnKind, TurnRequestFigures } from "./effects/github-requests.js";
+import type { RequestTurnKind, TurnRequestFigures } from "./effects/github-requests.js";
 
 export interface ChangesFigures {
   /** Turns whose changes were pushed. */

@@ -1,21 +1,21 @@
 /** The reads: every figure of /api/stats (readStats), and the /metrics gauges' queue figures. */
 import type { Pool } from "../../db/pool.js";
 import { assemble, type StatsClis } from "./assemble.js";
-import { changeRows } from "./changes.js";
+import { changeRows } from "./turns/changes.js";
 import { LATEST_TASKS, type QueueFigures, type Stats } from "./figures.js";
-import { latestTasks } from "./latest.js";
-import { queueFigures } from "./queue.js";
-import { refusedRows, repoRows } from "./repos.js";
-import { runnerRows } from "./runners.js";
+import { latestTasks } from "./live/latest.js";
+import { queueFigures } from "./live/queue.js";
+import { refusedRows, repoRows } from "./turns/repos.js";
+import { runnerRows } from "./live/runners.js";
 import { scheduleRows } from "./schedules.js";
 import { DEFAULT_STATS_TIMEOUT_MS, inSnapshot } from "./snapshot.js";
-import { sessionMoves } from "./sessions.js";
-import { triggerRows } from "./triggers.js";
-import { reviewFigures } from "./reviews.js";
-import { mcpToolCalls } from "./mcp.js";
-import { ciLoopRows } from "./ci-loops.js";
-import { githubRequestRows } from "./github-requests.js";
-import { hourRows } from "./turns.js";
+import { sessionMoves } from "./turns/sessions.js";
+import { triggerRows } from "./turns/triggers.js";
+import { reviewFigures } from "./effects/reviews.js";
+import { mcpToolCalls } from "./effects/mcp.js";
+import { ciLoopRows } from "./effects/ci-loops.js";
+import { githubRequestRows } from "./effects/github-requests.js";
+import { hourRows } from "./turns/by-hour.js";
 import { statsWindow, type StatsRange } from "./window.js";
 
 /**

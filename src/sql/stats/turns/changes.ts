@@ -1,7 +1,7 @@
 /** What became of the agents' changes: publishes by result and reason. */
-import type { PoolClient } from "../../db/pool.js";
-import { UNKNOWN_REASON, type ChangesFigures } from "./figures.js";
-import type { StatsWindow } from "./window.js";
+import type { PoolClient } from "../../../db/pool.js";
+import { UNKNOWN_REASON, type ChangesFigures } from "../figures.js";
+import type { StatsWindow } from "../window.js";
 
 /** Publishes by result and reason, of turns that finished in the window (tasks_publish index). */
 export interface ChangeRow {

@@ -1,6 +1,6 @@
 /** The window's turns by chart bucket, reason, outcome and CLI, from the hourly roll-up. */
-import type { PoolClient } from "../../db/pool.js";
-import { BUCKET_MS, type StatsWindow } from "./window.js";
+import type { PoolClient } from "../../../db/pool.js";
+import { BUCKET_MS, type StatsWindow } from "../window.js";
 
 /** Turn sums for one bucket and one (follow-up, resumed, reason, outcome) combination. */
 export interface HourRow {

@@ -1,6 +1,6 @@
 /** The per-repository table: turns, spend and refusals per (repository, agent). */
-import type { PoolClient } from "../../db/pool.js";
-import type { StatsWindow } from "./window.js";
+import type { PoolClient } from "../../../db/pool.js";
+import type { StatsWindow } from "../window.js";
 
 /** Turn sums for one (repository, agent). */
 export interface RepoAggRow {

@@ -1,6 +1,6 @@
 /** Reviews the agents posted on pull requests (docs/how-a-turn-runs.md, "Reviews on lines"). */
-import type { PoolClient } from "../../db/pool.js";
-import type { StatsWindow } from "./window.js";
+import type { PoolClient } from "../../../db/pool.js";
+import type { StatsWindow } from "../window.js";
 
 export interface ReviewFigures {
   /** Reviews posted, one per pull request turn whose agent commented on lines. */

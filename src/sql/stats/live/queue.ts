@@ -2,8 +2,8 @@
  * Queue health: depth, the oldest queued task, running tasks, live runners, pending answers, and
  * tasks waiting for a GitHub rate limit's reset.
  */
-import type { PoolClient } from "../../db/pool.js";
-import { RUNNER_ALIVE_MS, type QueueFigures } from "./figures.js";
+import type { PoolClient } from "../../../db/pool.js";
+import { RUNNER_ALIVE_MS, type QueueFigures } from "../figures.js";
 
 export async function queueFigures(c: PoolClient, now: Date): Promise<QueueFigures> {
   // Scalar subqueries so each one uses its own partial index (tasks_queue,

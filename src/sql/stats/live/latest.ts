@@ -1,6 +1,6 @@
 /** The latest tasks list, each with links to its trigger and its answer. */
-import type { PoolClient } from "../../db/pool.js";
-import type { LatestTask } from "./figures.js";
+import type { PoolClient } from "../../../db/pool.js";
+import type { LatestTask } from "../figures.js";
 
 export async function latestTasks(c: PoolClient, limit: number): Promise<LatestTask[]> {
   const { rows } = await c.query<{

@@ -1,6 +1,6 @@
 /** Tool calls to the operator's MCP servers (#39; docs/operations.md "MCP servers"). */
-import type { PoolClient } from "../../db/pool.js";
-import type { StatsWindow } from "./window.js";
+import type { PoolClient } from "../../../db/pool.js";
+import type { StatsWindow } from "../window.js";
 
 /**
  * Tool calls by server, of tasks queued in the window: the sum of each server's count in

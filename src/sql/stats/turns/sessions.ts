@@ -1,7 +1,7 @@
 /** How the window's turns got their session: moved across runtimes, restored, compacted. */
-import type { PoolClient } from "../../db/pool.js";
-import type { SessionMoves } from "./figures.js";
-import type { StatsWindow } from "./window.js";
+import type { PoolClient } from "../../../db/pool.js";
+import type { SessionMoves } from "../figures.js";
+import type { StatsWindow } from "../window.js";
 
 export const NO_MOVES: SessionMoves = {
   resumedAcross: 0,

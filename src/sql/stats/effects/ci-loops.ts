@@ -1,6 +1,6 @@
 /** CI loops (docs/how-a-turn-runs.md "Triggers beyond a mention"): the runs of automatic CI turns, by how they ended. */
-import type { PoolClient } from "../../db/pool.js";
-import type { StatsWindow } from "./window.js";
+import type { PoolClient } from "../../../db/pool.js";
+import type { StatsWindow } from "../window.js";
 
 /** How a loop ends: `open` while it runs; then `green`, `stopped` (ci.maxAttempts) or `limit`. */
 export const CI_LOOP_STATES = ["open", "green", "stopped", "limit"] as const;

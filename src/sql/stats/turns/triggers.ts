@@ -1,7 +1,7 @@
 /** Turns by what started them (README "Talking to Tether"): comment, review, label, assignment, CI. */
-import type { PoolClient } from "../../db/pool.js";
-import { TRIGGERS } from "../../core/task.js";
-import type { StatsWindow } from "./window.js";
+import type { PoolClient } from "../../../db/pool.js";
+import { TRIGGERS } from "../../../core/task.js";
+import type { StatsWindow } from "../window.js";
 
 export interface TriggerRow {
   trigger: string;

@@ -1,6 +1,6 @@
 /** The runners: each runtime's heartbeat, version, sandbox and running tasks. */
-import type { PoolClient } from "../../db/pool.js";
-import { RUNNER_ALIVE_MS, type RunnerRow } from "./figures.js";
+import type { PoolClient } from "../../../db/pool.js";
+import { RUNNER_ALIVE_MS, type RunnerRow } from "../figures.js";
 
 export async function runnerRows(c: PoolClient, now: Date): Promise<RunnerRow[]> {
   const { rows } = await c.query<{

@@ -3,8 +3,8 @@
  * a follow-up, and a turn that published its changes (whether first or follow-up). From the
  * count each task keeps (tasks.github_requests, src/github/request-count.ts).
  */
-import type { PoolClient } from "../../db/pool.js";
-import type { StatsWindow } from "./window.js";
+import type { PoolClient } from "../../../db/pool.js";
+import type { StatsWindow } from "../window.js";
 
 export const REQUEST_TURN_KINDS = ["first", "followUp", "publishing"] as const;
 export type RequestTurnKind = (typeof REQUEST_TURN_KINDS)[number];
