@@ -1,15 +1,18 @@
 /**
  * What Tether knows of one agent CLI, beyond its run (the CliDialect, cli-dialect.ts): one
- * object per CLI, in its own folder (`src/<cli>/entry.ts`), listed in src/cli-registry.ts. The
- * config's `cli:` values, the claim's version map, the stats and metrics labels, the runner's
+ * object per CLI, in its own folder (`src/<cli>/entry.ts`, made with defineCli below, which fills
+ * in what the entry leaves out), listed in src/cli-registry.ts. The config's `cli:` values, the claim's version map, the stats and metrics labels, the runner's
  * wiring, the secret and environment lists and the pull request masks are all read from these
  * entries, so nothing outside a CLI's folder and the registry names a CLI.
  */
+import type { CliAbilities } from "../core/cli-abilities.js";
 import type { Logger } from "../log.js";
+import type { CliRunOptions } from "./cli-dialect.js";
 import type { CliAdapter } from "./runtime-adapter.js";
 import type { TranscriptLayout } from "./session-layout.js";
 
-export interface AgentCli {
+/** A CLI's entry: what it can do (CliAbilities, the one statement of it), and what it is. */
+export interface AgentCli extends CliAbilities {
   /** The config's `cli:` value, the sessions table's `cli`, the label in stats and metrics. */
   readonly name: string;
   /** In sentences: "Claude CLI". */
@@ -39,32 +42,53 @@ export interface AgentCli {
   readonly layout: TranscriptLayout;
   /** The directory in the runner's HOME where the CLI keeps its own state (the runtime id hashes it). */
   readonly homeStore: string;
-  /** A resumed run's prompt that compacts the session; null: the CLI cannot compact on request. */
-  readonly compactPrompt: string | null;
-  /** Whether a session can be resumed at an earlier message (a rewind past an edited comment). */
-  readonly rewinds: boolean;
-  /** Whether a session can be forked into a new one (`/from <agent>`). */
-  readonly forks: boolean;
-  /** Whether the config's tool rules (`allowedTools`, `disallowedTools`, `permissionMode`) apply. */
-  readonly toolRules: boolean;
-  /** Whether its `maxTurns` applies. */
-  readonly turnLimit: boolean;
-  /** Whether a turn can choose its prompt cache's lifetime (`cacheTtl`). */
-  readonly cacheTtl: boolean;
-  /**
-   * Whether the run can show the model images from the thread (issue #39); when not, why (the
-   * footer says it, and no image is fetched for it).
-   */
-  readonly images: true | { readonly why: string };
-  /**
-   * Whether the run can be given the operator's MCP servers (`agents.<name>.mcpServers`); when
-   * not, why (the config check refuses the setting for it).
-   */
-  readonly mcpServers: true | { readonly why: string };
-  /** Whether a turn's cost is Tether's estimate from the tokens (the CLI reports none). */
-  readonly costEstimated: boolean;
   /** Probed when the runner starts (else on its first turn: a runner may never run it). */
   readonly probeAtStart: boolean;
   /** The CLI as a CliAdapter; the binary from `env[pathEnv]`, else the bundled one. */
   create(o: { env: Readonly<Record<string, string | undefined>>; log: Logger }): CliAdapter;
+}
+
+/**
+ * What a CLI is unless its entry says otherwise: a CLI Tether is being taught starts with none of
+ * the abilities it has to be shown to have (compaction, rewinds, forks, tool rules, a turn limit,
+ * a cache lifetime), takes images and MCP servers, reports its own cost, passes none of the
+ * operator's settings, and is probed on its first turn.
+ */
+const DEFAULTS = {
+  childEnvPrefixes: [],
+  compactPrompt: null,
+  rewinds: false,
+  forks: false,
+  toolRules: false,
+  turnLimit: false,
+  cacheTtl: false,
+  images: true,
+  mcpServers: true,
+  costEstimated: false,
+  probeAtStart: false,
+} as const satisfies Partial<AgentCli>;
+
+/** An entry as a CLI's folder writes it: what differs from DEFAULTS, and how to make its adapter. */
+export type CliEntry = Omit<AgentCli, keyof typeof DEFAULTS | "pathEnv" | "homeStore" | "create"> &
+  Partial<Pick<AgentCli, keyof typeof DEFAULTS | "homeStore">> & {
+    /** The binary: the path `env[pathEnv]` names, else the one bundled with Tether. */
+    binary(env: Readonly<Record<string, string | undefined>>): string;
+    /** The CLI as a CliAdapter over that binary. */
+    adapter(o: Pick<CliRunOptions, "path" | "log">): CliAdapter;
+  };
+
+/**
+ * A CLI's entry with the defaults filled in: `pathEnv` is `TETHER_<NAME>_PATH`, `homeStore` is
+ * `.<name>`, and the adapter logs as the CLI's name.
+ */
+export function defineCli(entry: CliEntry): AgentCli {
+  const { binary, adapter, ...own } = entry;
+  return {
+    ...DEFAULTS,
+    pathEnv: `TETHER_${entry.name.toUpperCase()}_PATH`,
+    homeStore: `.${entry.name}`,
+    ...own,
+    create: ({ env, log }) =>
+      adapter({ path: binary(env), log: log.child({ component: entry.name }) }),
+  };
 }

@@ -7,14 +7,14 @@ import type { CliDialect, CliRunOptions, RunConfig } from "./cli-dialect.js";
 import { CliRun } from "./cli-run.js";
 import { allRuns } from "./cli-run-processes.js";
 import { DEFAULT_MAX_LINE_BYTES } from "./line-splitter.js";
-import type { CliAdapter, AgentRun, CliCapabilities, RunSpec } from "./runtime-adapter.js";
+import type { CliAdapter, AgentRun, CliProbe, RunSpec } from "./runtime-adapter.js";
 
 /** An CliAdapter over a dialect. */
 export function createDialectCli<M extends { kind: string }, S>(
   name: string,
   dialect: CliDialect<M, S>,
   opts: CliRunOptions,
-  probe: () => Promise<CliCapabilities>,
+  probe: () => Promise<CliProbe>,
 ): CliAdapter {
   const live = new Set<CliRun<M, S>>();
   const config: RunConfig = {

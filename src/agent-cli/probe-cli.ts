@@ -2,7 +2,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { buildChildEnv } from "../process/child-env.js";
 import { runCommand } from "../process/run-command.js";
-import type { CliCapabilities } from "./runtime-adapter.js";
+import type { CliProbe } from "./runtime-adapter.js";
 
 /** What one probe run printed, and how it ended. */
 export interface ProbeResult {
@@ -60,7 +60,7 @@ export async function probeCli(
     /** The CLI's own settings prefixes (its registry entry's childEnvPrefixes). */
     prefixes?: readonly string[];
   } = {},
-): Promise<CliCapabilities> {
+): Promise<CliProbe> {
   const resolved = resolveOnPath(file, opts.env?.PATH ?? process.env.PATH);
   const key = cacheKey(resolved);
   if (key) {
@@ -68,34 +68,59 @@ export async function probeCli(
     if (hit) return hit;
   }
   const exec = opts.exec ?? defaultExec(opts.env ?? process.env, opts.prefixes ?? []);
-  const probe = (async (): Promise<CliCapabilities> => {
-    const version = await exec(resolved, ["--version"]);
-    if (version.failed) {
-      return {
-        path: resolved,
-        version: null,
-        canResume: false,
-        error: `could not run ${resolved} --version: ${version.error || version.stderr.trim() || "failed"}`,
-      };
-    }
-    const help = await exec(resolved, ["--help"]);
-    const text = `${help.stdout}\n${help.stderr}`;
-    return {
-      path: resolved,
-      version: parseVersion(version.stdout) ?? parseVersion(version.stderr),
-      canResume: offersResume(text),
-      ...(help.failed
-        ? { error: `could not run ${resolved} --help: ${help.error || "failed"}` }
-        : {}),
-    };
-  })();
+  const probe = probeVersionAndHelp(resolved, (args) => exec(resolved, args), {
+    args: ["--help"],
+    resumes: (help) => offersResume(`${help.stdout}\n${help.stderr}`),
+  });
   if (key) cache.set(key, probe);
   const caps = await probe;
   if (key && caps.error) cache.delete(key);
   return caps;
 }
 
-const cache = new Map<string, Promise<CliCapabilities>>();
+const cache = new Map<string, Promise<CliProbe>>();
+
+/**
+ * Every CLI's probe: `<file> --version`, then its help command (`help.args`); the version, and
+ * whether the help offers a resume (`help.resumes`). A failure says which command failed.
+ */
+export async function probeVersionAndHelp(
+  file: string,
+  run: (args: string[]) => Promise<ProbeResult>,
+  help: { args: string[]; resumes: (printed: ProbeResult) => boolean },
+): Promise<CliProbe> {
+  const version = await run(["--version"]);
+  if (version.failed) {
+    return {
+      path: file,
+      version: null,
+      canResume: false,
+      error: `could not run ${file} --version: ${version.error || version.stderr.trim() || "failed"}`,
+    };
+  }
+  const helped = await run(help.args);
+  return {
+    path: file,
+    version: parseVersion(version.stdout) ?? parseVersion(version.stderr),
+    canResume: help.resumes(helped),
+    ...(helped.failed
+      ? { error: `could not run ${file} ${help.args.join(" ")}: ${helped.error || "failed"}` }
+      : {}),
+  };
+}
+
+/**
+ * A probe asked once and its answer kept, for a CLI's adapter; a failed one is asked again at the
+ * next call (the binary may be installed by then).
+ */
+export function probeOnce(probe: () => Promise<CliProbe>): () => Promise<CliProbe> {
+  let kept: Promise<CliProbe> | undefined;
+  return () =>
+    (kept ??= probe().then((c) => {
+      if (c.error) kept = undefined;
+      return c;
+    }));
+}
 
 /** Forget every cached probe (tests). */
 export function clearProbeCache(): void {

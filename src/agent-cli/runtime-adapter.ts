@@ -106,8 +106,12 @@ export const RunSettings = z.object({
 });
 export type RunSettings = z.infer<typeof RunSettings>;
 
-/** What a binary can do, learned by running it (`--version`, `--help`). */
-export interface CliCapabilities {
+/**
+ * What running the binary (`--version`, `--help`) tells: which one and which version it is, and
+ * the one ability learned this way rather than stated in the CLI's entry (CliAbilities,
+ * core/cli-abilities.ts): whether it resumes a session.
+ */
+export interface CliProbe {
   /** The binary that was probed (after PATH lookup). */
   path: string;
   /** e.g. "2.1.197"; null when the binary did not say. */
@@ -345,7 +349,7 @@ export interface CliAdapter {
   /** The binary it runs. */
   readonly path: string;
   /** Version and features of the binary (cached per binary). */
-  probe(): Promise<CliCapabilities>;
+  probe(): Promise<CliProbe>;
   /** Start a run. Never throws; problems end up in the outcome. */
   start(spec: RunSpec): AgentRun;
   /** Runs still going. */

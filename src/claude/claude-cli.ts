@@ -9,7 +9,7 @@ import { createDialectCli } from "../agent-cli/cli-adapter.js";
 import type { CliDialect, CliRunOptions } from "../agent-cli/cli-dialect.js";
 import { probeCli } from "../agent-cli/probe-cli.js";
 import { newEvidence, observe, type RunEvidence } from "./run-evidence.js";
-import type { CliAdapter, CliCapabilities, RunSettings } from "../agent-cli/runtime-adapter.js";
+import type { CliAdapter, CliProbe, RunSettings } from "../agent-cli/runtime-adapter.js";
 import { StreamParser, type StreamMessage } from "./stream-parser.js";
 import { summarizeUsage } from "./usage.js";
 import { readCostBefore } from "./session-cost.js";
@@ -102,7 +102,7 @@ export function createClaudeCli(opts: ClaudeCliOptions = {}): CliAdapter {
     "claude-code",
     claudeDialect,
     { ...opts, path, baseEnv },
-    (): Promise<CliCapabilities> => probeCli(path, { env: baseEnv, prefixes: CLAUDE_ENV_PREFIXES }),
+    (): Promise<CliProbe> => probeCli(path, { env: baseEnv, prefixes: CLAUDE_ENV_PREFIXES }),
   );
 }
 

@@ -1,16 +1,15 @@
-/** Claude Code in the registry of agent CLIs (src/cli-registry.ts). */
-import type { AgentCli } from "../agent-cli/agent-cli.js";
-import { lookupClaudePath } from "./claude-path.js";
+/** Claude Code in the registry of agent CLIs (src/cli-registry.ts): what differs from defineCli's defaults. */
+import { defineCli } from "../agent-cli/agent-cli.js";
+import { resolveClaudePath } from "./claude-path.js";
 import { CLAUDE_ENV_PREFIXES, createClaudeCli } from "./claude-cli.js";
 import { ANTHROPIC_SECRET_ENV } from "../providers/anthropic/endpoint.js";
 import { claudeLayout } from "./session-files.js";
 
-export const claudeCli: AgentCli = {
+export const claudeCli = defineCli({
   name: "claude",
   label: "Claude CLI",
   api: { name: "Claude API", credentials: "`ANTHROPIC_API_KEY` (or other Claude credentials)" },
   defaultModel: "claude-sonnet-4-5",
-  pathEnv: "TETHER_CLAUDE_PATH",
   secretEnv: ANTHROPIC_SECRET_ENV,
   // A proxy's credentials, one `Name: value` a line: the values are secret, the names are not.
   secretValues(env) {
@@ -26,7 +25,6 @@ export const claudeCli: AgentCli = {
   // The CLI reads none of these (`--setting-sources ""`, `--strict-mcp-config`); masked anyway.
   controlFiles: [".claude", ".mcp.json", ".claude.json", "CLAUDE.md", "CLAUDE.local.md"],
   layout: claudeLayout,
-  homeStore: ".claude",
   // Claude Code's slash command, seen with 2.1.197 (docs/claude-cli-facts.md).
   compactPrompt: "/compact",
   // `--resume-session-at` (docs/claude-cli-facts.md).
@@ -35,11 +33,9 @@ export const claudeCli: AgentCli = {
   toolRules: true,
   turnLimit: true,
   cacheTtl: true,
-  // A stream-json user message with image blocks on stdin (claude-cli.ts, claudeInput).
-  images: true,
-  mcpServers: true,
-  costEstimated: false,
+  // Images: a stream-json user message with image blocks on stdin (claude-cli.ts, claudeInput).
+  // The default CLI: its binary and store make the runtime id, so it is probed at start.
   probeAtStart: true,
-  create: ({ env, log }) =>
-    createClaudeCli({ path: lookupClaudePath(env).path, log: log.child({ component: "claude" }) }),
-};
+  binary: resolveClaudePath,
+  adapter: createClaudeCli,
+});

@@ -9,8 +9,8 @@ import os from "node:os";
 import path from "node:path";
 import { createDialectCli } from "../agent-cli/cli-adapter.js";
 import type { CliDialect, CliRunOptions } from "../agent-cli/cli-dialect.js";
-import { parseVersion, runProbe } from "../agent-cli/probe-cli.js";
-import type { CliAdapter, CliCapabilities, RunSpec } from "../agent-cli/runtime-adapter.js";
+import { probeOnce, probeVersionAndHelp, runProbe } from "../agent-cli/probe-cli.js";
+import type { CliAdapter, CliProbe, RunSpec } from "../agent-cli/runtime-adapter.js";
 import { buildCodexArgs, buildCodexEnv, CODEX_CATALOG } from "./codex-args.js";
 import {
   classifyCodex,
@@ -121,7 +121,6 @@ export type CodexCliOptions = Partial<CliRunOptions>;
 export function createCodexCli(opts: CodexCliOptions = {}): CliAdapter {
   const file = opts.path ?? resolveCodexPath({ TETHER_CODEX_PATH: process.env.TETHER_CODEX_PATH });
   const baseEnv = opts.baseEnv ?? process.env;
-  let probed: Promise<CliCapabilities> | undefined;
   let catalog: Promise<string | null> | undefined;
   const dialect: typeof codexDialect = {
     ...codexDialect,
@@ -137,13 +136,8 @@ export function createCodexCli(opts: CodexCliOptions = {}): CliAdapter {
       if (text) await fs.promises.writeFile(path.join(dir, CODEX_CATALOG), text);
     },
   };
-  return createDialectCli("codex", dialect, { ...opts, path: file, baseEnv }, () => {
-    probed ??= probeCodex(file, baseEnv).then((c) => {
-      if (c.error) probed = undefined;
-      return c;
-    });
-    return probed;
-  });
+  const probe = probeOnce(() => probeCodex(file, baseEnv));
+  return createDialectCli("codex", dialect, { ...opts, path: file, baseEnv }, probe);
 }
 
 /**
@@ -169,25 +163,12 @@ export async function catalogWithoutToolSearch(
 }
 
 /** `codex --version` ("codex-cli 0.169.0") and whether `codex exec --help` offers `resume`. */
-export async function probeCodex(
+export function probeCodex(
   file: string,
   baseEnv: Record<string, string | undefined>,
-): Promise<CliCapabilities> {
-  const run = (args: string[]) => runProbe(file, args, baseEnv);
-  const version = await run(["--version"]);
-  if (version.failed) {
-    return {
-      path: file,
-      version: null,
-      canResume: false,
-      error: `could not run ${file} --version: ${version.error}`,
-    };
-  }
-  const help = await run(["exec", "--help"]);
-  return {
-    path: file,
-    version: parseVersion(version.stdout),
-    canResume: /^\s+resume\b/m.test(help.stdout),
-    ...(help.failed ? { error: `could not run ${file} exec --help: ${help.error}` } : {}),
-  };
+): Promise<CliProbe> {
+  return probeVersionAndHelp(file, (args) => runProbe(file, args, baseEnv), {
+    args: ["exec", "--help"],
+    resumes: (help) => /^\s+resume\b/m.test(help.stdout),
+  });
 }

@@ -3,7 +3,7 @@
  * how the configured agents resolve (mentions, models, labels, the built-in agent).
  */
 import { CACHE_TTL_SETTINGS, CHANGES_MODES, PLAN_SETTINGS } from "../core/settings.js";
-import { CLI_NAMES, cliOf, DEFAULT_CLI } from "../cli-registry.js";
+import type { ConfigCli, ConfigClis } from "../core/cli-abilities.js";
 import { z } from "zod";
 import { dollars, Login, MENTION_RE, wholeNumber } from "./config-fields.js";
 
@@ -16,13 +16,6 @@ import { dollars, Login, MENTION_RE, wholeNumber } from "./config-fields.js";
 export const DEFAULT_AGENT = "tether";
 /** What addresses the built-in agent. */
 export const DEFAULT_MENTION = `@${DEFAULT_AGENT}`;
-
-/**
- * Model for agents that do not name one: their CLI's (its registry entry's `defaultModel`).
- * Passed explicitly on every run: without `--model` a CLI picked a different model for the first
- * resumed turn than for the fresh one, which missed the prompt cache.
- */
-export const DEFAULT_MODEL = cliOf(DEFAULT_CLI).defaultModel;
 
 const ToolRule = z
   .string()
@@ -67,39 +60,13 @@ export const REVIEW_TRIGGERS = ["changes_requested", "all", "mentions"] as const
 /** A model id: what `model`, `models` and a comment's `/model <name>` may name. */
 export const MODEL_ID = /^[A-Za-z0-9][\w.:[\]-]{0,99}$/;
 
-/** One named agent's configuration. Every field is optional in the file. */
-export const AgentConfig = z.strictObject({
+/** An agent's fields that are the same whichever CLIs are registered. */
+const AgentFields = z.strictObject({
   /**
    * What addresses this agent in a comment: `@` and a GitHub-style name, matched without regard
    * to case. Default: `@<agent name>` (so the default agent answers to `@tether`).
    */
   mention: z.string().regex(MENTION_RE, "must be @ followed by a GitHub-style name").optional(),
-  /**
-   * Which agent CLI runs this agent: a name in the registry of CLIs (src/cli-registry.ts). A
-   * session belongs to its CLI: changing it starts the next turn fresh. Default: the first.
-   */
-  cli: z.enum(CLI_NAMES, `must be ${CLI_NAMES.join(" or ")}`).default(DEFAULT_CLI),
-  /** Model id passed on every turn. Default: the CLI's (its registry entry's `defaultModel`). */
-  model: z.string().regex(MODEL_ID, `must be a model id like ${DEFAULT_MODEL}`).optional(),
-  /**
-   * The models a comment may ask for with `/model <name>` (one turn on another model), besides
-   * `model`. Default: any model id the CLI accepts.
-   */
-  models: z
-    .array(z.string().regex(MODEL_ID, `must be a model id like ${DEFAULT_MODEL}`))
-    .max(50)
-    .optional(),
-  /**
-   * The models the CI loop moves up to after each failed attempt: a CI turn's first attempt runs
-   * on `model`, attempt n+1 on the nth of these (the last one once they run out), resuming the
-   * same session. Each must be one of `models` when those are listed. Default: none (every
-   * attempt on `model`).
-   */
-  escalate: z
-    .array(z.string().regex(MODEL_ID, `must be a model id like ${DEFAULT_MODEL}`))
-    .min(1, "list at least one model, or leave it out")
-    .max(20, "must list at most 20 models")
-    .optional(),
   /** Most agentic turns in one run (for a CLI whose entry has `turnLimit`). Default: 30. */
   maxTurns: wholeNumber(1, 500).default(30),
   /** A run is stopped after this many minutes. Default: 30. */
@@ -216,7 +183,46 @@ export const AgentConfig = z.strictObject({
     .refine((l) => new Set(l).size === l.length, "lists a server twice")
     .default([]),
 });
-export type AgentConfig = Omit<z.output<typeof AgentConfig>, "label"> & {
+
+/**
+ * One named agent's configuration, for the CLIs the registry hands in (src/cli-registry.ts; this
+ * folder sits below the CLIs and never imports it). Every field is optional in the file.
+ */
+export function agentConfigSchema(clis: ConfigClis) {
+  const names = clis.map((c) => c.name) as [string, ...string[]];
+  const modelLike = `must be a model id like ${clis[0].defaultModel}`;
+  const { mention, ...rest } = AgentFields.shape;
+  return z.strictObject({
+    mention,
+    /**
+     * Which agent CLI runs this agent: a name in the registry of CLIs (src/cli-registry.ts). A
+     * session belongs to its CLI: changing it starts the next turn fresh. Default: the first.
+     */
+    cli: z.enum(names, `must be ${names.join(" or ")}`).default(names[0]),
+    /** Model id passed on every turn. Default: the CLI's (its registry entry's `defaultModel`). */
+    model: z.string().regex(MODEL_ID, modelLike).optional(),
+    /**
+     * The models a comment may ask for with `/model <name>` (one turn on another model), besides
+     * `model`. Default: any model id the CLI accepts.
+     */
+    models: z.array(z.string().regex(MODEL_ID, modelLike)).max(50).optional(),
+    /**
+     * The models the CI loop moves up to after each failed attempt: a CI turn's first attempt runs
+     * on `model`, attempt n+1 on the nth of these (the last one once they run out), resuming the
+     * same session. Each must be one of `models` when those are listed. Default: none (every
+     * attempt on `model`).
+     */
+    escalate: z
+      .array(z.string().regex(MODEL_ID, modelLike))
+      .min(1, "list at least one model, or leave it out")
+      .max(20, "must list at most 20 models")
+      .optional(),
+    ...rest,
+  });
+}
+/** An agent as the file states it, its defaults filled in (before resolveAgents). */
+export type AgentInput = z.output<ReturnType<typeof agentConfigSchema>>;
+export type AgentConfig = Omit<AgentInput, "label"> & {
   mention: string;
   model: string;
   /** The label that starts its turn (resolved: the agent's name unless set); null: none. */
@@ -234,8 +240,9 @@ export function setMcpServerNames(names: readonly string[]): void {
 
 /** The checks across a file's agents: how many, their mentions, escalations, tool rules, MCP servers. */
 export function checkAgents(
-  agents: Record<string, z.output<typeof AgentConfig>>,
+  agents: Record<string, AgentInput>,
   ctx: z.core.$RefinementCtx,
+  clis: ConfigClis,
 ): void {
   if (Object.keys(agents).length > 20)
     ctx.addIssue({ code: "custom", path: ["agents"], message: "at most 20 agents" });
@@ -260,7 +267,7 @@ export function checkAgents(
   for (const [name, a] of Object.entries(agents)) {
     // An escalation the agent may not be asked for by `/model` is refused as a comment's would be.
     if (!a.escalate || !a.models) continue;
-    const allowed = new Set([a.model ?? defaultModel(a.cli), ...a.models]);
+    const allowed = new Set([a.model ?? cliIn(clis, a.cli).defaultModel, ...a.models]);
     a.escalate.forEach((m, i) => {
       if (!allowed.has(m))
         ctx.addIssue({
@@ -271,7 +278,7 @@ export function checkAgents(
     });
   }
   for (const [name, a] of Object.entries(agents)) {
-    const cli = cliOf(a.cli);
+    const cli = cliIn(clis, a.cli);
     if (cli.toolRules) continue;
     // Tool rules mean nothing to a CLI without them; silently ignoring them would widen what the
     // agent may do without its author knowing.
@@ -295,7 +302,7 @@ export function checkAgents(
             : `no MCP server is called ${server} (this Tether offers none; its operator sets them in TETHER_MCP_SERVERS)`,
         });
     });
-    const mcp = cliOf(a.cli).mcpServers;
+    const mcp = cliIn(clis, a.cli).mcpServers;
     if (a.mcpServers.length > 0 && mcp !== true)
       ctx.addIssue({
         code: "custom",
@@ -316,9 +323,11 @@ export function defaultAgentOf(agents: Record<string, AgentConfig>): string {
   return byMention?.[0] ?? DEFAULT_AGENT;
 }
 
-/** The model of an agent that names none: its CLI's (the registry entry's `defaultModel`). */
-function defaultModel(cli: string): string {
-  return cliOf(cli).defaultModel;
+/** The CLI of that name (validated by the schema's enum before the checks run). */
+function cliIn(clis: ConfigClis, name: string): ConfigCli {
+  const cli = clis.find((c) => c.name === name);
+  if (!cli) throw new Error(`no agent CLI "${name}" is registered`);
+  return cli;
 }
 
 /**
@@ -327,11 +336,15 @@ function defaultModel(cli: string): string {
  * itself under its own name).
  */
 export function resolveAgents(
-  configured: Record<string, z.output<typeof AgentConfig>>,
+  configured: Record<string, AgentInput>,
+  clis: ConfigClis,
 ): Record<string, AgentConfig> {
   const agents: Record<string, AgentConfig> = {};
-  const withModel = (agent: z.output<typeof AgentConfig>) => agent.model ?? defaultModel(agent.cli);
-  const labelOf = (name: string, agent: z.output<typeof AgentConfig>) =>
+  // Model for agents that do not name one: their CLI's. Passed explicitly on every run: without
+  // `--model` a CLI picked a different model for the first resumed turn than for the fresh one,
+  // which missed the prompt cache.
+  const withModel = (agent: AgentInput) => agent.model ?? cliIn(clis, agent.cli).defaultModel;
+  const labelOf = (name: string, agent: AgentInput) =>
     agent.label === false ? null : (agent.label ?? name);
   for (const [name, agent] of Object.entries(configured))
     agents[name] = {
@@ -346,9 +359,9 @@ export function resolveAgents(
   if (!taken && !(DEFAULT_AGENT in agents))
     return {
       [DEFAULT_AGENT]: {
-        ...AgentConfig.parse({}),
+        ...agentConfigSchema(clis).parse({}),
         mention: DEFAULT_MENTION,
-        model: DEFAULT_MODEL,
+        model: clis[0].defaultModel,
         label: DEFAULT_AGENT,
       },
       ...agents,

@@ -1,4 +1,5 @@
 import type { ProbotOctokit } from "probot";
+import type { ConfigClis } from "../core/cli-abilities.js";
 import {
   CONFIG_FILE,
   mentionsOf,
@@ -46,13 +47,15 @@ export async function loadRepoConfig(
   octokit: ConfigOctokit,
   where: { owner: string; repo: string },
   opts: {
+    /** The registered CLIs (src/cli-registry.ts's AGENT_CLIS): what `cli:` may name, and their rules. */
+    clis: ConfigClis;
     /**
      * The repository had no file of its own last time: ask for the org's `.github` file at the
      * same time as the repository's (one round trip instead of two when it still has none; one
      * unused request when it has gained one).
      */
     orgFileLikely?: boolean;
-  } = {},
+  },
 ): Promise<LoadedConfig> {
   limitConfigSize(octokit);
   const forget =
@@ -92,7 +95,7 @@ export async function loadRepoConfig(
   const merged = layers
     .map((layer, i) => (i === 0 && own ? layer : withoutSchedules(layer)))
     .reduceRight<unknown>((base, over) => mergeConfig(base, over), null);
-  const parsed = parseRepoConfig(merged);
+  const parsed = parseRepoConfig(merged, opts.clis);
   if (parsed.ok)
     return {
       ok: true,

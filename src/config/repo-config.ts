@@ -4,8 +4,9 @@
  * leniently from a file that failed.
  */
 import { z } from "zod";
+import type { ConfigClis } from "../core/cli-abilities.js";
 import {
-  AgentConfig,
+  agentConfigSchema,
   checkAgents,
   DEFAULT_AGENT,
   DEFAULT_MENTION,
@@ -24,9 +25,9 @@ import { checkSchedules, ScheduleConfig } from "./schedule-config.js";
 // The file's parts live beside it (agent-config.ts, repo-sections.ts, schedule-config.ts);
 // callers import the config from here.
 export {
-  AgentConfig,
+  agentConfigSchema,
+  type AgentConfig,
   CiConfig,
-  DEFAULT_MODEL,
   defaultAgentOf,
   MODEL_ID,
   setMcpServerNames,
@@ -47,37 +48,69 @@ export const CONFIG_FILE = ".github/tether.yml";
 /** YAML `key:` with nothing after it is null; read it as "all defaults", like an absent key. */
 const orEmpty = <T extends z.ZodType>(schema: T) => z.preprocess((v) => v ?? {}, schema);
 
-const RepoConfigInput = z.strictObject({
-  /** Agents by name (lower case, GitHub-name characters). `tether` always exists. */
-  agents: orEmpty(
-    z.record(
-      z.string().regex(NAME_RE, "agent names are lower case letters, digits and hyphens"),
-      orEmpty(AgentConfig),
+/** The file's schema before the checks across sections, for the CLIs the registry hands in. */
+function repoConfigInput(clis: ConfigClis) {
+  return z.strictObject({
+    /** Agents by name (lower case, GitHub-name characters). `tether` always exists. */
+    agents: orEmpty(
+      z.record(
+        z.string().regex(NAME_RE, "agent names are lower case letters, digits and hyphens"),
+        orEmpty(agentConfigSchema(clis)),
+      ),
     ),
-  ),
-  /** Resume policy, for every agent. */
-  resume: orEmpty(ResumeConfig),
-  /** Who may trigger agents. */
-  access: orEmpty(AccessConfig),
-  /** How the agents' changes are published. */
-  publish: orEmpty(PublishConfig),
-  /** What the agents may change. */
-  changes: orEmpty(ChangesConfig),
-  /** Monthly spend limits, and the conversation count's reset rule. */
-  spend: orEmpty(SpendConfig),
-  /** Scheduled turns, each continuing one conversation (at most MAX_SCHEDULES). */
-  schedules: z.preprocess((v) => v ?? [], z.array(ScheduleConfig)),
-});
+    /** Resume policy, for every agent. */
+    resume: orEmpty(ResumeConfig),
+    /** Who may trigger agents. */
+    access: orEmpty(AccessConfig),
+    /** How the agents' changes are published. */
+    publish: orEmpty(PublishConfig),
+    /** What the agents may change. */
+    changes: orEmpty(ChangesConfig),
+    /** Monthly spend limits, and the conversation count's reset rule. */
+    spend: orEmpty(SpendConfig),
+    /** Scheduled turns, each continuing one conversation (at most MAX_SCHEDULES). */
+    schedules: z.preprocess((v) => v ?? [], z.array(ScheduleConfig)),
+  });
+}
 
-/** The validated `.github/tether.yml`, with defaults filled in and every agent's mention resolved. */
-export const RepoConfig = RepoConfigInput.superRefine((cfg, ctx) => {
-  checkAgents(cfg.agents, ctx);
-  checkSchedules(cfg, ctx);
-}).transform((cfg) => ({ ...cfg, agents: resolveAgents(cfg.agents) }));
-export type RepoConfig = z.output<typeof RepoConfig>;
+/**
+ * The validated `.github/tether.yml`, with defaults filled in and every agent's mention resolved:
+ * its schema for the registered CLIs (src/cli-registry.ts hands them; the config sits below the
+ * CLIs and knows none), made once per list.
+ */
+function repoConfigSchema(clis: ConfigClis) {
+  return repoConfigInput(clis)
+    .superRefine((cfg, ctx) => {
+      checkAgents(cfg.agents, ctx, clis);
+      checkSchedules(cfg, ctx, clis);
+    })
+    .transform((cfg) => ({ ...cfg, agents: resolveAgents(cfg.agents, clis) }));
+}
+export type RepoConfig = z.output<ReturnType<typeof repoConfigSchema>>;
+const schemas = new WeakMap<ConfigClis, ReturnType<typeof repoConfigSchema>>();
+function schemaFor(clis: ConfigClis): ReturnType<typeof repoConfigSchema> {
+  let schema = schemas.get(clis);
+  if (!schema) schemas.set(clis, (schema = repoConfigSchema(clis)));
+  return schema;
+}
 
-/** The configuration of a repository without `.github/tether.yml`. */
-export const DEFAULT_CONFIG: RepoConfig = RepoConfig.parse({});
+/**
+ * The configuration of a repository without `.github/tether.yml`, but for its agents (the
+ * built-in one runs on the default CLI: `defaultConfig` has it).
+ */
+export const DEFAULT_CONFIG: Omit<RepoConfig, "agents"> = {
+  resume: ResumeConfig.parse({}),
+  access: AccessConfig.parse({}),
+  publish: PublishConfig.parse({}),
+  changes: ChangesConfig.parse({}),
+  spend: SpendConfig.parse({}),
+  schedules: [],
+};
+
+/** The whole configuration of a repository without `.github/tether.yml`. */
+export function defaultConfig(clis: ConfigClis): RepoConfig {
+  return schemaFor(clis).parse({});
+}
 
 export interface ConfigProblem {
   /** Dotted path to the field, e.g. `agents.reviewer.maxTurns`; `(file)` for the file as a whole. */
@@ -88,9 +121,12 @@ export interface ConfigProblem {
 export type ParsedConfig =
   { ok: true; config: RepoConfig } | { ok: false; problems: ConfigProblem[] };
 
-/** Validate the merged contents of the config file(s); `null`/`undefined` (no file) gives the defaults. */
-export function parseRepoConfig(raw: unknown): ParsedConfig {
-  if (raw === null || raw === undefined) return { ok: true, config: DEFAULT_CONFIG };
+/**
+ * Validate the merged contents of the config file(s) for the registered CLIs;
+ * `null`/`undefined` (no file) gives the defaults.
+ */
+export function parseRepoConfig(raw: unknown, clis: ConfigClis): ParsedConfig {
+  if (raw === null || raw === undefined) return { ok: true, config: defaultConfig(clis) };
   if (typeof raw !== "object" || Array.isArray(raw))
     return {
       ok: false,
@@ -102,15 +138,15 @@ export function parseRepoConfig(raw: unknown): ParsedConfig {
         },
       ],
     };
-  const result = RepoConfig.safeParse(raw);
+  const result = schemaFor(clis).safeParse(raw);
   if (result.success) return { ok: true, config: result.data };
-  return { ok: false, problems: result.error.issues.flatMap(toProblems) };
+  return { ok: false, problems: result.error.issues.flatMap((i) => toProblems(i, clis)) };
 }
 
-function toProblems(issue: z.core.$ZodIssue): ConfigProblem[] {
+function toProblems(issue: z.core.$ZodIssue, clis: ConfigClis): ConfigProblem[] {
   const base = issue.path.map(String);
   if (issue.code === "unrecognized_keys") {
-    const known = knownKeys(base);
+    const known = knownKeys(base, clis);
     return issue.keys.map((key) => {
       const guess = closest(key, known);
       return {
@@ -129,9 +165,9 @@ function toProblems(issue: z.core.$ZodIssue): ConfigProblem[] {
   return [{ path: formatPath(base), message: issue.message }];
 }
 
-function knownKeys(path: string[]): string[] {
-  if (path.length === 0) return Object.keys(RepoConfigInput.shape);
-  if (path[0] === "agents" && path.length === 2) return Object.keys(AgentConfig.shape);
+function knownKeys(path: string[], clis: ConfigClis): string[] {
+  if (path.length === 0) return Object.keys(repoConfigInput(clis).shape);
+  if (path[0] === "agents" && path.length === 2) return Object.keys(agentConfigSchema(clis).shape);
   if (path[0] === "resume" && path.length === 1) return Object.keys(ResumeConfig.shape);
   if (path[0] === "access" && path.length === 1) return Object.keys(AccessConfig.shape);
   if (path[0] === "publish" && path.length === 1) return Object.keys(PublishConfig.shape);

@@ -7,7 +7,6 @@
  * one this version cannot read, is run with a fresh read as before.
  */
 import { z } from "zod";
-import { DEFAULT_CLI } from "../cli-registry.js";
 import type { AgentSettings, RepoSettings, SpendSettings } from "../core/settings.js";
 import { CACHE_TTL_SETTINGS, CHANGES_MODES, PLAN_SETTINGS } from "../core/settings.js";
 import { PublishConfig, type RepoConfig } from "./repo-config.js";
@@ -77,9 +76,10 @@ const SettingsSnapshot = z.object({
     z.object({
       name: z.string(),
       mention: z.string().optional(),
-      // Absent in snapshots taken before a second CLI: those agents ran on the default one.
       // Any name is kept as it was: a CLI this runner lacks fails its turn with words saying so.
-      cli: z.string().default(DEFAULT_CLI),
+      // A snapshot taken before a second CLI has none and is not used: its task reads the config
+      // afresh (this folder sits below the CLIs and knows none, not even the default).
+      cli: z.string(),
       model: z.string().optional(),
       models: z.array(z.string()).optional(),
       maxTurns: z.number().int().positive().optional(),

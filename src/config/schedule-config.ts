@@ -4,7 +4,8 @@
  */
 import { checkCron, isTimeZone, shortestGapMinutes } from "../core/schedule-cron.js";
 import { z } from "zod";
-import { defaultAgentOf, resolveAgents, type AgentConfig } from "./agent-config.js";
+import type { ConfigClis } from "../core/cli-abilities.js";
+import { defaultAgentOf, resolveAgents, type AgentInput } from "./agent-config.js";
 import { NAME_RE, wholeNumber } from "./config-fields.js";
 
 /** Most schedules one repository may have. */
@@ -59,10 +60,11 @@ export type ScheduleConfig = z.output<typeof ScheduleConfig>;
 /** Each schedule names a known agent, one issue or title, and a cron no tighter than the minimum. */
 export function checkSchedules(
   cfg: {
-    agents: Record<string, z.output<typeof AgentConfig>>;
+    agents: Record<string, AgentInput>;
     schedules: ScheduleConfig[];
   },
   ctx: z.core.$RefinementCtx,
+  clis: ConfigClis,
 ): void {
   if (cfg.schedules.length > MAX_SCHEDULES)
     ctx.addIssue({
@@ -70,7 +72,7 @@ export function checkSchedules(
       path: ["schedules"],
       message: `at most ${MAX_SCHEDULES} schedules a repository (there are ${cfg.schedules.length})`,
     });
-  const agents = resolveAgents(cfg.agents);
+  const agents = resolveAgents(cfg.agents, clis);
   const defaultAgent = defaultAgentOf(agents);
   const seen = new Map<string, number>();
   cfg.schedules.forEach((s, i) => {

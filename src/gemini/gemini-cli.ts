@@ -9,7 +9,7 @@ import path from "node:path";
 import { createDialectCli } from "../agent-cli/cli-adapter.js";
 import type { CliDialect, CliRunOptions } from "../agent-cli/cli-dialect.js";
 import { probeCli } from "../agent-cli/probe-cli.js";
-import type { CliAdapter, CliCapabilities } from "../agent-cli/runtime-adapter.js";
+import type { CliAdapter, CliProbe } from "../agent-cli/runtime-adapter.js";
 import { buildGeminiArgs, buildGeminiEnv, writeGeminiHome } from "./gemini-args.js";
 import {
   classifyGemini,
@@ -105,6 +105,6 @@ export function createGeminiCli(opts: GeminiCliOptions = {}): CliAdapter {
 export function probeGemini(
   file: string,
   baseEnv: Record<string, string | undefined>,
-): Promise<CliCapabilities> {
+): Promise<CliProbe> {
   return probeCli(file, { env: baseEnv });
 }

@@ -9,6 +9,7 @@
  * failure; spend limits apply as to any turn (a refused turn ends the loop). Each attempt after
  * the first may run on a stronger model (`escalate`, ciAttemptModel).
  */
+import { AGENT_CLIS } from "../cli-registry.js";
 import { loadRepoConfig } from "../config/load-repo-config.js";
 import { snapshotSettings } from "../config/repo-settings.js";
 import { TRIGGERS, type TaskKey, type TriggerContextItem } from "../core/task.js";
@@ -57,6 +58,7 @@ export async function handleCiEvent(fx: IntakeEffects, d: Delivery, run: CiRun):
   const octokit = await fx.auth(d.installationId);
   await octokit.auth({ type: "installation" });
   const loaded = await loadRepoConfig(octokit, where, {
+    clis: AGENT_CLIS,
     orgFileLikely: fx.repoHints?.orgFileLikely(repo) ?? false,
   });
   if (!loaded.ok) return skipped("invalid config: CI not taken");

@@ -6,6 +6,7 @@
  * brings written by others (a review's body and line comments) travels as context, which the
  * prompt shows as data.
  */
+import { AGENT_CLIS } from "../cli-registry.js";
 import { loadRepoConfig } from "../config/load-repo-config.js";
 import type { AgentConfig } from "../config/repo-config.js";
 import { snapshotSettings } from "../config/repo-settings.js";
@@ -42,6 +43,7 @@ export async function handleWorkItem(
 
   const octokit = await installationOctokit(fx, d.installationId);
   const loaded = await loadRepoConfig(octokit, where, {
+    clis: AGENT_CLIS,
     orgFileLikely: fx.repoHints?.orgFileLikely(repo) ?? false,
   });
   // A broken file cannot say which label is whose; a mention gets the reply that says so.
@@ -150,6 +152,7 @@ export async function handleReviewTurns(
   const where = { owner: r.owner, repo: r.name };
   const octokit = await installationOctokit(fx, d.installationId);
   const loaded = await loadRepoConfig(octokit, where, {
+    clis: AGENT_CLIS,
     orgFileLikely: fx.repoHints?.orgFileLikely(r.repo) ?? false,
   });
   if (!loaded.ok) return skipped("invalid config: review not taken");

@@ -12,6 +12,7 @@
  * Nothing here stops the process: a repository or a tick that fails is logged and tried again
  * on a later sweep.
  */
+import { AGENT_CLIS } from "../cli-registry.js";
 import fs from "node:fs";
 import { loadRepoConfig } from "../config/load-repo-config.js";
 import { noteRepoName } from "../sql/repo-names.js";
@@ -221,7 +222,7 @@ export class Scheduler {
     installationId: number;
   }): Promise<RepoConfig | undefined> {
     const octokit = await this.octokit(r.installationId);
-    const loaded = await loadRepoConfig(octokit, ownerAndName(r.repo));
+    const loaded = await loadRepoConfig(octokit, ownerAndName(r.repo), { clis: AGENT_CLIS });
     if (loaded.ok) return loaded.config;
     this.opts.log.warn(
       { repo: r.repo, problems: loaded.problems },

@@ -2,6 +2,7 @@
  * A comment (or review comment, or the issue body) edited or deleted: what it already asked
  * follows the change, and an edit that addresses an agent anew is a request of its own.
  */
+import { AGENT_CLIS } from "../cli-registry.js";
 import { loadRepoConfig } from "../config/load-repo-config.js";
 import { DEFAULT_CONFIG } from "../config/repo-config.js";
 import { postComment } from "../github/comments.js";
@@ -190,6 +191,7 @@ async function judgeEditor(
   const octokit = await installationOctokit(fx, d.installationId);
   const where = { owner: t.owner, repo: t.name };
   const loaded = await loadRepoConfig(octokit, where, {
+    clis: AGENT_CLIS,
     orgFileLikely: fx.repoHints?.orgFileLikely(t.repo) ?? false,
   });
   const refusal = await refusalOf(editor, {

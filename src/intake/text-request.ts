@@ -3,6 +3,7 @@
  * addresses one for the first time): who it asks, what it asks, and the task it queues or the
  * answer a control command gives at once.
  */
+import { AGENT_CLIS } from "../cli-registry.js";
 import { loadRepoConfig, type LoadedConfig } from "../config/load-repo-config.js";
 import { DEFAULT_CONFIG, formatConfigProblems, type RepoConfig } from "../config/repo-config.js";
 import { snapshotSettings } from "../config/repo-settings.js";
@@ -124,6 +125,7 @@ export async function handleTrigger(
   const loaded =
     edit?.view?.loaded ??
     (await loadRepoConfig(octokit, where, {
+      clis: AGENT_CLIS,
       orgFileLikely: fx.repoHints?.orgFileLikely(t.repo) ?? false,
     }));
   const agents = loaded.ok

@@ -9,8 +9,8 @@ import os from "node:os";
 import path from "node:path";
 import { createDialectCli } from "../agent-cli/cli-adapter.js";
 import type { CliDialect, CliRunOptions } from "../agent-cli/cli-dialect.js";
-import { parseVersion, runProbe } from "../agent-cli/probe-cli.js";
-import type { CliAdapter, CliCapabilities } from "../agent-cli/runtime-adapter.js";
+import { probeOnce, probeVersionAndHelp, runProbe } from "../agent-cli/probe-cli.js";
+import type { CliAdapter, CliProbe } from "../agent-cli/runtime-adapter.js";
 import { buildOpencodeArgs, buildOpencodeEnv } from "./opencode-args.js";
 import {
   classifyOpencode,
@@ -114,25 +114,23 @@ export function createOpencodeCli(opts: OpencodeCliOptions = {}): CliAdapter {
   const file =
     opts.path ?? resolveOpencodePath({ TETHER_OPENCODE_PATH: process.env.TETHER_OPENCODE_PATH });
   const baseEnv = opts.baseEnv ?? process.env;
-  let probed: Promise<CliCapabilities> | undefined;
   // The CLI's first line comes only once the model's first answer streams (facts, "The
   // stream"): the start-up limit has to cover a boot on a busy machine and a model call.
   const startTimeoutMs = opts.startTimeoutMs ?? 180_000;
   const o = { ...opts, path: file, baseEnv, startTimeoutMs };
-  return createDialectCli("opencode", opencodeDialect, o, () => {
-    probed ??= probeOpencode(file, baseEnv).then((c) => {
-      if (c.error) probed = undefined;
-      return c;
-    });
-    return probed;
-  });
+  return createDialectCli(
+    "opencode",
+    opencodeDialect,
+    o,
+    probeOnce(() => probeOpencode(file, baseEnv)),
+  );
 }
 
 /** `opencode --version` ("1.18.33") and whether `opencode run --help` offers `--session`. */
 export async function probeOpencode(
   file: string,
   baseEnv: Record<string, string | undefined>,
-): Promise<CliCapabilities> {
+): Promise<CliProbe> {
   // A HOME of its own: the CLI makes its directories there on any command.
   const home = fs.mkdtempSync(path.join(os.tmpdir(), "tether-opencode-probe-"));
   try {
@@ -141,23 +139,10 @@ export async function probeOpencode(
       HOME: home,
       ...buildOpencodeEnv({}, { home, extra: undefined }),
     };
-    const run = (args: string[]) => runProbe(file, args, env);
-    const version = await run(["--version"]);
-    if (version.failed) {
-      return {
-        path: file,
-        version: null,
-        canResume: false,
-        error: `could not run ${file} --version: ${version.error}`,
-      };
-    }
-    const help = await run(["run", "--help"]);
-    return {
-      path: file,
-      version: parseVersion(version.stdout),
-      canResume: /(^|\s)--session\b/m.test(help.stdout + help.stderr),
-      ...(help.failed ? { error: `could not run ${file} run --help: ${help.error}` } : {}),
-    };
+    return await probeVersionAndHelp(file, (args) => runProbe(file, args, env), {
+      args: ["run", "--help"],
+      resumes: (help) => /(^|\s)--session\b/m.test(help.stdout + help.stderr),
+    });
   } finally {
     fs.rmSync(home, { recursive: true, force: true });
   }

@@ -8,7 +8,8 @@ import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { createLogger } from "../../src/log.js";
-import { RepoConfig } from "../../src/config/repo-config.js";
+import { AGENT_CLIS } from "../../src/cli-registry.js";
+import { defaultConfig } from "../../src/config/repo-config.js";
 import { snapshotSettings } from "../../src/config/repo-settings.js";
 import { decideResume } from "../../src/core/resume-decision.js";
 import { collectIdle, touchWorkspace } from "../../src/workspace/collect-idle.js";
@@ -22,6 +23,11 @@ import type { TaskKey } from "../../src/core/task.js";
 const db = await createTestDatabase();
 const DAY = 24 * 3600_000;
 const NOW = new Date("2026-11-24T12:00:00Z");
+/** A repository's config with that session TTL, the rest the defaults. */
+const withTtl = (ttlHours: number) => {
+  const config = defaultConfig(AGENT_CLIS);
+  return { ...config, resume: { ...config.resume, ttlHours } };
+};
 
 function dirAged(p: string, ageMs: number): string {
   fs.mkdirSync(p, { recursive: true });
@@ -181,10 +187,7 @@ describe("collectIdle", () => {
           WHERE session_id = $1`,
         [sessionId, o.idleH, o.state ?? "active", o.brokeH ?? o.idleH],
       );
-      const settings =
-        o.ttlHours === undefined
-          ? null
-          : snapshotSettings(RepoConfig.parse({ resume: { ttlHours: o.ttlHours } }));
+      const settings = o.ttlHours === undefined ? null : snapshotSettings(withTtl(o.ttlHours));
       // An older task of the key with another TTL: the latest one's is the one in force.
       if (settings)
         await seedTask(db.pool, {
@@ -192,7 +195,7 @@ describe("collectIdle", () => {
           issue_number: key.issueNumber,
           status: "succeeded",
           session_id: sessionId,
-          repo_settings: snapshotSettings(RepoConfig.parse({ resume: { ttlHours: 1 } })),
+          repo_settings: snapshotSettings(withTtl(1)),
         });
       await seedTask(db.pool, {
         repo: key.repo,

@@ -4,6 +4,7 @@
  * config is pinned until a push to its repository's default branch. GitHub by nock (with ETags
  * and 304s as GitHub sends them), the answers in a real Postgres.
  */
+import { AGENT_CLIS } from "../../src/cli-registry.js";
 import nock from "nock";
 import { describe, expect, it } from "vitest";
 import { loadRepoConfig } from "../../src/config/load-repo-config.js";
@@ -174,12 +175,18 @@ describe("the config, pinned until a push", () => {
     nock(API)
       .get(repoFile)
       .reply(200, yaml, { ...raw, etag: etagOf("cfg1") });
-    const first = await loadRepoConfig(octokit, { owner: "octo", repo: "widgets" });
+    const first = await loadRepoConfig(
+      octokit,
+      { owner: "octo", repo: "widgets" },
+      { clis: AGENT_CLIS },
+    );
     expect(first).toMatchObject({ ok: true, repoFile: true });
     // No push seen from this repository yet (the app may lack the push event): asked again,
     // conditionally, every time.
     nock(API).get(repoFile).matchHeader("if-none-match", etagOf("cfg1")).reply(304, "");
-    expect(await loadRepoConfig(octokit, { owner: "octo", repo: "widgets" })).toEqual(first);
+    expect(
+      await loadRepoConfig(octokit, { owner: "octo", repo: "widgets" }, { clis: AGENT_CLIS }),
+    ).toEqual(first);
     expect(counter).toMatchObject({ count: 1, notModified: 1 });
     // Once pushes arrive, the answer is pinned.
     await takePush(db.pool, {
@@ -187,10 +194,14 @@ describe("the config, pinned until a push", () => {
       repository: { full_name: "octo/widgets", default_branch: "main" },
     });
     nock(API).get(repoFile).matchHeader("if-none-match", etagOf("cfg1")).reply(304, "");
-    await loadRepoConfig(octokit, { owner: "octo", repo: "widgets" });
+    await loadRepoConfig(octokit, { owner: "octo", repo: "widgets" }, { clis: AGENT_CLIS });
     counter.notModified = 0;
     // No interceptor: a request would fail the test.
-    const second = await loadRepoConfig(octokit, { owner: "octo", repo: "widgets" });
+    const second = await loadRepoConfig(
+      octokit,
+      { owner: "octo", repo: "widgets" },
+      { clis: AGENT_CLIS },
+    );
     expect(second).toEqual(first);
     expect(counter).toMatchObject({ count: 1, notModified: 0 });
 
@@ -200,7 +211,7 @@ describe("the config, pinned until a push", () => {
       repository: { full_name: "octo/widgets", default_branch: "main" },
     };
     expect(await takePush(db.pool, elsewhere)).toEqual({ ignore: "push to another branch" });
-    await loadRepoConfig(octokit, { owner: "octo", repo: "widgets" });
+    await loadRepoConfig(octokit, { owner: "octo", repo: "widgets" }, { clis: AGENT_CLIS });
     expect(counter.count).toBe(1);
 
     // A push to the default branch: asked again, with the ETag; a 304 is free.
@@ -210,10 +221,12 @@ describe("the config, pinned until a push", () => {
       .get(repoFile)
       .matchHeader("if-none-match", etagOf("cfg1"))
       .reply(304, "", { etag: etagOf("cfg1") });
-    expect(await loadRepoConfig(octokit, { owner: "octo", repo: "widgets" })).toEqual(first);
+    expect(
+      await loadRepoConfig(octokit, { owner: "octo", repo: "widgets" }, { clis: AGENT_CLIS }),
+    ).toEqual(first);
     expect(counter).toMatchObject({ count: 1, notModified: 1 });
     // … and pinned again.
-    await loadRepoConfig(octokit, { owner: "octo", repo: "widgets" });
+    await loadRepoConfig(octokit, { owner: "octo", repo: "widgets" }, { clis: AGENT_CLIS });
 
     // The file changed in the next push: the new one is read.
     await takePush(db.pool, pushed);
@@ -222,7 +235,11 @@ describe("the config, pinned until a push", () => {
       .get(repoFile)
       .matchHeader("if-none-match", etagOf("cfg1"))
       .reply(200, changed, { ...raw, etag: etagOf("cfg2") });
-    const after = await loadRepoConfig(octokit, { owner: "octo", repo: "widgets" });
+    const after = await loadRepoConfig(
+      octokit,
+      { owner: "octo", repo: "widgets" },
+      { clis: AGENT_CLIS },
+    );
     expect(after.ok && after.config.agents.tether?.model).toBe("claude-opus-4-1");
   });
 
@@ -239,9 +256,15 @@ describe("the config, pinned until a push", () => {
       .reply(404, { message: "Not Found", documentation_url: "https://docs.github.com" })
       .get(orgFile)
       .reply(200, orgYaml, { ...raw, etag: etagOf("org1") });
-    const first = await loadRepoConfig(octokit, { owner: "octo", repo: "widgets" });
+    const first = await loadRepoConfig(
+      octokit,
+      { owner: "octo", repo: "widgets" },
+      { clis: AGENT_CLIS },
+    );
     expect(first).toMatchObject({ ok: true, repoFile: false });
-    expect(await loadRepoConfig(octokit, { owner: "octo", repo: "widgets" })).toEqual(first);
+    expect(
+      await loadRepoConfig(octokit, { owner: "octo", repo: "widgets" }, { clis: AGENT_CLIS }),
+    ).toEqual(first);
     expect(counter.count).toBe(2);
 
     await takePush(db.pool, {
@@ -249,7 +272,9 @@ describe("the config, pinned until a push", () => {
       repository: { full_name: "octo/.github", default_branch: "main" },
     });
     nock(API).get(orgFile).matchHeader("if-none-match", etagOf("org1")).reply(304, "");
-    expect(await loadRepoConfig(octokit, { owner: "octo", repo: "widgets" })).toEqual(first);
+    expect(
+      await loadRepoConfig(octokit, { owner: "octo", repo: "widgets" }, { clis: AGENT_CLIS }),
+    ).toEqual(first);
     expect(counter).toMatchObject({ count: 2, notModified: 1 });
   });
 

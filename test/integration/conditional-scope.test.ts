@@ -6,6 +6,7 @@
  * about what the other would be. The app's real clients against the GitHub stand-in, which
  * scopes its tokens as GitHub does; the answers in a real Postgres.
  */
+import { AGENT_CLIS } from "../../src/cli-registry.js";
 import { pino } from "pino";
 import { Probot } from "probot";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -67,7 +68,7 @@ async function owner(name: string) {
   // The intake's client: the installation's token, every repository.
   const intake = (await probot.auth(gh.installationId)) as unknown as ConfigOctokit;
   const model = async (o: ConfigOctokit) => {
-    const loaded = await loadRepoConfig(o, { owner: name, repo: "widgets" });
+    const loaded = await loadRepoConfig(o, { owner: name, repo: "widgets" }, { clis: AGENT_CLIS });
     expect(loaded.ok).toBe(true);
     return loaded.ok ? (loaded.config.agents.tether?.model ?? null) : "broken";
   };

@@ -1,5 +1,6 @@
+import { AGENT_CLIS } from "../../src/cli-registry.js";
 import { describe, expect, it } from "vitest";
-import { DEFAULT_CONFIG, parseRepoConfig } from "../../src/config/repo-config.js";
+import { defaultConfig, parseRepoConfig } from "../../src/config/repo-config.js";
 import { describeNextTurn } from "../../src/runner/render/describe-next-turn.js";
 import { upsertSession } from "../../src/sql/sessions.js";
 import { resentComments, rewindFacts } from "../../src/sql/history.js";
@@ -10,7 +11,7 @@ import { repoIdOf } from "../helpers/seed.js";
 const db = await createTestDatabase();
 const pool = db.pool;
 const now = new Date();
-const status = (issueNumber: number, agents = ["tether"], config = DEFAULT_CONFIG) =>
+const status = (issueNumber: number, agents = ["tether"], config = defaultConfig(AGENT_CLIS)) =>
   describeNextTurn({
     pool,
     repoId: repoIdOf("octo/widgets"),
@@ -38,7 +39,7 @@ describe("/status with the runner's next-turn decision", () => {
     expect(await status(41)).toContain(
       "- Changes: branch `tether/41-tether` (3 commits pushed, last `ccccccc`), pull request #42.",
     );
-    const plan = parseRepoConfig({ agents: { tether: { permissionMode: "plan" } } });
+    const plan = parseRepoConfig({ agents: { tether: { permissionMode: "plan" } } }, AGENT_CLIS);
     if (!plan.ok) throw new Error("config");
     expect(await status(43, ["tether"], plan.config)).toContain(
       "- Changes: not published (the agent plans only).",
@@ -125,7 +126,7 @@ describe("/status with the runner's next-turn decision", () => {
     expect(await status(20)).toContain(
       "Next turn: **compacts, then resumes** session `sess-20` on runtime `rt-a` (`compacted`)",
     );
-    const off = parseRepoConfig({ resume: { compact: false } });
+    const off = parseRepoConfig({ resume: { compact: false } }, AGENT_CLIS);
     if (!off.ok) throw new Error("config");
     expect(await status(20, ["tether"], off.config)).toMatch(
       /Next turn: \*\*fresh session\*\* \(`context_budget`/,
@@ -192,7 +193,7 @@ describe("/status with the runner's next-turn decision", () => {
     expect(await status(50)).toContain(
       "Next turn: **rewinds, then resumes** session `sess-50` on runtime `rt-a` (`rewound`)",
     );
-    const codex = parseRepoConfig({ agents: { tether: { cli: "codex" } } });
+    const codex = parseRepoConfig({ agents: { tether: { cli: "codex" } } }, AGENT_CLIS);
     if (!codex.ok) throw new Error("config");
     // (A Claude session on a Codex agent is another CLI's: the first guard names that.)
     await pool.query("UPDATE sessions SET cli = 'codex' WHERE session_id = 'sess-50'");
@@ -256,7 +257,7 @@ describe("/status with the runner's next-turn decision", () => {
       /Queued: .*\(fresh session requested\)[\s\S]*fresh session\*\* \(`forced_fresh`/,
     );
 
-    const off = parseRepoConfig({ resume: { enabled: false } });
+    const off = parseRepoConfig({ resume: { enabled: false } }, AGENT_CLIS);
     if (!off.ok) throw new Error("config");
     expect(await status(2, ["tether"], off.config)).toMatch(
       /fresh session\*\* \(`resume_disabled`/,
@@ -348,10 +349,13 @@ describe("/status: the conversation's spend, from its recorded turns", () => {
       outcome: "limit_refused",
       finished_at: now,
     });
-    const config = parseRepoConfig({
-      agents: { tether: { conversationLimitUsd: 1 } },
-      spend: { repositoryMonthlyUsd: 1000 },
-    });
+    const config = parseRepoConfig(
+      {
+        agents: { tether: { conversationLimitUsd: 1 } },
+        spend: { repositoryMonthlyUsd: 1000 },
+      },
+      AGENT_CLIS,
+    );
     if (!config.ok) throw new Error("config");
     const text = await status(issue, ["tether"], config.config);
     expect(text).toContain(

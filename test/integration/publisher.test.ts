@@ -4,6 +4,7 @@
  * end-to-end tests run it for real). These are the drills on what the sandbox hands over: the
  * bundle is data, and a commit that is not the one Tether made there is never pushed.
  */
+import { AGENT_CLIS } from "../../src/cli-registry.js";
 import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -246,9 +247,12 @@ describe("publisher", () => {
 
   it("issue 38: a change to a protected path is refused like a workflow change; no token, no push", async () => {
     const { repo, w, req, minted } = await setup();
-    const parsed = parseRepoConfig({
-      changes: { protectedPaths: [".github/**", "package.json", "scripts/**"] },
-    });
+    const parsed = parseRepoConfig(
+      {
+        changes: { protectedPaths: [".github/**", "package.json", "scripts/**"] },
+      },
+      AGENT_CLIS,
+    );
     if (!parsed.ok) throw new Error(JSON.stringify(parsed.problems));
     const config = toRepoSettings(parsed.config).publish!;
     await fs.mkdir(path.join(w.dir, "scripts"), { recursive: true });
@@ -277,7 +281,7 @@ describe("publisher", () => {
     // with a token that may push workflows.
     await fs.rm(path.join(w.dir, ".github", "dependabot.yml"));
     await fs.writeFile(path.join(w.dir, ".github", "workflows", "ci.yml"), "on: push\n");
-    const parsed = parseRepoConfig({ publish: { workflows: true } });
+    const parsed = parseRepoConfig({ publish: { workflows: true } }, AGENT_CLIS);
     if (!parsed.ok) throw new Error(JSON.stringify(parsed.problems));
     const config = toRepoSettings(parsed.config).publish!;
     const ok = await publisher({ workspaces: ws, pool: db.pool, log }).publish({ ...req, config });

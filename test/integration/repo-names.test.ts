@@ -6,6 +6,7 @@
  * lasts, nor believed to refuse drafts. The app's real clients against the GitHub stand-in, the
  * deliveries through the real webhook handler, the answers in a real Postgres.
  */
+import { AGENT_CLIS } from "../../src/cli-registry.js";
 import { pino } from "pino";
 import { Probot } from "probot";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -44,7 +45,7 @@ const deliver = takeDelivery({ pool: db.pool, log: createLogger("silent") });
 async function modelOf(repo: string): Promise<string | null> {
   const [owner, name] = repo.split("/") as [string, string];
   const intake = (await probot.auth(gh.installationId)) as unknown as ConfigOctokit;
-  const loaded = await loadRepoConfig(intake, { owner, repo: name });
+  const loaded = await loadRepoConfig(intake, { owner, repo: name }, { clis: AGENT_CLIS });
   if (!loaded.ok) throw new Error(`config problems: ${JSON.stringify(loaded.problems)}`);
   return loaded.config.agents.tether?.model ?? null;
 }

@@ -14,9 +14,10 @@ import { CODEX_MODEL_ENV } from "../../src/codex/model-endpoint.js";
 import { GEMINI_MODEL_ENV } from "../../src/gemini/model-endpoint.js";
 import {
   AccessConfig,
-  AgentConfig,
+  agentConfigSchema,
   CiConfig,
   DEFAULT_CONFIG,
+  defaultConfig,
   PublishConfig,
   ChangesConfig,
   ResumeConfig,
@@ -178,7 +179,7 @@ describe("README: .github/tether.yml", () => {
 
   it("has a full example that the real schema accepts", () => {
     expect(yaml).toBeDefined();
-    const parsed = parseRepoConfig(parseYaml(yaml!));
+    const parsed = parseRepoConfig(parseYaml(yaml!), AGENT_CLIS);
     expect(parsed).toMatchObject({ ok: true });
   });
 
@@ -191,7 +192,7 @@ describe("README: .github/tether.yml", () => {
       changes: Record<string, unknown>;
     };
     const agentKeys = new Set(Object.values(raw.agents).flatMap((a) => Object.keys(a ?? {})));
-    expect([...agentKeys].sort()).toEqual(Object.keys(AgentConfig.shape).sort());
+    expect([...agentKeys].sort()).toEqual(Object.keys(agentConfigSchema(AGENT_CLIS).shape).sort());
     expect(Object.keys(raw.resume).sort()).toEqual(Object.keys(ResumeConfig.shape).sort());
     expect(Object.keys(raw.access).sort()).toEqual(Object.keys(AccessConfig.shape).sort());
     expect(Object.keys(raw.publish).sort()).toEqual(Object.keys(PublishConfig.shape).sort());
@@ -201,7 +202,7 @@ describe("README: .github/tether.yml", () => {
   it("describes exactly the schema's fields in its table", () => {
     const schemaFields = [
       "agents",
-      ...Object.keys(AgentConfig.shape)
+      ...Object.keys(agentConfigSchema(AGENT_CLIS).shape)
         .filter((k) => k !== "ci")
         .map((k) => `agents.<name>.${k}`),
       // A section of its own, documented field by field.
@@ -217,10 +218,13 @@ describe("README: .github/tether.yml", () => {
   it("states the defaults the schema fills in", () => {
     const defaults: Record<string, unknown> = {
       ...Object.fromEntries(
-        Object.entries(DEFAULT_CONFIG.agents.tether!).map(([k, v]) => [`agents.<name>.${k}`, v]),
+        Object.entries(defaultConfig(AGENT_CLIS).agents.tether!).map(([k, v]) => [
+          `agents.<name>.${k}`,
+          v,
+        ]),
       ),
       ...Object.fromEntries(
-        Object.entries(DEFAULT_CONFIG.agents.tether!.ci).map(([k, v]) => [
+        Object.entries(defaultConfig(AGENT_CLIS).agents.tether!.ci).map(([k, v]) => [
           `agents.<name>.ci.${k}`,
           v,
         ]),

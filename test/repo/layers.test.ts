@@ -3,7 +3,9 @@
  * room of src/ (each folder and top-level file, read from the directory, but for app.ts, main.ts
  * and deps.ts, which assemble the top) never imports the runner, intake or the web; intake never
  * imports the runner. No CLI's folder imports another's: what two share of a model API is the
- * provider's (providers/), which imports no CLI. Inside the runner, too: wiring/ builds loop/,
+ * provider's (providers/), which imports no CLI. The registry of CLIs (cli-registry.ts) sits above
+ * them: nothing a CLI stands on imports it, and sql/ imports no CLI (the CLIs' facts reach the
+ * config and the queries as data). Inside the runner, too: wiring/ builds loop/,
  * the loop runs turn/, a turn uses render/, and all of them speak through ports.ts. And the
  * folder map (docs/development.md) names every folder of src/, and only those.
  */
@@ -77,6 +79,29 @@ describe("the floors of src/", () => {
         (CLIS.includes(room(e.from)) || room(e.from) === "providers"),
     );
     expect(across).toEqual([]);
+  });
+
+  it("the registry sits above the CLIs: nothing they stand on imports it, and sql/ imports no CLI", () => {
+    // The rooms at or below the CLIs' floor: the CLIs' folders and whatever they import, through
+    // any number of rooms (so config/, core/ and agent-cli/ are in it), and sql/, which the
+    // registry hands the CLIs' names as data (#43).
+    const under = new Set([...CLIS, "sql"]);
+    for (let grew = true; grew;) {
+      grew = false;
+      for (const e of edges)
+        if (under.has(room(e.from)) && !under.has(room(e.to))) {
+          under.add(room(e.to));
+          grew = true;
+        }
+    }
+    expect([...under]).toEqual(expect.arrayContaining(["agent-cli", "config", "core", "sql"]));
+    expect(under.has("cli-registry.ts") || under.has("cli-registry.js")).toBe(false);
+    const registry = edges.filter(
+      (e) => under.has(room(e.from)) && room(e.to).startsWith("cli-registry."),
+    );
+    expect(registry).toEqual([]);
+    const sqlToCli = edges.filter((e) => room(e.from) === "sql" && CLIS.includes(room(e.to)));
+    expect(sqlToCli).toEqual([]);
   });
 
   it("intake does not import the runner", () => {

@@ -1,3 +1,4 @@
+import { AGENT_CLIS } from "../../src/cli-registry.js";
 import { describe, expect, it } from "vitest";
 import { chooseCacheTtl } from "../../src/core/cache-ttl.js";
 import { cacheTtlEnv } from "../../src/claude/claude-cli.js";
@@ -51,14 +52,17 @@ describe("agents.<name>.cacheTtl", () => {
     ["1h", "1h"],
     ["auto", "auto"],
   ] as const)("%s → %s", (value, want) => {
-    const r = parseRepoConfig({
-      agents: { tether: value === undefined ? {} : { cacheTtl: value } },
-    });
+    const r = parseRepoConfig(
+      {
+        agents: { tether: value === undefined ? {} : { cacheTtl: value } },
+      },
+      AGENT_CLIS,
+    );
     expect(r.ok && r.config.agents.tether!.cacheTtl).toBe(want);
   });
 
   it("refuses another lifetime, saying which it takes", () => {
-    const r = parseRepoConfig({ agents: { tether: { cacheTtl: "24h" } } });
+    const r = parseRepoConfig({ agents: { tether: { cacheTtl: "24h" } } }, AGENT_CLIS);
     expect(r.ok).toBe(false);
     expect(JSON.stringify(!r.ok && r.problems)).toContain("must be 5m, 1h or auto");
   });

@@ -1,3 +1,4 @@
+import { AGENT_CLIS } from "../../src/cli-registry.js";
 import { createRequire } from "node:module";
 import { describe, expect, it } from "vitest";
 import { parseRepoConfig } from "../../src/config/repo-config.js";
@@ -303,13 +304,13 @@ describe("the ci setting", () => {
     { input: { ci: { retries: 2 } }, valid: false, problem: /retries/ },
   ];
   it.each(ROWS)("$input", ({ input, valid, problem }) => {
-    const parsed = parseRepoConfig({ agents: { a: input } });
+    const parsed = parseRepoConfig({ agents: { a: input } }, AGENT_CLIS);
     expect(parsed.ok).toBe(valid);
     if (!parsed.ok && problem) expect(JSON.stringify(parsed.problems)).toMatch(problem);
   });
 
   it("defaults to fix, three attempts", () => {
-    const parsed = parseRepoConfig({ agents: { a: null } });
+    const parsed = parseRepoConfig({ agents: { a: null } }, AGENT_CLIS);
     if (!parsed.ok) throw new Error("invalid");
     expect(parsed.config.agents.a!.ci).toEqual({ mode: "fix", maxAttempts: 3 });
   });
@@ -332,7 +333,7 @@ describe("the model of each CI attempt (escalate)", () => {
   });
 
   it("reads a parsed config's agent", () => {
-    const parsed = parseRepoConfig({ agents: { tether: { escalate: UP } } });
+    const parsed = parseRepoConfig({ agents: { tether: { escalate: UP } } }, AGENT_CLIS);
     if (!parsed.ok) throw new Error(JSON.stringify(parsed.problems));
     const agent = parsed.config.agents.tether!;
     expect([1, 2, 3, 4].map((n) => ciAttemptModel(agent, n))).toEqual([null, ...UP, UP[1]]);

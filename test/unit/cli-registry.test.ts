@@ -44,10 +44,10 @@ describe("the registry of agent CLIs", () => {
 
   it("the config accepts every registered CLI, with its default model, and refuses any other", () => {
     for (const c of AGENT_CLIS) {
-      const r = parseRepoConfig({ agents: { a: { cli: c.name } } });
+      const r = parseRepoConfig({ agents: { a: { cli: c.name } } }, AGENT_CLIS);
       expect(r.ok && r.config.agents.a).toMatchObject({ cli: c.name, model: c.defaultModel });
     }
-    const bad = parseRepoConfig({ agents: { a: { cli: "vibe" } } });
+    const bad = parseRepoConfig({ agents: { a: { cli: "vibe" } } }, AGENT_CLIS);
     expect(bad.ok).toBe(false);
     expect(!bad.ok && formatConfigProblems(bad.problems)).toContain(
       `must be ${CLI_NAMES.join(" or ")}`,

@@ -1,3 +1,4 @@
+import { AGENT_CLIS } from "../../src/cli-registry.js";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -129,19 +130,22 @@ describe("agents.<name>.mcpServers in .github/tether.yml", () => {
   afterEach(() => setMcpServerNames([]));
 
   it("defaults to none", () => {
-    const r = parseRepoConfig({ agents: { bot: {} } });
+    const r = parseRepoConfig({ agents: { bot: {} } }, AGENT_CLIS);
     expect(r.ok && r.config.agents.bot!.mcpServers).toEqual([]);
   });
 
   it("picks a server the operator offers", () => {
     setMcpServerNames(["sentry", "linear"]);
-    const r = parseRepoConfig({ agents: { bot: { mcpServers: ["sentry"] } } });
+    const r = parseRepoConfig({ agents: { bot: { mcpServers: ["sentry"] } } }, AGENT_CLIS);
     expect(r.ok && r.config.agents.bot!.mcpServers).toEqual(["sentry"]);
   });
 
   it("an unknown name is a config error naming the field and what is offered", () => {
     setMcpServerNames(["sentry"]);
-    const r = parseRepoConfig({ agents: { bot: { mcpServers: ["sentry", "github"] } } });
+    const r = parseRepoConfig(
+      { agents: { bot: { mcpServers: ["sentry", "github"] } } },
+      AGENT_CLIS,
+    );
     expect(r).toEqual({
       ok: false,
       problems: [
@@ -152,7 +156,7 @@ describe("agents.<name>.mcpServers in .github/tether.yml", () => {
       ],
     });
     setMcpServerNames([]);
-    const none = parseRepoConfig({ agents: { bot: { mcpServers: ["sentry"] } } });
+    const none = parseRepoConfig({ agents: { bot: { mcpServers: ["sentry"] } } }, AGENT_CLIS);
     expect(!none.ok && none.problems[0]!.message).toMatch(
       /offers none; its operator sets them in TETHER_MCP_SERVERS/,
     );
@@ -160,23 +164,29 @@ describe("agents.<name>.mcpServers in .github/tether.yml", () => {
 
   it("a repository cannot define a server: only names", () => {
     setMcpServerNames(["sentry"]);
-    const r = parseRepoConfig({
-      agents: { bot: { mcpServers: [{ command: "curl", args: ["evil"] }] } },
-    });
+    const r = parseRepoConfig(
+      {
+        agents: { bot: { mcpServers: [{ command: "curl", args: ["evil"] }] } },
+      },
+      AGENT_CLIS,
+    );
     expect(r.ok).toBe(false);
   });
 
   it("is taken for claude, codex and opencode agents", () => {
     setMcpServerNames(["sentry"]);
     for (const cli of ["claude", "codex", "opencode"]) {
-      const r = parseRepoConfig({ agents: { bot: { cli, mcpServers: ["sentry"] } } });
+      const r = parseRepoConfig({ agents: { bot: { cli, mcpServers: ["sentry"] } } }, AGENT_CLIS);
       expect(r.ok, cli).toBe(true);
     }
   });
 
   it("is refused for a gemini agent, saying why: the CLI starts none in an untrusted workspace", () => {
     setMcpServerNames(["sentry"]);
-    const r = parseRepoConfig({ agents: { bot: { cli: "gemini", mcpServers: ["sentry"] } } });
+    const r = parseRepoConfig(
+      { agents: { bot: { cli: "gemini", mcpServers: ["sentry"] } } },
+      AGENT_CLIS,
+    );
     expect(!r.ok && r.problems).toEqual([
       {
         path: "agents.bot.mcpServers",

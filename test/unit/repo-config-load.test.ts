@@ -1,3 +1,4 @@
+import { AGENT_CLIS } from "../../src/cli-registry.js";
 import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
@@ -7,7 +8,7 @@ import {
   mergeConfig,
   type LoadedConfig,
 } from "../../src/config/load-repo-config.js";
-import { DEFAULT_CONFIG } from "../../src/config/repo-config.js";
+import { DEFAULT_CONFIG, defaultConfig } from "../../src/config/repo-config.js";
 import { isRetryable } from "../../src/github/errors.js";
 import { TestOctokit } from "../helpers/probot.js";
 import { github, useNock } from "../helpers/intake-github.js";
@@ -17,7 +18,7 @@ useNock();
 const OWNER = "octo";
 const REPO = "widgets";
 const octokit = () => new TestOctokit({ auth: "ghs_test" });
-const load = () => loadRepoConfig(octokit(), { owner: OWNER, repo: REPO });
+const load = () => loadRepoConfig(octokit(), { owner: OWNER, repo: REPO }, { clis: AGENT_CLIS });
 const gh = () => github(OWNER, REPO);
 const problemsOf = (r: LoadedConfig) =>
   r.ok ? [] : r.problems.map((p) => `${p.path}: ${p.message}`);
@@ -142,7 +143,7 @@ describe("the README's full example", () => {
     const r = await load();
     expect(problemsOf(r)).toEqual([]);
     if (!r.ok) return;
-    expect(r.config.agents.tether).toEqual(DEFAULT_CONFIG.agents.tether);
+    expect(r.config.agents.tether).toEqual(defaultConfig(AGENT_CLIS).agents.tether);
     expect(r.config.resume).toEqual(DEFAULT_CONFIG.resume);
     expect(r.config.access).toEqual(DEFAULT_CONFIG.access);
     expect(r.config.agents.reviewer).toMatchObject({

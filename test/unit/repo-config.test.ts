@@ -1,7 +1,7 @@
+import { AGENT_CLIS } from "../../src/cli-registry.js";
 import { describe, expect, it } from "vitest";
 import {
-  DEFAULT_CONFIG,
-  DEFAULT_MODEL,
+  defaultConfig,
   formatConfigProblems,
   mentionsOf,
   parseRepoConfig,
@@ -554,7 +554,7 @@ const ROWS: Row[] = [
 
 describe("parseRepoConfig", () => {
   it.each(ROWS)("$name → valid: $valid", ({ input, valid, problem }) => {
-    const result = parseRepoConfig(input);
+    const result = parseRepoConfig(input, AGENT_CLIS);
     expect(result.ok).toBe(valid);
     if (!result.ok && problem) {
       const lines = result.problems.map((p) => `${p.path}: ${p.message}`);
@@ -566,15 +566,21 @@ describe("parseRepoConfig", () => {
   });
 
   it("gives a codex agent Codex's default model, and a claude agent Claude's", () => {
-    const r = parseRepoConfig({ agents: { coder: { cli: "codex" }, other: {} } });
+    const r = parseRepoConfig({ agents: { coder: { cli: "codex" }, other: {} } }, AGENT_CLIS);
     expect(r.ok && r.config.agents.coder).toMatchObject({ cli: "codex", model: "gpt-5.5" });
-    expect(r.ok && r.config.agents.other).toMatchObject({ cli: "claude", model: DEFAULT_MODEL });
+    expect(r.ok && r.config.agents.other).toMatchObject({
+      cli: "claude",
+      model: AGENT_CLIS[0].defaultModel,
+    });
   });
 
   it("gives a gemini agent Gemini's default model, and keeps its tool rules (the CLI's policy takes them)", () => {
-    const r = parseRepoConfig({
-      agents: { gem: { cli: "gemini", disallowedTools: ["web_fetch"] } },
-    });
+    const r = parseRepoConfig(
+      {
+        agents: { gem: { cli: "gemini", disallowedTools: ["web_fetch"] } },
+      },
+      AGENT_CLIS,
+    );
     expect(r.ok && r.config.agents.gem).toMatchObject({
       cli: "gemini",
       model: "gemini-2.5-pro",
@@ -583,12 +589,12 @@ describe("parseRepoConfig", () => {
   });
 
   it("fills every default when the file is absent", () => {
-    expect(DEFAULT_CONFIG).toEqual({
+    expect(defaultConfig(AGENT_CLIS)).toEqual({
       agents: {
         tether: {
           mention: "@tether",
           cli: "claude",
-          model: DEFAULT_MODEL,
+          model: AGENT_CLIS[0].defaultModel,
           maxTurns: 30,
           mcpServers: [],
           timeoutMinutes: 30,
@@ -665,7 +671,7 @@ describe("parseRepoConfig", () => {
       want: { tether: "@bot", claude: "@TETHER" },
     },
   ])("agents of $name", ({ agents, want }) => {
-    const r = parseRepoConfig({ agents });
+    const r = parseRepoConfig({ agents }, AGENT_CLIS);
     expect(r.ok).toBe(true);
     if (!r.ok) return;
     expect(
@@ -674,9 +680,12 @@ describe("parseRepoConfig", () => {
   });
 
   it("gives an own agent on the default mention its own settings, not the built-in agent's", () => {
-    const r = parseRepoConfig({
-      agents: { claude: { mention: "@tether", model: "claude-opus-4-1", turnLimitUsd: 1 } },
-    });
+    const r = parseRepoConfig(
+      {
+        agents: { claude: { mention: "@tether", model: "claude-opus-4-1", turnLimitUsd: 1 } },
+      },
+      AGENT_CLIS,
+    );
     expect(r.ok).toBe(true);
     if (!r.ok) return;
     expect(r.config.agents.tether).toBeUndefined();
@@ -689,13 +698,19 @@ describe("parseRepoConfig", () => {
   });
 
   it("keeps the default agent beside configured ones, and lets it be renamed", () => {
-    const r = parseRepoConfig({
-      agents: { tether: { mention: "@claude" }, reviewer: { maxTurns: 5 } },
-    });
+    const r = parseRepoConfig(
+      {
+        agents: { tether: { mention: "@claude" }, reviewer: { maxTurns: 5 } },
+      },
+      AGENT_CLIS,
+    );
     expect(r.ok).toBe(true);
     if (!r.ok) return;
     expect(Object.keys(r.config.agents).sort()).toEqual(["reviewer", "tether"]);
-    expect(r.config.agents.tether).toMatchObject({ mention: "@claude", model: DEFAULT_MODEL });
+    expect(r.config.agents.tether).toMatchObject({
+      mention: "@claude",
+      model: AGENT_CLIS[0].defaultModel,
+    });
     expect(r.config.agents.reviewer).toMatchObject({
       mention: "@reviewer",
       maxTurns: 5,
@@ -704,10 +719,13 @@ describe("parseRepoConfig", () => {
   });
 
   it("reports every problem, not just the first", () => {
-    const r = parseRepoConfig({
-      agents: { tether: { maxTurns: 0, modle: "x" } },
-      access: { minPermission: "x" },
-    });
+    const r = parseRepoConfig(
+      {
+        agents: { tether: { maxTurns: 0, modle: "x" } },
+        access: { minPermission: "x" },
+      },
+      AGENT_CLIS,
+    );
     expect(r.ok).toBe(false);
     if (r.ok) return;
     expect(r.problems.map((p) => p.path).sort()).toEqual([
@@ -761,12 +779,15 @@ describe("mentionsOf (a file that failed validation)", () => {
 
 describe("trigger defaults", () => {
   it("an agent answers to changes-requested reviews and to its own name as a label, and to no assignee", () => {
-    expect(DEFAULT_CONFIG.agents.tether).toMatchObject({
+    expect(defaultConfig(AGENT_CLIS).agents.tether).toMatchObject({
       reviews: "changes_requested",
       label: "tether",
     });
-    expect(DEFAULT_CONFIG.agents.tether!.assignee).toBeUndefined();
-    const parsed = parseRepoConfig({ agents: { fixer: { label: false }, helper: null } });
+    expect(defaultConfig(AGENT_CLIS).agents.tether!.assignee).toBeUndefined();
+    const parsed = parseRepoConfig(
+      { agents: { fixer: { label: false }, helper: null } },
+      AGENT_CLIS,
+    );
     if (!parsed.ok) throw new Error("invalid");
     expect(parsed.config.agents.fixer!.label).toBeNull();
     expect(parsed.config.agents.helper!.label).toBe("helper");

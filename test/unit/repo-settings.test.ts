@@ -1,3 +1,4 @@
+import { AGENT_CLIS } from "../../src/cli-registry.js";
 import { describe, expect, it } from "vitest";
 import { parseRepoConfig } from "../../src/config/repo-config.js";
 import {
@@ -7,7 +8,7 @@ import {
 } from "../../src/config/repo-settings.js";
 
 function config(raw: unknown) {
-  const parsed = parseRepoConfig(raw);
+  const parsed = parseRepoConfig(raw, AGENT_CLIS);
   if (!parsed.ok) throw new Error(JSON.stringify(parsed.problems));
   return parsed.config;
 }
@@ -65,17 +66,17 @@ describe("the settings snapshot on a task", () => {
     expect(read?.agents.tether?.changes).toBeUndefined();
   });
 
-  it("keeps each agent's cli, and reads a snapshot taken before Codex as Claude's", () => {
+  it("keeps each agent's cli; a snapshot taken before a second CLI (none named) is not used", () => {
     const codex = config({ agents: { tether: { cli: "codex" } } });
     const stored = JSON.parse(JSON.stringify(snapshotSettings(codex))) as unknown;
     expect(readSettingsSnapshot(stored)?.agents.tether?.cli).toBe("codex");
     const before = JSON.parse(JSON.stringify(snapshotSettings(cfg))) as {
       agents: Record<string, Record<string, unknown>>;
     };
+    expect(readSettingsSnapshot(before)).not.toBeNull();
     for (const a of Object.values(before.agents)) delete a.cli;
-    const read = readSettingsSnapshot(before);
-    expect(read?.agents.tether?.cli).toBe("claude");
-    expect(read?.agents.reviewer?.cli).toBe("claude");
+    // The config sits below the CLIs and knows no default one: the runner reads the config.
+    expect(readSettingsSnapshot(before)).toBeNull();
   });
 
   it("keeps resume.compact, and reads a snapshot taken before it as compacting (the default)", () => {

@@ -1,9 +1,10 @@
+import { AGENT_CLIS } from "../../src/cli-registry.js";
 import { describe, expect, it } from "vitest";
 import { parseRepoConfig } from "../../src/config/repo-config.js";
 import { checkModel } from "../../src/intake/session-commands.js";
 
 function agent(yaml: Record<string, unknown>) {
-  const r = parseRepoConfig({ agents: { tether: yaml } });
+  const r = parseRepoConfig({ agents: { tether: yaml } }, AGENT_CLIS);
   if (!r.ok) throw new Error(JSON.stringify(r));
   return r.config.agents.tether!;
 }

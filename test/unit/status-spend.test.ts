@@ -1,9 +1,10 @@
+import { AGENT_CLIS } from "../../src/cli-registry.js";
 import { describe, expect, it } from "vitest";
 import { parseRepoConfig, type RepoConfig } from "../../src/config/repo-config.js";
 import { renderSpend, type SpendFigures } from "../../src/intake/status.js";
 
 function config(raw: unknown): RepoConfig {
-  const parsed = parseRepoConfig(raw);
+  const parsed = parseRepoConfig(raw, AGENT_CLIS);
   if (!parsed.ok) throw new Error(JSON.stringify(parsed.problems));
   return parsed.config;
 }

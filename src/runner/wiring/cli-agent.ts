@@ -8,6 +8,7 @@ import os from "node:os";
 import path from "node:path";
 import type { Logger } from "../../log.js";
 import type { CliAdapter, RunEvent } from "../../agent-cli/runtime-adapter.js";
+import type { CliAbilities } from "../../core/cli-abilities.js";
 import { killProcessesIn } from "../../process/process-tree.js";
 import { COMMENTS_FILE } from "../../review/line-comment-tool.js";
 import { readToolOutput, type ReviewRequest } from "../../review/review-plan.js";
@@ -42,15 +43,10 @@ export interface CliAgentOptions {
   /** Without `contain`: the HOME the CLI keeps its sessions in (default: this process's). */
   home?: string;
   /**
-   * The CLI compacts a session when a resumed run's prompt is `/compact` (Claude Code does, seen
-   * with 2.1.197; `codex exec` has no such command). Default false.
+   * What the CLI can do that the Agent answers for (its registry entry's, core/cli-abilities.ts):
+   * compact a session on request, resume one at an earlier message. Default: neither.
    */
-  compacts?: boolean;
-  /**
-   * The CLI resumes a session at an earlier message and says where each resumed run entered it
-   * (Claude Code's `--resume-session-at`; not Codex). Default false.
-   */
-  rewinds?: boolean;
+  abilities?: Pick<CliAbilities, "compactPrompt" | "rewinds">;
   /** The operator's MCP servers (TETHER_MCP_SERVERS), which agents pick from by name. */
   mcpServers?: McpServers;
 }
@@ -88,8 +84,8 @@ export function cliAgent(cli: CliAdapter, opts: CliAgentOptions): Agent {
     async cliVersion() {
       return (await probe()).version;
     },
-    canCompact: () => opts.compacts === true,
-    canRewind: () => opts.rewinds === true,
+    canCompact: () => (opts.abilities?.compactPrompt ?? null) !== null,
+    canRewind: () => opts.abilities?.rewinds === true,
     // Without a store, the CLI's own on this runtime.
     transcriptState: async (key, sessionId) =>
       contain ? contain.transcripts.state(key, sessionId) : { where: "local" },

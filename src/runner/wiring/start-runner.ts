@@ -154,8 +154,7 @@ export async function startRunner(opts: {
           entry.name,
           cliAgent(adapter, {
             log,
-            compacts: entry.compactPrompt !== null,
-            rewinds: entry.rewinds,
+            abilities: entry,
             mcpServers: env.mcpServers,
             contain: contain({
               cliVersion: probes.has(entry.name)
@@ -202,7 +201,7 @@ export async function startRunner(opts: {
         repo: task.repo,
         cloneUrl: cloneUrlFor(env, task.repo),
         loadConfig: async (o, owner, repo): Promise<ConfigResult> => {
-          const loaded = await loadRepoConfig(o, { owner, repo });
+          const loaded = await loadRepoConfig(o, { owner, repo }, { clis: AGENT_CLIS });
           return loaded.ok
             ? { ok: true, settings: toRepoSettings(loaded.config) }
             : { ok: false, message: formatConfigProblems(loaded.problems) };
