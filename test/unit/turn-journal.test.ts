@@ -21,6 +21,7 @@ import {
 } from "../../src/runner/ports.js";
 import { recordRunSession, runAgent, type AgentTurn } from "../../src/runner/turn/run-agent.js";
 import { runTask } from "../../src/runner/turn/run-task.js";
+import { decideTurn } from "../../src/runner/turn/turn-decision.js";
 import { fakeThread, fakeWorkspace } from "../helpers/runner-fakes.js";
 
 type Entry = [keyof TurnJournal, ...unknown[]];
@@ -385,5 +386,71 @@ describe("a whole turn against an in-memory store", () => {
     });
     expect(entry("sessionRewound")).toEqual(["sessionRewound", "s-1", 1]);
     expect(entry("finished")?.[1]).toMatchObject({ status: "succeeded", outcome: "success" });
+  });
+});
+
+describe("a turn's decision against an in-memory store", () => {
+  const reviewer: TaskKey = { ...key, agent: "reviewer" };
+  const session = (k: TaskKey, sessionId: string, historyEpoch: number) => ({
+    key: k,
+    sessionId,
+    cli: "claude" as const,
+    runtimeId: "rt-other",
+    workDir: null,
+    state: "active" as const,
+    historyEpoch,
+    lastUsedAt: new Date(),
+    contextTokens: null,
+    contextWindow: null,
+  });
+  const edit = (k: TaskKey, epoch: number) => ({
+    key: k,
+    epoch,
+    source: `comment:${epoch}`,
+    deleted: false,
+    body: "edited",
+  });
+
+  it("`/from reviewer` forks the reviewer's session, judged by the reviewer's history epoch", async () => {
+    // The reviewer's session is at its key's epoch (2); this key's own epoch (5) is not its.
+    const kept: Kept = {
+      sessions: [session(reviewer, "s-rev", 2)],
+      turns: [],
+      queued: new Map(),
+      edits: [edit(reviewer, 1), edit(reviewer, 2), edit(key, 5)],
+    };
+    const journal = memoryJournal();
+    const agent = scriptedAgent([], {
+      cliVersion: async () => "2.0.0",
+      transcriptState: async () => ({ where: "store", cliVersion: "2.0.0" }),
+    });
+    const decision = await decideTurn(
+      { agent, runtimeId: "rt-1", store: memoryHistory(kept) },
+      {
+        key,
+        task: { ...key, id: 20, forkSessionId: "s-rev", forceFresh: false } as Task,
+        cli: "claude",
+        policy: { enabled: true, ttlHours: 72, contextBudget: 0.8 },
+        prior: null,
+        epoch: 5,
+        ws: { workDir: "/work/acme/widgets/3", workDirExists: false },
+        now: () => new Date(),
+        log: pino({ level: "silent" }),
+        journal,
+      },
+    );
+    expect(decision).toEqual({
+      kind: "resume",
+      sessionId: "s-rev",
+      reason: "forked",
+      fork: true,
+      forkFrom: reviewer,
+    });
+    expect(journal.entries).toEqual([
+      [
+        "decided",
+        expect.objectContaining({ decision: "resume", reason: "forked", resumeSessionId: "s-rev" }),
+      ],
+    ]);
   });
 });
