@@ -66,9 +66,9 @@ export function resumedElsewhere(
 
 /**
  * How the CLI ended, in words ("exited with code 1"). This and the two below are the words of
- * every CLI's verdict, used by each dialect's classifier.
+ * every CLI's verdict, in the ladder below and in a dialect's own rules.
  */
-export function exitWords(exit: ExitFacts): string {
+function exitWords(exit: ExitFacts): string {
   if (exit.signal) return `was killed by ${exit.signal}`;
   if (exit.exitCode !== null) return `exited with code ${exit.exitCode}`;
   return "ended";
@@ -80,7 +80,7 @@ export function firstLine(text: string): string {
 }
 
 /** The last lines of stderr, where a crash usually says why. */
-export function stderrWords(stderr: string): string {
+function stderrWords(stderr: string): string {
   const lines = stderr
     .split("\n")
     .map((l) => l.trim())

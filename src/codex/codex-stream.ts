@@ -1,7 +1,7 @@
 /**
  * Codex's `exec --json` stream: one JSON object a line (docs/codex-cli-facts.md, "The stream").
- * Read with the same bounded line splitter as Claude's stream; a line that is not what the
- * facts describe is counted, never thrown.
+ * Read by the kit every CLI shares (agent-cli/line-splitter.ts): this file says what each
+ * typed line means; a line that is not what the facts describe is counted, never thrown.
  */
 import { z } from "zod";
 import { jsonLinesParser, lineWithout } from "../agent-cli/line-splitter.js";

@@ -1,7 +1,8 @@
 /**
  * Gemini CLI's `--output-format stream-json` stream: one JSON object a line
- * (docs/gemini-cli-facts.md, "The stream"). Read with the same bounded line splitter as the
- * other CLIs; a line that is not what the facts describe is counted, never thrown.
+ * (docs/gemini-cli-facts.md, "The stream"). Read by the kit every CLI shares
+ * (agent-cli/line-splitter.ts): this file says what each typed line means; a line that is not
+ * what the facts describe is counted, never thrown.
  */
 import { z } from "zod";
 import { jsonLinesParser, lineWithout, readJsonLine } from "../agent-cli/line-splitter.js";
