@@ -9,7 +9,7 @@
 import type { Pool } from "../src/db/pool.js";
 import { pino } from "pino";
 import type { GitHubThread } from "../src/runner/ports.js";
-import { postgresTurnJournal } from "../src/sql/tasks/journal.js";
+import { postgresTurnStore } from "../src/sql/turn-store.js";
 import type { Task } from "../src/core/task.js";
 import type { trackingComment as TrackingCommentFn } from "../src/runner/render/tracking-comment.js";
 
@@ -55,7 +55,7 @@ export async function longTurnEdits(
   const task = { id: 1, agent: "tether", threadNumber: 1, attempts: 1, trackingCommentId: null };
   try {
     const comment = make({
-      journal: postgresTurnJournal(pool, "bench", task as unknown as Task),
+      journal: postgresTurnStore(pool).journal(task as unknown as Task, "bench"),
       gh,
       task: task as unknown as Task,
       log: pino({ level: "silent" }),

@@ -38,6 +38,7 @@ import { readTask, seedTask } from "../test/helpers/seed.js";
 import { accountRequests, BYTES_PER_TOKEN, type PromptBody } from "./savings-accounting.js";
 import { answerText, planThread } from "./savings-thread.js";
 import { benchDatabase } from "./support.js";
+import { postgresTurnStore } from "../src/sql/turn-store.js";
 
 const MODEL = "gemini-2.5-flash";
 const args = Object.fromEntries(
@@ -193,7 +194,7 @@ try {
       const t0 = Date.now();
       await runTask(
         {
-          pool,
+          store: postgresTurnStore(pool),
           log,
           runnerId: "bench",
           runtimeId: "rt",

@@ -19,8 +19,7 @@ import { IntakeProcessor } from "./intake/processor.js";
 import { RedeliverySweeper } from "./intake/redelivery-sweeper.js";
 import { createLogger, type Logger } from "./log.js";
 import { processMetrics } from "./metrics.js";
-import { describeNextTurn } from "./runner/render/describe-next-turn.js";
-import { startRunner } from "./runner/wiring/start-runner.js";
+import { nextTurnStatus, startRunner } from "./runner/wiring/start-runner.js";
 import { TRANSCRIPT_COMMAND, transcriptCommand } from "./sessions/transcript-command.js";
 import { secretsInEnv } from "./core/secret-env.js";
 import { Shutdown } from "./shutdown.js";
@@ -91,7 +90,7 @@ async function main(): Promise<void> {
   }
 
   const metrics = processMetrics().useDatabase(db.pool);
-  const deps: AppDeps = { env, log, pool: db.pool, describeStatus: describeNextTurn };
+  const deps: AppDeps = { env, log, pool: db.pool, describeStatus: nextTurnStatus(db.pool) };
   if ((role === "all" || role === "web") && env.TETHER_DASHBOARD_TOKEN === undefined) {
     // The dashboard always needs a token; without one set, make one the operator can read.
     const made = await ensureDashboardToken(env.dataDir);

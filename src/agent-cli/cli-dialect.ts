@@ -8,7 +8,7 @@ import type { McpServer } from "../review/line-comment-tool.js";
 import type { TurnImage } from "../core/images.js";
 import type { ModelEndpoint } from "../sandbox/egress.js";
 import type { Logger } from "../log.js";
-import type { Classification, ExitFacts, StopReason } from "./outcome.js";
+import type { Classification, ClassifyInput, StopReason } from "./outcome.js";
 import type { RunSettings, RunEvent, RunSpec, RunUsage } from "./runtime-adapter.js";
 
 /** How the CLI reaches the model API, split between Tether and the sandboxed CLI. */
@@ -98,7 +98,7 @@ export interface CliDialect<M extends { kind: string }, S> {
   ): { reason: StopReason; detail: string } | undefined;
   /** The CLI's last word for the turn (after it, only a bound on lingering applies). */
   isFinal(message: M): boolean;
-  classify(input: { resumeSessionId?: string; state: S; exit: ExitFacts }): Classification;
+  classify(input: ClassifyInput<S>): Classification;
   /**
    * A resumed run: the session's message its turn hung from (where `--resume-session-at` goes
    * back to). Absent: the CLI cannot say, or cannot rewind.

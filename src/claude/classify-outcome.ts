@@ -1,13 +1,7 @@
 import type { RunEvidence } from "./run-evidence.js";
 import { resultErrors } from "./run-evidence.js";
-import {
-  exitWords,
-  firstLine,
-  stderrWords,
-  type Classification,
-  type ExitFacts,
-  type StopReason,
-} from "../agent-cli/outcome.js";
+import { classifyExit, resumedElsewhere } from "../agent-cli/outcome.js";
+import type { Classification, ExitFacts, StopReason } from "../agent-cli/outcome.js";
 import type { StreamMessage } from "./stream-parser.js";
 
 export interface ClassifyInput {
@@ -39,74 +33,35 @@ export function earlyStop(
   if (message.kind === "api_retry" && evidence.authRetry) {
     return { reason: "auth_failed", detail: authDetail(evidence.authRetry.status) };
   }
-  if (
-    message.kind === "init" &&
-    resumeSessionId !== undefined &&
-    evidence.init &&
-    evidence.init.sessionId !== resumeSessionId
-  ) {
-    return {
-      reason: "resume_rejected",
-      detail: `asked to resume session ${resumeSessionId}, but the CLI started session ${evidence.init.sessionId}`,
-    };
-  }
-  return undefined;
+  return message.kind === "init"
+    ? resumedElsewhere(resumeSessionId, evidence.init?.sessionId)
+    : undefined;
 }
 
 /**
- * The outcome of a run, from the evidence in its stream, its stderr and its exit. Pure.
- * Order matters: a stop the adapter made for a reason outranks what followed from the kill;
- * a result line that arrived is the CLI's own verdict and outranks a later cancel; resume
- * failures are recognised before the rest because the runner acts on them (retire the
- * session, retry fresh).
+ * The outcome of a run, from the evidence in its stream, its stderr and its exit, by the ladder
+ * every CLI's is judged by (classifyExit); the result line is the CLI's last word. Pure.
  */
 export function classifyOutcome({
   resumeSessionId,
   evidence,
   exit,
 }: ClassifyInput): Classification {
-  const resumed = resumeSessionId !== undefined;
-  const stderr = exit.stderrTail;
   const result = evidence.result;
-
-  if (exit.spawnError) return { kind: "failed", detail: exit.spawnError };
-  if (exit.stop?.reason === "no_start") return { kind: "failed", detail: exit.stop.detail };
-  if (exit.stop?.reason === "auth_failed") return { kind: "auth_failed", detail: exit.stop.detail };
-  if (exit.stop?.reason === "resume_rejected") {
-    return { kind: "resume_rejected", detail: exit.stop.detail };
-  }
-  // A finished answer stands even if a stop raced it; an error result printed while the CLI was
-  // being stopped is the stop's doing.
-  const answered = result !== undefined && !result.is_error && result.subtype === "success";
-  if (result && (!exit.stop || !exit.resultAfterStop || answered)) {
-    return fromResult(evidence, resumeSessionId, stderr);
-  }
-  if (exit.stop) return { kind: exit.stop.reason, detail: exit.stop.detail };
-
-  // The CLI ended by itself without a result line.
-  const how = exitWords(exit);
-  if (resumed && NO_CONVERSATION.test(stderr)) {
-    return { kind: "resume_rejected", detail: noConversation(resumeSessionId) };
-  }
-  if (ARGUMENT_ERROR.test(stderr)) {
-    return {
-      kind: "failed",
-      detail: `the CLI refused its arguments (${how}): ${firstLine(stderr)}`,
-    };
-  }
-  if (resumed && !evidence.init) {
-    return {
-      kind: "resume_rejected",
-      detail: `the CLI ${how} before starting resumed session ${resumeSessionId}${stderrWords(stderr)}`,
-    };
-  }
-  if (evidence.authRetry) {
-    return { kind: "auth_failed", detail: authDetail(evidence.authRetry.status) };
-  }
-  return {
-    kind: "failed",
-    detail: `the CLI ${how} without a result line${stderrWords(stderr)}`,
-  };
+  return classifyExit(exit, {
+    resumeSessionId,
+    started: evidence.init !== undefined,
+    verdict: result && {
+      answered: !result.is_error && result.subtype === "success",
+      classify: () => fromResult(evidence, resumeSessionId, exit.stderrTail),
+    },
+    noResume: { pattern: NO_CONVERSATION, detail: () => noConversation(resumeSessionId) },
+    argumentError: ARGUMENT_ERROR,
+    lastly: () =>
+      evidence.authRetry && { kind: "auth_failed", detail: authDetail(evidence.authRetry.status) },
+    resuming: "starting resumed session",
+    without: "a result line",
+  });
 }
 
 function fromResult(

@@ -3,14 +3,9 @@
  * CLI early, the outcome in the same set as Claude's, and the turn's usage and estimated cost.
  * Every rule here rests on a case in docs/codex-cli-facts.md ("Failures seen").
  */
-import {
-  exitWords,
-  firstLine,
-  stderrWords,
-  type Classification,
-  type ExitFacts,
-  type StopReason,
-} from "../agent-cli/outcome.js";
+import { classifyExit, resumedElsewhere } from "../agent-cli/outcome.js";
+import { initEvent, resultEvent } from "../agent-cli/dialect-events.js";
+import type { Classification, ClassifyInput, StopReason } from "../agent-cli/outcome.js";
 import type { RunEvent, RunUsage, TokenUsage } from "../agent-cli/runtime-adapter.js";
 import type { CodexMessage, CodexUsage } from "./codex-stream.js";
 import { estimateCostUsd } from "../providers/openai/pricing.js";
@@ -75,17 +70,7 @@ export function observeCodex(ev: CodexEvidence, m: CodexMessage): RunEvent[] {
     case "thread_started": {
       if (ev.threadId) return [];
       ev.threadId = m.threadId;
-      return [
-        {
-          type: "init",
-          sessionId: m.threadId,
-          model: ev.model,
-          cwd: null,
-          cliVersion: null,
-          permissionMode: null,
-          tools: [],
-        },
-      ];
+      return [initEvent(m.threadId, ev.model)];
     }
     case "turn_started":
       ev.turnStarted = true;
@@ -145,34 +130,14 @@ export function observeCodex(ev: CodexEvidence, m: CodexMessage): RunEvent[] {
     }
     case "turn_completed":
       ev.completed = { usage: m.usage };
-      return [resultEvent(ev, false, "success", null)];
+      return [resultEvent({ ok: true, sessionId: ev.threadId, text: ev.lastText })];
     case "turn_failed":
       ev.failed = m.message;
-      return [resultEvent(ev, true, "error", m.message)];
+      return [resultEvent({ ok: false, sessionId: ev.threadId, error: m.message })];
     case "unknown":
     case "unreadable":
       return [];
   }
-}
-
-function resultEvent(
-  ev: CodexEvidence,
-  isError: boolean,
-  subtype: string,
-  error: string | null,
-): RunEvent {
-  return {
-    type: "result",
-    subtype,
-    isError,
-    text: isError ? null : (ev.lastText ?? null),
-    sessionId: ev.threadId ?? null,
-    terminalReason: null,
-    apiErrorStatus: null,
-    numTurns: null,
-    costUsd: null,
-    errors: error ? [error] : [],
-  };
 }
 
 /**
@@ -188,65 +153,37 @@ export function codexEarlyStop(
   if (m.kind === "error" && ev.authRetry === m.message) {
     return { reason: "auth_failed", detail: authDetail(m.message) };
   }
-  if (
-    m.kind === "thread_started" &&
-    resumeSessionId !== undefined &&
-    ev.threadId !== resumeSessionId
-  ) {
-    return {
-      reason: "resume_rejected",
-      detail: `asked to resume thread ${resumeSessionId}, but the CLI started thread ${ev.threadId}`,
-    };
-  }
+  if (m.kind === "thread_started") return resumedElsewhere(resumeSessionId, ev.threadId, "thread");
   return undefined;
 }
 
-/** The outcome, in the order Claude's is judged (a stop Tether made outranks what followed). */
+/** The outcome, by the ladder every CLI's is judged by (classifyExit). */
 export function classifyCodex({
   resumeSessionId,
   state: ev,
   exit,
-}: {
-  resumeSessionId?: string;
-  state: CodexEvidence;
-  exit: ExitFacts;
-}): Classification {
-  const resumed = resumeSessionId !== undefined;
-  const stderr = exit.stderrTail;
-  if (exit.spawnError) return { kind: "failed", detail: exit.spawnError };
-  if (exit.stop?.reason === "no_start") return { kind: "failed", detail: exit.stop.detail };
-  if (exit.stop?.reason === "auth_failed") return { kind: "auth_failed", detail: exit.stop.detail };
-  if (exit.stop?.reason === "resume_rejected")
-    return { kind: "resume_rejected", detail: exit.stop.detail };
-  // A finished turn stands even if a stop raced it; a failure printed while the CLI was being
-  // stopped is the stop's doing.
-  if (ev.completed) {
-    return { kind: "success", detail: "answered" };
-  }
-  if (ev.failed !== undefined && (!exit.stop || !exit.resultAfterStop)) return fromFailure(ev);
-  if (exit.stop) return { kind: exit.stop.reason, detail: exit.stop.detail };
-
-  const how = exitWords(exit);
-  if (resumed && NO_ROLLOUT.test(stderr)) {
-    return {
-      kind: "resume_rejected",
-      detail: `the CLI has no rollout for thread ${resumeSessionId} in its CODEX_HOME (not restored, or made elsewhere)`,
-    };
-  }
-  if (ARGUMENT_ERROR.test(stderr)) {
-    return {
-      kind: "failed",
-      detail: `the CLI refused its arguments (${how}): ${firstLine(stderr)}`,
-    };
-  }
-  if (resumed && !ev.threadId) {
-    return {
-      kind: "resume_rejected",
-      detail: `the CLI ${how} before resuming thread ${resumeSessionId}${stderrWords(stderr)}`,
-    };
-  }
-  if (ev.authRetry) return { kind: "auth_failed", detail: authDetail(ev.authRetry) };
-  return { kind: "failed", detail: `the CLI ${how} without ending the turn${stderrWords(stderr)}` };
+}: ClassifyInput<CodexEvidence>): Classification {
+  const answered = ev.completed !== undefined;
+  return classifyExit(exit, {
+    resumeSessionId,
+    started: ev.threadId !== undefined,
+    verdict:
+      answered || ev.failed !== undefined
+        ? {
+            answered,
+            classify: () => (answered ? { kind: "success", detail: "answered" } : fromFailure(ev)),
+          }
+        : undefined,
+    noResume: {
+      pattern: NO_ROLLOUT,
+      detail: () =>
+        `the CLI has no rollout for thread ${resumeSessionId} in its CODEX_HOME (not restored, or made elsewhere)`,
+    },
+    argumentError: ARGUMENT_ERROR,
+    lastly: () =>
+      ev.authRetry ? { kind: "auth_failed", detail: authDetail(ev.authRetry) } : undefined,
+    resuming: "resuming thread",
+  });
 }
 
 function fromFailure(ev: CodexEvidence): Classification {

@@ -1,10 +1,11 @@
 /**
  * Codex's `exec --json` stream: one JSON object a line (docs/codex-cli-facts.md, "The stream").
- * Read with the same bounded line splitter as Claude's stream; a line that is not what the
- * facts describe is counted, never thrown.
+ * Read by the kit every CLI shares (agent-cli/line-splitter.ts): this file says what each
+ * typed line means; a line that is not what the facts describe is counted, never thrown.
  */
 import { z } from "zod";
-import { LineSplitter } from "../agent-cli/line-splitter.js";
+import { jsonLinesParser, lineWithout } from "../agent-cli/line-splitter.js";
+import type { TypedLine, UnreadableLine } from "../agent-cli/line-splitter.js";
 
 /** Token totals as `turn.completed` and the rollout's `token_count` report them. */
 export const CodexUsage = z.object({
@@ -28,37 +29,22 @@ export type CodexMessage =
   | { kind: "turn_completed"; usage: CodexUsage | null }
   | { kind: "turn_failed"; message: string }
   | { kind: "unknown"; type: string }
-  | { kind: "unreadable"; reason: string };
+  | UnreadableLine;
 
-const Line = z.looseObject({ type: z.string() });
-
-/** Reads one line. Never throws. */
-export function parseCodexLine(text: string): CodexMessage {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    return { kind: "unreadable", reason: `not JSON: ${text.slice(0, 120)}` };
-  }
-  const line = Line.safeParse(value);
-  if (!line.success) return { kind: "unreadable", reason: `no "type": ${text.slice(0, 120)}` };
-  const v = line.data as Record<string, unknown> & { type: string };
-  const bad = (what: string): CodexMessage => ({
-    kind: "unreadable",
-    reason: `${v.type} without ${what}`,
-  });
+/** One typed line as a message. */
+function readCodex(v: TypedLine): CodexMessage {
   switch (v.type) {
     case "thread.started":
       return typeof v.thread_id === "string"
         ? { kind: "thread_started", threadId: v.thread_id }
-        : bad("thread_id");
+        : lineWithout(v, "thread_id");
     case "turn.started":
       return { kind: "turn_started" };
     case "item.started":
     case "item.updated":
     case "item.completed": {
       const item = Item.safeParse(v.item);
-      if (!item.success) return bad("an item");
+      if (!item.success) return lineWithout(v, "an item");
       return {
         kind: "item",
         phase: v.type.slice("item.".length) as "started" | "updated" | "completed",
@@ -84,38 +70,4 @@ export function parseCodexLine(text: string): CodexMessage {
 }
 
 /** Bytes in, messages out, with the counts the outcome reports. */
-export class CodexStreamParser {
-  private readonly lines: LineSplitter;
-  readonly counts = { unreadable: 0, unknown: 0 };
-  lastUnreadable: string | undefined;
-
-  constructor(maxLineBytes: number) {
-    this.lines = new LineSplitter(maxLineBytes);
-  }
-
-  private overlong = 0;
-
-  push(chunk: Buffer): CodexMessage[] {
-    return this.read(this.lines.push(chunk));
-  }
-
-  end(): CodexMessage[] {
-    return this.read(this.lines.end());
-  }
-
-  private read(lines: string[]): CodexMessage[] {
-    // Lines too long to keep are unreadable too.
-    this.counts.unreadable += this.lines.overlongLines - this.overlong;
-    this.overlong = this.lines.overlongLines;
-    const out: CodexMessage[] = [];
-    for (const text of lines) {
-      const m = parseCodexLine(text);
-      if (m.kind === "unreadable") {
-        this.counts.unreadable++;
-        this.lastUnreadable = m.reason;
-      } else if (m.kind === "unknown") this.counts.unknown++;
-      out.push(m);
-    }
-    return out;
-  }
-}
+export const CodexStreamParser = jsonLinesParser(readCodex);

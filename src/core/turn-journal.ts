@@ -1,15 +1,18 @@
 /**
  * The turn's journal: everything a running turn writes down as it goes (the resume decision, the
  * session the CLI named, how that session moved and stands, the tracking comment, what became of
- * the changes, how the turn ended), said as what happened, not how it is stored. The runner's
- * turn (src/runner/turn/) writes through this port only; src/sql/tasks/journal.ts keeps it in
- * Postgres under the claiming runner's lease, and a test can keep it in memory.
+ * the changes, how the turn ended, the run's events for its live view), said as what happened, not
+ * how it is stored. The runner's turn (src/runner/turn/) writes through this port, and reads what
+ * the turns before it left through its sibling (turn-history.ts), both from one TurnStore;
+ * src/sql/turn-store.ts keeps them in Postgres, the journal under the claiming runner's lease,
+ * and a test can keep them in memory.
  *
  * One journal is one task's, for one runner: a write after the lease was lost (the task finished
  * or taken over elsewhere) changes nothing, and those that say so return false.
  */
 import type { CacheTtl, CliKind } from "./settings.js";
-import type { Outcome, TaskStatus, Usage } from "./task.js";
+import type { Outcome, TaskKey, TaskStatus, Usage } from "./task.js";
+import type { TurnHistory } from "./turn-history.js";
 
 /** The resume decision as the task keeps it (`/status`, the dashboard and the next turn read it). */
 export interface DecisionRecord {
@@ -126,4 +129,25 @@ export interface TurnJournal {
   requeued(until: Date): Promise<boolean>;
   /** The end: the status the run earned, its usage, where its answer stands. */
   finished(f: Finish): Promise<boolean>;
+  /** One event of the run, as the live view keeps it (scrubbed and clipped by the caller). */
+  eventStreamed(kind: string, body: unknown): Promise<void>;
+  /**
+   * The live view's oldest events dropped until `bound` holds (its init stays): how many went,
+   * and how many of those were tool calls.
+   */
+  eventsTrimmed(bound: {
+    maxEvents: number;
+    maxBytes: number;
+  }): Promise<{ events: number; toolCalls: number }>;
+  /** How many events, and tool calls, the live view has dropped in all (replaces the last note). */
+  eventsDropped(dropped: { events: number; toolCalls: number }): Promise<void>;
+}
+
+/**
+ * Where a runner's turns keep what they do and read what came before: each task's journal under
+ * the runner's lease, and the history every turn (and `/status`) reads.
+ */
+export interface TurnStore extends TurnHistory {
+  /** Task `task`'s journal, its writes scoped to `runnerId`'s lease. */
+  journal(task: TaskKey & { id: number }, runnerId: string): TurnJournal;
 }

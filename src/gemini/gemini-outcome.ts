@@ -3,14 +3,9 @@
  * the CLI early, the outcome in the same set as Claude's and Codex's, and the turn's usage and
  * estimated cost. Every rule here rests on a case in docs/gemini-cli-facts.md ("Failures seen").
  */
-import {
-  exitWords,
-  firstLine,
-  stderrWords,
-  type Classification,
-  type ExitFacts,
-  type StopReason,
-} from "../agent-cli/outcome.js";
+import { classifyExit, firstLine, resumedElsewhere } from "../agent-cli/outcome.js";
+import { initEvent, resultEvent } from "../agent-cli/dialect-events.js";
+import type { Classification, ClassifyInput, StopReason } from "../agent-cli/outcome.js";
 import type { RunEvent, RunUsage, TokenUsage } from "../agent-cli/runtime-adapter.js";
 import type { GeminiMessage, GeminiResultStats, GeminiStats } from "./gemini-stream.js";
 import { estimateCostUsd, GEMINI_CONTEXT_WINDOW } from "../providers/google/pricing.js";
@@ -70,17 +65,7 @@ export function observeGemini(ev: GeminiEvidence, m: GeminiMessage): RunEvent[] 
       if (ev.sessionId) return [];
       ev.sessionId = m.sessionId;
       ev.model = m.model ?? ev.model;
-      return [
-        {
-          type: "init",
-          sessionId: m.sessionId,
-          model: ev.model,
-          cwd: null,
-          cliVersion: null,
-          permissionMode: null,
-          tools: [],
-        },
-      ];
+      return [initEvent(m.sessionId, ev.model)];
     }
     case "text": {
       if (m.role !== "assistant") return [];
@@ -98,19 +83,10 @@ export function observeGemini(ev: GeminiEvidence, m: GeminiMessage): RunEvent[] 
       return [];
     case "result": {
       ev.result = { ok: m.ok, error: m.error, errorType: m.errorType, stats: m.stats };
+      const { ok, error } = m;
+      const text = ev.text || undefined;
       return [
-        {
-          type: "result",
-          subtype: m.ok ? "success" : "error",
-          isError: !m.ok,
-          text: m.ok ? ev.text || null : null,
-          sessionId: ev.sessionId ?? null,
-          terminalReason: null,
-          apiErrorStatus: apiStatus(m.error),
-          numTurns: null,
-          costUsd: null,
-          errors: m.error ? [m.error] : [],
-        },
+        resultEvent({ ok, sessionId: ev.sessionId, text, error, apiErrorStatus: apiStatus(error) }),
       ];
     }
     case "unknown":
@@ -133,55 +109,32 @@ export function geminiEarlyStop(
   ev: GeminiEvidence,
   resumeSessionId: string | undefined,
 ): { reason: StopReason; detail: string } | undefined {
-  if (m.kind === "init" && resumeSessionId !== undefined && ev.sessionId !== resumeSessionId) {
-    return {
-      reason: "resume_rejected",
-      detail: `asked to resume session ${resumeSessionId}, but the CLI started session ${ev.sessionId}`,
-    };
-  }
-  return undefined;
+  return m.kind === "init" ? resumedElsewhere(resumeSessionId, ev.sessionId) : undefined;
 }
 
+/** The outcome, by the ladder every CLI's is judged by (classifyExit). */
 export function classifyGemini({
   resumeSessionId,
   state: ev,
   exit,
-}: {
-  resumeSessionId?: string;
-  state: GeminiEvidence;
-  exit: ExitFacts;
-}): Classification {
-  const resumed = resumeSessionId !== undefined;
-  const stderr = exit.stderrTail;
-  if (exit.spawnError) return { kind: "failed", detail: exit.spawnError };
-  if (exit.stop?.reason === "no_start") return { kind: "failed", detail: exit.stop.detail };
-  if (exit.stop?.reason === "resume_rejected")
-    return { kind: "resume_rejected", detail: exit.stop.detail };
-  if (ev.result?.ok) return { kind: "success", detail: "answered" };
-  if (ev.result && (!exit.stop || !exit.resultAfterStop)) return fromFailure(ev);
-  if (exit.stop) return { kind: exit.stop.reason, detail: exit.stop.detail };
-
-  const how = exitWords(exit);
-  if (resumed && RESUME_ERROR.test(stderr)) {
-    return {
-      kind: "resume_rejected",
-      detail: `the CLI has no file for session ${resumeSessionId} in its HOME (not restored, or made elsewhere): ${firstLine(stderr.slice(stderr.search(RESUME_ERROR)))}`,
-    };
-  }
-  if (ARGUMENT_ERROR.test(stderr)) {
-    return {
-      kind: "failed",
-      detail: `the CLI refused its arguments (${how}): ${firstLine(stderr)}`,
-    };
-  }
-  if (resumed && !ev.sessionId) {
-    return {
-      kind: "resume_rejected",
-      detail: `the CLI ${how} before resuming session ${resumeSessionId}${stderrWords(stderr)}`,
-    };
-  }
-  if (AUTH.test(stderr)) return { kind: "auth_failed", detail: authDetail(stderr) };
-  return { kind: "failed", detail: `the CLI ${how} without ending the turn${stderrWords(stderr)}` };
+}: ClassifyInput<GeminiEvidence>): Classification {
+  const { result } = ev;
+  return classifyExit(exit, {
+    resumeSessionId,
+    started: ev.sessionId !== undefined,
+    verdict: result && {
+      answered: result.ok,
+      classify: () => (result.ok ? { kind: "success", detail: "answered" } : fromFailure(ev)),
+    },
+    noResume: {
+      pattern: RESUME_ERROR,
+      detail: (stderr) =>
+        `the CLI has no file for session ${resumeSessionId} in its HOME (not restored, or made elsewhere): ${firstLine(stderr.slice(stderr.search(RESUME_ERROR)))}`,
+    },
+    argumentError: ARGUMENT_ERROR,
+    lastly: ({ stderr }) =>
+      AUTH.test(stderr) ? { kind: "auth_failed", detail: authDetail(stderr) } : undefined,
+  });
 }
 
 function fromFailure(ev: GeminiEvidence): Classification {

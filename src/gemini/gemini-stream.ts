@@ -1,10 +1,12 @@
 /**
  * Gemini CLI's `--output-format stream-json` stream: one JSON object a line
- * (docs/gemini-cli-facts.md, "The stream"). Read with the same bounded line splitter as the
- * other CLIs; a line that is not what the facts describe is counted, never thrown.
+ * (docs/gemini-cli-facts.md, "The stream"). Read by the kit every CLI shares
+ * (agent-cli/line-splitter.ts): this file says what each typed line means; a line that is not
+ * what the facts describe is counted, never thrown.
  */
 import { z } from "zod";
-import { LineSplitter } from "../agent-cli/line-splitter.js";
+import { jsonLinesParser, lineWithout, readJsonLine } from "../agent-cli/line-splitter.js";
+import type { TypedLine, UnreadableLine } from "../agent-cli/line-splitter.js";
 
 /** Token counts as the `result` line's `stats` (and each of its `models`) report them. */
 export const GeminiStats = z.looseObject({
@@ -41,25 +43,10 @@ export type GeminiMessage =
       stats: GeminiResultStats | null;
     }
   | { kind: "unknown"; type: string }
-  | { kind: "unreadable"; reason: string };
+  | UnreadableLine;
 
-const Line = z.looseObject({ type: z.string() });
-
-/** Reads one line. Never throws. */
-export function parseGeminiLine(text: string): GeminiMessage {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    return { kind: "unreadable", reason: `not JSON: ${text.slice(0, 120)}` };
-  }
-  const line = Line.safeParse(value);
-  if (!line.success) return { kind: "unreadable", reason: `no "type": ${text.slice(0, 120)}` };
-  const v = line.data as Record<string, unknown> & { type: string };
-  const bad = (what: string): GeminiMessage => ({
-    kind: "unreadable",
-    reason: `${v.type} without ${what}`,
-  });
+/** One typed line as a message. */
+function readGemini(v: TypedLine): GeminiMessage {
   switch (v.type) {
     case "init":
       return typeof v.session_id === "string"
@@ -68,9 +55,9 @@ export function parseGeminiLine(text: string): GeminiMessage {
             sessionId: v.session_id,
             model: typeof v.model === "string" ? v.model : null,
           }
-        : bad("session_id");
+        : lineWithout(v, "session_id");
     case "message":
-      if (v.role !== "user" && v.role !== "assistant") return bad("a role");
+      if (v.role !== "user" && v.role !== "assistant") return lineWithout(v, "a role");
       return {
         kind: "text",
         role: v.role,
@@ -80,11 +67,11 @@ export function parseGeminiLine(text: string): GeminiMessage {
     case "tool_use":
       return typeof v.tool_id === "string" && typeof v.tool_name === "string"
         ? { kind: "tool_use", id: v.tool_id, name: v.tool_name, input: v.parameters ?? null }
-        : bad("tool_id or tool_name");
+        : lineWithout(v, "tool_id or tool_name");
     case "tool_result":
       return typeof v.tool_id === "string"
         ? { kind: "tool_result", id: v.tool_id, isError: v.status !== "success" }
-        : bad("tool_id");
+        : lineWithout(v, "tool_id");
     case "error":
       return { kind: "error", message: typeof v.message === "string" ? v.message : "" };
     case "result": {
@@ -103,38 +90,8 @@ export function parseGeminiLine(text: string): GeminiMessage {
   }
 }
 
+/** Reads one line. Never throws. */
+export const parseGeminiLine = (text: string): GeminiMessage => readJsonLine(text, readGemini);
+
 /** Bytes in, messages out, with the counts the outcome reports. */
-export class GeminiStreamParser {
-  private readonly lines: LineSplitter;
-  readonly counts = { unreadable: 0, unknown: 0 };
-  lastUnreadable: string | undefined;
-  private overlong = 0;
-
-  constructor(maxLineBytes: number) {
-    this.lines = new LineSplitter(maxLineBytes);
-  }
-
-  push(chunk: Buffer): GeminiMessage[] {
-    return this.read(this.lines.push(chunk));
-  }
-
-  end(): GeminiMessage[] {
-    return this.read(this.lines.end());
-  }
-
-  private read(lines: string[]): GeminiMessage[] {
-    this.counts.unreadable += this.lines.overlongLines - this.overlong;
-    this.overlong = this.lines.overlongLines;
-    const out: GeminiMessage[] = [];
-    for (const text of lines) {
-      if (!text.trim()) continue;
-      const m = parseGeminiLine(text);
-      if (m.kind === "unreadable") {
-        this.counts.unreadable++;
-        this.lastUnreadable = m.reason;
-      } else if (m.kind === "unknown") this.counts.unknown++;
-      out.push(m);
-    }
-    return out;
-  }
-}
+export const GeminiStreamParser = jsonLinesParser(readGemini);

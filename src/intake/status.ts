@@ -4,12 +4,8 @@ import type { AgentConfig, RepoConfig } from "../config/repo-config.js";
 import type { Pool } from "../db/pool.js";
 import type { PriorSession } from "../core/resume-decision.js";
 import { priorSession } from "../sql/sessions.js";
-import {
-  conversationSpend,
-  conversationTurns,
-  spentSince,
-  type ConversationSpend,
-} from "../sql/spend.js";
+import type { ConversationSpend } from "../core/turn-history.js";
+import { conversationSpend, conversationTurns, spentSince } from "../sql/spend.js";
 import {
   agentsOnIssue,
   readKeyStates,

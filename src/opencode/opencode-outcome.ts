@@ -3,14 +3,9 @@
  * the CLI early, the outcome in the same set as Claude's, and the turn's usage and cost. Every
  * rule here rests on a case in docs/opencode-cli-facts.md ("Failures seen").
  */
-import {
-  exitWords,
-  firstLine,
-  stderrWords,
-  type Classification,
-  type ExitFacts,
-  type StopReason,
-} from "../agent-cli/outcome.js";
+import { classifyExit, firstLine, resumedElsewhere } from "../agent-cli/outcome.js";
+import { initEvent, resultEvent } from "../agent-cli/dialect-events.js";
+import type { Classification, ClassifyInput, StopReason } from "../agent-cli/outcome.js";
 import { anthropicCostUsd } from "../providers/anthropic/pricing.js";
 import type { RunEvent, RunUsage, TokenUsage } from "../agent-cli/runtime-adapter.js";
 import type { OpencodeMessage } from "./opencode-stream.js";
@@ -85,16 +80,7 @@ export function observeOpencode(ev: OpencodeEvidence, m: OpencodeMessage): RunEv
   const events: RunEvent[] = [];
   if (ev.sessionId === undefined) {
     ev.sessionId = m.sessionId;
-    if (m.sessionId !== undefined)
-      events.push({
-        type: "init",
-        sessionId: m.sessionId,
-        model: ev.model,
-        cwd: null,
-        cliVersion: null,
-        permissionMode: null,
-        tools: [],
-      });
+    if (m.sessionId !== undefined) events.push(initEvent(m.sessionId, ev.model));
   }
   // A sub-agent's lines name its own session: they are not the turn's.
   if (m.sessionId !== ev.sessionId) return events;
@@ -131,7 +117,10 @@ export function observeOpencode(ev: OpencodeEvidence, m: OpencodeMessage): RunEv
         ev.lastContext = m.tokens.input + m.tokens.cache.read + m.tokens.cache.write;
       }
       if (m.cost !== null) ev.cost += m.cost;
-      if (m.reason !== "tool-calls") events.push(resultEvent(ev, false, "success", null));
+      if (m.reason !== "tool-calls") {
+        const { sessionId, lastText: text, steps: numTurns, cost: costUsd } = ev;
+        events.push(resultEvent({ ok: true, sessionId, text, numTurns, costUsd }));
+      }
       return events;
     }
     case "error": {
@@ -159,26 +148,6 @@ export function observeOpencode(ev: OpencodeEvidence, m: OpencodeMessage): RunEv
   }
 }
 
-function resultEvent(
-  ev: OpencodeEvidence,
-  isError: boolean,
-  subtype: string,
-  error: string | null,
-): RunEvent {
-  return {
-    type: "result",
-    subtype,
-    isError,
-    text: isError ? null : (ev.lastText ?? null),
-    sessionId: ev.sessionId ?? null,
-    terminalReason: null,
-    apiErrorStatus: null,
-    numTurns: ev.steps,
-    costUsd: ev.cost,
-    errors: error ? [error] : [],
-  };
-}
-
 /**
  * Stop the CLI now? On a 401/403 (the key is refused; nothing after it can succeed), and when
  * a resume reports another session than the one asked for.
@@ -189,46 +158,42 @@ export function opencodeEarlyStop(
   resumeSessionId: string | undefined,
 ): { reason: StopReason; detail: string } | undefined {
   if (m.kind === "error" && isAuth(m)) return { reason: "auth_failed", detail: authDetail(m) };
-  if (
-    m.kind !== "unreadable" &&
-    resumeSessionId !== undefined &&
-    ev.sessionId !== undefined &&
-    ev.sessionId !== resumeSessionId
-  ) {
-    return {
-      reason: "resume_rejected",
-      detail: `asked to resume session ${resumeSessionId}, but the CLI reported session ${ev.sessionId}`,
-    };
-  }
-  return undefined;
+  return m.kind === "unreadable" ? undefined : resumedElsewhere(resumeSessionId, ev.sessionId);
 }
 
-/** The outcome, in the order Claude's is judged (a stop Tether made outranks what followed). */
+/**
+ * The outcome, by the ladder every CLI's is judged by (classifyExit). opencode prints no last
+ * word: what its steps showed is read only when it ended by itself, so any stop outranks it.
+ */
 export function classifyOpencode({
   resumeSessionId,
   state: ev,
   exit,
-}: {
-  resumeSessionId?: string;
-  state: OpencodeEvidence;
-  exit: ExitFacts;
-}): Classification {
-  const resumed = resumeSessionId !== undefined;
-  const stderr = exit.stderrTail;
-  if (exit.spawnError) return { kind: "failed", detail: exit.spawnError };
-  if (exit.stop?.reason === "no_start") return { kind: "failed", detail: exit.stop.detail };
-  if (exit.stop?.reason === "auth_failed") return { kind: "auth_failed", detail: exit.stop.detail };
-  if (exit.stop?.reason === "resume_rejected")
-    return { kind: "resume_rejected", detail: exit.stop.detail };
-  if (exit.stop) return { kind: exit.stop.reason, detail: exit.stop.detail };
+}: ClassifyInput<OpencodeEvidence>): Classification {
+  const started = ev.sessionId !== undefined;
+  return classifyExit(
+    { ...exit, stderrTail: stripAnsi(exit.stderrTail) },
+    {
+      resumeSessionId,
+      started,
+      noResume: started
+        ? undefined
+        : {
+            pattern: NO_SESSION,
+            detail: () =>
+              `the CLI does not hold session ${resumeSessionId} (not restored, or made elsewhere)`,
+          },
+      ended: () => fromSteps(ev),
+      lastly: ({ how, stderr }) =>
+        /^error|Error: /m.test(stderr) && !started
+          ? { kind: "failed", detail: `the CLI ${how}: ${firstLine(stderr)}` }
+          : undefined,
+    },
+  );
+}
 
-  const how = exitWords(exit);
-  if (resumed && ev.sessionId === undefined && NO_SESSION.test(stderr)) {
-    return {
-      kind: "resume_rejected",
-      detail: `the CLI does not hold session ${resumeSessionId} (not restored, or made elsewhere)`,
-    };
-  }
+/** What the steps showed: an answer, the error the CLI ended on, or nothing to go by. */
+function fromSteps(ev: OpencodeEvidence): Classification | undefined {
   const lastError = ev.errors.at(-1);
   // Finished: the last step ended the turn, and no error came after it. An overflow the CLI
   // compacted its way out of ends this way too (its exit code is 1 all the same).
@@ -242,35 +207,21 @@ export function classifyOpencode({
       detail: ev.compacted ? "answered (the CLI compacted the session on the way)" : "answered",
     };
   }
-  if (lastError) {
-    const said = `${lastError.name}: ${lastError.message}`;
-    if (OVERFLOW.test(said))
-      return {
-        kind: "poisoned",
-        detail: `the session no longer fits the model's context window, even compacted: ${said}`,
-        contextOverflow: true,
-      };
-    if (isAuth(lastError)) return { kind: "auth_failed", detail: authDetail(lastError) };
-    if (RATE_LIMIT.test(said) || lastError.statusCode === 429)
-      return {
-        kind: "failed",
-        detail: `the Anthropic API is rate limiting this key or is overloaded; try again later: ${said}`,
-      };
-    return { kind: "failed", detail: `the CLI reported an error: ${said}` };
-  }
-  if (resumed && ev.sessionId === undefined) {
+  if (!lastError) return undefined;
+  const said = `${lastError.name}: ${lastError.message}`;
+  if (OVERFLOW.test(said))
     return {
-      kind: "resume_rejected",
-      detail: `the CLI ${how} before resuming session ${resumeSessionId}${stderrWords(stderr)}`,
+      kind: "poisoned",
+      detail: `the session no longer fits the model's context window, even compacted: ${said}`,
+      contextOverflow: true,
     };
-  }
-  if (/^error|Error: /m.test(stderr) && ev.sessionId === undefined) {
-    return { kind: "failed", detail: `the CLI ${how}: ${firstLine(stripAnsi(stderr))}` };
-  }
-  return {
-    kind: "failed",
-    detail: `the CLI ${how} without ending the turn${stderrWords(stripAnsi(stderr))}`,
-  };
+  if (isAuth(lastError)) return { kind: "auth_failed", detail: authDetail(lastError) };
+  if (RATE_LIMIT.test(said) || lastError.statusCode === 429)
+    return {
+      kind: "failed",
+      detail: `the Anthropic API is rate limiting this key or is overloaded; try again later: ${said}`,
+    };
+  return { kind: "failed", detail: `the CLI reported an error: ${said}` };
 }
 
 function stripAnsi(s: string): string {

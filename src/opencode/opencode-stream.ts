@@ -1,10 +1,12 @@
 /**
  * opencode's `run --format json` stream: one JSON object a line, each naming the session
- * (docs/opencode-cli-facts.md, "The stream"). Read with the same bounded line splitter as
- * Claude's stream; a line that is not what the facts describe is counted, never thrown.
+ * (docs/opencode-cli-facts.md, "The stream"). Read by the kit every CLI shares
+ * (agent-cli/line-splitter.ts): this file says what each typed line means; a line that is not
+ * what the facts describe is counted, never thrown.
  */
 import { z } from "zod";
-import { LineSplitter } from "../agent-cli/line-splitter.js";
+import { jsonLinesParser, lineWithout, readJsonLine } from "../agent-cli/line-splitter.js";
+import type { TypedLine, UnreadableLine } from "../agent-cli/line-splitter.js";
 
 /** A step's tokens, as `step_finish` reports them. */
 export const OpencodeTokens = z.object({
@@ -48,24 +50,14 @@ export type OpencodeMessage =
       statusCode: number | null;
     }
   | { kind: "unknown"; sessionId: string | undefined; type: string }
-  | { kind: "unreadable"; reason: string };
+  | UnreadableLine;
 
-const Line = z.looseObject({ type: z.string(), sessionID: z.string().optional() });
 const Part = z.looseObject({ type: z.string().optional() });
 
-/** Reads one line. Never throws. */
-export function parseOpencodeLine(text: string): OpencodeMessage {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    return { kind: "unreadable", reason: `not JSON: ${text.slice(0, 120)}` };
-  }
-  const line = Line.safeParse(value);
-  if (!line.success) return { kind: "unreadable", reason: `no "type": ${text.slice(0, 120)}` };
-  const v = line.data as Record<string, unknown> & { type: string; sessionID?: string };
+/** One typed line as a message: every line names its session. */
+function readOpencode(v: TypedLine): OpencodeMessage {
   const sessionId = v.sessionID;
-  if (sessionId === undefined) return { kind: "unreadable", reason: `${v.type} without sessionID` };
+  if (typeof sessionId !== "string") return lineWithout(v, "sessionID");
   const part = Part.safeParse(v.part);
   const p = (part.success ? part.data : {}) as Record<string, unknown>;
   switch (v.type) {
@@ -117,37 +109,9 @@ export function parseOpencodeLine(text: string): OpencodeMessage {
   }
 }
 
+/** Reads one line. Never throws. */
+export const parseOpencodeLine = (text: string): OpencodeMessage =>
+  readJsonLine(text, readOpencode);
+
 /** Bytes in, messages out, with the counts the outcome reports. */
-export class OpencodeStreamParser {
-  private readonly lines: LineSplitter;
-  readonly counts = { unreadable: 0, unknown: 0 };
-  lastUnreadable: string | undefined;
-  private overlong = 0;
-
-  constructor(maxLineBytes: number) {
-    this.lines = new LineSplitter(maxLineBytes);
-  }
-
-  push(chunk: Buffer): OpencodeMessage[] {
-    return this.read(this.lines.push(chunk));
-  }
-
-  end(): OpencodeMessage[] {
-    return this.read(this.lines.end());
-  }
-
-  private read(lines: string[]): OpencodeMessage[] {
-    this.counts.unreadable += this.lines.overlongLines - this.overlong;
-    this.overlong = this.lines.overlongLines;
-    const out: OpencodeMessage[] = [];
-    for (const text of lines) {
-      const m = parseOpencodeLine(text);
-      if (m.kind === "unreadable") {
-        this.counts.unreadable++;
-        this.lastUnreadable = m.reason;
-      } else if (m.kind === "unknown") this.counts.unknown++;
-      out.push(m);
-    }
-    return out;
-  }
-}
+export const OpencodeStreamParser = jsonLinesParser(readOpencode);

@@ -1,5 +1,6 @@
 import type { HistoryEdit, RewindFacts } from "../core/resume-decision.js";
 import type { TaskKey } from "../core/task.js";
+import type { ResentComment } from "../core/turn-history.js";
 import type { Queryable } from "./db.js";
 
 /**
@@ -152,15 +153,6 @@ export async function rewindFacts(
       deleted: r.deleted as boolean,
     })),
   };
-}
-
-/** A comment a rewound turn sends again, as it reads now. */
-export interface ResentComment {
-  source: string;
-  author: string;
-  url: string;
-  body: string;
-  createdAt: Date;
 }
 
 /**

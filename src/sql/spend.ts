@@ -4,6 +4,7 @@
  * and by /status.
  */
 import type { TaskKey } from "../core/task.js";
+import type { ConversationSpend } from "../core/turn-history.js";
 import type { CacheTtl } from "../core/settings.js";
 import type { Queryable } from "./db.js";
 
@@ -25,17 +26,6 @@ export interface ConversationTurn {
   /** When the run began and ended; null for a turn recorded without them. */
   startedAt: Date | null;
   finishedAt: Date | null;
-}
-
-export interface ConversationSpend {
-  /** Every recorded cost of the conversation's turns, and how many turns ran. */
-  totalUsd: number;
-  turns: number;
-  /** What counts against the conversation limit: all of it, or since the latest `/fresh` turn. */
-  countedUsd: number;
-  countedTurns: number;
-  /** The `/fresh` turn the count starts at, when `/fresh` resets it and one has run. */
-  resetAtTask: number | null;
 }
 
 /**

@@ -12,6 +12,7 @@ import { createLogger } from "../../src/log.js";
 import { runTask, SHUTDOWN, type RunTaskDeps } from "../../src/runner/turn/run-task.js";
 import { registerRuntime } from "../../src/sql/runtimes.js";
 import { claimTasks } from "../../src/sql/tasks/claim.js";
+import { postgresTurnStore } from "../../src/sql/turn-store.js";
 import { createTestDatabase } from "../helpers/db.js";
 import { readTask, seedTask } from "../helpers/seed.js";
 import { GatedAgent, fakeThread, fakeWorkspace } from "../helpers/runner-fakes.js";
@@ -38,7 +39,7 @@ async function stoppedWhilePreparing(issue: number, reason: string) {
   const agent = new GatedAgent();
   const abort = new AbortController();
   const deps: RunTaskDeps = {
-    pool: db.pool,
+    store: postgresTurnStore(db.pool),
     log: createLogger("silent"),
     runnerId: "runner-c",
     runtimeId: "rt-c",

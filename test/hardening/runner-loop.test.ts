@@ -10,6 +10,7 @@ import { createPool } from "../../src/db/pool.js";
 import { createLogger } from "../../src/log.js";
 import { Runner, type RunnerOptions } from "../../src/runner/loop/runner.js";
 import { CHANNELS, listen } from "../../src/sql/notify.js";
+import { postgresTurnStore } from "../../src/sql/turn-store.js";
 import { createTestDatabase } from "../helpers/db.js";
 import { readTask, seedTask } from "../helpers/seed.js";
 import { waitFor } from "./helpers/drill.js";
@@ -28,6 +29,7 @@ afterEach(async () => {
 function runner(over: Partial<RunnerOptions>): Runner {
   const r = new Runner({
     pool: db.pool,
+    store: postgresTurnStore,
     log: createLogger("silent"),
     runtimeId: "rt-loop",
     concurrency: 1,

@@ -5,17 +5,29 @@
  * stand-ins cannot drift from GitHub. `FakeGitHub` and `useNock()` (intake-github.ts) call it on
  * every request; tests fail on what it finds.
  *
- * The description (13 MB) is read once per test worker, its examples dropped; a schema is
+ * The description (13 MB) is read once per test file, its examples dropped; a schema is
  * converted (OpenAPI 3.0 `nullable` → JSON Schema) and compiled by Ajv only when an operation
  * that uses it is first seen, and shared by every operation after that.
+ *
+ * Compiling is most of what the check costs (seconds of CPU for each test file that talks to a
+ * stand-in), and every file compiles the same few dozen schemas: so each compiled validator is
+ * also kept on disk as Ajv's standalone code (`node_modules/.cache/tether-openapi/`), named by
+ * a digest of what it was made from (the description's and Ajv's versions, this file, the
+ * validator's key and schema), and loaded from there by the next file. The same Ajv made the
+ * code from the same schema, so it checks exactly what a fresh compile would.
  */
+import { createHash, randomUUID } from "node:crypto";
 import fs from "node:fs";
 import { createRequire } from "node:module";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
 import { Ajv, type ValidateFunction } from "ajv";
 import addFormatsModule from "ajv-formats";
+import standaloneCodeModule from "ajv/dist/standalone/index.js";
 
-// ajv-formats is CommonJS; under NodeNext its default import is the module object.
+// ajv-formats and ajv's standalone are CommonJS; under NodeNext a default import is the module.
 const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default;
+const standaloneCode = standaloneCodeModule as unknown as typeof standaloneCodeModule.default;
 
 type Obj = Record<string, unknown>;
 
@@ -50,9 +62,24 @@ export const GENERIC_ERROR_STATUSES: ReadonlySet<number> = new Set([
   400, 401, 403, 404, 429, 500, 502, 503, 504,
 ]);
 
-const SPEC_PATH = createRequire(import.meta.url).resolve(
-  "@octokit/openapi/generated/api.github.com.json",
-);
+const require = createRequire(import.meta.url);
+const SPEC_PATH = require.resolve("@octokit/openapi/generated/api.github.com.json");
+/**
+ * Inside node_modules, so the cached code's own `require("ajv/…")` finds the package
+ * (OPENAPI_CACHE_DIR moves it, for the cache's own test).
+ */
+const CACHE_DIR =
+  process.env.OPENAPI_CACHE_DIR ??
+  path.join(path.dirname(require.resolve("ajv/package.json")), "..", ".cache", "tether-openapi");
+/** What every cached validator was made from, besides its own schema. */
+const CACHE_EPOCH = [
+  (require("@octokit/openapi/package.json") as { version: string }).version,
+  (require("ajv/package.json") as { version: string }).version,
+  (require("ajv-formats/package.json") as { version: string }).version,
+  createHash("sha256")
+    .update(fs.readFileSync(fileURLToPath(import.meta.url)))
+    .digest("hex"),
+].join(" ");
 const REF_BASE = "https://openapi.test/components/schemas/";
 
 interface Operation {
@@ -76,19 +103,23 @@ interface Spec {
 }
 
 let spec: Spec | undefined;
-const ajv = new Ajv({ strict: false, allErrors: true, logger: false });
+const ajv = new Ajv({ strict: false, allErrors: true, logger: false, code: { source: true } });
 addFormats(ajv);
 /** Parameters arrive as text: this one coerces "42" to 42 before checking. */
-const ajvParams = new Ajv({ strict: false, allErrors: true, logger: false, coerceTypes: true });
+const ajvParams = new Ajv({
+  strict: false,
+  allErrors: true,
+  logger: false,
+  coerceTypes: true,
+  code: { source: true },
+});
 addFormats(ajvParams);
 const added = new Set<string>();
 const compiled = new Map<string, ValidateFunction>();
 
 function load(): Spec {
   if (spec) return spec;
-  const doc = JSON.parse(fs.readFileSync(SPEC_PATH, "utf8")) as Obj;
-  // The examples are most of its size and no part of any schema.
-  delete (doc.components as Obj).examples;
+  const doc = leanDoc();
   const paths: PathEntry[] = [];
   for (const [template, ops] of Object.entries(doc.paths as Obj)) {
     const segments = template
@@ -111,6 +142,61 @@ function load(): Spec {
   paths.sort((a, b) => b.literals - a.literals);
   spec = { doc, paths };
   return spec;
+}
+
+let schemas: Obj | undefined;
+/** The description's component schemas: read only when a validator is compiled, not cached. */
+function componentSchemas(): Obj {
+  schemas ??= (fullDoc().components as Obj).schemas as Obj;
+  return schemas;
+}
+
+function fullDoc(): Obj {
+  const doc = JSON.parse(fs.readFileSync(SPEC_PATH, "utf8")) as Obj;
+  // The examples are most of its size and no part of any schema.
+  delete (doc.components as Obj).examples;
+  return doc;
+}
+
+/**
+ * What finding an operation and its schemas needs (a fifth of the description): the paths
+ * without their prose and examples, and the components but the schemas. Made once from the
+ * description and kept in the cache beside the validators.
+ */
+function leanDoc(): Obj {
+  const file = path.join(
+    CACHE_DIR,
+    `lean-${createHash("sha256").update(CACHE_EPOCH).digest("hex").slice(0, 32)}.json`,
+  );
+  try {
+    return JSON.parse(fs.readFileSync(file, "utf8")) as Obj;
+  } catch {
+    // Not made yet (or half a file from a crash): make it.
+  }
+  const doc = fullDoc();
+  schemas = (doc.components as Obj).schemas as Obj;
+  for (const ops of Object.values(doc.paths as Obj)) {
+    for (const op of Object.values(ops as Obj)) {
+      if (op === null || typeof op !== "object" || Array.isArray(op)) continue;
+      const o = op as Obj;
+      for (const k of ["description", "summary", "externalDocs", "x-github", "tags"]) delete o[k];
+      const bodies = [o.requestBody, ...Object.values((o.responses as Obj | undefined) ?? {})];
+      for (const b of bodies) {
+        for (const c of Object.values(((b as Obj | undefined)?.content as Obj | undefined) ?? {}))
+          for (const k of ["examples", "example"]) delete (c as Obj)[k];
+      }
+    }
+  }
+  const lean = { paths: doc.paths, components: { ...(doc.components as Obj), schemas: {} } };
+  try {
+    fs.mkdirSync(CACHE_DIR, { recursive: true });
+    const tmp = `${file}.${process.pid}.${randomUUID()}.tmp`;
+    fs.writeFileSync(tmp, JSON.stringify(lean));
+    fs.renameSync(tmp, file);
+  } catch {
+    // Unwritable: the next file reads the description again.
+  }
+  return lean;
 }
 
 function resolve(o: unknown): Obj {
@@ -153,7 +239,7 @@ function convert(s: unknown): unknown {
 function ensureComponent(name: string): void {
   if (added.has(name)) return;
   added.add(name);
-  const schema = ((load().doc.components as Obj).schemas as Obj)[name];
+  const schema = componentSchemas()[name];
   if (schema === undefined) throw new Error(`openapi: no schema ${name}`);
   ajv.addSchema({ ...(convert(schema) as Obj), $id: REF_BASE + name });
 }
@@ -161,8 +247,38 @@ function ensureComponent(name: string): void {
 function validator(key: string, schema: unknown, params = false): ValidateFunction {
   let v = compiled.get(key);
   if (!v) {
-    v = (params ? ajvParams : ajv).compile(convert(schema) as Obj);
+    v = cachedCompile(key, schema, params);
     compiled.set(key, v);
+  }
+  return v;
+}
+
+/**
+ * The validator from the disk cache, or compiled and put there. The digest covers the schema as
+ * the description gives it (its `$ref`s by name) and CACHE_EPOCH (the description's version, so
+ * the components behind those names too). Written to a temporary name and renamed, so a file
+ * running beside this one reads a whole module or none.
+ */
+function cachedCompile(key: string, schema: unknown, params: boolean): ValidateFunction {
+  const digest = createHash("sha256")
+    .update(`${CACHE_EPOCH}\n${params}\n${key}\n${JSON.stringify(schema)}`)
+    .digest("hex")
+    .slice(0, 32);
+  const file = path.join(CACHE_DIR, `${digest}.cjs`);
+  try {
+    return require(file) as ValidateFunction;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== "MODULE_NOT_FOUND") throw e;
+  }
+  const a = params ? ajvParams : ajv;
+  const v = a.compile(convert(schema) as Obj);
+  try {
+    fs.mkdirSync(CACHE_DIR, { recursive: true });
+    const tmp = `${file}.${process.pid}.${randomUUID()}.tmp`;
+    fs.writeFileSync(tmp, standaloneCode(a, v));
+    fs.renameSync(tmp, file);
+  } catch {
+    // A cache that cannot be written only costs the next file a compile.
   }
   return v;
 }

@@ -22,6 +22,7 @@ import {
 import { claimTasks } from "../../src/sql/tasks/claim.js";
 import { finishTask } from "../../src/sql/tasks/finish.js";
 import { sweepExpired } from "../../src/sql/tasks/sweep.js";
+import { postgresTurnStore } from "../../src/sql/turn-store.js";
 import { createTestDatabase } from "../helpers/db.js";
 import { readTask, seedTask } from "../helpers/seed.js";
 import { GatedAgent, fakeWorkspace, registerTestRuntime } from "../helpers/runner-fakes.js";
@@ -491,6 +492,7 @@ describe("the runner", () => {
     });
     const r = new Runner({
       pool,
+      store: postgresTurnStore,
       log: createLogger("silent"),
       runtimeId: "rt",
       concurrency: 1,

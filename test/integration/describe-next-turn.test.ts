@@ -4,6 +4,7 @@ import { defaultConfig, parseRepoConfig } from "../../src/config/repo-config.js"
 import { describeNextTurn } from "../../src/runner/render/describe-next-turn.js";
 import { upsertSession } from "../../src/sql/sessions.js";
 import { resentComments, rewindFacts } from "../../src/sql/history.js";
+import { postgresTurnHistory } from "../../src/sql/turn-store.js";
 import { createTestDatabase } from "../helpers/db.js";
 import { seedTask } from "../helpers/seed.js";
 import { repoIdOf } from "../helpers/seed.js";
@@ -12,7 +13,7 @@ const db = await createTestDatabase();
 const pool = db.pool;
 const now = new Date();
 const status = (issueNumber: number, agents = ["tether"], config = defaultConfig(AGENT_CLIS)) =>
-  describeNextTurn({
+  describeNextTurn(postgresTurnHistory(pool))({
     pool,
     repoId: repoIdOf("octo/widgets"),
     repo: "octo/widgets",

@@ -19,6 +19,7 @@ import { Sandbox } from "../../src/sandbox/sandbox.js";
 import { geminiLayout } from "../../src/gemini/session-layout.js";
 import { postgresTranscripts } from "../../src/sessions/postgres-transcripts.js";
 import { claimTasks } from "../../src/sql/tasks/claim.js";
+import { postgresTurnStore } from "../../src/sql/turn-store.js";
 import { createTestDatabase } from "../helpers/db.js";
 import {
   geminiReplies as replies,
@@ -91,7 +92,7 @@ async function turn(t: ReturnType<typeof thread>, body: string, signal?: AbortSi
   expect(task?.id).toBe(seeded.id);
   await runTask(
     {
-      pool,
+      store: postgresTurnStore(pool),
       log,
       runnerId: "runner-1",
       runtimeId: "rt",

@@ -14,6 +14,7 @@ import { readDelivery } from "../../src/sql/deliveries.js";
 import { readEpoch } from "../../src/sql/history.js";
 import { registerRuntime } from "../../src/sql/runtimes.js";
 import { claimTasks } from "../../src/sql/tasks/claim.js";
+import { postgresTurnStore } from "../../src/sql/turn-store.js";
 import { createTestDatabase } from "../helpers/db.js";
 import { agentDefaults, fakeThread, fakeWorkspace } from "../helpers/runner-fakes.js";
 import {
@@ -152,7 +153,7 @@ describe("pull_request_review_comment.created", () => {
     try {
       await runTask(
         {
-          pool: db.pool,
+          store: postgresTurnStore(db.pool),
           log: createLogger("silent"),
           runnerId: "runner-review",
           runtimeId: "rt-review",

@@ -9,6 +9,7 @@ import { signLiveLink } from "../../src/core/live-link.js";
 import { loadEnv } from "../../src/env.js";
 import { createLogger } from "../../src/log.js";
 import { liveRecorder } from "../../src/runner/render/live-recorder.js";
+import { postgresTurnStore } from "../../src/sql/turn-store.js";
 import {
   appendTurnEvent,
   liveLinkKey,
@@ -138,8 +139,11 @@ describe("the live view", () => {
   it("keeps a turn's events bounded, the newest kept and the drop said", async () => {
     const id = Number((await seedTask(db.pool, { status: "running", issue_number: 8 })).id);
     const rec = liveRecorder({
-      pool: db.pool,
-      taskId: id,
+      // The live view's rows are the task's alone: the key is not read.
+      journal: postgresTurnStore(db.pool).journal(
+        { id, repoId: 1, repo: "octo/widgets", issueNumber: 8, agent: "tether" },
+        "runner-live",
+      ),
       scrub: (s) => s.replaceAll("sekret", "[redacted]"),
       log,
       bound: { maxEvents: 20, maxBytes: 1024 * 1024 },

@@ -5,10 +5,15 @@
  * useNock()'s checks: test/unit/openapi-nock.test.ts (nock patches fetch for its whole file).
  */
 import { Octokit } from "@octokit/rest";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import fs from "node:fs";
+import { createRequire } from "node:module";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { startFakeGitHub, type FakeGitHub } from "../helpers/fake-github.js";
 import { rest } from "../helpers/rest-shapes.js";
 import { checkRequest, checkResponse, findOperation } from "../helpers/openapi.js";
+import type * as OpenApi from "../helpers/openapi.js";
 
 const quiet = { debug() {}, info() {}, warn() {}, error() {} };
 
@@ -198,5 +203,72 @@ describe("FakeGitHub", () => {
       ),
     ]);
     await expect(local.close()).rejects.toThrow(/OpenAPI description does not allow:\n.*html_url/);
+  });
+});
+
+describe("the checker's disk cache", () => {
+  const create = {
+    method: "POST",
+    path: "/repos/octo/widgets/issues/1/comments",
+    query: {},
+    body: { body: "hi" },
+  };
+  const good = rest.issueComment("octo/widgets", 1, 5, "hi");
+  const verdicts = (m: typeof OpenApi) => [
+    m.checkRequest(create),
+    m.checkRequest({ ...create, body: { body: 5 } }),
+    m.checkResponse(create, { status: 201, body: good }),
+    m.checkResponse(create, { status: 201, body: { ...good, id: "5", html_url: undefined } }),
+    m.checkResponse(create, { status: 503, body: {} }),
+    m.checkRequest({
+      method: "GET",
+      path: "/repos/o/r/issues",
+      query: { per_page: "x" },
+      body: undefined,
+    }),
+  ];
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "tether-openapi-cache-"));
+  // Inside node_modules' parent chain, as the real cache is, so the cached code finds ajv.
+  const cacheDir = path.join(process.cwd(), "node_modules", ".cache", path.basename(dir));
+  afterAll(() => {
+    fs.rmSync(dir, { recursive: true, force: true });
+    fs.rmSync(cacheDir, { recursive: true, force: true });
+  });
+
+  /** The checker as the next test file meets it: its modules and Node's require cache anew. */
+  async function fresh(): Promise<typeof OpenApi> {
+    vi.resetModules();
+    const required = createRequire(import.meta.url).cache;
+    for (const k of Object.keys(required)) if (k.startsWith(cacheDir)) delete required[k];
+    process.env.OPENAPI_CACHE_DIR = cacheDir;
+    try {
+      return await import("../helpers/openapi.js");
+    } finally {
+      delete process.env.OPENAPI_CACHE_DIR;
+    }
+  }
+
+  it("a validator read back from the cache gives the verdicts a fresh compile gives, and is what runs", async () => {
+    const compiled = verdicts(await fresh());
+    expect(compiled[0]).toEqual([]);
+    expect(compiled[1]).toEqual([expect.stringMatching(/request body\/body must be/)]);
+    expect(compiled[3]?.length).toBeGreaterThan(0);
+    expect(compiled[5]).toEqual([expect.stringMatching(/query parameter per_page/)]);
+    const files = fs.readdirSync(cacheDir);
+    expect(files.some((f) => f.startsWith("lean-"))).toBe(true);
+    const modules = files.filter((f) => f.endsWith(".cjs"));
+    expect(modules.length).toBeGreaterThanOrEqual(4);
+
+    expect(verdicts(await fresh())).toEqual(compiled);
+
+    // The next file runs what the cache holds: a validator replaced there is the one used.
+    for (const f of modules)
+      fs.writeFileSync(
+        path.join(cacheDir, f),
+        "module.exports = function v() { v.errors = null; return true; };",
+      );
+    const tampered = verdicts(await fresh());
+    expect(tampered[1]).toEqual([]);
+    expect(tampered[3]).toEqual([]);
   });
 });

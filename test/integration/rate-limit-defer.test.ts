@@ -24,6 +24,7 @@ import {
   takeUntoldDeferred,
 } from "../../src/sql/rate-limits.js";
 import { claimTasks } from "../../src/sql/tasks/claim.js";
+import { postgresTurnStore } from "../../src/sql/turn-store.js";
 import { readQueueFigures } from "../../src/sql/stats/read.js";
 import { createTestDatabase } from "../helpers/db.js";
 import {
@@ -306,7 +307,7 @@ describe("a turn that runs into a rate limit it cannot wait out", () => {
     };
     await runTask(
       {
-        pool,
+        store: postgresTurnStore(pool),
         log,
         runnerId: "runner-turn",
         runtimeId: "rt",
@@ -347,7 +348,7 @@ describe("a turn that runs into a rate limit it cannot wait out", () => {
     Object.assign(thread, { limitedUntil: () => null });
     await runTask(
       {
-        pool,
+        store: postgresTurnStore(pool),
         log,
         runnerId: "runner-turn2",
         runtimeId: "rt",

@@ -22,6 +22,7 @@ import { postPendingAnswers } from "../../src/runner/loop/post-answers.js";
 import { runTask, type RunTaskDeps } from "../../src/runner/turn/run-task.js";
 import { findTaskMarker } from "../../src/runner/render/thread-comments.js";
 import { claimTasks } from "../../src/sql/tasks/claim.js";
+import { postgresTurnStore } from "../../src/sql/turn-store.js";
 import { createTestDatabase } from "../helpers/db.js";
 import { readTask, seedTask } from "../helpers/seed.js";
 import {
@@ -112,7 +113,7 @@ async function turnWith(
   const [task] = await claimTasks(pool, "runner-1", "rt", 1);
   expect(task?.id).toBe(t.id);
   const deps: RunTaskDeps = {
-    pool,
+    store: postgresTurnStore(pool),
     log: createLogger("silent"),
     runnerId: "runner-1",
     runtimeId: "rt",
@@ -363,7 +364,7 @@ describe("runTask", () => {
     const [task] = await claimTasks(pool, "runner-1", "rt", 1);
     await runTask(
       {
-        pool,
+        store: postgresTurnStore(pool),
         log: createLogger("silent"),
         runnerId: "runner-1",
         runtimeId: "rt",

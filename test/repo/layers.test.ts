@@ -5,8 +5,9 @@
  * imports the runner. No CLI's folder imports another's: what two share of a model API is the
  * provider's (providers/), which imports no CLI. The registry of CLIs (cli-registry.ts) sits above
  * them: nothing a CLI stands on imports it, and sql/ imports no CLI (the CLIs' facts reach the
- * config and the queries as data). Inside the runner, too: wiring/ builds loop/,
- * the loop runs turn/, a turn uses render/, and all of them speak through ports.ts. And the
+ * config and the queries as data). Inside the runner, too: wiring/ builds loop/, the loop runs
+ * turn/, a turn uses render/, and all of them speak through ports.ts; a turn reads and writes
+ * Postgres through its store's ports (core/), never sql/ or db/. And the
  * folder map (docs/development.md) names every folder of src/, and only those.
  */
 import fs from "node:fs";
@@ -116,6 +117,14 @@ describe("the floors of src/", () => {
     expect(inRunner.length).toBeGreaterThan(20);
     expect(inRunner.filter((e) => floor(e.from) === -1 || floor(e.to) === -1)).toEqual([]);
     expect(inRunner.filter((e) => floor(e.to) < floor(e.from))).toEqual([]);
+  });
+
+  it("a turn (runner/turn/, runner/render/) reaches Postgres only through its store (core/turn-journal.ts)", () => {
+    const turn = edges.filter(
+      (e) => e.from.startsWith("runner/turn/") || e.from.startsWith("runner/render/"),
+    );
+    expect(turn.length).toBeGreaterThan(20);
+    expect(turn.filter((e) => room(e.to) === "sql" || room(e.to) === "db")).toEqual([]);
   });
 
   it("docs/development.md's folder map names every folder of src/, and only those", () => {

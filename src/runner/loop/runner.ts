@@ -12,6 +12,7 @@ import { CHANNELS, listen, type Listener } from "../../sql/notify.js";
 import { heartbeatRuntime, markRuntimeStopped, registerRuntime } from "../../sql/runtimes.js";
 import { claimTasks } from "../../sql/tasks/claim.js";
 import type { Task } from "../../core/task.js";
+import type { TurnStore } from "../../core/turn-journal.js";
 import { adoptOrphans, heartbeatTasks } from "../../sql/tasks/lease.js";
 import { sweepExpired } from "../../sql/tasks/sweep.js";
 import { sandboxLabel, type SandboxStatus } from "../../sandbox/sandbox.js";
@@ -19,7 +20,14 @@ import { postPendingAnswers } from "./post-answers.js";
 import { runTask, SHUTDOWN, type RunTaskDeps } from "../turn/run-task.js";
 import { tellDeferred } from "./rate-limit-defer.js";
 
-export interface RunnerOptions extends Omit<RunTaskDeps, "runnerId"> {
+export interface RunnerOptions extends Omit<RunTaskDeps, "runnerId" | "store"> {
+  /** The loop's own reads and writes (claims, leases, the sweep, the answer outbox). */
+  pool: Pool;
+  /**
+   * The turns' store over a pool (src/sql/turn-store.ts postgresTurnStore). The runner gives it
+   * a pool that waits out a database restart for half a lease, so a turn does not fail of it.
+   */
+  store: (pool: Pool) => TurnStore;
   concurrency: number;
   runtime: {
     homeDir: string;
@@ -72,14 +80,14 @@ export class Runner {
   private posting: Promise<void> | undefined;
   private telling: Promise<void> | undefined;
   private lastHeartbeat = Date.now();
-  /** The pool turns write through: a Postgres restart mid-turn waits for the server instead of failing the turn. */
-  private readonly taskPool: Pool;
+  /** Where turns write and read: a Postgres restart mid-turn waits for the server instead of failing the turn. */
+  private readonly store: TurnStore;
 
   constructor(private readonly opts: RunnerOptions) {
     this.runnerId = `${opts.runtimeId}/${os.hostname()}/${process.pid}/${Math.random().toString(36).slice(2, 8)}`;
     // Half the lease: past that, the sweeper may hand the task on, so the turn gives up and the
     // task is left to it (see heartbeat()).
-    this.taskPool = retryingPool(opts.pool, {
+    const taskPool = retryingPool(opts.pool, {
       maxWaitMs: (opts.leaseMs ?? 60_000) / 2,
       onRetry: (err, attempt) => {
         if (attempt === 1)
@@ -89,6 +97,7 @@ export class Runner {
           );
       },
     });
+    this.store = opts.store(taskPool);
   }
 
   private get pool(): Pool {
@@ -237,7 +246,7 @@ export class Runner {
     const done = runTask(
       {
         ...this.opts,
-        pool: this.taskPool,
+        store: this.store,
         runnerId: this.runnerId,
       },
       task,

@@ -3,7 +3,7 @@
  * queued, last session) and what the next turn would do — resume or fresh, and why.
  */
 import { DEFAULT_CLI, findCli } from "../../cli-registry.js";
-import type { DescribeStatus } from "../../intake/status.js";
+import type { DescribeStatus, StatusRequest } from "../../intake/status.js";
 import {
   issueKeyStates,
   readSpendFigures,
@@ -11,14 +11,10 @@ import {
   renderStatus,
   turnModel,
 } from "../../intake/status.js";
-import { readEpoch } from "../../sql/history.js";
-import { priorSession } from "../../sql/sessions.js";
-import { getConversation } from "../../sql/conversations.js";
 import { conversationBranch } from "../../publish/publisher.js";
-import { transcriptHead, type TranscriptHead } from "../../sql/transcripts.js";
-import { lastTurnPlan } from "../../sql/tasks/read.js";
 import { decideResume, describeReason, type PriorSession } from "../../core/resume-decision.js";
-import { gatherResumeInput, type ResumeSources } from "../../sql/resume-inputs.js";
+import { gatherResumeInput, type ResumeSources } from "../../core/resume-inputs.js";
+import type { TurnHistory } from "../../core/turn-history.js";
 import { shortSessionId } from "../../core/redact.js";
 
 /**
@@ -27,7 +23,10 @@ import { shortSessionId } from "../../core/redact.js";
  * can resume it takes it (the claim query prefers one, and runtime affinity keeps an unstored
  * session with its runtime while alive); what the CLI can do is its registry entry's word.
  */
-function statusSources(prior: PriorSession | null, head: TranscriptHead | null): ResumeSources {
+function statusSources(
+  prior: PriorSession | null,
+  head: Awaited<ReturnType<TurnHistory["transcriptHead"]>>,
+): ResumeSources {
   return {
     runtimeId: prior?.runtimeId ?? "",
     cliCanResume: async () => true,
@@ -45,7 +44,13 @@ function statusSources(prior: PriorSession | null, head: TranscriptHead | null):
   };
 }
 
-export const describeNextTurn: DescribeStatus = async (req) => {
+/** /status as the runner's view gives it, the key's history read from `history`. */
+export const describeNextTurn =
+  (history: TurnHistory): DescribeStatus =>
+  (req) =>
+    describe(history, req);
+
+async function describe(history: TurnHistory, req: StatusRequest): Promise<string> {
   const blocks: string[] = [];
   for (const state of await issueKeyStates(req)) {
     const key = {
@@ -54,11 +59,11 @@ export const describeNextTurn: DescribeStatus = async (req) => {
       issueNumber: req.issueNumber,
       agent: state.agent,
     };
-    const prior = await priorSession(req.pool, key);
-    const head = prior ? await transcriptHead(req.pool, key, prior.sessionId) : null;
+    const prior = await history.priorSession(key);
+    const head = prior ? await history.transcriptHead(key, prior.sessionId) : null;
     const cli = req.config.agents[state.agent]?.cli ?? DEFAULT_CLI;
-    const epoch = await readEpoch(req.pool, key);
-    const input = await gatherResumeInput(req.pool, statusSources(prior, head), {
+    const epoch = await history.epoch(key);
+    const input = await gatherResumeInput(history, statusSources(prior, head), {
       key,
       prior,
       epoch,
@@ -83,7 +88,7 @@ export const describeNextTurn: DescribeStatus = async (req) => {
       req.config,
       req.now,
     );
-    const conv = await getConversation(req.pool, key);
+    const conv = await history.conversation(key);
     const mode = req.config.agents[state.agent]?.changes ?? "pull_request";
     const plan = req.config.agents[state.agent]?.permissionMode === "plan";
     const branch = conv
@@ -91,7 +96,7 @@ export const describeNextTurn: DescribeStatus = async (req) => {
       : mode === "off" || plan
         ? `- Changes: not published (${plan ? "the agent plans only" : "`changes: off`"}).`
         : `- Changes: none published yet; they will go to branch \`${conversationBranch(key.issueNumber, key.agent)}\`${mode === "pull_request" ? " with a pull request" : ""}.`;
-    const last = await lastTurnPlan(req.pool, key);
+    const last = await history.lastTurn(key);
     const mention = req.config.agents[state.agent]?.mention ?? `@${state.agent}`;
     const planLine =
       last?.planTurn && last.status === "succeeded"
@@ -104,4 +109,4 @@ export const describeNextTurn: DescribeStatus = async (req) => {
     );
   }
   return blocks.join("\n\n");
-};
+}

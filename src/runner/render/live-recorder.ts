@@ -1,13 +1,12 @@
 /**
- * The live view's writer (#40): each event the CLI streams becomes a row of turn_events
- * (src/sql/turn-events.ts), redacted with the turn's scrub and clipped, written in order without
+ * The live view's writer (#40): each event the CLI streams becomes an entry of the turn's journal
+ * (eventStreamed; in Postgres a row of turn_events), redacted with the turn's scrub and clipped, written in order without
  * holding up the run. A turn's rows are bounded: past LIVE_BOUND the oldest are deleted (the
  * init stays) and a `dropped` row says how many events, and how many tool calls, went.
  */
-import type { Pool } from "../../db/pool.js";
 import type { Logger } from "../../log.js";
 import type { RunEvent } from "../../agent-cli/runtime-adapter.js";
-import { appendTurnEvent, noteDroppedEvents, trimTurnEvents } from "../../sql/turn-events.js";
+import type { TurnJournal } from "../../core/turn-journal.js";
 
 /** Most rows and bytes one turn keeps; past them the oldest go. */
 export const LIVE_BOUND = { maxEvents: 2000, maxBytes: 2 * 1024 * 1024 };
@@ -112,8 +111,7 @@ export interface LiveRecorder {
 }
 
 export function liveRecorder(o: {
-  pool: Pool;
-  taskId: number;
+  journal: Pick<TurnJournal, "eventStreamed" | "eventsTrimmed" | "eventsDropped">;
   scrub: (s: string) => string;
   log: Logger;
   bound?: { maxEvents: number; maxBytes: number };
@@ -126,15 +124,15 @@ export function liveRecorder(o: {
   let failed = false;
   const write = async (row: LiveRow) => {
     const body = scrubDeep(row.body, o.scrub);
-    await appendTurnEvent(o.pool, o.taskId, row.kind, body);
+    await o.journal.eventStreamed(row.kind, body);
     events++;
     bytes += Buffer.byteLength(JSON.stringify(body));
     // Trim with some slack, so a turn past its bound deletes in batches, not at every event.
     if (events > bound.maxEvents * 1.1 || bytes > bound.maxBytes * 1.1) {
-      const gone = await trimTurnEvents(o.pool, o.taskId, bound);
+      const gone = await o.journal.eventsTrimmed(bound);
       dropped.events += gone.events;
       dropped.toolCalls += gone.toolCalls;
-      await noteDroppedEvents(o.pool, o.taskId, dropped);
+      await o.journal.eventsDropped(dropped);
       events = bound.maxEvents;
       bytes = bound.maxBytes;
     }

@@ -43,7 +43,7 @@ export function failedBefore(task: Task, message: string): Refusal {
 }
 
 export async function admit(
-  deps: Pick<RunTaskDeps, "pool">,
+  deps: Pick<RunTaskDeps, "store">,
   task: Task,
   config: ConfigResult,
   log: Logger,
@@ -61,7 +61,7 @@ export async function admit(
   // `/model <name>` (checked by intake against the agent's `models`): this turn only.
   const settings = task.requestedModel ? { ...configured, model: task.requestedModel } : configured;
   const spendSettings = config.settings.spend;
-  const spend = await checkSpend(deps.pool, task, settings, spendSettings, now());
+  const spend = await checkSpend(deps.store, task, settings, spendSettings, now());
   if (spend.reached.length) {
     const limits = spend.reached.map(
       (l) => `${l.kind}: spent $${l.spentUsd.toFixed(4)} of $${String(l.limitUsd)}`,

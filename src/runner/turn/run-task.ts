@@ -5,9 +5,6 @@
  */
 import { DEFAULT_CLI, findCli } from "../../cli-registry.js";
 import { readSettingsSnapshot } from "../../config/repo-settings.js";
-import { readEpoch, resentComments } from "../../sql/history.js";
-import { ignoredEditors } from "../../sql/ignored-edits.js";
-import { priorSession } from "../../sql/sessions.js";
 import type { Task } from "../../core/task.js";
 import type { ResumeDecision } from "../../core/resume-decision.js";
 import { redact } from "../../core/redact.js";
@@ -42,9 +39,8 @@ import { conversationUrl } from "../../core/conversation-path.js";
 import { liveUrl, signLiveLink } from "../../core/live-link.js";
 import { liveRecorder } from "../render/live-recorder.js";
 import { requeueIfRateLimited } from "./rate-limit-requeue.js";
-import { journalOf, SHUTDOWN, type RunTaskDeps } from "./turn.js";
+import { SHUTDOWN, type RunTaskDeps } from "./turn.js";
 import { decidePlanTurn, type PlanTurn } from "../../core/plan-turn.js";
-import { lastTurnPlan } from "../../sql/tasks/read.js";
 
 export { SHUTDOWN, type RunTaskDeps } from "./turn.js";
 
@@ -56,12 +52,13 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
   // decision does: start it now.
   const ws = await startWorkspace(deps.workspace, task, gh, t.token, signal);
 
-  // Everything the decision needs, at once: the config (GitHub) and the key's history (Postgres).
+  // Everything the decision needs, at once: the config (GitHub) and the key's history.
+  const { store } = deps;
   const [config, requests, prior, epoch] = await Promise.all([
     configFor(task, gh),
-    requestsOf(deps.pool, task),
-    priorSession(deps.pool, key),
-    readEpoch(deps.pool, key),
+    requestsOf(store, task),
+    store.priorSession(key),
+    store.epoch(key),
   ]);
   // Not run: the config does not read, the agent is gone, or a spend limit is reached.
   const admitted = await admit(deps, task, config, log, now);
@@ -107,9 +104,7 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
   // The live view: the run's events recorded as they stream, the comment linking them. Nothing
   // is recorded that nobody could open: a signed link needs the public URL to be given out.
   const watchable = deps.live && (deps.publicUrl || deps.live.mode === "token");
-  const live = watchable
-    ? liveRecorder({ pool: deps.pool, taskId: task.id, scrub: t.scrub, log })
-    : undefined;
+  const live = watchable ? liveRecorder({ journal, scrub: t.scrub, log }) : undefined;
   const liveUrl = await liveLink(deps, task.id, t.started, log);
   const intervalMs =
     liveUrl && deps.live ? deps.live.editIntervalMs : (deps.progressIntervalMs ?? 3000);
@@ -195,13 +190,13 @@ export async function runTask(deps: RunTaskDeps, task: Task, signal: AbortSignal
       thread: threadP,
       readThread,
       resent: async (plan) =>
-        (await resentComments(deps.pool, key, plan.resend)).map((c) => ({
+        (await store.resentComments(key, plan.resend)).map((c) => ({
           author: c.author,
           url: c.url,
           body: c.body,
           createdAt: c.createdAt.toISOString(),
         })),
-      ignoredEditors: (sources) => ignoredEditors(deps.pool, key.repoId, sources),
+      ignoredEditors: (sources) => store.ignoredEditors(key.repoId, sources),
     });
     const systemPrompt = buildSystemPrompt(task.agent, settings.appendSystemPrompt, project);
     const runSettings = cacheTtl ? { ...settings, cacheTtl } : settings;
@@ -280,7 +275,7 @@ async function openTurn(deps: RunTaskDeps, task: Task, signal: AbortSignal): Pro
   const secrets = new Set<string | undefined>(deps.secrets?.() ?? []);
   const retryInMs = answerRetryPolicy(deps.answerRetry).baseMs;
   let gh: GitHubThread | undefined;
-  const journal = journalOf(deps, task);
+  const journal = deps.store.journal(task, deps.runnerId);
   const end = ender(journal, log, () => gh);
   const refuse = (last: FinalAnswer | Promise<FinalAnswer>, r: Omit<Refusal, "answer">) =>
     end(last, {
@@ -598,7 +593,7 @@ async function planTurnOf(
   key: TaskKey,
   settings: AgentSettings,
 ): Promise<PlanTurn | null> {
-  const last = await lastTurnPlan(deps.pool, key, task.id);
+  const last = await deps.store.lastTurn(key, task.id);
   const planned = decidePlanTurn({
     request: task.planRequest,
     lastTurnPlanned: last?.planTurn ?? false,

@@ -2,8 +2,7 @@
  * The spend limits, checked before a turn starts: what its conversation, repository and
  * installation have spent, and which limits that reaches (src/spend/spend-limits.ts).
  */
-import type { Pool } from "../../db/pool.js";
-import { conversationSpend, spentSince, type ConversationSpend } from "../../sql/spend.js";
+import type { ConversationSpend, TurnHistory } from "../../core/turn-history.js";
 import type { Task } from "../../core/task.js";
 import { monthStart, reachedLimits, type ReachedLimit } from "../../spend/spend-limits.js";
 import type { AgentSettings, SpendSettings } from "../ports.js";
@@ -15,7 +14,7 @@ export interface SpendCheck {
 }
 
 export async function checkSpend(
-  pool: Pool,
+  history: Pick<TurnHistory, "conversationSpend" | "spentSince">,
   task: Task,
   agent: AgentSettings,
   spend: SpendSettings,
@@ -23,17 +22,16 @@ export async function checkSpend(
 ): Promise<SpendCheck> {
   const from = monthStart(now);
   const [conversation, repositoryMonthUsd, installationMonthUsd] = await Promise.all([
-    conversationSpend(
-      pool,
+    history.conversationSpend(
       { repoId: task.repoId, repo: task.repo, issueNumber: task.issueNumber, agent: task.agent },
       { exceptTaskId: task.id, freshResets: spend.freshResetsConversation },
     ),
     spend.repositoryMonthlyUsd === undefined
       ? undefined
-      : spentSince(pool, { repoId: task.repoId }, from),
+      : history.spentSince({ repoId: task.repoId }, from),
     spend.installationMonthlyUsd === undefined
       ? undefined
-      : spentSince(pool, { installationId: task.installationId }, from),
+      : history.spentSince({ installationId: task.installationId }, from),
   ]);
   const reached = reachedLimits(
     {

@@ -9,14 +9,18 @@ import {
   type ResumeDecision,
   type TranscriptState,
 } from "../../core/resume-decision.js";
-import { readEpoch } from "../../sql/history.js";
-import { sessionById } from "../../sql/sessions.js";
 import type { Task } from "../../core/task.js";
 import type { CliKind, ResumeSettings } from "../ports.js";
 import type { RunTaskDeps } from "./turn.js";
-import { gatherResumeInput, type ResumeSources } from "../../sql/resume-inputs.js";
+import { gatherResumeInput, type ResumeSources } from "../../core/resume-inputs.js";
 import type { TaskKey } from "../../core/task.js";
 import type { TurnJournal } from "../../core/turn-journal.js";
+import type { TurnHistory } from "../../core/turn-history.js";
+
+/** What the decision asks: the CLI (by way of the agent) and the key's history. */
+type Deps = Pick<RunTaskDeps, "agent" | "runtimeId"> & {
+  store: Pick<TurnHistory, "sessionById" | "epoch" | "knownWindow" | "rewindFacts">;
+};
 
 type DecideInput = Omit<Parameters<typeof decide>[1], "workDir" | "workDirExists">;
 
@@ -25,7 +29,7 @@ type DecideInput = Omit<Parameters<typeof decide>[1], "workDir" | "workDirExists
  * own), recorded on the task before anything runs. Null: the lease was lost.
  */
 export async function decideTurn(
-  deps: Pick<RunTaskDeps, "agent" | "runtimeId" | "pool">,
+  deps: Deps,
   d: DecideInput & {
     journal: TurnJournal;
     /** The key's working directory for this turn, and whether it existed before any clone. */
@@ -54,7 +58,7 @@ export async function decideTurn(
 }
 
 export async function decide(
-  deps: Pick<RunTaskDeps, "agent" | "runtimeId" | "pool">,
+  deps: Deps,
   d: {
     key: TaskKey;
     task: Task;
@@ -68,7 +72,7 @@ export async function decide(
   },
 ): Promise<ResumeDecision> {
   const { key, task, cli, policy, prior, epoch, workDir, workDirExists, now } = d;
-  const input = await gatherResumeInput(deps.pool, runnerSources(deps), {
+  const input = await gatherResumeInput(deps.store, runnerSources(deps), {
     key,
     prior,
     epoch,
@@ -110,12 +114,12 @@ function runnerSources(deps: Pick<RunTaskDeps, "agent" | "runtimeId">): ResumeSo
  * would change it). Only a CLI whose registry entry says it forks. Null: the task asks for no fork.
  */
 export async function decideFork(
-  deps: Pick<RunTaskDeps, "agent" | "runtimeId" | "pool">,
+  deps: Deps,
   d: { task: Task; cli: CliKind; policy: ResumeSettings; now: () => Date },
 ): Promise<ResumeDecision | null> {
   const { task, cli } = d;
   if (!task.forkSessionId) return null;
-  const source = await sessionById(deps.pool, task.forkSessionId);
+  const source = await deps.store.sessionById(task.forkSessionId);
   if (!source) return { kind: "fresh", reason: "no_prior_session", priorSessionId: null };
   if (!findCli(cli)?.forks)
     return { kind: "fresh", reason: "runtime_mismatch", priorSessionId: source.sessionId };
@@ -125,7 +129,7 @@ export async function decideFork(
     cli,
     policy: { ...d.policy, compact: false },
     prior: source,
-    epoch: await readEpoch(deps.pool, source.key),
+    epoch: await deps.store.epoch(source.key),
     // Only a session from before the shared store depends on its directory: another key's.
     workDir: source.workDir ?? "",
     workDirExists: false,

@@ -5,9 +5,8 @@
 import type { Logger } from "../../log.js";
 import type { PublishTarget } from "../../publish/publisher.js";
 import type { ResumeDecision, RewindPlan } from "../../core/resume-decision.js";
-import { taskComments } from "../../sql/tasks/claim.js";
 import type { Task } from "../../core/task.js";
-import type { Pool } from "../../db/pool.js";
+import type { TurnHistory } from "../../core/turn-history.js";
 import type {
   GitHubThread,
   IssueComment,
@@ -30,8 +29,11 @@ export type ThreadRead = {
 };
 
 /** The comments the turn answers: those coalesced into the task, else its trigger. */
-export async function requestsOf(pool: Pool, task: Task): Promise<PromptComment[]> {
-  const rows = await taskComments(pool, task.id);
+export async function requestsOf(
+  history: Pick<TurnHistory, "taskComments">,
+  task: Task,
+): Promise<PromptComment[]> {
+  const rows = await history.taskComments(task.id);
   if (rows.length === 0)
     return [{ author: task.triggerAuthor, url: task.triggerUrl, body: task.triggerBody }];
   return rows.map((r) => ({

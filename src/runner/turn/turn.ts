@@ -2,15 +2,13 @@
  * The words of one turn that every step of it shares: what a runner gives `runTask`, what it
  * is told of a finished turn, and the abort reason that leaves a task to the next start.
  */
-import type { Pool } from "../../db/pool.js";
 import type { Logger } from "../../log.js";
 import type { Publisher } from "../../publish/publisher.js";
 import type { PublishReport } from "../../publish/report.js";
 import type { ReasonCode } from "../../core/resume-decision.js";
 import type { Outcome, Usage } from "../../core/task.js";
 import type { Task } from "../../core/task.js";
-import type { TurnJournal } from "../../core/turn-journal.js";
-import { postgresTurnJournal } from "../../sql/tasks/journal.js";
+import type { TurnStore } from "../../core/turn-journal.js";
 import type { AnswerRetryPolicy } from "./answer-retry.js";
 import type { Agent, CliKind, GitHubThread, WorkspacePort } from "../ports.js";
 
@@ -18,18 +16,17 @@ import type { Agent, CliKind, GitHubThread, WorkspacePort } from "../ports.js";
 export const SHUTDOWN = "shutdown";
 
 export interface RunTaskDeps {
-  pool: Pool;
+  /**
+   * Where the turn writes down what it did (its journal, under this runner's lease) and reads
+   * what the turns before it left (src/core/turn-journal.ts TurnStore).
+   */
+  store: TurnStore;
   log: Logger;
   runnerId: string;
   runtimeId: string;
   agent: Agent;
   workspace: WorkspacePort;
   github: (task: Task) => Promise<GitHubThread>;
-  /**
-   * Where the turn writes down what it did (src/core/turn-journal.ts). Absent: the task's row in
-   * `pool`, under this runner's lease.
-   */
-  journal?: (task: Task) => TurnJournal;
   now?: () => Date;
   /** Minimum time between progress edits of the tracking comment. */
   progressIntervalMs?: number;
@@ -80,12 +77,4 @@ export interface FinishedTurn {
   publish: PublishReport | null;
   /** Tool calls to each MCP server the agent was given; null: none was given. */
   mcpToolCalls?: Record<string, number> | null;
-}
-
-/** The task's journal: the one given, else Postgres under this runner's lease. */
-export function journalOf(
-  deps: Pick<RunTaskDeps, "journal" | "pool" | "runnerId">,
-  task: Task,
-): TurnJournal {
-  return deps.journal?.(task) ?? postgresTurnJournal(deps.pool, deps.runnerId, task);
 }

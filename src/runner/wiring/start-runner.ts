@@ -43,6 +43,14 @@ import { secretsInEnv } from "../../core/secret-env.js";
 import { Workspaces } from "../../workspace/workspace.js";
 import { workspacePort } from "./workspace-port.js";
 import { liveLinkKey } from "../../sql/turn-events.js";
+import { postgresTurnHistory, postgresTurnStore } from "../../sql/turn-store.js";
+import { describeNextTurn } from "../render/describe-next-turn.js";
+import type { DescribeStatus } from "../../intake/status.js";
+
+/** `/status` with what the next turn would do, read from the turns' history in `pool`. */
+export function nextTurnStatus(pool: Pool): DescribeStatus {
+  return describeNextTurn(postgresTurnHistory(pool));
+}
 
 export async function startRunner(opts: {
   env: Env;
@@ -138,6 +146,7 @@ export async function startRunner(opts: {
   let app: Awaited<ReturnType<Probot["auth"]>> | undefined;
   const runner = new Runner({
     pool,
+    store: postgresTurnStore,
     log: log.child({ component: "runner" }),
     runtimeId,
     concurrency: env.TETHER_RUNNER_CONCURRENCY,

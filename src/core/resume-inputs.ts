@@ -4,14 +4,13 @@
  * runner's own CLI at hand) and `/status` saying what the next turn would do
  * (src/runner/render/describe-next-turn.ts, from the web process, which has no CLI and answers
  * from what Postgres and the registry say). What differs between them is only where the CLI's
- * answers come from (`ResumeSources`, the caller's: the query layer knows no CLI).
+ * answers come from (`ResumeSources`, the caller's); what the key's history says, both read
+ * through the same port (turn-history.ts).
  */
-import type { PriorSession, ResumeInput, TranscriptState } from "../core/resume-decision.js";
-import type { TaskKey } from "../core/task.js";
-import type { CliKind, ResumeSettings } from "../core/settings.js";
-import type { Queryable } from "./db.js";
-import { rewindFacts } from "./history.js";
-import { knownWindow } from "./sessions.js";
+import type { PriorSession, ResumeInput, TranscriptState } from "./resume-decision.js";
+import type { TaskKey } from "./task.js";
+import type { CliKind, ResumeSettings } from "./settings.js";
+import type { TurnHistory } from "./turn-history.js";
 
 /** What the CLI the turn runs on says, as the asker can know it. */
 export interface ResumeSources {
@@ -29,7 +28,7 @@ export interface ResumeSources {
 }
 
 export async function gatherResumeInput(
-  db: Queryable,
+  history: Pick<TurnHistory, "knownWindow" | "rewindFacts">,
   src: ResumeSources,
   d: {
     key: TaskKey;
@@ -53,12 +52,12 @@ export async function gatherResumeInput(
   const transcript = prior ? await src.transcript(key, prior, cli) : undefined;
   // `/model`: the window of the model asked for, as the CLI last reported it.
   const requestedWindow =
-    prior && d.requestedModel ? await knownWindow(db, d.requestedModel) : null;
+    prior && d.requestedModel ? await history.knownWindow(d.requestedModel) : null;
   // A comment the session read changed since it was pinned: what a rewind is decided from.
   const cliCanRewind = src.canRewind(cli);
   const rewind =
     prior && cliCanRewind && prior.historyEpoch !== epoch
-      ? await rewindFacts(db, key, prior.sessionId, prior.historyEpoch, epoch)
+      ? await history.rewindFacts(key, prior.sessionId, prior.historyEpoch, epoch)
       : undefined;
   return {
     prior,
