@@ -1,5 +1,11 @@
 import type http from "node:http";
-import { scriptedFake, startScriptedServer, type ScriptedFake } from "./fake-model-server.js";
+import {
+  scriptedFake,
+  startScriptedServer,
+  usageOf,
+  type FakeModelOptions,
+  type ScriptedFake,
+} from "./fake-model-server.js";
 
 /**
  * A fake Gemini API (generativelanguage.googleapis.com, v1beta) on 127.0.0.1 that the real
@@ -110,17 +116,14 @@ export interface FakeGeminiRequest {
   usage?: FakeGeminiUsage;
 }
 
-export interface FakeGeminiOptions {
-  /**
-   * The answer when nothing is scripted. Default: `reply#N contents=M` (which request this was,
-   * how many contents it carried).
-   */
-  defaultReply?: (req: FakeGeminiRequest) => FakeGeminiReply;
-  /**
-   * Token counts: "simulated" (default) counts 4 bytes a token over the whole body; a function
-   * decides per request.
-   */
-  usage?: "simulated" | ((req: FakeGeminiRequest, reply: FakeGeminiReply) => FakeGeminiUsage);
+/**
+ * The default reply is `reply#N contents=M` (which request this was, how many contents it
+ * carried); "simulated" usage counts 4 bytes a token over the whole body.
+ */
+export interface FakeGeminiOptions extends Omit<
+  FakeModelOptions<FakeGeminiRequest, FakeGeminiReply, FakeGeminiUsage>,
+  "port" | "latencyMs"
+> {
   /**
    * Answer the CLI's side requests (generateContent with a JSON schema: next-speaker checks,
    * loop detection, routing) with this instead of the script. Default: a JSON object saying
@@ -152,21 +155,23 @@ export function isSideRequest(req: FakeGeminiRequest): boolean {
 }
 
 export async function startFakeGemini(opts: FakeGeminiOptions = {}): Promise<FakeGemini> {
-  const usageFor = (req: FakeGeminiRequest, reply: FakeGeminiReply): FakeGeminiUsage => {
-    if (typeof opts.usage === "function") return opts.usage(req, reply);
-    const prompt = tokens(JSON.stringify(req.body ?? {}));
-    const out = Math.max(
-      1,
-      tokens(
-        reply.kind === "text"
-          ? reply.text
-          : reply.kind === "calls"
-            ? (reply.text ?? "") + JSON.stringify(reply.calls)
-            : "",
-      ),
-    );
-    return { promptTokenCount: prompt, candidatesTokenCount: out, totalTokenCount: prompt + out };
-  };
+  const usageFor = usageOf(
+    opts,
+    (req: FakeGeminiRequest, reply: FakeGeminiReply): FakeGeminiUsage => {
+      const prompt = tokens(JSON.stringify(req.body ?? {}));
+      const out = Math.max(
+        1,
+        tokens(
+          reply.kind === "text"
+            ? reply.text
+            : reply.kind === "calls"
+              ? (reply.text ?? "") + JSON.stringify(reply.calls)
+              : "",
+        ),
+      );
+      return { promptTokenCount: prompt, candidatesTokenCount: out, totalTokenCount: prompt + out };
+    },
+  );
 
   const server = await startScriptedServer<FakeGeminiRequest, FakeGeminiReply>({
     name: "fake Gemini",

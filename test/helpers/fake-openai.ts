@@ -1,6 +1,12 @@
 import { createHash } from "node:crypto";
 import type http from "node:http";
-import { scriptedFake, startScriptedServer, type ScriptedFake } from "./fake-model-server.js";
+import {
+  scriptedFake,
+  startScriptedServer,
+  usageOf,
+  type FakeModelOptions,
+  type ScriptedFake,
+} from "./fake-model-server.js";
 
 /**
  * A fake OpenAI Responses API on 127.0.0.1 that the real Codex CLI can talk to. It answers the
@@ -239,24 +245,14 @@ export interface FakeUsage {
   total_tokens: number;
 }
 
-export interface FakeOpenAIOptions {
-  /** Port on 127.0.0.1; 0 (default) picks a free one. */
-  port?: number;
-  /**
-   * The answer when nothing is scripted. Default: a text that says which request this was and
-   * how many input items it carried, `reply#N input_items=M`.
-   */
-  defaultReply?: (req: FakeRequest) => FakeReply;
-  /**
-   * Token counts to report. "simulated" (default) estimates 4 bytes a token and models the
-   * API's automatic prompt cache: the longest prefix (tools, instructions, input items, in that
-   * order) that an earlier request of the same model sent is cached, counted from 1024 tokens
-   * up in steps of 128 as the API does. A function decides per request instead.
-   */
-  usage?: "simulated" | ((req: FakeRequest, reply: FakeReply) => FakeUsage);
-  /** Delay before each responses answer starts, in milliseconds. */
-  latencyMs?: number;
-}
+/**
+ * The default reply is a text that says which request this was and how many input items it
+ * carried, `reply#N input_items=M`. "simulated" usage estimates 4 bytes a token and models the
+ * API's automatic prompt cache: the longest prefix (tools, instructions, input items, in that
+ * order) that an earlier request of the same model sent is cached, counted from 1024 tokens up
+ * in steps of 128 as the API does.
+ */
+export type FakeOpenAIOptions = FakeModelOptions<FakeRequest, FakeReply, FakeUsage>;
 
 /** The fake as a test holds it: the scripted server's core (fake-model-server.ts) and its URL. */
 export interface FakeOpenAI extends ScriptedFake<FakeRequest, FakeReply> {
@@ -269,8 +265,7 @@ export interface FakeOpenAI extends ScriptedFake<FakeRequest, FakeReply> {
 export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<FakeOpenAI> {
   const cache = new PromptCache();
 
-  const usageFor = (req: FakeRequest, reply: FakeReply): FakeUsage => {
-    if (typeof opts.usage === "function") return opts.usage(req, reply);
+  const usageFor = usageOf(opts, (req: FakeRequest, reply: FakeReply): FakeUsage => {
     const outputText =
       reply.kind === "text"
         ? reply.text + (reply.reasoning ?? "")
@@ -289,7 +284,7 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
       output_tokens_details: { reasoning_tokens: reasoning },
       total_tokens: input + output,
     };
-  };
+  });
 
   const server = await startScriptedServer<FakeRequest, FakeReply>({
     name: "fake OpenAI",
