@@ -89,16 +89,17 @@ export function forwardToMcp(
       upstream.on("error", () => res.destroy());
     },
   );
-  outgoing.on("error", (err) => {
+  // Unreachable: a 502 that names the server, or a cut stream when the answer had begun.
+  const unreachable = (err: Error) => {
     log.warn(
       { err: err.message, mcp: target.name },
       "MCP server unreachable from the egress proxy",
     );
-    if (!res.headersSent)
-      res
-        .writeHead(502, { "content-type": "text/plain" })
-        .end(`Tether could not reach the MCP server ${target.name}\n`);
-    else res.destroy();
-  });
+    if (res.headersSent) return void res.destroy();
+    res
+      .writeHead(502, { "content-type": "text/plain" })
+      .end(`Tether could not reach the MCP server ${target.name}\n`);
+  };
+  outgoing.on("error", unreachable);
   req.pipe(outgoing);
 }

@@ -1,12 +1,7 @@
 import { createHash } from "node:crypto";
 import type http from "node:http";
-import {
-  scriptedFake,
-  startScriptedServer,
-  usageOf,
-  type FakeModelOptions,
-  type ScriptedFake,
-} from "./fake-model-server.js";
+import type { FakeModel, FakeModelOptions } from "./fake-model-server.js";
+import { scriptedFake, startScriptedServer, usageOf } from "./fake-model-server.js";
 
 /**
  * A fake Anthropic Messages API on 127.0.0.1 that the real Claude Code CLI can talk to
@@ -154,10 +149,8 @@ export interface FakeUsage {
  */
 export type FakeAnthropicOptions = FakeModelOptions<FakeRequest, FakeReply, FakeUsage>;
 
-/** The fake as a test holds it: the scripted server's core (fake-model-server.ts) and its URL. */
-export interface FakeAnthropic extends ScriptedFake<FakeRequest, FakeReply> {
-  /** Base URL for ANTHROPIC_BASE_URL, e.g. http://127.0.0.1:41234 */
-  url: string;
+/** The fake as a test holds it (fake-model-server.ts); `url` is for ANTHROPIC_BASE_URL, e.g. http://127.0.0.1:41234. */
+export interface FakeAnthropic extends FakeModel<FakeRequest, FakeReply> {
   /** The `POST /v1/messages` requests only. */
   messageRequests(): FakeRequest[];
 }

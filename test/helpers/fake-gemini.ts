@@ -1,11 +1,6 @@
 import type http from "node:http";
-import {
-  scriptedFake,
-  startScriptedServer,
-  usageOf,
-  type FakeModelOptions,
-  type ScriptedFake,
-} from "./fake-model-server.js";
+import type { FakeModel, FakeModelOptions } from "./fake-model-server.js";
+import { scriptedFake, startScriptedServer, usageOf } from "./fake-model-server.js";
 
 /**
  * A fake Gemini API (generativelanguage.googleapis.com, v1beta) on 127.0.0.1 that the real
@@ -132,10 +127,8 @@ export interface FakeGeminiOptions extends Omit<
   sideReply?: (req: FakeGeminiRequest) => unknown;
 }
 
-/** The fake as a test holds it: the scripted server's core (fake-model-server.ts) and its URL. */
-export interface FakeGemini extends ScriptedFake<FakeGeminiRequest, FakeGeminiReply> {
-  /** Base URL for GOOGLE_GEMINI_BASE_URL, e.g. http://127.0.0.1:41234 */
-  url: string;
+/** The fake as a test holds it (fake-model-server.ts); `url` is for GOOGLE_GEMINI_BASE_URL, e.g. http://127.0.0.1:41234. */
+export interface FakeGemini extends FakeModel<FakeGeminiRequest, FakeGeminiReply> {
   /** The requests that took a scripted (or default) turn answer. */
   turnRequests(): FakeGeminiRequest[];
 }

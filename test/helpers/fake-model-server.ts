@@ -41,7 +41,12 @@ export interface ScriptedServer<Req, Reply> {
 }
 
 /** What a fake gives a test of the core: all of it but the port (its `url` says it) and `next`. */
-export type ScriptedFake<Req, Reply> = Omit<ScriptedServer<Req, Reply>, "port" | "next">;
+type ScriptedFake<Req, Reply> = Omit<ScriptedServer<Req, Reply>, "port" | "next">;
+
+/** A fake model API as a test holds it: the scripted server's core and the URL to point a CLI at. */
+export interface FakeModel<Req, Reply> extends ScriptedFake<Req, Reply> {
+  url: string;
+}
 
 /** What every fake model API takes; each fake says its default reply and how it simulates usage. */
 export interface FakeModelOptions<Req, Reply, Usage> {

@@ -1,12 +1,7 @@
 import { createHash } from "node:crypto";
 import type http from "node:http";
-import {
-  scriptedFake,
-  startScriptedServer,
-  usageOf,
-  type FakeModelOptions,
-  type ScriptedFake,
-} from "./fake-model-server.js";
+import type { FakeModel, FakeModelOptions } from "./fake-model-server.js";
+import { scriptedFake, startScriptedServer, usageOf } from "./fake-model-server.js";
 
 /**
  * A fake OpenAI Responses API on 127.0.0.1 that the real Codex CLI can talk to. It answers the
@@ -254,10 +249,8 @@ export interface FakeUsage {
  */
 export type FakeOpenAIOptions = FakeModelOptions<FakeRequest, FakeReply, FakeUsage>;
 
-/** The fake as a test holds it: the scripted server's core (fake-model-server.ts) and its URL. */
-export interface FakeOpenAI extends ScriptedFake<FakeRequest, FakeReply> {
-  /** Base URL for a model provider's `base_url`, e.g. http://127.0.0.1:41234/v1 */
-  url: string;
+/** The fake as a test holds it (fake-model-server.ts); `url` is for a model provider's `base_url`, e.g. http://127.0.0.1:41234/v1. */
+export interface FakeOpenAI extends FakeModel<FakeRequest, FakeReply> {
   /** The `POST /v1/responses` requests only. */
   responseRequests(): FakeRequest[];
 }

@@ -27,11 +27,8 @@ const h = adapterHarness({
   name: "codex",
   model: MODEL,
   limitMs: 120_000,
-  startFake: () => startFakeOpenAI(),
-  env: (fake) => ({
-    OPENAI_API_KEY: KEY,
-    OPENAI_BASE_URL: fake.url,
-  }),
+  startFake: startFakeOpenAI,
+  env: (fake) => ({ OPENAI_API_KEY: KEY, OPENAI_BASE_URL: fake.url }),
   createCli: ({ log, baseEnv }) => createCodexCli({ path: resolveCodexBinary(), log, baseEnv }),
 });
 const { place, spec } = h;

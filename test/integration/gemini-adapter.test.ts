@@ -26,11 +26,8 @@ const h = adapterHarness({
   name: "gemini",
   model: MODEL,
   limitMs: 120_000,
-  startFake: () => startFakeGemini(),
-  env: (fake) => ({
-    GEMINI_API_KEY: KEY,
-    GOOGLE_GEMINI_BASE_URL: fake.url,
-  }),
+  startFake: startFakeGemini,
+  env: (fake) => ({ GEMINI_API_KEY: KEY, GOOGLE_GEMINI_BASE_URL: fake.url }),
   createCli: ({ log, baseEnv }) => createGeminiCli({ path: resolveGeminiPath({}), log, baseEnv }),
 });
 const { root, place, spec } = h;

@@ -12,8 +12,7 @@ import {
 import { readEpoch } from "../../src/sql/history.js";
 import { createTestApp } from "../helpers/probot.js";
 import { github } from "../helpers/intake-github.js";
-import { readTask, readTasks, seedTask } from "../helpers/seed.js";
-import { repoIdOf } from "../helpers/seed.js";
+import { readTask, readTasks, repoIdOf, seedTask } from "../helpers/seed.js";
 
 const t = await intakeFile({ issue: 400, commentId: 40_000 });
 const { db } = t;

@@ -16,8 +16,7 @@ import {
   REPO_KEY,
 } from "../helpers/intake-payloads.js";
 import { github } from "../helpers/intake-github.js";
-import { readTask, readTasks, seedTask } from "../helpers/seed.js";
-import { repoIdOf } from "../helpers/seed.js";
+import { readTask, readTasks, repoIdOf, seedTask } from "../helpers/seed.js";
 
 const t = await intakeFile({ issue: 900, commentId: 990_000 });
 const { db } = t;

@@ -13,8 +13,7 @@ import {
 } from "../helpers/intake-payloads.js";
 import { APP_ID } from "../helpers/probot.js";
 import { github } from "../helpers/intake-github.js";
-import { readTask, seedTask, type Row } from "../helpers/seed.js";
-import { repoIdOf } from "../helpers/seed.js";
+import { readTask, repoIdOf, type Row, seedTask } from "../helpers/seed.js";
 
 const t = await intakeFile({ issue: 500, commentId: 50_000 });
 const { db } = t;

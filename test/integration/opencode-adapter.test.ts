@@ -32,11 +32,8 @@ const h = adapterHarness({
   model: MODEL,
   limitMs: 180_000,
   commit: true,
-  startFake: () => startFakeAnthropic(),
-  env: (fake) => ({
-    ANTHROPIC_API_KEY: KEY,
-    ANTHROPIC_BASE_URL: fake.url,
-  }),
+  startFake: startFakeAnthropic,
+  env: (fake) => ({ ANTHROPIC_API_KEY: KEY, ANTHROPIC_BASE_URL: fake.url }),
   createCli: ({ log, baseEnv }) =>
     createOpencodeCli({ path: resolveOpencodeBinary(), log, baseEnv }),
 });
