@@ -4,7 +4,7 @@ import os from "node:os";
 import path from "node:path";
 import { pino, type Logger } from "pino";
 import { afterAll, afterEach, beforeAll, expect } from "vitest";
-import type { RunSpec } from "../../src/agent-cli/runtime-adapter.js";
+import type { CliAdapter, RunOutcome, RunSpec } from "../../src/agent-cli/runtime-adapter.js";
 import { Sandbox } from "../../src/sandbox/sandbox.js";
 
 /*
@@ -43,9 +43,16 @@ export interface AdapterHarness<F, C> {
   place(files?: Record<string, string>): Place;
   /** A run of `prompt: "hello"` in `p` under the harness's model and limits, in the sandbox. */
   spec(p: Place, over?: Partial<RunSpec>): RunSpec;
+  /**
+   * A run resuming `sessionId`, which the CLI does not hold: resume_rejected, with no session
+   * and no tool, and no request reached the model (`requests` counts them).
+   */
+  resumeUnknown(sessionId: string, requests: () => number): Promise<RunOutcome>;
+  /** A fresh run the model cannot answer for its context: poisoned, and the detail says so. */
+  overflowed(): Promise<RunOutcome>;
 }
 
-export function adapterHarness<F extends ModelFake, C>(o: {
+export function adapterHarness<F extends ModelFake, C extends Pick<CliAdapter, "start">>(o: {
   /** Names the temp root, e.g. "codex" for tether-codex-adapter-…. */
   name: string;
   model: string;
@@ -115,6 +122,15 @@ export function adapterHarness<F extends ModelFake, C>(o: {
     return { cwd, home };
   };
 
+  const spec = (p: Place, over: Partial<RunSpec> = {}): RunSpec => ({
+    cwd: p.cwd,
+    home: p.home,
+    prompt: "hello",
+    settings: { model: o.model, timeoutMs: o.limitMs, stallMs: o.limitMs },
+    sandbox: { sandbox: sandbox!, network: { kind: "model-only" } },
+    ...over,
+  });
+
   return {
     root,
     log,
@@ -131,13 +147,20 @@ export function adapterHarness<F extends ModelFake, C>(o: {
       return dirs;
     },
     place,
-    spec: (p, over = {}) => ({
-      cwd: p.cwd,
-      home: p.home,
-      prompt: "hello",
-      settings: { model: o.model, timeoutMs: o.limitMs, stallMs: o.limitMs },
-      sandbox: { sandbox: sandbox!, network: { kind: "model-only" } },
-      ...over,
-    }),
+    spec,
+    async resumeUnknown(sessionId, requests) {
+      const before = requests();
+      const run = cli!.start(spec(place(), { resumeSessionId: sessionId }));
+      const o = await run.outcome;
+      expect(o).toMatchObject({ kind: "resume_rejected", sessionId: undefined, toolRan: false });
+      expect(requests() - before).toBe(0);
+      return o;
+    },
+    async overflowed() {
+      const o = await cli!.start(spec(place())).outcome;
+      expect(o.kind).toBe("poisoned");
+      expect(o.detail).toContain("context window");
+      return o;
+    },
   };
 }

@@ -85,21 +85,17 @@ describe("Codex adapter, real CLI in the sandbox", { timeout: 240_000 }, () => {
   });
 
   it("an unknown thread id → resume_rejected, no request, no tool", async () => {
-    const before = h.fake.responseRequests().length;
-    const o = await h.cli.start(
-      spec(place(), { resumeSessionId: "01a20d55-0000-7000-8000-000000000000" }),
-    ).outcome;
-    expect(o).toMatchObject({ kind: "resume_rejected", sessionId: undefined, toolRan: false });
+    const o = await h.resumeUnknown(
+      "01a20d55-0000-7000-8000-000000000000",
+      () => h.fake.responseRequests().length,
+    );
     expect(o.detail).toContain("no rollout");
-    expect(since(before)).toHaveLength(0);
   });
 
   it("a context overflow → poisoned, with the thread named", async () => {
     h.fake.script(replies.contextOverflow());
-    const o = await h.cli.start(spec(place())).outcome;
-    expect(o.kind).toBe("poisoned");
+    const o = await h.overflowed();
     expect(o.sessionId).toMatch(/^[0-9a-f-]{36}$/);
-    expect(o.detail).toContain("context window");
   });
 
   it("a 401 → auth_failed at the first retry, not after five", async () => {

@@ -224,6 +224,14 @@ async function turnWithServers(
   return { outcome, events, cwd };
 }
 
+/** A CLI's base environment here: HOME the temp root, and the model API's key and URL. */
+const cliEnv = (model: Record<string, string>) => ({
+  PATH: process.env.PATH,
+  HOME: root,
+  LANG: "C.UTF-8",
+  ...model,
+});
+
 /** A turn's tool results: the stdio server's (which had its secret), then the remote's. */
 function expectBothAnswered(results: Array<string | undefined>): void {
   const digest = createHash("sha256").update(SECRET).digest("hex").slice(0, 16);
@@ -357,13 +365,10 @@ describe(
       const codex = createCodexCli({
         path: resolveCodexBinary(),
         log,
-        baseEnv: {
-          PATH: process.env.PATH,
-          HOME: root,
-          LANG: "C.UTF-8",
+        baseEnv: cliEnv({
           OPENAI_API_KEY: "sk-real-openai-key-for-the-mcp-drill",
           OPENAI_BASE_URL: openai.url,
-        },
+        }),
       });
       const { events, cwd } = await turnWithServers(
         codex,
@@ -418,13 +423,7 @@ describe(
       const opencode = createOpencodeCli({
         path: resolveOpencodeBinary(),
         log,
-        baseEnv: {
-          PATH: process.env.PATH,
-          HOME: root,
-          LANG: "C.UTF-8",
-          ANTHROPIC_API_KEY: KEY,
-          ANTHROPIC_BASE_URL: anthropic.url,
-        },
+        baseEnv: cliEnv({ ANTHROPIC_API_KEY: KEY, ANTHROPIC_BASE_URL: anthropic.url }),
       });
       const { outcome, events, cwd } = await turnWithServers(
         opencode,
