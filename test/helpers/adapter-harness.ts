@@ -50,6 +50,8 @@ export interface AdapterHarness<F, C> {
   resumeUnknown(sessionId: string, requests: () => number): Promise<RunOutcome>;
   /** A fresh run the model cannot answer for its context: poisoned, and the detail says so. */
   overflowed(): Promise<RunOutcome>;
+  /** A fresh run whose key the API refuses: auth_failed, naming `variable` (the key's). */
+  keyRefused(variable: string): Promise<RunOutcome>;
 }
 
 export function adapterHarness<F extends ModelFake, C extends Pick<CliAdapter, "start">>(o: {
@@ -160,6 +162,12 @@ export function adapterHarness<F extends ModelFake, C extends Pick<CliAdapter, "
       const o = await cli!.start(spec(place())).outcome;
       expect(o.kind).toBe("poisoned");
       expect(o.detail).toContain("context window");
+      return o;
+    },
+    async keyRefused(variable) {
+      const o = await cli!.start(spec(place())).outcome;
+      expect(o.kind).toBe("auth_failed");
+      expect(o.detail).toContain(variable);
       return o;
     },
   };

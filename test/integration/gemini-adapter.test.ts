@@ -112,9 +112,7 @@ describe("Gemini adapter, real CLI in the sandbox", { timeout: 240_000 }, () => 
   it("a key the API refuses → auth_failed after one request (the CLI does not retry a 400/403), naming the variable", async () => {
     const before = h.fake.turnRequests().length;
     h.fake.setDefault(replies.unauthorized());
-    const o = await h.cli.start(spec(place())).outcome;
-    expect(o.kind).toBe("auth_failed");
-    expect(o.detail).toContain("GEMINI_API_KEY");
+    await h.keyRefused("GEMINI_API_KEY");
     expect(since(before)).toHaveLength(1);
   });
 
