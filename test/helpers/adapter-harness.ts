@@ -58,8 +58,8 @@ export function adapterHarness<F extends ModelFake, C extends Pick<CliAdapter, "
   /** Names the temp root, e.g. "codex" for tether-codex-adapter-…. */
   name: string;
   model: string;
-  /** The run's timeout and stall limit, in milliseconds. */
-  limitMs: number;
+  /** The run's timeout and stall limit, in milliseconds (default two minutes). */
+  limitMs?: number;
   /** Whether a place's workspace has a first commit (README.md and the files asked for). */
   commit?: boolean;
   startFake(): Promise<F>;
@@ -73,6 +73,7 @@ export function adapterHarness<F extends ModelFake, C extends Pick<CliAdapter, "
   let sandbox: Sandbox | undefined;
   let cli: C | undefined;
   let dirs = 0;
+  const limitMs = o.limitMs ?? 120_000;
 
   beforeAll(async () => {
     fake = await o.startFake();
@@ -128,7 +129,7 @@ export function adapterHarness<F extends ModelFake, C extends Pick<CliAdapter, "
     cwd: p.cwd,
     home: p.home,
     prompt: "hello",
-    settings: { model: o.model, timeoutMs: o.limitMs, stallMs: o.limitMs },
+    settings: { model: o.model, timeoutMs: limitMs, stallMs: limitMs },
     sandbox: { sandbox: sandbox!, network: { kind: "model-only" } },
     ...over,
   });

@@ -26,7 +26,6 @@ const KEY = "sk-real-openai-key-for-tests-0000";
 const h = adapterHarness({
   name: "codex",
   model: MODEL,
-  limitMs: 120_000,
   startFake: startFakeOpenAI,
   env: (fake) => ({ OPENAI_API_KEY: KEY, OPENAI_BASE_URL: fake.url }),
   createCli: ({ log, baseEnv }) => createCodexCli({ path: resolveCodexBinary(), log, baseEnv }),

@@ -25,7 +25,6 @@ const KEY = "AIza-real-gemini-key-for-tests-0000";
 const h = adapterHarness({
   name: "gemini",
   model: MODEL,
-  limitMs: 120_000,
   startFake: startFakeGemini,
   env: (fake) => ({ GEMINI_API_KEY: KEY, GOOGLE_GEMINI_BASE_URL: fake.url }),
   createCli: ({ log, baseEnv }) => createGeminiCli({ path: resolveGeminiPath({}), log, baseEnv }),
