@@ -14,6 +14,7 @@
  *   rules (model-call-rules.ts), so no server-side tool, MCP connector, stored file or response
  *   of another conversation is asked for with the operator's key. What was checked is what is
  *   sent: the parsed body, serialised again (no second parser can read it differently).
+ * - `/mcp/<name>` goes to the operator's remote MCP server of that name (mcp-forward.ts).
  * - `CONNECT host:443` and absolute-form `GET http://host/…` are forward-proxy requests, allowed
  *   by the agent's network policy: `model-only` (none), `open` (any public host) or a host
  *   list. Whatever the policy, only ports 80 and 443, and never an address on a private,
@@ -29,6 +30,13 @@ import type { Logger } from "../log.js";
 import { closeSocket, listenOnSocket } from "./unix-socket.js";
 import { EGRESS_PORT } from "./bwrap-args.js";
 import { modelCallRefusal, type ModelCallRules } from "./model-call-rules.js";
+import {
+  forwardToMcp,
+  HOP_BY_HOP,
+  mcpTarget,
+  type McpRemote,
+  type McpTarget,
+} from "./mcp-forward.js";
 import { ResponseMeter, type MeteredUsage, type ModelApi } from "./model-meter.js";
 
 /** Where an agent may connect besides the model API. */
@@ -104,7 +112,7 @@ export interface EgressOptions {
    * Remote MCP servers (issue #39), by name: a request for `/mcp/<name>` is forwarded to the
    * server's URL with the operator's headers put on here, so the agent holds no token of it.
    */
-  mcpRemotes?: Record<string, { url: URL; headers: Record<string, string> }>;
+  mcpRemotes?: Record<string, McpRemote>;
 }
 
 export interface EgressStats {
@@ -134,17 +142,6 @@ const ALLOWED_PORTS = new Set([80, 443]);
  * Claude turn sends ~90 KB; a long session's history a few MB.
  */
 const MAX_MODEL_BODY_BYTES = 32 * 1024 * 1024;
-const HOP_BY_HOP = new Set([
-  "connection",
-  "keep-alive",
-  "proxy-authenticate",
-  "proxy-authorization",
-  "proxy-connection",
-  "te",
-  "trailer",
-  "transfer-encoding",
-  "upgrade",
-]);
 
 /** IPv4 networks no agent connects to, whatever its policy. */
 const FORBIDDEN_V4 = (() => {
@@ -321,8 +318,8 @@ export async function startEgress(opts: EgressOptions): Promise<Egress> {
 
   const server = http.createServer((req, res) => {
     const url = req.url ?? "/";
-    const mcp = mcpTarget(url);
-    if (mcp) return void forwardToMcp(req, res, mcp);
+    const mcp = mcpTarget(opts.mcpRemotes, url);
+    if (mcp) return void toMcp(req, res, mcp);
     if (url.startsWith("/")) return void forwardToModel(req, res, url);
     // Absolute form: a plain-http forward-proxy request (or the model API asked through the
     // proxy by a client that ignores NO_PROXY).
@@ -334,8 +331,8 @@ export async function startEgress(opts: EgressOptions): Promise<Egress> {
       return;
     }
     if (isSelf(target)) {
-      const toMcp = mcpTarget(target.pathname + target.search);
-      if (toMcp) return void forwardToMcp(req, res, toMcp);
+      const mcp = mcpTarget(opts.mcpRemotes, target.pathname + target.search);
+      if (mcp) return void toMcp(req, res, mcp);
       return void forwardToModel(req, res, target.pathname + target.search);
     }
     if (target.protocol !== "http:") {
@@ -345,73 +342,9 @@ export async function startEgress(opts: EgressOptions): Promise<Egress> {
     void forwardPlain(req, res, target);
   });
 
-  /** `/mcp/<name>` (with a query, or nothing after it): the remote MCP server of that name. */
-  const mcpTarget = (
-    target: string,
-  ): { name: string; url: URL; headers: Record<string, string>; query: string } | undefined => {
-    const m = /^\/mcp\/([A-Za-z0-9-]{1,48})(\?.*)?$/.exec(target);
-    const remote = m ? opts.mcpRemotes?.[m[1]!] : undefined;
-    if (!m || !remote || !Object.hasOwn(opts.mcpRemotes!, m[1]!)) return undefined;
-    return { name: m[1]!, ...remote, query: m[2] ?? "" };
-  };
-
-  /**
-   * Forwards one request of the agent's CLI to a remote MCP server, streaming both ways (MCP's
-   * streamable HTTP answers with JSON or an event stream). What the agent sent as credentials is
-   * dropped; the operator's headers are put on. The URL is the operator's: it may be on a
-   * private network, which the forward proxy never reaches.
-   */
-  const forwardToMcp = (
-    req: http.IncomingMessage,
-    res: http.ServerResponse,
-    target: { name: string; url: URL; headers: Record<string, string>; query: string },
-  ) => {
+  const toMcp = (req: http.IncomingMessage, res: http.ServerResponse, target: McpTarget) => {
     stats.mcpRequests[target.name] = (stats.mcpRequests[target.name] ?? 0) + 1;
-    const up = target.url;
-    const own = new Set(Object.keys(target.headers).map((h) => h.toLowerCase()));
-    const headers: http.OutgoingHttpHeaders = {};
-    for (const [name, value] of Object.entries(req.headers)) {
-      const n = name.toLowerCase();
-      if (HOP_BY_HOP.has(n) || n === "host" || n === "authorization" || n === "cookie") continue;
-      if (own.has(n) || value === undefined) continue;
-      headers[n] = value;
-    }
-    for (const [name, value] of Object.entries(target.headers)) headers[name.toLowerCase()] = value;
-    headers.host = up.host;
-    const query = target.query || up.search;
-    const client = up.protocol === "https:" ? https : http;
-    const outgoing = client.request(
-      {
-        protocol: up.protocol,
-        hostname: up.hostname.replace(/^\[(.*)\]$/, "$1"),
-        port: up.port || (up.protocol === "https:" ? 443 : 80),
-        method: req.method,
-        path: `${up.pathname}${query}`,
-        headers,
-      },
-      (upstream) => {
-        const back: http.OutgoingHttpHeaders = {};
-        for (const [name, value] of Object.entries(upstream.headers)) {
-          const n = name.toLowerCase();
-          if (!HOP_BY_HOP.has(n) && n !== "set-cookie" && value !== undefined) back[name] = value;
-        }
-        res.writeHead(upstream.statusCode ?? 502, back);
-        upstream.pipe(res);
-        upstream.on("error", () => res.destroy());
-      },
-    );
-    outgoing.on("error", (err) => {
-      log.warn(
-        { err: err.message, mcp: target.name },
-        "MCP server unreachable from the egress proxy",
-      );
-      if (!res.headersSent)
-        res
-          .writeHead(502, { "content-type": "text/plain" })
-          .end(`Tether could not reach the MCP server ${target.name}\n`);
-      else res.destroy();
-    });
-    req.pipe(outgoing);
+    forwardToMcp(req, res, target, log);
   };
 
   const isSelf = (u: URL) =>

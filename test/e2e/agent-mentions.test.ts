@@ -4,9 +4,9 @@
  * to the default mention `@tether`, and a second agent `review` to `@tether-review`. The
  * built-in agent does not exist there, and neither mention reaches the other's agent.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTestDatabase } from "../helpers/db.js";
-import { startStack, REPO, type Stack } from "../helpers/e2e-stack.js";
+import { describe, expect, it } from "vitest";
+import { parserIssue, replyOn } from "../helpers/e2e-thread.js";
+import { fileStack, REPO } from "../helpers/e2e-stack.js";
 import type { FakeRequest } from "../helpers/fake-anthropic.js";
 
 const CONFIG = `
@@ -20,25 +20,9 @@ agents:
     permissionMode: plan
 `;
 
-const db = await createTestDatabase();
-let stack: Stack;
+const { db, stack } = await fileStack({ config: CONFIG });
 
-beforeAll(async () => {
-  stack = await startStack({ pool: db.pool, databaseUrl: db.url, config: CONFIG });
-}, 120_000);
-afterAll(async () => {
-  await stack?.close();
-});
-
-function newIssue(): number {
-  const issue = stack.gh.addIssue({
-    repo: REPO,
-    title: "Parser drops the last line",
-    body: "Feeding a file without a trailing newline loses its last line.",
-    user: "alice",
-  });
-  return issue.number as number;
-}
+const newIssue = () => parserIssue(stack);
 
 /** Every task a comment made, once all of them are finished. */
 async function tasksOf(commentId: number, count: number): Promise<Array<Record<string, unknown>>> {
@@ -68,19 +52,7 @@ const agentOf = (req: FakeRequest): string | undefined => {
   return /You are "([a-z0-9-]+)", a coding agent run by Tether/.exec(text)?.[1];
 };
 
-/** A reply Tether posted on the issue (not a task's answer), once it is there. */
-async function reply(issue: number, contains: string): Promise<string> {
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    const found = stack.gh
-      .comments(REPO, issue)
-      .map((c) => String(c.body))
-      .find((b) => b.includes(contains));
-    if (found) return found;
-    if (Date.now() > deadline) throw new Error(`no reply containing ${JSON.stringify(contains)}`);
-    await new Promise((r) => setTimeout(r, 150));
-  }
-}
+const reply = (issue: number, contains: string) => replyOn(stack, issue, contains);
 
 describe("an own agent on @tether beside @tether-review", { timeout: 150_000 }, () => {
   it("@tether-review reaches review only, and @tether reaches claude only, each in its own session", async () => {

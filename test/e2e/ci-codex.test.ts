@@ -4,10 +4,9 @@
  * checks and delivering the three events of one failed run.
  */
 import { execFileSync } from "node:child_process";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTestDatabase } from "../helpers/db.js";
-import { startStack, REPO, SECRET, type Stack } from "../helpers/e2e-stack.js";
-import { lastUserText, replies, startFakeOpenAI, type FakeOpenAI } from "../helpers/fake-openai.js";
+import { describe, expect, it } from "vitest";
+import { fileStack, REPO, SECRET } from "../helpers/e2e-stack.js";
+import { lastUserText, replies } from "../helpers/fake-openai.js";
 
 const CONFIG = `
 agents:
@@ -15,24 +14,10 @@ agents:
     cli: codex
     model: gpt-5.5
 `;
-const KEY = "sk-e2e-openai-key-000000000000";
 
-const db = await createTestDatabase();
-let stack: Stack;
-let openai: FakeOpenAI;
-
-beforeAll(async () => {
-  openai = await startFakeOpenAI();
-  stack = await startStack({
-    pool: db.pool,
-    databaseUrl: db.url,
-    config: CONFIG,
-    env: { OPENAI_API_KEY: KEY, OPENAI_BASE_URL: openai.url },
-  });
-}, 120_000);
-afterAll(async () => {
-  await stack?.close();
-  await openai?.close();
+const { db, stack, openai } = await fileStack({
+  config: CONFIG,
+  openai: true,
 });
 
 async function processed(ids: string[]): Promise<string[]> {

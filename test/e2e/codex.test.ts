@@ -8,16 +8,9 @@
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTestDatabase } from "../helpers/db.js";
-import { startStack, REPO, type Stack } from "../helpers/e2e-stack.js";
-import {
-  lastUserText,
-  messages,
-  replies,
-  startFakeOpenAI,
-  type FakeOpenAI,
-} from "../helpers/fake-openai.js";
+import { describe, expect, it } from "vitest";
+import { fileStack, OPENAI_KEY as KEY, REPO } from "../helpers/e2e-stack.js";
+import { lastUserText, messages, replies } from "../helpers/fake-openai.js";
 
 const CONFIG = `
 agents:
@@ -27,27 +20,14 @@ agents:
     cli: codex
     model: gpt-5.5
 `;
-const KEY = "sk-e2e-openai-key-000000000000";
 const DASH = "e2e-dashboard-token-0123456789abcdef0123456789";
 
-const db = await createTestDatabase();
-let stack: Stack;
-let openai: FakeOpenAI;
-let issueCount = 0;
-
-beforeAll(async () => {
-  openai = await startFakeOpenAI();
-  stack = await startStack({
-    pool: db.pool,
-    databaseUrl: db.url,
-    config: CONFIG,
-    env: { OPENAI_API_KEY: KEY, OPENAI_BASE_URL: openai.url, TETHER_DASHBOARD_TOKEN: DASH },
-  });
-}, 120_000);
-afterAll(async () => {
-  await stack?.close();
-  await openai?.close();
+const { db, stack, openai } = await fileStack({
+  config: CONFIG,
+  env: { TETHER_DASHBOARD_TOKEN: DASH },
+  openai: true,
 });
+let issueCount = 0;
 
 function newIssue(): number {
   issueCount++;

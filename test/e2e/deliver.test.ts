@@ -5,10 +5,9 @@
  * calls, and the GitHub stand-in serving git receive-pack and the pulls routes.
  */
 import { execFileSync } from "node:child_process";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTestDatabase } from "../helpers/db.js";
+import { describe, expect, it } from "vitest";
 import { answerOf, fileAt, newIssue } from "../helpers/e2e-thread.js";
-import { startStack, REPO, type Stack } from "../helpers/e2e-stack.js";
+import { fileStack, REPO } from "../helpers/e2e-stack.js";
 import { lastUserText, replies, userTexts, type FakeReply } from "../helpers/fake-anthropic.js";
 import { lastSeq, turnRequests } from "../helpers/turn-requests.js";
 
@@ -29,15 +28,7 @@ changes:
   signedCommits: false
 `;
 
-const db = await createTestDatabase();
-let stack: Stack;
-
-beforeAll(async () => {
-  stack = await startStack({ pool: db.pool, databaseUrl: db.url, config: CONFIG });
-}, 120_000);
-afterAll(async () => {
-  await stack?.close();
-});
+const { stack } = await fileStack({ config: CONFIG });
 
 /** The task a comment made, once finished: a loaded machine gets minutes, not seconds. */
 const finished = (commentId: number) => stack.finishedTask(commentId, 150_000);

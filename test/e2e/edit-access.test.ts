@@ -6,6 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase } from "../helpers/db.js";
+import { parserIssue } from "../helpers/e2e-thread.js";
 import { startStack, REPO, type Stack } from "../helpers/e2e-stack.js";
 import { replies, userTexts, type FakeRequest } from "../helpers/fake-anthropic.js";
 
@@ -29,14 +30,7 @@ afterAll(async () => {
   await stack?.close();
 });
 
-function newIssue(): number {
-  return stack.gh.addIssue({
-    repo: REPO,
-    title: "Parser drops the last line",
-    body: "Feeding a file without a trailing newline loses its last line.",
-    user: "alice",
-  }).number as number;
-}
+const newIssue = () => parserIssue(stack);
 
 const mark = () => stack.api.requests.length;
 

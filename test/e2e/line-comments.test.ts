@@ -7,16 +7,11 @@
  */
 import fs from "node:fs";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTestDatabase } from "../helpers/db.js";
+import { describe, expect, it } from "vitest";
 import { answerOf } from "../helpers/e2e-thread.js";
-import { startStack, REPO, type Stack } from "../helpers/e2e-stack.js";
+import { fileStack, REPO } from "../helpers/e2e-stack.js";
 import { replies } from "../helpers/fake-anthropic.js";
-import {
-  replies as codexReplies,
-  startFakeOpenAI,
-  type FakeOpenAI,
-} from "../helpers/fake-openai.js";
+import { replies as codexReplies } from "../helpers/fake-openai.js";
 
 const CONFIG = `
 agents:
@@ -26,24 +21,10 @@ agents:
     cli: codex
     model: gpt-5.5
 `;
-const KEY = "sk-e2e-openai-key-000000000000";
 
-const db = await createTestDatabase();
-let stack: Stack;
-let openai: FakeOpenAI;
-
-beforeAll(async () => {
-  openai = await startFakeOpenAI();
-  stack = await startStack({
-    pool: db.pool,
-    databaseUrl: db.url,
-    config: CONFIG,
-    env: { OPENAI_API_KEY: KEY, OPENAI_BASE_URL: openai.url },
-  });
-}, 120_000);
-afterAll(async () => {
-  await stack?.close();
-  await openai?.close();
+const { stack, openai } = await fileStack({
+  config: CONFIG,
+  openai: true,
 });
 
 const SUGGESTION =

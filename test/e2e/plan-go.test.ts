@@ -5,10 +5,9 @@
  * resumes the same session (the plan is in the history the API receives) and its change lands
  * on the conversation's branch.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTestDatabase } from "../helpers/db.js";
+import { describe, expect, it } from "vitest";
 import { answerOf, fileAt, newIssue } from "../helpers/e2e-thread.js";
-import { startStack, REPO, type Stack } from "../helpers/e2e-stack.js";
+import { fileStack, REPO } from "../helpers/e2e-stack.js";
 import { lastUserText, replies, type FakeRequest } from "../helpers/fake-anthropic.js";
 
 const CONFIG = `
@@ -22,15 +21,7 @@ agents:
     plan: always
 `;
 
-const db = await createTestDatabase();
-let stack: Stack;
-
-beforeAll(async () => {
-  stack = await startStack({ pool: db.pool, databaseUrl: db.url, config: CONFIG });
-}, 120_000);
-afterAll(async () => {
-  await stack?.close();
-});
+const { stack } = await fileStack({ config: CONFIG });
 
 /** The task a comment made, once finished: a loaded machine gets minutes, not seconds. */
 const finished = (commentId: number) => stack.finishedTask(commentId, 150_000);

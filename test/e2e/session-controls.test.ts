@@ -3,9 +3,9 @@
  * Claude CLI against a fake Messages API, GitHub stood in for. What the fake API is asked is the
  * proof: which model, and which earlier messages came with the request.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTestDatabase } from "../helpers/db.js";
-import { startStack, REPO, type Stack } from "../helpers/e2e-stack.js";
+import { describe, expect, it } from "vitest";
+import { parserIssue, replyOn } from "../helpers/e2e-thread.js";
+import { fileStack, REPO } from "../helpers/e2e-stack.js";
 import { replies, userTexts, type FakeRequest } from "../helpers/fake-anthropic.js";
 
 const CONFIG = `
@@ -19,25 +19,9 @@ agents:
     cli: codex
 `;
 
-const db = await createTestDatabase();
-let stack: Stack;
+const { db, stack } = await fileStack({ config: CONFIG });
 
-beforeAll(async () => {
-  stack = await startStack({ pool: db.pool, databaseUrl: db.url, config: CONFIG });
-}, 120_000);
-afterAll(async () => {
-  await stack?.close();
-});
-
-function newIssue(): number {
-  const issue = stack.gh.addIssue({
-    repo: REPO,
-    title: "Parser drops the last line",
-    body: "Feeding a file without a trailing newline loses its last line.",
-    user: "alice",
-  });
-  return issue.number as number;
-}
+const newIssue = () => parserIssue(stack);
 
 const mark = () => stack.api.requests.length;
 
@@ -54,22 +38,7 @@ function agentRequests(from: number, agent: string): FakeRequest[] {
     });
 }
 
-/** A reply Tether posted on the issue (not a task's answer), once it is there. */
-async function reply(issue: number, contains: string): Promise<string> {
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    const found = stack.gh
-      .comments(REPO, issue)
-      .map((c) => String(c.body))
-      .find((b) => b.includes(contains));
-    if (found) return found;
-    if (Date.now() > deadline)
-      throw new Error(
-        `no reply containing ${JSON.stringify(contains)} in ${JSON.stringify(stack.gh.comments(REPO, issue).map((c) => c.body))}`,
-      );
-    await new Promise((r) => setTimeout(r, 150));
-  }
-}
+const reply = (issue: number, contains: string) => replyOn(stack, issue, contains);
 
 /** The delivery of a comment, once intake has handled it: its outcome. */
 async function handled(commentId: number): Promise<string> {

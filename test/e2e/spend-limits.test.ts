@@ -3,10 +3,9 @@
  * Messages API (whose simulated usage makes a fresh turn cost the CLI's reckoning about $0.11
  * and a resumed one about a cent), GitHub stood in for.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTestDatabase } from "../helpers/db.js";
-import { answerOf } from "../helpers/e2e-thread.js";
-import { startStack, REPO, type Stack } from "../helpers/e2e-stack.js";
+import { describe, expect, it } from "vitest";
+import { answerOf, parserIssue, replyOn } from "../helpers/e2e-thread.js";
+import { fileStack, REPO } from "../helpers/e2e-stack.js";
 import { replies } from "../helpers/fake-anthropic.js";
 import { formatSpent } from "../../src/spend/spend-limits.js";
 
@@ -29,40 +28,12 @@ spend:
   freshResetsConversation: ${freshResets}
 `;
 
-const db = await createTestDatabase();
-let stack: Stack;
+const { db, stack } = await fileStack({ config: config(false) });
 
-beforeAll(async () => {
-  stack = await startStack({ pool: db.pool, databaseUrl: db.url, config: config(false) });
-}, 120_000);
-afterAll(async () => {
-  await stack?.close();
-});
-
-function newIssue(): number {
-  const issue = stack.gh.addIssue({
-    repo: REPO,
-    title: "Parser drops the last line",
-    body: "Feeding a file without a trailing newline loses its last line.",
-    user: "alice",
-  });
-  return issue.number as number;
-}
+const newIssue = () => parserIssue(stack);
 
 const apiCalls = () => stack.api.messageRequests().length;
-/** A reply intake posted on the issue, once it is there. */
-async function reply(issue: number, contains: string): Promise<string> {
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    const found = stack.gh
-      .comments(REPO, issue)
-      .map((c) => String(c.body))
-      .find((b) => b.includes(contains));
-    if (found) return found;
-    if (Date.now() > deadline) throw new Error(`no reply containing ${JSON.stringify(contains)}`);
-    await new Promise((r) => setTimeout(r, 150));
-  }
-}
+const reply = (issue: number, contains: string) => replyOn(stack, issue, contains);
 
 describe("spend limits, end to end", { timeout: 180_000 }, () => {
   /**

@@ -17,6 +17,9 @@ import {
   type FakeAnthropicOptions,
 } from "./fake-anthropic.js";
 import { startFakeGitHub, type FakeGitHub, type FakeGitHubOptions } from "./fake-github.js";
+import { startFakeOpenAI, type FakeOpenAI } from "./fake-openai.js";
+import { createTestDatabase, type TestDatabase } from "./db.js";
+import { afterAll, beforeAll } from "vitest";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 
@@ -80,7 +83,7 @@ export interface Stack {
   close(): Promise<void>;
 }
 
-export async function startStack(opts: {
+export interface StackOptions {
   pool: Pool;
   databaseUrl: string;
   config?: string;
@@ -98,7 +101,9 @@ export async function startStack(opts: {
   github?: FakeGitHubOptions;
   /** The stand-in repository is private (its attachments need a token). */
   privateRepo?: boolean;
-}): Promise<Stack> {
+}
+
+export async function startStack(opts: StackOptions): Promise<Stack> {
   const gh = await startFakeGitHub(opts.github);
   const api = await startFakeAnthropic(opts.anthropic);
   await gh.addRepo({
@@ -269,4 +274,57 @@ export async function startStack(opts: {
     await gh.deliver(stack.app.url, ev.name, ev.payload, SECRET, { timeoutMs: 15_000 });
   };
   return stack;
+}
+
+/** The OpenAI key the app holds when a file's stack has a fake Responses API (`fileStack`). */
+export const OPENAI_KEY = "sk-e2e-openai-key-000000000000";
+
+/**
+ * The stack of one e2e file: its test database, and the stack started before the file's tests
+ * and closed after them. With `openai`, a fake Responses API for the Codex agents too, the app
+ * holding OPENAI_KEY for it. `stack` and `openai` stand for the started ones (they are only
+ * usable from the tests and hooks on).
+ */
+export async function fileStack(
+  opts: Omit<StackOptions, "pool" | "databaseUrl"> & { openai?: boolean } = {},
+): Promise<{ db: TestDatabase; stack: Stack; openai: FakeOpenAI }> {
+  const { openai: withOpenAI, ...rest } = opts;
+  const db = await createTestDatabase();
+  let stack: Stack | undefined;
+  let openai: FakeOpenAI | undefined;
+  beforeAll(async () => {
+    if (withOpenAI) openai = await startFakeOpenAI();
+    stack = await startStack({
+      pool: db.pool,
+      databaseUrl: db.url,
+      ...rest,
+      env: {
+        ...(openai ? { OPENAI_API_KEY: OPENAI_KEY, OPENAI_BASE_URL: openai.url } : {}),
+        ...rest.env,
+      },
+    });
+  }, 120_000);
+  afterAll(async () => {
+    await stack?.close();
+    await openai?.close();
+  });
+  return {
+    db,
+    stack: started(() => stack, "the stack"),
+    openai: started(() => openai, "the fake OpenAI API (fileStack's `openai` option)"),
+  };
+}
+
+/** An object that passes every use on to `get()`'s, which exists once beforeAll has run. */
+function started<T extends object>(get: () => T | undefined, what: string): T {
+  const target = () => {
+    const t = get();
+    if (!t) throw new Error(`${what} is not started: use it from a test or hook`);
+    return t;
+  };
+  return new Proxy({} as T, {
+    get: (_, key) => Reflect.get(target(), key),
+    set: (_, key, value) => Reflect.set(target(), key, value),
+    has: (_, key) => Reflect.has(target(), key),
+  });
 }

@@ -30,3 +30,30 @@ export function fileAt(stack: Stack, ref: string, file: string): string | undefi
     return undefined;
   }
 }
+
+/** An issue by alice about the parser dropping a file's last line. Returns its number. */
+export function parserIssue(stack: Stack): number {
+  return stack.gh.addIssue({
+    repo: REPO,
+    title: "Parser drops the last line",
+    body: "Feeding a file without a trailing newline loses its last line.",
+    user: "alice",
+  }).number as number;
+}
+
+/** A reply Tether posted on `issue` containing `contains`, once it is there (30 s). */
+export async function replyOn(stack: Stack, issue: number, contains: string): Promise<string> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const found = stack.gh
+      .comments(REPO, issue)
+      .map((c) => String(c.body))
+      .find((b) => b.includes(contains));
+    if (found) return found;
+    if (Date.now() > deadline)
+      throw new Error(
+        `no reply containing ${JSON.stringify(contains)} in ${JSON.stringify(stack.gh.comments(REPO, issue).map((c) => c.body))}`,
+      );
+    await new Promise((r) => setTimeout(r, 150));
+  }
+}

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import type http from "node:http";
-import { scriptedFake, startScriptedServer, type ScriptedFake } from "./fake-model-server.js";
+import type { FakeModel, FakeModelOptions } from "./fake-model-server.js";
+import { scriptedFake, startScriptedServer, usageOf } from "./fake-model-server.js";
 
 /**
  * A fake Anthropic Messages API on 127.0.0.1 that the real Claude Code CLI can talk to
@@ -140,29 +141,16 @@ export interface FakeUsage {
   cache_creation_input_tokens: number;
 }
 
-export interface FakeAnthropicOptions {
-  /** Port on 127.0.0.1; 0 (default) picks a free one. */
-  port?: number;
-  /**
-   * The answer when nothing is scripted. Default: a text that says which request this was and
-   * how many messages it carried, `reply#N seen_messages=M` (as in the recorded fixtures).
-   */
-  defaultReply?: (req: FakeRequest) => FakeReply;
-  /**
-   * Token counts to report. "simulated" (default) estimates 4 bytes a token and models the
-   * prompt cache: a prefix up to a `cache_control` breakpoint that an earlier request wrote is
-   * read from cache, the rest up to the last breakpoint is written to it. A function decides
-   * per request instead.
-   */
-  usage?: "simulated" | ((req: FakeRequest, reply: FakeReply) => FakeUsage);
-  /** Delay before each messages answer starts, in milliseconds. */
-  latencyMs?: number;
-}
+/**
+ * The default reply is a text that says which request this was and how many messages it
+ * carried, `reply#N seen_messages=M` (as in the recorded fixtures). "simulated" usage estimates
+ * 4 bytes a token and models the prompt cache: a prefix up to a `cache_control` breakpoint that
+ * an earlier request wrote is read from cache, the rest up to the last breakpoint is written to it.
+ */
+export type FakeAnthropicOptions = FakeModelOptions<FakeRequest, FakeReply, FakeUsage>;
 
-/** The fake as a test holds it: the scripted server's core (fake-model-server.ts) and its URL. */
-export interface FakeAnthropic extends ScriptedFake<FakeRequest, FakeReply> {
-  /** Base URL for ANTHROPIC_BASE_URL, e.g. http://127.0.0.1:41234 */
-  url: string;
+/** The fake as a test holds it (fake-model-server.ts); `url` is for ANTHROPIC_BASE_URL, e.g. http://127.0.0.1:41234. */
+export interface FakeAnthropic extends FakeModel<FakeRequest, FakeReply> {
   /** The `POST /v1/messages` requests only. */
   messageRequests(): FakeRequest[];
 }
@@ -170,8 +158,7 @@ export interface FakeAnthropic extends ScriptedFake<FakeRequest, FakeReply> {
 export async function startFakeAnthropic(opts: FakeAnthropicOptions = {}): Promise<FakeAnthropic> {
   const cache = new PromptCache();
 
-  const usageFor = (req: FakeRequest, reply: FakeReply): FakeUsage => {
-    if (typeof opts.usage === "function") return opts.usage(req, reply);
+  const usageFor = usageOf(opts, (req: FakeRequest, reply: FakeReply): FakeUsage => {
     const outputText =
       reply.kind === "text"
         ? reply.text
@@ -182,7 +169,7 @@ export async function startFakeAnthropic(opts: FakeAnthropicOptions = {}): Promi
       ...cache.account(req.body ?? {}),
       output_tokens: Math.max(1, Math.ceil(outputText.length / 4)),
     };
-  };
+  });
 
   const server = await startScriptedServer<FakeRequest, FakeReply>({
     name: "fake Anthropic",

@@ -1,5 +1,6 @@
 import type http from "node:http";
-import { scriptedFake, startScriptedServer, type ScriptedFake } from "./fake-model-server.js";
+import type { FakeModel, FakeModelOptions } from "./fake-model-server.js";
+import { scriptedFake, startScriptedServer, usageOf } from "./fake-model-server.js";
 
 /**
  * A fake Gemini API (generativelanguage.googleapis.com, v1beta) on 127.0.0.1 that the real
@@ -110,17 +111,14 @@ export interface FakeGeminiRequest {
   usage?: FakeGeminiUsage;
 }
 
-export interface FakeGeminiOptions {
-  /**
-   * The answer when nothing is scripted. Default: `reply#N contents=M` (which request this was,
-   * how many contents it carried).
-   */
-  defaultReply?: (req: FakeGeminiRequest) => FakeGeminiReply;
-  /**
-   * Token counts: "simulated" (default) counts 4 bytes a token over the whole body; a function
-   * decides per request.
-   */
-  usage?: "simulated" | ((req: FakeGeminiRequest, reply: FakeGeminiReply) => FakeGeminiUsage);
+/**
+ * The default reply is `reply#N contents=M` (which request this was, how many contents it
+ * carried); "simulated" usage counts 4 bytes a token over the whole body.
+ */
+export interface FakeGeminiOptions extends Omit<
+  FakeModelOptions<FakeGeminiRequest, FakeGeminiReply, FakeGeminiUsage>,
+  "port" | "latencyMs"
+> {
   /**
    * Answer the CLI's side requests (generateContent with a JSON schema: next-speaker checks,
    * loop detection, routing) with this instead of the script. Default: a JSON object saying
@@ -129,10 +127,8 @@ export interface FakeGeminiOptions {
   sideReply?: (req: FakeGeminiRequest) => unknown;
 }
 
-/** The fake as a test holds it: the scripted server's core (fake-model-server.ts) and its URL. */
-export interface FakeGemini extends ScriptedFake<FakeGeminiRequest, FakeGeminiReply> {
-  /** Base URL for GOOGLE_GEMINI_BASE_URL, e.g. http://127.0.0.1:41234 */
-  url: string;
+/** The fake as a test holds it (fake-model-server.ts); `url` is for GOOGLE_GEMINI_BASE_URL, e.g. http://127.0.0.1:41234. */
+export interface FakeGemini extends FakeModel<FakeGeminiRequest, FakeGeminiReply> {
   /** The requests that took a scripted (or default) turn answer. */
   turnRequests(): FakeGeminiRequest[];
 }
@@ -152,21 +148,23 @@ export function isSideRequest(req: FakeGeminiRequest): boolean {
 }
 
 export async function startFakeGemini(opts: FakeGeminiOptions = {}): Promise<FakeGemini> {
-  const usageFor = (req: FakeGeminiRequest, reply: FakeGeminiReply): FakeGeminiUsage => {
-    if (typeof opts.usage === "function") return opts.usage(req, reply);
-    const prompt = tokens(JSON.stringify(req.body ?? {}));
-    const out = Math.max(
-      1,
-      tokens(
-        reply.kind === "text"
-          ? reply.text
-          : reply.kind === "calls"
-            ? (reply.text ?? "") + JSON.stringify(reply.calls)
-            : "",
-      ),
-    );
-    return { promptTokenCount: prompt, candidatesTokenCount: out, totalTokenCount: prompt + out };
-  };
+  const usageFor = usageOf(
+    opts,
+    (req: FakeGeminiRequest, reply: FakeGeminiReply): FakeGeminiUsage => {
+      const prompt = tokens(JSON.stringify(req.body ?? {}));
+      const out = Math.max(
+        1,
+        tokens(
+          reply.kind === "text"
+            ? reply.text
+            : reply.kind === "calls"
+              ? (reply.text ?? "") + JSON.stringify(reply.calls)
+              : "",
+        ),
+      );
+      return { promptTokenCount: prompt, candidatesTokenCount: out, totalTokenCount: prompt + out };
+    },
+  );
 
   const server = await startScriptedServer<FakeGeminiRequest, FakeGeminiReply>({
     name: "fake Gemini",

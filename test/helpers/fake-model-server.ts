@@ -41,7 +41,33 @@ export interface ScriptedServer<Req, Reply> {
 }
 
 /** What a fake gives a test of the core: all of it but the port (its `url` says it) and `next`. */
-export type ScriptedFake<Req, Reply> = Omit<ScriptedServer<Req, Reply>, "port" | "next">;
+type ScriptedFake<Req, Reply> = Omit<ScriptedServer<Req, Reply>, "port" | "next">;
+
+/** A fake model API as a test holds it: the scripted server's core and the URL to point a CLI at. */
+export interface FakeModel<Req, Reply> extends ScriptedFake<Req, Reply> {
+  url: string;
+}
+
+/** What every fake model API takes; each fake says its default reply and how it simulates usage. */
+export interface FakeModelOptions<Req, Reply, Usage> {
+  /** Port on 127.0.0.1; 0 (default) picks a free one. */
+  port?: number;
+  /** The answer when nothing is scripted (each fake has a default that names the request). */
+  defaultReply?: (req: Req) => Reply;
+  /** Token counts to report: "simulated" (default, the fake's own model) or decided per request. */
+  usage?: "simulated" | ((req: Req, reply: Reply) => Usage);
+  /** Delay before each model answer starts, in milliseconds. */
+  latencyMs?: number;
+}
+
+/** The usage a fake reports: the test's function when it gave one, else the fake's simulation. */
+export function usageOf<Req, Reply, Usage>(
+  opts: Pick<FakeModelOptions<Req, Reply, Usage>, "usage">,
+  simulated: (req: Req, reply: Reply) => Usage,
+): (req: Req, reply: Reply) => Usage {
+  const { usage } = opts;
+  return typeof usage === "function" ? usage : simulated;
+}
 
 /** The parts of `server` a fake hands on as they are. */
 export function scriptedFake<Req, Reply>(

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import type http from "node:http";
-import { scriptedFake, startScriptedServer, type ScriptedFake } from "./fake-model-server.js";
+import type { FakeModel, FakeModelOptions } from "./fake-model-server.js";
+import { scriptedFake, startScriptedServer, usageOf } from "./fake-model-server.js";
 
 /**
  * A fake OpenAI Responses API on 127.0.0.1 that the real Codex CLI can talk to. It answers the
@@ -239,29 +240,17 @@ export interface FakeUsage {
   total_tokens: number;
 }
 
-export interface FakeOpenAIOptions {
-  /** Port on 127.0.0.1; 0 (default) picks a free one. */
-  port?: number;
-  /**
-   * The answer when nothing is scripted. Default: a text that says which request this was and
-   * how many input items it carried, `reply#N input_items=M`.
-   */
-  defaultReply?: (req: FakeRequest) => FakeReply;
-  /**
-   * Token counts to report. "simulated" (default) estimates 4 bytes a token and models the
-   * API's automatic prompt cache: the longest prefix (tools, instructions, input items, in that
-   * order) that an earlier request of the same model sent is cached, counted from 1024 tokens
-   * up in steps of 128 as the API does. A function decides per request instead.
-   */
-  usage?: "simulated" | ((req: FakeRequest, reply: FakeReply) => FakeUsage);
-  /** Delay before each responses answer starts, in milliseconds. */
-  latencyMs?: number;
-}
+/**
+ * The default reply is a text that says which request this was and how many input items it
+ * carried, `reply#N input_items=M`. "simulated" usage estimates 4 bytes a token and models the
+ * API's automatic prompt cache: the longest prefix (tools, instructions, input items, in that
+ * order) that an earlier request of the same model sent is cached, counted from 1024 tokens up
+ * in steps of 128 as the API does.
+ */
+export type FakeOpenAIOptions = FakeModelOptions<FakeRequest, FakeReply, FakeUsage>;
 
-/** The fake as a test holds it: the scripted server's core (fake-model-server.ts) and its URL. */
-export interface FakeOpenAI extends ScriptedFake<FakeRequest, FakeReply> {
-  /** Base URL for a model provider's `base_url`, e.g. http://127.0.0.1:41234/v1 */
-  url: string;
+/** The fake as a test holds it (fake-model-server.ts); `url` is for a model provider's `base_url`, e.g. http://127.0.0.1:41234/v1. */
+export interface FakeOpenAI extends FakeModel<FakeRequest, FakeReply> {
   /** The `POST /v1/responses` requests only. */
   responseRequests(): FakeRequest[];
 }
@@ -269,8 +258,7 @@ export interface FakeOpenAI extends ScriptedFake<FakeRequest, FakeReply> {
 export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<FakeOpenAI> {
   const cache = new PromptCache();
 
-  const usageFor = (req: FakeRequest, reply: FakeReply): FakeUsage => {
-    if (typeof opts.usage === "function") return opts.usage(req, reply);
+  const usageFor = usageOf(opts, (req: FakeRequest, reply: FakeReply): FakeUsage => {
     const outputText =
       reply.kind === "text"
         ? reply.text + (reply.reasoning ?? "")
@@ -289,7 +277,7 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
       output_tokens_details: { reasoning_tokens: reasoning },
       total_tokens: input + output,
     };
-  };
+  });
 
   const server = await startScriptedServer<FakeRequest, FakeReply>({
     name: "fake OpenAI",

@@ -4,11 +4,15 @@
  * proxy drills (test/integration/model-proxy.test.ts, gemini-model-proxy.test.ts,
  * model-call-rules-drill.test.ts) send their requests from it with curl.
  */
+import path from "node:path";
+import type { Logger } from "pino";
 import { expect } from "vitest";
 import type { DialectModelAccess } from "../../src/agent-cli/cli-dialect.js";
+import type { CliAdapter } from "../../src/agent-cli/runtime-adapter.js";
+import { createClaudeCli } from "../../src/claude/claude-cli.js";
 import { runCommand } from "../../src/process/run-command.js";
 import type { Egress } from "../../src/sandbox/egress.js";
-import type { Sandbox } from "../../src/sandbox/sandbox.js";
+import { Sandbox } from "../../src/sandbox/sandbox.js";
 
 /**
  * Runs `script` with /bin/sh in `sandbox`, `workspace` bound at /workspace, egress to `access`'s
@@ -41,4 +45,30 @@ export async function runModelOnlyShell(
     await prepared.dispose();
   }
   return prepared.egress;
+}
+
+/**
+ * Tether's bwrap sandbox (its state under `root`) and the real Claude CLI beside it, holding the
+ * operator's `key` for the fake Messages API at `apiUrl`: what the drills that run the CLI in
+ * the sandbox (mcp-servers, model-proxy) start from.
+ */
+export async function sandboxedClaude(
+  root: string,
+  log: Logger,
+  key: string,
+  apiUrl: string,
+): Promise<{ sandbox: Sandbox; cli: CliAdapter }> {
+  const sandbox = await Sandbox.start({ mode: "bwrap", stateDir: path.join(root, "sandbox"), log });
+  expect(sandbox.status).toMatchObject({ ok: true });
+  const cli = createClaudeCli({
+    log,
+    killGraceMs: 2000,
+    baseEnv: {
+      PATH: process.env.PATH,
+      HOME: root,
+      ANTHROPIC_API_KEY: key,
+      ANTHROPIC_BASE_URL: apiUrl,
+    },
+  });
+  return { sandbox, cli };
 }

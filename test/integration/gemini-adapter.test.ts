@@ -1,21 +1,18 @@
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
-import { pino } from "pino";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import type { RunEvent, RunSpec } from "../../src/agent-cli/runtime-adapter.js";
+import { describe, expect, it } from "vitest";
+import type { RunEvent } from "../../src/agent-cli/runtime-adapter.js";
 import { createGeminiCli, resolveGeminiPath } from "../../src/gemini/gemini-cli.js";
 import { GEMINI_PLACEHOLDER } from "../../src/gemini/model-endpoint.js";
 import { estimateCostUsd } from "../../src/providers/google/pricing.js";
 import { chatsDir, findSessionFile } from "../../src/gemini/session-files.js";
-import { Sandbox } from "../../src/sandbox/sandbox.js";
 import {
   geminiReplies as replies,
   startFakeGemini,
-  type FakeGemini,
   type FakeGeminiRequest,
 } from "../helpers/fake-gemini.js";
+import { adapterHarness } from "../helpers/adapter-harness.js";
 
 /*
  * The Gemini adapter (src/gemini/) running the real pinned Gemini CLI inside Tether's sandbox
@@ -25,63 +22,16 @@ import {
 
 const MODEL = "gemini-2.5-flash";
 const KEY = "AIza-real-gemini-key-for-tests-0000";
-const root = fs.mkdtempSync(path.join(os.tmpdir(), "tether-gemini-adapter-"));
-const log = pino({ level: "silent" });
-let fake: FakeGemini;
-let sandbox: Sandbox;
-let cli: ReturnType<typeof createGeminiCli>;
-
-beforeAll(async () => {
-  fake = await startFakeGemini();
-  sandbox = await Sandbox.start({ mode: "bwrap", stateDir: path.join(root, "sandbox"), log });
-  expect(sandbox.status).toMatchObject({ ok: true });
-  cli = createGeminiCli({
-    path: resolveGeminiPath({}),
-    log,
-    baseEnv: {
-      PATH: process.env.PATH,
-      HOME: root,
-      LANG: "C.UTF-8",
-      GEMINI_API_KEY: KEY,
-      GOOGLE_GEMINI_BASE_URL: fake.url,
-      GITHUB_TOKEN: "ghs_must_not_leak",
-    },
-  });
+const h = adapterHarness({
+  name: "gemini",
+  model: MODEL,
+  startFake: startFakeGemini,
+  env: (fake) => ({ GEMINI_API_KEY: KEY, GOOGLE_GEMINI_BASE_URL: fake.url }),
+  createCli: ({ log, baseEnv }) => createGeminiCli({ path: resolveGeminiPath({}), log, baseEnv }),
 });
-afterAll(async () => {
-  await fake?.close();
-  fs.rmSync(root, { recursive: true, force: true });
-});
-afterEach(() => {
-  const left = fake.pending();
-  fake.reset();
-  expect(left).toBe(0);
-});
+const { root, place, spec } = h;
 
-let dirs = 0;
-/** A workspace (a git repository, as Tether's are) and a HOME for one session. */
-function place(): { cwd: string; home: string } {
-  const n = ++dirs;
-  const cwd = path.join(root, `work-${n}`);
-  const home = path.join(root, `home-${n}`);
-  fs.mkdirSync(cwd);
-  fs.mkdirSync(home);
-  execFileSync("git", ["init", "-q"], { cwd });
-  return { cwd, home };
-}
-
-function spec(p: { cwd: string; home: string }, over: Partial<RunSpec> = {}): RunSpec {
-  return {
-    cwd: p.cwd,
-    home: p.home,
-    prompt: "hello",
-    settings: { model: MODEL, timeoutMs: 120_000, stallMs: 120_000 },
-    sandbox: { sandbox, network: { kind: "model-only" } },
-    ...over,
-  };
-}
-
-const since = (n: number) => fake.turnRequests().slice(n);
+const since = (n: number) => h.fake.turnRequests().slice(n);
 /** Every text the request carried, in order (the history included). */
 const texts = (r: FakeGeminiRequest) =>
   (r.body?.contents ?? []).flatMap((c) =>
@@ -96,10 +46,10 @@ const functionResponses = (r: FakeGeminiRequest) =>
 
 describe("Gemini adapter, real CLI in the sandbox", { timeout: 240_000 }, () => {
   it("a fresh turn: the session id is the first event, the answer, usage priced from the model, the key swapped in by the proxy", async () => {
-    const before = fake.turnRequests().length;
-    fake.script(replies.text("FRESH-ANSWER"));
+    const before = h.fake.turnRequests().length;
+    h.fake.script(replies.text("FRESH-ANSWER"));
     const events: RunEvent[] = [];
-    const run = cli.start(spec(place(), { onEvent: (e) => void events.push(e) }));
+    const run = h.cli.start(spec(place(), { onEvent: (e) => void events.push(e) }));
     const o = await run.outcome;
     expect(o).toMatchObject({ kind: "success", resultText: "FRESH-ANSWER", toolRan: false });
     expect(o.sessionId).toMatch(/^[0-9a-f-]{36}$/);
@@ -122,11 +72,11 @@ describe("Gemini adapter, real CLI in the sandbox", { timeout: 240_000 }, () => 
 
   it("a resumed turn carries the earlier turn; same session; its usage is its own", async () => {
     const p = place();
-    const before = fake.turnRequests().length;
-    fake.script(replies.text("FIRST-ANSWER"), replies.text("SECOND-ANSWER"));
-    const first = await cli.start(spec(p, { prompt: "FIRST-QUESTION" })).outcome;
+    const before = h.fake.turnRequests().length;
+    h.fake.script(replies.text("FIRST-ANSWER"), replies.text("SECOND-ANSWER"));
+    const first = await h.cli.start(spec(p, { prompt: "FIRST-QUESTION" })).outcome;
     expect(first.kind).toBe("success");
-    const second = await cli.start(
+    const second = await h.cli.start(
       spec(p, { prompt: "SECOND-QUESTION", resumeSessionId: first.sessionId! }),
     ).outcome;
     expect(second).toMatchObject({
@@ -145,41 +95,35 @@ describe("Gemini adapter, real CLI in the sandbox", { timeout: 240_000 }, () => 
   });
 
   it("an unknown session id → resume_rejected, no request, no tool", async () => {
-    const before = fake.turnRequests().length;
-    const o = await cli.start(
-      spec(place(), { resumeSessionId: "01a20d55-0000-4000-8000-000000000000" }),
-    ).outcome;
-    expect(o).toMatchObject({ kind: "resume_rejected", sessionId: undefined, toolRan: false });
+    const o = await h.resumeUnknown(
+      "01a20d55-0000-4000-8000-000000000000",
+      () => h.fake.turnRequests().length,
+    );
     expect(o.detail).toContain("no file for session");
-    expect(since(before)).toHaveLength(0);
   });
 
   it("a context overflow → poisoned, with the session named", async () => {
-    fake.script(replies.contextOverflow());
-    const o = await cli.start(spec(place())).outcome;
-    expect(o.kind).toBe("poisoned");
+    h.fake.script(replies.contextOverflow());
+    const o = await h.overflowed();
     expect(o.sessionId).toMatch(/^[0-9a-f-]{36}$/);
-    expect(o.detail).toContain("context window");
   });
 
   it("a key the API refuses → auth_failed after one request (the CLI does not retry a 400/403), naming the variable", async () => {
-    const before = fake.turnRequests().length;
-    fake.setDefault(replies.unauthorized());
-    const o = await cli.start(spec(place())).outcome;
-    expect(o.kind).toBe("auth_failed");
-    expect(o.detail).toContain("GEMINI_API_KEY");
+    const before = h.fake.turnRequests().length;
+    h.fake.setDefault(replies.unauthorized());
+    await h.keyRefused("GEMINI_API_KEY");
     expect(since(before)).toHaveLength(1);
   });
 
   it("tools run in the workspace; the agent sees the placeholder, not the key or Tether's tokens", async () => {
     const p = place();
-    fake.script(
+    h.fake.script(
       replies.writeFile("made-by-agent.txt", "written by the fake model"),
       replies.shell("pwd; env | grep -E 'GEMINI|GOOGLE|GITHUB' || true"),
       replies.text("DONE"),
     );
-    const before = fake.turnRequests().length;
-    const o = await cli.start(spec(p)).outcome;
+    const before = h.fake.turnRequests().length;
+    const o = await h.cli.start(spec(p)).outcome;
     expect(o).toMatchObject({ kind: "success", toolRan: true, resultText: "DONE" });
     expect(fs.readFileSync(path.join(p.cwd, "made-by-agent.txt"), "utf8")).toBe(
       "written by the fake model",
@@ -211,7 +155,7 @@ describe("Gemini adapter, real CLI in the sandbox", { timeout: 240_000 }, () => 
     fs.writeFileSync(path.join(p.cwd, "untracked-canary.txt"), "");
     fs.mkdirSync(path.join(p.cwd, "build"));
     fs.writeFileSync(path.join(p.cwd, "scratch.tmp"), "");
-    fake.script(
+    h.fake.script(
       replies.shell("git status"),
       replies.shell("git diff"),
       replies.shell("cd /workspace && git diff --no-ext-diff 2>&1"),
@@ -220,8 +164,8 @@ describe("Gemini adapter, real CLI in the sandbox", { timeout: 240_000 }, () => 
       replies.shell("rm -rf build && find . -name '*.tmp' -delete && ls"),
       replies.text("GIT-DONE"),
     );
-    const before = fake.turnRequests().length;
-    const o = await cli.start(spec(p)).outcome;
+    const before = h.fake.turnRequests().length;
+    const o = await h.cli.start(spec(p)).outcome;
     expect(o).toMatchObject({ kind: "success", toolRan: true, resultText: "GIT-DONE" });
     const [, afterStatus, afterDiff, afterNoExtDiff, afterLog, afterRm] = since(before).map((r) =>
       functionResponses(r).at(-1),
@@ -266,10 +210,10 @@ describe("Gemini adapter, real CLI in the sandbox", { timeout: 240_000 }, () => 
     w(".gemini/GEMINI.md", "CANARY-DOT-GEMINI-MD");
     w(".gemini/system.md", "CANARY-SYSTEM-MD");
     fs.writeFileSync(path.join(p.home, "stale"), "");
-    const before = fake.requests.length;
-    fake.script(replies.text("PLAIN"));
-    const o = await cli.start(spec(p, { prompt: "say something" })).outcome;
-    const reqs = fake.requests.slice(before);
+    const before = h.fake.requests.length;
+    h.fake.script(replies.text("PLAIN"));
+    const o = await h.cli.start(spec(p, { prompt: "say something" })).outcome;
+    const reqs = h.fake.requests.slice(before);
     expect(reqs.length).toBeGreaterThan(0);
     const sent = JSON.stringify(reqs.map((r) => r.body));
     expect(sent.match(/CANARY-[A-Z-]+/g) ?? []).toEqual([]);
@@ -282,11 +226,11 @@ describe("Gemini adapter, real CLI in the sandbox", { timeout: 240_000 }, () => 
   });
 
   it("cancel stops a run waiting on the API; the outcome says cancelled", async () => {
-    fake.script(replies.hang());
-    const before = fake.turnRequests().length;
+    h.fake.script(replies.hang());
+    const before = h.fake.turnRequests().length;
     const ac = new AbortController();
-    const run = cli.start(spec(place(), { signal: ac.signal }));
-    await fake.waitFor(() => fake.turnRequests().length > before, 60_000);
+    const run = h.cli.start(spec(place(), { signal: ac.signal }));
+    await h.fake.waitFor(() => h.fake.turnRequests().length > before, 60_000);
     ac.abort();
     const o = await run.outcome;
     expect(o.kind).toBe("cancelled");
@@ -294,18 +238,18 @@ describe("Gemini adapter, real CLI in the sandbox", { timeout: 240_000 }, () => 
 
   it("the session file is where the session store looks for it, and alone resumes the session in a fresh HOME", async () => {
     const p = place();
-    fake.script(replies.text("ONE"), replies.text("TWO"));
-    const first = await cli.start(spec(p, { prompt: "REMEMBER-THIS" })).outcome;
+    h.fake.script(replies.text("ONE"), replies.text("TWO"));
+    const first = await h.cli.start(spec(p, { prompt: "REMEMBER-THIS" })).outcome;
     expect(first.kind).toBe("success");
     const found = await findSessionFile(p.home, first.sessionId!);
     expect(found?.name).toMatch(/^session-.*\.jsonl$/);
     expect(found?.file).toBe(path.join(chatsDir(p.home, "/workspace"), found!.name));
     // A lost disk: only the file, under its own name, in a new HOME.
-    const home2 = path.join(root, `home-restored-${dirs}`);
+    const home2 = path.join(root, `home-restored-${h.dirs}`);
     fs.mkdirSync(chatsDir(home2, "/workspace"), { recursive: true });
     fs.copyFileSync(found!.file, path.join(chatsDir(home2, "/workspace"), found!.name));
-    const before = fake.turnRequests().length;
-    const second = await cli.start(
+    const before = h.fake.turnRequests().length;
+    const second = await h.cli.start(
       spec({ cwd: p.cwd, home: home2 }, { prompt: "AGAIN", resumeSessionId: first.sessionId! }),
     ).outcome;
     expect(second).toMatchObject({

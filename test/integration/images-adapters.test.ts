@@ -66,28 +66,46 @@ function place(): { cwd: string; home: string; images: TurnImage[] } {
 
 const b64 = PNG.toString("base64");
 
+/** A turn asking about the screenshot in place `p`, with its images (or `images`). */
+function turn(
+  p: { cwd: string; home: string; images: TurnImage[] },
+  model: string,
+  images = p.images,
+): RunSpec {
+  return {
+    cwd: p.cwd,
+    home: p.home,
+    prompt: "What is in the screenshot?",
+    images,
+    settings: { model, timeoutMs: 120_000, stallMs: 120_000 },
+    sandbox: { sandbox, network: { kind: "model-only" } },
+  };
+}
+
+/** A CLI's base environment: the temp root as HOME, and the model API's key and URL. */
+const env = (model: Record<string, string>) => ({
+  PATH: process.env.PATH,
+  HOME: root,
+  LANG: "C.UTF-8",
+  ...model,
+});
+/** The same for Claude's CLI, which is given no LANG here. */
+const claudeEnv = (model: Record<string, string>) => ({
+  PATH: process.env.PATH,
+  HOME: root,
+  ...model,
+});
+
 describe("images reach the model", { timeout: 240_000 }, () => {
   it("Claude: one stream-json user message, the prompt and an image block (base64)", async () => {
     const cli = createClaudeCli({
       log,
-      baseEnv: {
-        PATH: process.env.PATH,
-        HOME: root,
-        ANTHROPIC_API_KEY: "sk-test",
-        ANTHROPIC_BASE_URL: anthropic.url,
-      },
+      baseEnv: claudeEnv({ ANTHROPIC_API_KEY: "sk-test", ANTHROPIC_BASE_URL: anthropic.url }),
     });
     const p = place();
     anthropic.script(replies.text("I SEE A PIXEL"));
     const before = anthropic.messageRequests().length;
-    const spec: RunSpec = {
-      cwd: p.cwd,
-      home: p.home,
-      prompt: "What is in the screenshot?",
-      images: p.images,
-      settings: { model: "claude-sonnet-4-5", timeoutMs: 120_000, stallMs: 120_000 },
-      sandbox: { sandbox, network: { kind: "model-only" } },
-    };
+    const spec: RunSpec = turn(p, "claude-sonnet-4-5");
     const o = await cli.start(spec).outcome;
     expect(o).toMatchObject({ kind: "success", resultText: "I SEE A PIXEL" });
     const req = anthropic.messageRequests().slice(before)[0]!;
@@ -116,14 +134,9 @@ describe("images reach the model", { timeout: 240_000 }, () => {
     const p = place();
     const inside = path.join(p.cwd, "shot.png");
     fs.writeFileSync(inside, PNG);
-    const o = await cli.start({
-      cwd: p.cwd,
-      home: p.home,
-      prompt: "What is in the screenshot?",
-      images: [{ path: inside, mediaType: "image/png", source: "shot.png" }],
-      settings: { model: "claude-sonnet-4-5", timeoutMs: 120_000, stallMs: 120_000 },
-      sandbox: { sandbox, network: { kind: "model-only" } },
-    }).outcome;
+    const o = await cli.start(
+      turn(p, "claude-sonnet-4-5", [{ path: inside, mediaType: "image/png", source: "shot.png" }]),
+    ).outcome;
     expect(o).toMatchObject({
       kind: "failed",
       detail: "the turn's images must be outside the working directory",
@@ -134,24 +147,11 @@ describe("images reach the model", { timeout: 240_000 }, () => {
     const cli = createCodexCli({
       path: resolveCodexBinary(),
       log,
-      baseEnv: {
-        PATH: process.env.PATH,
-        HOME: root,
-        LANG: "C.UTF-8",
-        OPENAI_API_KEY: "sk-test-openai",
-        OPENAI_BASE_URL: openai.url,
-      },
+      baseEnv: env({ OPENAI_API_KEY: "sk-test-openai", OPENAI_BASE_URL: openai.url }),
     });
     const p = place();
     const before = openai.responseRequests().length;
-    const o = await cli.start({
-      cwd: p.cwd,
-      home: p.home,
-      prompt: "What is in the screenshot?",
-      images: p.images,
-      settings: { model: "gpt-5.5", timeoutMs: 120_000, stallMs: 120_000 },
-      sandbox: { sandbox, network: { kind: "model-only" } },
-    }).outcome;
+    const o = await cli.start(turn(p, "gpt-5.5")).outcome;
     expect(o.kind).toBe("success");
     const body = JSON.stringify(openai.responseRequests().slice(before)[0]!.body);
     expect(body).toContain(`data:image/png;base64,${b64}`);
@@ -164,24 +164,11 @@ describe("images reach the model", { timeout: 240_000 }, () => {
       const cli = createGeminiCli({
         path: resolveGeminiPath({}),
         log,
-        baseEnv: {
-          PATH: process.env.PATH,
-          HOME: root,
-          LANG: "C.UTF-8",
-          GEMINI_API_KEY: "AIza-test",
-          GOOGLE_GEMINI_BASE_URL: fake.url,
-        },
+        baseEnv: env({ GEMINI_API_KEY: "AIza-test", GOOGLE_GEMINI_BASE_URL: fake.url }),
       });
       const p = place();
       fake.script(geminiReplies.text("A RED SQUARE"));
-      const o = await cli.start({
-        cwd: p.cwd,
-        home: p.home,
-        prompt: "What is in the screenshot?",
-        images: p.images,
-        settings: { model: "gemini-2.5-flash", timeoutMs: 120_000, stallMs: 120_000 },
-        sandbox: { sandbox, network: { kind: "model-only" } },
-      }).outcome;
+      const o = await cli.start(turn(p, "gemini-2.5-flash")).outcome;
       expect(o.kind, o.detail + o.stderrTail).toBe("success");
       const bodies = fake.requests.map((r) => JSON.stringify(r.body ?? ""));
       expect(
@@ -202,25 +189,12 @@ describe("images reach the model", { timeout: 240_000 }, () => {
     const cli = createOpencodeCli({
       path: resolveOpencodeBinary(),
       log,
-      baseEnv: {
-        PATH: process.env.PATH,
-        HOME: root,
-        LANG: "C.UTF-8",
-        ANTHROPIC_API_KEY: "sk-test",
-        ANTHROPIC_BASE_URL: anthropic.url,
-      },
+      baseEnv: env({ ANTHROPIC_API_KEY: "sk-test", ANTHROPIC_BASE_URL: anthropic.url }),
     });
     const p = place();
     anthropic.script(replies.text("A RED SQUARE"));
     const before = anthropic.messageRequests().length;
-    const o = await cli.start({
-      cwd: p.cwd,
-      home: p.home,
-      prompt: "What is in the screenshot?",
-      images: p.images,
-      settings: { model: "claude-sonnet-4-5", timeoutMs: 120_000, stallMs: 120_000 },
-      sandbox: { sandbox, network: { kind: "model-only" } },
-    }).outcome;
+    const o = await cli.start(turn(p, "claude-sonnet-4-5")).outcome;
     expect(o.kind, o.detail + o.stderrTail).toBe("success");
     const sent = anthropic.messageRequests().slice(before);
     const blocks = sent.flatMap((r) =>

@@ -1,8 +1,8 @@
 import pg from "pg";
-import { beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { DescribeStatus, StatusRequest } from "../../src/intake/status.js";
 import { cancelKey } from "../../src/sql/tasks/cancel.js";
-import { createTestDatabase } from "../helpers/db.js";
+import { intakeFile } from "../helpers/intake-file.js";
 import {
   commentCreated,
   commentEdited,
@@ -10,22 +10,12 @@ import {
   REPO_KEY,
 } from "../helpers/intake-payloads.js";
 import { readEpoch } from "../../src/sql/history.js";
-import { createTestApp, type TestApp } from "../helpers/probot.js";
-import { github, useNock } from "../helpers/intake-github.js";
-import { readTask, readTasks, seedTask } from "../helpers/seed.js";
-import { repoIdOf } from "../helpers/seed.js";
+import { createTestApp } from "../helpers/probot.js";
+import { github } from "../helpers/intake-github.js";
+import { readTask, readTasks, repoIdOf, seedTask } from "../helpers/seed.js";
 
-const db = await createTestDatabase();
-useNock();
-
-let app: TestApp;
-let issue = 400;
-let commentId = 40_000;
-beforeEach(async () => {
-  app = await createTestApp(db);
-  issue++;
-  commentId++;
-});
+const t = await intakeFile({ issue: 400, commentId: 40_000 });
+const { db } = t;
 
 /** token, no config, a writer, 👀: what every accepted comment costs. */
 const accepted = () =>
@@ -33,15 +23,19 @@ const accepted = () =>
     .token(INSTALLATION_ID)
     .noConfig()
     .permission("Codertocat", "write")
-    .reactToComment(commentId);
+    .reactToComment(t.commentId);
 const say = (body: string, id?: string) =>
-  app.deliver("issue_comment", commentCreated({ commentId, issueNumber: issue, body }), id);
-const key = () => ({ repo: REPO_KEY, issue_number: issue });
+  t.app.deliver(
+    "issue_comment",
+    commentCreated({ commentId: t.commentId, issueNumber: t.issue, body }),
+    id,
+  );
+const key = () => ({ repo: REPO_KEY, issue_number: t.issue });
 
 describe("/cancel", () => {
   it("cancels the key's queued task and says so", async () => {
     const queued = await seedTask(db.pool, { ...key(), status: "queued" });
-    const reply = accepted().reply(issue);
+    const reply = accepted().reply(t.issue);
     await say("@tether /cancel");
     expect(await readTask(db.pool, queued.id)).toMatchObject({
       status: "cancelled",
@@ -62,13 +56,13 @@ describe("/cancel", () => {
     await listener.query("LISTEN tether_cancel");
     try {
       const running = await seedTask(db.pool, { ...key(), status: "running" });
-      const reply = accepted().reply(issue);
+      const reply = accepted().reply(t.issue);
       await say("@tether /cancel");
       expect(await readTask(db.pool, running.id)).toMatchObject({
         status: "running",
         cancel_requested: true,
       });
-      expect(await readTasks(db.pool, "issue_number = $1", [issue])).toHaveLength(1);
+      expect(await readTasks(db.pool, "issue_number = $1", [t.issue])).toHaveLength(1);
       await waitFor(() => notes.length > 0);
       expect(notes).toEqual([`tether_cancel:${running.id}`]);
       expect(reply.bodies).toEqual(["`@tether`: asked the running turn to stop."]);
@@ -80,14 +74,14 @@ describe("/cancel", () => {
   it("touches only the addressed agent's key", async () => {
     const mine = await seedTask(db.pool, { ...key(), agent: "tether", status: "queued" });
     const other = await seedTask(db.pool, { ...key(), agent: "reviewer", status: "queued" });
-    accepted().reply(issue);
+    accepted().reply(t.issue);
     await say("@tether /cancel");
     expect((await readTask(db.pool, mine.id)).status).toBe("cancelled");
     expect((await readTask(db.pool, other.id)).status).toBe("queued");
   });
 
   it("says when there is nothing to cancel", async () => {
-    const reply = accepted().reply(issue);
+    const reply = accepted().reply(t.issue);
     await say("@tether /cancel");
     expect(reply.bodies).toEqual(["`@tether`: nothing to cancel."]);
   });
@@ -97,7 +91,7 @@ describe("/cancel", () => {
     const later = await seedTask(db.pool, { ...key(), status: "queued" });
     const r = await cancelKey(
       db.pool,
-      { repoId: repoIdOf(REPO_KEY), repo: REPO_KEY, issueNumber: issue, agent: "tether" },
+      { repoId: repoIdOf(REPO_KEY), repo: REPO_KEY, issueNumber: t.issue, agent: "tether" },
       { asOf, reason: "x" },
     );
     expect(r).toEqual({ cancelled: [], stopRequested: [] });
@@ -107,9 +101,9 @@ describe("/cancel", () => {
 
 describe("/help", () => {
   it("replies with the commands, mentions in code so nobody is pinged, and queues nothing", async () => {
-    const reply = accepted().reply(issue);
+    const reply = accepted().reply(t.issue);
     await say("@tether /help");
-    expect(await readTasks(db.pool, "issue_number = $1", [issue])).toEqual([]);
+    expect(await readTasks(db.pool, "issue_number = $1", [t.issue])).toEqual([]);
     const body = reply.bodies[0]!;
     for (const cmd of ["/fresh", "/cancel", "/status", "/help"])
       expect(body).toContain(`\`@tether ${cmd}`);
@@ -128,12 +122,12 @@ describe("/status", () => {
     });
     await db.pool.query(
       "INSERT INTO sessions (session_id, repo, issue_number, agent, state, repo_id) VALUES ('sess-1', $1, $2, 'tether', 'active', $3)",
-      [REPO_KEY, issue, repoIdOf(REPO_KEY)],
+      [REPO_KEY, t.issue, repoIdOf(REPO_KEY)],
     );
     const queued = await seedTask(db.pool, { ...key(), status: "queued", force_fresh: true });
-    const reply = accepted().reply(issue);
+    const reply = accepted().reply(t.issue);
     await say("@tether /status");
-    expect(await readTasks(db.pool, "issue_number = $1", [issue])).toHaveLength(2);
+    expect(await readTasks(db.pool, "issue_number = $1", [t.issue])).toHaveLength(2);
     const body = reply.bodies[0]!;
     expect(body).toContain("`@tether` on this issue");
     expect(body).toMatch(new RegExp(`Running: task ${running.id} for \\[octocat's comment\\]`));
@@ -143,7 +137,7 @@ describe("/status", () => {
 
   it("covers every agent with tasks on the issue, the addressed one first", async () => {
     await seedTask(db.pool, { ...key(), agent: "reviewer", status: "queued" });
-    const reply = accepted().reply(issue);
+    const reply = accepted().reply(t.issue);
     await say("@tether /status");
     const body = reply.bodies[0]!;
     const tether = body.indexOf("`@tether` on this issue");
@@ -153,7 +147,7 @@ describe("/status", () => {
   });
 
   it("says an idle key with no session starts fresh", async () => {
-    const reply = accepted().reply(issue);
+    const reply = accepted().reply(t.issue);
     await say("@tether /status");
     expect(reply.bodies[0]).toContain("Idle: nothing running or queued.");
     expect(reply.bodies[0]).toContain("No session yet: the next turn starts fresh.");
@@ -165,14 +159,14 @@ describe("/status", () => {
       seen.push(req);
       return "Next turn: resumes `sess-9` (reason: resumed)";
     };
-    app = await createTestApp(db, { describeStatus });
-    const reply = accepted().reply(issue);
+    t.app = await createTestApp(db, { describeStatus });
+    const reply = accepted().reply(t.issue);
     await say("@tether /status");
     expect(reply.bodies).toEqual(["Next turn: resumes `sess-9` (reason: resumed)"]);
     expect(seen[0]).toMatchObject({
       repoId: repoIdOf(REPO_KEY),
       repo: REPO_KEY,
-      issueNumber: issue,
+      issueNumber: t.issue,
       agents: ["tether"],
     });
   });
@@ -184,10 +178,10 @@ describe("commands in one comment", () => {
       .token(INSTALLATION_ID)
       .config("agents:\n  reviewer: {}\n")
       .permission("Codertocat", "write")
-      .reactToComment(commentId);
-    gh.reply(issue);
+      .reactToComment(t.commentId);
+    gh.reply(t.issue);
     await say("@tether /cancel\n@reviewer take over please");
-    expect((await readTasks(db.pool, "issue_number = $1", [issue])).map((t) => t.agent)).toEqual([
+    expect((await readTasks(db.pool, "issue_number = $1", [t.issue])).map((t) => t.agent)).toEqual([
       "reviewer",
     ]);
   });
@@ -199,16 +193,16 @@ async function waitFor(cond: () => boolean, ms = 2000): Promise<void> {
 }
 
 describe("a comment on a conversation's pull request", () => {
-  const pr = () => issue + 5000;
+  const pr = () => t.issue + 5000;
   const conversation = async (agent = "tether") =>
     db.pool.query(
       `INSERT INTO conversation_branches (repo, issue_number, agent, branch, base_branch, head_sha, pull_number, pull_url, commits, repo_id)
        VALUES ($1, $2, $3, $4, 'main', $5, $6, $7, 1, $8)`,
       [
         REPO_KEY,
-        issue,
+        t.issue,
         agent,
-        `tether/${issue}-${agent}`,
+        `tether/${t.issue}-${agent}`,
         "a".repeat(40),
         pr(),
         `https://github.com/x/pull/${pr()}`,
@@ -216,18 +210,18 @@ describe("a comment on a conversation's pull request", () => {
       ],
     );
   const onPull = (body: string) =>
-    app.deliver(
+    t.app.deliver(
       "issue_comment",
-      commentCreated({ commentId, issueNumber: pr(), body, pullRequest: true }),
+      commentCreated({ commentId: t.commentId, issueNumber: pr(), body, pullRequest: true }),
     );
 
   it("is a turn of the issue's key, answered on the pull request", async () => {
     await conversation();
     accepted();
     await onPull("@tether rename it");
-    const [task] = await readTasks(db.pool, "repo = $1 AND issue_number = $2", [REPO_KEY, issue]);
+    const [task] = await readTasks(db.pool, "repo = $1 AND issue_number = $2", [REPO_KEY, t.issue]);
     expect(task).toMatchObject({
-      issue_number: issue,
+      issue_number: t.issue,
       thread_number: pr(),
       is_pull_request: false,
       agent: "tether",
@@ -240,12 +234,18 @@ describe("a comment on a conversation's pull request", () => {
     await conversation();
     accepted();
     await onPull("@tether rename it");
-    const [task] = await readTasks(db.pool, "repo = $1 AND issue_number = $2", [REPO_KEY, issue]);
+    const [task] = await readTasks(db.pool, "repo = $1 AND issue_number = $2", [REPO_KEY, t.issue]);
     const edit = (body: string, previousBody: string) => {
       github().noConfig().permission("Codertocat", "write"); // its editor is judged
-      return app.deliver(
+      return t.app.deliver(
         "issue_comment",
-        commentEdited({ commentId, issueNumber: pr(), body, previousBody, pullRequest: true }),
+        commentEdited({
+          commentId: t.commentId,
+          issueNumber: pr(),
+          body,
+          previousBody,
+          pullRequest: true,
+        }),
       );
     };
     await edit("@tether rename it to parseLines", "@tether rename it");
@@ -263,7 +263,7 @@ describe("a comment on a conversation's pull request", () => {
       await readEpoch(db.pool, {
         repoId: repoIdOf(REPO_KEY),
         repo: REPO_KEY,
-        issueNumber: issue,
+        issueNumber: t.issue,
         agent: "tether",
       }),
     ).toBe(1);
@@ -283,7 +283,7 @@ describe("a comment on a conversation's pull request", () => {
       .token(INSTALLATION_ID)
       .config("agents:\n  reviewer: {}\n")
       .permission("Codertocat", "write")
-      .reactToComment(commentId);
+      .reactToComment(t.commentId);
     await onPull("@reviewer look at this");
     const tasks = await readTasks(db.pool, "issue_number = $1", [pr()]);
     expect(tasks).toHaveLength(1);

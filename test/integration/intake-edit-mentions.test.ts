@@ -4,10 +4,10 @@
  * checks, same 👀, idempotent per (comment, agent). An edit of a comment that already addressed
  * the agent keeps changing what exists (queued task, history epoch) and starts nothing.
  */
-import { beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { readDelivery } from "../../src/sql/deliveries.js";
 import { readEpoch } from "../../src/sql/history.js";
-import { createTestDatabase } from "../helpers/db.js";
+import { intakeFile } from "../helpers/intake-file.js";
 import {
   commentCreated,
   commentEdited,
@@ -15,22 +15,11 @@ import {
   issueEdited,
   REPO_KEY,
 } from "../helpers/intake-payloads.js";
-import { createTestApp, type TestApp } from "../helpers/probot.js";
-import { github, useNock } from "../helpers/intake-github.js";
-import { readTask, readTasks, seedTask } from "../helpers/seed.js";
-import { repoIdOf } from "../helpers/seed.js";
+import { github } from "../helpers/intake-github.js";
+import { readTask, readTasks, repoIdOf, seedTask } from "../helpers/seed.js";
 
-const db = await createTestDatabase();
-useNock();
-
-let app: TestApp;
-let issue = 900;
-let commentId = 990_000;
-beforeEach(async () => {
-  app = await createTestApp(db);
-  issue++;
-  commentId++;
-});
+const t = await intakeFile({ issue: 900, commentId: 990_000 });
+const { db } = t;
 
 const T0 = new Date("2030-01-01T10:00:00Z");
 const at = (minutes: number) => new Date(T0.getTime() + minutes * 60_000);
@@ -38,11 +27,11 @@ let edits = 0;
 
 /** An edit of comment `commentId` from `before` to `after` (each edit its own updated_at). */
 const edit = (before: string, after: string, o: { login?: string; id?: string } = {}) =>
-  app.deliver(
+  t.app.deliver(
     "issue_comment",
     commentEdited({
-      commentId,
-      issueNumber: issue,
+      commentId: t.commentId,
+      issueNumber: t.issue,
       body: after,
       previousBody: before,
       createdAt: at(0).toISOString(),
@@ -52,14 +41,18 @@ const edit = (before: string, after: string, o: { login?: string; id?: string } 
     o.id,
   );
 
-const tasksOnIssue = () => readTasks(db.pool, "issue_number = $1", [issue]);
+const tasksOnIssue = () => readTasks(db.pool, "issue_number = $1", [t.issue]);
 
 describe("an edit that adds a mention", () => {
   it("starts a turn on an issue that had none: task queued with the edited text, 👀 on the comment", async () => {
     // The comment as first written mentioned no one: the webhook never took it.
-    await app.deliver(
+    await t.app.deliver(
       "issue_comment",
-      commentCreated({ commentId, issueNumber: issue, body: "tether fix the build please" }),
+      commentCreated({
+        commentId: t.commentId,
+        issueNumber: t.issue,
+        body: "tether fix the build please",
+      }),
     );
     expect(await tasksOnIssue()).toEqual([]);
 
@@ -67,24 +60,28 @@ describe("an edit that adds a mention", () => {
       .token(INSTALLATION_ID)
       .noConfig()
       .permission("Codertocat", "write")
-      .reactToComment(commentId);
+      .reactToComment(t.commentId);
     await edit("tether fix the build please", "@tether fix the build please");
     const tasks = await tasksOnIssue();
     expect(tasks).toHaveLength(1);
     expect(tasks[0]).toMatchObject({
       agent: "tether",
       status: "queued",
-      trigger_comment_id: commentId,
+      trigger_comment_id: t.commentId,
       trigger_body: "@tether fix the build please",
     });
   });
 
   it("a mistyped mention, fixed: the first delivery addressed no agent, the edit does", async () => {
     github().token(INSTALLATION_ID).noConfig();
-    const created = `typo-${issue}`;
-    await app.deliver(
+    const created = `typo-${t.issue}`;
+    await t.app.deliver(
       "issue_comment",
-      commentCreated({ commentId, issueNumber: issue, body: "@tetehr fix the build" }),
+      commentCreated({
+        commentId: t.commentId,
+        issueNumber: t.issue,
+        body: "@tetehr fix the build",
+      }),
       created,
     );
     expect(await readDelivery(db.pool, created)).toMatchObject({
@@ -92,7 +89,7 @@ describe("an edit that adds a mention", () => {
       outcome: "addresses no agent",
     });
 
-    github().noConfig().permission("Codertocat", "write").reactToComment(commentId);
+    github().noConfig().permission("Codertocat", "write").reactToComment(t.commentId);
     await edit("@tetehr fix the build", "@tether fix the build");
     expect((await tasksOnIssue()).map((t) => t.trigger_body)).toEqual(["@tether fix the build"]);
   });
@@ -102,25 +99,25 @@ describe("an edit that adds a mention", () => {
       .token(INSTALLATION_ID)
       .noConfig()
       .permission("Codertocat", "write")
-      .reactToComment(commentId);
+      .reactToComment(t.commentId);
     const payload = commentEdited({
-      commentId,
-      issueNumber: issue,
+      commentId: t.commentId,
+      issueNumber: t.issue,
       body: "@tether fix it",
       previousBody: "fix it",
       createdAt: at(0).toISOString(),
       updatedAt: at(1).toISOString(),
     });
-    await app.deliver("issue_comment", payload, `first-${issue}`);
+    await t.app.deliver("issue_comment", payload, `first-${t.issue}`);
     // GitHub's "Redeliver": the same delivery id, then the same edit under another id.
-    await app.deliver("issue_comment", payload, `first-${issue}`);
-    await app.deliver("issue_comment", payload, `again-${issue}`);
-    expect(await readDelivery(db.pool, `again-${issue}`)).toBeUndefined();
+    await t.app.deliver("issue_comment", payload, `first-${t.issue}`);
+    await t.app.deliver("issue_comment", payload, `again-${t.issue}`);
+    expect(await readDelivery(db.pool, `again-${t.issue}`)).toBeUndefined();
 
     // The mention taken out: the task stays, its text updated (its editor may ask).
     github().noConfig().permission("Codertocat", "write");
     await edit("@tether fix it", "fix it");
-    github().noConfig().permission("Codertocat", "write").reactToComment(commentId);
+    github().noConfig().permission("Codertocat", "write").reactToComment(t.commentId);
     await edit("fix it", "@tether fix it, and the docs");
     const tasks = await tasksOnIssue();
     expect(tasks).toHaveLength(1);
@@ -132,7 +129,7 @@ describe("an edit that adds a mention", () => {
 
   it("takes the same access checks: a reader's edit starts nothing and gets no 👀", async () => {
     github().token(INSTALLATION_ID).noConfig().permission("visitor", "read");
-    const id = `reader-${issue}`;
+    const id = `reader-${t.issue}`;
     await edit("hello", "@tether hello", { login: "visitor", id });
     expect(await tasksOnIssue()).toEqual([]);
     expect(await readDelivery(db.pool, id)).toMatchObject({
@@ -144,20 +141,20 @@ describe("an edit that adds a mention", () => {
   it("adding a second agent to a request: the first agent's queued task is updated, the second gets a turn", async () => {
     const first = await seedTask(db.pool, {
       repo: REPO_KEY,
-      issue_number: issue,
-      trigger_comment_id: commentId,
+      issue_number: t.issue,
+      trigger_comment_id: t.commentId,
       trigger_body: "@tether fix it",
     });
     await db.pool.query(
       `INSERT INTO task_comments (source, agent, task_id, comment_id, author, url, body, created_at)
        VALUES ($1, 'tether', $2, $3, 'Codertocat', 'u', '@tether fix it', $4)`,
-      [`comment:${commentId}`, first.id, commentId, at(0)],
+      [`comment:${t.commentId}`, first.id, t.commentId, at(0)],
     );
     github()
       .token(INSTALLATION_ID)
       .config("agents:\n  reviewer: {}\n")
       .permission("Codertocat", "write")
-      .reactToComment(commentId);
+      .reactToComment(t.commentId);
     await edit("@tether fix it", "@tether @reviewer fix it");
 
     const tasks = await tasksOnIssue();
@@ -168,13 +165,13 @@ describe("an edit that adds a mention", () => {
   });
 
   it("commands in the added mention act as in a new comment: /cancel stops the agent's queued task", async () => {
-    const queued = await seedTask(db.pool, { repo: REPO_KEY, issue_number: issue });
+    const queued = await seedTask(db.pool, { repo: REPO_KEY, issue_number: t.issue });
     const gh = github()
       .token(INSTALLATION_ID)
       .noConfig()
       .permission("Codertocat", "write")
-      .reactToComment(commentId);
-    const reply = gh.reply(issue);
+      .reactToComment(t.commentId);
+    const reply = gh.reply(t.issue);
     await edit("oops, wrong request", "@tether /cancel");
     expect(await readTask(db.pool, queued.id)).toMatchObject({ status: "cancelled" });
     expect(reply.bodies).toEqual(["`@tether`: cancelled the queued turn."]);
@@ -185,11 +182,11 @@ describe("an edit that adds a mention", () => {
       .token(INSTALLATION_ID)
       .noConfig()
       .permission("Codertocat", "write")
-      .reactToIssue(issue);
-    await app.deliver(
+      .reactToIssue(t.issue);
+    await t.app.deliver(
       "issues",
       issueEdited({
-        issueNumber: issue,
+        issueNumber: t.issue,
         body: "The build fails.\n\n@tether can you look?",
         previousBody: "The build fails.",
         updatedAt: new Date().toISOString(),
@@ -210,7 +207,7 @@ describe("an edit of a comment that already addressed the agent", () => {
     expect(await tasksOnIssue()).toEqual([]);
     const { rows } = await db.pool.query(
       "SELECT count(*)::int AS n FROM webhook_deliveries WHERE payload->'issue'->>'number' = $1",
-      [String(issue)],
+      [String(t.issue)],
     );
     expect(rows[0].n).toBe(0);
   });
@@ -218,16 +215,16 @@ describe("an edit of a comment that already addressed the agent", () => {
   it("bumps the history epoch of the session that read it, and queues no new turn", async () => {
     const turn = await seedTask(db.pool, {
       repo: REPO_KEY,
-      issue_number: issue,
+      issue_number: t.issue,
       status: "succeeded",
-      session_id: `s-${issue}`,
+      session_id: `s-${t.issue}`,
       started_at: at(5),
       resume_decision: "fresh",
     });
     await db.pool.query(
       `INSERT INTO task_comments (source, agent, task_id, comment_id, author, url, body, created_at)
        VALUES ($1, 'tether', $2, $3, 'Codertocat', 'u', '@tether fix teh build', $4)`,
-      [`comment:${commentId}`, turn.id, commentId, at(0)],
+      [`comment:${t.commentId}`, turn.id, t.commentId, at(0)],
     );
     github().token(INSTALLATION_ID).noConfig().permission("Codertocat", "write");
     await edit("@tether fix teh build", "@tether fix the build");
@@ -235,7 +232,7 @@ describe("an edit of a comment that already addressed the agent", () => {
       await readEpoch(db.pool, {
         repoId: repoIdOf(REPO_KEY),
         repo: REPO_KEY,
-        issueNumber: issue,
+        issueNumber: t.issue,
         agent: "tether",
       }),
     ).toBe(1);

@@ -20,10 +20,14 @@ import { fileURLToPath } from "node:url";
 import { execa } from "execa";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createClaudeCli } from "../../src/claude/claude-cli.js";
-import type { CliAdapter, RunEvent } from "../../src/agent-cli/runtime-adapter.js";
+import type {
+  CliAdapter,
+  RunEvent,
+  RunOutcome,
+  RunSpec,
+} from "../../src/agent-cli/runtime-adapter.js";
 import type { NamedMcpServer } from "../../src/config/mcp-servers.js";
-import { Sandbox } from "../../src/sandbox/sandbox.js";
+import type { Sandbox } from "../../src/sandbox/sandbox.js";
 import { cliAgent } from "../../src/runner/wiring/cli-agent.js";
 import { createCodexCli } from "../../src/codex/codex-cli.js";
 import {
@@ -33,6 +37,7 @@ import {
   type FakeOpenAI,
 } from "../helpers/fake-openai.js";
 import { resolveCodexBinary } from "../helpers/real-codex.js";
+import { sandboxedClaude } from "../helpers/sandbox-shell.js";
 import { createOpencodeCli } from "../../src/opencode/opencode-cli.js";
 import { resolveOpencodeBinary } from "../helpers/real-opencode.js";
 import { resolveGeminiPath } from "../../src/gemini/gemini-cli.js";
@@ -156,18 +161,7 @@ beforeAll(async () => {
       return replies.text("DONE");
     },
   });
-  sandbox = await Sandbox.start({ mode: "bwrap", stateDir: path.join(root, "sandbox"), log });
-  expect(sandbox.status).toMatchObject({ ok: true });
-  cli = createClaudeCli({
-    log,
-    killGraceMs: 2000,
-    baseEnv: {
-      PATH: process.env.PATH,
-      HOME: root,
-      ANTHROPIC_API_KEY: KEY,
-      ANTHROPIC_BASE_URL: fake.url,
-    },
-  });
+  ({ sandbox, cli } = await sandboxedClaude(root, log, KEY, fake.url));
 });
 
 afterAll(async () => {
@@ -200,34 +194,67 @@ function operatorServers(): NamedMcpServer[] {
   ];
 }
 
+/**
+ * One turn of `cli` in the sandbox, in a fresh git workspace (`work<dir>`, HOME `home<dir>`),
+ * with `servers` offered; it must succeed.
+ */
+async function turnWithServers(
+  cli: CliAdapter,
+  dir: string,
+  settings: RunSpec["settings"],
+  servers: NamedMcpServer[],
+): Promise<{ outcome: RunOutcome; events: RunEvent[]; cwd: string }> {
+  const cwd = path.join(root, `work${dir}`);
+  const home = path.join(root, `home${dir}`);
+  fs.mkdirSync(cwd);
+  fs.mkdirSync(home);
+  execFileSync("git", ["init", "-q"], { cwd });
+  const events: RunEvent[] = [];
+  const run = cli.start({
+    cwd,
+    home,
+    prompt: "Use your tools.",
+    settings,
+    sandbox: { sandbox, network: { kind: "model-only" } },
+    mcpServers: servers,
+    onEvent: (e) => void events.push(e),
+  });
+  const outcome = await run.outcome;
+  expect(outcome.kind, outcome.detail + outcome.stderrTail).toBe("success");
+  return { outcome, events, cwd };
+}
+
+/** A CLI's base environment here: HOME the temp root, and the model API's key and URL. */
+const cliEnv = (model: Record<string, string>) => ({
+  PATH: process.env.PATH,
+  HOME: root,
+  LANG: "C.UTF-8",
+  ...model,
+});
+
+/** A turn's tool results: the stdio server's (which had its secret), then the remote's. */
+function expectBothAnswered(results: Array<string | undefined>): void {
+  const digest = createHash("sha256").update(SECRET).digest("hex").slice(0, 16);
+  expect(results[0]).toContain(`MCP-STDIO-ANSWER digest=${digest}`);
+  expect(results[1]).toContain("MCP-HTTP-ANSWER pong");
+}
+
 describe(
   "the operator's MCP servers, with the real Claude CLI in the sandbox (#39)",
   { timeout: 300_000 },
   () => {
     it("a stdio server holding a secret and a remote server with a header answer the agent's tool calls; neither credential is anywhere the agent can look; a server that fails is reported and the turn goes on", async () => {
-      const cwd = path.join(root, "work");
-      const home = path.join(root, "home");
-      fs.mkdirSync(cwd);
-      fs.mkdirSync(home);
-      execFileSync("git", ["init", "-q"], { cwd });
-      const servers = operatorServers();
-      const events: RunEvent[] = [];
-      const run = cli.start({
-        cwd,
-        home,
-        prompt: "Use your tools.",
-        settings: {
+      const { outcome, events, cwd } = await turnWithServers(
+        cli,
+        "",
+        {
           model: "claude-sonnet-4-5",
           allowedTools: ["Bash"],
           timeoutMs: 240_000,
           stallMs: 180_000,
         },
-        sandbox: { sandbox, network: { kind: "model-only" } },
-        mcpServers: servers,
-        onEvent: (e) => void events.push(e),
-      });
-      const outcome = await run.outcome;
-      expect(outcome.kind, outcome.detail + outcome.stderrTail).toBe("success");
+        operatorServers(),
+      );
       expect(outcome.resultText).toBe("DONE");
 
       // The CLI started the servers it could, and said which one it could not.
@@ -242,11 +269,9 @@ describe(
 
       const calls = fake.messageRequests();
       const results = toolResults(calls.at(-1)!);
-      // The stdio server had the secret (its digest) and its answer reached the model.
-      const digest = createHash("sha256").update(SECRET).digest("hex").slice(0, 16);
-      expect(results[0]).toContain(`MCP-STDIO-ANSWER digest=${digest}`);
-      // The remote server answered, and got the operator's header on every request it saw.
-      expect(results[1]).toContain("MCP-HTTP-ANSWER pong");
+      // The stdio server had the secret (its digest) and its answer reached the model; the
+      // remote server answered, and got the operator's header on every request it saw.
+      expectBothAnswered(results);
       expect(remoteSeen.length).toBeGreaterThan(0);
       expect(remoteSeen.filter((r) => r.rpc === "tools/call")).toHaveLength(1);
       expect(remoteSeen.every((r) => r.auth === `Bearer ${TOKEN}`)).toBe(true);
@@ -336,43 +361,26 @@ describe(
     });
 
     it("Codex: both servers answer with their tools in the request up front, the tool calls count per server, and the drill finds neither credential", async () => {
-      const cwd = path.join(root, "work-codex");
-      const home = path.join(root, "home-codex");
-      fs.mkdirSync(cwd);
-      fs.mkdirSync(home);
-      execFileSync("git", ["init", "-q"], { cwd });
       remoteSeen.length = 0;
       const codex = createCodexCli({
         path: resolveCodexBinary(),
         log,
-        baseEnv: {
-          PATH: process.env.PATH,
-          HOME: root,
-          LANG: "C.UTF-8",
+        baseEnv: cliEnv({
           OPENAI_API_KEY: "sk-real-openai-key-for-the-mcp-drill",
           OPENAI_BASE_URL: openai.url,
-        },
+        }),
       });
-      const events: RunEvent[] = [];
-      const run = codex.start({
-        cwd,
-        home,
-        prompt: "Use your tools.",
-        settings: { model: "gpt-5.5", timeoutMs: 240_000, stallMs: 180_000 },
-        sandbox: { sandbox, network: { kind: "model-only" } },
-        mcpServers: operatorServers().filter((s) => s.name !== "broken"),
-        onEvent: (e) => void events.push(e),
-      });
-      const outcome = await run.outcome;
-      expect(outcome.kind, outcome.detail + outcome.stderrTail).toBe("success");
+      const { events, cwd } = await turnWithServers(
+        codex,
+        "-codex",
+        { model: "gpt-5.5", timeoutMs: 240_000, stallMs: 180_000 },
+        operatorServers().filter((s) => s.name !== "broken"),
+      );
       const calls = openai.responseRequests();
       const first = JSON.stringify(calls[0]!.body?.tools ?? []);
       expect(first).toContain("mcp__secretive");
       expect(first).toContain("mcp__remote");
-      const outputs = toolOutputs(calls.at(-1)!).map((o) => o.output);
-      const digest = createHash("sha256").update(SECRET).digest("hex").slice(0, 16);
-      expect(outputs[0]).toContain(`MCP-STDIO-ANSWER digest=${digest}`);
-      expect(outputs[1]).toContain("MCP-HTTP-ANSWER pong");
+      expectBothAnswered(toolOutputs(calls.at(-1)!).map((o) => o.output));
       expect(remoteSeen.every((r) => r.auth === `Bearer ${TOKEN}`)).toBe(true);
       const names = events.flatMap((e) => (e.type === "tool_use" ? [e.name] : []));
       expect(names).toEqual(
@@ -411,43 +419,23 @@ describe(
     });
 
     it("opencode: both servers answer with their tools in the first request, the tool calls are named per server, and the drill finds neither credential", async () => {
-      const cwd = path.join(root, "work-opencode");
-      const home = path.join(root, "home-opencode");
-      fs.mkdirSync(cwd);
-      fs.mkdirSync(home);
-      execFileSync("git", ["init", "-q"], { cwd });
       remoteSeen.length = 0;
       const opencode = createOpencodeCli({
         path: resolveOpencodeBinary(),
         log,
-        baseEnv: {
-          PATH: process.env.PATH,
-          HOME: root,
-          LANG: "C.UTF-8",
-          ANTHROPIC_API_KEY: KEY,
-          ANTHROPIC_BASE_URL: anthropic.url,
-        },
+        baseEnv: cliEnv({ ANTHROPIC_API_KEY: KEY, ANTHROPIC_BASE_URL: anthropic.url }),
       });
-      const events: RunEvent[] = [];
-      const run = opencode.start({
-        cwd,
-        home,
-        prompt: "Use your tools.",
-        settings: { model: "claude-sonnet-4-5", timeoutMs: 240_000, stallMs: 180_000 },
-        sandbox: { sandbox, network: { kind: "model-only" } },
-        mcpServers: operatorServers().filter((s) => s.name !== "broken"),
-        onEvent: (e) => void events.push(e),
-      });
-      const outcome = await run.outcome;
-      expect(outcome.kind, outcome.detail + outcome.stderrTail).toBe("success");
+      const { outcome, events, cwd } = await turnWithServers(
+        opencode,
+        "-opencode",
+        { model: "claude-sonnet-4-5", timeoutMs: 240_000, stallMs: 180_000 },
+        operatorServers().filter((s) => s.name !== "broken"),
+      );
       expect(outcome.resultText).toBe("DONE");
       const calls = anthropic.messageRequests();
       const firstTools = (calls[0]!.body?.tools ?? []).map((t) => t.name);
       expect(firstTools).toEqual(expect.arrayContaining(["secretive_whoami", "remote_ping"]));
-      const results = toolResults(calls.at(-1)!);
-      const digest = createHash("sha256").update(SECRET).digest("hex").slice(0, 16);
-      expect(results[0]).toContain(`MCP-STDIO-ANSWER digest=${digest}`);
-      expect(results[1]).toContain("MCP-HTTP-ANSWER pong");
+      expectBothAnswered(toolResults(calls.at(-1)!));
       expect(remoteSeen.filter((r) => r.rpc === "tools/call")).toHaveLength(1);
       expect(remoteSeen.every((r) => r.auth === `Bearer ${TOKEN}`)).toBe(true);
       // Named as the runner counts them, per server.

@@ -21,11 +21,10 @@ import path from "node:path";
 import { execFileSync } from "node:child_process";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createClaudeCli } from "../../src/claude/claude-cli.js";
 import type { CliAdapter, RunSpec } from "../../src/agent-cli/runtime-adapter.js";
 import { codexModelAccess } from "../../src/codex/model-endpoint.js";
 import { BRIDGE_URL } from "../../src/sandbox/init-script.js";
-import { Sandbox } from "../../src/sandbox/sandbox.js";
+import type { Sandbox } from "../../src/sandbox/sandbox.js";
 import {
   replies,
   startFakeAnthropic,
@@ -33,7 +32,7 @@ import {
   type FakeRequest,
 } from "../helpers/fake-anthropic.js";
 import { startFakeOpenAI, type FakeOpenAI } from "../helpers/fake-openai.js";
-import { runModelOnlyShell } from "../helpers/sandbox-shell.js";
+import { runModelOnlyShell, sandboxedClaude } from "../helpers/sandbox-shell.js";
 
 const KEY = "sk-ant-api03-real-key-for-the-proxy-drill";
 const MODEL = "claude-sonnet-4-5";
@@ -69,18 +68,7 @@ beforeAll(async () => {
     },
   });
   openai = await startFakeOpenAI();
-  sandbox = await Sandbox.start({ mode: "bwrap", stateDir: path.join(root, "sandbox"), log });
-  expect(sandbox.status).toMatchObject({ ok: true });
-  cli = createClaudeCli({
-    log,
-    killGraceMs: 2000,
-    baseEnv: {
-      PATH: process.env.PATH,
-      HOME: root,
-      ANTHROPIC_API_KEY: KEY,
-      ANTHROPIC_BASE_URL: fake.url,
-    },
-  });
+  ({ sandbox, cli } = await sandboxedClaude(root, log, KEY, fake.url));
 });
 
 afterAll(async () => {

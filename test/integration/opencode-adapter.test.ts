@@ -1,14 +1,10 @@
-import { execFileSync } from "node:child_process";
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
-import { pino } from "pino";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import type { RunEvent, RunSpec } from "../../src/agent-cli/runtime-adapter.js";
+import { describe, expect, it } from "vitest";
+import type { RunEvent } from "../../src/agent-cli/runtime-adapter.js";
 import { ANTHROPIC_PLACEHOLDER } from "../../src/providers/anthropic/endpoint.js";
 import { createOpencodeCli } from "../../src/opencode/opencode-cli.js";
 import { opencodeLayout } from "../../src/opencode/session-db.js";
-import { Sandbox } from "../../src/sandbox/sandbox.js";
 import { postgresTranscripts } from "../../src/sessions/postgres-transcripts.js";
 import { upsertSession } from "../../src/sql/sessions.js";
 import { createTestDatabase } from "../helpers/db.js";
@@ -16,9 +12,9 @@ import {
   replies,
   startFakeAnthropic,
   userTexts,
-  type FakeAnthropic,
   type FakeRequest,
 } from "../helpers/fake-anthropic.js";
+import { adapterHarness } from "../helpers/adapter-harness.js";
 import { resolveOpencodeBinary } from "../helpers/real-opencode.js";
 import { repoIdOf } from "../helpers/seed.js";
 
@@ -31,81 +27,28 @@ import { repoIdOf } from "../helpers/seed.js";
 
 const MODEL = "claude-sonnet-4-5";
 const KEY = "sk-ant-real-key-for-opencode-tests-0000";
-const root = fs.mkdtempSync(path.join(os.tmpdir(), "tether-opencode-adapter-"));
-const log = pino({ level: "silent" });
+const h = adapterHarness({
+  name: "opencode",
+  model: MODEL,
+  limitMs: 180_000,
+  commit: true,
+  startFake: startFakeAnthropic,
+  env: (fake) => ({ ANTHROPIC_API_KEY: KEY, ANTHROPIC_BASE_URL: fake.url }),
+  createCli: ({ log, baseEnv }) =>
+    createOpencodeCli({ path: resolveOpencodeBinary(), log, baseEnv }),
+});
+const { root, log, place, spec } = h;
 const db = await createTestDatabase();
-let fake: FakeAnthropic;
-let sandbox: Sandbox;
-let cli: ReturnType<typeof createOpencodeCli>;
 
-beforeAll(async () => {
-  fake = await startFakeAnthropic();
-  sandbox = await Sandbox.start({ mode: "bwrap", stateDir: path.join(root, "sandbox"), log });
-  expect(sandbox.status).toMatchObject({ ok: true });
-  cli = createOpencodeCli({
-    path: resolveOpencodeBinary(),
-    log,
-    baseEnv: {
-      PATH: process.env.PATH,
-      HOME: root,
-      LANG: "C.UTF-8",
-      ANTHROPIC_API_KEY: KEY,
-      ANTHROPIC_BASE_URL: fake.url,
-      GITHUB_TOKEN: "ghs_must_not_leak",
-    },
-  });
-});
-afterAll(async () => {
-  await fake?.close();
-  fs.rmSync(root, { recursive: true, force: true });
-});
-afterEach(() => {
-  const left = fake.pending();
-  fake.reset();
-  expect(left).toBe(0);
-});
-
-let dirs = 0;
-/** A workspace (a git repository with a commit, as Tether's are) and a HOME for one session. */
-function place(files: Record<string, string> = {}): { cwd: string; home: string } {
-  const n = ++dirs;
-  const cwd = path.join(root, `work-${n}`);
-  const home = path.join(root, `home-${n}`);
-  fs.mkdirSync(cwd);
-  fs.mkdirSync(home);
-  fs.writeFileSync(path.join(cwd, "README.md"), "a repository\n");
-  for (const [name, text] of Object.entries(files)) {
-    fs.mkdirSync(path.dirname(path.join(cwd, name)), { recursive: true });
-    fs.writeFileSync(path.join(cwd, name), text);
-  }
-  const git = (...args: string[]) =>
-    execFileSync("git", ["-c", "user.name=t", "-c", "user.email=t@example.com", ...args], { cwd });
-  git("init", "-q");
-  git("add", "-A");
-  git("commit", "-qm", "init");
-  return { cwd, home };
-}
-
-function spec(p: { cwd: string; home: string }, over: Partial<RunSpec> = {}): RunSpec {
-  return {
-    cwd: p.cwd,
-    home: p.home,
-    prompt: "hello",
-    settings: { model: MODEL, timeoutMs: 180_000, stallMs: 180_000 },
-    sandbox: { sandbox, network: { kind: "model-only" } },
-    ...over,
-  };
-}
-
-const since = (n: number): FakeRequest[] => fake.messageRequests().slice(n);
+const since = (n: number): FakeRequest[] => h.fake.messageRequests().slice(n);
 const everything = (reqs: FakeRequest[]) => reqs.map((r) => JSON.stringify(r.body)).join("\n");
 
 describe("opencode adapter, real CLI in the sandbox", { timeout: 300_000 }, () => {
   it("a fresh turn: the session id is the first event, the answer, honest usage and cost, the key swapped in by the proxy", async () => {
-    const before = fake.messageRequests().length;
-    fake.script(replies.text("FRESH-ANSWER"));
+    const before = h.fake.messageRequests().length;
+    h.fake.script(replies.text("FRESH-ANSWER"));
     const events: RunEvent[] = [];
-    const o = await cli.start(spec(place(), { onEvent: (e) => void events.push(e) })).outcome;
+    const o = await h.cli.start(spec(place(), { onEvent: (e) => void events.push(e) })).outcome;
     expect(o).toMatchObject({ kind: "success", resultText: "FRESH-ANSWER", toolRan: false });
     expect(o.sessionId).toMatch(/^ses_[0-9A-Za-z]{26}$/);
     expect(events[0]).toMatchObject({ type: "init", sessionId: o.sessionId, model: MODEL });
@@ -139,15 +82,15 @@ describe("opencode adapter, real CLI in the sandbox", { timeout: 300_000 }, () =
 
   it("a session saved to Postgres by one runner resumes on another: the API sees the earlier turn, the same session id", async () => {
     const p = place();
-    const before = fake.messageRequests().length;
-    fake.script(replies.text("FIRST-ANSWER"), replies.text("SECOND-ANSWER"));
-    const first = await cli.start(spec(p, { prompt: "FIRST-QUESTION" })).outcome;
+    const before = h.fake.messageRequests().length;
+    h.fake.script(replies.text("FIRST-ANSWER"), replies.text("SECOND-ANSWER"));
+    const first = await h.cli.start(spec(p, { prompt: "FIRST-QUESTION" })).outcome;
     expect(first.kind).toBe("success");
     const sessionId = first.sessionId!;
     const key = {
       repoId: repoIdOf("octo/opencode"),
       repo: "octo/opencode",
-      issueNumber: dirs,
+      issueNumber: h.dirs,
       agent: "tether",
     };
     await upsertSession(db.pool, {
@@ -174,11 +117,11 @@ describe("opencode adapter, real CLI in the sandbox", { timeout: 300_000 }, () =
     const dir = path.join(p.home, ".local", "share", "opencode");
     expect(fs.existsSync(path.join(dir, "opencode.db-wal"))).toBe(false);
     // Another runner: a fresh HOME, nothing on its disk.
-    const home2 = path.join(root, `home-restored-${dirs}`);
+    const home2 = path.join(root, `home-restored-${h.dirs}`);
     fs.mkdirSync(home2);
     const restored = await store("b").restore(key, sessionId, home2, "/workspace");
     expect(restored.from).toBe("store");
-    const second = await cli.start(
+    const second = await h.cli.start(
       spec({ cwd: p.cwd, home: home2 }, { prompt: "SECOND-QUESTION", resumeSessionId: sessionId }),
     ).outcome;
     expect(second).toMatchObject({ kind: "success", sessionId, resultText: "SECOND-ANSWER" });
@@ -194,39 +137,38 @@ describe("opencode adapter, real CLI in the sandbox", { timeout: 300_000 }, () =
   });
 
   it("a session the CLI does not hold → resume_rejected, no request, no tool", async () => {
-    const before = fake.messageRequests().length;
-    const o = await cli.start(spec(place(), { resumeSessionId: "ses_00000000000000000000000000" }))
-      .outcome;
-    expect(o).toMatchObject({ kind: "resume_rejected", sessionId: undefined, toolRan: false });
+    const o = await h.resumeUnknown(
+      "ses_00000000000000000000000000",
+      () => h.fake.messageRequests().length,
+    );
     expect(o.detail).toContain("does not hold session");
-    expect(since(before)).toHaveLength(0);
   });
 
   it("an overflow the CLI compacts its way out of answers in the same turn; one it cannot → poisoned", async () => {
-    fake.script(replies.promptTooLong(), replies.text("SUMMARY"), replies.text("AFTER-COMPACTION"));
+    h.fake.script(
+      replies.promptTooLong(),
+      replies.text("SUMMARY"),
+      replies.text("AFTER-COMPACTION"),
+    );
     const events: RunEvent[] = [];
-    const o = await cli.start(spec(place(), { onEvent: (e) => void events.push(e) })).outcome;
+    const o = await h.cli.start(spec(place(), { onEvent: (e) => void events.push(e) })).outcome;
     expect(o).toMatchObject({ kind: "success", resultText: "AFTER-COMPACTION" });
     expect(events.some((e) => e.type === "compacted")).toBe(true);
 
-    fake.setDefault(replies.promptTooLong());
-    const stuck = await cli.start(spec(place())).outcome;
-    expect(stuck.kind).toBe("poisoned");
+    h.fake.setDefault(replies.promptTooLong());
+    const stuck = await h.overflowed();
     expect(stuck.sessionId).toMatch(/^ses_/);
-    expect(stuck.detail).toContain("context window");
   });
 
   it("a 401 → auth_failed, naming the variable to check", async () => {
-    fake.setDefault(replies.unauthorized());
-    const o = await cli.start(spec(place())).outcome;
-    expect(o.kind).toBe("auth_failed");
+    h.fake.setDefault(replies.unauthorized());
+    const o = await h.keyRefused("ANTHROPIC_API_KEY");
     expect(o.detail).toContain("401");
-    expect(o.detail).toContain("ANTHROPIC_API_KEY");
   });
 
   it("tools write and run in the workspace; the agent sees the placeholder, never the key or Tether's tokens", async () => {
     const p = place();
-    fake.script(
+    h.fake.script(
       replies.toolUse("write", {
         filePath: "/workspace/made.txt",
         content: "written by the agent\n",
@@ -237,8 +179,8 @@ describe("opencode adapter, real CLI in the sandbox", { timeout: 300_000 }, () =
       }),
       replies.text("DONE"),
     );
-    const before = fake.messageRequests().length;
-    const o = await cli.start(spec(p)).outcome;
+    const before = h.fake.messageRequests().length;
+    const o = await h.cli.start(spec(p)).outcome;
     expect(o).toMatchObject({ kind: "success", toolRan: true, resultText: "DONE" });
     expect(fs.readFileSync(path.join(p.cwd, "made.txt"), "utf8")).toBe("written by the agent\n");
     const reqs = since(before);
@@ -273,24 +215,24 @@ describe("opencode adapter, real CLI in the sandbox", { timeout: 300_000 }, () =
       "AGENTS.md": "MARKER_AGENTS_MD\n",
       "CLAUDE.md": "MARKER_CLAUDE_MD\n",
     });
-    const before = fake.messageRequests().length;
-    fake.script(replies.text("OK"));
-    const o = await cli.start(spec(p)).outcome;
+    const before = h.fake.messageRequests().length;
+    h.fake.script(replies.text("OK"));
+    const o = await h.cli.start(spec(p)).outcome;
     expect(o.kind).toBe("success");
     const sent = everything(since(before));
     expect(sent).not.toMatch(/MARKER_/);
     expect(fs.readdirSync(p.cwd).filter((f) => /^(RAN|SETUP|INIT)-/.test(f))).toEqual([]);
     // Without the sandbox the files cannot be hidden: the run is refused, nothing is imported.
-    const bare = await cli.start({ ...spec(p), sandbox: undefined }).outcome;
+    const bare = await h.cli.start({ ...spec(p), sandbox: undefined }).outcome;
     expect(bare.kind).toBe("failed");
     expect(bare.detail).toContain("opencode.json");
     expect(since(before)).toHaveLength(1);
   });
 
   it("Tether's instructions reach the system prompt", async () => {
-    const before = fake.messageRequests().length;
-    fake.script(replies.text("OK"));
-    const o = await cli.start(
+    const before = h.fake.messageRequests().length;
+    h.fake.script(replies.text("OK"));
+    const o = await h.cli.start(
       spec(place(), {
         settings: {
           model: MODEL,
@@ -307,10 +249,10 @@ describe("opencode adapter, real CLI in the sandbox", { timeout: 300_000 }, () =
   it("/cancel stops a run waiting on the API: cancelled, no process left", async () => {
     let release!: () => void;
     const held = new Promise<void>((r) => (release = r));
-    fake.script(replies.deferred(held, replies.text("TOO-LATE")));
-    const before = fake.messageRequests().length;
-    const run = cli.start(spec(place()));
-    await fake.waitFor(
+    h.fake.script(replies.deferred(held, replies.text("TOO-LATE")));
+    const before = h.fake.messageRequests().length;
+    const run = h.cli.start(spec(place()));
+    await h.fake.waitFor(
       (reqs) => reqs.filter((r) => r.path === "/v1/messages").length > before,
       120_000,
     );
