@@ -731,7 +731,13 @@ describe("runTask when GitHub refuses the thread's writes past the retries", () 
     const snapshot = {
       v: 2,
       agents: {
-        tether: { name: "tether", model: "snapshot-model", timeoutMinutes: 7, stallMinutes: 3 },
+        tether: {
+          name: "tether",
+          cli: "claude",
+          model: "snapshot-model",
+          timeoutMinutes: 7,
+          stallMinutes: 3,
+        },
       },
       resume: { enabled: true, ttlHours: 72, contextBudget: 0.8 },
       spend: { freshResetsConversation: false },
