@@ -15,10 +15,9 @@ export default defineConfig({
   test: {
     pool: "forks",
     // Three files at once on the 2-core machine CI runs on (vitest's default there is one: the
-    // cores less one). Most of the integration and e2e tiers wait on CLIs, Postgres and the
-    // GitHub stand-in rather than compute: on a loaded machine (load average 10-19) the
-    // integration tier ran 2.2x its files' summed time and the e2e tier 2.4x with three workers.
-    // VITEST_MAX_WORKERS overrides it. Every test must pass so (none races a timer).
+    // cores less one). Three keep both cores busy (the real CLIs are most of the CPU); four made
+    // a clean-clone run slower (docs/development.md). VITEST_MAX_WORKERS overrides it. Every
+    // test must pass so (none races a timer).
     maxWorkers: 3,
     // The slowest files start first (test/sequencer.ts).
     sequence: { sequencer: SlowestFirst },
