@@ -188,14 +188,7 @@ function leanDoc(): Obj {
     }
   }
   const lean = { paths: doc.paths, components: { ...(doc.components as Obj), schemas: {} } };
-  try {
-    fs.mkdirSync(CACHE_DIR, { recursive: true });
-    const tmp = `${file}.${process.pid}.${randomUUID()}.tmp`;
-    fs.writeFileSync(tmp, JSON.stringify(lean));
-    fs.renameSync(tmp, file);
-  } catch {
-    // Unwritable: the next file reads the description again.
-  }
+  keep(file, JSON.stringify(lean));
   return lean;
 }
 
@@ -244,6 +237,22 @@ function ensureComponent(name: string): void {
   ajv.addSchema({ ...(convert(schema) as Obj), $id: REF_BASE + name });
 }
 
+/**
+ * Puts `text` in the cache as `file`: written to a temporary name and renamed, so a file running
+ * beside this one reads it whole or not at all. A cache that cannot be written only costs the
+ * next test file the work again.
+ */
+function keep(file: string, text: string): void {
+  try {
+    fs.mkdirSync(CACHE_DIR, { recursive: true });
+    const tmp = `${file}.${process.pid}.${randomUUID()}.tmp`;
+    fs.writeFileSync(tmp, text);
+    fs.renameSync(tmp, file);
+  } catch {
+    // Unwritable: nothing kept.
+  }
+}
+
 function validator(key: string, schema: unknown, params = false): ValidateFunction {
   let v = compiled.get(key);
   if (!v) {
@@ -256,8 +265,7 @@ function validator(key: string, schema: unknown, params = false): ValidateFuncti
 /**
  * The validator from the disk cache, or compiled and put there. The digest covers the schema as
  * the description gives it (its `$ref`s by name) and CACHE_EPOCH (the description's version, so
- * the components behind those names too). Written to a temporary name and renamed, so a file
- * running beside this one reads a whole module or none.
+ * the components behind those names too).
  */
 function cachedCompile(key: string, schema: unknown, params: boolean): ValidateFunction {
   const digest = createHash("sha256")
@@ -272,14 +280,7 @@ function cachedCompile(key: string, schema: unknown, params: boolean): ValidateF
   }
   const a = params ? ajvParams : ajv;
   const v = a.compile(convert(schema) as Obj);
-  try {
-    fs.mkdirSync(CACHE_DIR, { recursive: true });
-    const tmp = `${file}.${process.pid}.${randomUUID()}.tmp`;
-    fs.writeFileSync(tmp, standaloneCode(a, v));
-    fs.renameSync(tmp, file);
-  } catch {
-    // A cache that cannot be written only costs the next file a compile.
-  }
+  keep(file, standaloneCode(a, v));
   return v;
 }
 

@@ -16,15 +16,15 @@ import { checkRequest, checkResponse, findOperation } from "../helpers/openapi.j
 import type * as OpenApi from "../helpers/openapi.js";
 
 const quiet = { debug() {}, info() {}, warn() {}, error() {} };
+/** A comment created on an issue: the request both checker blocks hold answers to. */
+const create = {
+  method: "POST",
+  path: "/repos/octo/widgets/issues/1/comments",
+  query: {},
+  body: { body: "hi" },
+};
 
 describe("the checker", () => {
-  const create = {
-    method: "POST",
-    path: "/repos/octo/widgets/issues/1/comments",
-    query: {},
-    body: { body: "hi" },
-  };
-
   it("passes a stand-in answer with every required field and fails it with one missing", () => {
     const good = rest.issueComment("octo/widgets", 1, 5, "hi");
     expect(checkResponse(create, { status: 201, body: good })).toEqual([]);
@@ -207,12 +207,6 @@ describe("FakeGitHub", () => {
 });
 
 describe("the checker's disk cache", () => {
-  const create = {
-    method: "POST",
-    path: "/repos/octo/widgets/issues/1/comments",
-    query: {},
-    body: { body: "hi" },
-  };
   const good = rest.issueComment("octo/widgets", 1, 5, "hi");
   const verdicts = (m: typeof OpenApi) => [
     m.checkRequest(create),
